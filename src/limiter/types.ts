@@ -1,0 +1,45 @@
+/** @module The Store contract: every counter backend (memory, Redis, Redis Cluster) implements it. */
+import type { Algorithm } from '../config/types.js';
+
+/** One bucket a request must be charged in. */
+export interface BucketSpec {
+  /** Identity-scoped key without the store prefix, e.g. `sign-up:{ip:203.0.113.7}`. */
+  readonly key: string;
+  readonly limit: number;
+  readonly periodMs: number;
+  readonly algorithm: Algorithm;
+  readonly cost: number;
+  /** A shadow bucket is counted and reported but never vetoes the request. */
+  readonly shadow: boolean;
+}
+
+/** The state of one bucket after a consume (or a peek). Times are Unix epoch milliseconds. */
+export interface BucketState {
+  /** Requests (of cost 1) left after this one; 0 when limited. */
+  readonly remaining: number;
+  /** When the bucket is fully replenished if nothing more comes (end of window for fixed-window). */
+  readonly resetAt: number;
+  /** True when this bucket had no room for the request (for a shadow bucket: would have rejected). */
+  readonly limited: boolean;
+  /** When a request of this cost would next be admitted; equals `now` when it was admitted. */
+  readonly retryAt: number;
+}
+
+export interface ConsumeOutcome {
+  /** True when every non-shadow bucket had room: all buckets were then charged. False: none was. */
+  readonly allowed: boolean;
+  /** The store's clock at decision time (Redis TIME for Redis stores), epoch ms. */
+  readonly now: number;
+  /** One state per spec, in the order given. */
+  readonly buckets: readonly BucketState[];
+}
+
+export interface Store {
+  /** Checks every bucket and charges all of them or none, atomically. */
+  consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome>;
+  /** Reads a bucket without charging it. */
+  peek(spec: BucketSpec): Promise<BucketState>;
+  /** Forgets a bucket: it starts full again. */
+  reset(spec: BucketSpec): Promise<void>;
+  close(): Promise<void>;
+}
