@@ -1,0 +1,171 @@
+/**
+ * The store contract: every Store (memory, Redis, Redis Cluster) must pass this same suite, so that their
+ * decisions and header values cannot drift. Times are scripted with a fake clock that each store is
+ * built around; expected values are worked out by hand in the comments.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { BucketSpec, Store } from '../../src/limiter/types.js';
+import { FakeClock } from '../support/clock.js';
+
+export type StoreFactory = (clock: FakeClock) => Promise<Store>;
+
+/** A time on a 5-minute (and 30-minute and 1-hour) boundary, so window edges are easy to reason about. */
+const T0 = Date.UTC(2026, 10, 21, 19, 0, 0);
+let seq = 0;
+
+function bucket(over: Partial<BucketSpec> = {}): BucketSpec {
+  // Each test gets fresh keys so that stores shared across tests do not interfere.
+  return {
+    key: `contract-${process.pid}-${++seq}:{ip:192.0.2.1}`,
+    limit: 3,
+    periodMs: 60_000,
+    algorithm: 'fixed-window',
+    cost: 1,
+    shadow: false,
+    ...over,
+  };
+}
+
+export function storeContract(name: string, factory: StoreFactory): void {
+  describe(`the ${name} store contract`, () => {
+    let clock: FakeClock;
+    let store: Store;
+
+    beforeEach(async () => {
+      clock = new FakeClock(T0);
+      store = await factory(clock);
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    it('admits exactly limit requests in a fixed window, counting down to 0, then rejects until the window ends', async () => {
+      const b = bucket();
+      clock.advance(10_000);
+      const seen = [];
+      for (let i = 0; i < 4; i++) seen.push(await store.consume([b]));
+      expect(seen.map((o) => o.allowed)).toEqual([true, true, true, false]);
+      expect(seen.map((o) => o.buckets[0]!.remaining)).toEqual([2, 1, 0, 0]);
+      // The window is epoch-aligned: it ends at T0 + 60 s whatever time the first request came.
+      expect(seen.map((o) => o.buckets[0]!.resetAt)).toEqual([T0 + 60_000, T0 + 60_000, T0 + 60_000, T0 + 60_000]);
+      expect(seen[3]!.buckets[0]).toMatchObject({ limited: true, retryAt: T0 + 60_000 });
+      expect(seen[3]!.now).toBe(T0 + 10_000);
+
+      clock.set(T0 + 59_999);
+      expect((await store.consume([b])).allowed).toBe(false);
+      clock.set(T0 + 60_000);
+      const next = await store.consume([b]);
+      expect(next.allowed).toBe(true);
+      expect(next.buckets[0]).toMatchObject({ remaining: 2, resetAt: T0 + 120_000, limited: false });
+    });
+
+    it('charges every bucket or none: a rejected request leaves the other buckets untouched', async () => {
+      const wide = bucket({ limit: 5 });
+      const narrow = bucket({ limit: 1 });
+      const first = await store.consume([wide, narrow]);
+      expect(first.allowed).toBe(true);
+      expect(first.buckets.map((b) => b.remaining)).toEqual([4, 0]);
+
+      for (let i = 0; i < 3; i++) {
+        const rejected = await store.consume([wide, narrow]);
+        expect(rejected.allowed).toBe(false);
+        // The wide bucket reports what it has, uncharged; the narrow one is the rejecting bucket.
+        expect(rejected.buckets[0]).toMatchObject({ remaining: 4, limited: false });
+        expect(rejected.buckets[1]).toMatchObject({ remaining: 0, limited: true, retryAt: T0 + 60_000 });
+      }
+      expect((await store.peek(wide)).remaining).toBe(4);
+      expect((await store.consume([wide])).buckets[0]!.remaining).toBe(3);
+    });
+
+    it('takes cost tokens per request and rejects a request whose cost no longer fits', async () => {
+      const b = bucket({ limit: 5, cost: 2 });
+      const r = [await store.consume([b]), await store.consume([b]), await store.consume([b])];
+      expect(r.map((o) => o.allowed)).toEqual([true, true, false]);
+      expect(r.map((o) => o.buckets[0]!.remaining)).toEqual([3, 1, 0]);
+      // One unit is still there for a cost-1 request on the same key.
+      expect((await store.consume([{ ...b, cost: 1 }])).allowed).toBe(true);
+    });
+
+    it('never rejects for a shadow bucket but reports it limited, and does not push it past its limit', async () => {
+      const enforced = bucket({ limit: 10 });
+      const shadow = bucket({ limit: 1, shadow: true });
+      const a = await store.consume([enforced, shadow]);
+      const b = await store.consume([enforced, shadow]);
+      expect([a.allowed, b.allowed]).toEqual([true, true]);
+      expect(a.buckets[1]).toMatchObject({ remaining: 0, limited: false });
+      expect(b.buckets[1]).toMatchObject({ remaining: 0, limited: true });
+      expect(b.buckets[0]!.remaining).toBe(8);
+      // A shadow bucket alone never rejects either.
+      expect((await store.consume([shadow])).allowed).toBe(true);
+    });
+
+    it('weights the previous window by the unelapsed fraction of the current one in a sliding window', async () => {
+      const b = bucket({ algorithm: 'sliding-window', limit: 10, periodMs: 60_000 });
+      clock.set(T0 + 30_000);
+      for (let i = 0; i < 10; i++) expect((await store.consume([b])).allowed).toBe(true);
+      const full = await store.consume([b]);
+      expect(full.allowed).toBe(false);
+      // Fully replenished when this window's 10 stop weighing: the end of the next window.
+      expect(full.buckets[0]).toMatchObject({ remaining: 0, limited: true, resetAt: T0 + 120_000 });
+      // Next window: prev = 10, cur = 0. At 15 s in (45 s unelapsed) the estimate is 10 × 45/60 = 7.5.
+      // A request fits while cur + 1 + 7.5 ≤ 10: two pass (estimate 8.5, then 9.5), the third does not.
+      expect(full.buckets[0]!.retryAt).toBe(T0 + 60_000 + 6_000); // 10·(60 − e)/60 ≤ 9 ⇔ e ≥ 6 s
+      clock.set(T0 + 75_000);
+      const r = [await store.consume([b]), await store.consume([b]), await store.consume([b])];
+      expect(r.map((o) => o.allowed)).toEqual([true, true, false]);
+      expect(r.map((o) => o.buckets[0]!.remaining)).toEqual([1, 0, 0]);
+      // cur = 2, prev = 10, room = (10 − 2 − 1)·60000 = 420000 → e ≥ 60000 − 420000/10 = 18 s.
+      expect(r[2]!.buckets[0]!.retryAt).toBe(T0 + 60_000 + 18_000);
+      clock.set(T0 + 78_000);
+      expect((await store.consume([b])).allowed).toBe(true);
+      // Two windows later nothing weighs any more.
+      clock.set(T0 + 180_000);
+      const fresh = await store.consume([b]);
+      expect(fresh.buckets[0]).toMatchObject({ remaining: 9, limited: false });
+    });
+
+    it('refills a token bucket continuously at limit per period', async () => {
+      const b = bucket({ algorithm: 'token-bucket', limit: 10, periodMs: 10_000 });
+      clock.set(T0 + 123);
+      const burst = [];
+      for (let i = 0; i < 11; i++) burst.push(await store.consume([b]));
+      expect(burst.map((o) => o.allowed)).toEqual([...Array(10).fill(true), false]);
+      expect(burst.map((o) => o.buckets[0]!.remaining)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0]);
+      // Empty now; one token every second. Full again 10 s after the burst.
+      expect(burst[10]!.buckets[0]).toMatchObject({ limited: true, retryAt: T0 + 123 + 1_000, resetAt: T0 + 123 + 10_000 });
+      clock.advance(999);
+      expect((await store.consume([b])).allowed).toBe(false);
+      clock.advance(1);
+      const one = await store.consume([b]);
+      expect(one.allowed).toBe(true);
+      expect(one.buckets[0]!.remaining).toBe(0);
+      clock.advance(5_000);
+      expect((await store.consume([b])).buckets[0]!.remaining).toBe(4);
+    });
+
+    it('reads a bucket without charging it and resets it to full', async () => {
+      const b = bucket({ limit: 2 });
+      expect(await store.peek(b)).toMatchObject({ remaining: 2, limited: false });
+      await store.consume([b]);
+      await store.consume([b]);
+      expect(await store.peek(b)).toMatchObject({ remaining: 0, limited: true, retryAt: T0 + 60_000 });
+      expect(await store.peek(b)).toMatchObject({ remaining: 0 });
+      await store.reset(b);
+      expect(await store.peek(b)).toMatchObject({ remaining: 2, limited: false });
+      expect((await store.consume([b])).allowed).toBe(true);
+    });
+
+    it('starts a bucket full again once its period has long passed', async () => {
+      for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+        const b = bucket({ algorithm, limit: 2, periodMs: 1_000 });
+        await store.consume([b]);
+        await store.consume([b]);
+        expect((await store.consume([b])).allowed).toBe(false);
+        clock.advance(2_001);
+        const again = await store.consume([b]);
+        expect(again.allowed).toBe(true);
+        expect(again.buckets[0]!.remaining).toBe(1);
+      }
+    });
+  });
+}

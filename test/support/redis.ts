@@ -1,0 +1,252 @@
+/**
+ * @module The Redis harness: a real Redis (and a 3-master Redis Cluster) for tests.
+ *
+ * Where Redis comes from, in order: REDIS_URL (and REDIS_CLUSTER_NODES for a cluster) → a `redis-server`
+ * binary on PATH started on free ports → a Docker engine through testcontainers. With none of them the
+ * suite fails under CI=true (CI must not pass by skipping) and is skipped loudly otherwise.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from './servers.js';
+
+export interface RedisNode {
+  host: string;
+  port: number;
+  url: string;
+  /** Kills the server (SIGKILL: no goodbye to clients), for fault tests. No-op for external servers. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port. */
+  restart(): Promise<void>;
+}
+
+export interface RedisHandle {
+  /** How this Redis was obtained, for test output. */
+  readonly source: 'env' | 'binary' | 'container';
+  readonly url: string;
+  readonly node: RedisNode;
+  stop(): Promise<void>;
+}
+
+export interface ClusterHandle {
+  readonly source: 'env' | 'binary';
+  /** `redis-cluster://h:p,h:p,h:p`, as the gateway's store.url takes it. */
+  readonly url: string;
+  readonly nodes: readonly RedisNode[];
+  stop(): Promise<void>;
+}
+
+/** Why Redis is not available here, or null when it is. Checked once, before suites are declared. */
+export function redisUnavailableReason(): string | null {
+  if (process.env.REDIS_URL) return null;
+  if (hasRedisBinary()) return null;
+  if (hasDockerEngine()) return null;
+  return 'no REDIS_URL, no redis-server binary on PATH, and no Docker engine';
+}
+
+/**
+ * For `describe.skipIf(skipRedis(…))`: true to skip. Under CI=true a missing Redis throws instead, so
+ * the run fails rather than passing by skipping.
+ */
+export function skipRedis(what: string): boolean {
+  const reason = redisUnavailableReason();
+  if (!reason) return false;
+  if (process.env.CI === 'true') throw new Error(`${what} needs Redis, and CI=true: ${reason}`);
+  console.warn(`\n*** SKIPPING ${what}: ${reason} ***\n`);
+  return true;
+}
+
+export function clusterUnavailableReason(): string | null {
+  if (process.env.REDIS_CLUSTER_NODES) return null;
+  if (hasRedisBinary()) return null;
+  return 'no REDIS_CLUSTER_NODES and no redis-server binary on PATH (containers are not used for clusters)';
+}
+
+export function skipCluster(what: string): boolean {
+  const reason = clusterUnavailableReason();
+  if (!reason) return false;
+  if (process.env.CI === 'true') throw new Error(`${what} needs a Redis Cluster, and CI=true: ${reason}`);
+  console.warn(`\n*** SKIPPING ${what}: ${reason} ***\n`);
+  return true;
+}
+
+let binaryChecked: boolean | undefined;
+function hasRedisBinary(): boolean {
+  binaryChecked ??= spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+  return binaryChecked;
+}
+
+function hasDockerEngine(): boolean {
+  return spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 5000 }).status === 0;
+}
+
+/** A single Redis for one test file. */
+export async function startRedis(): Promise<RedisHandle> {
+  const envUrl = process.env.REDIS_URL;
+  if (envUrl) {
+    const u = new URL(envUrl);
+    const node = externalNode(u.hostname, Number(u.port || 6379));
+    return { source: 'env', url: envUrl, node, stop: async () => {} };
+  }
+  if (hasRedisBinary()) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-redis-'));
+    const node = await startBinaryNode(dir, []);
+    return {
+      source: 'binary',
+      url: node.url,
+      node,
+      stop: async () => {
+        await node.kill();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+  if (hasDockerEngine()) return startContainer();
+  throw new Error(`Redis unavailable: ${redisUnavailableReason()}`);
+}
+
+/** A 3-master Redis Cluster (no replicas), all 16384 slots covered. */
+export async function startRedisCluster(): Promise<ClusterHandle> {
+  const envNodes = process.env.REDIS_CLUSTER_NODES;
+  if (envNodes) {
+    const nodes = envNodes.split(',').map((hp) => {
+      const [h, p] = hp.split(':');
+      return externalNode(h ?? '127.0.0.1', Number(p));
+    });
+    return { source: 'env', url: `redis-cluster://${envNodes}`, nodes, stop: async () => {} };
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-cluster-'));
+  const nodes: RedisNode[] = [];
+  for (let i = 0; i < 3; i++) {
+    nodes.push(
+      await startBinaryNode(dir, ['--cluster-enabled', 'yes', '--cluster-node-timeout', '2000'], (port) => [
+        '--cluster-config-file',
+        path.join(dir, `nodes-${port}.conf`),
+      ]),
+    );
+  }
+  await formCluster(nodes);
+  return {
+    source: 'binary',
+    url: `redis-cluster://${nodes.map((n) => `${n.host}:${n.port}`).join(',')}`,
+    nodes,
+    stop: async () => {
+      await Promise.all(nodes.map((n) => n.kill()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function externalNode(host: string, port: number): RedisNode {
+  return {
+    host,
+    port,
+    url: `redis://${host}:${port}`,
+    kill: async () => {},
+    restart: async () => {},
+  };
+}
+
+async function startBinaryNode(
+  dir: string,
+  extra: string[],
+  perPort: (port: number) => string[] = () => [],
+): Promise<RedisNode> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra, ...perPort(port)],
+      { stdio: 'ignore' },
+    );
+    await waitForPing('127.0.0.1', port, 10_000);
+  };
+  await launch();
+  const node: RedisNode = {
+    host: '127.0.0.1',
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    kill: async () => {
+      const c = child;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      await new Promise<void>((resolve) => {
+        c.once('exit', () => resolve());
+        c.kill('SIGKILL');
+      });
+    },
+    restart: async () => {
+      await node.kill();
+      await launch();
+    },
+  };
+  return node;
+}
+
+/** Sends PING until the server answers PONG. */
+async function waitForPing(host: string, port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, host);
+      s.setTimeout(500);
+      s.once('connect', () => s.write('PING\r\n'));
+      s.once('data', (d) => {
+        s.destroy();
+        resolve(d.toString().startsWith('+PONG'));
+      });
+      s.once('error', () => resolve(false));
+      s.once('timeout', () => {
+        s.destroy();
+        resolve(false);
+      });
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`redis on ${host}:${port} did not answer within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Splits the slots over the nodes, introduces them to each other, and waits for cluster_state:ok everywhere. */
+async function formCluster(nodes: RedisNode[]): Promise<void> {
+  const clients = nodes.map((n) => new Redis({ host: n.host, port: n.port, lazyConnect: false }));
+  try {
+    const per = Math.ceil(16384 / nodes.length);
+    await Promise.all(
+      clients.map((c, i) => c.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(16383, (i + 1) * per - 1)))),
+    );
+    for (const n of nodes.slice(1)) await clients[0]!.call('CLUSTER', 'MEET', n.host, String(n.port));
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const infos = await Promise.all(clients.map((c) => c.call('CLUSTER', 'INFO') as Promise<string>));
+      const slots = await Promise.all(clients.map((c) => c.call('CLUSTER', 'SLOTS') as Promise<unknown[]>));
+      if (infos.every((i) => i.includes('cluster_state:ok')) && slots.every((s) => s.length === nodes.length)) return;
+      if (Date.now() > deadline) throw new Error(`cluster did not converge: ${infos.join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    clients.forEach((c) => c.disconnect());
+  }
+}
+
+async function startContainer(): Promise<RedisHandle> {
+  const { GenericContainer } = await import('testcontainers');
+  const container = await new GenericContainer('redis:7-alpine').withExposedPorts(6379).start();
+  const host = container.getHost();
+  const port = container.getMappedPort(6379);
+  const node: RedisNode = {
+    host,
+    port,
+    url: `redis://${host}:${port}`,
+    kill: async () => {
+      await container.stop();
+    },
+    restart: async () => {
+      throw new Error('restart is not supported for container-backed Redis');
+    },
+  };
+  return { source: 'container', url: node.url, node, stop: async () => void (await container.stop()) };
+}
