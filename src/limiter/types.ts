@@ -1,5 +1,5 @@
 /** @module The Store contract: every counter backend (memory, Redis, Redis Cluster) implements it. */
-import type { Algorithm } from '../config/types.js';
+import type { Algorithm, OnError } from '../config/types.js';
 
 /** One bucket a request must be charged in. */
 export interface BucketSpec {
@@ -11,6 +11,8 @@ export interface BucketSpec {
   readonly cost: number;
   /** A shadow bucket is counted and reported but never vetoes the request. */
   readonly shadow: boolean;
+  /** What to do with this bucket when the store fails: the rule's onStoreError, else store.onError. */
+  readonly onError: OnError;
 }
 
 /** The state of one bucket after a consume (or a peek). Times are Unix epoch milliseconds. */
@@ -32,6 +34,15 @@ export interface ConsumeOutcome {
   readonly now: number;
   /** One state per spec, in the order given. */
   readonly buckets: readonly BucketState[];
+}
+
+/** Thrown by a store (or its fault policy) when a decision cannot be made: the gateway answers 503. */
+export class StoreUnavailableError extends Error {
+  readonly code = 'STORE_UNAVAILABLE';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
 }
 
 export interface Store {

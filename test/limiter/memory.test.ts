@@ -10,7 +10,7 @@ describe('the memory store', () => {
     const clock = new FakeClock();
     const store = new MemoryStore({ now: clock.now, sweepIntervalMs: 0, sweepBatch: 1000 });
     for (let i = 0; i < 5000; i++) {
-      store.consumeSync([{ key: `k${i}`, limit: 5, periodMs: 1000, algorithm: 'fixed-window', cost: 1, shadow: false }]);
+      store.consumeSync([{ key: `k${i}`, limit: 5, periodMs: 1000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local' }]);
     }
     expect(store.size).toBe(5000);
     clock.advance(1000);
@@ -23,8 +23,8 @@ describe('the memory store', () => {
   it('keeps buckets whose window is still open when sweeping', () => {
     const clock = new FakeClock();
     const store = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
-    store.consumeSync([{ key: 'short', limit: 5, periodMs: 1000, algorithm: 'fixed-window', cost: 1, shadow: false }]);
-    store.consumeSync([{ key: 'long', limit: 5, periodMs: 3_600_000, algorithm: 'fixed-window', cost: 1, shadow: false }]);
+    store.consumeSync([{ key: 'short', limit: 5, periodMs: 1000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local' }]);
+    store.consumeSync([{ key: 'long', limit: 5, periodMs: 3_600_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local' }]);
     clock.advance(1000);
     store.sweepStep();
     expect(store.size).toBe(1);

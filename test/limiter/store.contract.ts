@@ -22,6 +22,7 @@ function bucket(over: Partial<BucketSpec> = {}): BucketSpec {
     algorithm: 'fixed-window',
     cost: 1,
     shadow: false,
+    onError: 'local',
     ...over,
   };
 }
