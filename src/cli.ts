@@ -1,0 +1,156 @@
+#!/usr/bin/env node
+/** @module The command line: `serve`, `check`, `upstream`. The only place that calls process.exit. */
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { ConfigError, formatRulesTable, formatSummary, loadConfigFile, parseHostPort, type ConfigOverrides } from './config/index.js';
+
+const USAGE = `Usage:
+  rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
+                    [--upstream URL|builtin] [--store memory|URL] [--workers N|auto]
+  rategate check    [--config FILE]
+  rategate upstream [--listen HOST:PORT]
+
+Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE.
+Default config: config/limits.yaml.`;
+
+const DEFAULT_CONFIG = 'config/limits.yaml';
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'check':
+      return check(rest);
+    case 'upstream':
+      return upstream(rest);
+    case undefined:
+    case '-h':
+    case '--help':
+    case 'help':
+      console.log(USAGE);
+      return command === undefined ? 1 : 0;
+    default:
+      console.error(`rategate: unknown command "${command}"\n\n${USAGE}`);
+      return 1;
+  }
+}
+
+type Options = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+
+/** Parses flags strictly: an unknown flag is an error, not silently ignored. */
+function parse(args: string[], options: Options): { values: Record<string, string | boolean | undefined> } {
+  const { values } = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false });
+  return { values: values as Record<string, string | boolean | undefined> };
+}
+
+/** Environment first, then flags on top: flags win. */
+function overridesFrom(values: Record<string, unknown>): ConfigOverrides {
+  const env = process.env;
+  const o: ConfigOverrides = {};
+  const pick = (flag: unknown, envName: string): string | undefined =>
+    typeof flag === 'string' ? flag : env[envName] !== undefined && env[envName] !== '' ? env[envName] : undefined;
+  const listen = pick(values.listen, 'RATEGATE_LISTEN');
+  const adminListen = pick(values['admin-listen'], 'RATEGATE_ADMIN_LISTEN');
+  const up = pick(values.upstream, 'RATEGATE_UPSTREAM');
+  const store = pick(values.store, 'RATEGATE_STORE');
+  if (listen !== undefined) o.listen = listen;
+  if (adminListen !== undefined) o.adminListen = adminListen;
+  if (up !== undefined) o.upstream = up;
+  if (store !== undefined) o.store = store;
+  return o;
+}
+
+function configPath(values: Record<string, unknown>): string {
+  return typeof values.config === 'string' ? values.config : process.env.RATEGATE_CONFIG || DEFAULT_CONFIG;
+}
+
+function reportConfigError(err: unknown): number {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    return 1;
+  }
+  throw err;
+}
+
+async function check(args: string[]): Promise<number> {
+  const { values } = parse(args, { config: { type: 'string', short: 'c' } });
+  if (values.help) return (console.log(USAGE), 0);
+  try {
+    const snapshot = await loadConfigFile(configPath(values));
+    console.log(formatRulesTable(snapshot));
+    console.log(formatSummary(snapshot));
+    return 0;
+  } catch (err) {
+    return reportConfigError(err);
+  }
+}
+
+async function serve(args: string[]): Promise<number> {
+  const { values } = parse(args, {
+    config: { type: 'string', short: 'c' },
+    listen: { type: 'string' },
+    'admin-listen': { type: 'string' },
+    upstream: { type: 'string' },
+    store: { type: 'string' },
+    workers: { type: 'string' },
+  });
+  if (values.help) return (console.log(USAGE), 0);
+  if (values.workers !== undefined && values.workers !== '1') {
+    console.error('rategate: --workers other than 1 is not supported yet');
+    return 1;
+  }
+  const { startGateway } = await import('./app.js');
+  let gateway;
+  try {
+    gateway = await startGateway({ configPath: configPath(values), overrides: overridesFrom(values), logger: pino({ level: process.env.RATEGATE_LOG_LEVEL ?? 'info' }) });
+  } catch (err) {
+    if (err instanceof ConfigError) return reportConfigError(err);
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EADDRINUSE' || e.code === 'EACCES') {
+      console.error(`rategate: cannot listen: ${e.message}`);
+      return 1;
+    }
+    throw err;
+  }
+  await waitForSignal();
+  await gateway.shutdown();
+  return 0;
+}
+
+async function upstream(args: string[]): Promise<number> {
+  const { values } = parse(args, { listen: { type: 'string' } });
+  if (values.help) return (console.log(USAGE), 0);
+  const listen = parseHostPort(typeof values.listen === 'string' ? values.listen : '127.0.0.1:3000');
+  if (!listen) {
+    console.error(`rategate: --listen: invalid address "${String(values.listen)}" (use HOST:PORT)`);
+    return 1;
+  }
+  const { startUpstream } = await import('./upstream/index.js');
+  const running = await startUpstream({ host: listen.host, port: listen.port });
+  console.log(`rategate built-in upstream listening on ${running.url}`);
+  await waitForSignal();
+  await running.close();
+  return 0;
+}
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => resolve();
+    process.once('SIGTERM', done);
+    process.once('SIGINT', done);
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    // Bad flags are the user's error: say so plainly, with the usage.
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`rategate: ${(err as Error).message}\n\n${USAGE}`);
+      process.exit(1);
+    }
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+    process.exit(1);
+  },
+);

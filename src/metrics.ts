@@ -1,0 +1,97 @@
+/** @module Every Prometheus metric of the gateway, defined in one place. Labels never carry an IP, a token or an account. */
+import client from 'prom-client';
+
+export type Decision = 'allowed' | 'limited' | 'shadow_limited';
+
+/** Per-rule counter children, looked up once per rule name instead of hashing label sets per request. */
+export interface RuleCounters {
+  readonly allowed: client.Counter.Internal;
+  readonly limited: client.Counter.Internal;
+  readonly shadowLimited: client.Counter.Internal;
+  readonly nearLimit: client.Counter.Internal;
+}
+
+export class Metrics {
+  readonly registry = new client.Registry();
+
+  readonly requests = new client.Counter({
+    name: 'rategate_requests_total',
+    help: 'Requests checked against a rule, by rule and decision (allowed, limited, shadow_limited).',
+    labelNames: ['rule', 'decision'] as const,
+    registers: [this.registry],
+  });
+  readonly nearLimit = new client.Counter({
+    name: 'rategate_near_limit_total',
+    help: 'Admitted requests that left their bucket at or below 20% of its limit.',
+    labelNames: ['rule'] as const,
+    registers: [this.registry],
+  });
+  readonly storeDuration = new client.Histogram({
+    name: 'rategate_store_duration_seconds',
+    help: 'Time of one store decision (all buckets of a request).',
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+    registers: [this.registry],
+  });
+  readonly storeErrors = new client.Counter({
+    name: 'rategate_store_errors_total',
+    help: 'Store calls that failed, by reason.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly storeFallbackActive = new client.Gauge({
+    name: 'rategate_store_fallback_active',
+    help: '1 while the store is failing and its onError policy is in force.',
+    registers: [this.registry],
+  });
+  readonly upstreamDuration = new client.Histogram({
+    name: 'rategate_upstream_duration_seconds',
+    help: 'Time from forwarding a request to the upstream response headers, by status class.',
+    labelNames: ['status_class'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly upstreamErrors = new client.Counter({
+    name: 'rategate_upstream_errors_total',
+    help: 'Upstream failures answered by the gateway, by reason (unreachable, reset, timeout).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly configReloads = new client.Counter({
+    name: 'rategate_config_reloads_total',
+    help: 'Config reloads, by result (success, error).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly gatewayResponses = new client.Counter({
+    name: 'rategate_gateway_responses_total',
+    help: 'Responses the gateway made itself (not the upstream), by status code.',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly ruleCounters = new Map<string, RuleCounters>();
+  private readonly statusClass = ['1xx', '2xx', '3xx', '4xx', '5xx'].map((c) => this.upstreamDuration.labels(c));
+
+  constructor(opts: { collectDefault?: boolean } = {}) {
+    if (opts.collectDefault ?? true) client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  forRule(name: string): RuleCounters {
+    let c = this.ruleCounters.get(name);
+    if (!c) {
+      c = {
+        allowed: this.requests.labels(name, 'allowed'),
+        limited: this.requests.labels(name, 'limited'),
+        shadowLimited: this.requests.labels(name, 'shadow_limited'),
+        nearLimit: this.nearLimit.labels(name),
+      };
+      this.ruleCounters.set(name, c);
+    }
+    return c;
+  }
+
+  observeUpstream(status: number, seconds: number): void {
+    const h = this.statusClass[Math.floor(status / 100) - 1];
+    if (h) h.observe(seconds);
+  }
+}

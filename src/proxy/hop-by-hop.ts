@@ -1,0 +1,34 @@
+/**
+ * @module Hop-by-hop header hygiene (RFC 9110 §7.6.1): these describe one connection, not the message,
+ * so a proxy must not forward them — including any extra header a peer names in `Connection`.
+ */
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
+
+/** Names listed in a `Connection` header value, lower-cased; null when there are none beyond the standard ones. */
+export function connectionListed(value: string | string[] | undefined): Set<string> | null {
+  if (value === undefined) return null;
+  const joined = Array.isArray(value) ? value.join(',') : value;
+  let set: Set<string> | null = null;
+  for (const part of joined.split(',')) {
+    const name = part.trim().toLowerCase();
+    // `close` and `keep-alive` are the common values and are hop-by-hop anyway.
+    if (name && name !== 'close' && name !== 'keep-alive') (set ??= new Set()).add(name);
+  }
+  return set;
+}
+
+export function isHopByHop(lowerName: string, listed: Set<string> | null): boolean {
+  return HOP_BY_HOP.has(lowerName) || (listed !== null && listed.has(lowerName));
+}

@@ -1,0 +1,219 @@
+/**
+ * @module The request pipeline: normalize → identify → match → consume all buckets → 429 or forward,
+ * with the rate-limit headers of the bucket closest to exhaustion on every answer of a matched request.
+ */
+import type http from 'node:http';
+import type { CompiledRule } from '../config/types.js';
+import { normalizePath } from '../routing/index.js';
+import type { Forwarder } from '../proxy/forward.js';
+import { StoreUnavailableError, type ConsumeOutcome, type Store } from '../limiter/types.js';
+import type { Metrics } from '../metrics.js';
+import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
+import { ERROR_BODIES, GATEWAY_ERRORS, type GatewayErrorCode } from './errors.js';
+import { bucketsFor, isExemptAccount, type RequestPolicy } from './policy.js';
+
+/** One line per request for the access log; no token, no account, the client IP only as the operator chose. */
+export interface RequestRecord {
+  method: string;
+  path: string;
+  status: number;
+  rules: readonly string[];
+  decision: 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'store_unavailable';
+  ms: number;
+  error?: string;
+}
+
+export interface GatewayOptions {
+  policy: () => RequestPolicy;
+  store: Store;
+  forwarder: Forwarder;
+  metrics: Metrics;
+  /** Called once per request when its answer has been decided. */
+  onRequest?: (record: RequestRecord) => void;
+}
+
+const NO_HEADERS: readonly string[] = Object.freeze([]);
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export class Gateway {
+  private draining = false;
+
+  constructor(private readonly opts: GatewayOptions) {}
+
+  /** New requests are answered 503 from now on (graceful shutdown). */
+  startDraining(): void {
+    this.draining = true;
+  }
+
+  readonly handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    this.run(req, res).catch((err: unknown) => {
+      // A bug must cost one request, never the process.
+      if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
+      else res.destroy();
+      this.opts.onRequest?.({
+        method: req.method ?? '',
+        path: '',
+        status: 500,
+        rules: [],
+        decision: 'rejected',
+        ms: 0,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    });
+  };
+
+  private async run(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const started = performance.now();
+    const { metrics, onRequest } = this.opts;
+    // Read the snapshot once: a reload mid-request must not mix two tables.
+    const policy = this.opts.policy();
+    const method = req.method ?? 'GET';
+
+    if (this.draining) {
+      respondError(res, 'SHUTTING_DOWN', NO_HEADERS, true);
+      metrics.gatewayResponses.labels('503').inc();
+      return;
+    }
+
+    const target = normalizePath(req.url ?? '');
+    if (!target.ok) {
+      respondJson(res, 400, Buffer.from(JSON.stringify({ error: `${GATEWAY_ERRORS.BAD_PATH.message}: ${target.reason}` })), NO_HEADERS, hasUnreadBody(req));
+      metrics.gatewayResponses.labels('400').inc();
+      onRequest?.({ method, path: req.url ?? '', status: 400, rules: [], decision: 'rejected', ms: performance.now() - started });
+      return;
+    }
+    const path = target.path;
+
+    const peer = req.socket.remoteAddress;
+    const xff = req.headers['x-forwarded-for'];
+    const client = policy.resolveIp(peer, xff);
+    const matched = policy.snapshot.matcher.match(method, path);
+
+    let headers: readonly string[] = NO_HEADERS;
+    let usedRules: readonly CompiledRule[] = [];
+    let decision: RequestRecord['decision'] = 'unmatched';
+    if (matched.length > 0) {
+      decision = 'exempt';
+      if (policy.exemptIps === null || !policy.exemptIps.contains(client.address)) {
+        let account: string | null = null;
+        if (needsAccount(matched)) {
+          const peerTrusted = policy.accountHeader !== undefined && peer !== undefined && policy.trustedProxies.contains(peer);
+          const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
+          const found = policy.account.resolve(req.headers.authorization, headerValue, peerTrusted);
+          account = found instanceof Promise ? await found : found;
+        }
+        if (account === null || !isExemptAccount(policy, account)) {
+          const { specs, rules } = bucketsFor(policy, matched, client.key, account);
+          if (specs.length > 0) {
+            usedRules = rules;
+            let outcome: ConsumeOutcome;
+            const storeStarted = performance.now();
+            try {
+              outcome = await this.opts.store.consume(specs);
+            } catch (err) {
+              if (!(err instanceof StoreUnavailableError)) throw err;
+              respondError(res, 'STORE_UNAVAILABLE', NO_HEADERS, hasUnreadBody(req));
+              metrics.gatewayResponses.labels('503').inc();
+              onRequest?.({ method, path, status: 503, rules: names(rules), decision: 'store_unavailable', ms: performance.now() - started });
+              return;
+            }
+            metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
+            countDecision(metrics, rules, outcome);
+            const out: string[] = [];
+            const responses = policy.snapshot.config.responses;
+            appendRateLimitHeaders(out, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
+            headers = out;
+            decision = 'allowed';
+            if (!outcome.allowed) {
+              respondJson(res, 429, policy.limitedBody, headers, hasUnreadBody(req));
+              metrics.gatewayResponses.labels('429').inc();
+              onRequest?.({ method, path, status: 429, rules: names(rules), decision: 'limited', ms: performance.now() - started });
+              return;
+            }
+          }
+        }
+      }
+    }
+
+    const peerAddr = peer === undefined ? '' : peer.startsWith('::ffff:') ? peer.slice(7) : peer;
+    const fromTrusted = xff !== undefined && peer !== undefined && policy.trustedProxies.contains(peer);
+    const result = await this.opts.forwarder.forward(
+      req,
+      res,
+      path + target.query,
+      {
+        // A trusted proxy's chain is kept and extended; anyone else's is a claim the upstream must not see.
+        for: fromTrusted ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}` : peerAddr,
+        proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
+        host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
+      },
+      headers,
+      matched.length > 0,
+    );
+    if (result.error === undefined) metrics.observeUpstream(result.status, result.seconds);
+    else if (result.error !== 'CLIENT_ABORTED') {
+      metrics.upstreamErrors.labels(upstreamReason(result.error)).inc();
+      metrics.gatewayResponses.labels(String(result.status)).inc();
+    }
+    onRequest?.({
+      method,
+      path,
+      status: result.status,
+      rules: names(usedRules),
+      decision,
+      ms: performance.now() - started,
+      ...(result.error !== undefined ? { error: result.error } : {}),
+    });
+  }
+}
+
+function needsAccount(rules: readonly CompiledRule[]): boolean {
+  for (const r of rules) if (r.per === 'account') return true;
+  return false;
+}
+
+function names(rules: readonly CompiledRule[]): string[] {
+  return rules.map((r) => r.name);
+}
+
+function firstHeader(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function upstreamReason(code: string): string {
+  return code === 'UPSTREAM_TIMEOUT' ? 'timeout' : code === 'UPSTREAM_RESET' ? 'reset' : code === 'BAD_REQUEST' ? 'bad_request' : 'unreachable';
+}
+
+/**
+ * Per rule: allowed, or limited for the rules that rejected, or shadow_limited for shadow rules that
+ * would have. Rules of a rejected request that had room are not counted: they were not charged.
+ */
+function countDecision(metrics: Metrics, rules: readonly CompiledRule[], outcome: ConsumeOutcome): void {
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i]!;
+    const b = outcome.buckets[i]!;
+    const c = metrics.forRule(rule.name);
+    if (b.limited) (rule.shadow ? c.shadowLimited : c.limited).inc();
+    else if (outcome.allowed) {
+      c.allowed.inc();
+      if (b.remaining <= rule.limit * 0.2) c.nearLimit.inc();
+    }
+  }
+}
+
+/** A request body the gateway will not read: answering early must close the connection, not drain it. */
+function hasUnreadBody(req: http.IncomingMessage): boolean {
+  return !req.complete && (req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined);
+}
+
+export function respondJson(res: http.ServerResponse, status: number, body: Buffer, extra: readonly string[], close = false): void {
+  const headers: string[] = ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length)];
+  for (const h of extra) headers.push(h);
+  if (close) headers.push('Connection', 'close');
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+export function respondError(res: http.ServerResponse, code: GatewayErrorCode, extra: readonly string[], close = false): void {
+  respondJson(res, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], extra, close);
+}

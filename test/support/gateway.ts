@@ -1,0 +1,58 @@
+/** @module Starts a real gateway on loopback for a test, from YAML text, on free ports. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { startGateway, type RunningGateway } from '../../src/app.js';
+
+export interface TestGateway extends RunningGateway {
+  configPath: string;
+}
+
+/**
+ * `yaml` is the limit table and any other sections; listen and admin addresses are forced to free
+ * loopback ports, and `upstream` to the given URL.
+ */
+export async function startTestGateway(yaml: string, opts: { upstream: string; now?: () => number; store?: string }): Promise<TestGateway> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-gw-'));
+  const configPath = path.join(dir, 'limits.yaml');
+  writeFileSync(configPath, yaml);
+  const gw = await startGateway({
+    configPath,
+    overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: opts.upstream, ...(opts.store ? { store: opts.store } : {}) },
+    logger: pino({ level: 'silent' }),
+    defaultMetrics: false,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+  return Object.assign(gw, { configPath });
+}
+
+/** The seed's table as shipped in config/limits.yaml. */
+export const SEED_TABLE = `
+limits:
+  - name: account-access
+    match: /api/*
+    per: account
+    limit: 300
+    period: 5m
+  - name: ip-access
+    match: /api/*
+    per: ip
+    limit: 300
+    period: 5m
+  - name: sign-up
+    match: POST /api/v1/accounts
+    per: ip
+    limit: 5
+    period: 30m
+  - name: uploading
+    match: POST /api/v1/media
+    per: account
+    limit: 30
+    period: 30m
+  - name: deletion
+    match: [DELETE /api/v1/statuses/:id, POST /api/v1/statuses/:id/unreblog]
+    per: account
+    limit: 30
+    period: 30m
+`;
