@@ -1,6 +1,8 @@
 /** @module The compiled, immutable form of a limit table that the request path reads. */
 import type { Config } from './schema.js';
 
+export type { Config };
+
 export type Algorithm = 'fixed-window' | 'sliding-window' | 'token-bucket';
 export type OnError = 'local' | 'allow' | 'deny';
 export type Per = 'ip' | 'account' | 'global';

@@ -1,0 +1,52 @@
+/** @module Human-readable views of a snapshot for `rategate check` and startup logs. */
+import { formatDuration } from './duration.js';
+import type { Snapshot } from './types.js';
+
+const COLUMNS = ['NAME', 'MATCH', 'PER', 'LIMIT', 'PERIOD', 'ALGORITHM', 'COST', 'SHADOW'] as const;
+/** Numbers read best right-aligned. */
+const RIGHT = new Set<string>(['LIMIT', 'COST']);
+
+/** Hides a password in a store URL: the summary is printed and logged. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z-]+:\/\/)([^@/]*)@/i, (_, scheme: string, userinfo: string) => {
+    const user = userinfo.split(':')[0] ?? '';
+    return `${scheme}${user === '' ? '' : user}${userinfo.includes(':') ? ':***' : ''}@`;
+  });
+}
+
+/** One line: how many rules, and which store and upstream the snapshot points at. */
+export function formatSummary(snapshot: Snapshot): string {
+  const n = snapshot.rules.length;
+  const shadow = snapshot.rules.filter((r) => r.shadow).length;
+  const { store, upstream } = snapshot.config;
+  return (
+    `${snapshot.source}: ${n} rule${n === 1 ? '' : 's'}` +
+    (shadow > 0 ? ` (${shadow} shadow)` : '') +
+    `, store ${redactUrl(store.url)}, upstream ${upstream.url}`
+  );
+}
+
+/** The compiled rules as an aligned table (the summary is `formatSummary`, printed after it). */
+export function formatRulesTable(snapshot: Snapshot): string {
+  if (snapshot.rules.length === 0) return '(no rules: every request passes uncounted)';
+  const rows: string[][] = snapshot.rules.map((r) => [
+    r.name,
+    r.patterns.join(', '),
+    r.per,
+    String(r.limit),
+    formatDuration(r.periodMs),
+    r.algorithm,
+    String(r.cost),
+    r.shadow ? 'yes' : 'no',
+  ]);
+  const widths = COLUMNS.map((c, i) => Math.max(c.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => {
+        const w = widths[i] ?? 0;
+        return RIGHT.has(COLUMNS[i] ?? '') ? cell.padStart(w) : cell.padEnd(w);
+      })
+      .join('  ')
+      .trimEnd();
+  return [line(COLUMNS), ...rows.map(line)].join('\n');
+}

@@ -1,0 +1,9 @@
+/** @module The config entry points: load a limit table into a Snapshot, and its types. */
+export { ConfigError } from './errors.js';
+export { loadConfigFile, parseConfig, validateConfig, type ConfigOverrides, type ValidationResult } from './load.js';
+export { buildSnapshot, policyItem } from './compile.js';
+export { formatRulesTable, formatSummary } from './describe.js';
+export { formatDuration, parseDuration } from './duration.js';
+export { parseHostPort, type HostPort } from './validators.js';
+export type { Config, ConfigInput, LimitRule } from './schema.js';
+export type { Algorithm, CompiledRule, Matcher, OnError, Per, Snapshot } from './types.js';

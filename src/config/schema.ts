@@ -1,0 +1,295 @@
+/** @module The zod schema of `limits.yaml` (SPEC §3): defaults, formats, and the TS types derived from it. */
+import { z } from 'zod';
+import { parsePattern } from '../routing/pattern.js';
+import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
+import { formatPath, show, type PathItem } from './errors.js';
+import {
+  checkIpOrCidr,
+  checkListen,
+  checkStoreUrl,
+  checkTrustedProxy,
+  checkUpstreamUrl,
+  HEADER_NAME,
+  parseHostPort,
+  sameSocket,
+} from './validators.js';
+
+/** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
+export const RULE_NAME = /^[A-Za-z0-9_.-]+$/;
+/** `{` `}` would change Redis Cluster hash slots, spaces and quotes break key readability. */
+const PREFIX = /^[A-Za-z0-9_.:-]+$/;
+
+/** A string check that reports the checker's message as a custom issue. */
+function checked(check: (v: string) => string | null): z.ZodString {
+  return z.string().superRefine((v, ctx) => {
+    const error = check(v);
+    if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
+  });
+}
+
+/** Written as `30s`, `5m`, `1h30m`, `250ms` or integer milliseconds; parsed to milliseconds. */
+function duration(minMs: number) {
+  const invalid = (input: unknown): string =>
+    input === undefined ? 'required' : `invalid duration ${show(input)} (${DURATION_HINT})`;
+  // Zod reports the issue of the one option whose type matched, so each option carries the message.
+  const error = (iss: { input?: unknown }): string => invalid(iss.input);
+  return z
+    .union(
+      [
+        z.string().regex(new RegExp(DURATION_PATTERN), { error }),
+        z.number().int({ error }).nonnegative({ error }),
+      ],
+      { error },
+    )
+    .transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === undefined) {
+        ctx.issues.push({ code: 'custom', message: invalid(v), input: v });
+        return z.NEVER;
+      }
+      if (ms < minMs) {
+        ctx.issues.push({ code: 'custom', message: `must be at least ${formatDuration(minMs)}, got ${show(v)}`, input: v });
+        return z.NEVER;
+      }
+      return ms;
+    });
+}
+
+const positiveInt = () =>
+  z
+    .number()
+    .int()
+    .positive({ error: (iss) => `must be a positive integer, got ${show(iss.input)}` });
+
+const onError = z.enum(['local', 'allow', 'deny']);
+
+const patterns = z
+  .union([z.string(), z.array(z.string())], {
+    error: (iss) =>
+      iss.input === undefined ? 'required' : `expected a pattern or a list of patterns, got ${show(iss.input)}`,
+  })
+  .superRefine((v, ctx) => {
+    if (Array.isArray(v) && v.length === 0) {
+      ctx.addIssue({ code: 'custom', message: 'must have at least one pattern', input: v });
+      return;
+    }
+    const list = typeof v === 'string' ? [v] : v;
+    list.forEach((p, i) => {
+      const parsed = parsePattern(p);
+      if (!parsed.ok) {
+        ctx.addIssue({ code: 'custom', message: parsed.error, input: p, path: typeof v === 'string' ? [] : [i] });
+      }
+    });
+  })
+  .transform((v): string[] => (typeof v === 'string' ? [v] : v));
+
+export const ruleShape = {
+  name: z
+    .string()
+    .regex(RULE_NAME, { error: (iss) => `invalid rule name ${show(iss.input)} (use letters, digits, "_", "." and "-")` })
+    .describe('Unique rule name; used in metrics, logs and the RateLimit-Policy header.'),
+  match: patterns.describe(
+    'One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).',
+  ),
+  per: z.enum(['ip', 'account', 'global']).describe('Whose bucket: per client IP, per account (skipped without one), or one for everyone.'),
+  limit: positiveInt().describe('Requests allowed per period.'),
+  period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
+  algorithm: z
+    .enum(['fixed-window', 'sliding-window', 'token-bucket'])
+    .default('fixed-window')
+    .describe('fixed-window (epoch-aligned, as Mastodon), sliding-window, or token-bucket.'),
+  cost: positiveInt().default(1).describe('Tokens a matching request takes.'),
+  shadow: z.boolean().default(false).describe('Count and report but never reject (a dry run).'),
+  onStoreError: onError.optional().describe("Overrides store.onError for this rule."),
+};
+const rule = z.object(ruleShape).strict();
+
+const adminShape = {
+  listen: checked(checkListen).default('127.0.0.1:9464').describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
+  token: z.string().min(1).nullable().default(null).describe('Bearer token required by the admin API; null: none.'),
+};
+const upstreamShape = {
+  url: checked(checkUpstreamUrl).default('builtin').describe('builtin, or the http(s) URL of the upstream API.'),
+  timeout: duration(1).prefault('30s').describe('Upper bound for an upstream response to start.'),
+  connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to the upstream.'),
+};
+const storeShape = {
+  url: checked(checkStoreUrl)
+    .default('memory')
+    .describe('memory, redis://HOST:PORT, rediss://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT.'),
+  prefix: z
+    .string()
+    .regex(PREFIX, { error: (iss) => `invalid prefix ${show(iss.input)} (use letters, digits, "_", ".", ":" and "-")` })
+    .default('rategate')
+    .describe('Prefix of every store key.'),
+  timeout: duration(1).prefault('50ms').describe('A store call slower than this counts as a store error.'),
+  onError: onError
+    .default('local')
+    .describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
+};
+const accountShape = {
+  from: z
+    .enum(['introspect', 'token', 'header'])
+    .default('introspect')
+    .describe('introspect: ask the upstream; token: the bearer token digest; header: a trusted header.'),
+  path: z
+    .string()
+    .startsWith('/', { error: (iss) => `must be a path starting with "/", got ${show(iss.input)}` })
+    .default('/api/v1/accounts/verify_credentials')
+    .describe('Upstream path answering the token’s account (from: introspect).'),
+  cacheTtl: duration(0).prefault('5m').describe('How long an introspected token→account answer is cached.'),
+  header: z
+    .string()
+    .regex(HEADER_NAME, { error: (iss) => `invalid header name ${show(iss.input)}` })
+    .optional()
+    .describe('Header carrying the account id (required with from: header).'),
+};
+const clientsShape = {
+  trustedProxies: z
+    .array(checked(checkTrustedProxy))
+    .default(['loopback', 'private'])
+    .describe('Peers whose X-Forwarded-For is honoured: loopback, private, IPs or CIDRs.'),
+  ipv6Prefix: z.number().int().min(1).max(128).default(64).describe('IPv6 clients are grouped by this prefix length.'),
+  account: z.object(accountShape).strict().prefault({}).describe('How a request’s account is found.'),
+};
+const responsesShape = {
+  reset: z.enum(['iso8601', 'unix', 'delta']).default('iso8601').describe('Format of X-RateLimit-Reset.'),
+  standardHeaders: z.boolean().default(true).describe('Also send the IETF RateLimit and RateLimit-Policy fields.'),
+  body: z
+    .record(z.string(), z.unknown())
+    .default({ error: 'Too many requests' })
+    .describe('JSON body of a 429 answer.'),
+};
+/** Account ids are opaque strings; YAML reads `123` as a number, which is accepted while exact. */
+const accountIdError = (iss: { input?: unknown }): string =>
+  typeof iss.input === 'number'
+    ? `account id ${show(iss.input)} is not an integer YAML can read exactly (quote it)`
+    : `expected an account id, got ${show(iss.input)}`;
+const accountId = z
+  .union([z.string().min(1), z.number().int({ error: accountIdError }).nonnegative({ error: accountIdError })], {
+    error: accountIdError,
+  })
+  .transform((v): string => String(v));
+const exemptShape = {
+  ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs never limited.'),
+  accounts: z.array(accountId).default([]).describe('Account ids never limited.'),
+};
+const logShape = {
+  level: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('Log level.'),
+};
+
+export const topShape = {
+  listen: checked(checkListen).default('0.0.0.0:8080').describe('HOST:PORT the gateway listens on ([::]:8080 for IPv6).'),
+  admin: z.object(adminShape).strict().prefault({}).describe('The admin listener.'),
+  upstream: z.object(upstreamShape).strict().prefault({}).describe('Where allowed requests go.'),
+  store: z.object(storeShape).strict().prefault({}).describe('Where counters live.'),
+  clients: z.object(clientsShape).strict().prefault({}).describe('How clients are identified.'),
+  responses: z.object(responsesShape).strict().prefault({}).describe('What limited answers look like.'),
+  exempt: z.object(exemptShape).strict().prefault({}).describe('Clients never limited.'),
+  log: z.object(logShape).strict().prefault({}).describe('Logging.'),
+  limits: z
+    .array(rule)
+    // `limits:` with every rule commented out reads as null: an empty table, not an error.
+    .nullable()
+    .transform((v) => v ?? [])
+    .prefault([])
+    .describe('The limit table; every matching rule counts a request.'),
+};
+
+export const configSchema = z.object(topShape).strict().describe('rategate limit table and settings');
+
+export type Config = z.output<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;
+export type LimitRule = Config['limits'][number];
+
+/** Known keys of each object, by path with list indices dropped: for "did you mean" hints. */
+const KNOWN_KEYS: Record<string, readonly string[]> = {
+  '': Object.keys(topShape),
+  admin: Object.keys(adminShape),
+  upstream: Object.keys(upstreamShape),
+  store: Object.keys(storeShape),
+  clients: Object.keys(clientsShape),
+  'clients.account': Object.keys(accountShape),
+  responses: Object.keys(responsesShape),
+  exempt: Object.keys(exemptShape),
+  log: Object.keys(logShape),
+  limits: Object.keys(ruleShape),
+};
+
+export function knownKeysAt(path: readonly PathItem[]): readonly string[] {
+  return KNOWN_KEYS[path.filter((p) => typeof p === 'string').join('.')] ?? [];
+}
+
+export interface PathIssue {
+  readonly path: readonly PathItem[];
+  readonly message: string;
+}
+
+function record(v: unknown): Record<string, unknown> | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+/**
+ * Checks that relate several fields. They run on the raw input, field by field defensively, so they
+ * are reported together with the schema's errors instead of only once those are fixed.
+ */
+export function crossFieldIssues(raw: unknown): PathIssue[] {
+  const issues: PathIssue[] = [];
+  const top = record(raw);
+  if (top === undefined) return issues;
+
+  const listen = typeof top.listen === 'string' ? top.listen : '0.0.0.0:8080';
+  const adminRaw = record(top.admin);
+  const adminListen = typeof adminRaw?.listen === 'string' ? adminRaw.listen : '127.0.0.1:9464';
+  const a = parseHostPort(listen);
+  const b = parseHostPort(adminListen);
+  if (a !== undefined && b !== undefined && sameSocket(a, b)) {
+    issues.push({
+      path: ['admin', 'listen'],
+      message: `"${adminListen}" overlaps listen "${listen}" (the admin API must have its own port)`,
+    });
+  }
+
+  const account = record(record(top.clients)?.account);
+  if (account !== undefined) {
+    const from = account.from ?? 'introspect';
+    if (from === 'header' && account.header === undefined) {
+      issues.push({ path: ['clients', 'account', 'header'], message: 'required when from is "header"' });
+    } else if (typeof from === 'string' && from !== 'header' && account.header !== undefined) {
+      issues.push({
+        path: ['clients', 'account', 'header'],
+        message: `only used with from: header (from is "${from}")`,
+      });
+    }
+  }
+
+  const limits = Array.isArray(top.limits) ? (top.limits as unknown[]) : [];
+  const firstIndex = new Map<string, number>();
+  limits.forEach((item, i) => {
+    const r = record(item);
+    if (r === undefined) return;
+    if (typeof r.name === 'string') {
+      const first = firstIndex.get(r.name);
+      if (first === undefined) firstIndex.set(r.name, i);
+      else {
+        issues.push({
+          path: ['limits', i, 'name'],
+          message: `duplicate rule name "${r.name}" (first used at ${formatPath(['limits', first, 'name'])})`,
+        });
+      }
+    }
+    const { limit, cost } = r;
+    if (typeof limit === 'number' && typeof cost === 'number' && Number.isInteger(limit) && Number.isInteger(cost)) {
+      if (limit > 0 && cost > limit) {
+        issues.push({
+          path: ['limits', i, 'cost'],
+          message: `cost ${cost} exceeds limit ${limit} (no request could ever be admitted)`,
+        });
+      }
+    }
+  });
+  return issues;
+}

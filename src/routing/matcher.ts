@@ -1,0 +1,136 @@
+/** @module A segment trie over every rule's patterns, built once per snapshot: (method, path) → rules. */
+import { parsePattern } from './pattern.js';
+
+/** Anything with patterns can be matched; `CompiledRule` is the production case. */
+export interface MatchableRule {
+  readonly patterns: readonly string[];
+}
+
+export interface RuleMatcher<R> {
+  /**
+   * The rules whose patterns match, in the order given to `compileMatcher`, each once. The result is
+   * frozen and is the same array instance every time the same set of rules matches.
+   */
+  match(method: string, path: string): readonly R[];
+}
+
+interface Entry {
+  readonly rule: number;
+  /** null: any method. */
+  readonly method: string | null;
+}
+
+interface Node {
+  readonly literals: Map<string, Node>;
+  param: Node | null;
+  /** Patterns that end exactly here. */
+  readonly end: Entry[];
+  /** Patterns ending in `*` here: they match whatever remains, including nothing. */
+  readonly rest: Entry[];
+}
+
+function newNode(): Node {
+  return { literals: new Map(), param: null, end: [], rest: [] };
+}
+
+const EMPTY: readonly never[] = Object.freeze([]);
+
+/** Throws on an invalid pattern: the config loader has reported those before compiling. */
+export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): RuleMatcher<R> {
+  const root = newNode();
+  rules.forEach((rule, index) => {
+    for (const source of rule.patterns) {
+      const parsed = parsePattern(source);
+      if (!parsed.ok) throw new Error(`invalid pattern "${source}": ${parsed.error}`);
+      let node = root;
+      let rest = false;
+      for (const seg of parsed.pattern.segments) {
+        if (seg.kind === 'rest') {
+          rest = true;
+          break;
+        }
+        if (seg.kind === 'param') {
+          node.param ??= newNode();
+          node = node.param;
+        } else {
+          let next = node.literals.get(seg.value);
+          if (next === undefined) node.literals.set(seg.value, (next = newNode()));
+          node = next;
+        }
+      }
+      (rest ? node.rest : node.end).push({ rule: index, method: parsed.pattern.method });
+    }
+  });
+
+  const n = rules.length;
+  // Scratch state reused by every call: matching is synchronous, so calls cannot interleave.
+  const seen = new Uint8Array(n);
+  const touched = new Int32Array(n);
+  let count = 0;
+  let reqMethod = '';
+  // Result arrays keyed by the set of matched rule indices. The sets that can occur are fixed by the
+  // trie, so this stays as small as the table's distinct overlaps.
+  const cache = new Map<number | string, readonly R[]>();
+  // Up to 52 rules a set fits exactly in a double as a bit mask; beyond, a string key is built.
+  const maskKeys = n <= 52;
+  const pow2 = Array.from({ length: maskKeys ? n : 0 }, (_, i) => 2 ** i);
+
+  function collect(entries: readonly Entry[]): void {
+    for (const e of entries) {
+      if (seen[e.rule] === 1) continue;
+      if (
+        e.method === null ||
+        e.method === reqMethod ||
+        // HEAD is served by GET routes (Rails, Express, Node frameworks generally), so without this
+        // a client could probe a GET-limited route with HEAD and never be counted.
+        (e.method === 'GET' && reqMethod === 'HEAD')
+      ) {
+        seen[e.rule] = 1;
+        touched[count++] = e.rule;
+      }
+    }
+  }
+
+  /** `pos` is where the next segment starts; at or past the end, the path is used up. */
+  function visit(node: Node, path: string, pos: number): void {
+    if (node.rest.length > 0) collect(node.rest);
+    if (pos >= path.length) {
+      if (node.end.length > 0) collect(node.end);
+      return;
+    }
+    let end = path.indexOf('/', pos);
+    if (end < 0) end = path.length;
+    if (node.literals.size > 0) {
+      const next = node.literals.get(path.slice(pos, end));
+      if (next !== undefined) visit(next, path, end + 1);
+    }
+    // `:name` takes exactly one non-empty segment.
+    if (node.param !== null && end > pos) visit(node.param, path, end + 1);
+  }
+
+  function match(method: string, path: string): readonly R[] {
+    count = 0;
+    reqMethod = method;
+    // Paths start with `/`; the first segment begins after it.
+    visit(root, path, 1);
+    if (count === 0) return EMPTY;
+    let key: number | string;
+    if (maskKeys) {
+      key = 0;
+      for (let i = 0; i < count; i++) key += pow2[touched[i] ?? 0] ?? 0;
+    } else {
+      key = Array.from(touched.subarray(0, count)).sort((a, b) => a - b).join(',');
+    }
+    let result = cache.get(key);
+    if (result === undefined) {
+      const list: R[] = [];
+      for (let i = 0; i < n; i++) if (seen[i] === 1) list.push(rules[i] as R);
+      result = Object.freeze(list);
+      cache.set(key, result);
+    }
+    for (let i = 0; i < count; i++) seen[touched[i] ?? 0] = 0;
+    return result;
+  }
+
+  return Object.freeze({ match });
+}

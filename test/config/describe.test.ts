@@ -1,0 +1,48 @@
+/** @module `rategate check` output: the rules table and the summary line. */
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { formatRulesTable, formatSummary, loadConfigFile, parseConfig } from '../../src/config/index.js';
+
+const SHIPPED = fileURLToPath(new URL('../../config/limits.yaml', import.meta.url));
+
+describe('formatRulesTable', () => {
+  it('prints the shipped rules as an aligned table', async () => {
+    const snap = await loadConfigFile(SHIPPED);
+    expect(formatRulesTable(snap)).toBe(
+      [
+        'NAME            MATCH                                                            PER      LIMIT  PERIOD  ALGORITHM     COST  SHADOW',
+        'account-access  /api/*                                                           account    300  5m      fixed-window     1  no',
+        'ip-access       /api/*                                                           ip         300  5m      fixed-window     1  no',
+        'sign-up         POST /api/v1/accounts                                            ip           5  30m     fixed-window     1  no',
+        'uploading       POST /api/v1/media                                               account     30  30m     fixed-window     1  no',
+        'deletion        DELETE /api/v1/statuses/:id, POST /api/v1/statuses/:id/unreblog  account     30  30m     fixed-window     1  no',
+      ].join('\n'),
+    );
+  });
+
+  it('says so when there are no rules', () => {
+    expect(formatRulesTable(parseConfig('', 'empty.yaml'))).toBe('(no rules: every request passes uncounted)');
+  });
+
+  it('shows shadow rules, odd periods and other algorithms', () => {
+    const snap = parseConfig(
+      'limits: [{ name: t, match: /t, per: global, limit: 7, period: 90s, algorithm: token-bucket, cost: 2, shadow: true }]',
+      't',
+    );
+    expect(formatRulesTable(snap).split('\n')[1]).toBe('t     /t     global      7  1m30s   token-bucket     2  yes');
+  });
+});
+
+describe('formatSummary', () => {
+  it('counts rules and shadow rules and names the store and upstream', async () => {
+    expect(formatSummary(await loadConfigFile(SHIPPED))).toMatch(/limits\.yaml: 5 rules, store memory, upstream builtin$/);
+    const snap = parseConfig('limits: [{ name: t, match: /t, per: ip, limit: 1, period: 1s, shadow: true }]', 'x.yaml');
+    expect(formatSummary(snap)).toBe('x.yaml: 1 rule (1 shadow), store memory, upstream builtin');
+  });
+
+  it('never prints a store password', () => {
+    const snap = parseConfig('store: { url: "redis://default:hunter2@cache:6379/0" }', 'x.yaml');
+    expect(formatSummary(snap)).toBe('x.yaml: 0 rules, store redis://default:***@cache:6379/0, upstream builtin');
+    expect(formatSummary(snap)).not.toContain('hunter2');
+  });
+});
