@@ -96,7 +96,7 @@ function compileEntry(entry: string, out4: Range[], out6: Range[]): void {
       out4.push([ip, bits - 96]);
     } else {
       // A wider IPv6 range that includes the mapped space covers every IPv4 peer.
-      out6.push([ip.toIPv4MappedAddress(), bits]);
+      out6.push([(ip as ipaddr.IPv4).toIPv4MappedAddress(), bits]);
       out4.push(ANY_V4);
     }
     return;

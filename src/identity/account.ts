@@ -1,0 +1,215 @@
+/** @module The account a request is counted against: token digest, trusted header, or introspection. */
+import { hash } from 'node:crypto';
+import { BoundedMap } from './bounded-map.js';
+
+/** What the upstream says about a token. */
+export type IntrospectResult =
+  | { readonly kind: 'account'; readonly id: string }
+  /** The token has no owner (an app-only token) or is refused: counted per IP only, as Mastodon does. */
+  | { readonly kind: 'anonymous' }
+  /** The upstream could not answer (5xx, network, timeout, bad body). */
+  | { readonly kind: 'error' };
+
+/** Asks the upstream who owns a token. Must not throw; a rejection is treated as `error` anyway. */
+export type Introspect = (token: string) => Promise<IntrospectResult>;
+
+export type AccountOptions =
+  | { readonly from: 'token' }
+  | { readonly from: 'header'; readonly header: string }
+  | {
+      readonly from: 'introspect';
+      readonly introspect: Introspect;
+      /** How long an account answer is believed. */
+      readonly cacheTtlMs: number;
+      /** Cap on remembered tokens (default 100 000): a flood of random tokens evicts, never grows. */
+      readonly maxEntries?: number;
+      /** Injected clock (epoch ms) for tests; default Date.now. */
+      readonly now?: () => number;
+    };
+
+/**
+ * An account key (`t:<sha256 hex>`, `h:<header value>`, `a:<account id>`) or null when the request has
+ * no account, so `per: account` rules are skipped for it.
+ */
+export type AccountKey = string | null;
+
+export interface AccountResolver {
+  readonly from: AccountOptions['from'];
+  /** Lower-case name of the header whose value `resolve` wants ('header' mode); undefined otherwise. */
+  readonly header: string | undefined;
+  /**
+   * `authorization` is the raw Authorization header, `headerValue` the configured account header,
+   * `peerTrusted` whether the TCP peer is a trusted proxy. Answers synchronously whenever no I/O is
+   * needed (token and header modes, introspection cache hits), so the hot path can skip an await.
+   */
+  resolve(authorization: string | undefined, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
+}
+
+/** Anonymous answers are re-checked at least this often: a token may gain an owner, and it bounds churn. */
+const ANONYMOUS_TTL_CAP_MS = 10_000;
+/** A header value or account id longer than this is not an identifier, and must not become a key. */
+const MAX_ID_LEN = 256;
+
+/**
+ * The token of `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235), else null. A value
+ * with inner whitespace is not a bearer token (RFC 6750 b64token) and yields no token rather than a guess.
+ */
+export function bearerToken(authorization: string | undefined): string | null {
+  if (authorization === undefined || authorization.length < 8) return null;
+  // Compare the scheme without allocating a lower-cased copy of the header.
+  const s = authorization;
+  if (
+    (s.charCodeAt(0) | 0x20) !== 0x62 || // b
+    (s.charCodeAt(1) | 0x20) !== 0x65 || // e
+    (s.charCodeAt(2) | 0x20) !== 0x61 || // a
+    (s.charCodeAt(3) | 0x20) !== 0x72 || // r
+    (s.charCodeAt(4) | 0x20) !== 0x65 || // e
+    (s.charCodeAt(5) | 0x20) !== 0x72 || // r
+    (s.charCodeAt(6) !== 0x20 && s.charCodeAt(6) !== 0x09)
+  ) {
+    return null;
+  }
+  const token = s.slice(7).trim();
+  if (token.length === 0 || /\s/.test(token)) return null;
+  return token;
+}
+
+/** SHA-256 of a token, hex. Security: the only form of a token that is kept, keyed on, or shown. */
+export function tokenDigest(token: string): string {
+  return hash('sha256', token, 'hex');
+}
+
+// Keys end up inside store keys such as `rule:{acct:…}`; a `{`, `}`, space or control character from
+// a header or an upstream id would change the Redis Cluster hash tag or corrupt logs, so anything
+// outside this set is percent-encoded (injective, so distinct ids stay distinct).
+const SAFE_ID = /^[A-Za-z0-9._~@+=-]+$/;
+
+function encodeId(value: string): string | null {
+  if (value.length === 0 || value.length > MAX_ID_LEN) return null;
+  if (SAFE_ID.test(value)) return value;
+  try {
+    return encodeURIComponent(value);
+  } catch {
+    return null; // lone surrogate: not an identifier
+  }
+}
+
+/** The key of an account header value (also for compiling `exempt.accounts`), or null if unusable. */
+export function accountKeyFromHeader(value: string): string | null {
+  const id = encodeId(value);
+  return id === null ? null : `h:${id}`;
+}
+
+/** The key of an introspected account id (also for compiling `exempt.accounts`), or null if unusable. */
+export function accountKeyFromId(id: string): string | null {
+  const enc = encodeId(id);
+  return enc === null ? null : `a:${enc}`;
+}
+
+const ERROR: IntrospectResult = Object.freeze({ kind: 'error' });
+
+interface CacheEntry {
+  readonly key: AccountKey;
+  readonly expiresAt: number;
+}
+
+export function createAccountResolver(opts: AccountOptions): AccountResolver {
+  switch (opts.from) {
+    case 'token':
+      return {
+        from: 'token',
+        header: undefined,
+        resolve(authorization) {
+          const token = bearerToken(authorization);
+          // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
+          // spreads requests over fresh account buckets, and per-IP rules still count every one.
+          return token === null ? null : `t:${tokenDigest(token)}`;
+        },
+      };
+    case 'header': {
+      const header = opts.header.trim().toLowerCase();
+      if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(header)) throw new Error(`invalid account header name "${opts.header}"`);
+      return {
+        from: 'header',
+        header,
+        resolve(_authorization, headerValue, peerTrusted) {
+          // Security: the header names an account only when a trusted proxy set it. From anyone else a
+          // client could name any account (draining a victim's bucket) or a fresh one per request.
+          if (!peerTrusted || headerValue === undefined) return null;
+          return accountKeyFromHeader(headerValue);
+        },
+      };
+    }
+    case 'introspect':
+      return createIntrospectingResolver(opts);
+  }
+}
+
+function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'introspect' }>): AccountResolver {
+  const { introspect, cacheTtlMs } = opts;
+  if (!(cacheTtlMs >= 0)) throw new Error(`cacheTtlMs must be >= 0, got ${cacheTtlMs}`);
+  const now = opts.now ?? Date.now;
+  const anonymousTtlMs = Math.min(cacheTtlMs, ANONYMOUS_TTL_CAP_MS);
+  // Keyed by token digest: the cache never holds a token.
+  const cache = new BoundedMap<string, CacheEntry>(opts.maxEntries ?? 100_000);
+  // Single flight: concurrent misses for one token share one upstream call. Bounded by the number of
+  // calls in progress, which the upstream pool's timeout bounds in time.
+  const inflight = new Map<string, Promise<AccountKey>>();
+
+  async function lookUp(token: string, digest: string): Promise<AccountKey> {
+    let call: Promise<IntrospectResult>;
+    try {
+      call = introspect(token);
+    } catch {
+      // A synchronous throw must still settle after `resolve` has registered the flight below,
+      // or the `finally` would run first and leave a settled promise in `inflight` for good.
+      call = Promise.resolve(ERROR);
+    }
+    let result: IntrospectResult;
+    try {
+      result = await call;
+    } catch {
+      result = ERROR;
+    } finally {
+      inflight.delete(digest);
+    }
+    switch (result.kind) {
+      case 'account': {
+        const key = accountKeyFromId(result.id);
+        if (key === null) break; // an id we cannot key on: as unreliable as an error
+        cache.set(digest, { key, expiresAt: now() + cacheTtlMs });
+        return key;
+      }
+      case 'anonymous':
+        cache.set(digest, { key: null, expiresAt: now() + anonymousTtlMs });
+        return null;
+      case 'error':
+        break;
+    }
+    // Not cached, so the next request retries. The digest key keeps a client on one account bucket
+    // while the upstream is flaky (a failure must not be a way to dodge the account limit) without
+    // blocking it (the upstream may be fine for the real request).
+    return `t:${digest}`;
+  }
+
+  return {
+    from: 'introspect',
+    header: undefined,
+    resolve(authorization) {
+      const token = bearerToken(authorization);
+      if (token === null) return null;
+      const digest = tokenDigest(token);
+      const hit = cache.get(digest);
+      if (hit !== undefined) {
+        if (hit.expiresAt > now()) return hit.key;
+        cache.delete(digest);
+      }
+      let pending = inflight.get(digest);
+      if (pending === undefined) {
+        pending = lookUp(token, digest);
+        inflight.set(digest, pending);
+      }
+      return pending;
+    },
+  };
+}

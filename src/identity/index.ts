@@ -1,0 +1,24 @@
+/** @module Who a request is: client IP and bucket key, account key. Factories and their types only. */
+export { compileCidrs, parseIp, type CidrSet, type ParsedIp } from './cidr.js';
+export {
+  createClientIpResolver,
+  ipBucketKey,
+  bareForwardedAddress,
+  UNKNOWN_CLIENT,
+  type ClientIp,
+  type ClientIpOptions,
+  type ClientIpResolver,
+} from './ip.js';
+export {
+  createAccountResolver,
+  bearerToken,
+  tokenDigest,
+  accountKeyFromHeader,
+  accountKeyFromId,
+  type AccountKey,
+  type AccountOptions,
+  type AccountResolver,
+  type Introspect,
+  type IntrospectResult,
+} from './account.js';
+export { createHttpIntrospector, type HttpIntrospectorOptions } from './introspect.js';

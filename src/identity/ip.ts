@@ -1,0 +1,161 @@
+/** @module The client IP of a request: TCP peer or trusted X-Forwarded-For walk, and its bucket key. */
+import ipaddr from 'ipaddr.js';
+import { BoundedMap } from './bounded-map.js';
+import { parseIp, type CidrSet, type ParsedIp } from './cidr.js';
+
+/** Who the client is, as far as IP-based limits and exemptions are concerned. */
+export interface ClientIp {
+  /** The client's own address: dotted quad for IPv4 (mapped IPv6 folded), RFC 5952 text for IPv6. */
+  readonly address: string;
+  /** The bucket key: the IPv4 address, or the IPv6 network of `ipv6Prefix` bits, e.g. `2001:db8::/64`. */
+  readonly key: string;
+}
+
+export interface ClientIpOptions {
+  readonly trustedProxies: CidrSet;
+  /** IPv6 clients are grouped by this many leading bits (0–128): one customer usually owns a /64. */
+  readonly ipv6Prefix: number;
+  /** Distinct address strings remembered (parse result + trust); default 10 000. */
+  readonly cacheSize?: number;
+}
+
+/**
+ * `(peer, X-Forwarded-For) → ClientIp`. The returned objects are shared and frozen: do not mutate them.
+ * `forwardedFor` is the raw header: a string (Node joins repeated headers with `, `) or the list of
+ * values in arrival order (`req.headersDistinct`).
+ */
+export type ClientIpResolver = (peer: string | undefined, forwardedFor: string | string[] | undefined) => ClientIp;
+
+/** What the resolver knows about one address string; cached so repeat clients cost a Map lookup. */
+interface Known {
+  readonly trusted: boolean;
+  readonly client: ClientIp;
+}
+
+/**
+ * A peer we cannot parse (e.g. the socket closed and Node reports no address). All of them share one
+ * bucket rather than escaping limits; it is never trusted, so its headers are never believed.
+ */
+export const UNKNOWN_CLIENT: ClientIp = Object.freeze({ address: '', key: 'unknown' });
+
+/** An X-Forwarded-For entry longer than this is garbage: `[v6 with zone]:port` fits well inside. */
+const MAX_ENTRY_LEN = 80;
+const PORT = /^\d{1,5}$/;
+
+/**
+ * Reduces one X-Forwarded-For element to a bare address: trims whitespace, strips `[…]` and `:port`
+ * (`1.2.3.4:80`, `[2001:db8::1]:80`, `[2001:db8::1]`). Returns '' for an empty element (list syntax
+ * allows them) and null for anything malformed. A bare IPv6 has several colons and keeps them all.
+ */
+export function bareForwardedAddress(raw: string): string | null {
+  const s = raw.trim();
+  if (s.length === 0) return '';
+  if (s.length > MAX_ENTRY_LEN) return null;
+  if (s.charCodeAt(0) === 0x5b /* [ */) {
+    const close = s.indexOf(']');
+    if (close === -1) return null;
+    const rest = s.slice(close + 1);
+    if (rest.length !== 0 && (rest.charCodeAt(0) !== 0x3a /* : */ || !PORT.test(rest.slice(1)))) return null;
+    const inner = s.slice(1, close);
+    // Brackets only ever wrap IPv6; `[1.2.3.4]` is not a form any proxy emits.
+    return inner.indexOf(':') === -1 ? null : inner;
+  }
+  const colon = s.indexOf(':');
+  if (colon !== -1 && colon === s.lastIndexOf(':')) {
+    // Exactly one colon: IPv4 with a port (no IPv6 text has a single colon).
+    return PORT.test(s.slice(colon + 1)) ? s.slice(0, colon) : null;
+  }
+  return s;
+}
+
+/** Renders the bucket key of a parsed address. */
+function keyOf(ip: ParsedIp, address: string, ipv6Prefix: number): string {
+  if (ip.kind() === 'ipv4') return address;
+  const parts = (ip as ipaddr.IPv6).parts.slice();
+  for (let i = 0; i < 8; i++) {
+    const keep = Math.min(16, Math.max(0, ipv6Prefix - i * 16));
+    parts[i] = keep === 0 ? 0 : parts[i]! & ((0xffff << (16 - keep)) & 0xffff);
+  }
+  // RFC 5952 text is the canonical spelling, so `2001:DB8:0:0::1` and `2001:db8::1` share a key.
+  return `${new ipaddr.IPv6(parts).toRFC5952String()}/${ipv6Prefix}`;
+}
+
+/** RFC 5952 text without the zone (zones name local interfaces; see parseIp). */
+function addressOf(ip: ParsedIp): string {
+  if (ip.kind() === 'ipv4') return ip.toString();
+  const v6 = ip as ipaddr.IPv6;
+  return v6.zoneId === undefined ? v6.toRFC5952String() : new ipaddr.IPv6(v6.parts).toRFC5952String();
+}
+
+function checkPrefix(ipv6Prefix: number): void {
+  if (!Number.isInteger(ipv6Prefix) || ipv6Prefix < 0 || ipv6Prefix > 128) {
+    throw new Error(`ipv6Prefix must be an integer from 0 to 128, got ${ipv6Prefix}`);
+  }
+}
+
+/**
+ * The bucket key for an address typed by a person (admin API: `?key=2001:db8::1`), or null if it is not
+ * an address. Same rules as the request path, so the admin sees the bucket the gateway charges.
+ */
+export function ipBucketKey(addr: string, ipv6Prefix: number): string | null {
+  checkPrefix(ipv6Prefix);
+  const ip = parseIp(addr);
+  return ip === null ? null : keyOf(ip, addressOf(ip), ipv6Prefix);
+}
+
+/** Parses once per distinct string, then answers from a bounded cache (the hot path's common case). */
+export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver {
+  checkPrefix(opts.ipv6Prefix);
+  const { trustedProxies, ipv6Prefix } = opts;
+  const cache = new BoundedMap<string, Known | null>(opts.cacheSize ?? 10_000);
+
+  function lookup(addr: string): Known | null {
+    const hit = cache.get(addr);
+    if (hit !== undefined) return hit;
+    const ip = parseIp(addr);
+    let known: Known | null = null;
+    if (ip !== null) {
+      const address = addressOf(ip);
+      known = Object.freeze({
+        trusted: trustedProxies.containsIp(ip),
+        client: Object.freeze({ address, key: keyOf(ip, address, ipv6Prefix) }),
+      });
+    }
+    cache.set(addr, known);
+    return known;
+  }
+
+  return function resolveClientIp(peer, forwardedFor) {
+    const direct = peer === undefined ? null : lookup(peer);
+    if (direct === null) return UNKNOWN_CLIENT;
+    // Security: X-Forwarded-For is written by whoever sent the request. Only a trusted proxy's word
+    // counts; from anyone else it is a spoof attempt (a client picking a fresh bucket per request) and
+    // is ignored entirely, not even parsed.
+    if (!direct.trusted || forwardedFor === undefined) return direct.client;
+
+    // Walk right to left: each trusted proxy appended the address it received the request from, so the
+    // right-most untrusted entry is the first hop no trusted party can vouch past. Entries left of it
+    // were written by the client and are never believed.
+    let current = direct;
+    const values = typeof forwardedFor === 'string' ? 1 : forwardedFor.length;
+    for (let v = values - 1; v >= 0; v--) {
+      const value = typeof forwardedFor === 'string' ? forwardedFor : forwardedFor[v]!;
+      let end = value.length;
+      while (end >= 0) {
+        const comma = end === 0 ? -1 : value.lastIndexOf(',', end - 1);
+        const bare = bareForwardedAddress(value.slice(comma + 1, end));
+        end = comma; // -1 after the left-most element: the loop ends
+        if (bare === '') continue;
+        const entry = bare === null ? null : lookup(bare);
+        // Security: garbage ends the walk at the trusted hop that passed it on. Skipping it would carry
+        // the walk on into entries the client wrote itself, letting it choose its key; and garbage
+        // itself is never a key (a fresh string per request would be a fresh bucket).
+        if (entry === null) return current.client;
+        if (!entry.trusted) return entry.client;
+        current = entry;
+      }
+    }
+    // Every hop is trusted (an internal client): the left-most is the closest to the origin we know.
+    return current.client;
+  };
+}
