@@ -1,19 +1,21 @@
 /**
  * @module Composition root: builds the gateway from process settings and the limit table, and owns the
- * order of start-up and shutdown.
+ * order of start-up, reload and shutdown.
  */
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
 import { pino, type Logger } from 'pino';
-import { loadConfigFile, parseHostPort, type ConfigOverrides, type Snapshot } from './config/index.js';
+import { ConfigError, parseConfig, parseHostPort, type ConfigOverrides, type Snapshot } from './config/index.js';
+import { ConfigWatcher } from './config/watch.js';
 import { createHttpIntrospector } from './identity/index.js';
 import { createStoreFor, type StoreHandle } from './limiter/factory.js';
 import { MemoryStore } from './limiter/memory.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { createAdminServer } from './admin/server.js';
-import { Gateway } from './server/gateway.js';
-import { respondError } from './server/gateway.js';
+import { Gateway, respondError } from './server/gateway.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
 import { startUpstream, type RunningUpstream } from './upstream/index.js';
 
@@ -22,11 +24,14 @@ export interface GatewaySettings {
   configPath: string;
   /** Flags and environment, which win over the file. */
   overrides?: ConfigOverrides;
+  /** Default: pino at the config's log.level, to stdout. */
   logger?: Logger;
   /** Tests only: the memory store's clock. */
   now?: () => number;
   /** Default Prometheus process metrics (off in tests that start many gateways in one process). */
   defaultMetrics?: boolean;
+  /** Watch the config file and reload on change and SIGHUP (default true). */
+  watch?: boolean;
 }
 
 export interface RunningGateway {
@@ -36,15 +41,20 @@ export interface RunningGateway {
   readonly upstreamUrl: string;
   readonly store: StoreHandle;
   readonly metrics: Metrics;
+  readonly server: http.Server;
   snapshot(): Snapshot;
+  /** Re-reads the config file now; resolves true when the new table is in force. */
+  reload(): Promise<boolean>;
   /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes everything. */
   shutdown(graceMs?: number): Promise<void>;
 }
 
 export async function startGateway(settings: GatewaySettings): Promise<RunningGateway> {
-  const log = settings.logger ?? pino({ level: 'info' });
-  const snapshot = await loadConfigFile(settings.configPath, settings.overrides);
+  const overrides = settings.overrides ?? {};
+  const initialText = await readFile(settings.configPath, 'utf8');
+  const snapshot = parseConfig(initialText, settings.configPath, overrides);
   const cfg = snapshot.config;
+  const log = settings.logger ?? pino({ level: cfg.log.level });
 
   let builtin: RunningUpstream | undefined;
   let origin = cfg.upstream.url;
@@ -58,7 +68,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const storeHandle =
     settings.now !== undefined && cfg.store.url === 'memory'
       ? { store: new MemoryStore({ now: settings.now }), kind: 'memory' as const, ready: async () => true }
-      : await createStoreFor(cfg.store);
+      : await createStoreFor(cfg.store, metrics);
   const forwarder = new Forwarder(
     { origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout },
     respondError,
@@ -71,13 +81,14 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     timeoutMs: Math.min(cfg.upstream.timeout, 5_000),
   });
 
-  const policy: RequestPolicy = buildRequestPolicy(snapshot, introspect);
+  let policy: RequestPolicy = buildRequestPolicy(snapshot, introspect);
+  const requestLogLevel = () => policy.snapshot.config.log.requests;
   const gateway = new Gateway({
     policy: () => policy,
     store: storeHandle.store,
     forwarder,
     metrics,
-    onRequest: (r) => log.debug(r, 'request'),
+    onRequest: (r) => log[requestLogLevel()]?.(r, 'request'),
   });
 
   const server = http.createServer({ keepAliveTimeout: 65_000 }, gateway.handle);
@@ -85,18 +96,59 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   await listenOn(server, listen.host, listen.port);
 
   let draining = false;
+  const upstreamProbe = cachedProbe(origin);
   const admin = createAdminServer({
     metrics,
-    ready: async () => !draining && (await storeHandle.ready()),
+    policy: () => policy,
+    store: storeHandle.store,
+    ready: async () => {
+      const checks = { config: true, serving: !draining, store: await storeHandle.ready(), upstream: await upstreamProbe() };
+      return { ready: Object.values(checks).every(Boolean), checks };
+    },
   });
   const adminListen = parseHostPort(cfg.admin.listen)!;
   await listenOn(admin, adminListen.host, adminListen.port);
 
+  /** Applies a new file text: valid → swapped in whole for new requests; invalid → logged, counted, old kept. */
+  async function apply(text: string): Promise<boolean> {
+    let next: Snapshot;
+    try {
+      next = parseConfig(text, settings.configPath, overrides);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      metrics.configReloads.labels('error').inc();
+      log.error({ errors: err.errors, source: settings.configPath }, 'config reload refused; the previous limit table stays in force');
+      return false;
+    }
+    const before = policy.snapshot.config;
+    for (const key of ['listen', 'admin', 'upstream', 'store'] as const) {
+      if (JSON.stringify(before[key]) !== JSON.stringify(next.config[key])) {
+        log.warn({ section: key }, `config section "${key}" changed: it applies at the next restart, not on reload`);
+      }
+    }
+    policy = buildRequestPolicy(next, introspect, policy);
+    log.level = next.config.log.level;
+    metrics.configReloads.labels('success').inc();
+    log.info({ rules: next.rules.length, source: settings.configPath }, `config reloaded: ${next.rules.length} rules`);
+    return true;
+  }
+
+  let lastApplied = true;
+  const watcher = new ConfigWatcher({
+    path: settings.configPath,
+    onChange: async (text) => {
+      lastApplied = await apply(text);
+    },
+    onError: (err) => log.warn({ err: err.message }, 'config watch error'),
+  });
+  if (settings.watch ?? true) watcher.start(initialText);
+
   const url = urlOf(server);
   const adminUrl = urlOf(admin);
+  const upstreamText = cfg.upstream.url === 'builtin' ? `builtin at ${origin}` : origin;
   log.info(
-    { listen: url, admin: adminUrl, store: storeHandle.kind, upstream: cfg.upstream.url === 'builtin' ? `builtin (${origin})` : origin, rules: snapshot.rules.length },
-    `rategate listening on ${url}, admin on ${adminUrl}, store ${storeHandle.kind}, upstream ${cfg.upstream.url === 'builtin' ? `builtin at ${origin}` : origin}, ${snapshot.rules.length} rules from ${snapshot.source}`,
+    { listen: url, admin: adminUrl, store: storeHandle.kind, upstream: upstreamText, rules: snapshot.rules.length },
+    `rategate listening on ${url}, admin on ${adminUrl}, store ${storeHandle.kind}, upstream ${upstreamText}, ${snapshot.rules.length} rules from ${settings.configPath}`,
   );
 
   return {
@@ -105,13 +157,23 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     upstreamUrl: origin,
     store: storeHandle,
     metrics,
+    server,
     snapshot: () => policy.snapshot,
+    async reload() {
+      await watcher.reloadNow();
+      return lastApplied;
+    },
     async shutdown(graceMs = 10_000) {
       draining = true;
+      watcher.stop();
       gateway.startDraining();
+      log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+      const timer = setTimeout(() => {
+        log.warn('drain time over: closing remaining connections');
+        server.closeAllConnections();
+      }, graceMs);
       await closed;
       clearTimeout(timer);
       await new Promise<void>((resolve) => {
@@ -121,6 +183,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       await forwarder.close();
       await storeHandle.store.close();
       await builtin?.close();
+      log.info('stopped');
     },
   };
 }
@@ -139,4 +202,24 @@ function urlOf(server: http.Server): string {
   const a = server.address() as AddressInfo;
   const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
   return `http://${host}:${a.port}`;
+}
+
+/** Is the upstream accepting TCP connections? Checked at most once a second, whatever the probe rate. */
+function cachedProbe(origin: string): () => Promise<boolean> {
+  const u = new URL(origin);
+  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  let last = 0;
+  let value = true;
+  return async () => {
+    if (Date.now() - last < 1000) return value;
+    last = Date.now();
+    value = await new Promise<boolean>((resolve) => {
+      const s = net.connect({ host, port, timeout: 1000 });
+      s.once('connect', () => (s.destroy(), resolve(true)));
+      s.once('error', () => resolve(false));
+      s.once('timeout', () => (s.destroy(), resolve(false)));
+    });
+    return value;
+  };
 }

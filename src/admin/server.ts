@@ -1,43 +1,65 @@
-/** @module The admin listener (never the proxy port): /metrics, /healthz, /readyz. */
+/** @module The admin listener (never the proxy port): /metrics, /healthz, /readyz, /admin/buckets. */
+import { timingSafeEqual, createHash } from 'node:crypto';
 import http from 'node:http';
+import type { Store } from '../limiter/types.js';
 import type { Metrics } from '../metrics.js';
+import type { RequestPolicy } from '../server/policy.js';
+import { bucketsEndpoint } from './buckets.js';
 
 export interface AdminOptions {
   metrics: Metrics;
   /** Config loaded, upstream and store reachable (or the store's fallback in force), not draining. */
-  ready: () => Promise<boolean>;
+  ready: () => Promise<{ ready: boolean; checks: Record<string, boolean> }>;
+  policy: () => RequestPolicy;
+  store: Store;
 }
 
 export function createAdminServer(opts: AdminOptions): http.Server {
   return http.createServer((req, res) => {
-    handle(opts, req, res).catch(() => {
-      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
-      res.end('{"error":"Internal error"}');
+    handle(opts, req, res).catch((err: unknown) => {
+      json(res, 500, { error: err instanceof Error ? err.message : 'Internal error' });
     });
   });
 }
 
 async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  const path = (req.url ?? '/').split('?')[0];
+  const url = new URL(req.url ?? '/', 'http://admin');
+  const path = url.pathname;
   if (req.method === 'GET' && path === '/metrics') {
     const body = await opts.metrics.registry.metrics();
     res.writeHead(200, { 'Content-Type': opts.metrics.registry.contentType });
     res.end(body);
     return;
   }
-  if (req.method === 'GET' && path === '/healthz') {
-    json(res, 200, { status: 'ok' });
-    return;
-  }
+  if (req.method === 'GET' && path === '/healthz') return json(res, 200, { status: 'ok' });
   if (req.method === 'GET' && path === '/readyz') {
-    const ok = await opts.ready();
-    json(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
-    return;
+    const r = await opts.ready();
+    return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
+  }
+  if (path === '/admin/buckets') {
+    const policy = opts.policy();
+    const token = policy.snapshot.config.admin.token;
+    if (token !== null && !bearerMatches(req.headers.authorization, token)) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="rategate-admin"');
+      return json(res, 401, { error: 'admin token required' });
+    }
+    const a = await bucketsEndpoint(req.method ?? 'GET', url.searchParams, policy, opts.store);
+    return json(res, a.status, a.body);
   }
   json(res, 404, { error: 'Not found' });
 }
 
+/** Constant-time comparison of digests, so response timing does not leak the token a byte at a time. */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const m = /^Bearer\s+(.+)$/i.exec(header ?? '');
+  if (!m) return false;
+  const a = createHash('sha256').update(m[1]!).digest();
+  const b = createHash('sha256').update(token).digest();
+  return timingSafeEqual(a, b);
+}
+
 function json(res: http.ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) return void res.end();
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);

@@ -174,11 +174,12 @@ const exemptShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs never limited.'),
   accounts: z.array(accountId).default([]).describe('Account ids never limited.'),
 };
+const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 const logShape = {
-  level: z
-    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  level: logLevel.default('info').describe('Log level.'),
+  requests: logLevel
     .default('info')
-    .describe('Log level.'),
+    .describe('Level of the one JSON line logged per request (the access log); below `level` hides it.'),
 };
 
 export const topShape = {

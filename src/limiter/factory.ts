@@ -1,5 +1,6 @@
 /** @module Builds the Store that `store.url` names: memory, or Redis / Redis Cluster behind the fault policy. */
 import type { Config } from '../config/types.js';
+import type { Metrics } from '../metrics.js';
 import { MemoryStore } from './memory.js';
 import type { Store } from './types.js';
 
@@ -11,7 +12,7 @@ export interface StoreHandle {
   ready(): Promise<boolean>;
 }
 
-export async function createStoreFor(storeConfig: Config['store']): Promise<StoreHandle> {
+export async function createStoreFor(storeConfig: Config["store"], _metrics?: Metrics): Promise<StoreHandle> {
   if (storeConfig.url === 'memory') {
     const store = new MemoryStore();
     return { store, kind: 'memory', ready: async () => true };

@@ -1,0 +1,105 @@
+/** The admin listener: metrics after real traffic, health, readiness, and the buckets API with its token. */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { send } from '../support/http.js';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { SEED_TABLE, startTestGateway, type TestGateway } from '../support/gateway.js';
+
+let upstream: RecordingUpstream;
+let gw: TestGateway | undefined;
+beforeAll(async () => {
+  upstream = await startRecordingUpstream();
+});
+afterAll(async () => upstream.close());
+afterEach(async () => {
+  await gw?.shutdown(500);
+  gw = undefined;
+});
+
+async function metrics(): Promise<string> {
+  return (await fetch(`${gw!.adminUrl}/metrics`)).text();
+}
+
+describe('metrics', () => {
+  it('count decisions per rule, near-limit requests, store and upstream timings, with no client identity in labels', async () => {
+    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
+    const ip = '198.51.100.77';
+    for (let i = 0; i < 7; i++) {
+      await send(gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': ip, Authorization: 'Bearer app-secret-token' } });
+    }
+    const m = await metrics();
+    expect(m).toContain('rategate_requests_total{rule="sign-up",decision="allowed"} 5');
+    expect(m).toContain('rategate_requests_total{rule="sign-up",decision="limited"} 2');
+    expect(m).toContain('rategate_requests_total{rule="ip-access",decision="allowed"} 5');
+    // 5 → remaining 4,3,2,1,0: ≤ 20 % of 5 is ≤ 1, so the 4th and 5th were near the limit.
+    expect(m).toContain('rategate_near_limit_total{rule="sign-up"} 2');
+    expect(m).toMatch(/rategate_store_duration_seconds_count 7/);
+    expect(m).toMatch(/rategate_upstream_duration_seconds_count\{status_class="2xx"\} \d+/);
+    expect(m).toContain('rategate_store_fallback_active');
+    expect(m).toContain('# TYPE rategate_store_errors_total counter');
+    expect(m).toContain('# TYPE rategate_upstream_errors_total counter');
+    expect(m).not.toContain(ip);
+    expect(m).not.toContain('app-secret-token');
+  });
+
+  it('count upstream errors by reason', async () => {
+    gw = await startTestGateway(SEED_TABLE, { upstream: 'http://127.0.0.1:9' });
+    await send(gw.url, { path: '/api/v1/statuses/1' });
+    expect(await metrics()).toContain('rategate_upstream_errors_total{reason="unreachable"} 1');
+  });
+});
+
+describe('health', () => {
+  it('is alive and ready with a reachable upstream, not ready when the upstream is down', async () => {
+    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
+    expect((await fetch(`${gw.adminUrl}/healthz`)).status).toBe(200);
+    const r = await fetch(`${gw.adminUrl}/readyz`);
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({ status: 'ready', checks: { config: true, store: true, upstream: true } });
+    await gw.shutdown(500);
+    gw = await startTestGateway(SEED_TABLE, { upstream: 'http://127.0.0.1:9' });
+    const down = await fetch(`${gw.adminUrl}/readyz`);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({ checks: { upstream: false } });
+  });
+
+  it('serves nothing of the admin API on the proxy port', async () => {
+    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
+    const a = await send(gw.url, { path: '/metrics' });
+    expect(a.body).not.toContain('rategate_requests_total');
+  });
+});
+
+describe('the buckets API', () => {
+  it('shows a bucket and resets it', async () => {
+    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
+    for (let i = 0; i < 5; i++) await send(gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } });
+    const shown = await fetch(`${gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.5`);
+    expect(shown.status).toBe(200);
+    expect(await shown.json()).toMatchObject({ rule: 'sign-up', key: 'sign-up:{ip:192.0.2.5}', limit: 5, remaining: 0, limited: true });
+    expect((await send(gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } })).status).toBe(429);
+
+    const reset = await fetch(`${gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.5`, { method: 'DELETE' });
+    expect(reset.status).toBe(200);
+    expect((await send(gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } })).status).toBe(200);
+  });
+
+  it('finds an account bucket by account id, and says what a bad key or rule is', async () => {
+    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
+    await send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { Authorization: 'Bearer user-31' } });
+    const a = await (await fetch(`${gw.adminUrl}/admin/buckets?rule=uploading&key=31`)).json();
+    expect(a).toMatchObject({ key: 'uploading:{acct:a:31}', remaining: 29 });
+    expect((await fetch(`${gw.adminUrl}/admin/buckets?rule=nope&key=1`)).status).toBe(404);
+    expect((await fetch(`${gw.adminUrl}/admin/buckets?rule=sign-up&key=not-an-ip`)).status).toBe(400);
+  });
+
+  it('requires the admin token when one is set', async () => {
+    gw = await startTestGateway(`${SEED_TABLE}\nadmin: { token: s3cret }\n`, { upstream: upstream.url });
+    const url = `${gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.6`;
+    expect((await fetch(url)).status).toBe(401);
+    expect((await fetch(url, { headers: { Authorization: 'Bearer wrong' } })).status).toBe(401);
+    expect((await fetch(url, { method: 'DELETE' })).status).toBe(401);
+    expect((await fetch(url, { headers: { Authorization: 'Bearer s3cret' } })).status).toBe(200);
+    // Probes and scrapes stay open.
+    expect((await fetch(`${gw.adminUrl}/healthz`)).status).toBe(200);
+  });
+});
