@@ -14,6 +14,7 @@ import { createStoreFor, type StoreHandle } from './limiter/factory.js';
 import { MemoryStore } from './limiter/memory.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
+import { createUpgradeHandler } from './proxy/websocket.js';
 import { createAdminServer } from './admin/server.js';
 import { Gateway, respondError } from './server/gateway.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
@@ -92,6 +93,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   });
 
   const server = http.createServer({ keepAliveTimeout: 65_000 }, gateway.handle);
+  const upgrades = createUpgradeHandler({ origin, gateway, policy: () => policy, metrics });
+  server.on('upgrade', upgrades);
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
 
@@ -174,8 +177,12 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
         log.warn('drain time over: closing remaining connections');
         server.closeAllConnections();
       }, graceMs);
+      // WebSockets have no natural end: they get the drain time, then are closed.
+      const wsTimer = setTimeout(() => upgrades.closeAll(), graceMs);
       await closed;
       clearTimeout(timer);
+      clearTimeout(wsTimer);
+      upgrades.closeAll();
       await new Promise<void>((resolve) => {
         admin.close(() => resolve());
         admin.closeAllConnections();

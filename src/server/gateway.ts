@@ -62,6 +62,49 @@ export class Gateway {
     });
   };
 
+  /**
+   * The limit decision for one request: counted and admitted (with the headers to add), or answered by
+   * the gateway. Shared by plain requests and WebSocket upgrades so both are limited the same way.
+   */
+  async decide(req: http.IncomingMessage, policy: RequestPolicy, method: string, path: string): Promise<Decision> {
+    const { metrics } = this.opts;
+    const peer = req.socket.remoteAddress;
+    const client = policy.resolveIp(peer, req.headers['x-forwarded-for']);
+    const matched = policy.snapshot.matcher.match(method, path);
+    if (matched.length === 0) return { admit: true, headers: NO_HEADERS, rules: NO_RULES, matched: false, record: 'unmatched' };
+    if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) {
+      return { admit: true, headers: NO_HEADERS, rules: NO_RULES, matched: true, record: 'exempt' };
+    }
+    let account: string | null = null;
+    if (needsAccount(matched)) {
+      const peerTrusted = policy.accountHeader !== undefined && peer !== undefined && policy.trustedProxies.contains(peer);
+      const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
+      const found = policy.account.resolve(req.headers.authorization, headerValue, peerTrusted);
+      account = found instanceof Promise ? await found : found;
+    }
+    if (account !== null && isExemptAccount(policy, account)) {
+      return { admit: true, headers: NO_HEADERS, rules: NO_RULES, matched: true, record: 'exempt' };
+    }
+    const { specs, rules } = bucketsFor(policy, matched, client.key, account);
+    if (specs.length === 0) return { admit: true, headers: NO_HEADERS, rules: NO_RULES, matched: true, record: 'unmatched' };
+
+    let outcome: ConsumeOutcome;
+    const storeStarted = performance.now();
+    try {
+      outcome = await this.opts.store.consume(specs);
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError)) throw err;
+      return { admit: false, status: 503, body: ERROR_BODIES.STORE_UNAVAILABLE, headers: NO_HEADERS, rules, matched: true, record: 'store_unavailable' };
+    }
+    metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
+    countDecision(metrics, rules, outcome);
+    const headers: string[] = [];
+    const responses = policy.snapshot.config.responses;
+    appendRateLimitHeaders(headers, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
+    if (!outcome.allowed) return { admit: false, status: 429, body: policy.limitedBody, headers, rules, matched: true, record: 'limited' };
+    return { admit: true, headers, rules, matched: true, record: 'allowed' };
+  }
+
   private async run(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const started = performance.now();
     const { metrics, onRequest } = this.opts;
@@ -77,79 +120,22 @@ export class Gateway {
 
     const target = normalizePath(req.url ?? '');
     if (!target.ok) {
-      respondJson(res, 400, Buffer.from(JSON.stringify({ error: `${GATEWAY_ERRORS.BAD_PATH.message}: ${target.reason}` })), NO_HEADERS, hasUnreadBody(req));
+      respondJson(res, 400, badPathBody(target.reason), NO_HEADERS, hasUnreadBody(req));
       metrics.gatewayResponses.labels('400').inc();
       onRequest?.({ method, path: req.url ?? '', status: 400, rules: [], decision: 'rejected', ms: performance.now() - started });
       return;
     }
     const path = target.path;
 
-    const peer = req.socket.remoteAddress;
-    const xff = req.headers['x-forwarded-for'];
-    const client = policy.resolveIp(peer, xff);
-    const matched = policy.snapshot.matcher.match(method, path);
-
-    let headers: readonly string[] = NO_HEADERS;
-    let usedRules: readonly CompiledRule[] = [];
-    let decision: RequestRecord['decision'] = 'unmatched';
-    if (matched.length > 0) {
-      decision = 'exempt';
-      if (policy.exemptIps === null || !policy.exemptIps.contains(client.address)) {
-        let account: string | null = null;
-        if (needsAccount(matched)) {
-          const peerTrusted = policy.accountHeader !== undefined && peer !== undefined && policy.trustedProxies.contains(peer);
-          const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
-          const found = policy.account.resolve(req.headers.authorization, headerValue, peerTrusted);
-          account = found instanceof Promise ? await found : found;
-        }
-        if (account === null || !isExemptAccount(policy, account)) {
-          const { specs, rules } = bucketsFor(policy, matched, client.key, account);
-          if (specs.length > 0) {
-            usedRules = rules;
-            let outcome: ConsumeOutcome;
-            const storeStarted = performance.now();
-            try {
-              outcome = await this.opts.store.consume(specs);
-            } catch (err) {
-              if (!(err instanceof StoreUnavailableError)) throw err;
-              respondError(res, 'STORE_UNAVAILABLE', NO_HEADERS, hasUnreadBody(req));
-              metrics.gatewayResponses.labels('503').inc();
-              onRequest?.({ method, path, status: 503, rules: names(rules), decision: 'store_unavailable', ms: performance.now() - started });
-              return;
-            }
-            metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
-            countDecision(metrics, rules, outcome);
-            const out: string[] = [];
-            const responses = policy.snapshot.config.responses;
-            appendRateLimitHeaders(out, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
-            headers = out;
-            decision = 'allowed';
-            if (!outcome.allowed) {
-              respondJson(res, 429, policy.limitedBody, headers, hasUnreadBody(req));
-              metrics.gatewayResponses.labels('429').inc();
-              onRequest?.({ method, path, status: 429, rules: names(rules), decision: 'limited', ms: performance.now() - started });
-              return;
-            }
-          }
-        }
-      }
+    const d = await this.decide(req, policy, method, path);
+    if (!d.admit) {
+      respondJson(res, d.status, d.body, d.headers, hasUnreadBody(req));
+      metrics.gatewayResponses.labels(String(d.status)).inc();
+      onRequest?.({ method, path, status: d.status, rules: names(d.rules), decision: d.record, ms: performance.now() - started });
+      return;
     }
 
-    const peerAddr = peer === undefined ? '' : peer.startsWith('::ffff:') ? peer.slice(7) : peer;
-    const fromTrusted = xff !== undefined && peer !== undefined && policy.trustedProxies.contains(peer);
-    const result = await this.opts.forwarder.forward(
-      req,
-      res,
-      path + target.query,
-      {
-        // A trusted proxy's chain is kept and extended; anyone else's is a claim the upstream must not see.
-        for: fromTrusted ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}` : peerAddr,
-        proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
-        host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
-      },
-      headers,
-      matched.length > 0,
-    );
+    const result = await this.opts.forwarder.forward(req, res, path + target.query, forwardedFor(req, policy), d.headers, d.matched);
     if (result.error === undefined) metrics.observeUpstream(result.status, result.seconds);
     else if (result.error !== 'CLIENT_ABORTED') {
       metrics.upstreamErrors.labels(upstreamReason(result.error)).inc();
@@ -159,12 +145,38 @@ export class Gateway {
       method,
       path,
       status: result.status,
-      rules: names(usedRules),
-      decision,
+      rules: names(d.rules),
+      decision: d.record,
       ms: performance.now() - started,
       ...(result.error !== undefined ? { error: result.error } : {}),
     });
   }
+}
+
+export type Decision =
+  | { admit: true; headers: readonly string[]; rules: readonly CompiledRule[]; matched: boolean; record: RequestRecord['decision'] }
+  | { admit: false; status: number; body: Buffer; headers: readonly string[]; rules: readonly CompiledRule[]; matched: true; record: RequestRecord['decision'] };
+
+const NO_RULES: readonly CompiledRule[] = Object.freeze([]);
+
+export function badPathBody(reason: string): Buffer {
+  return Buffer.from(JSON.stringify({ error: `${GATEWAY_ERRORS.BAD_PATH.message}: ${reason}` }));
+}
+
+/**
+ * X-Forwarded-* for the upstream. A trusted proxy's chain is kept and extended; anyone else's is a
+ * claim the upstream must not see.
+ */
+export function forwardedFor(req: http.IncomingMessage, policy: RequestPolicy): { for: string; proto: string; host: string } {
+  const peer = req.socket.remoteAddress;
+  const xff = req.headers['x-forwarded-for'];
+  const peerAddr = peer === undefined ? '' : peer.startsWith('::ffff:') ? peer.slice(7) : peer;
+  const fromTrusted = xff !== undefined && peer !== undefined && policy.trustedProxies.contains(peer);
+  return {
+    for: fromTrusted ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}` : peerAddr,
+    proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
+    host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
+  };
 }
 
 function needsAccount(rules: readonly CompiledRule[]): boolean {

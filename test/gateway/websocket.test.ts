@@ -1,0 +1,90 @@
+/** WebSocket upgrades through the gateway: tunnelled, counted once at the upgrade, limited with a 429. */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
+import type { AddressInfo } from 'node:net';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+
+let wss: WebSocketServer;
+let upstreamUrl: string;
+let serverSockets: WebSocket[] = [];
+let gw: TestGateway;
+
+beforeAll(async () => {
+  wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise((r) => wss.once('listening', r));
+  upstreamUrl = `http://127.0.0.1:${(wss.address() as AddressInfo).port}`;
+  wss.on('connection', (ws, req) => {
+    serverSockets.push(ws);
+    ws.on('message', (m) => ws.send(`echo ${req.url} ${m.toString()}`));
+  });
+});
+afterAll(async () => new Promise<void>((r) => wss.close(() => r())));
+afterEach(async () => {
+  serverSockets = [];
+  await gw.shutdown(200);
+});
+
+function connect(path: string): Promise<{ ws: WebSocket; status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(gw.url.replace('http', 'ws') + path);
+    ws.once('open', () => resolve({ ws, status: 101, body: '' }));
+    ws.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ ws, status: res.statusCode ?? 0, body }));
+    });
+    ws.once('error', reject);
+  });
+}
+
+function nextMessage(ws: WebSocket): Promise<string> {
+  return new Promise((resolve) => ws.once('message', (m) => resolve(m.toString())));
+}
+
+const TABLE = `limits:\n  - { name: streaming, match: GET /api/v1/streaming, per: ip, limit: 2, period: 1h }\n`;
+
+describe('WebSocket upgrades', () => {
+  it('tunnels messages both ways on the normalized path', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstreamUrl });
+    const { ws, status } = await connect('//api/v1/streaming/?stream=user');
+    expect(status).toBe(101);
+    const reply = nextMessage(ws);
+    ws.send('hello');
+    expect(await reply).toBe('echo /api/v1/streaming?stream=user hello');
+    // Many messages on one upgrade count once: the bucket still has one upgrade left.
+    for (let i = 0; i < 20; i++) {
+      const r = nextMessage(ws);
+      ws.send(String(i));
+      await r;
+    }
+    const second = await connect('/api/v1/streaming');
+    expect(second.status).toBe(101);
+    second.ws.close();
+    ws.close();
+  });
+
+  it('answers a limited upgrade with 429 and the rate-limit headers', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstreamUrl });
+    (await connect('/api/v1/streaming')).ws.close();
+    (await connect('/api/v1/streaming')).ws.close();
+    const third = await connect('/api/v1/streaming');
+    expect(third.status).toBe(429);
+    expect(third.body).toBe('{"error":"Too many requests"}');
+  });
+
+  it('closes the upstream socket when the client closes, and the client socket when the upstream closes', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstreamUrl });
+    const a = await connect('/api/v1/streaming');
+    await new Promise((r) => setTimeout(r, 50));
+    const upstreamSide = serverSockets.at(-1)!;
+    const upstreamClosed = new Promise((r) => upstreamSide.once('close', r));
+    a.ws.terminate();
+    await upstreamClosed;
+
+    const b = await connect('/api/v1/streaming');
+    await new Promise((r) => setTimeout(r, 50));
+    const clientClosed = new Promise((r) => b.ws.once('close', r));
+    serverSockets.at(-1)!.terminate();
+    await clientClosed;
+  });
+});
