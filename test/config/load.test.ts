@@ -68,7 +68,7 @@ const DEFAULTS: Config = {
   },
   responses: { reset: 'iso8601', standardHeaders: true, body: { error: 'Too many requests' } },
   exempt: { ips: [], accounts: [] },
-  log: { level: 'info' },
+  log: { level: 'info', requests: 'info' },
   limits: [],
 };
 
@@ -126,7 +126,7 @@ describe('a fully written file', () => {
       },
       responses: { reset: 'unix', standardHeaders: false, body: { error: 'Slow down', code: 429 } },
       exempt: { ips: ['203.0.113.7', '2001:db8::/64'], accounts: ['109367461358294711', '42'] },
-      log: { level: 'debug' },
+      log: { level: 'debug', requests: 'info' },
       limits: [
         {
           name: 'burst.v2',
