@@ -1,0 +1,57 @@
+# syntax=docker/dockerfile:1
+# rategate container image: a build stage compiles TypeScript with the dev dependencies, then prunes them;
+# the runtime stage holds only dist/, production node_modules/, package.json and the shipped config.
+#
+#   docker build -t rategate .
+#   docker run --rm -p 8080:8080 -p 127.0.0.1:9464:9464 rategate
+#   docker run --rm -p 8080:8080 -v "$PWD/my-limits:/etc/rategate:ro" \
+#     -e RATEGATE_UPSTREAM=http://api.internal:3000 -e RATEGATE_STORE=redis://redis:6379 rategate
+#
+# The limit table is read from /etc/rategate/limits.yaml (the image ships config/limits.yaml there).
+# Mount a *directory* over /etc/rategate to replace it: the gateway watches the directory, so edits and
+# Kubernetes ConfigMap symlink swaps apply without a restart.
+
+ARG NODE_VERSION=22
+
+FROM node:${NODE_VERSION}-bookworm-slim AS build
+WORKDIR /app
+# Manifests first: the dependency layer is reused until package*.json change.
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
+COPY src ./src
+COPY config ./config
+# Build with the dev dependencies (typescript), then drop them: the runtime stage copies a
+# production-only node_modules, the same tree `npm ci --omit=dev` would install.
+RUN npm run build \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && npm cache clean --force
+
+FROM node:${NODE_VERSION}-bookworm-slim AS runtime
+# RATEGATE_ADMIN_LISTEN: the admin listener (metrics, /healthz, /readyz) defaults to 127.0.0.1:9464,
+# which nothing outside the container can reach; in a container the kubelet's probes and Prometheus
+# must reach it, so the image binds it on all interfaces. Do not publish 9464 to the outside world:
+# /admin/buckets can reset counters (set admin.token in the config to guard it).
+ENV NODE_ENV=production \
+    RATEGATE_CONFIG=/etc/rategate/limits.yaml \
+    RATEGATE_LISTEN=0.0.0.0:8080 \
+    RATEGATE_ADMIN_LISTEN=0.0.0.0:9464
+WORKDIR /app
+# Files stay owned by root and are only readable by the runtime user: the process cannot rewrite its
+# own code, and the image runs with a read-only root filesystem.
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/config ./config
+COPY --from=build /app/config/limits.yaml /etc/rategate/limits.yaml
+# A numeric uid/gid (not a name) so Kubernetes' runAsNonRoot can verify it without /etc/passwd.
+# 10001 matches the Helm chart's securityContext.runAsUser.
+USER 10001:10001
+EXPOSE 8080 9464
+# Exec form, no shell: probes the admin port named by RATEGATE_ADMIN_LISTEN (2 s timeout, exit 0/1).
+HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["node", "dist/healthcheck.js", "/healthz"]
+# Exec form: node is PID 1 and receives SIGTERM itself, which starts the graceful drain.
+ENTRYPOINT ["node", "dist/cli.js"]
+CMD ["serve", "--config", "/etc/rategate/limits.yaml"]

@@ -1,0 +1,77 @@
+{{/*
+Names and labels, after the podinfo and bitnami charts.
+*/}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "rategate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The fully qualified app name: release-chart, truncated to the 63 characters a DNS label allows.
+A release name that already contains the chart name is used as is.
+*/}}
+{{- define "rategate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* chart-version, as the helm.sh/chart label wants it. */}}
+{{- define "rategate.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every resource. */}}
+{{- define "rategate.labels" -}}
+helm.sh/chart: {{ include "rategate.chart" . }}
+{{ include "rategate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: {{ .Values.mode }}
+{{- end }}
+
+{{/* Labels that select the pods: never change them between releases (Deployment selectors are immutable). */}}
+{{- define "rategate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "rategate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The ServiceAccount to use. */}}
+{{- define "rategate.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "rategate.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The gateway image: repository@digest, or repository:tag with the tag defaulting to appVersion. */}}
+{{- define "rategate.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* Where allowed requests go: the app container on loopback in sidecar mode, upstream.url otherwise. */}}
+{{- define "rategate.upstream" -}}
+{{- if eq .Values.mode "sidecar" }}
+{{- printf "http://127.0.0.1:%d" (int .Values.app.port) }}
+{{- else }}
+{{- .Values.upstream.url }}
+{{- end }}
+{{- end }}
+
+{{/* Inside the pod the limit table lives here; the ConfigMap is mounted on the directory. */}}
+{{- define "rategate.configDir" -}}
+/etc/rategate
+{{- end }}
