@@ -33,6 +33,8 @@ export interface GatewaySettings {
   defaultMetrics?: boolean;
   /** Watch the config file and reload on change and SIGHUP (default true). */
   watch?: boolean;
+  /** Run the admin listener (default true; a cluster worker leaves it to the primary). */
+  admin?: boolean;
 }
 
 export interface RunningGateway {
@@ -109,8 +111,11 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       return { ready: Object.values(checks).every(Boolean), checks };
     },
   });
-  const adminListen = parseHostPort(cfg.admin.listen)!;
-  await listenOn(admin, adminListen.host, adminListen.port);
+  const runAdmin = settings.admin ?? true;
+  if (runAdmin) {
+    const adminListen = parseHostPort(cfg.admin.listen)!;
+    await listenOn(admin, adminListen.host, adminListen.port);
+  }
 
   /** Applies a new file text: valid → swapped in whole for new requests; invalid → logged, counted, old kept. */
   async function apply(text: string): Promise<boolean> {
@@ -147,11 +152,11 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   if (settings.watch ?? true) watcher.start(initialText);
 
   const url = urlOf(server);
-  const adminUrl = urlOf(admin);
+  const adminUrl = runAdmin ? urlOf(admin) : '';
   const upstreamText = cfg.upstream.url === 'builtin' ? `builtin at ${origin}` : origin;
   log.info(
     { listen: url, admin: adminUrl, store: storeHandle.kind, upstream: upstreamText, rules: snapshot.rules.length },
-    `rategate listening on ${url}, admin on ${adminUrl}, store ${storeHandle.kind}, upstream ${upstreamText}, ${snapshot.rules.length} rules from ${settings.configPath}`,
+    `rategate listening on ${url}, admin ${runAdmin ? `on ${adminUrl}` : 'in the primary'}, store ${storeHandle.kind}, upstream ${upstreamText}, ${snapshot.rules.length} rules from ${settings.configPath}`,
   );
 
   return {
@@ -183,10 +188,12 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       clearTimeout(timer);
       clearTimeout(wsTimer);
       upgrades.closeAll();
-      await new Promise<void>((resolve) => {
-        admin.close(() => resolve());
-        admin.closeAllConnections();
-      });
+      if (runAdmin) {
+        await new Promise<void>((resolve) => {
+          admin.close(() => resolve());
+          admin.closeAllConnections();
+        });
+      }
       await forwarder.close();
       await storeHandle.store.close();
       await builtin?.close();

@@ -96,14 +96,34 @@ async function serve(args: string[]): Promise<number> {
     workers: { type: 'string' },
   });
   if (values.help) return (console.log(USAGE), 0);
-  if (values.workers !== undefined && values.workers !== '1') {
-    console.error('rategate: --workers other than 1 is not supported yet');
+  const logger = pino({ level: process.env.RATEGATE_LOG_LEVEL ?? 'info' });
+  const workersFlag = typeof values.workers === 'string' ? values.workers : '1';
+  const { workerCount, runPrimary, WorkersRefused, serveWorkerMetrics } = await import('./workers.js');
+  const workers = workerCount(workersFlag);
+  if (workers === null) {
+    console.error(`rategate: --workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
     return 1;
+  }
+  const isWorker = process.env.RATEGATE_WORKER === '1';
+  if (workers > 1 && !isWorker) {
+    try {
+      return await runPrimary({ workers, configPath: configPath(values), overrides: overridesFrom(values), log: logger, waitForSignal });
+    } catch (err) {
+      if (err instanceof WorkersRefused) {
+        console.error(`rategate: ${err.message}`);
+        return 1;
+      }
+      if (err instanceof ConfigError) return reportConfigError(err);
+      throw err;
+    }
   }
   const { startGateway } = await import('./app.js');
   let gateway;
   try {
-    gateway = await startGateway({ configPath: configPath(values), overrides: overridesFrom(values), logger: pino({ level: process.env.RATEGATE_LOG_LEVEL ?? 'info' }) });
+    const overrides = overridesFrom(values);
+    if (isWorker && process.env.RATEGATE_WORKER_UPSTREAM) overrides.upstream = process.env.RATEGATE_WORKER_UPSTREAM;
+    gateway = await startGateway({ configPath: configPath(values), overrides, logger, admin: !isWorker });
+    if (isWorker) serveWorkerMetrics(gateway.metrics.registry);
   } catch (err) {
     if (err instanceof ConfigError) return reportConfigError(err);
     const e = err as NodeJS.ErrnoException;

@@ -1,0 +1,113 @@
+/**
+ * @module `serve --workers N`: node:cluster workers share the proxy port; the primary owns the built-in
+ * upstream (one set of records for all workers), the admin listener (metrics aggregated from every
+ * worker), and restarts workers that die. Only with a shared store: with the memory store each worker
+ * would count alone and a limit of N would admit N × workers, so that combination is refused.
+ */
+import cluster from 'node:cluster';
+import http from 'node:http';
+import os from 'node:os';
+import { AggregatorRegistry } from 'prom-client';
+import type { Logger } from 'pino';
+import { loadConfigFile, parseHostPort, type ConfigOverrides } from './config/index.js';
+import { startUpstream, type RunningUpstream } from './upstream/index.js';
+
+export function workerCount(value: string): number | null {
+  if (value === 'auto') return Math.max(1, os.availableParallelism());
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 1 && n <= 256 ? n : null;
+}
+
+export class WorkersRefused extends Error {}
+
+/** Runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
+export async function runPrimary(opts: {
+  workers: number;
+  configPath: string;
+  overrides: ConfigOverrides;
+  log: Logger;
+  waitForSignal: () => Promise<void>;
+}): Promise<number> {
+  const { log } = opts;
+  const snapshot = await loadConfigFile(opts.configPath, opts.overrides);
+  const cfg = snapshot.config;
+  if (cfg.store.url === 'memory') {
+    throw new WorkersRefused(
+      `--workers ${opts.workers} needs a shared store: with store.url memory every worker would count on its own and admit up to ${opts.workers}× each limit. Use --store redis://… (or one worker per process and several replicas behind Redis).`,
+    );
+  }
+
+  let builtin: RunningUpstream | undefined;
+  const env: Record<string, string> = { RATEGATE_WORKER: '1', RATEGATE_CONFIG: opts.configPath };
+  if (cfg.upstream.url === 'builtin') {
+    builtin = await startUpstream({ host: '127.0.0.1', port: 0 });
+    // Wins over a worker's own --upstream flag: all workers must share the primary's records.
+    env.RATEGATE_WORKER_UPSTREAM = builtin.url;
+  }
+  // Workers run this same command line, so they parse the same flags and environment.
+
+  let stopping = false;
+  const fork = () => cluster.fork(env);
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    log.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
+    setTimeout(fork, 500).unref();
+  });
+  for (let i = 0; i < opts.workers; i++) fork();
+
+  const aggregator = new AggregatorRegistry();
+  const admin = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/metrics') {
+      aggregator.clusterMetrics().then(
+        (text) => {
+          res.writeHead(200, { 'Content-Type': aggregator.contentType });
+          res.end(text);
+        },
+        (err: Error) => {
+          res.writeHead(500, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ error: err.message }));
+        },
+      );
+      return;
+    }
+    const alive = Object.values(cluster.workers ?? {}).filter((w) => w?.isConnected()).length;
+    if (path === '/healthz') return json(res, 200, { status: 'ok', workers: alive });
+    if (path === '/readyz') return json(res, alive > 0 && !stopping ? 200 : 503, { workers: alive, wanted: opts.workers });
+    json(res, 404, { error: 'Not found (the buckets API is served by single-process mode only)' });
+  });
+  const adminAt = parseHostPort(cfg.admin.listen)!;
+  await new Promise<void>((resolve, reject) => {
+    admin.once('error', reject);
+    admin.listen(adminAt.port, adminAt.host, () => resolve());
+  });
+  log.info({ workers: opts.workers, admin: cfg.admin.listen }, `rategate primary: ${opts.workers} workers, admin on ${cfg.admin.listen}`);
+
+  await opts.waitForSignal();
+  stopping = true;
+  const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
+  await Promise.all(
+    workers.map(
+      (w) =>
+        new Promise<void>((resolve) => {
+          w.once('exit', () => resolve());
+          w.process.kill('SIGTERM');
+        }),
+    ),
+  );
+  await new Promise<void>((resolve) => admin.close(() => resolve()));
+  await builtin?.close();
+  return 0;
+}
+
+/** In a worker: answer the primary's metric requests from this worker's registry. */
+export function serveWorkerMetrics(registry: import('prom-client').Registry): void {
+  new AggregatorRegistry();
+  AggregatorRegistry.setRegistries([registry]);
+}
+
+function json(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
