@@ -94,7 +94,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     onRequest: (r) => log[requestLogLevel()]?.(r, 'request'),
   });
 
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, gateway.handle);
+  const server = createProxyServer(cfg.server, gateway.handle, metrics);
   const upgrades = createUpgradeHandler({ origin, gateway, policy: () => policy, metrics });
   server.on('upgrade', upgrades);
   const listen = parseHostPort(cfg.listen)!;
@@ -200,6 +200,38 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       log.info('stopped');
     },
   };
+}
+
+/**
+ * The proxy listener, hardened against hostile clients: bounded head size (431), time to send the head
+ * (slowloris) and the whole request (408), a connection cap, and garbage on the socket answered 400 and
+ * closed. None of these costs other clients anything.
+ */
+function createProxyServer(s: Snapshot['config']['server'], handler: http.RequestListener, metrics: Metrics): http.Server {
+  const server = http.createServer(
+    {
+      maxHeaderSize: s.maxHeaderSize,
+      headersTimeout: s.headersTimeout,
+      requestTimeout: s.requestTimeout,
+      keepAliveTimeout: s.keepAliveTimeout,
+      // Timeouts are enforced by a periodic sweep; the default 30 s would let slowloris hold sockets long.
+      connectionsCheckingInterval: Math.min(1000, s.headersTimeout),
+    },
+    handler,
+  );
+  server.maxConnections = s.maxConnections;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    metrics.gatewayResponses.labels(String(code)).inc();
+    if (!socket.writable || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const body = JSON.stringify({ error: code === 431 ? 'Request header fields too large' : code === 408 ? 'Request timeout' : 'Bad request' });
+    const text = code === 431 ? 'Request Header Fields Too Large' : code === 408 ? 'Request Timeout' : 'Bad Request';
+    socket.end(`HTTP/1.1 ${code} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+  });
+  return server;
 }
 
 function listenOn(server: http.Server, host: string, port: number): Promise<void> {

@@ -174,6 +174,34 @@ const exemptShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs never limited.'),
   accounts: z.array(accountId).default([]).describe('Account ids never limited.'),
 };
+/** Sizes as `512`, `16kB`, `10MB`, `1GB` (powers of 1024; `KiB`, `MiB`, `GiB` too); 0 means no limit. */
+const SIZE = /^([0-9]+)\s*(B|kB|KB|KiB|MB|MiB|GB|GiB)?$/;
+const SIZE_UNITS: Record<string, number> = { B: 1, kB: 1024, KB: 1024, KiB: 1024, MB: 1024 ** 2, MiB: 1024 ** 2, GB: 1024 ** 3, GiB: 1024 ** 3 };
+function size() {
+  const invalid = (input: unknown) => `invalid size ${show(input)} (use bytes, or 16kB, 10MB, 1GB)`;
+  return z
+    .union([z.number().int().nonnegative(), z.string().regex(SIZE)], { error: (iss) => invalid(iss.input) })
+    .transform((v): number => {
+      if (typeof v === 'number') return v;
+      const m = SIZE.exec(v)!;
+      return Number(m[1]) * SIZE_UNITS[m[2] ?? 'B']!;
+    });
+}
+
+const bodyLimitShape = {
+  match: patterns.describe('Pattern(s) as in limits[].match.'),
+  maxBodySize: size().describe('Largest request body for these routes (bytes, 16kB, 10MB, 1GB); 0: no limit.'),
+};
+const serverShape = {
+  maxHeaderSize: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024).describe('Largest request head in bytes; larger → 431.'),
+  headersTimeout: duration(1).prefault('10s').describe('Time allowed to send the request head (against slowloris); then 408.'),
+  requestTimeout: duration(0).prefault('5m').describe('Time allowed for a whole request including its body; 0: none.'),
+  keepAliveTimeout: duration(1).prefault('65s').describe('Idle keep-alive connections are closed after this.'),
+  maxConnections: z.number().int().min(1).default(10_000).describe('Connections beyond this are closed at once.'),
+  maxBodySize: size().prefault('100MB').describe('Default largest request body (bytes, 16kB, 10MB, 1GB); larger → 413; 0: no limit.'),
+  bodyLimits: z.array(z.object(bodyLimitShape).strict()).default([]).describe('Per-route body limits; the first match wins.'),
+};
+
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 const logShape = {
   level: logLevel.default('info').describe('Log level.'),
@@ -191,6 +219,7 @@ export const topShape = {
   responses: z.object(responsesShape).strict().prefault({}).describe('What limited answers look like.'),
   exempt: z.object(exemptShape).strict().prefault({}).describe('Clients never limited.'),
   log: z.object(logShape).strict().prefault({}).describe('Logging.'),
+  server: z.object(serverShape).strict().prefault({}).describe('Protection of the proxy listener against hostile clients.'),
   limits: z
     .array(rule)
     // `limits:` with every rule commented out reads as null: an empty table, not an error.
@@ -217,6 +246,8 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   responses: Object.keys(responsesShape),
   exempt: Object.keys(exemptShape),
   log: Object.keys(logShape),
+  server: Object.keys(serverShape),
+  'server.bodyLimits': Object.keys(bodyLimitShape),
   limits: Object.keys(ruleShape),
 };
 

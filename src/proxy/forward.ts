@@ -3,7 +3,7 @@
  * dropped, X-Forwarded-* set, timeouts, client aborts propagated, failures mapped to 502/504.
  */
 import type http from 'node:http';
-import { pipeline } from 'node:stream';
+import { pipeline, Transform, type TransformCallback } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { connectionListed, isHopByHop } from './hop-by-hop.js';
 import type { GatewayErrorCode } from '../server/errors.js';
@@ -29,7 +29,7 @@ export interface ForwardResult {
 }
 
 /** What the forwarder answers with itself when the upstream fails. */
-export type ErrorResponder = (res: http.ServerResponse, code: GatewayErrorCode, extraHeaders: readonly string[]) => void;
+export type ErrorResponder = (res: http.ServerResponse, code: GatewayErrorCode, extraHeaders: readonly string[], close: boolean) => void;
 
 export class Forwarder {
   readonly pool: Pool;
@@ -59,6 +59,7 @@ export class Forwarder {
     forwarded: { for: string; proto: string; host: string },
     extraHeaders: readonly string[],
     dropUpstreamRateLimitHeaders: boolean,
+    maxBodySize = Infinity,
   ): Promise<ForwardResult> {
     const started = performance.now();
     const ac = new AbortController();
@@ -74,7 +75,8 @@ export class Forwarder {
         path: pathAndQuery,
         method: req.method as 'GET',
         headers: upstreamRequestHeaders(req, forwarded, hasBody),
-        body: hasBody ? req : null,
+        // A declared length was checked before; a chunked body is counted as it streams.
+        body: hasBody ? (req.headers['content-length'] === undefined && maxBodySize !== Infinity ? req.pipe(new BodyLimit(maxBodySize)) : req) : null,
         signal: ac.signal,
       });
       const seconds = (performance.now() - started) / 1000;
@@ -94,10 +96,11 @@ export class Forwarder {
       const seconds = (performance.now() - started) / 1000;
       res.off('close', onClose);
       if (ac.signal.aborted || res.destroyed) return { status: 0, error: 'CLIENT_ABORTED', seconds };
-      const code = classifyUpstreamError(err);
+      const code = err instanceof BodyTooLargeError || (err as { cause?: unknown }).cause instanceof BodyTooLargeError ? 'PAYLOAD_TOO_LARGE' : classifyUpstreamError(err);
       if (res.headersSent) res.destroy();
-      else this.respondError(res, code, extraHeaders);
-      return { status: code === 'UPSTREAM_TIMEOUT' ? 504 : code === 'BAD_REQUEST' ? 400 : 502, error: code, seconds };
+      // After an oversized body, close rather than read the rest of it.
+      else this.respondError(res, code, extraHeaders, code === 'PAYLOAD_TOO_LARGE');
+      return { status: code === 'UPSTREAM_TIMEOUT' ? 504 : code === 'BAD_REQUEST' ? 400 : code === 'PAYLOAD_TOO_LARGE' ? 413 : 502, error: code, seconds };
     }
   }
 
@@ -107,6 +110,23 @@ export class Forwarder {
 
   close(): Promise<void> {
     return this.pool.close();
+  }
+}
+
+export class BodyTooLargeError extends Error {
+  readonly code = 'BODY_TOO_LARGE';
+}
+
+/** Passes a chunked body through, failing once it exceeds `max` bytes: nothing is buffered. */
+class BodyLimit extends Transform {
+  private seen = 0;
+  constructor(private readonly max: number) {
+    super();
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.seen += chunk.length;
+    if (this.seen > this.max) done(new BodyTooLargeError(`request body over ${this.max} bytes`));
+    else done(null, chunk);
   }
 }
 

@@ -127,6 +127,16 @@ export class Gateway {
     }
     const path = target.path;
 
+    // Refused before counting: a request that will not be served must not spend anyone's tokens.
+    const maxBody = policy.maxBodySize(method, path);
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > maxBody) {
+      respondError(res, 'PAYLOAD_TOO_LARGE', NO_HEADERS, true);
+      metrics.gatewayResponses.labels('413').inc();
+      onRequest?.({ method, path, status: 413, rules: [], decision: 'rejected', ms: performance.now() - started });
+      return;
+    }
+
     const d = await this.decide(req, policy, method, path);
     if (!d.admit) {
       respondJson(res, d.status, d.body, d.headers, hasUnreadBody(req));
@@ -135,8 +145,9 @@ export class Gateway {
       return;
     }
 
-    const result = await this.opts.forwarder.forward(req, res, path + target.query, forwardedFor(req, policy), d.headers, d.matched);
+    const result = await this.opts.forwarder.forward(req, res, path + target.query, forwardedFor(req, policy), d.headers, d.matched, maxBody);
     if (result.error === undefined) metrics.observeUpstream(result.status, result.seconds);
+    else if (result.error === 'PAYLOAD_TOO_LARGE') metrics.gatewayResponses.labels('413').inc();
     else if (result.error !== 'CLIENT_ABORTED') {
       metrics.upstreamErrors.labels(upstreamReason(result.error)).inc();
       metrics.gatewayResponses.labels(String(result.status)).inc();

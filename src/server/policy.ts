@@ -15,6 +15,7 @@ import {
   type Introspect,
 } from '../identity/index.js';
 import type { BucketSpec } from '../limiter/types.js';
+import { compileMatcher, type RuleMatcher } from '../routing/index.js';
 
 export interface RequestPolicy {
   readonly snapshot: Snapshot;
@@ -31,6 +32,13 @@ export interface RequestPolicy {
   readonly keyPrefix: readonly string[];
   /** The 429 body, serialized once. */
   readonly limitedBody: Buffer;
+  /** Largest request body for (method, path), in bytes; Infinity for no limit. */
+  maxBodySize(method: string, path: string): number;
+}
+
+interface BodyLimit {
+  readonly patterns: readonly string[];
+  readonly max: number;
 }
 
 /**
@@ -61,6 +69,19 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => `${r.name}:`),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
+    maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
+  };
+}
+
+function bodyLimitLookup(limits: readonly { match: readonly string[]; maxBodySize: number }[], fallback: number) {
+  const toMax = (n: number) => (n === 0 ? Infinity : n);
+  const defaultMax = toMax(fallback);
+  if (limits.length === 0) return () => defaultMax;
+  const matcher: RuleMatcher<BodyLimit> = compileMatcher(limits.map((l) => ({ patterns: l.match, max: toMax(l.maxBodySize) })));
+  return (method: string, path: string): number => {
+    const hit = matcher.match(method, path);
+    // The first listed route limit that matches wins over the default.
+    return hit.length > 0 ? hit[0]!.max : defaultMax;
   };
 }
 

@@ -69,6 +69,15 @@ const DEFAULTS: Config = {
   responses: { reset: 'iso8601', standardHeaders: true, body: { error: 'Too many requests' } },
   exempt: { ips: [], accounts: [] },
   log: { level: 'info', requests: 'info' },
+  server: {
+    maxHeaderSize: 16_384,
+    headersTimeout: 10_000,
+    requestTimeout: 300_000,
+    keepAliveTimeout: 65_000,
+    maxConnections: 10_000,
+    maxBodySize: 100 * 1024 * 1024,
+    bodyLimits: [],
+  },
   limits: [],
 };
 
@@ -127,6 +136,15 @@ describe('a fully written file', () => {
       responses: { reset: 'unix', standardHeaders: false, body: { error: 'Slow down', code: 429 } },
       exempt: { ips: ['203.0.113.7', '2001:db8::/64'], accounts: ['109367461358294711', '42'] },
       log: { level: 'debug', requests: 'info' },
+      server: {
+        maxHeaderSize: 8192,
+        headersTimeout: 5_000,
+        requestTimeout: 0,
+        keepAliveTimeout: 65_000,
+        maxConnections: 500,
+        maxBodySize: 1024 * 1024,
+        bodyLimits: [{ match: ['POST /api/v1/media', 'POST /api/v2/media'], maxBodySize: 40 * 1024 * 1024 }],
+      },
       limits: [
         {
           name: 'burst.v2',
@@ -277,7 +295,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, log, limits)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, log, server, limits)',
     ]);
   });
 
