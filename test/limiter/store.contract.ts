@@ -78,6 +78,42 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect((await store.consume([wide])).buckets[0]!.remaining).toBe(3);
     });
 
+    it('charges every bucket or none when the buckets belong to different identities (different cluster slots)', async () => {
+      // An IP bucket and an account bucket carry different hash tags: on a cluster they live in different
+      // slots, so this is the reserve-and-refund path there. The result must not differ from one slot.
+      const acct = (over: Partial<BucketSpec> = {}): BucketSpec => bucket({ key: `contract-${process.pid}-${++seq}:{acct:1}`, ...over });
+      const ipWide = bucket({ limit: 5 });
+      const acctNarrow = acct({ limit: 1 });
+      expect((await store.consume([ipWide, acctNarrow])).buckets.map((b) => b.remaining)).toEqual([4, 0]);
+      for (let i = 0; i < 3; i++) {
+        const rejected = await store.consume([ipWide, acctNarrow]);
+        expect(rejected.allowed).toBe(false);
+        expect(rejected.buckets[0]).toMatchObject({ remaining: 4, limited: false });
+        expect(rejected.buckets[1]).toMatchObject({ remaining: 0, limited: true, retryAt: T0 + 60_000 });
+      }
+      expect((await store.peek(ipWide)).remaining).toBe(4);
+
+      // The other way round: the account side has room, the IP side rejects; the account stays uncharged.
+      const ipNarrow = bucket({ limit: 1 });
+      const acctWide = acct({ limit: 5 });
+      await store.consume([ipNarrow]);
+      for (let i = 0; i < 3; i++) expect((await store.consume([acctWide, ipNarrow])).buckets[0]).toMatchObject({ remaining: 5, limited: false });
+      expect((await store.peek(acctWide)).remaining).toBe(5);
+
+      // Every algorithm gives the charge back exactly: one more request fits afterwards, and no more.
+      for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+        const a = bucket({ algorithm, limit: 2, periodMs: 1_000 });
+        const b = acct({ algorithm, limit: 1, periodMs: 1_000 });
+        expect((await store.consume([a, b])).allowed).toBe(true);
+        expect((await store.consume([a, b])).allowed).toBe(false);
+        expect((await store.consume([b, a])).allowed).toBe(false);
+        expect(await store.peek(a)).toMatchObject({ remaining: 1, limited: false });
+        const last = await store.consume([a]);
+        expect(last.buckets[0]).toMatchObject({ remaining: 0, limited: false });
+        expect((await store.consume([a])).allowed).toBe(false);
+      }
+    });
+
     it('takes cost tokens per request and rejects a request whose cost no longer fits', async () => {
       const b = bucket({ limit: 5, cost: 2 });
       const r = [await store.consume([b]), await store.consume([b]), await store.consume([b])];

@@ -1,0 +1,180 @@
+/**
+ * @module A local cache of blocked buckets in front of a store, so that a flood costs the store nothing.
+ *
+ * Once a consume shows a non-shadow bucket limited until `retryAt` T, no request of that cost can pass
+ * it before T, for all three algorithms: counts only grow until the window ends or tokens
+ * refill, and T is exactly that moment (other replicas' charges can only push it later). Only a reset
+ * makes room earlier, and `reset()` here drops the entry. So until T, requests that contain the bucket
+ * are rejected here without calling the inner store (a rejected request charges nothing, so skipping
+ * the store changes no count). Resets made through another replica are not seen here: this replica may
+ * keep rejecting that bucket until T.
+ *
+ * What a locally rejected request reports:
+ *   - the blocked bucket: remaining 0, its `resetAt` and `retryAt` as last seen (headers stay right);
+ *   - its other buckets: the state last seen for them in the store's answer that blocked a bucket of
+ *     this request (they were not charged then either, and are not now); a bucket never seen beside it
+ *     is reported full (remaining = limit, reset now), which keeps the blocked bucket the one chosen for
+ *     the X-RateLimit headers.
+ *
+ * Times: entries hold store-clock times (Redis TIME); the local clock is mapped to the store's by the
+ * offset seen on the last answer, so a replica with a skewed clock neither lifts nor extends a block.
+ * Memory: at most `maxEntries` entries, oldest evicted first, expired ones dropped when met.
+ */
+import type { Algorithm } from '../config/types.js';
+import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
+
+export interface BlockedCacheOptions {
+  /** Entries kept at most (default 100 000: ~ a few tens of MB in the worst case). */
+  readonly maxEntries?: number;
+  /** The local clock (tests). */
+  readonly now?: () => number;
+}
+
+export interface BlockedCacheStore extends Store {
+  /** Blocked buckets currently held. */
+  readonly size: number;
+  /** Requests rejected locally without calling the inner store, since start. */
+  readonly localRejections: number;
+}
+
+interface Entry {
+  readonly retryAt: number;
+  readonly resetAt: number;
+  /**
+   * The block holds for requests of this cost on the same rule shape only: a costlier request would be
+   * blocked too but until a later time we cannot compute here, and a reload may change the rule.
+   */
+  readonly cost: number;
+  readonly limit: number;
+  readonly periodMs: number;
+  readonly algorithm: Algorithm;
+  /** The request and answer that produced the block: its other buckets' last seen states. */
+  readonly specs: readonly BucketSpec[];
+  readonly states: readonly BucketState[];
+}
+
+class BlockedCache implements BlockedCacheStore {
+  private readonly entries = new Map<string, Entry>();
+  private readonly max: number;
+  private readonly clock: () => number;
+  /** Store clock − local clock, as of the last answer. */
+  private offset = 0;
+  private rejections = 0;
+
+  constructor(
+    private readonly inner: Store,
+    opts: BlockedCacheOptions,
+  ) {
+    this.max = Math.max(1, opts.maxEntries ?? 100_000);
+    this.clock = opts.now ?? Date.now;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get localRejections(): number {
+    return this.rejections;
+  }
+
+  consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    const now = this.clock() + this.offset;
+    let hit: Entry | undefined;
+    if (this.entries.size > 0) {
+      for (const spec of specs) {
+        if (spec.shadow) continue;
+        const e = this.blocking(spec, now);
+        if (e) {
+          hit = e;
+          break;
+        }
+      }
+    }
+    if (hit) return Promise.resolve(this.rejectLocally(specs, hit, now));
+    return this.inner.consume(specs).then((out) => this.learn(specs, out));
+  }
+
+  peek(spec: BucketSpec): Promise<BucketState> {
+    return this.inner.peek(spec);
+  }
+
+  reset(spec: BucketSpec): Promise<void> {
+    this.entries.delete(spec.key);
+    return this.inner.reset(spec);
+  }
+
+  close(): Promise<void> {
+    this.entries.clear();
+    return this.inner.close();
+  }
+
+  /** The entry that blocks this bucket now, if any; drops an entry that no longer applies. */
+  private blocking(spec: BucketSpec, now: number): Entry | undefined {
+    const e = this.entries.get(spec.key);
+    if (!e) return undefined;
+    if (e.retryAt <= now) {
+      this.entries.delete(spec.key);
+      return undefined;
+    }
+    // Same rule, same cost: a bucket's cost is its rule's, so another one only follows a reload.
+    return e.cost === spec.cost && e.limit === spec.limit && e.periodMs === spec.periodMs && e.algorithm === spec.algorithm ? e : undefined;
+  }
+
+  private rejectLocally(specs: readonly BucketSpec[], hit: Entry, now: number): ConsumeOutcome {
+    this.rejections++;
+    const buckets: BucketState[] = new Array(specs.length);
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]!;
+      const own = spec.shadow ? undefined : this.blocking(spec, now);
+      buckets[i] = own
+        ? { remaining: 0, resetAt: own.resetAt, limited: true, retryAt: own.retryAt }
+        : (lastSeen(hit, spec.key, now) ?? { remaining: spec.limit, resetAt: now, limited: false, retryAt: now });
+    }
+    return { allowed: false, now, buckets };
+  }
+
+  private learn(specs: readonly BucketSpec[], out: ConsumeOutcome): ConsumeOutcome {
+    this.offset = out.now - this.clock();
+    if (out.allowed) {
+      // Charged buckets moved on: a block held for them (for another cost) would now report too early
+      // a retry time. (A non-shadow bucket can only be limited in a rejected request.)
+      if (this.entries.size > 0) for (const spec of specs) this.entries.delete(spec.key);
+      return out;
+    }
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]!;
+      const state = out.buckets[i]!;
+      // cost > limit can never pass, and its retryAt then moves with time instead of being a fixed
+      // point: such a (misconfigured) bucket is left to the store.
+      if (spec.shadow || !state.limited || state.retryAt <= out.now || spec.cost > spec.limit) continue;
+      // Re-inserting moves the key to the back of the eviction order.
+      this.entries.delete(spec.key);
+      this.entries.set(spec.key, {
+        retryAt: state.retryAt,
+        resetAt: state.resetAt,
+        cost: spec.cost,
+        limit: spec.limit,
+        periodMs: spec.periodMs,
+        algorithm: spec.algorithm,
+        specs,
+        states: out.buckets,
+      });
+      if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
+    }
+    return out;
+  }
+}
+
+/** A bucket's state as seen beside the blocked one, unless it was itself limited and that has passed. */
+function lastSeen(e: Entry, key: string, now: number): BucketState | undefined {
+  for (let i = 0; i < e.specs.length; i++) {
+    if (e.specs[i]!.key !== key) continue;
+    const s = e.states[i]!;
+    return s.limited && s.retryAt <= now ? undefined : s;
+  }
+  return undefined;
+}
+
+export function createBlockedCacheStore(inner: Store, opts: BlockedCacheOptions = {}): BlockedCacheStore {
+  return new BlockedCache(inner, opts);
+}

@@ -1,0 +1,255 @@
+/**
+ * @module The fault policy around a remote store: a circuit breaker, and each bucket's `onError`.
+ *
+ * While the primary (Redis) fails, every bucket follows its spec's `onError`:
+ *   - `deny`:  the whole request fails with StoreUnavailableError (the gateway answers 503);
+ *   - `local`: the bucket is counted in the in-process fallback store (per replica, so a fleet of N
+ *              replicas admits up to N× the limit while Redis is down: the rate-limiter-flexible
+ *              "insurance limiter" trade-off);
+ *   - `allow`: fail open: the bucket is reported allowed and full (remaining = limit), not counted.
+ * In one request, deny wins over everything; otherwise local buckets are counted locally (and may
+ * reject) and allow buckets are skipped.
+ *
+ * The breaker makes a dead Redis cost nothing: after `failureThreshold` consecutive failures it opens,
+ * and for `openMs` no call reaches the primary. Then it is half-open: exactly one call (a background
+ * ping when the primary has one, else the next request) probes it; success closes the breaker, failure
+ * opens it again. So recovery happens by itself, with or without traffic.
+ *
+ * Waiting: this layer adds none. The primary must bound its own calls (RedisStore does, by
+ * `store.timeout`); while open, decisions are local and immediate.
+ */
+import type { StoreErrorReason } from './errors.js';
+import { StoreError } from './errors.js';
+import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from './types.js';
+
+export type CircuitState = 'closed' | 'open' | 'half-open';
+export type StoreOp = 'consume' | 'peek' | 'reset';
+
+/** What the metrics layer needs, without this module knowing about Prometheus. */
+export type StoreEvent =
+  /** A request that could not use the primary: why (`circuit_open`: the breaker skipped it). */
+  | { readonly type: 'error'; readonly op: StoreOp | 'ping'; readonly reason: StoreErrorReason | 'circuit_open' }
+  /** Decisions are (true) or are no longer (false) made by the fault policy: the fallback gauge. */
+  | { readonly type: 'fallback_active'; readonly active: boolean }
+  /** How long a call to the primary took, in seconds, whether it succeeded or not. */
+  | { readonly type: 'duration'; readonly op: StoreOp; readonly seconds: number; readonly ok: boolean }
+  | { readonly type: 'circuit'; readonly state: CircuitState };
+
+export interface BreakerOptions {
+  /** Consecutive failures that open the breaker. */
+  readonly failureThreshold: number;
+  /** How long it stays open before one probe is let through. */
+  readonly openMs: number;
+}
+
+export interface ResilientStoreOptions {
+  /** Where `onError: local` buckets are counted while the primary fails: a MemoryStore. */
+  readonly fallback: Store;
+  readonly breaker?: Partial<BreakerOptions>;
+  readonly onEvent?: (e: StoreEvent) => void;
+}
+
+/** A primary may offer a cheap health check, used as the half-open probe so recovery needs no traffic. */
+export type PrimaryStore = Store & { ping?(): Promise<unknown> };
+
+export interface ResilientStore extends Store {
+  /** True while decisions are made by the fault policy (the primary is failing or the breaker is open). */
+  readonly fallbackActive: boolean;
+  readonly circuit: CircuitState;
+}
+
+const DEFAULT_BREAKER: BreakerOptions = { failureThreshold: 5, openMs: 1_000 };
+
+class Resilient implements ResilientStore {
+  private state: CircuitState = 'closed';
+  private failures = 0;
+  private openUntil = 0;
+  /** A probe is in flight: other calls keep to the fault policy until it answers. */
+  private probing = false;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private fallbackOn = false;
+  private closed = false;
+  private readonly threshold: number;
+  private readonly openMs: number;
+  private readonly fallback: Store;
+  private readonly emit: (e: StoreEvent) => void;
+
+  constructor(
+    private readonly primary: PrimaryStore,
+    opts: ResilientStoreOptions,
+  ) {
+    this.fallback = opts.fallback;
+    this.threshold = Math.max(1, opts.breaker?.failureThreshold ?? DEFAULT_BREAKER.failureThreshold);
+    this.openMs = Math.max(1, opts.breaker?.openMs ?? DEFAULT_BREAKER.openMs);
+    this.emit = opts.onEvent ?? (() => {});
+  }
+
+  get fallbackActive(): boolean {
+    return this.fallbackOn;
+  }
+
+  get circuit(): CircuitState {
+    return this.state;
+  }
+
+  async consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    if (!this.admit()) {
+      this.emit({ type: 'error', op: 'consume', reason: 'circuit_open' });
+      this.setFallback(true);
+      return this.degradedConsume(specs, undefined);
+    }
+    const t0 = performance.now();
+    try {
+      const out = await this.primary.consume(specs);
+      this.emit({ type: 'duration', op: 'consume', seconds: (performance.now() - t0) / 1000, ok: true });
+      this.succeeded();
+      return out;
+    } catch (err) {
+      this.emit({ type: 'duration', op: 'consume', seconds: (performance.now() - t0) / 1000, ok: false });
+      this.failed('consume', err);
+      return this.degradedConsume(specs, err);
+    }
+  }
+
+  async peek(spec: BucketSpec): Promise<BucketState> {
+    if (!this.admit()) {
+      this.emit({ type: 'error', op: 'peek', reason: 'circuit_open' });
+      return this.degradedPeek(spec, undefined);
+    }
+    const t0 = performance.now();
+    try {
+      const state = await this.primary.peek(spec);
+      this.emit({ type: 'duration', op: 'peek', seconds: (performance.now() - t0) / 1000, ok: true });
+      this.succeeded();
+      return state;
+    } catch (err) {
+      this.emit({ type: 'duration', op: 'peek', seconds: (performance.now() - t0) / 1000, ok: false });
+      this.failed('peek', err);
+      return this.degradedPeek(spec, err);
+    }
+  }
+
+  /** Resets the local count too; fails (503 for the admin API) when the shared bucket could not be reset. */
+  async reset(spec: BucketSpec): Promise<void> {
+    await this.fallback.reset(spec);
+    if (!this.admit()) {
+      this.emit({ type: 'error', op: 'reset', reason: 'circuit_open' });
+      throw new StoreUnavailableError('store unavailable (circuit open): bucket not reset');
+    }
+    const t0 = performance.now();
+    try {
+      await this.primary.reset(spec);
+      this.emit({ type: 'duration', op: 'reset', seconds: (performance.now() - t0) / 1000, ok: true });
+      this.succeeded();
+    } catch (err) {
+      this.emit({ type: 'duration', op: 'reset', seconds: (performance.now() - t0) / 1000, ok: false });
+      this.failed('reset', err);
+      throw new StoreUnavailableError('store unavailable: bucket not reset', { cause: err });
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    await Promise.all([this.primary.close(), this.fallback.close()]);
+  }
+
+  /** May this call go to the primary? Half-open lets exactly one through (the probe). */
+  private admit(): boolean {
+    if (this.state === 'closed') return true;
+    if (this.state === 'open') {
+      if (Date.now() < this.openUntil) return false;
+      this.setState('half-open');
+    }
+    if (this.probing) return false;
+    this.probing = true;
+    return true;
+  }
+
+  private succeeded(): void {
+    this.failures = 0;
+    this.probing = false;
+    if (this.state !== 'closed') {
+      if (this.probeTimer) clearTimeout(this.probeTimer);
+      this.probeTimer = undefined;
+      this.setState('closed');
+    }
+    this.setFallback(false);
+  }
+
+  private failed(op: StoreOp | 'ping', err: unknown): void {
+    this.emit({ type: 'error', op, reason: err instanceof StoreError ? err.reason : 'connection' });
+    this.setFallback(true);
+    this.failures++;
+    this.probing = false;
+    if (this.state === 'half-open' || this.failures >= this.threshold) this.open();
+  }
+
+  private open(): void {
+    this.openUntil = Date.now() + this.openMs;
+    this.setState('open');
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
+    if (typeof this.primary.ping !== 'function' || this.closed) return;
+    // Probe in the background so that recovery does not wait for (or cost) a request.
+    this.probeTimer = setTimeout(() => {
+      this.probeTimer = undefined;
+      if (this.state !== 'open' || this.closed || !this.admit()) return;
+      this.primary.ping!().then(
+        () => this.succeeded(),
+        (err: unknown) => this.failed('ping', err),
+      );
+    }, this.openMs);
+    this.probeTimer.unref();
+  }
+
+  private setState(s: CircuitState): void {
+    if (this.state === s) return;
+    this.state = s;
+    this.emit({ type: 'circuit', state: s });
+  }
+
+  private setFallback(on: boolean): void {
+    if (this.fallbackOn === on) return;
+    this.fallbackOn = on;
+    this.emit({ type: 'fallback_active', active: on });
+  }
+
+  /** Applies each bucket's onError to a request the primary could not decide. */
+  private async degradedConsume(specs: readonly BucketSpec[], cause: unknown): Promise<ConsumeOutcome> {
+    let local = 0;
+    for (const spec of specs) {
+      if (spec.onError === 'deny') throw unavailable(cause);
+      if (spec.onError === 'local') local++;
+    }
+    if (local === specs.length) return this.fallback.consume(specs);
+    const now = Date.now();
+    if (local === 0) return { allowed: true, now, buckets: specs.map((s) => openState(s, now)) };
+    const localSpecs = specs.filter((s) => s.onError === 'local');
+    const out = await this.fallback.consume(localSpecs);
+    let k = 0;
+    const buckets = specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
+    return { allowed: out.allowed, now: out.now, buckets };
+  }
+
+  private degradedPeek(spec: BucketSpec, cause: unknown): Promise<BucketState> {
+    if (spec.onError === 'deny') return Promise.reject(unavailable(cause));
+    if (spec.onError === 'local') return this.fallback.peek(spec);
+    return Promise.resolve(openState(spec, Date.now()));
+  }
+}
+
+/** Fail open: the bucket is not counted and is reported full. */
+function openState(spec: BucketSpec, now: number): BucketState {
+  return { remaining: spec.limit, resetAt: now, limited: false, retryAt: now };
+}
+
+function unavailable(cause: unknown): StoreUnavailableError {
+  return cause === undefined
+    ? new StoreUnavailableError('store unavailable (circuit open) and a matched rule has onError: deny')
+    : new StoreUnavailableError('store unavailable and a matched rule has onError: deny', { cause });
+}
+
+export function createResilientStore(primary: PrimaryStore, opts: ResilientStoreOptions): ResilientStore {
+  return new Resilient(primary, opts);
+}

@@ -1,0 +1,185 @@
+import { describe, expect, it } from 'vitest';
+import { createBlockedCacheStore } from '../../src/limiter/blocked.js';
+import { MemoryStore } from '../../src/limiter/memory.js';
+import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../../src/limiter/types.js';
+import { FakeClock } from '../support/clock.js';
+
+const T0 = Date.UTC(2026, 10, 21, 19, 0, 0);
+let seq = 0;
+function spec(over: Partial<BucketSpec> = {}): BucketSpec {
+  return { key: `b${++seq}:{ip:192.0.2.1}`, limit: 3, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local', ...over };
+}
+
+/** The inner store, counting the calls that reach it (the Redis round trips the cache saves). */
+class Counting implements Store {
+  consumes = 0;
+  resets = 0;
+  constructor(readonly inner: Store) {}
+  consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    this.consumes++;
+    return this.inner.consume(specs);
+  }
+  peek(s: BucketSpec): Promise<BucketState> {
+    return this.inner.peek(s);
+  }
+  reset(s: BucketSpec): Promise<void> {
+    this.resets++;
+    return this.inner.reset(s);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+function setup(maxEntries?: number) {
+  const clock = new FakeClock(T0);
+  const inner = new Counting(new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }));
+  const store = createBlockedCacheStore(inner, { now: clock.now, ...(maxEntries ? { maxEntries } : {}) });
+  return { clock, inner, store };
+}
+
+describe('the blocked-bucket cache', () => {
+  it('answers a flood from one client locally once the store has shown its bucket limited, until retryAt', async () => {
+    const { clock, inner, store } = setup();
+    const b = spec();
+    for (let i = 0; i < 4; i++) await store.consume([b]);
+    expect(inner.consumes).toBe(4);
+    for (let i = 0; i < 1_000; i++) {
+      const out = await store.consume([b]);
+      expect(out.allowed).toBe(false);
+    }
+    expect(inner.consumes).toBe(4);
+    expect(store.localRejections).toBe(1_000);
+    clock.set(T0 + 59_999);
+    expect(await store.consume([b])).toEqual({
+      allowed: false,
+      now: T0 + 59_999,
+      // Headers stay right: the window's end as reset and retry time, nothing remaining.
+      buckets: [{ remaining: 0, resetAt: T0 + 60_000, limited: true, retryAt: T0 + 60_000 }],
+    });
+    expect(inner.consumes).toBe(4);
+    clock.set(T0 + 60_000);
+    const again = await store.consume([b]);
+    expect(again.allowed).toBe(true);
+    expect(inner.consumes).toBe(5);
+    expect(store.size).toBe(0);
+  });
+
+  it('makes exactly the decisions of the store without it, for every algorithm and random traffic', async () => {
+    const clock = new FakeClock(T0 + 17);
+    const plain = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
+    const inner = new Counting(new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }));
+    const cached = createBlockedCacheStore(inner, { now: clock.now });
+    let seed = 7;
+    const rand = (n: number): number => {
+      seed = (seed * 16807) % 2147483647;
+      return seed % n;
+    };
+    // As in the gateway: a bucket's cost is its rule's (never above its limit: the config refuses that),
+    // and one request never names a bucket twice.
+    const pool = (['fixed-window', 'sliding-window', 'token-bucket'] as const).flatMap((algorithm) =>
+      [1, 2, 5].flatMap((limit) => [1, 2].filter((cost) => cost <= limit).map((cost) => spec({ algorithm, limit, cost, periodMs: [1_000, 3_000, 7_001][rand(3)]! }))),
+    );
+    let local = 0;
+    for (let step = 0; step < 3_000; step++) {
+      clock.advance(rand(5) === 0 ? rand(700) : 0);
+      const first = pool[rand(pool.length)]!;
+      const second = pool[rand(pool.length)]!;
+      const picked = rand(2) && second !== first ? [first, second] : [first];
+      const before = inner.consumes;
+      const want = await plain.consume(picked);
+      const got = await cached.consume(picked);
+      expect(got.allowed).toBe(want.allowed);
+      // The bucket that blocked reports what the store would have reported.
+      for (let i = 0; i < picked.length; i++) if (got.buckets[i]!.limited && !picked[i]!.shadow) expect(got.buckets[i]).toEqual(want.buckets[i]);
+      if (inner.consumes === before) local++;
+    }
+    expect(local).toBeGreaterThan(300);
+  });
+
+  it("reports a locally rejected request's other buckets as last seen beside the blocked one, and an unseen one as full", async () => {
+    const { inner, store } = setup();
+    const wide = spec({ limit: 10 });
+    const narrow = spec({ limit: 1 });
+    const unseen = spec({ limit: 7 });
+    await store.consume([wide, narrow]);
+    const rejected = await store.consume([wide, narrow]);
+    expect(rejected.buckets[0]).toMatchObject({ remaining: 9, limited: false });
+    const calls = inner.consumes;
+    const local = await store.consume([wide, narrow, unseen]);
+    expect(inner.consumes).toBe(calls);
+    expect(local.allowed).toBe(false);
+    expect(local.buckets[0]).toEqual(rejected.buckets[0]);
+    expect(local.buckets[1]).toMatchObject({ remaining: 0, limited: true, retryAt: T0 + 60_000 });
+    expect(local.buckets[2]).toMatchObject({ remaining: 7, limited: false });
+  });
+
+  it('lets a request of another cost, or under a changed rule, through to the store', async () => {
+    const { inner, store } = setup();
+    const b = spec({ limit: 5, cost: 2 });
+    await store.consume([b]);
+    await store.consume([b]);
+    expect((await store.consume([b])).allowed).toBe(false); // 1 left, cost 2
+    const calls = inner.consumes;
+    expect((await store.consume([b])).allowed).toBe(false);
+    expect(inner.consumes).toBe(calls);
+    expect((await store.consume([{ ...b, cost: 1 }])).allowed).toBe(true);
+    expect(inner.consumes).toBe(calls + 1);
+    // A reload raised the limit: the old block no longer applies.
+    expect((await store.consume([{ ...b, limit: 50 }])).allowed).toBe(true);
+  });
+
+  it('forgets a block when the bucket is reset', async () => {
+    const { inner, store } = setup();
+    const b = spec({ limit: 1 });
+    await store.consume([b]);
+    await store.consume([b]);
+    expect(store.size).toBe(1);
+    await store.reset(b);
+    expect(inner.resets).toBe(1);
+    expect(store.size).toBe(0);
+    expect((await store.consume([b])).allowed).toBe(true);
+  });
+
+  it('never blocks on a shadow bucket', async () => {
+    const { inner, store } = setup();
+    const shadow = spec({ limit: 1, shadow: true });
+    for (let i = 0; i < 5; i++) expect((await store.consume([shadow])).allowed).toBe(true);
+    expect(inner.consumes).toBe(5);
+    expect(store.size).toBe(0);
+  });
+
+  it('holds at most maxEntries blocks, evicting the oldest', async () => {
+    const { inner, store } = setup(10);
+    const buckets = Array.from({ length: 25 }, () => spec({ limit: 1 }));
+    for (const b of buckets) {
+      await store.consume([b]);
+      await store.consume([b]);
+    }
+    expect(store.size).toBe(10);
+    const calls = inner.consumes;
+    await store.consume([buckets[24]!]);
+    expect(inner.consumes).toBe(calls);
+    await store.consume([buckets[0]!]); // evicted: asks the store again (which still says no)
+    expect(inner.consumes).toBe(calls + 1);
+  });
+
+  it("maps the local clock to the store's, so a skewed replica neither lifts nor extends a block", async () => {
+    const storeClock = new FakeClock(T0);
+    const localClock = new FakeClock(T0 - 5_000); // this replica runs 5 s late
+    const inner = new Counting(new MemoryStore({ now: storeClock.now, sweepIntervalMs: 0 }));
+    const store = createBlockedCacheStore(inner, { now: localClock.now });
+    const b = spec({ limit: 1, periodMs: 10_000 });
+    await store.consume([b]);
+    await store.consume([b]);
+    const advance = (ms: number): void => {
+      storeClock.advance(ms);
+      localClock.advance(ms);
+    };
+    advance(9_999);
+    expect((await store.consume([b])).now).toBe(T0 + 9_999);
+    expect(inner.consumes).toBe(2);
+    advance(1);
+    expect((await store.consume([b])).allowed).toBe(true);
+  });
+});

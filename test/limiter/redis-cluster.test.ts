@@ -1,0 +1,117 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StoreTimeoutError } from '../../src/limiter/errors.js';
+import { createRedisStore, type RedisStore } from '../../src/limiter/redis.js';
+import { keySlot } from '../../src/limiter/slot.js';
+import type { BucketSpec } from '../../src/limiter/types.js';
+import { FakeClock } from '../support/clock.js';
+import { skipCluster, startRedisCluster, type ClusterHandle, type RedisNode } from '../support/redis.js';
+import { storeContract } from './store.contract.js';
+
+let seq = 0;
+function spec(tag: string, over: Partial<BucketSpec> = {}): BucketSpec {
+  return { key: `c${++seq}:{${tag}}`, limit: 5, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local', ...over };
+}
+
+describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster store', () => {
+  let cluster: ClusterHandle;
+  const open: RedisStore[] = [];
+  async function store(over: { timeoutMs?: number; now?: () => number; autoPipelining?: boolean } = {}): Promise<RedisStore> {
+    const s = createRedisStore({
+      url: cluster.url,
+      prefix: 'rgtest',
+      timeoutMs: over.timeoutMs ?? 2_000,
+      ...(over.now ? { now: over.now } : {}),
+      ...(over.autoPipelining !== undefined ? { autoPipelining: over.autoPipelining } : {}),
+    });
+    open.push(s);
+    await s.ready();
+    return s;
+  }
+  /** The node serving a slot, from the node's own view of the slot map. */
+  async function nodeOf(slot: number): Promise<RedisNode> {
+    const c = new Redis(cluster.nodes[0]!.url);
+    try {
+      const slots = (await c.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+      const range = slots.find(([from, to]) => slot >= from && slot <= to)!;
+      return cluster.nodes.find((n) => n.port === range[2][1])!;
+    } finally {
+      c.disconnect();
+    }
+  }
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  });
+  afterAll(async () => {
+    await Promise.all(open.map((s) => s.close()));
+    await cluster?.stop();
+  });
+
+  storeContract('redis-cluster', async (clock) => store({ now: clock.now }));
+
+  it('computes the same hash slot as Redis for tagged, empty-tagged and non-ASCII keys', async () => {
+    const c = new Redis(cluster.nodes[0]!.url);
+    const keys = ['a', 'rategate:sign-up:{ip:203.0.113.7}', 'x{}y', '{}{a}', 'p:{acct:42}:q', 'x{', 'ø{é}', '{user1000}.following', 'ключ'];
+    for (const k of keys) expect(keySlot(k)).toBe(Number(await c.call('CLUSTER', 'KEYSLOT', k)));
+    c.disconnect();
+  });
+
+  it("puts the contract suite's IP and account buckets in different slots on different masters", async () => {
+    const ip = keySlot('rgtest:x:{ip:192.0.2.1}');
+    const acct = keySlot('rgtest:x:{acct:1}');
+    expect(ip).not.toBe(acct);
+    expect((await nodeOf(ip)).port).not.toBe((await nodeOf(acct)).port);
+  });
+
+  it('refunds a slot that charged when another slot of the request fails, even when its reply comes late', async () => {
+    // Two tags on different masters; the account's master is paused past the store timeout, so the
+    // request fails with a timeout; its late charge, made when the pause ends, is refunded too.
+    const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0));
+    const s = await store({ timeoutMs: 150, now: clock.now });
+    const ipTag = 'ip:192.0.2.1';
+    let acctTag = 'acct:1';
+    const ipNode = await nodeOf(keySlot(`x:{${ipTag}}`));
+    for (let i = 1; (await nodeOf(keySlot(`x:{acct:${i}}`))).port === ipNode.port; i++) acctTag = `acct:${i + 1}`;
+    const ipBucket = spec(ipTag, { limit: 3 });
+    const acctBucket = spec(acctTag, { limit: 3 });
+    const acctNode = await nodeOf(keySlot(`x:{${acctTag}}`));
+    const pauser = new Redis(acctNode.url);
+    await pauser.call('CLIENT', 'PAUSE', '400', 'ALL');
+    const t0 = Date.now();
+    await expect(s.consume([ipBucket, acctBucket])).rejects.toBeInstanceOf(StoreTimeoutError);
+    expect(Date.now() - t0).toBeLessThan(400);
+    await new Promise((r) => setTimeout(r, 700));
+    pauser.disconnect();
+    expect(await s.peek(ipBucket)).toMatchObject({ remaining: 3 });
+    expect(await s.peek(acctBucket)).toMatchObject({ remaining: 3 });
+    expect(s.refundFailures).toBe(0);
+  });
+
+  it('reports a request spanning slots that is rejected with the passing buckets uncharged, and keeps shadow buckets out of refunds', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0));
+    const s = await store({ now: clock.now });
+    const ip = spec('ip:192.0.2.9', { limit: 4 });
+    const shadowFull = spec('ip:192.0.2.9', { limit: 1, shadow: true });
+    const acct = spec('acct:99', { limit: 1 });
+    expect((await s.consume([shadowFull])).allowed).toBe(true);
+    expect((await s.consume([acct])).allowed).toBe(true);
+    const out = await s.consume([ip, shadowFull, acct]);
+    expect(out.allowed).toBe(false);
+    expect(out.buckets).toEqual([
+      { remaining: 4, resetAt: clock.now(), limited: false, retryAt: clock.now() },
+      { remaining: 0, resetAt: Date.UTC(2026, 10, 21, 19, 1, 0), limited: true, retryAt: Date.UTC(2026, 10, 21, 19, 1, 0) },
+      { remaining: 0, resetAt: Date.UTC(2026, 10, 21, 19, 1, 0), limited: true, retryAt: Date.UTC(2026, 10, 21, 19, 1, 0) },
+    ]);
+    expect((await s.peek(ip)).remaining).toBe(4);
+    expect((await s.peek(shadowFull)).remaining).toBe(0);
+  });
+
+  it('routes every script call to its slot with auto-pipelining on too (one command per key count)', async () => {
+    const s = await store({ autoPipelining: true });
+    const requests = Array.from({ length: 200 }, (_, i) => [spec(`ip:10.0.0.${i}`, { limit: 3 }), spec(`acct:${i}`, { limit: 3 }), spec(`ip:10.0.0.${i}`)]);
+    const outs = await Promise.all(requests.map((r) => s.consume(r)));
+    expect(outs.every((o) => o.allowed && o.buckets[0]!.remaining === 2)).toBe(true);
+    expect((await Promise.all(requests.map((r) => s.peek(r[1]!)))).every((b) => b.remaining === 2)).toBe(true);
+  });
+});

@@ -1,0 +1,209 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emissionIntervalUs } from '../../src/limiter/algorithms.js';
+import { StoreError, StoreTimeoutError } from '../../src/limiter/errors.js';
+import { MemoryStore } from '../../src/limiter/memory.js';
+import { createRedisStore, luaScripts, parseClusterUrl, type RedisStore } from '../../src/limiter/redis.js';
+import type { BucketSpec, Store } from '../../src/limiter/types.js';
+import { FakeClock } from '../support/clock.js';
+import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { freePort } from '../support/servers.js';
+import { storeContract } from './store.contract.js';
+
+let seq = 0;
+function spec(over: Partial<BucketSpec> = {}): BucketSpec {
+  return { key: `t${++seq}:{ip:198.51.100.${seq % 250}}`, limit: 5, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local', ...over };
+}
+
+describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
+  let redis: RedisHandle;
+  let admin: Redis;
+  const open: Store[] = [];
+  async function store(over: { timeoutMs?: number; now?: () => number; url?: string } = {}): Promise<RedisStore> {
+    const s = createRedisStore({ url: over.url ?? redis.url, prefix: 'rgtest', timeoutMs: over.timeoutMs ?? 1_000, ...(over.now ? { now: over.now } : {}) });
+    open.push(s);
+    if (!over.url) await s.ready();
+    return s;
+  }
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    admin = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    await Promise.all(open.map((s) => s.close()));
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  storeContract('redis', async (clock) => store({ now: clock.now }));
+
+  it('makes the same decisions and reports the same numbers as the memory store, for random traffic', async () => {
+    // A differential test of lua/lib.lua against algorithms.ts: odd limits and periods (inexact
+    // emission intervals), costs, shadow buckets, several buckets per request, time jumping about.
+    const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0) + 7);
+    const mem = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
+    const red = await store({ now: clock.now });
+    let seed = 12345;
+    const rand = (n: number): number => {
+      // mulberry32: a seeded PRNG, so a failure replays identically.
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) % n;
+    };
+    const algorithms = ['fixed-window', 'sliding-window', 'token-bucket'] as const;
+    const limits = [1, 2, 3, 6, 7, 10];
+    const periods = [999, 1_000, 6_001, 7_001, 60_000];
+    const pool: BucketSpec[] = [];
+    for (let i = 0; i < 24; i++) {
+      pool.push(spec({ algorithm: algorithms[i % 3]!, limit: limits[rand(limits.length)]!, periodMs: periods[rand(periods.length)]!, shadow: rand(8) === 0 }));
+    }
+    let rejected = 0;
+    for (let step = 0; step < 1_500; step++) {
+      clock.advance(rand(8) === 0 ? [999, 3_000, 7_001][rand(3)]! : rand(40));
+      const n = 1 + rand(3);
+      const picked: BucketSpec[] = [];
+      for (let k = 0; k < n; k++) picked.push({ ...pool[rand(6) === 0 ? rand(pool.length) : (step >> 3) % pool.length]!, cost: 1 + (rand(3) === 0 ? 1 : 0) });
+      if (rand(10) === 0) {
+        expect(await red.peek(picked[0]!)).toEqual(await mem.peek(picked[0]!));
+      } else {
+        const expected = await mem.consume(picked);
+        expect(await red.consume(picked)).toEqual(expected);
+        if (!expected.allowed) rejected++;
+      }
+    }
+    // The traffic must reach the interesting branches: plenty of rejections, not only admissions.
+    expect(rejected).toBeGreaterThan(200);
+  });
+
+  it('stores a token-bucket TAT as exact integer microseconds, not in scientific notation', async () => {
+    const s = await store();
+    const b = spec({ algorithm: 'token-bucket', limit: 7, periodMs: 1_000 });
+    const out = await s.consume([b]);
+    const raw = await admin.get(`rgtest:${b.key}`);
+    expect(raw).toBe(`${out.now * 1000 + emissionIntervalUs(b)}:0:0`);
+    expect(raw).toMatch(/^\d{16}:0:0$/);
+  });
+
+  it('reads the clock from Redis TIME and expires a key at its state expireAt', async () => {
+    const s = await store();
+    const b = spec({ periodMs: 3_600_000 });
+    const before = Date.now();
+    const out = await s.consume([b]);
+    // Same machine: Redis TIME and ours agree to within the round trip.
+    expect(out.now).toBeGreaterThanOrEqual(before - 5);
+    expect(out.now).toBeLessThanOrEqual(Date.now() + 5);
+    const end = out.now - (out.now % 3_600_000) + 3_600_000;
+    expect(out.buckets[0]!.resetAt).toBe(end);
+    expect(Number(await admin.call('PEXPIRETIME', `rgtest:${b.key}`))).toBe(end);
+  });
+
+  it('reloads its scripts by itself after Redis forgot them (SCRIPT FLUSH, or a restart)', async () => {
+    const s = await store();
+    const b = spec({ limit: 2 });
+    await s.consume([b]);
+    await admin.script('FLUSH');
+    expect((await s.consume([b])).buckets[0]!.remaining).toBe(0);
+    expect((await s.peek(b)).limited).toBe(true);
+  });
+
+  it('rejects with a StoreTimeoutError once the timeout passes when Redis does not answer, and works again after', async () => {
+    const s = await store({ timeoutMs: 100 });
+    const b = spec();
+    await admin.call('CLIENT', 'PAUSE', '600', 'ALL');
+    const t0 = Date.now();
+    const err = await s.consume([b]).catch((e: unknown) => e);
+    const waited = Date.now() - t0;
+    expect(err).toBeInstanceOf(StoreTimeoutError);
+    expect((err as StoreError).reason).toBe('timeout');
+    expect(waited).toBeGreaterThanOrEqual(95);
+    expect(waited).toBeLessThan(300);
+    await new Promise((r) => setTimeout(r, 700));
+    // The late reply of the timed-out call was dropped; the charge it made is real (it was executed).
+    expect((await s.consume([b])).buckets[0]!.remaining).toBe(3);
+  });
+
+  it('fails at once with a connection error, without queueing, while Redis is unreachable', async () => {
+    const port = await freePort();
+    const s = await store({ url: `redis://127.0.0.1:${port}`, timeoutMs: 1_000 });
+    const t0 = Date.now();
+    const err = await s.consume([spec()]).catch((e: unknown) => e);
+    expect(Date.now() - t0).toBeLessThan(100);
+    expect(err).toBeInstanceOf(StoreError);
+    expect((err as StoreError).reason).toBe('connection');
+    await expect(s.ping()).rejects.toBeInstanceOf(StoreError);
+    await expect(s.ready(150)).rejects.toThrow(/not connected/);
+  });
+
+  it('reports a script failure as such, not as the connection', async () => {
+    const s = await store();
+    const b = spec();
+    await admin.hset(`rgtest:${b.key}`, 'x', '1'); // a foreign key of the wrong type
+    const err = await s.consume([b]).catch((e: unknown) => e);
+    expect((err as StoreError).reason).toBe('script');
+  });
+
+  it('parses redis-cluster URLs with credentials, IPv6 seeds and TLS', () => {
+    expect(parseClusterUrl('redis://h:1')).toBeNull();
+    expect(parseClusterUrl('redis-cluster://a:7000,b:7001')).toEqual({ nodes: [{ host: 'a', port: 7000 }, { host: 'b', port: 7001 }], tls: false });
+    expect(parseClusterUrl('rediss-cluster://u:p%40ss@[::1]:7000,h')).toEqual({
+      nodes: [{ host: '::1', port: 7000 }, { host: 'h', port: 6379 }],
+      tls: true,
+      username: 'u',
+      password: 'p@ss',
+    });
+  });
+});
+
+describe.skipIf(skipRedis('the refund script tests'))('the refund script', () => {
+  let redis: RedisHandle;
+  let client: Redis & Record<'consume1' | 'refund1' | 'peek1', (...args: (string | number)[]) => Promise<number[]>>;
+  beforeAll(async () => {
+    redis = await startRedis();
+    client = new Redis(redis.url) as typeof client;
+    client.defineCommand('consume1', { lua: luaScripts.consume, numberOfKeys: 1 });
+    client.defineCommand('refund1', { lua: luaScripts.refund, numberOfKeys: 1 });
+    client.defineCommand('peek1', { lua: luaScripts.peek, numberOfKeys: 1 });
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await redis?.stop();
+  });
+
+  it('never gives a token bucket back more than the reservation still weighs, even when an admission clamped the TAT meanwhile', async () => {
+    // Capacity 2, one token per second. Two reservations R1, R2 at t0 (TAT t0 + 2 s). R1 is refunded
+    // half a second later: half of its weight has decayed, so only that half can safely come back
+    // (TAT t0 + 1.5 s). At t0 + 1.6 s an admitted request finds the bucket full and clamps the TAT to
+    // its own time (t0 + 2.6 s). R2's refund then must give back nothing: the bucket now holds exactly
+    // the one admitted request, and one more request (not two) may pass.
+    const t0 = Date.UTC(2026, 10, 21, 19, 0, 0);
+    const key = 'refund-tb:{ip:1}';
+    const argv = ['token-bucket', 2, 2_000, 1, '0'];
+    const r1 = await client.consume1(key, t0, 'reserve', ...argv);
+    const r2 = await client.consume1(key, t0, 'reserve', ...argv);
+    expect([r1[0], r2[0]]).toEqual([1, 1]);
+    expect(await client.refund1(key, t0 + 500, t0, 'token-bucket', 2, 2_000, 1, r1[6]!)).toBe(1);
+    expect(await client.get(key)).toBe(`${(t0 + 1_500) * 1000}:0:0`);
+    const admitted = await client.consume1(key, t0 + 1_600, '', ...argv);
+    expect(admitted[0]).toBe(1);
+    expect(await client.refund1(key, t0 + 1_600, t0, 'token-bucket', 2, 2_000, 1, r2[6]!)).toBe(0);
+    const next = [await client.consume1(key, t0 + 1_600, '', ...argv), await client.consume1(key, t0 + 1_600, '', ...argv)];
+    expect(next.map((r) => r[0])).toEqual([1, 0]);
+  });
+
+  it('takes a window charge back from the previous count when the sliding window rolled over meanwhile', async () => {
+    const t0 = Date.UTC(2026, 10, 21, 19, 0, 0);
+    const key = 'refund-sw:{ip:1}';
+    const argv = ['sliding-window', 4, 1_000, 1, '0'];
+    const reserved = await client.consume1(key, t0 + 900, 'reserve', ...argv);
+    await client.consume1(key, t0 + 1_100, '', ...argv); // next window: the reservation is now "previous"
+    expect(await client.get(key)).toBe(`${t0 + 1_000}:1:1`);
+    expect(await client.refund1(key, t0 + 1_100, t0 + 900, 'sliding-window', 4, 1_000, 1, reserved[6]!)).toBe(1);
+    expect(await client.get(key)).toBe(`${t0 + 1_000}:1:0`);
+    // A window later still, the charge weighs nothing and nothing is given back.
+    const late = await client.consume1(key, t0 + 2_100, 'reserve', ...argv);
+    await client.consume1(key, t0 + 4_000, '', ...argv);
+    expect(await client.refund1(key, t0 + 4_000, t0 + 2_100, 'sliding-window', 4, 1_000, 1, late[6]!)).toBe(0);
+  });
+});
