@@ -11,7 +11,6 @@ import { ConfigError, parseConfig, parseHostPort, type ConfigOverrides, type Sna
 import { ConfigWatcher } from './config/watch.js';
 import { createHttpIntrospector } from './identity/index.js';
 import { createStoreFor, type StoreHandle } from './limiter/factory.js';
-import { MemoryStore } from './limiter/memory.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
@@ -27,7 +26,7 @@ export interface GatewaySettings {
   overrides?: ConfigOverrides;
   /** Default: pino at the config's log.level, to stdout. */
   logger?: Logger;
-  /** Tests only: the memory store's clock. */
+  /** Tests only: the store's clock (the memory store's, or the Redis scripts' clock override). */
   now?: () => number;
   /** Default Prometheus process metrics (off in tests that start many gateways in one process). */
   defaultMetrics?: boolean;
@@ -68,10 +67,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   origin = new URL(origin).origin;
 
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
-  const storeHandle =
-    settings.now !== undefined && cfg.store.url === 'memory'
-      ? { store: new MemoryStore({ now: settings.now }), kind: 'memory' as const, ready: async () => true }
-      : await createStoreFor(cfg.store, metrics);
+  const storeHandle = await createStoreFor(cfg.store, metrics, settings.now ? { now: settings.now } : {});
   const forwarder = new Forwarder(
     { origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout },
     respondError,

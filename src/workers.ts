@@ -48,7 +48,11 @@ export async function runPrimary(opts: {
 
   let stopping = false;
   const fork = () => cluster.fork(env);
+  // Ready means serving: a worker counts once its proxy listener is up, not when it was forked.
+  const listening = new Set<number>();
+  cluster.on('listening', (worker) => listening.add(worker.id));
   cluster.on('exit', (worker, code, signal) => {
+    listening.delete(worker.id);
     if (stopping) return;
     log.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
     setTimeout(fork, 500).unref();
@@ -71,7 +75,7 @@ export async function runPrimary(opts: {
       );
       return;
     }
-    const alive = Object.values(cluster.workers ?? {}).filter((w) => w?.isConnected()).length;
+    const alive = listening.size;
     if (path === '/healthz') return json(res, 200, { status: 'ok', workers: alive });
     if (path === '/readyz') return json(res, alive > 0 && !stopping ? 200 : 503, { workers: alive, wanted: opts.workers });
     json(res, 404, { error: 'Not found (the buckets API is served by single-process mode only)' });

@@ -1,0 +1,237 @@
+/**
+ * Several gateway processes sharing Redis (and Redis Cluster): exact counts under concurrency, and
+ * Redis dying mid-traffic handled by the fault policy without a hanging request.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
+import { freePort } from '../support/servers.js';
+import { startTestGateway } from '../support/gateway.js';
+
+let upstream: RecordingUpstream;
+beforeAll(async () => {
+  upstream = await startRecordingUpstream();
+});
+afterAll(async () => upstream.close());
+
+interface Proc {
+  url: string;
+  child: ChildProcess;
+}
+
+async function spawnGateway(configPath: string, store: string, extra: string[] = []): Promise<Proc & { adminUrl: string }> {
+  const port = await freePort();
+  const admin = await freePort();
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli.ts', 'serve', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstream.url, '--store', store, ...extra],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RATEGATE_LOG_LEVEL: 'warn' } },
+  );
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const started = Date.now();
+  for (;;) {
+    try {
+      await fetch(`http://127.0.0.1:${admin}/healthz`);
+      break;
+    } catch {
+      if (Date.now() - started > 20_000 || child.exitCode !== null) throw new Error(`gateway did not start: ${out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return { url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
+}
+
+async function stop(p: Proc): Promise<void> {
+  if (p.child.exitCode !== null) return;
+  await new Promise<void>((r) => {
+    p.child.once('exit', () => r());
+    p.child.kill('SIGTERM');
+  });
+}
+
+/** Fires `total` requests at once, round-robin over the gateways; returns the status counts. */
+async function flood(urls: string[], total: number, pathFor: (i: number) => string): Promise<Record<number, number>> {
+  const agent = new Agent({ connections: 64 });
+  const statuses = await Promise.all(
+    Array.from({ length: total }, async (_, i) => {
+      const r = await request(`${urls[i % urls.length]}${pathFor(i)}`, { dispatcher: agent, headers: { 'x-forwarded-for': '198.51.100.50' } });
+      await r.body.dump();
+      return r.statusCode;
+    }),
+  );
+  await agent.close();
+  const counts: Record<number, number> = {};
+  for (const s of statuses) counts[s] = (counts[s] ?? 0) + 1;
+  return counts;
+}
+
+function tableFile(yaml: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-redis-gw-'));
+  writeFileSync(path.join(dir, 'limits.yaml'), yaml);
+  return path.join(dir, 'limits.yaml');
+}
+
+// deny + a generous timeout: a store failure must show as a 503, never as local counting, so that the
+// counts below are Redis's alone. (Under the default 50 ms and onError: local, an overloaded 2-core
+// machine falls back to per-process counting, which is the documented trade-off of `local`.)
+const EXACT = `limits:
+  - { name: shared, match: /api/*, per: ip, limit: 50, period: 1h }
+  - { name: wide, match: /api/*, per: global, limit: 100000, period: 1h }
+store: { timeout: 5s, onError: deny }
+`;
+
+describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on one Redis', () => {
+  let redis: RedisHandle;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => redis?.stop());
+
+  it('admit exactly N of 300 concurrent requests for one bucket of limit N', async () => {
+    const config = tableFile(EXACT);
+    const gws = await Promise.all([0, 1, 2].map(() => spawnGateway(config, redis.url)));
+    try {
+      upstream.seen.length = 0;
+      const counts = await flood(gws.map((g) => g.url), 300, (i) => `/api/v1/statuses/${i}`);
+      expect(counts).toEqual({ 200: 50, 429: 250 });
+      expect(upstream.forwarded()).toHaveLength(50);
+    } finally {
+      await Promise.all(gws.map(stop));
+    }
+  }, 60_000);
+
+  it('run as --workers 2 on one port, count exactly, and report metrics summed over the workers', async () => {
+    const config = tableFile(EXACT);
+    const gw = await spawnGateway(config, redis.url, ['--workers', '2']);
+    try {
+      // Wait until the workers listen (the primary's admin answers first).
+      const deadline = Date.now() + 20_000;
+      while ((await (await fetch(`${gw.adminUrl}/readyz`)).json() as { workers: number }).workers < 2) {
+        if (Date.now() > deadline) throw new Error('workers did not start');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      const counts = await flood([gw.url], 200, (i) => `/api/v2/items/${i}`);
+      expect(counts).toEqual({ 200: 50, 429: 150 });
+      const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+      expect(metrics).toContain('rategate_requests_total{rule="shared",decision="allowed"} 50');
+      expect(metrics).toContain('rategate_requests_total{rule="shared",decision="limited"} 150');
+    } finally {
+      await stop(gw);
+    }
+    expect(gw.child.exitCode).toBe(0);
+  }, 60_000);
+});
+
+describe.skipIf(skipCluster('gateways on a Redis Cluster'))('three gateway processes on a Redis Cluster', () => {
+  let cluster: ClusterHandle;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  });
+  afterAll(async () => cluster?.stop());
+
+  it('admit exactly N, also when the buckets of a request live in different slots', async () => {
+    // ip-keyed and account-keyed buckets hash to different slots: the reserve-and-refund path.
+    const config = tableFile(`limits:
+  - { name: by-ip, match: /api/*, per: ip, limit: 40, period: 1h }
+  - { name: by-account, match: /api/*, per: account, limit: 1000, period: 1h }
+clients: { account: { from: header, header: X-Account-Id } }
+store: { timeout: 5s, onError: deny }
+`);
+    const gws = await Promise.all([0, 1, 2].map(() => spawnGateway(config, cluster.url)));
+    try {
+      upstream.seen.length = 0;
+      const agent = new Agent({ connections: 64 });
+      const statuses = await Promise.all(
+        Array.from({ length: 300 }, async (_, i) => {
+          const r = await request(`${gws[i % 3]!.url}/api/v1/statuses/${i}`, {
+            dispatcher: agent,
+            headers: { 'x-forwarded-for': '198.51.100.60', 'x-account-id': `acct-${i % 7}` },
+          });
+          await r.body.dump();
+          return r.statusCode;
+        }),
+      );
+      await agent.close();
+      const admitted = statuses.filter((s) => s === 200).length;
+      // Never over-admitted; brief under-admission from concurrent refunds is allowed by design.
+      expect(admitted).toBeLessThanOrEqual(40);
+      expect(admitted).toBeGreaterThanOrEqual(30);
+      expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+      expect(upstream.forwarded()).toHaveLength(admitted);
+    } finally {
+      await Promise.all(gws.map(stop));
+    }
+  }, 60_000);
+});
+
+describe.skipIf(skipRedis('Redis faults under a gateway'))('Redis killed mid-traffic', () => {
+  let redis: RedisHandle;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => redis?.stop());
+
+  async function timed(url: string, path: string, ip = '198.51.100.70'): Promise<{ status: number; ms: number }> {
+    const started = Date.now();
+    const r = await request(`${url}${path}`, { headers: { 'x-forwarded-for': ip } });
+    await r.body.dump();
+    return { status: r.statusCode, ms: Date.now() - started };
+  }
+
+  it('never hangs a request, applies local / allow / deny per rule, and recovers when Redis returns', async () => {
+    const gw = await startTestGateway(
+      `limits:
+  - { name: local-rule, match: /local, per: ip, limit: 3, period: 1h, onStoreError: local }
+  - { name: allow-rule, match: /allow, per: ip, limit: 1, period: 1h, onStoreError: allow }
+  - { name: deny-rule, match: /deny, per: ip, limit: 100, period: 1h, onStoreError: deny }
+store: { timeout: 100ms }
+`,
+      { upstream: upstream.url, store: redis.url },
+    );
+    try {
+      expect((await timed(gw.url, '/allow')).status).toBe(200);
+      expect((await timed(gw.url, '/allow')).status).toBe(429);
+      expect((await fetch(`${gw.adminUrl}/readyz`)).status).toBe(200);
+
+      await redis.node.kill();
+      const during = [];
+      for (let i = 0; i < 5; i++) during.push(await timed(gw.url, '/local'));
+      // local: counted in process meanwhile, so the 4th and 5th are limited.
+      expect(during.map((d) => d.status)).toEqual([200, 200, 200, 429, 429]);
+      // The bucket Redis reported empty stays refused: the blocked cache knows it until the window ends.
+      expect((await timed(gw.url, '/allow')).status).toBe(429);
+      // allow: another client fails open, uncounted, past the limit of 1.
+      for (let i = 0; i < 3; i++) expect((await timed(gw.url, '/allow', '198.51.100.71')).status).toBe(200);
+      // deny: 503.
+      const denied = await timed(gw.url, '/deny');
+      expect(denied.status).toBe(503);
+      // No request waited much past the store timeout.
+      for (const d of [...during, denied]) expect(d.ms).toBeLessThan(1000);
+      const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+      expect(metrics).toMatch(/rategate_store_errors_total\{reason="(connection|timeout|circuit_open)"\} [1-9]/);
+      expect(metrics).toContain('rategate_store_fallback_active 1');
+
+      await redis.node.restart();
+      // Recovery by itself: a restarted (empty) Redis counts again.
+      const deadline = Date.now() + 10_000;
+      let status = 0;
+      while (Date.now() < deadline) {
+        status = (await timed(gw.url, '/deny')).status;
+        if (status === 200) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(status).toBe(200);
+      expect(await (await fetch(`${gw.adminUrl}/metrics`)).text()).toContain('rategate_store_fallback_active 0');
+    } finally {
+      await gw.shutdown(500);
+    }
+  }, 60_000);
+});
