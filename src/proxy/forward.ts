@@ -3,7 +3,7 @@
  * dropped, X-Forwarded-* set, timeouts, client aborts propagated, failures mapped to 502/504.
  */
 import type http from 'node:http';
-import { pipeline, Transform, type TransformCallback } from 'node:stream';
+import { Transform, type TransformCallback } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { connectionListed, isHopByHop } from './hop-by-hop.js';
 import type { GatewayErrorCode } from '../server/errors.js';
@@ -87,10 +87,11 @@ export class Forwarder {
       const out = clientResponseHeaders(up.headers, dropUpstreamRateLimitHeaders);
       for (const h of extraHeaders) out.push(h);
       res.writeHead(up.statusCode, out);
-      pipeline(up.body, res, (err) => {
-        // Reset mid-body: the status is already sent, so the only honest signal is to cut the connection.
-        if (err) res.destroy();
-      });
+      // pipe, not stream.pipeline: pipeline aborts an AbortController of its own on every completion,
+      // which builds a DOMException (~5 µs) per request. A client leaving is handled by onClose above.
+      // Reset mid-body: the status is already sent, so the only honest signal is to cut the connection.
+      up.body.once('error', () => res.destroy());
+      up.body.pipe(res);
       return { status: up.statusCode, error: undefined, seconds };
     } catch (err) {
       const seconds = (performance.now() - started) / 1000;

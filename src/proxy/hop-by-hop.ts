@@ -18,7 +18,8 @@ const HOP_BY_HOP = new Set([
 
 /** Names listed in a `Connection` header value, lower-cased; null when there are none beyond the standard ones. */
 export function connectionListed(value: string | string[] | undefined): Set<string> | null {
-  if (value === undefined) return null;
+  // The common values name nothing extra: answer without splitting.
+  if (value === undefined || value === 'keep-alive' || value === 'close' || value === 'Keep-Alive') return null;
   const joined = Array.isArray(value) ? value.join(',') : value;
   let set: Set<string> | null = null;
   for (const part of joined.split(',')) {
