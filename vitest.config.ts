@@ -7,6 +7,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Suites start real servers on port 0; files run in parallel processes.
     pool: 'forks',
+    // Memory assertions collect garbage first, so they measure what is retained, not what is pending.
+    execArgv: ['--expose-gc'],
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
     outputFile: process.env.CI ? { json: '.vitest-report.json' } : {},
   },

@@ -51,8 +51,12 @@ export class Forwarder {
    * Sends `req` to the upstream at `pathAndQuery` and streams the answer to `res`, adding `extraHeaders`
    * (flat name/value pairs: the rate-limit headers). Resolves when the response headers were written
    * or the failure was answered.
+   *
+   * `pool.stream` writes the upstream body straight into `res` (no intermediate Readable, no
+   * `stream.pipeline`, whose per-call AbortController builds a DOMException per request); the
+   * per-request state travels in `opaque` so the handlers are shared functions, not closures.
    */
-  async forward(
+  forward(
     req: http.IncomingMessage,
     res: http.ServerResponse,
     pathAndQuery: string,
@@ -61,48 +65,39 @@ export class Forwarder {
     dropUpstreamRateLimitHeaders: boolean,
     maxBodySize = Infinity,
   ): Promise<ForwardResult> {
-    const started = performance.now();
-    const ac = new AbortController();
-    // A client that goes away must not keep the upstream working for nobody.
-    const onClose = () => {
-      if (!res.writableFinished) ac.abort();
-    };
-    res.once('close', onClose);
-
-    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-    try {
-      const up = await this.pool.request({
-        path: pathAndQuery,
-        method: req.method as 'GET',
-        headers: upstreamRequestHeaders(req, forwarded, hasBody),
-        // A declared length was checked before; a chunked body is counted as it streams.
-        body: hasBody ? (req.headers['content-length'] === undefined && maxBodySize !== Infinity ? req.pipe(new BodyLimit(maxBodySize)) : req) : null,
-        signal: ac.signal,
-      });
-      const seconds = (performance.now() - started) / 1000;
-      if (res.destroyed) {
-        up.body.destroy();
-        return { status: 0, error: 'CLIENT_ABORTED', seconds };
-      }
-      const out = clientResponseHeaders(up.headers, dropUpstreamRateLimitHeaders);
-      for (const h of extraHeaders) out.push(h);
-      res.writeHead(up.statusCode, out);
-      // pipe, not stream.pipeline: pipeline aborts an AbortController of its own on every completion,
-      // which builds a DOMException (~5 µs) per request. A client leaving is handled by onClose above.
-      // Reset mid-body: the status is already sent, so the only honest signal is to cut the connection.
-      up.body.once('error', () => res.destroy());
-      up.body.pipe(res);
-      return { status: up.statusCode, error: undefined, seconds };
-    } catch (err) {
-      const seconds = (performance.now() - started) / 1000;
-      res.off('close', onClose);
-      if (ac.signal.aborted || res.destroyed) return { status: 0, error: 'CLIENT_ABORTED', seconds };
-      const code = err instanceof BodyTooLargeError || (err as { cause?: unknown }).cause instanceof BodyTooLargeError ? 'PAYLOAD_TOO_LARGE' : classifyUpstreamError(err);
-      if (res.headersSent) res.destroy();
-      // After an oversized body, close rather than read the rest of it.
-      else this.respondError(res, code, extraHeaders, code === 'PAYLOAD_TOO_LARGE');
-      return { status: code === 'UPSTREAM_TIMEOUT' ? 504 : code === 'BAD_REQUEST' ? 400 : code === 'PAYLOAD_TOO_LARGE' ? 413 : 502, error: code, seconds };
-    }
+    return new Promise((resolve) => {
+      const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+      const ctx: StreamContext = {
+        res,
+        extraHeaders,
+        dropUpstreamRateLimitHeaders,
+        started: performance.now(),
+        status: 0,
+        resolve,
+        respondError: this.respondError,
+        ac: new AbortController(),
+        onClose: noop,
+      };
+      // Before the upstream answers, a client that goes away must not keep it working for nobody;
+      // once the body streams, undici sees the closed response itself.
+      ctx.onClose = () => {
+        if (ctx.status === 0) ctx.ac.abort();
+      };
+      res.once('close', ctx.onClose);
+      this.pool.stream(
+        {
+          path: pathAndQuery,
+          method: req.method as 'GET',
+          headers: upstreamRequestHeaders(req, forwarded, hasBody),
+          // A declared length was checked before; a chunked body is counted as it streams.
+          body: hasBody ? (req.headers['content-length'] === undefined && maxBodySize !== Infinity ? req.pipe(new BodyLimit(maxBodySize)) : req) : null,
+          signal: ctx.ac.signal,
+          opaque: ctx,
+        },
+        onUpstreamHeaders,
+        onUpstreamDone,
+      );
+    });
   }
 
   get requestTimeoutMs(): number {
@@ -112,6 +107,59 @@ export class Forwarder {
   close(): Promise<void> {
     return this.pool.close();
   }
+}
+
+interface StreamContext {
+  readonly res: http.ServerResponse;
+  readonly extraHeaders: readonly string[];
+  readonly dropUpstreamRateLimitHeaders: boolean;
+  readonly started: number;
+  /** The upstream's status once its headers arrived; 0 before. */
+  status: number;
+  readonly resolve: (r: ForwardResult) => void;
+  readonly respondError: ErrorResponder;
+  readonly ac: AbortController;
+  onClose: () => void;
+}
+
+function noop(): void {}
+
+/** Upstream headers arrived: write the client's head and hand undici the response to stream into. */
+function onUpstreamHeaders(data: { statusCode: number; headers: Record<string, string | string[] | undefined>; opaque: unknown }): http.ServerResponse {
+  const ctx = data.opaque as StreamContext;
+  const { res } = ctx;
+  ctx.status = data.statusCode;
+  res.off('close', ctx.onClose);
+  const seconds = (performance.now() - ctx.started) / 1000;
+  if (res.destroyed) {
+    ctx.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
+    return res; // undici sees it closed and aborts the upstream body
+  }
+  const out = clientResponseHeaders(data.headers, ctx.dropUpstreamRateLimitHeaders);
+  for (const h of ctx.extraHeaders) out.push(h);
+  res.writeHead(data.statusCode, out);
+  ctx.resolve({ status: data.statusCode, error: undefined, seconds });
+  return res;
+}
+
+/** The exchange ended: nothing to do on success; a failure before the head is answered, after it cut. */
+function onUpstreamDone(err: Error | null, data: { opaque: unknown }): void {
+  if (err === null) return;
+  const ctx = data.opaque as StreamContext;
+  const { res } = ctx;
+  if (ctx.status !== 0) {
+    // Reset mid-body: the status is already sent, so the only honest signal is to cut the connection.
+    res.destroy();
+    return;
+  }
+  res.off('close', ctx.onClose);
+  const seconds = (performance.now() - ctx.started) / 1000;
+  if (ctx.ac.signal.aborted || res.destroyed) return ctx.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
+  const code = err instanceof BodyTooLargeError || err.cause instanceof BodyTooLargeError ? 'PAYLOAD_TOO_LARGE' : classifyUpstreamError(err);
+  if (res.headersSent) res.destroy();
+  // After an oversized body, close rather than read the rest of it.
+  else ctx.respondError(res, code, ctx.extraHeaders, code === 'PAYLOAD_TOO_LARGE');
+  ctx.resolve({ status: code === 'UPSTREAM_TIMEOUT' ? 504 : code === 'BAD_REQUEST' ? 400 : code === 'PAYLOAD_TOO_LARGE' ? 413 : 502, error: code, seconds });
 }
 
 export class BodyTooLargeError extends Error {
