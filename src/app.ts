@@ -88,6 +88,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     forwarder,
     metrics,
     onRequest: (r) => log[requestLogLevel()]?.(r, 'request'),
+    wantsRecords: () => log.isLevelEnabled(requestLogLevel()),
   });
 
   const server = createProxyServer(cfg.server, gateway.handle, metrics);

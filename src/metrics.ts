@@ -3,28 +3,37 @@ import client from 'prom-client';
 
 export type Decision = 'allowed' | 'limited' | 'shadow_limited';
 
-/** Per-rule counter children, looked up once per rule name instead of hashing label sets per request. */
-export interface RuleCounters {
-  readonly allowed: client.Counter.Internal;
-  readonly limited: client.Counter.Internal;
-  readonly shadowLimited: client.Counter.Internal;
-  readonly nearLimit: client.Counter.Internal;
+/**
+ * Per-rule decision counts as plain numbers: the request path adds to them, and a scrape hands the
+ * increase since the last scrape to prom-client (whose `inc` hashes its label set on every call).
+ */
+export class RuleCounters {
+  allowed = 0;
+  limited = 0;
+  shadowLimited = 0;
+  nearLimit = 0;
+  /** What the last scrape already handed over. */
+  readonly exported = { allowed: 0, limited: 0, shadowLimited: 0, nearLimit: 0 };
 }
 
 export class Metrics {
   readonly registry = new client.Registry();
 
-  readonly requests = new client.Counter({
+  private readonly ruleCounters = new Map<string, RuleCounters>();
+
+  readonly requests: client.Counter<'rule' | 'decision'> = new client.Counter({
     name: 'rategate_requests_total',
     help: 'Requests checked against a rule, by rule and decision (allowed, limited, shadow_limited).',
     labelNames: ['rule', 'decision'] as const,
     registers: [this.registry],
+    collect: () => this.flushRuleCounts(),
   });
-  readonly nearLimit = new client.Counter({
+  readonly nearLimit: client.Counter<'rule'> = new client.Counter({
     name: 'rategate_near_limit_total',
     help: 'Admitted requests that left their bucket at or below 20% of its limit.',
     labelNames: ['rule'] as const,
     registers: [this.registry],
+    collect: () => this.flushRuleCounts(),
   });
   readonly storeDuration = new client.Histogram({
     name: 'rategate_store_duration_seconds',
@@ -69,7 +78,6 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  private readonly ruleCounters = new Map<string, RuleCounters>();
   private readonly statusClass = ['1xx', '2xx', '3xx', '4xx', '5xx'].map((c) => this.upstreamDuration.labels(c));
 
   constructor(opts: { collectDefault?: boolean } = {}) {
@@ -79,15 +87,25 @@ export class Metrics {
   forRule(name: string): RuleCounters {
     let c = this.ruleCounters.get(name);
     if (!c) {
-      c = {
-        allowed: this.requests.labels(name, 'allowed'),
-        limited: this.requests.labels(name, 'limited'),
-        shadowLimited: this.requests.labels(name, 'shadow_limited'),
-        nearLimit: this.nearLimit.labels(name),
-      };
+      c = new RuleCounters();
       this.ruleCounters.set(name, c);
     }
     return c;
+  }
+
+  /** Hands the counts added since the last scrape to prom-client. */
+  private flushRuleCounts(): void {
+    for (const [rule, c] of this.ruleCounters) {
+      const e = c.exported;
+      if (c.allowed > e.allowed) this.requests.inc({ rule, decision: 'allowed' }, c.allowed - e.allowed);
+      if (c.limited > e.limited) this.requests.inc({ rule, decision: 'limited' }, c.limited - e.limited);
+      if (c.shadowLimited > e.shadowLimited) this.requests.inc({ rule, decision: 'shadow_limited' }, c.shadowLimited - e.shadowLimited);
+      if (c.nearLimit > e.nearLimit) this.nearLimit.inc({ rule }, c.nearLimit - e.nearLimit);
+      e.allowed = c.allowed;
+      e.limited = c.limited;
+      e.shadowLimited = c.shadowLimited;
+      e.nearLimit = c.nearLimit;
+    }
   }
 
   observeUpstream(status: number, seconds: number): void {

@@ -67,22 +67,8 @@ export class Forwarder {
   ): Promise<ForwardResult> {
     return new Promise((resolve) => {
       const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-      const ctx: StreamContext = {
-        res,
-        extraHeaders,
-        dropUpstreamRateLimitHeaders,
-        started: performance.now(),
-        status: 0,
-        resolve,
-        respondError: this.respondError,
-        ac: new AbortController(),
-        onClose: noop,
-      };
-      // Before the upstream answers, a client that goes away must not keep it working for nobody;
-      // once the body streams, undici sees the closed response itself.
-      ctx.onClose = () => {
-        if (ctx.status === 0) ctx.ac.abort();
-      };
+      const ctx = new Exchange(res, extraHeaders, dropUpstreamRateLimitHeaders, performance.now(), resolve, this.respondError);
+      // Once the body streams, undici sees a closed response itself; before that, onClose aborts.
       res.once('close', ctx.onClose);
       this.pool.stream(
         {
@@ -91,7 +77,7 @@ export class Forwarder {
           headers: upstreamRequestHeaders(req, forwarded, hasBody),
           // A declared length was checked before; a chunked body is counted as it streams.
           body: hasBody ? (req.headers['content-length'] === undefined && maxBodySize !== Infinity ? req.pipe(new BodyLimit(maxBodySize)) : req) : null,
-          signal: ctx.ac.signal,
+          signal: ctx,
           opaque: ctx,
         },
         onUpstreamHeaders,
@@ -109,24 +95,49 @@ export class Forwarder {
   }
 }
 
-interface StreamContext {
-  readonly res: http.ServerResponse;
-  readonly extraHeaders: readonly string[];
-  readonly dropUpstreamRateLimitHeaders: boolean;
-  readonly started: number;
+/**
+ * One exchange with the upstream. It is also the request's abort signal: undici accepts any object
+ * with `aborted`, `on` / `once('abort')` and `removeListener`, and this one costs no AbortController,
+ * AbortSignal or DOMException per request.
+ */
+class Exchange {
   /** The upstream's status once its headers arrived; 0 before. */
-  status: number;
-  readonly resolve: (r: ForwardResult) => void;
-  readonly respondError: ErrorResponder;
-  readonly ac: AbortController;
-  onClose: () => void;
-}
+  status = 0;
+  aborted = false;
+  private abortListener: (() => void) | null = null;
+  /** Before the upstream answers, a client that goes away must not keep it working for nobody. */
+  readonly onClose = (): void => {
+    if (this.status !== 0) return;
+    this.aborted = true;
+    this.abortListener?.();
+  };
 
-function noop(): void {}
+  constructor(
+    readonly res: http.ServerResponse,
+    readonly extraHeaders: readonly string[],
+    readonly dropUpstreamRateLimitHeaders: boolean,
+    readonly started: number,
+    readonly resolve: (r: ForwardResult) => void,
+    readonly respondError: ErrorResponder,
+  ) {}
+
+  /** undici checks that a signal has `on`; it then subscribes with `once`. */
+  on(_event: 'abort', listener: () => void): void {
+    this.abortListener = listener;
+  }
+
+  once(_event: 'abort', listener: () => void): void {
+    this.abortListener = listener;
+  }
+
+  removeListener(_event: 'abort', _listener: () => void): void {
+    this.abortListener = null;
+  }
+}
 
 /** Upstream headers arrived: write the client's head and hand undici the response to stream into. */
 function onUpstreamHeaders(data: { statusCode: number; headers: Record<string, string | string[] | undefined>; opaque: unknown }): http.ServerResponse {
-  const ctx = data.opaque as StreamContext;
+  const ctx = data.opaque as Exchange;
   const { res } = ctx;
   ctx.status = data.statusCode;
   res.off('close', ctx.onClose);
@@ -145,7 +156,7 @@ function onUpstreamHeaders(data: { statusCode: number; headers: Record<string, s
 /** The exchange ended: nothing to do on success; a failure before the head is answered, after it cut. */
 function onUpstreamDone(err: Error | null, data: { opaque: unknown }): void {
   if (err === null) return;
-  const ctx = data.opaque as StreamContext;
+  const ctx = data.opaque as Exchange;
   const { res } = ctx;
   if (ctx.status !== 0) {
     // Reset mid-body: the status is already sent, so the only honest signal is to cut the connection.
@@ -154,7 +165,7 @@ function onUpstreamDone(err: Error | null, data: { opaque: unknown }): void {
   }
   res.off('close', ctx.onClose);
   const seconds = (performance.now() - ctx.started) / 1000;
-  if (ctx.ac.signal.aborted || res.destroyed) return ctx.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
+  if (ctx.aborted || res.destroyed) return ctx.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
   const code = err instanceof BodyTooLargeError || err.cause instanceof BodyTooLargeError ? 'PAYLOAD_TOO_LARGE' : classifyUpstreamError(err);
   if (res.headersSent) res.destroy();
   // After an oversized body, close rather than read the rest of it.

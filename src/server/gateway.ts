@@ -28,8 +28,10 @@ export interface GatewayOptions {
   store: Store;
   forwarder: Forwarder;
   metrics: Metrics;
-  /** Called once per request when its answer has been decided. */
+  /** Called once per request when its answer has been decided (the access log). */
   onRequest?: (record: RequestRecord) => void;
+  /** Whether onRequest wants records now: when not, none is built (the access log level may be off). */
+  wantsRecords?: () => boolean;
 }
 
 const NO_HEADERS: readonly string[] = Object.freeze([]);
@@ -107,7 +109,8 @@ export class Gateway {
 
   private async run(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const started = performance.now();
-    const { metrics, onRequest } = this.opts;
+    const { metrics } = this.opts;
+    const onRequest = this.opts.wantsRecords?.() === false ? undefined : this.opts.onRequest;
     // Read the snapshot once: a reload mid-request must not mix two tables.
     const policy = this.opts.policy();
     const method = req.method ?? 'GET';
@@ -216,10 +219,12 @@ function countDecision(metrics: Metrics, rules: readonly CompiledRule[], outcome
     const rule = rules[i]!;
     const b = outcome.buckets[i]!;
     const c = metrics.forRule(rule.name);
-    if (b.limited) (rule.shadow ? c.shadowLimited : c.limited).inc();
-    else if (outcome.allowed) {
-      c.allowed.inc();
-      if (b.remaining <= rule.limit * 0.2) c.nearLimit.inc();
+    if (b.limited) {
+      if (rule.shadow) c.shadowLimited++;
+      else c.limited++;
+    } else if (outcome.allowed) {
+      c.allowed++;
+      if (b.remaining <= rule.limit * 0.2) c.nearLimit++;
     }
   }
 }
