@@ -44,15 +44,23 @@ local function read_state(key)
   return tonumber(a), tonumber(b), tonumber(c)
 end
 
+-- One SET with its expiry (PXAT/PX: Redis >= 6.2) rather than SET + PEXPIREAT: a third fewer commands.
 local function write_state(key, a, b, c, expire_at)
-  redis.call('SET', key, fmt_int(a) .. ':' .. fmt_int(b) .. ':' .. fmt_int(c))
-  -- The key lives until the state's expireAt: after it the state carries no information. A time in the
-  -- past deletes the key, which is the same as an empty bucket.
+  local value = fmt_int(a) .. ':' .. fmt_int(b) .. ':' .. fmt_int(c)
+  -- The key lives until the state's expireAt: after it the state carries no information, and a gone
+  -- key is the same as an empty bucket.
   if clock_overridden then
     -- A scripted (test) time is unrelated to the server's expiry clock: keep the same distance instead.
-    redis.call('PEXPIRE', key, fmt_int(expire_at - clock_now))
+    local ttl = expire_at - clock_now
+    if ttl <= 0 then
+      redis.call('DEL', key)
+    else
+      redis.call('SET', key, value, 'PX', fmt_int(ttl))
+    end
+  elseif expire_at <= clock_now then
+    redis.call('DEL', key)
   else
-    redis.call('PEXPIREAT', key, fmt_int(expire_at))
+    redis.call('SET', key, value, 'PXAT', fmt_int(expire_at))
   end
 end
 
