@@ -1,0 +1,139 @@
+/** @module Child processes for the bench: servers on free ports, load-generator children, cleanup. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+
+export interface Proc {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** The last few KB of stdout + stderr, for error messages. */
+  output(): string;
+  /** Resolves with the exit code (or signal) when the process has ended. */
+  readonly exited: Promise<number | string>;
+  /** SIGTERM (or `signal`), then SIGKILL after `graceMs`; resolves when it is gone. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
+}
+
+const running = new Set<Proc>();
+
+/** Kills every process still running (on exit, error or Ctrl-C): only the ones this bench started. */
+export function killAll(): void {
+  for (const p of running) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+  running.clear();
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export function start(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (child.pid === undefined) throw new Error(`${name}: could not start ${cmd}`);
+  let out = '';
+  const keep = (d: Buffer): void => {
+    out = (out + d.toString()).slice(-8192);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, sig) => resolve(code ?? sig ?? -1)));
+  const proc: Proc = {
+    name,
+    child,
+    pid: child.pid,
+    output: () => out,
+    exited,
+    async stop(signal = 'SIGTERM', graceMs = 10_000) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal);
+        const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(t);
+      }
+      running.delete(proc);
+    },
+  };
+  running.add(proc);
+  void exited.then(() => running.delete(proc));
+  return proc;
+}
+
+/** Waits until `port` accepts connections; fails early with the process's output if it exits first. */
+export async function waitForPort(proc: Proc, port: number, timeoutMs = 30_000): Promise<void> {
+  let dead: number | string | undefined;
+  void proc.exited.then((c) => (dead = c));
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (dead !== undefined) throw new Error(`${proc.name} exited (${dead}) before listening: ${proc.output().trim().slice(-600)}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect({ host: '127.0.0.1', port });
+      // A connect to a free port in the ephemeral range can succeed by connecting to itself (TCP
+      // simultaneous open); that is not the server listening.
+      s.once('connect', () => {
+        const self = s.localPort === port;
+        s.destroy();
+        resolve(!self);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`${proc.name} did not listen on ${port} within ${timeoutMs} ms: ${proc.output().slice(-600)}`);
+    await sleep(50);
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Resident set size of a process, in bytes (Linux). */
+export function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
+/**
+ * Runs a bench script (`node --import tsx SCRIPT '<json>'`) as a separate process and parses the JSON
+ * line it prints. `onStderrLine` sees its stderr lines (load.ts says MEASURE when its measured phase starts).
+ */
+export async function runScript<T>(script: string, spec: unknown, timeoutMs: number, onStderrLine?: (line: string) => void): Promise<T> {
+  const proc = start(script, process.execPath, ['--import', 'tsx', script, JSON.stringify(spec)]);
+  let stdout = '';
+  proc.child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  let errBuf = '';
+  proc.child.stderr!.on('data', (d: Buffer) => {
+    errBuf += d.toString();
+    let i: number;
+    while ((i = errBuf.indexOf('\n')) >= 0) {
+      const line = errBuf.slice(0, i);
+      errBuf = errBuf.slice(i + 1);
+      if (line.startsWith('  …')) process.stdout.write(`${line}\n`);
+      onStderrLine?.(line);
+    }
+  });
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), timeoutMs);
+  const code = await proc.exited;
+  clearTimeout(timer);
+  const last = stdout.trim().split('\n').pop() ?? '';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(last);
+  } catch {
+    throw new Error(`${script} (exit ${code}) printed no result: ${proc.output().slice(-600)}`);
+  }
+  if ((parsed as { error?: string }).error !== undefined) throw new Error(`${script}: ${(parsed as { error: string }).error}`);
+  return parsed as T;
+}

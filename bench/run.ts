@@ -1,0 +1,900 @@
+/**
+ * @module `npm run bench`: the load benchmark of issue 6. Every server runs in its own process and the
+ * load generator in another; all traffic stays on 127.0.0.1 and every run is bounded in time.
+ *
+ *   npm run bench [-- --quick] [-- --duration S] [-- --only thin,rategate-redis] [-- --skip mixed,million,profile]
+ *
+ * Systems: the built-in upstream reached directly, a thin forwarder (bench/thin-forwarder.ts), nginx with
+ * limit_req (one worker, when installed), fastify + @fastify/rate-limit (Redis) + @fastify/reply-from
+ * (bench/fastify-stack.ts), rategate with the memory store and with Redis. Scenarios: forwarded, fixed
+ * rate, rejected, mixed seed traffic, N distinct clients (memory), CPU profiles of the gateway.
+ * Writes bench/results/latest.json, bench/results/latest.svg and bench/profile.md.
+ * `--render bench/results/latest.json` only redraws the SVG from a results file.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { renderChart, type Panel } from './lib/chart.js';
+import { freePort, killAll, rssOf, runScript, sleep, start, waitForPort, type Proc } from './lib/procs.js';
+import { summarize, toMarkdown, type ProfileSummary } from './top-profile.js';
+import type { LoadSpec, MixSpec } from './load.js';
+
+// ---------------------------------------------------------------- settings
+
+const { values: argv } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    duration: { type: 'string' },
+    connections: { type: 'string' },
+    rate: { type: 'string' },
+    clients: { type: 'string' },
+    rounds: { type: 'string' },
+    render: { type: 'string' },
+    only: { type: 'string' },
+    skip: { type: 'string' },
+  },
+  strict: true,
+});
+const QUICK = argv.quick === true;
+const DURATION = Number(argv.duration ?? (QUICK ? 2 : 5));
+/** Rounds over all systems (interleaved); each figure is the best round's, which damps noise from other processes. */
+const ROUNDS = Number(argv.rounds ?? (QUICK ? 1 : 2));
+const WARMUP = QUICK ? 1 : 2;
+const CONNECTIONS = Number(argv.connections ?? 32);
+const RATE = Number(argv.rate ?? 2000);
+const CLIENTS = Number(argv.clients ?? (QUICK ? 100_000 : 1_000_000));
+const PROFILE_SEC = QUICK ? 3 : 8;
+const ONLY = argv.only ? new Set(argv.only.split(',')) : null;
+const SKIP = new Set((argv.skip ?? (QUICK ? 'profile' : '')).split(',').filter(Boolean));
+
+const BUILD = path.join('bench', '.build', 'dist');
+const RESULTS = path.join('bench', 'results');
+const BENCH_CONFIG = 'bench/limits.bench.yaml';
+const SEED_CONFIG = 'config/limits.yaml';
+
+type SystemKey = 'direct' | 'thin' | 'nginx' | 'fastify' | 'rategate-memory' | 'rategate-redis';
+const LABELS: Record<SystemKey, string> = {
+  direct: 'upstream (direct)',
+  thin: 'thin forwarder',
+  nginx: 'nginx limit_req (1 worker)',
+  fastify: 'fastify+rate-limit (Redis)',
+  'rategate-memory': 'rategate memory',
+  'rategate-redis': 'rategate Redis',
+};
+const ORDER: SystemKey[] = ['direct', 'thin', 'nginx', 'fastify', 'rategate-memory', 'rategate-redis'];
+
+interface LoadResult {
+  requests: number;
+  rps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  statuses: Record<string, number>;
+  errors: number;
+  timeouts: number;
+  /** Redis commands per request during the measured phase, including those run inside Lua scripts (Redis-backed systems). */
+  redisCallsPerRequest?: number;
+  /** Script calls (EVAL/EVALSHA/FCALL) per request: client round trips to Redis. */
+  redisScriptCallsPerRequest?: number;
+}
+interface PacedResult {
+  sent: number;
+  completed: number;
+  achievedRate: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+  statuses: Record<string, number>;
+  errors: number;
+}
+interface SystemResult {
+  label: string;
+  skipped?: string;
+  forwarded?: LoadResult;
+  fixedRate?: PacedResult;
+  rejected?: LoadResult;
+  mixed?: LoadResult;
+  mixedSkipped?: string;
+}
+
+const results: Partial<Record<SystemKey, SystemResult>> = {};
+const notes: string[] = [];
+const note = (s: string): void => {
+  notes.push(s);
+  console.log(`  note: ${s}`);
+};
+
+// ---------------------------------------------------------------- machine
+
+function machine(): Record<string, unknown> {
+  const cpuinfo = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
+  const model = /model name\s*:\s*(.+)/.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown';
+  const version = (cmd: string, args: string[], re: RegExp): string | null => {
+    const r = spawnSync(cmd, args, { encoding: 'utf8' });
+    if (r.error) return null;
+    return re.exec(`${r.stdout}${r.stderr}`)?.[1] ?? null;
+  };
+  return {
+    cpu: model,
+    cores: os.cpus().length,
+    memoryGB: Math.round(os.totalmem() / 2 ** 30),
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+    redis: version('redis-server', ['--version'], /v=(\S+)/),
+    nginx: version('nginx', ['-v'], /nginx\/(\S+)/),
+    loadavgAtStart: os.loadavg().map((x) => +x.toFixed(2)),
+  };
+}
+
+// ---------------------------------------------------------------- build
+
+/** Compiles src/ to bench/.build/dist with source maps (so profiles map back to src/*.ts), when stale. */
+function build(): string {
+  const cli = path.join(BUILD, 'cli.js');
+  const newest = (dir: string): number => {
+    let t = 0;
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+    }
+    return t;
+  };
+  if (existsSync(cli) && statSync(cli).mtimeMs >= newest('src')) return cli;
+  console.log('building src/ → bench/.build/dist (tsc, source maps) …');
+  const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', BUILD], { encoding: 'utf8' });
+  if (!existsSync(cli)) throw new Error(`tsc produced no ${cli}: ${r.stdout}${r.stderr}`);
+  if (r.status !== 0) note(`tsc reported type errors in src/ (emitted anyway): ${(r.stdout + r.stderr).split('\n')[0]}`);
+  if (existsSync('src/limiter/lua')) cpSync('src/limiter/lua', path.join(BUILD, 'limiter', 'lua'), { recursive: true });
+  return cli;
+}
+
+// ---------------------------------------------------------------- servers
+
+interface Server {
+  key: string;
+  port: number;
+  adminPort?: number;
+  proc: Proc;
+  /** Extra clean-up (temp dirs). */
+  cleanup?: () => void;
+}
+
+let CLI = '';
+let upstreamUrl = '';
+let redisUrl: string | null = null;
+let redis: Redis | null = null;
+
+async function startUpstream(): Promise<Server> {
+  const port = await freePort();
+  const proc = start('upstream', process.execPath, [CLI, 'upstream', '--listen', `127.0.0.1:${port}`]);
+  await waitForPort(proc, port);
+  return { key: 'upstream', port, proc };
+}
+
+async function startRedis(): Promise<Server | null> {
+  if (spawnSync('redis-server', ['--version']).error) return null;
+  const port = await freePort();
+  const proc = start('redis-server', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
+  await waitForPort(proc, port);
+  return { key: 'redis', port, proc };
+}
+
+async function startGateway(key: string, config: string, store: string, cpuProfDir?: string): Promise<Server> {
+  const port = await freePort();
+  const adminPort = await freePort();
+  const args = [
+    ...(cpuProfDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : []),
+    CLI,
+    'serve',
+    '--config',
+    config,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--admin-listen',
+    `127.0.0.1:${adminPort}`,
+    '--upstream',
+    upstreamUrl,
+    '--store',
+    store,
+  ];
+  // Access log off (warn level), as nginx's and fastify's are.
+  const proc = start(key, process.execPath, args, { RATEGATE_LOG_LEVEL: 'warn' });
+  await waitForPort(proc, port);
+  if (store !== 'memory') {
+    const until = Date.now() + 10_000;
+    for (;;) {
+      const ok = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then((r) => r.ok, () => false);
+      if (ok) break;
+      if (Date.now() > until) {
+        await proc.stop();
+        throw new Error(`${key}: /readyz not 200 within 10 s`);
+      }
+      await sleep(100);
+    }
+  }
+  return { key, port, adminPort, proc };
+}
+
+async function startThin(): Promise<Server> {
+  const port = await freePort();
+  const proc = start('thin', process.execPath, ['--import', 'tsx', 'bench/thin-forwarder.ts', '--listen', `127.0.0.1:${port}`, '--upstream', upstreamUrl]);
+  await waitForPort(proc, port);
+  return { key: 'thin', port, proc };
+}
+
+async function startFastify(): Promise<Server> {
+  const port = await freePort();
+  const proc = start('fastify', process.execPath, [
+    '--import',
+    'tsx',
+    'bench/fastify-stack.ts',
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--upstream',
+    upstreamUrl,
+    '--redis',
+    redisUrl!,
+  ]);
+  await waitForPort(proc, port);
+  return { key: 'fastify', port, proc };
+}
+
+async function startNginx(): Promise<Server> {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-bench-nginx-'));
+  const conf = readFileSync('bench/nginx.conf.tmpl', 'utf8')
+    .replaceAll('{{DIR}}', dir)
+    .replaceAll('{{PORT}}', String(port))
+    .replaceAll('{{UPSTREAM_PORT}}', new URL(upstreamUrl).port);
+  writeFileSync(path.join(dir, 'nginx.conf'), conf);
+  const proc = start('nginx', 'nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')]);
+  await waitForPort(proc, port);
+  return { key: 'nginx', port, proc, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+async function stopServer(s: Server | null | undefined): Promise<void> {
+  if (!s) return;
+  await s.proc.stop(s.key === 'nginx' ? 'SIGQUIT' : 'SIGTERM');
+  s.cleanup?.();
+}
+
+// ---------------------------------------------------------------- fixtures through the upstream API
+
+interface Fixtures {
+  statusId: string;
+  userToken: string;
+  appToken: string;
+  userTokens: string[];
+  takenUsername: string;
+}
+
+async function post(pathname: string, body: Record<string, string>, token?: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${upstreamUrl}${pathname}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: new URLSearchParams(body).toString(),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new Error(`POST ${pathname}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function fixtures(users: number): Promise<Fixtures> {
+  const app = await post('/api/v1/apps', { client_name: 'rategate-bench', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write' });
+  const tok = await post('/oauth/token', {
+    grant_type: 'client_credentials',
+    client_id: String(app.client_id),
+    client_secret: String(app.client_secret),
+    scope: 'read write',
+  });
+  const appToken = String(tok.access_token);
+  const userTokens: string[] = [];
+  for (let i = 0; i < users; i += 8) {
+    const batch = Array.from({ length: Math.min(8, users - i) }, (_, j) =>
+      post(
+        '/api/v1/accounts',
+        { username: `bench${i + j}`, email: `bench${i + j}@example.com`, password: 'password123', agreement: 'true', locale: 'en' },
+        appToken,
+      ),
+    );
+    for (const t of await Promise.all(batch)) userTokens.push(String(t.access_token));
+  }
+  const status = await post('/api/v1/statuses', { status: 'Hello from the rategate bench', visibility: 'public' }, userTokens[0]);
+  return { statusId: String(status.id), userToken: userTokens[0]!, appToken, userTokens, takenUsername: 'bench0' };
+}
+
+// ---------------------------------------------------------------- Redis command counts
+
+interface RedisCounts {
+  /** Every command Redis executed, including those a Lua script ran. */
+  all: number;
+  /** EVAL/EVALSHA/FCALL: each is one client call (one round trip, pipelined or not). */
+  scripts: number;
+}
+
+/** Commands executed so far, from INFO commandstats (the bench's own INFO/FLUSHALL/… excluded). */
+async function redisCalls(): Promise<RedisCounts> {
+  const out = { all: 0, scripts: 0 };
+  if (!redis) return out;
+  const info = await redis.info('commandstats');
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    const name = m[1]!.split('|')[0]!;
+    if (['info', 'ping', 'flushall', 'client', 'config', 'hello', 'select', 'command', 'script'].includes(name)) continue;
+    out.all += Number(m[2]);
+    if (/^(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro)$/.test(name)) out.scripts += Number(m[2]);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- scenarios
+
+let FX: Fixtures;
+
+async function load(port: number, pathname: string, countRedis: boolean, extra: Partial<LoadSpec> = {}): Promise<LoadResult> {
+  const spec: LoadSpec = {
+    port,
+    path: pathname,
+    headers: { authorization: `Bearer ${FX.userToken}` },
+    connections: CONNECTIONS,
+    durationSec: DURATION,
+    warmupSec: WARMUP,
+    ...extra,
+  };
+  const snap: { before?: Promise<RedisCounts> } = {};
+  const r = await runScript<LoadResult>('bench/load.ts', spec, (DURATION + WARMUP + 60) * 1000, (line) => {
+    if (line === 'MEASURE' && countRedis) snap.before = redisCalls();
+  });
+  if (countRedis && snap.before !== undefined) {
+    const b = await snap.before;
+    const a = await redisCalls();
+    r.redisCallsPerRequest = r.requests > 0 ? (a.all - b.all) / r.requests : NaN;
+    r.redisScriptCallsPerRequest = r.requests > 0 ? (a.scripts - b.scripts) / r.requests : NaN;
+  }
+  return r;
+}
+
+async function paced(port: number, pathname: string): Promise<PacedResult> {
+  return runScript<PacedResult>(
+    'bench/paced.ts',
+    { port, path: pathname, headers: { authorization: `Bearer ${FX.userToken}` }, rate: RATE, durationSec: DURATION, warmupSec: QUICK ? 0.5 : 1, connections: CONNECTIONS },
+    (DURATION + 70) * 1000,
+  );
+}
+
+function mixSpec(): MixSpec {
+  return { statusId: FX.statusId, appToken: FX.appToken, userTokens: FX.userTokens, takenUsername: FX.takenUsername, ipPool: 20_000 };
+}
+
+const want = (k: SystemKey): boolean => ONLY === null || ONLY.has(k);
+
+async function startSystem(key: SystemKey, config = BENCH_CONFIG): Promise<Server | null> {
+  switch (key) {
+    case 'direct':
+      return null;
+    case 'thin':
+      return startThin();
+    case 'nginx':
+      return startNginx();
+    case 'fastify':
+      return startFastify();
+    case 'rategate-memory':
+      return startGateway(key, config, 'memory');
+    case 'rategate-redis':
+      return startGateway(key, config, redisUrl!);
+  }
+}
+
+/** Why a system cannot run here, or null. */
+function unavailable(key: SystemKey): string | null {
+  if (key === 'nginx' && spawnSync('nginx', ['-v']).error) return 'nginx not installed (apt-get install -y nginx)';
+  if ((key === 'fastify' || key === 'rategate-redis') && redisUrl === null) return 'no redis-server binary';
+  if (key === 'rategate-redis' && redisUnsupported !== null) return redisUnsupported;
+  return null;
+}
+let redisUnsupported: string | null = null;
+
+/** Starts a system for the main scenarios; null with `results[key].skipped` set when it cannot run. */
+async function launch(key: SystemKey): Promise<Server | null | 'skipped'> {
+  const r: SystemResult = { label: LABELS[key] };
+  results[key] = r;
+  const why = unavailable(key);
+  if (why !== null) {
+    r.skipped = why;
+    note(`${LABELS[key]}: skipped — ${why}`);
+    return 'skipped';
+  }
+  try {
+    return await startSystem(key);
+  } catch (err) {
+    const msg = (err as Error).message;
+    if (key === 'rategate-redis' && /not available/.test(msg)) {
+      redisUnsupported = 'the Redis store is not wired into src/limiter/factory.ts yet ("Redis stores are not available in this build yet")';
+    }
+    r.skipped = key === 'rategate-redis' && redisUnsupported !== null ? redisUnsupported : `failed to start: ${msg.slice(0, 300)}`;
+    note(`${LABELS[key]}: skipped — ${r.skipped}`);
+    return 'skipped';
+  }
+}
+
+interface Rounds {
+  forwarded: LoadResult[];
+  fixedRate: PacedResult[];
+  rejected: LoadResult[];
+}
+const rounds: Partial<Record<SystemKey, Rounds>> = {};
+
+/** Notes a scenario whose answers are not what it is meant to measure (so a wrong figure cannot pass unseen). */
+function expectStatus(what: string, statuses: Record<string, number>, code: number): void {
+  const total = Object.values(statuses).reduce((a, b) => a + b, 0);
+  const ok = statuses[String(code)] ?? 0;
+  if (total === 0 || ok / total < 0.99) note(`${what}: expected ${code}, got ${JSON.stringify(statuses)}`);
+}
+
+/** One round of the forwarded, fixed-rate and (for limiters) rejected scenarios against a running system. */
+async function benchRound(key: SystemKey, port: number, round: number, server: Server | null): Promise<void> {
+  if (server !== null && server.proc.child.exitCode !== null) {
+    note(`${LABELS[key]} exited during the bench (${server.proc.child.exitCode}): ${server.proc.output().slice(-300)}`);
+    return;
+  }
+  const rr = (rounds[key] ??= { forwarded: [], fixedRate: [], rejected: [] });
+  const usesRedis = key === 'fastify' || key === 'rategate-redis';
+  // The first round warms each system up longer (JIT, pools); later rounds find it warm.
+  const warmupSec = round === 0 ? WARMUP : 1;
+  const statusPath = `/api/v1/statuses/${FX.statusId}`;
+  process.stdout.write(`${`[${round + 1}/${ROUNDS}] ${LABELS[key]}`.padEnd(34)} forwarded `);
+  const f = await load(port, statusPath, usesRedis, { warmupSec });
+  rr.forwarded.push(f);
+  expectStatus(`${LABELS[key]} forwarded`, f.statuses, 200);
+  process.stdout.write(`${fmtInt(f.rps).padStart(7)} req/s · fixed ${RATE}/s `);
+  const p = await paced(port, statusPath);
+  rr.fixedRate.push(p);
+  expectStatus(`${LABELS[key]} fixed rate`, p.statuses, 200);
+  process.stdout.write(`p99 ${fmtMs(p.p99).padStart(6)} ms`);
+  if (key !== 'direct' && key !== 'thin') {
+    const rj = await load(port, '/api/v1/exhausted', usesRedis, { warmupSec });
+    rr.rejected.push(rj);
+    expectStatus(`${LABELS[key]} rejected`, rj.statuses, 429);
+    process.stdout.write(` · rejected ${fmtInt(rj.rps).padStart(7)} req/s`);
+  }
+  process.stdout.write('\n');
+}
+
+/** Each figure from its best round: highest throughput; for the fixed rate, the lowest p99. */
+function pickBest(): void {
+  for (const [key, rr] of Object.entries(rounds) as Array<[SystemKey, Rounds]>) {
+    const r = results[key]!;
+    const maxBy = <T>(xs: T[], f: (x: T) => number): T | undefined => xs.reduce<T | undefined>((a, x) => (a === undefined || f(x) > f(a) ? x : a), undefined);
+    const fw = maxBy(rr.forwarded, (x) => x.rps);
+    const fr = maxBy(rr.fixedRate, (x) => -x.p99);
+    const rj = maxBy(rr.rejected, (x) => x.rps);
+    if (fw) r.forwarded = fw;
+    if (fr) r.fixedRate = fr;
+    if (rj) r.rejected = rj;
+  }
+}
+
+async function benchMixed(key: SystemKey, upstreamPort: number): Promise<void> {
+  const r = results[key];
+  if (!r || r.skipped !== undefined) return;
+  if (key === 'rategate-redis') await redis!.flushall();
+  const server = await startSystem(key, SEED_CONFIG);
+  try {
+    process.stdout.write(`${LABELS[key].padEnd(28)} mixed seed traffic … `);
+    r.mixed = await load(server?.port ?? upstreamPort, '/', key === 'rategate-redis', { mix: mixSpec(), headers: {} });
+    process.stdout.write(`${fmtInt(r.mixed.rps)} req/s, ${statusSummary(r.mixed.statuses)}\n`);
+  } finally {
+    await stopServer(server);
+  }
+}
+
+interface MemoryResult {
+  clients: number;
+  path: string;
+  seconds: number;
+  rps: number;
+  rssBeforeMB: number;
+  rssAfterMB: number;
+  rssPeakMB: number;
+  heapUsedBeforeMB: number | null;
+  heapUsedAfterMB: number | null;
+  statuses: Record<string, number>;
+}
+
+async function heapUsed(adminPort: number): Promise<number | null> {
+  const text = await fetch(`http://127.0.0.1:${adminPort}/metrics`).then((r) => r.text(), () => '');
+  const m = /^nodejs_heap_size_used_bytes\s+(\S+)/m.exec(text);
+  return m ? Number(m[1]) / 2 ** 20 : null;
+}
+
+async function benchMillion(): Promise<MemoryResult> {
+  const gw = await startGateway('rategate-memory (clients)', SEED_CONFIG, 'memory');
+  try {
+    // Warm the process (JIT, pools) from one client, then measure the baseline.
+    await runScript('bench/million.ts', { port: gw.port, path: '/api/v1/statuses/1', n: 5000, offset: 1_500_000 }, 60_000);
+    await sleep(1000);
+    const heapBefore = await heapUsed(gw.adminPort!);
+    const rssBefore = rssOf(gw.proc.pid);
+    let peak = rssBefore;
+    const poll = setInterval(() => (peak = Math.max(peak, rssOf(gw.proc.pid))), 250);
+    console.log(`rategate memory: ${CLIENTS.toLocaleString('en')} distinct clients (X-Forwarded-For), RSS before ${mb(rssBefore)} …`);
+    const r = await runScript<{ n: number; seconds: number; rps: number; statuses: Record<string, number> }>(
+      'bench/million.ts',
+      { port: gw.port, path: '/api/v1/statuses/1', n: CLIENTS, connections: 32, depth: 16 },
+      15 * 60_000,
+    );
+    clearInterval(poll);
+    await sleep(500);
+    const rssAfter = rssOf(gw.proc.pid);
+    const heapAfter = await heapUsed(gw.adminPort!);
+    peak = Math.max(peak, rssAfter);
+    const out: MemoryResult = {
+      clients: r.n,
+      path: 'GET /api/v1/statuses/1 (no such status: the upstream answers a small JSON 404; matches ip-access)',
+      seconds: r.seconds,
+      rps: r.rps,
+      rssBeforeMB: rssBefore / 2 ** 20,
+      rssAfterMB: rssAfter / 2 ** 20,
+      rssPeakMB: peak / 2 ** 20,
+      heapUsedBeforeMB: heapBefore,
+      heapUsedAfterMB: heapAfter,
+      statuses: r.statuses,
+    };
+    console.log(
+      `  ${r.n.toLocaleString('en')} requests in ${r.seconds.toFixed(1)} s (${fmtInt(r.rps)} req/s), RSS ${mb(rssBefore)} → ${mb(rssAfter)} (peak ${mb(peak)}), heap ${heapBefore?.toFixed(0)} → ${heapAfter?.toFixed(0)} MB`,
+    );
+    return out;
+  } finally {
+    await stopServer(gw);
+  }
+}
+
+async function profileGateway(key: 'rategate-memory' | 'rategate-redis'): Promise<ProfileSummary | null> {
+  const dir = path.resolve('bench', '.build', 'profiles', key);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  if (key === 'rategate-redis') await redis!.flushall();
+  const gw = await startGateway(key, BENCH_CONFIG, key === 'rategate-memory' ? 'memory' : redisUrl!, dir);
+  process.stdout.write(`${LABELS[key].padEnd(28)} under --cpu-prof, forwarded for ${PROFILE_SEC} s … `);
+  try {
+    const r = await runScript<LoadResult>(
+      'bench/load.ts',
+      { port: gw.port, path: `/api/v1/statuses/${FX.statusId}`, headers: { authorization: `Bearer ${FX.userToken}` }, connections: CONNECTIONS, durationSec: PROFILE_SEC, warmupSec: 1 },
+      (PROFILE_SEC + 60) * 1000,
+    );
+    process.stdout.write(`${fmtInt(r.rps)} req/s (profiling slows it)\n`);
+  } finally {
+    await stopServer(gw);
+  }
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (file === undefined) {
+    note(`${key}: no .cpuprofile written`);
+    return null;
+  }
+  return summarize(path.join(dir, file), 25);
+}
+
+// ---------------------------------------------------------------- report
+
+const fmtInt = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? '—' : Math.round(n).toLocaleString('en'));
+const fmtMs = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? '—' : n < 10 ? n.toFixed(2) : n.toFixed(1));
+const mb = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+
+function statusSummary(s: Record<string, number>): string {
+  const total = Object.values(s).reduce((a, b) => a + b, 0) || 1;
+  const by = (f: (c: number) => boolean): number => Object.entries(s).reduce((a, [c, n]) => (f(Number(c)) ? a + n : a), 0);
+  const pct = (n: number): string => `${((100 * n) / total).toFixed(0)}%`;
+  return `2xx ${pct(by((c) => c < 300))}, 429 ${pct(by((c) => c === 429))}, other 4xx ${pct(by((c) => c >= 400 && c < 500 && c !== 429))}, 5xx ${pct(by((c) => c >= 500))}`;
+}
+
+interface Ratio {
+  name: string;
+  value: number | null;
+  target: string;
+  pass: boolean | null;
+  detail: string;
+}
+
+function ratios(): Ratio[] {
+  const rps = (k: SystemKey, s: 'forwarded' | 'rejected'): number | null => results[k]?.[s]?.rps ?? null;
+  const div = (a: number | null, b: number | null): number | null => (a !== null && b !== null && b > 0 ? a / b : null);
+  const out: Ratio[] = [];
+  const ratio = (name: string, value: number | null, min: number, missing: string): void => {
+    out.push({ name, value, target: `≥ ${min}`, pass: value === null ? null : value >= min, detail: value === null ? missing : '' });
+  };
+  const why = (...keys: SystemKey[]): string => keys.map((k) => results[k]?.skipped).filter(Boolean).join('; ') || 'not measured';
+  ratio('rategate-redis / thin forwarder (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')), 0.85, why('rategate-redis', 'thin'));
+  ratio('rategate-redis / fastify stack (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('fastify', 'forwarded')), 2, why('rategate-redis', 'fastify'));
+  ratio('rategate-memory / nginx limit_req (forwarded req/s)', div(rps('rategate-memory', 'forwarded'), rps('nginx', 'forwarded')), 0.5, why('rategate-memory', 'nginx'));
+  ratio('rejected / forwarded req/s (rategate-redis)', div(rps('rategate-redis', 'rejected'), rps('rategate-redis', 'forwarded')), 1.5, why('rategate-redis'));
+  ratio('rejected / forwarded req/s (rategate-memory)', div(rps('rategate-memory', 'rejected'), rps('rategate-memory', 'forwarded')), 1.5, why('rategate-memory'));
+  const calls = results['rategate-redis']?.rejected?.redisCallsPerRequest;
+  out.push({
+    name: 'Redis commands per rejection (rategate-redis)',
+    value: calls ?? null,
+    target: '≈ 0 (< 0.01)',
+    pass: calls === undefined ? null : calls < 0.01,
+    detail: calls === undefined ? why('rategate-redis') : '',
+  });
+  const direct = results.direct?.fixedRate?.p99;
+  for (const k of ['rategate-redis', 'rategate-memory'] as const) {
+    const p = results[k]?.fixedRate?.p99;
+    const added = p !== undefined && direct !== undefined ? p - direct : null;
+    out.push({
+      name: `p99 added over direct upstream at ${RATE} req/s (${k}), ms`,
+      value: added,
+      target: '≤ 2',
+      pass: added === null ? null : added <= 2,
+      detail: added === null ? why(k, 'direct') : '',
+    });
+  }
+  return out;
+}
+
+function table(): string {
+  const lines: string[] = [];
+  const head1 = `${''.padEnd(28)} ${'forwarded, 32 conn'.padEnd(24)} ${`fixed ${RATE}/s`.padEnd(15)} ${'rejected, 32 conn'.padEnd(24)} ${'mixed seed, 32 conn'.padEnd(22)}`;
+  const head2 = `${'system'.padEnd(28)} ${'req/s'.padStart(8)} ${'p50'.padStart(7)} ${'p99'.padStart(7)}  ${'p50'.padStart(6)} ${'p99'.padStart(6)}   ${'req/s'.padStart(8)} ${'p50'.padStart(7)} ${'p99'.padStart(7)}  ${'req/s'.padStart(8)} ${'p99'.padStart(7)} ${'429'.padStart(5)}`;
+  lines.push(head1, head2, '-'.repeat(head2.length));
+  for (const k of ORDER) {
+    const r = results[k];
+    if (!r) continue;
+    if (r.skipped !== undefined) {
+      lines.push(`${r.label.padEnd(28)} skipped: ${r.skipped.slice(0, 100)}`);
+      continue;
+    }
+    const f = r.forwarded;
+    const fr = r.fixedRate;
+    const rj = r.rejected;
+    const mx = r.mixed;
+    const mxTotal = mx ? Object.values(mx.statuses).reduce((a, b) => a + b, 0) : 0;
+    const mx429 = mx ? `${(((mx.statuses['429'] ?? 0) * 100) / (mxTotal || 1)).toFixed(0)}%` : '—';
+    lines.push(
+      `${r.label.padEnd(28)} ${fmtInt(f?.rps).padStart(8)} ${fmtMs(f?.p50).padStart(7)} ${fmtMs(f?.p99).padStart(7)}  ${fmtMs(fr?.p50).padStart(6)} ${fmtMs(fr?.p99).padStart(6)}   ${(rj ? fmtInt(rj.rps) : '—').padStart(8)} ${fmtMs(rj?.p50).padStart(7)} ${fmtMs(rj?.p99).padStart(7)}  ${fmtInt(mx?.rps).padStart(8)} ${fmtMs(mx?.p99).padStart(7)} ${mx429.padStart(5)}`,
+    );
+  }
+  lines.push('(latencies in ms; p50/p99 at fixed rate from an open-loop paced client, the others from autocannon)');
+  return lines.join('\n');
+}
+
+interface ChartInput {
+  systems: Partial<Record<SystemKey, SystemResult>>;
+  connections: number;
+  rate: number;
+  machine: Record<string, unknown>;
+  memory: MemoryResult | null;
+  date: string;
+}
+
+function chart(c: ChartInput): string {
+  const keys = ORDER.filter((k) => c.systems[k] && c.systems[k]!.skipped === undefined);
+  const sys = (k: SystemKey): SystemResult => c.systems[k]!;
+  const panels: Panel[] = [
+    {
+      title: `Throughput at ${c.connections} connections, requests forwarded to the upstream (higher is better)`,
+      unit: 'req/s',
+      series: ['forwarded (3 rules matched)', 'mixed seed traffic'],
+      colors: ['#2563eb', '#16a34a'],
+      groups: keys.map((k) => ({ label: LABELS[k], values: [sys(k).forwarded?.rps ?? null, sys(k).mixed?.rps ?? null] })),
+    },
+    {
+      title: `Throughput at ${c.connections} connections, requests rejected by an exhausted bucket (higher is better)`,
+      unit: 'req/s',
+      series: ['rejected (429)'],
+      colors: ['#dc2626'],
+      groups: keys.filter((k) => sys(k).rejected !== undefined).map((k) => ({ label: LABELS[k], values: [sys(k).rejected?.rps ?? null] })),
+    },
+    {
+      title: `Latency at a fixed ${c.rate} req/s (lower is better)`,
+      unit: 'ms',
+      series: ['p50', 'p99'],
+      colors: ['#9333ea', '#ea580c'],
+      groups: keys.map((k) => ({ label: LABELS[k], values: [sys(k).fixedRate?.p50 ?? null, sys(k).fixedRate?.p99 ?? null] })),
+    },
+  ];
+  const m = c.machine;
+  const mem = c.memory ? ` · ${c.memory.clients.toLocaleString('en')} clients: RSS ${c.memory.rssBeforeMB.toFixed(0)} → ${c.memory.rssAfterMB.toFixed(0)} MB` : '';
+  const caption = `${m.cpu}, ${m.cores} cores, Node ${m.node}, Redis ${m.redis ?? '—'}, nginx ${m.nginx ?? '—'} · ${c.date.slice(0, 10)}${mem}`;
+  return renderChart(panels, caption);
+}
+
+/** `--render FILE.json`: redraws the SVG next to a results file (after a chart change), without measuring. */
+function renderOnly(file: string): void {
+  const j = JSON.parse(readFileSync(file, 'utf8')) as {
+    systems: Partial<Record<SystemKey, SystemResult>>;
+    settings: { connections: number; fixedRate: number };
+    machine: Record<string, unknown>;
+    memory: MemoryResult | null;
+    generatedAt: string;
+  };
+  const out = file.replace(/\.json$/, '.svg');
+  writeFileSync(out, chart({ systems: j.systems, connections: j.settings.connections, rate: j.settings.fixedRate, machine: j.machine, memory: j.memory, date: j.generatedAt }));
+  console.log(`wrote ${out}`);
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const m = machine();
+  console.log(
+    `rategate bench${QUICK ? ' (quick)' : ''}: ${m.cpu}, ${m.cores} cores, Node ${m.node}; ${ROUNDS} round(s) of ${DURATION} s runs after a warm-up, ${CONNECTIONS} connections, fixed rate ${RATE}/s`,
+  );
+  const load1 = (m.loadavgAtStart as number[])[0]!;
+  if (load1 > 0.7) note(`load average ${load1} at start: other processes are using the CPU; figures are noisier than on an idle machine`);
+  CLI = build();
+  mkdirSync(RESULTS, { recursive: true });
+
+  let upstream: Server | null = null;
+  let redisServer: Server | null = null;
+  let memory: MemoryResult | null = null;
+  const profiles: Partial<Record<'rategate-memory' | 'rategate-redis', ProfileSummary>> = {};
+  try {
+    redisServer = await startRedis();
+    if (redisServer) {
+      redisUrl = `redis://127.0.0.1:${redisServer.port}`;
+      redis = new Redis(redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 });
+    } else note('no redis-server binary: Redis rows skipped');
+    upstream = await startUpstream();
+    upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+    FX = await fixtures(QUICK ? 20 : 50);
+    console.log(`upstream ${upstreamUrl}; target GET /api/v1/statuses/${FX.statusId} (a public status, 200, ~1.3 kB JSON) with a user's bearer token`);
+
+    // All systems up at once (idle ones cost nothing), then interleaved rounds, so that noise from
+    // other processes on the machine spreads over all systems instead of hitting one.
+    const up = new Map<SystemKey, Server | null>();
+    try {
+      for (const k of ORDER) {
+        if (!want(k)) continue;
+        const s = await launch(k);
+        if (s !== 'skipped') up.set(k, s);
+      }
+      for (let round = 0; round < ROUNDS; round++) {
+        const keys = [...up.keys()];
+        if (round % 2 === 1) keys.reverse();
+        for (const k of keys) {
+          const server = up.get(k) ?? null;
+          try {
+            await benchRound(k, server?.port ?? upstream.port, round, server);
+          } catch (err) {
+            process.stdout.write('\n');
+            const exit = server === null ? null : server.proc.child.exitCode ?? server.proc.child.signalCode;
+            note(
+              `${LABELS[k]}, round ${round + 1}: ${(err as Error).message.slice(0, 200)}` +
+                (exit !== null && exit !== undefined ? ` — the server process had exited (${exit}); its last output: ${JSON.stringify(server!.proc.output().slice(-400))}` : ''),
+            );
+          }
+        }
+      }
+    } finally {
+      for (const s of up.values()) await stopServer(s);
+    }
+    pickBest();
+    if (!SKIP.has('mixed')) {
+      for (const k of ['direct', 'thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchMixed(k, upstream.port);
+    }
+    if (!SKIP.has('million') && want('rategate-memory')) memory = await benchMillion();
+    if (!SKIP.has('profile')) {
+      for (const k of ['rategate-memory', 'rategate-redis'] as const) {
+        if (!want(k) || unavailable(k) !== null) continue;
+        const s = await profileGateway(k);
+        if (s) profiles[k] = s;
+      }
+    } else note('CPU profiles skipped (--quick skips them; run the full bench)');
+  } finally {
+    await stopServer(upstream);
+    redis?.disconnect();
+    await stopServer(redisServer);
+  }
+
+  m.loadavgAtEnd = os.loadavg().map((x) => +x.toFixed(2));
+  const rs = ratios();
+  console.log(`\n${table()}\n`);
+  for (const k of ['fastify', 'rategate-redis'] as const) {
+    const r = results[k];
+    if (r?.forwarded?.redisCallsPerRequest !== undefined) {
+      const f = r.forwarded;
+      const rj = r.rejected;
+      console.log(
+        `Redis per request, ${LABELS[k]}: forwarded ${f.redisScriptCallsPerRequest?.toFixed(3)} script calls (${f.redisCallsPerRequest!.toFixed(2)} commands incl. inside scripts), ` +
+          `rejected ${rj?.redisScriptCallsPerRequest?.toFixed(3) ?? '—'} (${rj?.redisCallsPerRequest?.toFixed(2) ?? '—'})`,
+      );
+    }
+  }
+  for (const k of ORDER) if (results[k]?.mixed) console.log(`mixed seed traffic, ${LABELS[k]}: ${statusSummary(results[k]!.mixed!.statuses)}`);
+  if (memory) {
+    console.log(
+      `memory, ${memory.clients.toLocaleString('en')} distinct clients through rategate memory: RSS ${memory.rssBeforeMB.toFixed(0)} → ${memory.rssAfterMB.toFixed(0)} MB ` +
+        `(peak ${memory.rssPeakMB.toFixed(0)}; ≈ ${(((memory.rssAfterMB - memory.rssBeforeMB) * 2 ** 20) / memory.clients).toFixed(0)} bytes per client), ` +
+        `heap used ${memory.heapUsedBeforeMB?.toFixed(0)} → ${memory.heapUsedAfterMB?.toFixed(0)} MB (no forced GC), ${memory.seconds.toFixed(0)} s at ${fmtInt(memory.rps)} req/s`,
+    );
+  }
+  console.log('\nissue 6 targets:');
+  for (const r of rs) {
+    const v = r.value === null ? 'n/a' : r.value.toFixed(r.name.includes('ms') ? 2 : r.name.includes('commands') ? 3 : 2);
+    console.log(`  ${r.name.padEnd(62)} ${v.padStart(7)}  ${r.target.padEnd(12)} ${r.pass === null ? `SKIP (${r.detail.slice(0, 80)})` : r.pass ? 'PASS' : 'MISS'}`);
+  }
+  const thin = results.thin?.forwarded?.rps;
+  const fast = results.fastify?.forwarded?.rps;
+  const ngx = results.nginx?.forwarded?.rps;
+  if (thin && fast) console.log(`  (reference: thin forwarder / fastify stack = ${(thin / fast).toFixed(2)}; issue 6 measured ~2.2)`);
+  if (thin && ngx) console.log(`  (reference: nginx / thin forwarder = ${(ngx / thin).toFixed(2)}; issue 6 measured ~1.8)`);
+
+  if (Object.keys(profiles).length > 0) {
+    const md = [
+      '# CPU profiles of the gateway (forwarded scenario)',
+      '',
+      `Generated by \`npm run bench\` on ${new Date().toISOString()} — ${m.cpu}, ${m.cores} cores, Node ${m.node}. Each gateway ran under`,
+      `\`node --cpu-prof\` while autocannon sent \`GET /api/v1/statuses/:id\` with a user token (three matched rules) at ${CONNECTIONS}`,
+      `connections for ${PROFILE_SEC} s after a 1 s warm-up. Self time is aggregated by function and location; compiled JS locations are`,
+      'mapped back to `src/*.ts` through the source maps of `bench/.build/dist`. Re-summarize a profile with',
+      '`npx tsx bench/top-profile.ts bench/.build/profiles/<gateway>/<file>.cpuprofile`.',
+      '',
+      ...Object.entries(profiles).map(([k, s]) => toMarkdown(LABELS[k as SystemKey], s)),
+    ].join('\n');
+    writeFileSync('bench/profile.md', md);
+    for (const [k, s] of Object.entries(profiles)) {
+      console.log(`\ntop self time, ${LABELS[k as SystemKey]} (of ${(s.busyMs / 1000).toFixed(1)} s busy):`);
+      s.functions.slice(0, 15).forEach((f, i) => console.log(`  ${String(i + 1).padStart(2)}. ${f.pct.toFixed(1).padStart(5)}%  ${f.name.slice(0, 40).padEnd(40)} ${f.location}`));
+    }
+    console.log('(full tables: bench/profile.md)');
+  }
+
+  const json = {
+    generatedAt: new Date().toISOString(),
+    quick: QUICK,
+    machine: m,
+    settings: {
+      durationSec: DURATION,
+      warmupSec: WARMUP,
+      rounds: ROUNDS,
+      pick: 'each figure from its best round (highest req/s; for the fixed rate, lowest p99); every round is in `rounds`',
+      connections: CONNECTIONS,
+      fixedRate: RATE,
+      clients: CLIENTS,
+      loadGenerator: 'autocannon 8 (programmatic, child process) for fixed concurrency; bench/paced.ts (open-loop, raw sockets) for the fixed rate; bench/million.ts (raw sockets, pipelined) for distinct clients',
+      target: 'GET /api/v1/statuses/:id of a public status (200, ~1.3 kB JSON), Authorization: Bearer <user token>',
+      rejectedTarget: 'GET /api/v1/exhausted: limit 1 per hour per IP (nginx: 1r/m), exhausted during the warm-up',
+      rategateConfig: BENCH_CONFIG,
+      mixedConfig: SEED_CONFIG,
+    },
+    systems: results,
+    rounds,
+    memory,
+    ratios: rs,
+    profiles,
+    notes,
+    elapsedSec: Math.round((Date.now() - t0) / 1000),
+  };
+  const outName = ONLY !== null ? 'partial' : QUICK ? 'quick' : 'latest';
+  writeFileSync(path.join(RESULTS, `${outName}.json`), `${JSON.stringify(json, null, 2)}\n`);
+  writeFileSync(
+    path.join(RESULTS, `${outName}.svg`),
+    chart({ systems: results, connections: CONNECTIONS, rate: RATE, machine: m, memory, date: json.generatedAt }),
+  );
+  console.log(`\nwrote ${RESULTS}/${outName}.json and ${outName}.svg${Object.keys(profiles).length ? ' and bench/profile.md' : ''} in ${json.elapsedSec} s`);
+  if (notes.length) console.log(`notes:\n${notes.map((n) => `  - ${n}`).join('\n')}`);
+}
+
+process.on('SIGINT', () => {
+  killAll();
+  process.exit(130);
+});
+process.on('exit', killAll);
+if (argv.render !== undefined) {
+  renderOnly(argv.render);
+  process.exit(0);
+}
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+    killAll();
+    process.exit(1);
+  },
+);
