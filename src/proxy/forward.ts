@@ -66,7 +66,7 @@ export class Forwarder {
     maxBodySize = Infinity,
   ): Promise<ForwardResult> {
     return new Promise((resolve) => {
-      const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+      const hasBody = declaresBody(req);
       const ctx = new Exchange(res, extraHeaders, dropUpstreamRateLimitHeaders, performance.now(), resolve, this.respondError);
       // Once the body streams, undici sees a closed response itself; before that, onClose aborts.
       res.once('close', ctx.onClose);
@@ -188,6 +188,12 @@ class BodyLimit extends Transform {
     if (this.seen > this.max) done(new BodyTooLargeError(`request body over ${this.max} bytes`));
     else done(null, chunk);
   }
+}
+
+/** Whether a request comes with a body: a non-zero Content-Length, or chunked. */
+export function declaresBody(req: http.IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
 }
 
 /** One place that turns undici and socket failures into gateway errors. */

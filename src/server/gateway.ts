@@ -5,7 +5,7 @@
 import type http from 'node:http';
 import type { CompiledRule } from '../config/types.js';
 import { normalizePath } from '../routing/index.js';
-import type { Forwarder } from '../proxy/forward.js';
+import { declaresBody, type Forwarder } from '../proxy/forward.js';
 import { StoreUnavailableError, type ConsumeOutcome, type Store } from '../limiter/types.js';
 import type { Metrics } from '../metrics.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
@@ -231,7 +231,7 @@ function countDecision(metrics: Metrics, rules: readonly CompiledRule[], outcome
 
 /** A request body the gateway will not read: answering early must close the connection, not drain it. */
 function hasUnreadBody(req: http.IncomingMessage): boolean {
-  return !req.complete && (req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined);
+  return !req.complete && declaresBody(req);
 }
 
 export function respondJson(res: http.ServerResponse, status: number, body: Buffer, extra: readonly string[], close = false): void {
