@@ -13,6 +13,7 @@ import {
   validateConfig,
   type Config,
 } from '../../src/config/index.js';
+import { SEED_TABLE } from '../support/seed-table.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/config/', import.meta.url));
 const SHIPPED = fileURLToPath(new URL('../../config/limits.yaml', import.meta.url));
@@ -27,34 +28,6 @@ function errorsOf(text: string, overrides?: Parameters<typeof parseConfig>[2]): 
   throw new Error('expected a ConfigError');
 }
 
-/** SPEC §3: the shipped file is the seed's table, exactly. */
-const SEED_TABLE = `limits:
-  - name: account-access
-    match: /api/*                  # any method
-    per: account
-    limit: 300
-    period: 5m
-  - name: ip-access
-    match: /api/*
-    per: ip
-    limit: 300
-    period: 5m
-  - name: sign-up
-    match: POST /api/v1/accounts
-    per: ip
-    limit: 5
-    period: 30m
-  - name: uploading
-    match: POST /api/v1/media
-    per: account
-    limit: 30
-    period: 30m
-  - name: deletion                 # one bucket shared by both routes
-    match: [DELETE /api/v1/statuses/:id, POST /api/v1/statuses/:id/unreblog]
-    per: account
-    limit: 30
-    period: 30m
-`;
 
 const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',

@@ -27,32 +27,4 @@ export async function startTestGateway(yaml: string, opts: { upstream: string; n
   return Object.assign(gw, { configPath });
 }
 
-/** The seed's table as shipped in config/limits.yaml. */
-export const SEED_TABLE = `
-limits:
-  - name: account-access
-    match: /api/*
-    per: account
-    limit: 300
-    period: 5m
-  - name: ip-access
-    match: /api/*
-    per: ip
-    limit: 300
-    period: 5m
-  - name: sign-up
-    match: POST /api/v1/accounts
-    per: ip
-    limit: 5
-    period: 30m
-  - name: uploading
-    match: POST /api/v1/media
-    per: account
-    limit: 30
-    period: 30m
-  - name: deletion
-    match: [DELETE /api/v1/statuses/:id, POST /api/v1/statuses/:id/unreblog]
-    per: account
-    limit: 30
-    period: 30m
-`;
+export { SEED_TABLE } from './seed-table.js';
