@@ -136,7 +136,8 @@ describe('media uploads stream through without being held in memory', () => {
     const held = Buffer.alloc(FILE_BYTES, 1);
     gc();
     const after = process.memoryUsage();
-    expect(after.arrayBuffers - before.arrayBuffers).toBeGreaterThanOrEqual(FILE_BYTES);
+    // Within 1 MiB: the collection between the two samples may also free unrelated small buffers.
+    expect(after.arrayBuffers - before.arrayBuffers).toBeGreaterThanOrEqual(FILE_BYTES - MiB);
     expect(after.rss - before.rss).toBeGreaterThan(FILE_BYTES / 2);
     expect(held[FILE_BYTES - 1]).toBe(1);
   });
