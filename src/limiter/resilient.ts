@@ -31,8 +31,6 @@ export type StoreEvent =
   | { readonly type: 'error'; readonly op: StoreOp | 'ping'; readonly reason: StoreErrorReason | 'circuit_open' }
   /** Decisions are (true) or are no longer (false) made by the fault policy: the fallback gauge. */
   | { readonly type: 'fallback_active'; readonly active: boolean }
-  /** How long a call to the primary took, in seconds, whether it succeeded or not. */
-  | { readonly type: 'duration'; readonly op: StoreOp; readonly seconds: number; readonly ok: boolean }
   | { readonly type: 'circuit'; readonly state: CircuitState };
 
 export interface BreakerOptions {
@@ -92,40 +90,39 @@ class Resilient implements ResilientStore {
     return this.state;
   }
 
-  async consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+  consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    return this.viaPrimary(
+      'consume',
+      () => this.primary.consume(specs),
+      (err) => this.degradedConsume(specs, err),
+    );
+  }
+
+  peek(spec: BucketSpec): Promise<BucketState> {
+    return this.viaPrimary(
+      'peek',
+      () => this.primary.peek(spec),
+      (err) => this.degradedPeek(spec, err),
+    );
+  }
+
+  /**
+   * Asks the primary when the breaker allows it, else (or when it fails) answers by the fault policy.
+   * `err` is undefined when the breaker kept the call from the primary.
+   */
+  private async viaPrimary<T>(op: 'consume' | 'peek', call: () => Promise<T>, degraded: (err: unknown) => Promise<T>): Promise<T> {
     if (!this.admit()) {
-      this.emit({ type: 'error', op: 'consume', reason: 'circuit_open' });
-      this.setFallback(true);
-      return this.degradedConsume(specs, undefined);
+      this.emit({ type: 'error', op, reason: 'circuit_open' });
+      if (op === 'consume') this.setFallback(true);
+      return degraded(undefined);
     }
-    const t0 = performance.now();
     try {
-      const out = await this.primary.consume(specs);
-      this.emit({ type: 'duration', op: 'consume', seconds: (performance.now() - t0) / 1000, ok: true });
+      const out = await call();
       this.succeeded();
       return out;
     } catch (err) {
-      this.emit({ type: 'duration', op: 'consume', seconds: (performance.now() - t0) / 1000, ok: false });
-      this.failed('consume', err);
-      return this.degradedConsume(specs, err);
-    }
-  }
-
-  async peek(spec: BucketSpec): Promise<BucketState> {
-    if (!this.admit()) {
-      this.emit({ type: 'error', op: 'peek', reason: 'circuit_open' });
-      return this.degradedPeek(spec, undefined);
-    }
-    const t0 = performance.now();
-    try {
-      const state = await this.primary.peek(spec);
-      this.emit({ type: 'duration', op: 'peek', seconds: (performance.now() - t0) / 1000, ok: true });
-      this.succeeded();
-      return state;
-    } catch (err) {
-      this.emit({ type: 'duration', op: 'peek', seconds: (performance.now() - t0) / 1000, ok: false });
-      this.failed('peek', err);
-      return this.degradedPeek(spec, err);
+      this.failed(op, err);
+      return degraded(err);
     }
   }
 
@@ -136,13 +133,10 @@ class Resilient implements ResilientStore {
       this.emit({ type: 'error', op: 'reset', reason: 'circuit_open' });
       throw new StoreUnavailableError('store unavailable (circuit open): bucket not reset');
     }
-    const t0 = performance.now();
     try {
       await this.primary.reset(spec);
-      this.emit({ type: 'duration', op: 'reset', seconds: (performance.now() - t0) / 1000, ok: true });
       this.succeeded();
     } catch (err) {
-      this.emit({ type: 'duration', op: 'reset', seconds: (performance.now() - t0) / 1000, ok: false });
       this.failed('reset', err);
       throw new StoreUnavailableError('store unavailable: bucket not reset', { cause: err });
     }

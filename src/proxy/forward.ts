@@ -33,10 +33,8 @@ export type ErrorResponder = (res: http.ServerResponse, code: GatewayErrorCode, 
 
 export class Forwarder {
   readonly pool: Pool;
-  private readonly timeoutMs: number;
 
   constructor(opts: ForwarderOptions, private readonly respondError: ErrorResponder) {
-    this.timeoutMs = opts.timeoutMs;
     this.pool = new Pool(opts.origin, {
       connections: opts.connections ?? 128,
       pipelining: 1,
@@ -84,10 +82,6 @@ export class Forwarder {
         onUpstreamDone,
       );
     });
-  }
-
-  get requestTimeoutMs(): number {
-    return this.timeoutMs;
   }
 
   close(): Promise<void> {
