@@ -95,7 +95,7 @@ export function appendRateLimitHeaders(
     const b = outcome.buckets[i]!;
     const sep = policy ? ', ' : '';
     policy += sep + r.policyItem;
-    state += `${sep}"${r.name}";r=${b.limited ? 0 : b.remaining};t=${Math.max(0, Math.ceil((b.resetAt - now) / 1000))}`;
+    state += `${sep}"${r.name}";r=${b.limited ? 0 : b.remaining};t=${formatReset('delta', b.resetAt, now)}`;
   }
   out.push('RateLimit-Policy', policy, 'RateLimit', state);
 }
