@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emissionIntervalUs } from '../../src/limiter/algorithms.js';
 import { StoreError, StoreTimeoutError } from '../../src/limiter/errors.js';
 import { MemoryStore } from '../../src/limiter/memory.js';
-import { createRedisStore, luaScripts, parseClusterUrl, type RedisStore } from '../../src/limiter/redis.js';
+import { createRedisStore, luaScripts, MAX_BATCH_REQUESTS, parseClusterUrl, type RedisStore } from '../../src/limiter/redis.js';
 import type { BucketSpec, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
-import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { readBucketState, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { freePort } from '../support/servers.js';
 import { storeContract } from './store.contract.js';
 
@@ -30,6 +30,13 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     redis = await startRedis();
     admin = new Redis(redis.url);
   });
+  /** EVALSHA/EVAL calls Redis has executed so far: one per client round trip of a script. */
+  async function scriptCalls(): Promise<number> {
+    const info = await admin.info('commandstats');
+    let n = 0;
+    for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) n += Number(m[1]);
+    return n;
+  }
   afterAll(async () => {
     await Promise.all(open.map((s) => s.close()));
     admin?.disconnect();
@@ -77,13 +84,85 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     expect(rejected).toBeGreaterThan(200);
   });
 
-  it('stores a token-bucket TAT as exact integer microseconds, not in scientific notation', async () => {
+  it('sends the consume calls made in one turn as one script call, charging them in arrival order, each all-or-nothing', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0));
+    const mem = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
+    const red = await store({ now: clock.now });
+    const narrow = spec({ limit: 4 });
+    const wide = spec({ limit: 100 });
+    const calls = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? [narrow, wide] : [wide, narrow]));
+    const scriptsBefore = await scriptCalls();
+    const batchesBefore = red.batchesSent;
+    const outcomes = await Promise.all(calls.map((c) => red.consume(c)));
+    expect(red.batchesSent - batchesBefore).toBe(1);
+    expect((await scriptCalls()) - scriptsBefore).toBe(1);
+    expect(outcomes.map((o) => o.allowed)).toEqual([true, true, true, true, false, false, false, false, false, false]);
+    // A rejected request charged nothing: the wide bucket holds the four admitted ones only.
+    expect((await red.peek(wide)).remaining).toBe(96);
+    // The same calls one by one on the memory store: the same outcomes, number for number.
+    const expected = [];
+    for (const c of calls) expected.push(await mem.consume(c));
+    expect(outcomes).toEqual(expected);
+  });
+
+  it('gives batched calls the same answers as one-by-one calls on the memory store, for random traffic', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 21, 20, 0, 0) + 3);
+    const mem = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
+    const red = await store({ now: clock.now });
+    let seed = 777;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    const algorithms = ['fixed-window', 'sliding-window', 'token-bucket'] as const;
+    const pool = Array.from({ length: 9 }, (_, i) => spec({ algorithm: algorithms[i % 3]!, limit: 2 + rand(6), periodMs: [1_000, 7_001][rand(2)]!, shadow: i === 8 }));
+    const batchesBefore = red.batchesSent;
+    let calls = 0;
+    let rejected = 0;
+    for (let step = 0; step < 150; step++) {
+      clock.advance(rand(300));
+      const turn = Array.from({ length: 1 + rand(12) }, () => Array.from({ length: 1 + rand(3) }, () => ({ ...pool[rand(pool.length)]!, cost: 1 + rand(2) })));
+      const got = await Promise.all(turn.map((c) => red.consume(c)));
+      for (let i = 0; i < turn.length; i++) {
+        const want = await mem.consume(turn[i]!);
+        expect(got[i]).toEqual(want);
+        if (!want.allowed) rejected++;
+      }
+      calls += turn.length;
+    }
+    expect(red.batchesSent - batchesBefore).toBe(150);
+    expect(calls).toBeGreaterThan(500);
+    expect(rejected).toBeGreaterThan(100);
+  });
+
+  it(`splits a turn of more than ${MAX_BATCH_REQUESTS} calls into several batches and still counts exactly`, async () => {
+    const s = await store();
+    const b = spec({ limit: 100 });
+    const before = s.batchesSent;
+    const outcomes = await Promise.all(Array.from({ length: 2 * MAX_BATCH_REQUESTS + 22 }, () => s.consume([b])));
+    expect(s.batchesSent - before).toBe(3);
+    expect(outcomes.filter((o) => o.allowed)).toHaveLength(100);
+    expect(outcomes.slice(0, 100).every((o) => o.allowed)).toBe(true);
+  });
+
+  it('fails every call of a batch that times out, each with a StoreTimeoutError, within the timeout', async () => {
+    const s = await store({ timeoutMs: 100 });
+    await admin.call('CLIENT', 'PAUSE', '400', 'ALL');
+    const t0 = Date.now();
+    const errors = await Promise.all(Array.from({ length: 5 }, () => s.consume([spec()]).catch((e: unknown) => e)));
+    expect(Date.now() - t0).toBeLessThan(300);
+    for (const e of errors) expect(e).toBeInstanceOf(StoreTimeoutError);
+    await new Promise((r) => setTimeout(r, 450));
+    expect((await s.consume([spec()])).allowed).toBe(true);
+  });
+
+  it('stores a token-bucket TAT as exact integer microseconds', async () => {
     const s = await store();
     const b = spec({ algorithm: 'token-bucket', limit: 7, periodMs: 1_000 });
     const out = await s.consume([b]);
-    const raw = await admin.get(`rgtest:${b.key}`);
-    expect(raw).toBe(`${out.now * 1000 + emissionIntervalUs(b)}:0:0`);
-    expect(raw).toMatch(/^\d{16}:0:0$/);
+    const [tat, b2, c2] = (await readBucketState(admin, `rgtest:${b.key}`))!;
+    expect([tat, b2, c2]).toEqual([out.now * 1000 + emissionIntervalUs(b), 0, 0]);
+    expect(Number.isInteger(tat) && tat > 1e15).toBe(true);
   });
 
   it('reads the clock from Redis TIME and expires a key at its state expireAt', async () => {
@@ -184,7 +263,7 @@ describe.skipIf(skipRedis('the refund script tests'))('the refund script', () =>
     const r2 = await client.consume1(key, t0, 'reserve', ...argv);
     expect([r1[0], r2[0]]).toEqual([1, 1]);
     expect(await client.refund1(key, t0 + 500, t0, 'token-bucket', 2, 2_000, 1, r1[6]!)).toBe(1);
-    expect(await client.get(key)).toBe(`${(t0 + 1_500) * 1000}:0:0`);
+    expect(await readBucketState(client, key)).toEqual([(t0 + 1_500) * 1000, 0, 0]);
     const admitted = await client.consume1(key, t0 + 1_600, '', ...argv);
     expect(admitted[0]).toBe(1);
     expect(await client.refund1(key, t0 + 1_600, t0, 'token-bucket', 2, 2_000, 1, r2[6]!)).toBe(0);
@@ -198,9 +277,9 @@ describe.skipIf(skipRedis('the refund script tests'))('the refund script', () =>
     const argv = ['sliding-window', 4, 1_000, 1, '0'];
     const reserved = await client.consume1(key, t0 + 900, 'reserve', ...argv);
     await client.consume1(key, t0 + 1_100, '', ...argv); // next window: the reservation is now "previous"
-    expect(await client.get(key)).toBe(`${t0 + 1_000}:1:1`);
+    expect(await readBucketState(client, key)).toEqual([t0 + 1_000, 1, 1]);
     expect(await client.refund1(key, t0 + 1_100, t0 + 900, 'sliding-window', 4, 1_000, 1, reserved[6]!)).toBe(1);
-    expect(await client.get(key)).toBe(`${t0 + 1_000}:1:0`);
+    expect(await readBucketState(client, key)).toEqual([t0 + 1_000, 1, 0]);
     // A window later still, the charge weighs nothing and nothing is given back.
     const late = await client.consume1(key, t0 + 2_100, 'reserve', ...argv);
     await client.consume1(key, t0 + 4_000, '', ...argv);

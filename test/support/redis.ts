@@ -250,3 +250,14 @@ async function startContainer(): Promise<RedisHandle> {
   };
   return { source: 'container', url: node.url, node, stop: async () => void (await container.stop()) };
 }
+
+/**
+ * A bucket's stored state as the Lua scripts write it (three little-endian doubles, see lua/lib.lua),
+ * or null when the key is absent; throws on any other value, so a layout change cannot pass unseen.
+ */
+export async function readBucketState(client: { getBuffer(key: string): Promise<Buffer | null> }, key: string): Promise<[number, number, number] | null> {
+  const raw = await client.getBuffer(key);
+  if (raw === null) return null;
+  if (raw.length !== 24) throw new Error(`${key}: ${raw.length}-byte value, expected 24 (three doubles)`);
+  return [raw.readDoubleLE(0), raw.readDoubleLE(8), raw.readDoubleLE(16)];
+}

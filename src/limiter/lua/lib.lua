@@ -7,8 +7,9 @@
 -- Numbers: Lua 5.1 numbers are doubles, like JavaScript's, and every value here is an integer below 2^53
 -- (token-bucket TATs are epoch µs, about 1.8e15), so the same operations give the same results on both
 -- sides. Two traps are avoided on purpose:
---   * `tostring`/implicit conversion prints "%.14g" (1.8e15 becomes "1.8e+15"): state is written with
---     fmt_int, never by passing a number to redis.call or concatenating it.
+--   * `tostring`/implicit conversion prints "%.14g" (1.8e15 becomes "1.8e+15"): state is stored packed
+--     as three doubles (struct.pack), never as text; a number passed to redis.call is an epoch-ms
+--     expiry (13 digits, printed exactly by "%.14g" until the year 5138) or a TTL.
 --   * Lua's `a % b` is a - floor(a/b)*b, which is inexact for large a; math.fmod is exact like JS `%`.
 -- Replies are integers only, because Redis truncates Lua numbers in replies.
 
@@ -17,10 +18,7 @@
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
 local floor, ceil, max, fmod = math.floor, math.ceil, math.max, math.fmod
-
-local function fmt_int(n)
-  return string.format('%.0f', n)
-end
+local pack, unpack, call, tonumber = struct.pack, struct.unpack, redis.call, tonumber
 
 -- The clock: ARGV[1] empty → Redis TIME, so gateway replicas with skewed clocks agree; otherwise an
 -- epoch-ms override that only tests pass (the contract suite scripts time with a fake clock).
@@ -29,38 +27,40 @@ local function clock_ms(override)
   if override ~= nil and override ~= '' then
     clock_overridden, clock_now = true, tonumber(override)
   else
-    local t = redis.call('TIME')
+    local t = call('TIME')
     clock_now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
   end
   return clock_now
 end
 
--- State is stored as one string "a:b:c" (one GET/SET per bucket, readable with redis-cli).
+-- State is stored as three little-endian doubles, 24 bytes (struct is bundled with Redis's Lua): one
+-- C call to read or write, where text needed a pattern match and three number conversions each way,
+-- which were most of the script's time. Doubles hold every state value exactly (integers < 2^53).
+local STATE = '<ddd'
+
 local function read_state(key)
-  local v = redis.call('GET', key)
-  if not v then return 0, 0, 0 end
-  local a, b, c = string.match(v, '^(%d+):(%d+):(%d+)$')
-  if not a then return 0, 0, 0 end -- not ours (or an older layout): treat as an empty bucket
-  return tonumber(a), tonumber(b), tonumber(c)
+  local v = call('GET', key)
+  if not v or #v ~= 24 then return 0, 0, 0 end -- absent, or not ours: an empty bucket
+  local a, b, c = unpack(STATE, v)
+  return a, b, c
 end
 
 -- One SET with its expiry (PXAT/PX: Redis >= 6.2) rather than SET + PEXPIREAT: a third fewer commands.
+-- The key lives until the state's expireAt: after it the state carries no information, and a gone key
+-- is the same as an empty bucket.
 local function write_state(key, a, b, c, expire_at)
-  local value = fmt_int(a) .. ':' .. fmt_int(b) .. ':' .. fmt_int(c)
-  -- The key lives until the state's expireAt: after it the state carries no information, and a gone
-  -- key is the same as an empty bucket.
   if clock_overridden then
     -- A scripted (test) time is unrelated to the server's expiry clock: keep the same distance instead.
     local ttl = expire_at - clock_now
     if ttl <= 0 then
-      redis.call('DEL', key)
+      call('DEL', key)
     else
-      redis.call('SET', key, value, 'PX', fmt_int(ttl))
+      call('SET', key, pack(STATE, a, b, c), 'PX', ttl)
     end
   elseif expire_at <= clock_now then
-    redis.call('DEL', key)
+    call('DEL', key)
   else
-    redis.call('SET', key, value, 'PXAT', fmt_int(expire_at))
+    call('SET', key, pack(STATE, a, b, c), 'PXAT', expire_at)
   end
 end
 
@@ -69,7 +69,8 @@ local function emission_interval_us(limit, period)
   return max(1, floor(period * 1000 / limit + 0.5))
 end
 
--- Returns the fields of algorithms.ts `Evaluation`, as a table:
+-- Return the fields of algorithms.ts `Evaluation` as ten values (not a table: one table per bucket was
+-- a measurable share of the script's time):
 --   ok, na, nb, nc (next state), expire_at, rem_charged, rem_now, reset_charged, reset_now, retry_at
 local function fixed_window(limit, period, cost, sa, sb, now)
   local start = now - fmod(now, period)
@@ -82,11 +83,9 @@ local function fixed_window(limit, period, cost, sa, sb, now)
   if count > 0 then reset_now = finish end
   local retry = now
   if not ok then retry = finish end
-  return {
-    ok = ok, na = start, nb = after, nc = 0, expire_at = finish,
-    rem_charged = max(0, limit - after), rem_now = max(0, limit - count),
-    reset_charged = finish, reset_now = reset_now, retry_at = retry,
-  }
+  return ok, start, after, 0, finish,
+    max(0, limit - after), max(0, limit - count),
+    finish, reset_now, retry
 end
 
 -- Compared scaled by the period so everything stays an integer: cur·P + prev·(P − elapsed) ≤ limit·P.
@@ -124,12 +123,10 @@ local function sliding_window(limit, period, cost, sa, sb, sc, now)
   local finish = start + P
   local reset_now = now
   if cur > 0 then reset_now = finish + P elseif prev > 0 then reset_now = finish end
-  return {
-    ok = ok, na = start, nb = cur + cost, nc = prev, expire_at = finish + P,
-    rem_charged = max(0, floor((L * P - scaled_after) / P)),
-    rem_now = max(0, floor((L * P - scaled) / P)),
-    reset_charged = finish + P, reset_now = reset_now, retry_at = retry,
-  }
+  return ok, start, cur + cost, prev, finish + P,
+    max(0, floor((L * P - scaled_after) / P)),
+    max(0, floor((L * P - scaled) / P)),
+    finish + P, reset_now, retry
 end
 
 -- GCRA over a theoretical arrival time in integer µs; admitted when tat' − now ≤ limit·T.
@@ -142,12 +139,10 @@ local function token_bucket(limit, period, cost, sa, now)
   local ok = tat_after - now_us <= burst
   local retry = now
   if not ok then retry = ceil((tat_after - burst) / 1000) end
-  return {
-    ok = ok, na = tat_after, nb = 0, nc = 0, expire_at = ceil(tat_after / 1000),
-    rem_charged = max(0, floor((burst - (tat_after - now_us)) / T)),
-    rem_now = max(0, floor((burst - (tat - now_us)) / T)),
-    reset_charged = ceil(tat_after / 1000), reset_now = ceil(tat / 1000), retry_at = retry,
-  }
+  return ok, tat_after, 0, 0, ceil(tat_after / 1000),
+    max(0, floor((burst - (tat_after - now_us)) / T)),
+    max(0, floor((burst - (tat - now_us)) / T)),
+    ceil(tat_after / 1000), ceil(tat / 1000), retry
 end
 
 -- algorithm is the config name ('fixed-window' | 'sliding-window' | 'token-bucket').
@@ -156,4 +151,56 @@ local function evaluate(algorithm, limit, period, cost, sa, sb, sc, now)
   if algorithm == 'sliding-window' then return sliding_window(limit, period, cost, sa, sb, sc, now) end
   if algorithm == 'token-bucket' then return token_bucket(limit, period, cost, sa, now) end
   error('rategate: unknown algorithm ' .. tostring(algorithm))
+end
+
+-- Checks the n buckets KEYS[first_key …], with their 5 arguments each from ARGV[first_arg …]
+-- (algorithm, limit, periodMs, cost, shadow '1'/'0'), and charges all of them or none: every bucket is
+-- evaluated against the state read before any write, then, only if no non-shadow bucket is full, each
+-- bucket that had room is written. A full shadow bucket is reported limited but not charged (it is
+-- never pushed past its limit). Mirrors MemoryStore.consumeSync.
+-- Appends per bucket to `reply`: remaining, resetAt, limited (1/0), retryAt; in reserve mode also the
+-- charged state `a` (−1 when this bucket was not charged: the refund key) and remaining and resetAt as
+-- they stood before this charge. Returns whether the request was allowed.
+local function consume_group(first_key, n, first_arg, now, reserve, reply)
+  -- Pass 1 keeps each evaluation in `ev`, ten slots per bucket, in evaluate's order.
+  local ev = {}
+  local allowed = true
+  for i = 1, n do
+    local base = first_arg + (i - 1) * 5
+    local sa, sb, sc = read_state(KEYS[first_key + i - 1])
+    local e = (i - 1) * 10
+    local ok
+    ok, ev[e + 2], ev[e + 3], ev[e + 4], ev[e + 5], ev[e + 6], ev[e + 7], ev[e + 8], ev[e + 9], ev[e + 10] =
+      evaluate(ARGV[base], tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
+        sa, sb, sc, now)
+    ev[e + 1] = ok
+    if not ok and ARGV[base + 4] ~= '1' then allowed = false end
+  end
+
+  local m = #reply
+  for i = 1, n do
+    local e = (i - 1) * 10
+    local ok = ev[e + 1]
+    local charged = allowed and ok
+    if charged then
+      write_state(KEYS[first_key + i - 1], ev[e + 2], ev[e + 3], ev[e + 4], ev[e + 5])
+      reply[m + 1] = ev[e + 6] -- remaining after the charge
+      reply[m + 2] = ev[e + 8] -- its reset
+      reply[m + 3] = 0
+      reply[m + 4] = now
+    else
+      reply[m + 1] = ok and ev[e + 7] or 0
+      reply[m + 2] = ev[e + 9]
+      reply[m + 3] = ok and 0 or 1
+      reply[m + 4] = ev[e + 10]
+    end
+    m = m + 4
+    if reserve then
+      reply[m + 1] = charged and ev[e + 2] or -1
+      reply[m + 2] = ok and ev[e + 7] or 0
+      reply[m + 3] = ev[e + 9]
+      m = m + 3
+    end
+  end
+  return allowed
 end

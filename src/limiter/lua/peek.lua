@@ -6,5 +6,6 @@
 
 local now = clock_ms(ARGV[1])
 local sa, sb, sc = read_state(KEYS[1])
-local e = evaluate(ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), sa, sb, sc, now)
-return { e.rem_now, e.reset_now, e.ok and 0 or 1, e.retry_at }
+local ok, _, _, _, _, _, rem_now, _, reset_now, retry_at =
+  evaluate(ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), sa, sb, sc, now)
+return { rem_now, reset_now, ok and 0 or 1, retry_at }
