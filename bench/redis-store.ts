@@ -24,6 +24,7 @@
  * off by default (`autoPipelining: true` turns it on). Re-run on the target hardware before changing.
  */
 import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
 import { createRedisStore, type RedisStore } from '../src/limiter/redis.js';
 import type { BucketSpec } from '../src/limiter/types.js';
 import { startRedis, startRedisCluster } from '../test/support/redis.js';
@@ -58,22 +59,48 @@ async function run(store: RedisStore, concurrency: number): Promise<{ perSec: nu
   return { perSec: N / seconds, p50: latencies[Math.floor(N * 0.5)]!, p99: latencies[Math.floor(N * 0.99)]! };
 }
 
+/** Script calls and Redis CPU in them (µs, from INFO commandstats) so far, summed over `nodes`. */
+async function scriptStats(nodes: readonly { url: string }[]): Promise<{ calls: number; usec: number }> {
+  const out = { calls: 0, usec: 0 };
+  for (const n of nodes) {
+    const c = new Redis(n.url);
+    const info = await c.info('commandstats');
+    c.disconnect();
+    for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+),usec=(\d+)/gm)) {
+      out.calls += Number(m[1]);
+      out.usec += Number(m[2]);
+    }
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const redis = await startRedis();
   const cluster = await startRedisCluster();
-  const rows: string[][] = [['target', 'in flight', 'pipelining', 'consumes/s', 'p50 ms', 'p99 ms']];
+  const rows: string[][] = [['target', 'in flight', 'batching', 'consumes/s', 'p50 ms', 'p99 ms', 'scripts/consume', 'Redis µs/consume']];
   try {
-    for (const [name, url] of [
-      ['redis', redis.url],
-      ['cluster', cluster.url],
+    for (const [name, url, nodes] of [
+      ['redis', redis.url, [redis.node]],
+      ['cluster', cluster.url, cluster.nodes],
     ] as const) {
       for (const concurrency of CONCURRENCY) {
-        for (const autoPipelining of [false, true]) {
-          const store = createRedisStore({ url, prefix: `bench-${autoPipelining}-${concurrency}`, timeoutMs: 5_000, autoPipelining });
+        for (const batching of [false, true]) {
+          const store = createRedisStore({ url, prefix: `bench-${batching}-${concurrency}`, timeoutMs: 5_000, batching });
           await store.ready();
           await run(store, concurrency); // warm-up: connections, script load, JIT
+          const before = await scriptStats(nodes);
           const r = await run(store, concurrency);
-          rows.push([name, String(concurrency), autoPipelining ? 'on' : 'off', r.perSec.toFixed(0), r.p50.toFixed(3), r.p99.toFixed(3)]);
+          const after = await scriptStats(nodes);
+          rows.push([
+            name,
+            String(concurrency),
+            batching ? 'on' : 'off',
+            r.perSec.toFixed(0),
+            r.p50.toFixed(3),
+            r.p99.toFixed(3),
+            ((after.calls - before.calls) / N).toFixed(3),
+            ((after.usec - before.usec) / N).toFixed(1),
+          ]);
           await store.close();
         }
       }

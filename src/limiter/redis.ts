@@ -26,8 +26,11 @@ export interface RedisStoreOptions {
   readonly timeoutMs: number;
   /** Tests only: overrides Redis TIME so that scripted times apply. Production reads the server clock. */
   readonly now?: () => number;
-  /** ioredis auto-pipelining (commands issued in one tick share one write). See bench/redis-store.ts. */
-  readonly autoPipelining?: boolean;
+  /**
+   * Batch the consume calls of one event-loop turn into one script call (default true; see `enqueue`).
+   * false sends each call at once: bench/redis-store.ts compares the two.
+   */
+  readonly batching?: boolean;
   /** TCP connect timeout for (re)connection attempts; requests never wait for it (no offline queue). */
   readonly connectTimeoutMs?: number;
   /** Called when a cross-slot refund fails (the charge then stands: under-admission until it expires). */
@@ -35,10 +38,11 @@ export interface RedisStoreOptions {
 }
 
 /**
- * Auto-pipelining off by default: bench/redis-store.ts measured no throughput gain from it up to 64
- * requests in flight and about twice the p99 latency (one script call per request is already one write).
+ * ioredis auto-pipelining stays off: bench/redis-store.ts measured no throughput gain from it and about
+ * twice the p99 latency, and batching (below) does what it would and more. It would also break the
+ * batch command on a cluster, which it routes by the first argument (the key count).
  */
-const DEFAULT_AUTO_PIPELINING = false;
+const AUTO_PIPELINING = false;
 
 /** The shared prelude (the algorithms) is prepended to each script so the formulas exist once in Lua. */
 const LIB = readFileSync(new URL('./lua/lib.lua', import.meta.url), 'utf8');
@@ -67,11 +71,6 @@ interface PendingConsume {
 type Arg = string | number;
 type ScriptFn = (...args: Arg[]) => Promise<unknown>;
 
-/**
- * Script commands defined at construction for 1…this many keys (buckets per request and slot); more
- * are defined on first use, which is safe with auto-pipelining off (the default).
- */
-const EAGER_KEY_COUNTS = 32;
 
 const PLAIN_STRIDE = 4;
 /** Reserve mode adds: charged `a` (−1: not charged), remaining and resetAt before the charge. */
@@ -85,15 +84,15 @@ export class RedisStore implements Store {
   lastError: Error | undefined;
 
   private readonly client: Redis | Cluster;
-  /** Script commands by key count (see `script`). */
-  private readonly consumeFns: ScriptFn[] = [];
-  private readonly refundFns: ScriptFn[] = [];
-  private readonly peekFn: ScriptFn;
-  /** The batch script; its first argument is the number of keys (it varies with the batch). */
+  /** The script commands; each takes the number of keys as its first argument (see `script`). */
+  private readonly consumeFn: ScriptFn;
   private readonly consumeBatchFn: ScriptFn;
+  private readonly refundFn: ScriptFn;
+  private readonly peekFn: ScriptFn;
   /** Consume calls of the current turn of the event loop, by hash slot (always 0 on a single Redis). */
   private readonly batches = new Map<number, PendingConsume[]>();
   private flushScheduled = false;
+  private readonly batching: boolean;
   /** Batches sent and the requests they carried since start (a batch of one is a plain consume call). */
   batchesSent = 0;
   batchedRequests = 0;
@@ -108,7 +107,7 @@ export class RedisStore implements Store {
     this.timeoutMs = opts.timeoutMs;
     this.now = opts.now;
     this.onRefundError = opts.onRefundError;
-    const autoPipelining = opts.autoPipelining ?? DEFAULT_AUTO_PIPELINING;
+    this.batching = opts.batching ?? true;
     const connectTimeout = opts.connectTimeoutMs ?? 2_000;
     // Reconnect quickly but without hammering a dead server; the breaker, not this, keeps requests fast.
     const retry = (times: number): number => Math.min(times * 100, 1_000);
@@ -123,7 +122,7 @@ export class RedisStore implements Store {
       const clusterOptions: ClusterOptions = {
         lazyConnect: true,
         enableOfflineQueue: false,
-        enableAutoPipelining: autoPipelining,
+        enableAutoPipelining: AUTO_PIPELINING,
         clusterRetryStrategy: retry,
         redisOptions,
         slotsRefreshTimeout: Math.max(1_000, opts.timeoutMs),
@@ -141,7 +140,7 @@ export class RedisStore implements Store {
         enableOfflineQueue: false,
         // A command in flight when the connection drops fails at once instead of being replayed late.
         maxRetriesPerRequest: 0,
-        enableAutoPipelining: autoPipelining,
+        enableAutoPipelining: AUTO_PIPELINING,
         connectTimeout,
         retryStrategy: retry,
       });
@@ -150,40 +149,24 @@ export class RedisStore implements Store {
     this.client.on('error', (err: Error) => {
       this.lastError = err;
     });
-    this.peekFn = this.script('rgPeek', PEEK_LUA, 1, true);
-    this.client.defineCommand('rgConsumeBatch', { lua: CONSUME_BATCH_LUA });
-    this.consumeBatchFn = (this.client as unknown as Record<string, ScriptFn>)['rgConsumeBatch']!.bind(this.client);
-    // Defined up front: an auto-pipeline copies the client's script commands when it is created, so
-    // a command defined later is missing from a pipeline already open in the same tick.
-    for (let n = 1; n <= EAGER_KEY_COUNTS; n++) {
-      this.consumeFn(n);
-      this.refundFn(n);
-    }
+    this.consumeFn = this.script('rgConsume', CONSUME_LUA);
+    this.consumeBatchFn = this.script('rgConsumeBatch', CONSUME_BATCH_LUA);
+    this.refundFn = this.script('rgRefund', REFUND_LUA);
+    this.peekFn = this.script('rgPeek', PEEK_LUA, true);
     this.client.connect().catch((err: unknown) => {
       this.lastError = err instanceof Error ? err : new Error(String(err));
     });
   }
 
   /**
-   * The command running `lua` over `keys` keys, defined on first use (EVALSHA, falling back to EVAL on
-   * NOSCRIPT, e.g. after a restart). One command per key count rather than one taking the count as its
-   * first argument, because ioredis' cluster auto-pipelining routes a command by its first argument:
-   * with the count first it would route by the string "2" and fail with a cross-slot pipeline error.
-   * All of them share one script text, hence one SHA and one entry in Redis's script cache.
+   * The command running `lua`: EVALSHA, falling back to EVAL on NOSCRIPT (e.g. after a restart). Its
+   * first argument is the number of keys, then the keys, then ARGV; on a cluster ioredis routes it by
+   * its keys (which the caller keeps in one slot).
    */
-  private script(name: string, lua: string, keys: number, readOnly = false): ScriptFn {
-    const command = `${name}${keys}`;
-    this.client.defineCommand(command, { lua, numberOfKeys: keys, readOnly });
-    const fn = (this.client as unknown as Record<string, ScriptFn>)[command]!;
+  private script(name: string, lua: string, readOnly = false): ScriptFn {
+    this.client.defineCommand(name, { lua, readOnly });
+    const fn = (this.client as unknown as Record<string, ScriptFn>)[name]!;
     return fn.bind(this.client);
-  }
-
-  private consumeFn(keys: number): ScriptFn {
-    return (this.consumeFns[keys] ??= this.script('rgConsume', CONSUME_LUA, keys));
-  }
-
-  private refundFn(keys: number): ScriptFn {
-    return (this.refundFns[keys] ??= this.script('rgRefund', REFUND_LUA, keys));
   }
 
   /** Resolves once connected (cluster: slots known); rejects with a connection StoreError after `waitMs`. */
@@ -224,7 +207,10 @@ export class RedisStore implements Store {
       if (groups) return this.consumeAcrossSlots(specs, keys, groups);
       slot = keySlot(keys[0]!);
     }
-    return new Promise<ConsumeOutcome>((resolve, reject) => this.enqueue(slot, { specs, keys, resolve, reject }));
+    return new Promise<ConsumeOutcome>((resolve, reject) => {
+      if (this.batching) this.enqueue(slot, { specs, keys, resolve, reject });
+      else this.send([{ specs, keys, resolve, reject }]);
+    });
   }
 
   /**
@@ -263,7 +249,7 @@ export class RedisStore implements Store {
     if (batch.length === 1) {
       const { specs, keys, resolve, reject } = batch[0]!;
       const n = specs.length;
-      this.bounded(this.consumeFn(n)(...consumeArgs(specs, keys, null, this.clockArg(), '')), 'consume').then(
+      this.bounded(this.consumeFn(...consumeArgs(specs, keys, null, this.clockArg(), '')), 'consume').then(
         (reply) => resolve(parsePlain(reply, n)),
         reject,
       );
@@ -314,7 +300,7 @@ export class RedisStore implements Store {
 
   async peek(spec: BucketSpec): Promise<BucketState> {
     const r = await this.bounded(
-      this.peekFn(this.prefix + spec.key, this.clockArg(), spec.algorithm, spec.limit, spec.periodMs, spec.cost),
+      this.peekFn(1, this.prefix + spec.key, this.clockArg(), spec.algorithm, spec.limit, spec.periodMs, spec.cost),
       'peek',
     );
     if (!isIntArray(r, PLAIN_STRIDE)) throw badReply('peek', r);
@@ -353,7 +339,7 @@ export class RedisStore implements Store {
     const replies: (readonly number[] | undefined)[] = new Array(groups.length);
     let abandoned = false;
     const calls = groups.map((idx, g) =>
-      this.consumeFn(idx.length)(...consumeArgs(specs, keys, idx, clock, 'reserve')).then((r) => {
+      this.consumeFn(...consumeArgs(specs, keys, idx, clock, 'reserve')).then((r) => {
         if (!isIntArray(r, 2 + RESERVE_STRIDE * idx.length)) throw badReply('consume', r);
         replies[g] = r;
         // The request already failed (timeout or another slot's error): this late charge is released.
@@ -415,7 +401,7 @@ export class RedisStore implements Store {
       argv.push(spec.algorithm, spec.limit, spec.periodMs, spec.cost, charged);
     }
     if (refundKeys.length === 0) return Promise.resolve();
-    const p = this.bounded(this.refundFn(refundKeys.length)(...refundKeys, ...argv), 'refund').then(
+    const p = this.bounded(this.refundFn(refundKeys.length, ...refundKeys, ...argv), 'refund').then(
       () => undefined,
       (err: StoreError) => {
         this.refundFailures++;
@@ -454,23 +440,24 @@ export function createRedisStore(opts: RedisStoreOptions): RedisStore {
   return new RedisStore(opts);
 }
 
-/** KEYS then ARGV of consume.lua for the buckets `idx` (all of them when null). */
+/** The key count, KEYS and ARGV of consume.lua for the buckets `idx` (all of them when null). */
 function consumeArgs(specs: readonly BucketSpec[], keys: readonly string[], idx: readonly number[] | null, clock: string, mode: '' | 'reserve'): Arg[] {
   const n = idx ? idx.length : specs.length;
-  const args: Arg[] = new Array(2 + 6 * n);
-  let a = n + 2;
+  const args: Arg[] = new Array(3 + 6 * n);
+  args[0] = n;
+  let a = n + 3;
   for (let k = 0; k < n; k++) {
     const i = idx ? idx[k]! : k;
     const spec = specs[i]!;
-    args[k] = keys[i]!;
+    args[k + 1] = keys[i]!;
     args[a++] = spec.algorithm;
     args[a++] = spec.limit;
     args[a++] = spec.periodMs;
     args[a++] = spec.cost;
     args[a++] = spec.shadow ? '1' : '0';
   }
-  args[n] = clock;
-  args[n + 1] = mode;
+  args[n + 1] = clock;
+  args[n + 2] = mode;
   return args;
 }
 

@@ -16,13 +16,12 @@ function spec(tag: string, over: Partial<BucketSpec> = {}): BucketSpec {
 describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster store', () => {
   let cluster: ClusterHandle;
   const open: RedisStore[] = [];
-  async function store(over: { timeoutMs?: number; now?: () => number; autoPipelining?: boolean } = {}): Promise<RedisStore> {
+  async function store(over: { timeoutMs?: number; now?: () => number } = {}): Promise<RedisStore> {
     const s = createRedisStore({
       url: cluster.url,
       prefix: 'rgtest',
       timeoutMs: over.timeoutMs ?? 2_000,
       ...(over.now ? { now: over.now } : {}),
-      ...(over.autoPipelining !== undefined ? { autoPipelining: over.autoPipelining } : {}),
     });
     open.push(s);
     await s.ready();
@@ -107,11 +106,21 @@ describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster
     expect((await s.peek(shadowFull)).remaining).toBe(0);
   });
 
-  it('routes every script call to its slot with auto-pipelining on too (one command per key count)', async () => {
-    const s = await store({ autoPipelining: true });
-    const requests = Array.from({ length: 200 }, (_, i) => [spec(`ip:10.0.0.${i}`, { limit: 3 }), spec(`acct:${i}`, { limit: 3 }), spec(`ip:10.0.0.${i}`)]);
-    const outs = await Promise.all(requests.map((r) => s.consume(r)));
-    expect(outs.every((o) => o.allowed && o.buckets[0]!.remaining === 2)).toBe(true);
-    expect((await Promise.all(requests.map((r) => s.peek(r[1]!)))).every((b) => b.remaining === 2)).toBe(true);
+  it('batches the calls of one turn by slot and routes each batch to its slot, beside cross-slot calls', async () => {
+    const s = await store();
+    // 200 identities over many slots: single-slot requests (batched per slot) and cross-slot ones.
+    const single = Array.from({ length: 200 }, (_, i) => [spec(`ip:10.1.0.${i}`, { limit: 3 }), spec(`ip:10.1.0.${i}`, { limit: 5 })]);
+    const cross = Array.from({ length: 50 }, (_, i) => [spec(`ip:10.2.0.${i}`, { limit: 3 }), spec(`acct:${i}`, { limit: 3 })]);
+    // Every single-slot request twice in the same turn: the second must see the first's charge.
+    const calls = [...single, ...cross, ...single];
+    const before = { batches: s.batchesSent, requests: s.batchedRequests };
+    const outs = await Promise.all(calls.map((r) => s.consume(r)));
+    expect(outs.every((o) => o.allowed)).toBe(true);
+    expect(outs.slice(0, 200).map((o) => o.buckets[0]!.remaining)).toEqual(Array(200).fill(2));
+    expect(outs.slice(250).map((o) => o.buckets[0]!.remaining)).toEqual(Array(200).fill(1));
+    // 400 single-slot calls went through batches (cross-slot calls never do), fewer than one per call.
+    expect(s.batchedRequests - before.requests).toBe(400);
+    expect(s.batchesSent - before.batches).toBeLessThan(400);
+    expect((await Promise.all(cross.map((r) => s.peek(r[1]!)))).every((b) => b.remaining === 2)).toBe(true);
   });
 });
