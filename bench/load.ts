@@ -4,7 +4,7 @@
  *
  *   node --import tsx bench/load.ts '<json spec>'
  * Spec: { port, path, headers?, connections, durationSec, warmupSec?, mix? }. Prints one JSON line:
- * { requests, rps, p50, p90, p99, max, statuses, errors, timeouts }, latencies in ms.
+ * { requests, rps, p50, p90, p99, max, statuses, errors, timeouts, loadGeneratorCpuMs }, latencies in ms.
  *
  * Without `mix`: autocannon's programmatic API, latencies recorded per response (not from autocannon's
  * whole-millisecond histogram).
@@ -231,7 +231,11 @@ async function main(): Promise<void> {
   if ((spec.warmupSec ?? 0) > 0) await once(spec.warmupSec!, false);
   // run.ts snapshots Redis command counts on this line, so only the measured phase is counted.
   process.stderr.write('MEASURE\n');
+  const cpu0 = process.cpuUsage();
   const result = await once(spec.durationSec, true);
+  const cpu = process.cpuUsage(cpu0);
+  // run.ts reads the servers' CPU time on MEASURE and on this line: the measured phase only.
+  process.stderr.write('MEASURED\n');
   const { latencies, statuses } = result;
   const sorted = Float64Array.from(latencies).sort();
   const completed = latencies.length;
@@ -247,6 +251,7 @@ async function main(): Promise<void> {
       statuses,
       errors: result.errors,
       timeouts: result.timeouts,
+      loadGeneratorCpuMs: (cpu.user + cpu.system) / 1000,
     })}\n`,
   );
 }

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { renderChart, type Panel } from './lib/chart.js';
-import { freePort, killAll, rssOf, runScript, sleep, start, waitForPort, type Proc } from './lib/procs.js';
+import { cpuMsOfTree, freePort, killAll, rssOf, runScript, sleep, start, waitForPort, type Proc } from './lib/procs.js';
 import { summarize, toMarkdown, type ProfileSummary } from './top-profile.js';
 import type { LoadSpec, MixSpec } from './load.js';
 
@@ -80,6 +80,24 @@ interface LoadResult {
   redisCallsPerRequest?: number;
   /** Script calls (EVAL/EVALSHA/FCALL) per request: client round trips to Redis. */
   redisScriptCallsPerRequest?: number;
+  /** CPU time per request (µs) of each process during the measured phase (forwarded scenario). */
+  cpuUsPerRequest?: CpuPerRequest;
+  /** The load generator's own CPU time in the measured phase (load.ts reports it). */
+  loadGeneratorCpuMs?: number;
+}
+interface CpuPerRequest {
+  /** The system under test (null for the upstream reached directly: it is the upstream). */
+  system: number | null;
+  upstream: number;
+  redis: number | null;
+  loadGenerator: number;
+  total: number;
+}
+/** Processes whose CPU time a load run accounts for. */
+interface CpuPids {
+  system: number | null;
+  upstream: number;
+  redis: number | null;
 }
 interface PacedResult {
   sent: number;
@@ -167,6 +185,8 @@ interface Server {
 
 let CLI = '';
 let upstreamUrl = '';
+let upstreamPid = 0;
+let redisPid: number | null = null;
 let redisUrl: string | null = null;
 let redis: Redis | null = null;
 
@@ -336,7 +356,7 @@ async function redisCalls(): Promise<RedisCounts> {
 
 let FX: Fixtures;
 
-async function load(port: number, pathname: string, countRedis: boolean, extra: Partial<LoadSpec> = {}): Promise<LoadResult> {
+async function load(port: number, pathname: string, countRedis: boolean, extra: Partial<LoadSpec> = {}, cpuOf?: CpuPids): Promise<LoadResult> {
   const spec: LoadSpec = {
     port,
     path: pathname,
@@ -347,14 +367,33 @@ async function load(port: number, pathname: string, countRedis: boolean, extra: 
     ...extra,
   };
   const snap: { before?: Promise<RedisCounts> } = {};
+  const cpuSnap = (): number[] => (cpuOf ? [cpuOf.system, cpuOf.upstream, cpuOf.redis].map((p) => (p === null ? 0 : cpuMsOfTree(p))) : []);
+  let cpuBefore: number[] = [];
+  let cpuAfter: number[] = [];
   const r = await runScript<LoadResult>('bench/load.ts', spec, (DURATION + WARMUP + 60) * 1000, (line) => {
-    if (line === 'MEASURE' && countRedis) snap.before = redisCalls();
+    if (line === 'MEASURE') {
+      cpuBefore = cpuSnap();
+      if (countRedis) snap.before = redisCalls();
+    }
+    if (line === 'MEASURED') cpuAfter = cpuSnap();
   });
   if (countRedis && snap.before !== undefined) {
     const b = await snap.before;
     const a = await redisCalls();
     r.redisCallsPerRequest = r.requests > 0 ? (a.all - b.all) / r.requests : NaN;
     r.redisScriptCallsPerRequest = r.requests > 0 ? (a.scripts - b.scripts) / r.requests : NaN;
+  }
+  if (cpuOf && cpuAfter.length === 3 && r.requests > 0) {
+    const per = (i: number): number => ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / r.requests;
+    const c: CpuPerRequest = {
+      system: cpuOf.system === null ? null : per(0),
+      upstream: per(1),
+      redis: cpuOf.redis === null ? null : per(2),
+      loadGenerator: ((r.loadGeneratorCpuMs ?? NaN) * 1000) / r.requests,
+      total: 0,
+    };
+    c.total = (c.system ?? 0) + c.upstream + (c.redis ?? 0) + c.loadGenerator;
+    r.cpuUsPerRequest = c;
   }
   return r;
 }
@@ -448,7 +487,7 @@ async function benchRound(key: SystemKey, port: number, round: number, server: S
   const warmupSec = round === 0 ? WARMUP : 1;
   const statusPath = `/api/v1/statuses/${FX.statusId}`;
   process.stdout.write(`${`[${round + 1}/${ROUNDS}] ${LABELS[key]}`.padEnd(34)} forwarded `);
-  const f = await load(port, statusPath, usesRedis, { warmupSec });
+  const f = await load(port, statusPath, usesRedis, { warmupSec }, { system: server?.proc.pid ?? null, upstream: upstreamPid, redis: usesRedis ? redisPid : null });
   rr.forwarded.push(f);
   expectStatus(`${LABELS[key]} forwarded`, f.statuses, 200);
   process.stdout.write(`${fmtInt(f.rps).padStart(7)} req/s · fixed ${RATE}/s `);
@@ -662,6 +701,30 @@ function table(): string {
   return lines.join('\n');
 }
 
+/**
+ * Where the CPU goes: µs of CPU time per forwarded request in each process, in the best round. On a
+ * machine whose cores are all busy (gateway, upstream, Redis and load generator share them),
+ * throughput is about cores / total, so a ratio between two systems is about the inverse ratio of
+ * their totals, whatever part of it the gateway is.
+ */
+function cpuTable(): string {
+  const cores = os.cpus().length;
+  const us = (x: number | null | undefined): string => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(1));
+  const lines = [
+    `CPU time per forwarded request, µs (measured phase, ${CONNECTIONS} connections; ${cores} cores ⇒ at most ${cores} × 10⁶ / total req/s with every core busy)`,
+    `${'system'.padEnd(28)} ${'itself'.padStart(7)} ${'upstream'.padStart(9)} ${'redis'.padStart(7)} ${'load gen'.padStart(9)} ${'total'.padStart(7)} ${'cores busy'.padStart(11)}`,
+  ];
+  for (const k of ORDER) {
+    const f = results[k]?.forwarded;
+    const c = f?.cpuUsPerRequest;
+    if (!f || !c) continue;
+    lines.push(
+      `${LABELS[k].padEnd(28)} ${us(c.system).padStart(7)} ${us(c.upstream).padStart(9)} ${us(c.redis).padStart(7)} ${us(c.loadGenerator).padStart(9)} ${us(c.total).padStart(7)} ${((c.total * f.rps) / 1e6).toFixed(2).padStart(11)}`,
+    );
+  }
+  return lines.join('\n');
+}
+
 interface ChartInput {
   systems: Partial<Record<SystemKey, SystemResult>>;
   connections: number;
@@ -738,10 +801,12 @@ async function main(): Promise<void> {
     redisServer = await startRedis();
     if (redisServer) {
       redisUrl = `redis://127.0.0.1:${redisServer.port}`;
+      redisPid = redisServer.proc.pid;
       redis = new Redis(redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 });
     } else note('no redis-server binary: Redis rows skipped');
     upstream = await startUpstream();
     upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+    upstreamPid = upstream.proc.pid;
     FX = await fixtures(QUICK ? 20 : 50);
     console.log(`upstream ${upstreamUrl}; target GET /api/v1/statuses/${FX.statusId} (a public status, 200, ~1.3 kB JSON) with a user's bearer token`);
 
@@ -795,6 +860,7 @@ async function main(): Promise<void> {
   m.loadavgAtEnd = os.loadavg().map((x) => +x.toFixed(2));
   const rs = ratios();
   console.log(`\n${table()}\n`);
+  console.log(`${cpuTable()}\n`);
   for (const k of ['fastify', 'rategate-redis'] as const) {
     const r = results[k];
     if (r?.forwarded?.redisCallsPerRequest !== undefined) {

@@ -1,6 +1,6 @@
 /** @module Child processes for the bench: servers on free ports, load-generator children, cleanup. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 
 export interface Proc {
@@ -136,4 +136,35 @@ export async function runScript<T>(script: string, spec: unknown, timeoutMs: num
   }
   if ((parsed as { error?: string }).error !== undefined) throw new Error(`${script}: ${(parsed as { error: string }).error}`);
   return parsed as T;
+}
+
+const CLOCK_TICKS_PER_SEC = 100; // USER_HZ: 100 on Linux for every architecture Node runs on
+
+/**
+ * CPU time (user + system, in ms) used so far by `pid` and its descendants (nginx's workers; node's
+ * cluster workers), from /proc; NaN where /proc is not available. Resolution 10 ms.
+ */
+export function cpuMsOfTree(pid: number): number {
+  let ticks = 0;
+  const visit = (p: number): void => {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+    } catch {
+      return; // gone meanwhile
+    }
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(f[11]) + Number(f[12]);
+    let children = '';
+    try {
+      for (const tid of readdirSync(`/proc/${p}/task`)) children += `${readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8')} `;
+    } catch {
+      /* no children file: older kernels */
+    }
+    for (const c of children.split(' ')) if (c !== '') visit(Number(c));
+  };
+  if (!existsSync('/proc/self/stat')) return NaN;
+  visit(pid);
+  return (ticks * 1000) / CLOCK_TICKS_PER_SEC;
 }

@@ -27,8 +27,10 @@ export interface RedisStoreOptions {
   /** Tests only: overrides Redis TIME so that scripted times apply. Production reads the server clock. */
   readonly now?: () => number;
   /**
-   * Batch the consume calls of one event-loop turn into one script call (default true; see `enqueue`).
-   * false sends each call at once: bench/redis-store.ts compares the two.
+   * Batch the consume calls of one event-loop turn into one script call (see `enqueue`). Default: on
+   * for a single Redis, off for a cluster, where the requests of different clients fall in different
+   * slots and so rarely share a batch, and bench/redis-store.ts measured the wait for the end of the
+   * turn to cost throughput and p99 there. bench/redis-store.ts compares the two.
    */
   readonly batching?: boolean;
   /** TCP connect timeout for (re)connection attempts; requests never wait for it (no offline queue). */
@@ -93,7 +95,7 @@ export class RedisStore implements Store {
   private readonly batches = new Map<number, PendingConsume[]>();
   private flushScheduled = false;
   private readonly batching: boolean;
-  /** Batches sent and the requests they carried since start (a batch of one is a plain consume call). */
+  /** Batches sent and the requests they carried since start (a batch of one is a plain consume call; with batching off, nothing is counted here). */
   batchesSent = 0;
   batchedRequests = 0;
   private readonly prefix: string;
@@ -107,7 +109,7 @@ export class RedisStore implements Store {
     this.timeoutMs = opts.timeoutMs;
     this.now = opts.now;
     this.onRefundError = opts.onRefundError;
-    this.batching = opts.batching ?? true;
+    this.batching = opts.batching ?? parseClusterUrl(opts.url) === null;
     const connectTimeout = opts.connectTimeoutMs ?? 2_000;
     // Reconnect quickly but without hammering a dead server; the breaker, not this, keeps requests fast.
     const retry = (times: number): number => Math.min(times * 100, 1_000);
@@ -209,7 +211,7 @@ export class RedisStore implements Store {
     }
     return new Promise<ConsumeOutcome>((resolve, reject) => {
       if (this.batching) this.enqueue(slot, { specs, keys, resolve, reject });
-      else this.send([{ specs, keys, resolve, reject }]);
+      else this.sendOne({ specs, keys, resolve, reject });
     });
   }
 
@@ -243,16 +245,20 @@ export class RedisStore implements Store {
     this.batches.clear();
   };
 
+  /** One request's plain consume.lua call. */
+  private sendOne({ specs, keys, resolve, reject }: PendingConsume): void {
+    const n = specs.length;
+    this.bounded(this.consumeFn(...consumeArgs(specs, keys, null, this.clockArg(), '')), 'consume').then(
+      (reply) => resolve(parsePlain(reply, n)),
+      reject,
+    );
+  }
+
   private send(batch: readonly PendingConsume[]): void {
     this.batchesSent++;
     this.batchedRequests += batch.length;
     if (batch.length === 1) {
-      const { specs, keys, resolve, reject } = batch[0]!;
-      const n = specs.length;
-      this.bounded(this.consumeFn(...consumeArgs(specs, keys, null, this.clockArg(), '')), 'consume').then(
-        (reply) => resolve(parsePlain(reply, n)),
-        reject,
-      );
+      this.sendOne(batch[0]!);
       return;
     }
     // KEYS: every request's keys in turn. ARGV: clock, R, R bucket counts, 5 arguments per bucket.

@@ -16,12 +16,13 @@ function spec(tag: string, over: Partial<BucketSpec> = {}): BucketSpec {
 describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster store', () => {
   let cluster: ClusterHandle;
   const open: RedisStore[] = [];
-  async function store(over: { timeoutMs?: number; now?: () => number } = {}): Promise<RedisStore> {
+  async function store(over: { timeoutMs?: number; now?: () => number; batching?: boolean } = {}): Promise<RedisStore> {
     const s = createRedisStore({
       url: cluster.url,
       prefix: 'rgtest',
       timeoutMs: over.timeoutMs ?? 2_000,
       ...(over.now ? { now: over.now } : {}),
+      ...(over.batching !== undefined ? { batching: over.batching } : {}),
     });
     open.push(s);
     await s.ready();
@@ -106,8 +107,17 @@ describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster
     expect((await s.peek(shadowFull)).remaining).toBe(0);
   });
 
-  it('batches the calls of one turn by slot and routes each batch to its slot, beside cross-slot calls', async () => {
+  it('sends each call at once by default: different clients rarely share a slot, so batches would not fill', async () => {
     const s = await store();
+    const b = spec('ip:10.3.0.1', { limit: 10 });
+    const before = s.batchedRequests;
+    const outs = await Promise.all(Array.from({ length: 12 }, () => s.consume([b])));
+    expect(outs.filter((o) => o.allowed)).toHaveLength(10);
+    expect(s.batchedRequests - before).toBe(0);
+  });
+
+  it('with batching on, batches the calls of one turn by slot and routes each batch to its slot, beside cross-slot calls', async () => {
+    const s = await store({ batching: true });
     // 200 identities over many slots: single-slot requests (batched per slot) and cross-slot ones.
     const single = Array.from({ length: 200 }, (_, i) => [spec(`ip:10.1.0.${i}`, { limit: 3 }), spec(`ip:10.1.0.${i}`, { limit: 5 })]);
     const cross = Array.from({ length: 50 }, (_, i) => [spec(`ip:10.2.0.${i}`, { limit: 3 }), spec(`acct:${i}`, { limit: 3 })]);
