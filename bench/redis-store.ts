@@ -1,27 +1,26 @@
 /**
- * @module Micro-benchmark of the Redis store: ioredis auto-pipelining on vs off, single Redis and cluster.
+ * @module Micro-benchmark of the Redis store: batching on vs off (see RedisStore `enqueue`), single Redis
+ * and cluster. (It first compared ioredis auto-pipelining on and off: no gain, about twice the p99,
+ * so auto-pipelining is off for good.)
  *
  * Run: `npx tsx bench/redis-store.ts` (needs a redis-server binary, as the tests do). Each row fires
  * `N` consumes of a two-bucket request (one slot) with `C` in flight at a time, over distinct identities
- * so that nothing is rejected, and prints throughput and latency percentiles.
+ * so that nothing is rejected, and prints throughput, latency percentiles, script calls per consume and
+ * the Redis CPU time spent in them (INFO commandstats).
  *
- * Measured on the development machine (2 vCPUs shared with other work, load ~3.4, Node 20, Redis 7.0
- * on loopback, N = 40 000), consumes/s, two runs each (off | on):
+ * Measured on the development machine (2 vCPUs shared with other work, Node 20, Redis 7.0 on
+ * loopback, N = 20 000), batching off | on:
  *
- *   target    in flight   pipelining off     pipelining on
- *   redis         1        7.6k | 9.5k        9.8k | 7.9k
- *   redis        64       32.4k | 29.9k      27.4k | 24.5k
- *   redis       256       22.7k | 28.9k      21.5k | 30.9k
- *   cluster       1        6.0k | 9.3k        6.4k | 6.4k
- *   cluster      64       22.4k | 29.1k      18.6k | 16.3k
- *   cluster     256       21.5k | 26.9k      20.6k | 30.7k
+ *   target   in flight   consumes/s        p99 ms         scripts/consume   Redis µs/consume
+ *   redis        1       17.0k | 17.6k    0.13 | 0.12     1.000 | 1.000     21.9 | 20.7
+ *   redis       64       44.6k | 43.0k    3.9  | 3.3      1.000 | 0.016     19.4 | 13.6
+ *   redis      256       36.0k | 60.4k   10.7  | 8.4      1.000 | 0.016     25.2 | 15.2
+ *   cluster     64       40.8k | 32.5k    4.2  | 7.9      1.000 | 1.000     21.5 | 25.3
+ *   cluster    256       33.7k | 20.8k   16.7  | 37.2     1.000 | 1.000     28.2 | 35.0
  *
- *   p99 latency at 64 in flight: off 3.5–7.9 ms, on 9.0–13.0 ms.
- *
- * Auto-pipelining does not pay here: one script call per request is already one write, Redis (on the
- * same cores) is the bottleneck, and the extra setImmediate hop plus Pipeline bookkeeping cost latency
- * (p99 about 2× worse). It only edges ahead at 256 in flight, within the noise. So RedisStore keeps it
- * off by default (`autoPipelining: true` turns it on). Re-run on the target hardware before changing.
+ * On one Redis batching pays (fewer, larger script calls: less work on both sides); on a cluster the
+ * distinct identities fall in distinct slots, nothing coalesces and the wait for the end of the turn
+ * only costs, so RedisStore batches on a single Redis only.
  */
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
