@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emissionIntervalUs } from '../../src/limiter/algorithms.js';
 import { StoreError, StoreTimeoutError } from '../../src/limiter/errors.js';
 import { MemoryStore } from '../../src/limiter/memory.js';
-import { createRedisStore, luaScripts, MAX_BATCH_REQUESTS, parseClusterUrl, type RedisStore } from '../../src/limiter/redis.js';
+import { createRedisStore, encodeBucketParams, luaScripts, MAX_BATCH_REQUESTS, parseClusterUrl, type RedisStore } from '../../src/limiter/redis.js';
 import type { BucketSpec, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 import { readBucketState, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
@@ -237,7 +237,7 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
 
 describe.skipIf(skipRedis('the refund script tests'))('the refund script', () => {
   let redis: RedisHandle;
-  let client: Redis & Record<'consume1' | 'refund1' | 'peek1', (...args: (string | number)[]) => Promise<number[]>>;
+  let client: Redis & Record<'consume1' | 'refund1' | 'peek1', (...args: (string | number | Buffer)[]) => Promise<number[]>>;
   beforeAll(async () => {
     redis = await startRedis();
     client = new Redis(redis.url) as typeof client;
@@ -258,7 +258,7 @@ describe.skipIf(skipRedis('the refund script tests'))('the refund script', () =>
     // the one admitted request, and one more request (not two) may pass.
     const t0 = Date.UTC(2026, 10, 21, 19, 0, 0);
     const key = 'refund-tb:{ip:1}';
-    const argv = ['token-bucket', 2, 2_000, 1, '0'];
+    const argv = [encodeBucketParams([{ algorithm: 'token-bucket', limit: 2, periodMs: 2_000, cost: 1, shadow: false }])];
     const r1 = await client.consume1(key, t0, 'reserve', ...argv);
     const r2 = await client.consume1(key, t0, 'reserve', ...argv);
     expect([r1[0], r2[0]]).toEqual([1, 1]);
@@ -274,7 +274,7 @@ describe.skipIf(skipRedis('the refund script tests'))('the refund script', () =>
   it('takes a window charge back from the previous count when the sliding window rolled over meanwhile', async () => {
     const t0 = Date.UTC(2026, 10, 21, 19, 0, 0);
     const key = 'refund-sw:{ip:1}';
-    const argv = ['sliding-window', 4, 1_000, 1, '0'];
+    const argv = [encodeBucketParams([{ algorithm: 'sliding-window', limit: 4, periodMs: 1_000, cost: 1, shadow: false }])];
     const reserved = await client.consume1(key, t0 + 900, 'reserve', ...argv);
     await client.consume1(key, t0 + 1_100, '', ...argv); // next window: the reservation is now "previous"
     expect(await readBucketState(client, key)).toEqual([t0 + 1_000, 1, 1]);

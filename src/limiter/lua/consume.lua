@@ -6,7 +6,7 @@
 -- ARGV[2]   mode: '' → plain; 'reserve' → this call is one slot of a request spanning several slots, so
 --           the reply also carries what the caller needs to refund this charge and to report the
 --           buckets uncharged if another slot rejects.
--- ARGV[3 + 5(i−1) …] per bucket: algorithm, limit, periodMs, cost, shadow ('1' or '0').
+-- ARGV[3]   every bucket's parameters, packed (PARAMS in lib.lua: five doubles per bucket, KEYS order).
 --
 -- Reply (integers only): allowed (1/0), now (ms), then per bucket
 --   remaining, resetAt, limited (1/0), retryAt
@@ -15,5 +15,5 @@
 
 local now = clock_ms(ARGV[1])
 local reply = { 0, now }
-if consume_group(1, #KEYS, 3, now, ARGV[2] == 'reserve', reply) then reply[1] = 1 end
+if consume_group(1, #KEYS, ARGV[3], 1, now, ARGV[2] == 'reserve', reply) then reply[1] = 1 end
 return reply

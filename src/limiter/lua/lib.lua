@@ -145,36 +145,45 @@ local function token_bucket(limit, period, cost, sa, now)
     ceil(tat_after / 1000), ceil(tat / 1000), retry
 end
 
--- algorithm is the config name ('fixed-window' | 'sliding-window' | 'token-bucket').
-local function evaluate(algorithm, limit, period, cost, sa, sb, sc, now)
-  if algorithm == 'fixed-window' then return fixed_window(limit, period, cost, sa, sb, now) end
-  if algorithm == 'sliding-window' then return sliding_window(limit, period, cost, sa, sb, sc, now) end
-  if algorithm == 'token-bucket' then return token_bucket(limit, period, cost, sa, now) end
-  error('rategate: unknown algorithm ' .. tostring(algorithm))
+-- Algorithm codes as the consume scripts receive them (redis.ts ALGORITHM_CODE); peek and refund get
+-- the config name and look it up here.
+local ALGORITHM = { ['fixed-window'] = 0, ['sliding-window'] = 1, ['token-bucket'] = 2 }
+
+local function evaluate(code, limit, period, cost, sa, sb, sc, now)
+  if code == 0 then return fixed_window(limit, period, cost, sa, sb, now) end
+  if code == 1 then return sliding_window(limit, period, cost, sa, sb, sc, now) end
+  if code == 2 then return token_bucket(limit, period, cost, sa, now) end
+  error('rategate: unknown algorithm ' .. tostring(code))
 end
 
--- Checks the n buckets KEYS[first_key …], with their 5 arguments each from ARGV[first_arg …]
--- (algorithm, limit, periodMs, cost, shadow '1'/'0'), and charges all of them or none: every bucket is
--- evaluated against the state read before any write, then, only if no non-shadow bucket is full, each
--- bucket that had room is written. A full shadow bucket is reported limited but not charged (it is
--- never pushed past its limit). Mirrors MemoryStore.consumeSync.
+-- A bucket's parameters, packed by redis.ts (encodeBucketParams) as five little-endian doubles:
+-- algorithm code, limit, periodMs, cost, shadow (1/0). One C call reads them, where five ARGV strings
+-- needed three number conversions and cost the client one argument each.
+local PARAMS = '<ddddd'
+
+-- Checks the n buckets KEYS[first_key …], whose parameters are packed in `params` from byte `pos` on
+-- (PARAMS, one group per bucket), and charges all of them or none: every bucket is evaluated against
+-- the state read before any write, then, only if no non-shadow bucket is full, each bucket that had
+-- room is written. A full shadow bucket is reported limited but not charged (it is never pushed past
+-- its limit). Mirrors MemoryStore.consumeSync.
 -- Appends per bucket to `reply`: remaining, resetAt, limited (1/0), retryAt; in reserve mode also the
 -- charged state `a` (−1 when this bucket was not charged: the refund key) and remaining and resetAt as
--- they stood before this charge. Returns whether the request was allowed.
-local function consume_group(first_key, n, first_arg, now, reserve, reply)
+-- they stood before this charge. Returns whether the request was allowed, and the position after its
+-- parameters.
+local function consume_group(first_key, n, params, pos, now, reserve, reply)
   -- Pass 1 keeps each evaluation in `ev`, ten slots per bucket, in evaluate's order.
   local ev = {}
   local allowed = true
   for i = 1, n do
-    local base = first_arg + (i - 1) * 5
+    local code, limit, period, cost, shadow
+    code, limit, period, cost, shadow, pos = unpack(PARAMS, params, pos)
     local sa, sb, sc = read_state(KEYS[first_key + i - 1])
     local e = (i - 1) * 10
     local ok
     ok, ev[e + 2], ev[e + 3], ev[e + 4], ev[e + 5], ev[e + 6], ev[e + 7], ev[e + 8], ev[e + 9], ev[e + 10] =
-      evaluate(ARGV[base], tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
-        sa, sb, sc, now)
+      evaluate(code, limit, period, cost, sa, sb, sc, now)
     ev[e + 1] = ok
-    if not ok and ARGV[base + 4] ~= '1' then allowed = false end
+    if not ok and shadow ~= 1 then allowed = false end
   end
 
   local m = #reply
@@ -202,5 +211,5 @@ local function consume_group(first_key, n, first_arg, now, reserve, reply)
       m = m + 3
     end
   end
-  return allowed
+  return allowed, pos
 end

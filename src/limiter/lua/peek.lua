@@ -7,5 +7,5 @@
 local now = clock_ms(ARGV[1])
 local sa, sb, sc = read_state(KEYS[1])
 local ok, _, _, _, _, _, rem_now, _, reset_now, retry_at =
-  evaluate(ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), sa, sb, sc, now)
+  evaluate(ALGORITHM[ARGV[2]], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), sa, sb, sc, now)
 return { rem_now, reset_now, ok and 0 or 1, retry_at }
