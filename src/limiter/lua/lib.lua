@@ -145,8 +145,8 @@ local function token_bucket(limit, period, cost, sa, now)
     ceil(tat_after / 1000), ceil(tat / 1000), retry
 end
 
--- Algorithm codes as the consume scripts receive them (redis.ts ALGORITHM_CODE); peek and refund get
--- the config name and look it up here.
+-- Algorithm codes as the consume scripts receive them (redis.ts ALGORITHM_CODE); peek gets the config
+-- name and looks it up here (refund compares names itself).
 local ALGORITHM = { ['fixed-window'] = 0, ['sliding-window'] = 1, ['token-bucket'] = 2 }
 
 local function evaluate(code, limit, period, cost, sa, sb, sc, now)
