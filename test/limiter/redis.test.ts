@@ -156,6 +156,46 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     expect((await s.consume([spec()])).allowed).toBe(true);
   });
 
+  it('holds the calls made while a batch is in flight and sends them together when it is answered', async () => {
+    const s = await store();
+    const b = spec({ limit: 100 });
+    const before = { batches: s.batchesSent, requests: s.batchedRequests };
+    // Redis holds the first batch's answer for 150 ms (well within the 1 s timeout).
+    await admin.call('CLIENT', 'PAUSE', '150', 'ALL');
+    const first = Promise.all(Array.from({ length: 3 }, () => s.consume([b])));
+    // The next turns of the event loop, while the first batch is in flight: these must wait for it.
+    await new Promise((r) => setImmediate(r));
+    const second: Promise<unknown>[] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      second.push(...Array.from({ length: 4 }, () => s.consume([b])));
+      await new Promise((r) => setImmediate(r));
+    }
+    const outs = [...(await first), ...((await Promise.all(second)) as Awaited<ReturnType<RedisStore['consume']>>[])];
+    expect(s.batchedRequests - before.requests).toBe(15);
+    // 3 calls, then 12 made over three turns: two batches, not four.
+    expect(s.batchesSent - before.batches).toBe(2);
+    expect(outs.map((o) => o.buckets[0]!.remaining)).toEqual(Array.from({ length: 15 }, (_, i) => 99 - i));
+  });
+
+  it('counts the wait behind a batch in flight against the timeout: no call waits longer than the timeout in all', async () => {
+    const s = await store({ timeoutMs: 150 });
+    await admin.call('CLIENT', 'PAUSE', '600', 'ALL');
+    const t0 = Date.now();
+    const first = s.consume([spec()]).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 60));
+    const t1 = Date.now();
+    const queued = s.consume([spec()]).catch((e: unknown) => e);
+    expect(await first).toBeInstanceOf(StoreTimeoutError);
+    expect(await queued).toBeInstanceOf(StoreTimeoutError);
+    const waited = Date.now() - t1;
+    // It waited about 90 ms for the first batch, then got the 60 ms left: 150 ms, not 240.
+    expect(waited).toBeGreaterThanOrEqual(140);
+    expect(waited).toBeLessThan(210);
+    expect(Date.now() - t0).toBeLessThan(280);
+    await new Promise((r) => setTimeout(r, 650 - (Date.now() - t0)));
+    expect((await s.consume([spec()])).allowed).toBe(true);
+  });
+
   it('stores a token-bucket TAT as exact integer microseconds', async () => {
     const s = await store();
     const b = spec({ algorithm: 'token-bucket', limit: 7, periodMs: 1_000 });
