@@ -62,7 +62,6 @@ export const luaScripts = { consume: CONSUME_LUA, consumeBatch: CONSUME_BATCH_LU
  */
 export const MAX_BATCH_REQUESTS = 64;
 
-/** A consume call waiting for its turn's batch to be sent. */
 /** The consume calls of one slot: queued while a batch of theirs is in flight. */
 interface Lane {
   queued: PendingConsume[];
@@ -71,6 +70,7 @@ interface Lane {
   inFlight: number;
 }
 
+/** A consume call waiting for its batch to be sent. */
 interface PendingConsume {
   readonly specs: readonly BucketSpec[];
   readonly keys: readonly string[];
