@@ -263,6 +263,11 @@ export class RedisStore implements Store {
     const calls = lane.queued;
     lane.queued = [];
     const budgetMs = this.timeoutMs - (Date.now() - lane.since);
+    if (budgetMs <= 0) {
+      // Their time ran out while they waited: fail them unsent rather than charge buckets for nobody.
+      for (const call of calls) call.reject(new StoreTimeoutError(this.timeoutMs, 'consume'));
+      return;
+    }
     const answered = (): void => {
       if (--lane.inFlight === 0 && lane.queued.length > 0) this.scheduleFlush();
     };
@@ -457,7 +462,7 @@ export class RedisStore implements Store {
   /** Bounds a call by the timeout; a late reply or error is dropped (the promise is already settled). */
   private bounded<T>(p: Promise<T>, what: string, budgetMs = this.timeoutMs): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new StoreTimeoutError(this.timeoutMs, what)), Math.max(0, budgetMs));
+      const timer = setTimeout(() => reject(new StoreTimeoutError(this.timeoutMs, what)), budgetMs);
       p.then(
         (v) => {
           clearTimeout(timer);
