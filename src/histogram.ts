@@ -40,8 +40,10 @@ export class FastHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   private readonly series = new Map<string, HistogramSeries>();
+  /** The series of a histogram without labels, kept so `observe` needs no lookup. */
+  private unlabelled: HistogramSeries | undefined;
 
-  /** `labelName` undefined: one series without labels (`series()` with no argument). */
+  /** `labelName` undefined: one series without labels (`labels()` with no argument, or `observe`). */
   constructor(
     readonly name: string,
     readonly help: string,
@@ -49,7 +51,7 @@ export class FastHistogram {
     private readonly labelName?: string,
   ) {
     // Like prom-client: a histogram without labels shows its (zero) series from the start.
-    if (labelName === undefined) this.labels();
+    if (labelName === undefined) this.unlabelled = this.labels();
   }
 
   /** The series of one label value, to keep and observe into (created on first use). */
@@ -63,7 +65,7 @@ export class FastHistogram {
   }
 
   observe(value: number): void {
-    this.labels().observe(value);
+    (this.unlabelled ??= this.labels()).observe(value);
   }
 
   /** prom-client's metric shape: what Registry#metrics and getMetricsAsJSON read. */
@@ -87,5 +89,6 @@ export class FastHistogram {
 
   reset(): void {
     this.series.clear();
+    this.unlabelled = this.labelName === undefined ? this.labels() : undefined;
   }
 }
