@@ -8,6 +8,7 @@ export {
   type ClientIp,
   type ClientIpOptions,
   type ClientIpResolver,
+  type Peer,
 } from './ip.js';
 export {
   createAccountResolver,
