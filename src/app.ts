@@ -86,11 +86,13 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     forwarder,
     tunnel: new Tunnel(origin),
     metrics,
+    now: settings.now ?? Date.now,
     onRequest: (r) => log[requestLogLevel()]?.(r, 'request'),
     wantsRecords: () => log.isLevelEnabled(requestLogLevel()),
   });
 
   const server = createProxyServer(cfg.server, gateway.handle, metrics);
+  server.on('checkContinue', gateway.handleExpectContinue);
   server.on('upgrade', gateway.handleUpgrade);
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);

@@ -43,6 +43,11 @@ export interface AccountResolver {
    * needed (token and header modes, introspection cache hits), so the hot path can skip an await.
    */
   resolve(authorization: string | undefined, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
+  /**
+   * The answer `resolve` would give without any I/O, or undefined when it would have to ask the
+   * upstream: the gateway then first checks what it can refuse without the account.
+   */
+  known(authorization: string | undefined, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
 }
 
 /** Anonymous answers are re-checked at least this often: a token may gain an owner, and it bounds churn. */
@@ -116,28 +121,27 @@ interface CacheEntry {
 export function createAccountResolver(opts: AccountOptions): AccountResolver {
   switch (opts.from) {
     case 'token':
-      return {
-        from: 'token',
-        header: undefined,
-        resolve(authorization) {
-          const token = bearerToken(authorization);
-          // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
-          // spreads requests over fresh account buckets, and per-IP rules still count every one.
-          return token === null ? null : `t:${tokenDigest(token)}`;
-        },
+      const fromToken = (authorization: string | undefined): AccountKey => {
+        const token = bearerToken(authorization);
+        // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
+        // spreads requests over fresh account buckets, and per-IP rules still count every one.
+        return token === null ? null : `t:${tokenDigest(token)}`;
       };
+      return { from: 'token', header: undefined, resolve: fromToken, known: fromToken };
     case 'header': {
       const header = opts.header.trim().toLowerCase();
       if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(header)) throw new Error(`invalid account header name "${opts.header}"`);
+      const fromHeader = (headerValue: string | undefined, peerTrusted: boolean): AccountKey => {
+        // Security: the header names an account only when a trusted proxy set it. From anyone else a
+        // client could name any account (draining a victim's bucket) or a fresh one per request.
+        if (!peerTrusted || headerValue === undefined) return null;
+        return accountKeyFromHeader(headerValue);
+      };
       return {
         from: 'header',
         header,
-        resolve(_authorization, headerValue, peerTrusted) {
-          // Security: the header names an account only when a trusted proxy set it. From anyone else a
-          // client could name any account (draining a victim's bucket) or a fresh one per request.
-          if (!peerTrusted || headerValue === undefined) return null;
-          return accountKeyFromHeader(headerValue);
-        },
+        resolve: (_authorization, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
+        known: (_authorization, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
       };
     }
     case 'introspect':
@@ -192,18 +196,28 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     return `t:${digest}`;
   }
 
+  /** The cached answer for a digest, dropping it once expired. */
+  function cached(digest: string): CacheEntry | undefined {
+    const hit = cache.get(digest);
+    if (hit === undefined || hit.expiresAt > now()) return hit;
+    cache.delete(digest);
+    return undefined;
+  }
+
   return {
     from: 'introspect',
     header: undefined,
+    known(authorization) {
+      const token = bearerToken(authorization);
+      if (token === null) return null;
+      return cached(tokenDigest(token))?.key;
+    },
     resolve(authorization) {
       const token = bearerToken(authorization);
       if (token === null) return null;
       const digest = tokenDigest(token);
-      const hit = cache.get(digest);
-      if (hit !== undefined) {
-        if (hit.expiresAt > now()) return hit.key;
-        cache.delete(digest);
-      }
+      const hit = cached(digest);
+      if (hit !== undefined) return hit.key;
       let pending = inflight.get(digest);
       if (pending === undefined) {
         pending = lookUp(token, digest);

@@ -210,7 +210,7 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
   return 'UPSTREAM_UNREACHABLE';
 }
 
-const REBUILT: ReadonlySet<string> = new Set(['host', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id']);
+const REBUILT: ReadonlySet<string> = new Set(['host', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id', 'expect']);
 
 function upstreamRequestHeaders(
   req: http.IncomingMessage,
@@ -225,7 +225,7 @@ function upstreamRequestHeaders(
     const lower = name.toLowerCase();
     if (isHopByHop(lower, listed)) continue;
     // Host is the upstream's (undici sets it); the client's goes in X-Forwarded-Host. X-Forwarded-* and
-    // X-Request-Id are rebuilt.
+    // X-Request-Id are rebuilt. Expect was answered by the gateway (undici refuses to send it).
     if (REBUILT.has(lower)) continue;
     if (lower === 'content-length' && !hasBody) continue;
     out.push(name, raw[i + 1]!);

@@ -6,7 +6,7 @@
 import type http from 'node:http';
 import type { CompiledRule } from '../config/types.js';
 import type { Peer } from '../identity/index.js';
-import { StoreUnavailableError, type ConsumeOutcome, type Store } from '../limiter/types.js';
+import { StoreUnavailableError, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
 import type { Metrics } from '../metrics.js';
 import { ERROR_BODIES } from '../errors.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
@@ -37,9 +37,16 @@ const UNMATCHED: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, false, 
 const EXEMPT: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'exempt'));
 const NO_BUCKET: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'unmatched'));
 
+/** What the decision needs besides the request: the store, the metrics, and the store's clock. */
+export interface DecideContext {
+  readonly store: Store;
+  readonly metrics: Metrics;
+  /** Epoch ms; the store's clock as near as the gateway knows it (for an early refusal's headers). */
+  readonly now: () => number;
+}
+
 export async function decide(
-  store: Store,
-  metrics: Metrics,
+  ctx: DecideContext,
   req: http.IncomingMessage,
   policy: RequestPolicy,
   peer: Peer,
@@ -53,13 +60,21 @@ export async function decide(
   let account: string | null = null;
   if (needsAccount(matched)) {
     const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
-    const found = policy.account.resolve(req.headers.authorization, headerValue, peer.trusted);
-    account = found instanceof Promise ? await found : found;
+    const known = policy.account.known(req.headers.authorization, headerValue, peer.trusted);
+    if (known !== undefined) account = known;
+    else {
+      // Finding the account is an upstream call: a request that the buckets known without it already
+      // refuse (a flood with a fresh token each time) must not cost the upstream anything.
+      const early = await refuseEarly(ctx, policy, matched, client.key);
+      if (early !== null) return early;
+      account = await policy.account.resolve(req.headers.authorization, headerValue, peer.trusted);
+    }
   }
   if (account !== null && isExemptAccount(policy, account)) return EXEMPT;
   const { specs, rules } = bucketsFor(policy, matched, client.key, account);
   if (specs.length === 0) return NO_BUCKET;
 
+  const { store, metrics } = ctx;
   let outcome: ConsumeOutcome;
   const storeStarted = performance.now();
   try {
@@ -70,10 +85,38 @@ export async function decide(
   }
   metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
   countDecision(metrics, rules, outcome);
+  const headers = rateLimitHeaders(policy, rules, outcome);
+  if (outcome.allowed) return admitted(headers, rules, true, 'allowed');
+  return limited(policy, headers, rules, outcome);
+}
+
+/**
+ * Reads, without charging, the buckets that need no account; a 429 when one of them has no room,
+ * else null. Nothing is charged either way: the full, all-or-nothing consume comes after.
+ */
+async function refuseEarly(ctx: DecideContext, policy: RequestPolicy, matched: readonly CompiledRule[], ipKey: string): Promise<Decision | null> {
+  const { specs, rules } = bucketsFor(policy, matched, ipKey, null);
+  if (specs.length === 0) return null;
+  let buckets: BucketState[];
+  try {
+    buckets = await Promise.all(specs.map((spec) => ctx.store.peek(spec)));
+  } catch {
+    return null; // the store's trouble is the consume's to handle, with its onError policy
+  }
+  const outcome: ConsumeOutcome = { allowed: false, now: ctx.now(), buckets };
+  if (rejecting(rules, outcome) === undefined) return null;
+  countDecision(ctx.metrics, rules, outcome);
+  return limited(policy, rateLimitHeaders(policy, rules, outcome), rules, outcome);
+}
+
+function rateLimitHeaders(policy: RequestPolicy, rules: readonly CompiledRule[], outcome: ConsumeOutcome): string[] {
   const headers: string[] = [];
   const responses = policy.snapshot.config.responses;
   appendRateLimitHeaders(headers, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
-  if (outcome.allowed) return admitted(headers, rules, true, 'allowed');
+  return headers;
+}
+
+function limited(policy: RequestPolicy, headers: readonly string[], rules: readonly CompiledRule[], outcome: ConsumeOutcome): Decision {
   return { admit: false, status: 429, body: policy.limitedBody, headers, rules, rejectedBy: rejecting(rules, outcome), matched: true, kind: 'limited' };
 }
 

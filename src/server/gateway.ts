@@ -40,6 +40,8 @@ export interface GatewayOptions {
   forwarder: Forwarder;
   tunnel: Tunnel;
   metrics: Metrics;
+  /** The store's clock (epoch ms), as near as the gateway knows it. */
+  now: () => number;
   /** Called once per request when its answer has been decided (the access log). */
   onRequest?: (record: RequestRecord) => void;
   /** Whether onRequest wants records now: when not, none is built (the access log level may be off). */
@@ -81,14 +83,26 @@ export class Gateway {
   }
 
   readonly handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    this.handleRequest(req, res, false);
+  };
+
+  /**
+   * A request with `Expect: 100-continue` (node:http's 'checkContinue'): the gateway answers the
+   * expectation itself, after the limit decision, so a refused client never sends its body.
+   */
+  readonly handleExpectContinue = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    this.handleRequest(req, res, true);
+  };
+
+  private handleRequest(req: http.IncomingMessage, res: http.ServerResponse, expectsContinue: boolean): void {
     const started = performance.now();
-    this.forward(req, res, started).catch((err: unknown) => {
+    this.forward(req, res, started, expectsContinue).catch((err: unknown) => {
       // A bug must cost one request, never the process.
       if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
       else res.destroy();
       this.logFailure(req, err, started);
     });
-  };
+  }
 
   readonly handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     const started = performance.now();
@@ -103,7 +117,7 @@ export class Gateway {
     this.opts.tunnel.closeAll();
   }
 
-  private async forward(req: http.IncomingMessage, res: http.ServerResponse, started: number): Promise<void> {
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse, started: number, expectsContinue: boolean): Promise<void> {
     const id = requestId(req);
     const s = await this.screen(req);
     const d = s.decision;
@@ -112,6 +126,7 @@ export class Gateway {
       respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || (!req.complete && declaresBody(req)));
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
+    if (expectsContinue) res.writeContinue();
     const result = await this.opts.forwarder.forward(req, res, s.target, this.forwarded(req, s.peer, id), d.headers, d.matched, s.maxBody);
     this.finish(req, id, s, { status: result.status, result }, started);
   }
@@ -144,7 +159,7 @@ export class Gateway {
     const maxBody = policy.maxBodySize(method, path);
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBody) return { decision: TOO_LARGE, path, target: '', peer, maxBody };
-    const decision = await decide(this.opts.store, this.opts.metrics, req, policy, peer, method, path);
+    const decision = await decide(this.opts, req, policy, peer, method, path);
     return { decision, path, target: path + target.query, peer, maxBody };
   }
 
