@@ -21,4 +21,5 @@ export {
   type Introspect,
   type IntrospectResult,
 } from './account.js';
+export { accountKeyNamedBy, accountKeysNamedBy } from './account-key.js';
 export { createHttpIntrospector, type HttpIntrospectorOptions } from './introspect.js';
