@@ -137,6 +137,11 @@ export class RedisStore implements Store {
     return whenReady(this.client, waitMs, () => this.lastError);
   }
 
+  /** Calls `fn` once, the next time the connection becomes ready. */
+  onReady(fn: () => void): void {
+    this.client.once('ready', fn);
+  }
+
   /** One round trip to every master, bounded by the timeout: the breaker's recovery probe and /readyz. */
   async ping(): Promise<void> {
     if (isCluster(this.client)) {
