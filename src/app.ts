@@ -68,7 +68,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   origin = new URL(origin).origin;
 
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
-  const storeHandle = await createStoreFor(cfg.store, metrics, settings.now ? { now: settings.now } : {});
+  const storeHandle = await createStoreFor(cfg.store, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
   const forwarder = new Forwarder({ origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout });
   const introspect = createHttpIntrospector({
     dispatcher: forwarder.pool,

@@ -1,6 +1,7 @@
 /** @module Every Prometheus metric of the gateway, defined in one place. Labels never carry an IP, a token or an account. */
 import client from 'prom-client';
 import { FastHistogram } from './histogram.js';
+import type { LocalRejectionSource, StoreObserver } from './limiter/types.js';
 
 export type Decision = 'allowed' | 'limited' | 'shadow_limited';
 
@@ -55,6 +56,21 @@ export class Metrics {
     help: '1 while the store is failing and its onError policy is in force.',
     registers: [this.registry],
   });
+  readonly storeRefundFailures = new client.Counter({
+    name: 'rategate_store_refund_failures_total',
+    help: 'Cross-slot refunds that failed: the charge stays until the bucket window or refill passes it (under-admission, never over).',
+    registers: [this.registry],
+  });
+  readonly storeLocalRejections = new client.Counter({
+    name: 'rategate_store_local_rejections_total',
+    help: 'Requests rejected without the shared store deciding, by source: blocked_cache (a bucket known to be limited until a time) or fallback (the local count of onError: local while the store fails).',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+  /** Observed once per script call, which at load carries many requests. */
+  readonly storeBatchRequests = this.register(
+    new FastHistogram('rategate_store_batch_requests', 'Requests carried by one Redis script call of the batcher.', [1, 2, 4, 8, 16, 32, 64]),
+  );
   readonly upstreamDuration = this.register(
     new FastHistogram(
       'rategate_upstream_duration_seconds',
@@ -84,8 +100,27 @@ export class Metrics {
 
   private readonly statusClass = ['1xx', '2xx', '3xx', '4xx', '5xx'].map((c) => this.upstreamDuration.labels(c));
 
+  /** Bound once: a flood of blocked-cache rejections must not hash a label set per request. */
+  private readonly localRejections: Readonly<Record<LocalRejectionSource, client.Counter.Internal>> = {
+    blocked_cache: this.storeLocalRejections.labels('blocked_cache'),
+    fallback: this.storeLocalRejections.labels('fallback'),
+  };
+
   constructor(opts: { collectDefault?: boolean } = {}) {
     if (opts.collectDefault ?? true) client.collectDefaultMetrics({ register: this.registry });
+    // Known label values start at 0, so an alert on increase() sees the first event.
+    for (const c of Object.values(this.localRejections)) c.inc(0);
+  }
+
+  /** What the limiter reports, as metrics (limiter/ knows nothing of Prometheus). */
+  storeObserver(): StoreObserver {
+    return {
+      storeError: (reason) => this.storeErrors.labels(reason).inc(),
+      fallbackActive: (active) => this.storeFallbackActive.set(active ? 1 : 0),
+      refundFailed: () => this.storeRefundFailures.inc(),
+      localRejection: (source) => this.localRejections[source].inc(),
+      batchSent: (requests) => this.storeBatchRequests.observe(requests),
+    };
   }
 
   private register<T extends FastHistogram>(metric: T): T {

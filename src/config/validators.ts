@@ -1,6 +1,7 @@
 /** @module Checks for the config's string formats (addresses, URLs, CIDRs); each returns an error or null. */
 import ipaddr from 'ipaddr.js';
 import { isCidrEntry } from '../identity/cidr.js';
+import { storeUrlProblem } from '../limiter/store-url.js';
 
 export interface HostPort {
   /** Without brackets for IPv6. */
@@ -50,23 +51,9 @@ export function checkUpstreamUrl(value: string): string | null {
   return null;
 }
 
+/** The store factory parses the URL with the same function, so check and serve agree. */
 export function checkStoreUrl(value: string): string | null {
-  if (value === 'memory') return null;
-  const bad = `invalid store "${value}" (use memory, redis://HOST:PORT, rediss://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT)`;
-  if (value.startsWith('redis-cluster://')) {
-    const nodes = value.slice('redis-cluster://'.length).split(',');
-    for (const node of nodes) {
-      const hp = parseHostPort(node);
-      if (hp === undefined || hp.port === 0) return bad;
-    }
-    return null;
-  }
-  if (value.startsWith('redis://') || value.startsWith('rediss://')) {
-    if (!URL.canParse(value)) return bad;
-    if (new URL(value).hostname === '') return bad;
-    return null;
-  }
-  return bad;
+  return storeUrlProblem(value);
 }
 
 /** ipaddr.js also accepts `0x7f.1` and `127.1`; a config should say what it means plainly. */

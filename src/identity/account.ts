@@ -1,6 +1,9 @@
 /** @module The account a request is counted against: token digest, trusted header, or introspection. */
 import { hash } from 'node:crypto';
+import { accountKeyFromDigest, accountKeyFromHeader, accountKeyFromId } from './account-key.js';
 import { BoundedMap } from './bounded-map.js';
+
+export { accountKeyFromHeader, accountKeyFromId } from './account-key.js';
 
 /** What the upstream says about a token. */
 export type IntrospectResult =
@@ -52,8 +55,6 @@ export interface AccountResolver {
 
 /** Anonymous answers are re-checked at least this often: a token may gain an owner, and it bounds churn. */
 const ANONYMOUS_TTL_CAP_MS = 10_000;
-/** A header value or account id longer than this is not an identifier, and must not become a key. */
-const MAX_ID_LEN = 256;
 
 /**
  * The token of `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235), else null. A value
@@ -84,33 +85,6 @@ export function tokenDigest(token: string): string {
   return hash('sha256', token, 'hex');
 }
 
-// Keys end up inside store keys such as `rule:{acct:…}`; a `{`, `}`, space or control character from
-// a header or an upstream id would change the Redis Cluster hash tag or corrupt logs, so anything
-// outside this set is percent-encoded (injective, so distinct ids stay distinct).
-const SAFE_ID = /^[A-Za-z0-9._~@+=-]+$/;
-
-function encodeId(value: string): string | null {
-  if (value.length === 0 || value.length > MAX_ID_LEN) return null;
-  if (SAFE_ID.test(value)) return value;
-  try {
-    return encodeURIComponent(value);
-  } catch {
-    return null; // lone surrogate: not an identifier
-  }
-}
-
-/** The key of an account header value (also for compiling `exempt.accounts`), or null if unusable. */
-export function accountKeyFromHeader(value: string): string | null {
-  const id = encodeId(value);
-  return id === null ? null : `h:${id}`;
-}
-
-/** The key of an introspected account id (also for compiling `exempt.accounts`), or null if unusable. */
-export function accountKeyFromId(id: string): string | null {
-  const enc = encodeId(id);
-  return enc === null ? null : `a:${enc}`;
-}
-
 const ERROR: IntrospectResult = Object.freeze({ kind: 'error' });
 
 interface CacheEntry {
@@ -125,7 +99,7 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
         const token = bearerToken(authorization);
         // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
         // spreads requests over fresh account buckets, and per-IP rules still count every one.
-        return token === null ? null : `t:${tokenDigest(token)}`;
+        return token === null ? null : accountKeyFromDigest(tokenDigest(token));
       };
       return { from: 'token', header: undefined, resolve: fromToken, known: fromToken };
     case 'header': {
@@ -193,7 +167,7 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     // Not cached, so the next request retries. The digest key keeps a client on one account bucket
     // while the upstream is flaky (a failure must not be a way to dodge the account limit) without
     // blocking it (the upstream may be fine for the real request).
-    return `t:${digest}`;
+    return accountKeyFromDigest(digest);
   }
 
   /** The cached answer for a digest, dropping it once expired. */

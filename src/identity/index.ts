@@ -22,4 +22,5 @@ export {
   type Introspect,
   type IntrospectResult,
 } from './account.js';
+export { accountKeyNamedBy, accountKeysNamedBy } from './account-key.js';
 export { createHttpIntrospector, type HttpIntrospectorOptions } from './introspect.js';

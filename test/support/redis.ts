@@ -83,17 +83,20 @@ function hasDockerEngine(): boolean {
   return spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 5000 }).status === 0;
 }
 
-/** A single Redis for one test file. */
-export async function startRedis(): Promise<RedisHandle> {
+/**
+ * A single Redis for one test file. `serverArgs` (e.g. `--requirepass`, `--user`) need the binary: with
+ * them, REDIS_URL and containers are not used.
+ */
+export async function startRedis(serverArgs: string[] = []): Promise<RedisHandle> {
   const envUrl = process.env.REDIS_URL;
-  if (envUrl) {
+  if (envUrl && serverArgs.length === 0) {
     const u = new URL(envUrl);
     const node = externalNode(u.hostname, Number(u.port || 6379));
     return { source: 'env', url: envUrl, node, stop: async () => {} };
   }
   if (hasRedisBinary()) {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-redis-'));
-    const node = await startBinaryNode(dir, []);
+    const node = await startBinaryNode(dir, serverArgs);
     return {
       source: 'binary',
       url: node.url,
@@ -196,7 +199,8 @@ async function waitForPing(host: string, port: number, timeoutMs: number): Promi
       s.once('connect', () => s.write('PING\r\n'));
       s.once('data', (d) => {
         s.destroy();
-        resolve(d.toString().startsWith('+PONG'));
+        // A server with a password answers NOAUTH: it is up all the same.
+        resolve(d.toString().startsWith('+PONG') || d.toString().startsWith('-NOAUTH'));
       });
       s.once('error', () => resolve(false));
       s.once('timeout', () => {
