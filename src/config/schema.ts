@@ -106,7 +106,18 @@ const rule = z.object(ruleShape).strict();
 
 const adminShape = {
   listen: checked(checkListen).default('127.0.0.1:9464').describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
-  token: z.string().min(1).nullable().default(null).describe('Bearer token required by the admin API; null: none.'),
+  token: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe('Bearer token required by the admin API (also RATEGATE_ADMIN_TOKEN); null: none, and then /admin/buckets is refused unless the listener is loopback-only.'),
+  tokenFile: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe('Path of a file holding the admin token (e.g. a mounted Secret), trimmed; read at start and on every reload.'),
 };
 const upstreamShape = {
   url: checked(checkUpstreamUrl).default('builtin').describe('builtin, or the http(s) URL of the upstream API.'),
@@ -283,6 +294,10 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
       path: ['admin', 'listen'],
       message: `"${adminListen}" overlaps listen "${listen}" (the admin API must have its own port)`,
     });
+  }
+
+  if (adminRaw !== undefined && adminRaw.token != null && adminRaw.tokenFile != null) {
+    issues.push({ path: ['admin', 'tokenFile'], message: 'set either admin.token (or RATEGATE_ADMIN_TOKEN) or admin.tokenFile, not both' });
   }
 
   const account = record(record(top.clients)?.account);
