@@ -6,6 +6,7 @@ import type http from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { connectionListed, isHopByHop } from './hop-by-hop.js';
+import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
 import type { GatewayErrorCode } from '../server/errors.js';
 
 export interface ForwarderOptions {
@@ -58,7 +59,7 @@ export class Forwarder {
     req: http.IncomingMessage,
     res: http.ServerResponse,
     pathAndQuery: string,
-    forwarded: { for: string; proto: string; host: string },
+    forwarded: ForwardedHeaders,
     extraHeaders: readonly string[],
     dropUpstreamRateLimitHeaders: boolean,
     maxBodySize = Infinity,
@@ -207,7 +208,7 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
 
 function upstreamRequestHeaders(
   req: http.IncomingMessage,
-  forwarded: { for: string; proto: string; host: string },
+  forwarded: ForwardedHeaders,
   hasBody: boolean,
 ): string[] {
   const raw = req.rawHeaders;
@@ -217,12 +218,14 @@ function upstreamRequestHeaders(
     const name = raw[i]!;
     const lower = name.toLowerCase();
     if (isHopByHop(lower, listed)) continue;
-    // Host is the upstream's (undici sets it); the client's goes in X-Forwarded-Host. X-Forwarded-* are rebuilt.
-    if (lower === 'host' || lower === 'x-forwarded-for' || lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
+    // Host is the upstream's (undici sets it); the client's goes in X-Forwarded-Host. X-Forwarded-* and
+    // Forwarded are rebuilt; other client-IP claims pass from trusted proxies only.
+    if (lower === 'host' || dropsClientIpHeader(lower, forwarded.trusted)) continue;
     if (lower === 'content-length' && !hasBody) continue;
     out.push(name, raw[i + 1]!);
   }
   out.push('x-forwarded-for', forwarded.for, 'x-forwarded-proto', forwarded.proto, 'x-forwarded-host', forwarded.host);
+  if (forwarded.forwarded !== undefined) out.push('forwarded', forwarded.forwarded);
   return out;
 }
 

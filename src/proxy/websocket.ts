@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { normalizePath } from '../routing/index.js';
 import { badPathBody, forwardedFor, type Gateway } from '../server/gateway.js';
+import { CLIENT_IP_CLAIMS } from './client-ip-headers.js';
 import type { RequestPolicy } from '../server/policy.js';
 import type { Metrics } from '../metrics.js';
 
@@ -45,6 +46,9 @@ export function createUpgradeHandler(opts: {
       req.headers['x-forwarded-for'] = fwd.for;
       req.headers['x-forwarded-proto'] = fwd.proto;
       req.headers['x-forwarded-host'] = fwd.host;
+      if (fwd.forwarded === undefined) delete req.headers.forwarded;
+      else req.headers.forwarded = fwd.forwarded;
+      if (!fwd.trusted) for (const name of CLIENT_IP_CLAIMS) delete req.headers[name];
       proxy.ws(req, socket, head);
     })().catch(() => socket.destroy());
   };

@@ -6,6 +6,7 @@ import type http from 'node:http';
 import type { CompiledRule } from '../config/types.js';
 import { normalizePath } from '../routing/index.js';
 import { declaresBody, type Forwarder } from '../proxy/forward.js';
+import { forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
 import { StoreUnavailableError, type ConsumeOutcome, type Store } from '../limiter/types.js';
 import type { Metrics } from '../metrics.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
@@ -71,7 +72,7 @@ export class Gateway {
   async decide(req: http.IncomingMessage, policy: RequestPolicy, method: string, path: string): Promise<Decision> {
     const { metrics } = this.opts;
     const peer = req.socket.remoteAddress;
-    const client = policy.resolveIp(peer, req.headers['x-forwarded-for']);
+    const client = policy.resolveIp(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
     const matched = policy.snapshot.matcher.match(method, path);
     if (matched.length === 0) return { admit: true, headers: NO_HEADERS, rules: NO_RULES, matched: false, record: 'unmatched' };
     if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) {
@@ -181,15 +182,18 @@ export function badPathBody(reason: string): Buffer {
  * X-Forwarded-* for the upstream. A trusted proxy's chain is kept and extended; anyone else's is a
  * claim the upstream must not see.
  */
-export function forwardedFor(req: http.IncomingMessage, policy: RequestPolicy): { for: string; proto: string; host: string } {
+export function forwardedFor(req: http.IncomingMessage, policy: RequestPolicy): ForwardedHeaders {
   const peer = req.socket.remoteAddress;
   const xff = req.headers['x-forwarded-for'];
   const peerAddr = peer === undefined ? '' : peer.startsWith('::ffff:') ? peer.slice(7) : peer;
-  const fromTrusted = xff !== undefined && peer !== undefined && policy.trustedProxies.contains(peer);
+  const trusted = peer !== undefined && policy.trustedProxies.contains(peer);
+  const fromTrusted = xff !== undefined && trusted;
   return {
     for: fromTrusted ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}` : peerAddr,
     proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
     host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
+    trusted,
+    forwarded: forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr),
   };
 }
 
