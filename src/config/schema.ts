@@ -211,6 +211,12 @@ const serverShape = {
   maxConnections: z.number().int().min(1).default(10_000).describe('Connections beyond this are closed at once.'),
   maxBodySize: size().prefault('100MB').describe('Default largest request body (bytes, 16kB, 10MB, 1GB); larger → 413; 0: no limit.'),
   bodyLimits: z.array(z.object(bodyLimitShape).strict()).default([]).describe('Per-route body limits; the first match wins.'),
+  paramPeekBytes: size()
+    .prefault('64kB')
+    .refine((n) => n >= 1024 && n <= 16 * 1024 * 1024, { error: 'must be from 1kB to 16MB' })
+    .describe(
+      'Bytes of a URL-encoded or JSON body held to read its parameters (a token, _method, param: rules); a body whose parameter may lie beyond is answered 400. Multipart bodies are read up to their first file part, within this bound.',
+    ),
 };
 
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);

@@ -50,6 +50,7 @@ const DEFAULTS: Config = {
     maxConnections: 10_000,
     maxBodySize: 100 * 1024 * 1024,
     bodyLimits: [],
+    paramPeekBytes: 64 * 1024,
   },
   limits: [],
 };
@@ -117,6 +118,7 @@ describe('a fully written file', () => {
         maxConnections: 500,
         maxBodySize: 1024 * 1024,
         bodyLimits: [{ match: ['POST /api/v1/media', 'POST /api/v2/media'], maxBodySize: 40 * 1024 * 1024 }],
+        paramPeekBytes: 64 * 1024,
       },
       limits: [
         {
