@@ -15,6 +15,7 @@ import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { Tunnel } from './proxy/tunnel.js';
 import { createAdminServer } from './admin/server.js';
+import { isLoopbackListen, loadAdminToken } from './admin/token.js';
 import { Gateway } from './server/gateway.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
@@ -99,7 +100,13 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 
   let draining = false;
   const upstreamProbe = cachedProbe(origin);
+  const runAdmin = settings.admin ?? true;
+  // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
+  let adminToken = runAdmin ? await loadAdminToken(cfg.admin, settings.configPath) : null;
+  const adminLoopbackOnly = isLoopbackListen(cfg.admin.listen);
   const admin = createAdminServer({
+    token: () => adminToken,
+    loopbackOnly: adminLoopbackOnly,
     metrics,
     policy: () => policy,
     store: storeHandle.store,
@@ -108,17 +115,24 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       return { ready: Object.values(checks).every(Boolean), checks };
     },
   });
-  const runAdmin = settings.admin ?? true;
   if (runAdmin) {
     const adminListen = parseHostPort(cfg.admin.listen)!;
     await listenOn(admin, adminListen.host, adminListen.port);
+    if (adminToken === null && !adminLoopbackOnly) {
+      log.warn(
+        { admin: cfg.admin.listen },
+        `the admin listener ${cfg.admin.listen} is not loopback-only and no admin token is set: /admin/buckets is refused (403) until admin.token, RATEGATE_ADMIN_TOKEN or admin.tokenFile is set; /metrics, /healthz and /readyz stay open`,
+      );
+    }
   }
 
   /** Applies a new file text: valid → swapped in whole for new requests; invalid → logged, counted, old kept. */
   async function apply(text: string): Promise<boolean> {
     let next: Snapshot;
+    let nextToken: string | null;
     try {
       next = parseConfig(text, settings.configPath, overrides);
+      nextToken = runAdmin ? await loadAdminToken(next.config.admin, settings.configPath) : null;
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       metrics.configReloads.labels('error').inc();
@@ -127,11 +141,14 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     }
     const before = policy.snapshot.config;
     for (const key of ['listen', 'admin', 'upstream', 'store'] as const) {
-      if (JSON.stringify(before[key]) !== JSON.stringify(next.config[key])) {
+      // The admin token applies on reload; only the admin listen address waits for a restart.
+      const was = key === 'admin' ? before.admin.listen : before[key];
+      if (JSON.stringify(was) !== JSON.stringify(key === 'admin' ? next.config.admin.listen : next.config[key])) {
         log.warn({ section: key }, `config section "${key}" changed: it applies at the next restart, not on reload`);
       }
     }
     policy = buildRequestPolicy(next, introspect, policy);
+    adminToken = nextToken;
     log.level = next.config.log.level;
     metrics.configReloads.labels('success').inc();
     log.info({ rules: next.rules.length, source: settings.configPath }, `config reloaded: ${next.rules.length} rules`);

@@ -10,7 +10,8 @@ const USAGE = `Usage:
   rategate check    [--config FILE]
   rategate upstream [--listen HOST:PORT]
 
-Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE.
+Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE;
+RATEGATE_ADMIN_TOKEN (the admin API's bearer token).
 Default config: config/limits.yaml.`;
 
 const DEFAULT_CONFIG = 'config/limits.yaml';
@@ -58,6 +59,9 @@ function overridesFrom(values: Record<string, unknown>): ConfigOverrides {
   if (adminListen !== undefined) o.adminListen = adminListen;
   if (up !== undefined) o.upstream = up;
   if (store !== undefined) o.store = store;
+  // Environment only (a flag would show the secret in `ps`).
+  const adminToken = env.RATEGATE_ADMIN_TOKEN;
+  if (adminToken !== undefined && adminToken !== '') o.adminToken = adminToken;
   return o;
 }
 

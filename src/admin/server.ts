@@ -12,7 +12,15 @@ export interface AdminOptions {
   ready: () => Promise<{ ready: boolean; checks: Record<string, boolean> }>;
   policy: () => RequestPolicy;
   store: Store;
+  /** The admin token in force (see admin/token.ts), read per request so a reload can rotate it. */
+  token: () => string | null;
+  /** Whether the listener accepts connections from this host only (see isLoopbackListen). */
+  loopbackOnly: boolean;
 }
+
+/** Security: an open buckets API on a reachable port lets anyone reset their own limits. */
+const NO_TOKEN_OFF_LOOPBACK =
+  'the admin API is disabled: this listener is not loopback-only and no admin token is set (admin.token, RATEGATE_ADMIN_TOKEN or admin.tokenFile)';
 
 export function createAdminServer(opts: AdminOptions): http.Server {
   return http.createServer((req, res) => {
@@ -23,8 +31,12 @@ export function createAdminServer(opts: AdminOptions): http.Server {
 }
 
 async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://admin');
-  const path = url.pathname;
+  // Split by hand: `new URL('//', base)` throws (a 500 `Invalid URL`), and a target that is not
+  // origin-form (`*`, `http://…`) names nothing here.
+  const target = req.url ?? '';
+  if (target.charCodeAt(0) !== 0x2f /* / */) return json(res, 400, { error: 'Bad request target' });
+  const q = target.indexOf('?');
+  const path = q === -1 ? target : target.slice(0, q);
   if (req.method === 'GET' && path === '/metrics') {
     const body = await opts.metrics.registry.metrics();
     res.writeHead(200, { 'Content-Type': opts.metrics.registry.contentType });
@@ -38,12 +50,15 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
   }
   if (path === '/admin/buckets') {
     const policy = opts.policy();
-    const token = policy.snapshot.config.admin.token;
+    const token = opts.token();
+    if (token === null && !opts.loopbackOnly) return json(res, 403, { error: NO_TOKEN_OFF_LOOPBACK });
     if (token !== null && !bearerMatches(req.headers.authorization, token)) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="rategate-admin"');
       return json(res, 401, { error: 'admin token required' });
     }
-    const a = await bucketsEndpoint(req.method ?? 'GET', url.searchParams, policy, opts.store);
+    // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
+    const params = new URLSearchParams(q === -1 ? '' : target.slice(q + 1));
+    const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store);
     return json(res, a.status, a.body);
   }
   json(res, 404, { error: 'Not found' });

@@ -11,6 +11,8 @@ import type { Snapshot } from './types.js';
 export interface ConfigOverrides {
   listen?: string;
   adminListen?: string;
+  /** RATEGATE_ADMIN_TOKEN: replaces `admin.token`, so the secret need not sit in the file. */
+  adminToken?: string;
   /** `builtin` or an http(s) URL. */
   upstream?: string;
   /** `memory` or a Redis URL. */
@@ -46,6 +48,7 @@ export function parseYaml(text: string, source: string): unknown {
 const OVERRIDE_PATHS: Record<keyof ConfigOverrides, readonly string[]> = {
   listen: ['listen'],
   adminListen: ['admin', 'listen'],
+  adminToken: ['admin', 'token'],
   upstream: ['upstream', 'url'],
   store: ['store', 'url'],
 };

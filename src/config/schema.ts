@@ -106,7 +106,18 @@ const rule = z.object(ruleShape).strict();
 
 const adminShape = {
   listen: checked(checkListen).default('127.0.0.1:9464').describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
-  token: z.string().min(1).nullable().default(null).describe('Bearer token required by the admin API; null: none.'),
+  token: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe('Bearer token required by the admin API (also RATEGATE_ADMIN_TOKEN); null: none, and then /admin/buckets is refused unless the listener is loopback-only.'),
+  tokenFile: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe('Path of a file holding the admin token (e.g. a mounted Secret), trimmed; read at start and on every reload.'),
 };
 const upstreamShape = {
   url: checked(checkUpstreamUrl).default('builtin').describe('builtin, or the http(s) URL of the upstream API.'),
@@ -200,6 +211,12 @@ const serverShape = {
   maxConnections: z.number().int().min(1).default(10_000).describe('Connections beyond this are closed at once.'),
   maxBodySize: size().prefault('100MB').describe('Default largest request body (bytes, 16kB, 10MB, 1GB); larger → 413; 0: no limit.'),
   bodyLimits: z.array(z.object(bodyLimitShape).strict()).default([]).describe('Per-route body limits; the first match wins.'),
+  paramPeekBytes: size()
+    .prefault('64kB')
+    .refine((n) => n >= 1024 && n <= 16 * 1024 * 1024, { error: 'must be from 1kB to 16MB' })
+    .describe(
+      'Bytes of a URL-encoded or JSON body held to read its parameters (a token, _method, param: rules); a body whose parameter may lie beyond is answered 400. Multipart bodies are read up to their first file part, within this bound.',
+    ),
 };
 
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -283,6 +300,10 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
       path: ['admin', 'listen'],
       message: `"${adminListen}" overlaps listen "${listen}" (the admin API must have its own port)`,
     });
+  }
+
+  if (adminRaw !== undefined && adminRaw.token != null && adminRaw.tokenFile != null) {
+    issues.push({ path: ['admin', 'tokenFile'], message: 'set either admin.token (or RATEGATE_ADMIN_TOKEN) or admin.tokenFile, not both' });
   }
 
   const account = record(record(top.clients)?.account);

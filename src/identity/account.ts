@@ -8,8 +8,14 @@ export { accountKeyFromHeader, accountKeyFromId } from './account-key.js';
 /** What the upstream says about a token. */
 export type IntrospectResult =
   | { readonly kind: 'account'; readonly id: string }
-  /** The token has no owner (an app-only token) or is refused: counted per IP only, as Mastodon does. */
+  /** The token is invalid (401) or has no owner (an app-only token): counted per IP only, as Mastodon does. */
   | { readonly kind: 'anonymous' }
+  /**
+   * The upstream knows the token but will not say whose it is (403: e.g. a write-only token, which can
+   * still upload and delete). Security: keyed by the token's digest, never "no account", or such a token
+   * would escape every per-account rule.
+   */
+  | { readonly kind: 'token' }
   /** The upstream could not answer (5xx, network, timeout, bad body). */
   | { readonly kind: 'error' };
 
@@ -155,6 +161,11 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
       case 'account': {
         const key = accountKeyFromId(result.id);
         if (key === null) break; // an id we cannot key on: as unreliable as an error
+        cache.set(digest, { key, expiresAt: now() + cacheTtlMs });
+        return key;
+      }
+      case 'token': {
+        const key = `t:${digest}`;
         cache.set(digest, { key, expiresAt: now() + cacheTtlMs });
         return key;
       }

@@ -16,6 +16,7 @@ export interface HttpIntrospectorOptions {
 }
 
 const ANONYMOUS: IntrospectResult = Object.freeze({ kind: 'anonymous' });
+const TOKEN: IntrospectResult = Object.freeze({ kind: 'token' });
 const ERROR: IntrospectResult = Object.freeze({ kind: 'error' });
 /** Bytes of a non-200 body read to keep the connection reusable before giving up on it. */
 const DRAIN_LIMIT = 64 * 1024;
@@ -23,9 +24,10 @@ const DRAIN_LIMIT = 64 * 1024;
 function ignore(): void {}
 
 /**
- * 200 with a JSON `id` (string or integer) → account; 401/403/422 → anonymous (a bad token, or an
- * app-only token with no user, which Mastodon counts per IP); anything else, a network error or the
- * timeout → error. Never rejects. The token goes only into the request's Authorization header: it is
+ * 200 with a JSON `id` (string or integer) → account; 401 (a bad token) and 422 (Mastodon's
+ * `require_user!`: an app-only token with no user, which Mastodon counts per IP) → anonymous; 403 →
+ * token (Doorkeeper's insufficient scope, e.g. a write-only token: a real token that can still write, so
+ * it must be counted, by its digest); anything else, a network error or the timeout → error. Never rejects. The token goes only into the request's Authorization header: it is
  * not logged and not part of any error this function lets out.
  */
 export function createHttpIntrospector(opts: HttpIntrospectorOptions): Introspect {
@@ -53,7 +55,8 @@ export function createHttpIntrospector(opts: HttpIntrospectorOptions): Introspec
       // Drain in the background (the signal still bounds it) so a keep-alive connection survives;
       // the answer does not depend on the body.
       body.dump({ limit: DRAIN_LIMIT, signal }).catch(ignore);
-      return statusCode === 401 || statusCode === 403 || statusCode === 422 ? ANONYMOUS : ERROR;
+      if (statusCode === 403) return TOKEN;
+      return statusCode === 401 || statusCode === 422 ? ANONYMOUS : ERROR;
     }
     try {
       const chunks: Buffer[] = [];

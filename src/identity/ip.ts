@@ -1,7 +1,8 @@
-/** @module The client IP of a request: TCP peer or trusted X-Forwarded-For walk, and its bucket key. */
+/** @module The client IP of a request: TCP peer or trusted X-Forwarded-For / Forwarded walk, and its bucket key. */
 import ipaddr from 'ipaddr.js';
 import { BoundedMap } from './bounded-map.js';
 import { parseIp, type CidrSet, type ParsedIp } from './cidr.js';
+import { forwardedForNodes } from './forwarded.js';
 
 /** Who the client is, as far as IP-based limits and exemptions are concerned. */
 export interface ClientIp {
@@ -27,16 +28,22 @@ export interface Peer {
 }
 
 /**
- * `(peer, X-Forwarded-For) → ClientIp`. The returned objects are shared and frozen: do not mutate them.
- * `forwardedFor` is the raw header: a string (Node joins repeated headers with `, `) or the list of
- * values in arrival order (`req.headersDistinct`).
+ * `(peer, X-Forwarded-For, Forwarded) → ClientIp`. The returned objects are shared and frozen: do not
+ * mutate them. `forwardedFor` is the raw header: a string (Node joins repeated headers with `, `) or the
+ * list of values in arrival order (`req.headersDistinct`); `forwarded` the raw RFC 7239 header.
+ *
+ * From a trusted peer, X-Forwarded-For wins when both are present, and `Forwarded` is read only
+ * without it. Rack 3 prefers `Forwarded`, but most proxies (nginx, HAProxy, ingress-nginx, cloud load
+ * balancers) write X-Forwarded-For and pass a client's `Forwarded` through untouched: preferring it
+ * would let a client behind such a proxy pick its own IP. The forwarder drops `Forwarded` whenever
+ * X-Forwarded-For decided (see proxy/client-ip-headers.ts), so the upstream reads what was counted.
  */
 export interface ClientIpResolver {
-  (peer: string | undefined, forwardedFor: string | string[] | undefined): ClientIp;
+  (peer: string | undefined, forwardedFor: string | string[] | undefined, forwarded?: string | undefined): ClientIp;
   /** The TCP peer, resolved once per request: its trust is then read, not recomputed, by every stage. */
   peer(addr: string | undefined): Peer;
   /** The client behind an already resolved peer. */
-  behind(peer: Peer, forwardedFor: string | string[] | undefined): ClientIp;
+  behind(peer: Peer, forwardedFor: string | string[] | undefined, forwarded: string | undefined): ClientIp;
 }
 
 /**
@@ -133,15 +140,33 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     return known;
   }
 
+  /** The RFC 7239 walk: the same rules as X-Forwarded-For's, over the `for=` nodes. */
+  function walkForwarded(direct: Peer, forwarded: string): ClientIp {
+    const nodes = forwardedForNodes(forwarded);
+    if (nodes === null) return direct.client;
+    let current = direct;
+    for (let i = nodes.length - 1; i >= 0; i--) {
+      const node = nodes[i]!;
+      const bare = node === null ? null : bareForwardedAddress(node);
+      // `unknown`, an obfuscated `_name` or port, `for=""` or garbage: stop at the hop that passed it.
+      const entry = bare === null || bare === '' ? null : lookup(bare);
+      if (entry === null) return current.client;
+      if (!entry.trusted) return entry.client;
+      current = entry;
+    }
+    return current.client;
+  }
+
   function peerOf(addr: string | undefined): Peer {
     return (addr === undefined ? null : lookup(addr)) ?? UNKNOWN_PEER;
   }
 
-  function behind(direct: Peer, forwardedFor: string | string[] | undefined): ClientIp {
-    // Security: X-Forwarded-For is written by whoever sent the request. Only a trusted proxy's word
-    // counts; from anyone else it is a spoof attempt (a client picking a fresh bucket per request) and
-    // is ignored entirely, not even parsed.
-    if (!direct.trusted || forwardedFor === undefined) return direct.client;
+  function behind(direct: Peer, forwardedFor: string | string[] | undefined, forwarded: string | undefined): ClientIp {
+    // Security: X-Forwarded-For and Forwarded are written by whoever sent the request. Only a trusted
+    // proxy's word counts; from anyone else it is a spoof attempt (a client picking a fresh bucket per
+    // request) and is ignored entirely, not even parsed.
+    if (!direct.trusted) return direct.client;
+    if (forwardedFor === undefined) return forwarded === undefined ? direct.client : walkForwarded(direct, forwarded);
 
     // Walk right to left: each trusted proxy appended the address it received the request from, so the
     // right-most untrusted entry is the first hop no trusted party can vouch past. Entries left of it
@@ -169,6 +194,7 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     return current.client;
   }
 
-  const resolve = (peer: string | undefined, forwardedFor: string | string[] | undefined): ClientIp => behind(peerOf(peer), forwardedFor);
+  const resolve = (peer: string | undefined, forwardedFor: string | string[] | undefined, forwarded?: string): ClientIp =>
+    behind(peerOf(peer), forwardedFor, forwarded);
   return Object.assign(resolve, { peer: peerOf, behind });
 }

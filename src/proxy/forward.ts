@@ -6,6 +6,7 @@ import type http from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
+import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
 import { GATEWAY_ERRORS, respondError, type GatewayErrorCode } from '../errors.js';
 
 export interface ForwarderOptions {
@@ -26,15 +27,6 @@ export interface ForwardResult {
   error: GatewayErrorCode | 'CLIENT_ABORTED' | undefined;
   /** Seconds from sending the request to the upstream's response headers (or the failure). */
   seconds: number;
-}
-
-/** What the gateway tells the upstream about the request's origin. */
-export interface Forwarded {
-  readonly for: string;
-  readonly proto: string;
-  readonly host: string;
-  /** Replaces any X-Request-Id the client sent (the same value when the client's was usable). */
-  readonly requestId: string;
 }
 
 export class Forwarder {
@@ -64,7 +56,7 @@ export class Forwarder {
     req: http.IncomingMessage,
     res: http.ServerResponse,
     pathAndQuery: string,
-    forwarded: Forwarded,
+    forwarded: ForwardedHeaders,
     extraHeaders: readonly string[],
     dropUpstreamRateLimitHeaders: boolean,
     maxBodySize = Infinity,
@@ -210,11 +202,11 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
   return 'UPSTREAM_UNREACHABLE';
 }
 
-const REBUILT: ReadonlySet<string> = new Set(['host', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id', 'expect']);
+const REBUILT: ReadonlySet<string> = new Set(['host', 'x-request-id', 'expect']);
 
 function upstreamRequestHeaders(
   req: http.IncomingMessage,
-  forwarded: Forwarded,
+  forwarded: ForwardedHeaders,
   hasBody: boolean,
 ): string[] {
   const raw = req.rawHeaders;
@@ -225,12 +217,14 @@ function upstreamRequestHeaders(
     const lower = name.toLowerCase();
     if (isHopByHop(lower, listed)) continue;
     // Host is the upstream's (undici sets it); the client's goes in X-Forwarded-Host. X-Forwarded-* and
-    // X-Request-Id are rebuilt. Expect was answered by the gateway (undici refuses to send it).
-    if (REBUILT.has(lower)) continue;
+    // Forwarded and X-Request-Id are rebuilt; other client-IP claims pass from trusted proxies only.
+    // Expect was answered by the gateway (undici refuses to send it).
+    if (REBUILT.has(lower) || dropsClientIpHeader(lower, forwarded.trusted)) continue;
     if (lower === 'content-length' && !hasBody) continue;
     out.push(name, raw[i + 1]!);
   }
   out.push('x-forwarded-for', forwarded.for, 'x-forwarded-proto', forwarded.proto, 'x-forwarded-host', forwarded.host, 'x-request-id', forwarded.requestId);
+  if (forwarded.forwarded !== undefined) out.push('forwarded', forwarded.forwarded);
   return out;
 }
 

@@ -7,7 +7,8 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { respondOnSocket, ERROR_BODIES, GATEWAY_ERRORS } from '../errors.js';
-import { classifyUpstreamError, type Forwarded, type ForwardResult } from './forward.js';
+import { classifyUpstreamError, type ForwardResult } from './forward.js';
+import { CLIENT_IP_CLAIMS, type ForwardedHeaders } from './client-ip-headers.js';
 import { isRateLimitHeader } from './hop-by-hop.js';
 
 /** Per-upgrade state, found again by http-proxy's events through the request object. */
@@ -58,7 +59,7 @@ export class Tunnel {
     socket: Duplex,
     head: Buffer,
     pathAndQuery: string,
-    forwarded: Forwarded,
+    forwarded: ForwardedHeaders,
     extraHeaders: readonly string[],
     dropUpstreamRateLimitHeaders: boolean,
   ): Promise<ForwardResult> {
@@ -72,6 +73,9 @@ export class Tunnel {
     req.headers['x-forwarded-proto'] = forwarded.proto;
     req.headers['x-forwarded-host'] = forwarded.host;
     req.headers['x-request-id'] = forwarded.requestId;
+    if (forwarded.forwarded === undefined) delete req.headers.forwarded;
+    else req.headers.forwarded = forwarded.forwarded;
+    if (!forwarded.trusted) for (const name of CLIENT_IP_CLAIMS) delete req.headers[name];
     return new Promise((resolve) => {
       (req as UpgradingRequest)[UPGRADE] = { extraHeaders, dropUpstreamRateLimitHeaders, started: performance.now(), resolve, settled: false };
       this.proxy.ws(req, socket, head);

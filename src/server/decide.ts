@@ -55,7 +55,7 @@ export async function decide(
 ): Promise<Decision> {
   const matched = policy.snapshot.matcher.match(method, path);
   if (matched.length === 0) return UNMATCHED;
-  const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for']);
+  const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
   if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) return EXEMPT;
   let account: string | null = null;
   if (needsAccount(matched)) {

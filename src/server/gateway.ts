@@ -11,7 +11,8 @@ import type { Peer } from '../identity/index.js';
 import type { Store } from '../limiter/types.js';
 import type { Metrics } from '../metrics.js';
 import { normalizePath } from '../routing/index.js';
-import { declaresBody, type Forwarded, type Forwarder, type ForwardResult } from '../proxy/forward.js';
+import { declaresBody, type Forwarder, type ForwardResult } from '../proxy/forward.js';
+import { forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../errors.js';
 import { decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
@@ -167,14 +168,17 @@ export class Gateway {
    * X-Forwarded-* and X-Request-Id for the upstream. A trusted proxy's chain is kept and extended;
    * anyone else's is a claim the upstream must not see.
    */
-  private forwarded(req: http.IncomingMessage, peer: Peer, id: string): Forwarded {
+  private forwarded(req: http.IncomingMessage, peer: Peer, id: string): ForwardedHeaders {
     const xff = req.headers['x-forwarded-for'];
-    const fromTrusted = peer.trusted && xff !== undefined;
+    const { trusted } = peer;
+    const fromTrusted = trusted && xff !== undefined;
     const peerAddr = peer.client.address;
     return {
       for: fromTrusted ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}` : peerAddr,
       proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
       host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
+      trusted,
+      forwarded: forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr),
       requestId: id,
     };
   }

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RouteContext, type Handler, type ResolvedOptions } from './context.js';
 import { HttpError, notFound, sendJson } from './reply.js';
+import { ParamError } from '../rack-params.js';
 import { signUp, verifyCredentials } from './routes/accounts.js';
 import { showMedia, uploadV1, uploadV2 } from './routes/media.js';
 import { createApp, issueToken } from './routes/oauth.js';
@@ -64,6 +65,11 @@ function fail(res: ServerResponse, req: IncomingMessage, err: unknown): void {
   }
   if (err instanceof HttpError) {
     sendJson(res, err.status, err.body, err.closeConnection);
+    return;
+  }
+  if (err instanceof ParamError) {
+    // A 413 leaves the rest of the body unread: the connection cannot carry another request.
+    sendJson(res, err.status, { error: err.message }, err.status === 413);
     return;
   }
   logError(err, req);

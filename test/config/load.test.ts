@@ -31,7 +31,7 @@ function errorsOf(text: string, overrides?: Parameters<typeof parseConfig>[2]): 
 
 const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',
-  admin: { listen: '127.0.0.1:9464', token: null },
+  admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null },
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
   store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local' },
   clients: {
@@ -50,6 +50,7 @@ const DEFAULTS: Config = {
     maxConnections: 10_000,
     maxBodySize: 100 * 1024 * 1024,
     bodyLimits: [],
+    paramPeekBytes: 64 * 1024,
   },
   limits: [],
 };
@@ -98,7 +99,7 @@ describe('a fully written file', () => {
     const snap = await loadConfigFile(`${FIXTURES}full.yaml`);
     expect(snap.config).toEqual({
       listen: '[::]:8081',
-      admin: { listen: '127.0.0.1:9000', token: 's3cret' },
+      admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null },
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
       store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny' },
       clients: {
@@ -117,6 +118,7 @@ describe('a fully written file', () => {
         maxConnections: 500,
         maxBodySize: 1024 * 1024,
         bodyLimits: [{ match: ['POST /api/v1/media', 'POST /api/v2/media'], maxBodySize: 40 * 1024 * 1024 }],
+        paramPeekBytes: 64 * 1024,
       },
       limits: [
         {
@@ -299,7 +301,7 @@ describe('overrides', () => {
 
   it('apply to sections the file does not have', () => {
     const cfg = parseConfig('', 't', { adminListen: '[::1]:9000', store: 'rediss://cache:6380' }).config;
-    expect(cfg.admin).toEqual({ listen: '[::1]:9000', token: null });
+    expect(cfg.admin).toEqual({ listen: '[::1]:9000', token: null, tokenFile: null });
     expect(cfg.store.url).toBe('rediss://cache:6380');
   });
 

@@ -105,6 +105,18 @@ describe('account by introspection (resolver logic)', () => {
     expect(await r.resolve('Bearer q', undefined, false)).toBe(`t:${sha('q')}`);
   });
 
+  it('keys a token the upstream will not introspect (403) by its digest, and remembers that answer', async () => {
+    let calls = 0;
+    const r = createAccountResolver({
+      from: 'introspect',
+      introspect: () => (calls++, Promise.resolve({ kind: 'token' })),
+      cacheTtlMs: 60_000,
+    });
+    expect(await r.resolve('Bearer w', undefined, false)).toBe(`t:${sha('w')}`);
+    expect(r.resolve('Bearer w', undefined, false)).toBe(`t:${sha('w')}`);
+    expect(calls).toBe(1);
+  });
+
   it('ignores the account header and the peer in introspect mode', async () => {
     const r = createAccountResolver({ from: 'introspect', introspect: () => Promise.resolve({ kind: 'account', id: '5' }), cacheTtlMs: 1000 });
     expect(await r.resolve(undefined, '99', true)).toBeNull();

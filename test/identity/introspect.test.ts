@@ -37,10 +37,14 @@ describe('createHttpIntrospector against a real HTTP server', () => {
     expect(await introspect('num-42')).toEqual({ kind: 'account', id: '42' });
   });
 
-  it('treats 401, 403 and 422 as an anonymous token', async () => {
-    for (const t of ['app', 'forbidden', 'unprocessable']) {
+  it('treats 401 and 422 as an anonymous token', async () => {
+    for (const t of ['app', 'unprocessable']) {
       expect(await introspect(t), t).toEqual({ kind: 'anonymous' });
     }
+  });
+
+  it('treats 403 (a token without a read scope) as a token to key by its digest, not as anonymous', async () => {
+    expect(await introspect('forbidden')).toEqual({ kind: 'token' });
   });
 
   it('treats other statuses and unusable 200 bodies as an error', async () => {

@@ -19,6 +19,7 @@ import {
   parseRequest,
   parseUrlEncoded,
   toBool,
+  ParamError,
   type IncomingFile,
   type ParamValue,
 } from '../../src/upstream/params.js';
@@ -34,7 +35,7 @@ function statusOf(fn: () => unknown): number | undefined {
     fn();
     return undefined;
   } catch (err) {
-    return err instanceof HttpError ? err.status : -1;
+    return err instanceof HttpError || err instanceof ParamError ? err.status : -1;
   }
 }
 
@@ -119,7 +120,7 @@ describe('pairsToHash', () => {
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
   });
 
-  it('never throws anything but an HttpError and never touches Object.prototype, whatever the keys', () => {
+  it('never throws anything but a ParamError and never touches Object.prototype, whatever the keys', () => {
     const segment = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', '', 'a', '0'), fc.string({ maxLength: 4 }));
     const key = fc.tuple(segment, fc.array(fc.oneof(segment, fc.constant('')), { maxLength: 5 })).map(
       ([head, rest]) => head + rest.map((s) => `[${s}]`).join(''),
@@ -129,7 +130,7 @@ describe('pairsToHash', () => {
         try {
           pairsToHash(pairs);
         } catch (err) {
-          expect(err).toBeInstanceOf(HttpError);
+          expect(err).toBeInstanceOf(ParamError);
         }
         expect(Object.keys(Object.prototype)).toEqual([]);
         expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
@@ -250,7 +251,9 @@ describe('parseRequest over HTTP', () => {
         (err: unknown) =>
           err instanceof HttpError
             ? sendJson(res, err.status, err.body, err.closeConnection)
-            : sendJson(res, 500, { error: String(err) }),
+            : err instanceof ParamError
+              ? sendJson(res, err.status, { error: err.message })
+              : sendJson(res, 500, { error: String(err) }),
       );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,0 +1,41 @@
+/**
+ * @module Where the admin API's bearer token comes from (`admin.token`, RATEGATE_ADMIN_TOKEN via the
+ * config overrides, or `admin.tokenFile`), and whether the admin listener is reachable off the host.
+ */
+import { readFile } from 'node:fs/promises';
+import { ConfigError, parseHostPort } from '../config/index.js';
+
+/**
+ * True when the listen address only accepts connections from this host: 127.0.0.0/8, ::1, localhost.
+ * Security: anything else (0.0.0.0, ::, a routable address) may be reached by clients, so there the
+ * buckets API is closed until a token is set.
+ */
+export function isLoopbackListen(listen: string): boolean {
+  const hp = parseHostPort(listen);
+  if (hp === undefined) return false;
+  const host = hp.host.toLowerCase();
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/**
+ * The token in force: `admin.token` (the file's, or RATEGATE_ADMIN_TOKEN, which overrides it), else the
+ * trimmed contents of `admin.tokenFile`, else null. The file is read here, which the gateway calls at
+ * start and on every reload: a rotated Secret takes effect on the next reload (file change or SIGHUP).
+ * An unreadable or empty file is a config error (the gateway does not start; a reload is refused and the
+ * previous token stays), never a silent "no token".
+ */
+export async function loadAdminToken(admin: { token: string | null; tokenFile: string | null }, source: string): Promise<string | null> {
+  if (admin.token !== null) return admin.token;
+  if (admin.tokenFile === null) return null;
+  let text: string;
+  try {
+    text = await readFile(admin.tokenFile, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
+    throw new ConfigError(source, [`admin.tokenFile: cannot read "${admin.tokenFile}": ${why}`]);
+  }
+  const token = text.trim();
+  if (token.length === 0) throw new ConfigError(source, [`admin.tokenFile: "${admin.tokenFile}" is empty`]);
+  return token;
+}

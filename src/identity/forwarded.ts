@@ -1,0 +1,130 @@
+/**
+ * @module Reads the `for=` nodes of an RFC 7239 `Forwarded` header (`for=192.0.2.60;proto=http,
+ * for="[2001:db8::1]:4711"`), in order, for the trusted-proxy walk of the client IP.
+ */
+
+/** A header longer than this is not a proxy chain; it is parsed no further (the walk then stops). */
+const MAX_HEADER_LEN = 4096;
+
+const enum C {
+  COMMA = 0x2c,
+  SEMI = 0x3b,
+  EQ = 0x3d,
+  QUOTE = 0x22,
+  BACKSLASH = 0x5c,
+  SPACE = 0x20,
+  TAB = 0x09,
+}
+
+/** RFC 7230 tchar: the characters of a token (parameter names and unquoted values). */
+function isTchar(c: number): boolean {
+  return (
+    (c >= 0x30 && c <= 0x39) || // 0-9
+    (c >= 0x41 && c <= 0x5a) || // A-Z
+    (c >= 0x61 && c <= 0x7a) || // a-z
+    c === 0x21 || (c >= 0x23 && c <= 0x27) || c === 0x2a || c === 0x2b || c === 0x2d || c === 0x2e ||
+    c === 0x5e || c === 0x5f || c === 0x60 || c === 0x7c || c === 0x7e ||
+    // ':', '[' and ']' are not tchar, but proxies write `for=1.2.3.4:80` and `for=[::1]` unquoted;
+    // they are accepted in values so such a node is read, not treated as garbage.
+    c === 0x3a || c === 0x5b || c === 0x5d
+  );
+}
+
+/**
+ * The `for` value of each forwarded-element, left to right, unquoted (`"[2001:db8::1]:80"` →
+ * `[2001:db8::1]:80`), with `null` for an element that is malformed or names `for` twice: the walk
+ * stops there, as it does on X-Forwarded-For garbage. Elements without `for` (e.g. only `proto=`)
+ * are skipped, as Rack skips them. Returns `null` when no element has a `for` parameter and none is
+ * malformed: the header says nothing about the client, and X-Forwarded-For or the peer decides.
+ *
+ * Values are returned as written (`unknown`, `_hidden`, `1.2.3.4:_port` included); the walk's
+ * address parser refuses them, which ends the walk at the trusted hop that passed them on.
+ */
+export function forwardedForNodes(header: string): (string | null)[] | null {
+  if (header.length > MAX_HEADER_LEN) return [null];
+  const out: (string | null)[] = [];
+  let malformed = false;
+  const n = header.length;
+  let i = 0;
+  // One forwarded-element per pass.
+  while (i <= n) {
+    let forValue: string | null | undefined; // undefined: no `for` yet; null: element is garbage
+    let bad = false;
+    // pairs separated by ';'
+    for (;;) {
+      while (i < n && (header.charCodeAt(i) === C.SPACE || header.charCodeAt(i) === C.TAB)) i++;
+      const nameStart = i;
+      while (i < n && isTchar(header.charCodeAt(i)) && header.charCodeAt(i) !== C.EQ) i++;
+      const name = header.slice(nameStart, i);
+      if (name.length === 0) {
+        // An empty element (`a, , b`) is allowed by list syntax; anything else here is garbage.
+        if (i < n && header.charCodeAt(i) !== C.COMMA) bad = true;
+        break;
+      }
+      if (i >= n || header.charCodeAt(i) !== C.EQ) {
+        bad = true;
+        break;
+      }
+      i++; // '='
+      let value: string;
+      if (i < n && header.charCodeAt(i) === C.QUOTE) {
+        i++;
+        let v = '';
+        let closed = false;
+        while (i < n) {
+          const c = header.charCodeAt(i);
+          if (c === C.BACKSLASH && i + 1 < n) {
+            v += header[i + 1];
+            i += 2;
+          } else if (c === C.QUOTE) {
+            i++;
+            closed = true;
+            break;
+          } else {
+            v += header[i];
+            i++;
+          }
+        }
+        if (!closed) {
+          // An unterminated quote swallows the rest of the header: nothing after it can be read.
+          out.push(null);
+          return out;
+        }
+        value = v;
+      } else {
+        const start = i;
+        while (i < n && isTchar(header.charCodeAt(i))) i++;
+        value = header.slice(start, i);
+      }
+      if (name.length === 3 && name.toLowerCase() === 'for') {
+        if (forValue !== undefined) bad = true;
+        forValue = value;
+      }
+      while (i < n && (header.charCodeAt(i) === C.SPACE || header.charCodeAt(i) === C.TAB)) i++;
+      if (i < n && header.charCodeAt(i) === C.SEMI) {
+        i++;
+        continue;
+      }
+      if (i < n && header.charCodeAt(i) !== C.COMMA) bad = true;
+      break;
+    }
+    if (bad) {
+      malformed = true;
+      out.push(null);
+      // Resynchronise at the next comma outside quotes.
+      let quoted = false;
+      while (i < n) {
+        const c = header.charCodeAt(i);
+        if (c === C.BACKSLASH && quoted) i++;
+        else if (c === C.QUOTE) quoted = !quoted;
+        else if (c === C.COMMA && !quoted) break;
+        i++;
+      }
+    } else if (forValue !== undefined) {
+      out.push(forValue);
+    }
+    if (i >= n) break;
+    i++; // ','
+  }
+  return out.length === 0 && !malformed ? null : out;
+}

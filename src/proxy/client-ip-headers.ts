@@ -1,0 +1,53 @@
+/**
+ * @module Which client-IP headers reach the upstream: the X-Forwarded-* trio and `Forwarded` are
+ * rebuilt by the gateway, other client-IP claims pass only from a trusted proxy.
+ */
+
+/** What the gateway tells the upstream about the client (built per request by server/gateway.ts). */
+export interface ForwardedHeaders {
+  /** The X-Forwarded-For value to send: the trusted chain plus the peer, or the peer alone. */
+  readonly for: string;
+  readonly proto: string;
+  readonly host: string;
+  /** Whether the TCP peer is a trusted proxy: only then do its client-IP claims reach the upstream. */
+  readonly trusted: boolean;
+  /** The `Forwarded` value to send, or undefined to send none (see forwardedToSend). */
+  readonly forwarded: string | undefined;
+  /** Replaces any X-Request-Id the client sent (the same value when the client's was usable). */
+  readonly requestId: string;
+}
+
+/** Headers the gateway always drops from the client's request and writes itself. */
+export const REBUILT_HEADERS: ReadonlySet<string> = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded']);
+
+/**
+ * Security: headers an upstream may read the client's IP from (Rails' RemoteIp reads Client-IP, Rack
+ * and many apps X-Real-IP, CDNs' own). From an untrusted peer each is a spoof attempt: the upstream
+ * would log, block or limit by an address the client chose.
+ */
+export const CLIENT_IP_CLAIMS: ReadonlySet<string> = new Set([
+  'x-real-ip',
+  'true-client-ip',
+  'client-ip',
+  'x-client-ip',
+  'x-cluster-client-ip',
+  'cf-connecting-ip',
+  'fastly-client-ip',
+]);
+
+/** Whether a request header (lower-case name) must not be copied to the upstream as it is. */
+export function dropsClientIpHeader(lower: string, trusted: boolean): boolean {
+  return REBUILT_HEADERS.has(lower) || (!trusted && CLIENT_IP_CLAIMS.has(lower));
+}
+
+/**
+ * The `Forwarded` header for the upstream: from a trusted peer that sent one and no X-Forwarded-For
+ * (the only case in which the gateway counted by it, see identity/ip.ts), that chain plus the peer's
+ * own node; otherwise none. So an upstream that prefers `Forwarded` (Rack 3) reads the client the
+ * gateway counted, never a chain the gateway ignored.
+ */
+export function forwardedToSend(trusted: boolean, xff: string | string[] | undefined, forwarded: string | undefined, peerAddr: string): string | undefined {
+  if (!trusted || xff !== undefined || forwarded === undefined) return undefined;
+  const node = peerAddr.includes(':') ? `"[${peerAddr}]"` : peerAddr;
+  return `${forwarded}, for=${node}`;
+}
