@@ -8,6 +8,7 @@ const USAGE = `Usage:
   rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
                     [--upstream URL|builtin] [--store memory|URL] [--workers N|auto]
   rategate check    [--config FILE]
+  rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"]
   rategate upstream [--listen HOST:PORT]
 
 Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE;
@@ -25,6 +26,8 @@ async function main(argv: string[]): Promise<number> {
       return check(rest);
     case 'upstream':
       return upstream(rest);
+    case 'explain':
+      return explainCommand(rest);
     case undefined:
     case '-h':
     case '--help':
@@ -87,6 +90,41 @@ async function check(args: string[]): Promise<number> {
     return 0;
   } catch (err) {
     return reportConfigError(err);
+  }
+}
+
+/** Which rules a request would be counted by, and why the others would not count it. */
+async function explainCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      config: { type: 'string', short: 'c' },
+      header: { type: 'string', short: 'H', multiple: true },
+      ip: { type: 'string' },
+      body: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (values.help) return (console.log(USAGE), 0);
+  if (positionals.length !== 1) {
+    console.error(`rategate explain: expected one request, e.g. "POST /auth/password?x=1"\n\n${USAGE}`);
+    return 1;
+  }
+  const { explain } = await import('./server/explain.js');
+  try {
+    const snapshot = await loadConfigFile(configPath(values));
+    const lines = explain(snapshot, { request: positionals[0]!, headers: values.header ?? [], ip: values.ip ?? '192.0.2.1', body: values.body });
+    console.log(lines.join('\n'));
+    return 0;
+  } catch (err) {
+    if (err instanceof ConfigError) return reportConfigError(err);
+    if (err instanceof Error) {
+      console.error(`rategate explain: ${err.message}`);
+      return 1;
+    }
+    throw err;
   }
 }
 

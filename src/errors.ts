@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 export const GATEWAY_ERRORS = {
   BAD_PATH: { status: 400, message: 'Bad request path' },
   BAD_REQUEST: { status: 400, message: 'Bad request' },
+  FORBIDDEN: { status: 403, message: 'Forbidden' },
   REQUEST_TIMEOUT: { status: 408, message: 'Request timeout' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },
   HEADERS_TOO_LARGE: { status: 431, message: 'Request header fields too large' },

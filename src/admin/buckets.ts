@@ -5,7 +5,9 @@
  */
 import { ipBucketKey, accountKeyNamedBy } from '../identity/index.js';
 import type { BucketSpec, Store } from '../limiter/types.js';
-import { bucketsFor, type RequestPolicy } from '../server/policy.js';
+import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
+import type { RequestPolicy } from '../server/policy.js';
+import { valueDigest } from '../server/rule-facts.js';
 import { iso8601Micro } from '../server/ratelimit-headers.js';
 
 export type BucketsAnswer = { status: number; body: unknown };
@@ -36,7 +38,22 @@ export async function bucketsEndpoint(
       return { status: 400, body: { error: `key must be ${hint} for rule ${rule.name} (per: account)` } };
     }
   }
-  const spec: BucketSpec = bucketsFor(policy, [rule], ipKey, accountKey).specs[0]!;
+  let digest: string | null = null;
+  if (rule.per === 'token' || rule.per === 'header' || rule.per === 'param') {
+    // Tokens are named by their digest (as exempt.accounts names them); header and parameter values as sent.
+    digest = rule.per === 'token' && /^[0-9a-f]{64}$/i.test(key) ? key.toLowerCase() : key.trim() === '' ? null : valueDigest(key.trim());
+    if (digest === null) return { status: 400, body: { error: `key must be the ${rule.per === 'token' ? "token's SHA-256 digest" : 'value'} for rule ${rule.name} (per: ${rule.per})` } };
+  }
+  const prefix = ruleKeyPrefix(rule.name);
+  const spec: BucketSpec = {
+    key: bucketKey(prefix, rule.per, ipKey, accountKey, digest)!,
+    limit: rule.limit,
+    periodMs: rule.periodMs,
+    algorithm: rule.algorithm,
+    cost: rule.cost,
+    shadow: rule.shadow,
+    onError: policy.onError[rule.index]!,
+  };
 
   if (method === 'DELETE') {
     await store.reset(spec);

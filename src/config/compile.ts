@@ -1,7 +1,7 @@
 /** @module Validated config → CompiledRules, matcher and the frozen Snapshot the request path reads. */
 import { compileMatcher } from '../routing/matcher.js';
-import type { Config, LimitRule } from './schema.js';
-import type { CompiledRule, Snapshot } from './types.js';
+import { paramPath, type Config, type LimitRule } from './schema.js';
+import type { CompiledRule, Per, RuleOverride, Snapshot } from './types.js';
 
 /**
  * The rule's IETF `RateLimit-Policy` item. `w` is in whole seconds, rounded up so a sub-second or
@@ -13,10 +13,19 @@ export function policyItem(name: string, limit: number, periodMs: number): strin
 }
 
 export function compileRule(rule: LimitRule, index: number): CompiledRule {
-  return Object.freeze({
+  const colon = rule.per.indexOf(':');
+  const per = (colon < 0 ? rule.per : rule.per.slice(0, colon)) as Per;
+  const name = colon < 0 ? '' : rule.per.slice(colon + 1);
+  const whenAuthenticated = rule.when?.authenticated;
+  const base = {
     index,
     name: rule.name,
-    per: rule.per,
+    per,
+    keyName: per === 'header' ? name.toLowerCase() : name,
+    paramPath: per === 'param' ? Object.freeze(paramPath(name) ?? [name]) : null,
+    whenAuthenticated,
+    whenQuery: rule.when?.query ? Object.freeze([...rule.when.query]) : null,
+    needsAccount: per === 'account' || whenAuthenticated !== undefined || rule.overrides.some((o) => o.accounts.length > 0),
     limit: rule.limit,
     periodMs: rule.period,
     algorithm: rule.algorithm,
@@ -25,7 +34,14 @@ export function compileRule(rule: LimitRule, index: number): CompiledRule {
     onStoreError: rule.onStoreError,
     policyItem: policyItem(rule.name, rule.limit, rule.period),
     patterns: Object.freeze([...rule.match]),
-  });
+  };
+  const overrides: RuleOverride[] = rule.overrides.map((o, j) => ({
+    ips: o.ips,
+    accounts: o.accounts,
+    keys: o.keys,
+    rule: Object.freeze({ ...base, limit: o.limit, policyItem: policyItem(rule.name, o.limit, rule.period), overrides: [], overrideIndex: j }),
+  }));
+  return Object.freeze({ ...base, overrides: Object.freeze(overrides.map((o) => Object.freeze(o))), overrideIndex: -1 });
 }
 
 /** Freezes plain data all the way down, so no holder of a snapshot can change what others read. */

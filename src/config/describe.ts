@@ -1,6 +1,6 @@
 /** @module Human-readable views of a snapshot for `rategate check` and startup logs. */
 import { formatDuration } from './duration.js';
-import type { Snapshot } from './types.js';
+import type { CompiledRule, Snapshot } from './types.js';
 import { redactStoreUrl as redactUrl } from '../limiter/store-url.js';
 
 /** Hides a password in a store URL: the summary is printed and logged. */
@@ -22,13 +22,22 @@ export function formatSummary(snapshot: Snapshot): string {
   );
 }
 
+/** `per:` as written (`ip`, `header:x-app-id`, `param:user[email]`), plus a mark for `when` and overrides. */
+export function perLabel(r: CompiledRule): string {
+  let label = r.keyName === '' ? r.per : `${r.per}:${r.keyName}`;
+  if (r.whenAuthenticated !== undefined) label += r.whenAuthenticated ? ' (authenticated)' : ' (unauthenticated)';
+  if (r.whenQuery !== null) label += ` (query: ${r.whenQuery.join('|')})`;
+  if (r.overrides.length > 0) label += ` (+${r.overrides.length} override${r.overrides.length === 1 ? '' : 's'})`;
+  return label;
+}
+
 /** The compiled rules as an aligned table (the summary is `formatSummary`, printed after it). */
 export function formatRulesTable(snapshot: Snapshot): string {
   if (snapshot.rules.length === 0) return '(no rules: every request passes uncounted)';
   const rows: string[][] = snapshot.rules.map((r) => [
     r.name,
     r.patterns.join(', '),
-    r.per,
+    perLabel(r),
     String(r.limit),
     formatDuration(r.periodMs),
     r.algorithm,

@@ -1,6 +1,7 @@
 /** @module The zod schema of `limits.yaml` (SPEC §3): defaults, formats, and the TS types derived from it. */
 import { z } from 'zod';
 import { parsePattern } from '../routing/pattern.js';
+import { parseKey } from '../rack-params.js';
 import { ALGORITHMS, ON_STORE_ERROR } from '../limiter/types.js';
 import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
 import { formatPath, show, type PathItem } from './errors.js';
@@ -84,6 +85,66 @@ const patterns = z
   })
   .transform((v): string[] => (typeof v === 'string' ? [v] : v));
 
+/** `per:` as written; `header:` and `param:` carry a name. checkPer then reads the name. */
+const PER = /^(ip|account|global|token|header:.*|param:.*)$/s;
+const PER_HINT = 'use ip, account, global, token, header:NAME or param:NAME';
+
+/** The error of a `per:` value matching PER, or null. A param name is one value in Rack's bracket notation. */
+export function checkPer(v: string): string | null {
+  if (v.startsWith('header:')) {
+    const name = v.slice(7);
+    return HEADER_NAME.test(name) ? null : `invalid header name ${show(name)} in per ${show(v)}`;
+  }
+  if (v.startsWith('param:')) {
+    const name = v.slice(6);
+    return paramPath(name) !== undefined
+      ? null
+      : `invalid parameter name ${show(name)} in per ${show(v)} (Rack bracket notation naming one value, e.g. user[email]; no [] and no unclosed bracket)`;
+  }
+  return null;
+}
+
+/**
+ * A parameter name's bracket path (`user[email]` → ['user', 'email']), or undefined when the name is
+ * not one value in Rack notation: empty, an array step `[]`, empty brackets, or a bracket Rack would
+ * read as part of a literal name (unbalanced), which an operator surely did not mean.
+ */
+export function paramPath(name: string): string[] | undefined {
+  const path = parseKey(name);
+  if (path === undefined || path.includes('')) return undefined;
+  if (path.length === 1 && /[[\]]/.test(name.slice(1))) return undefined;
+  return path;
+}
+
+const whenShape = {
+  authenticated: z
+    .boolean()
+    .optional()
+    .describe('true: only requests with an account (a token the upstream accepts, or the token/header in those modes); false: only requests without.'),
+  query: z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .describe('Only requests whose query string has any of these parameters, non-empty (e.g. [page, min_id, max_id, since_id]).'),
+};
+
+const overrideShape = {
+  ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs.'),
+  accounts: z
+    .array(z.union([z.string().min(1), z.number().int().nonnegative()]).transform((v): string => String(v)))
+    .default([])
+    .describe('Account ids (as in exempt.accounts).'),
+  keys: z
+    .array(z.string().min(1))
+    .default([])
+    .describe('Key values of a token/header/param rule: the header or parameter value as sent, or the token’s SHA-256 digest.'),
+  limit: positiveInt().describe('Requests allowed per period for these clients.'),
+};
+
+const blockShape = {
+  ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs answered 403, never counted nor forwarded.'),
+};
+
 export const ruleShape = {
   name: z
     .string()
@@ -92,7 +153,16 @@ export const ruleShape = {
   match: patterns.describe(
     'One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).',
   ),
-  per: z.enum(['ip', 'account', 'global']).describe('Whose bucket: per client IP, per account (skipped without one), or one for everyone.'),
+  per: z
+    .string({ error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind, got ${show(iss.input)}`) })
+    .regex(PER, { error: (iss) => `invalid per ${show(iss.input)} (${PER_HINT})` })
+    .superRefine((v, ctx) => {
+      const error = checkPer(v);
+      if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
+    })
+    .describe(
+      'Whose bucket: ip, account (skipped without one), global (one for everyone), token (the bearer token digest), header:NAME or param:NAME (the value, trimmed and digested; skipped without one).',
+    ),
   limit: positiveInt().describe('Requests allowed per period.'),
   period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
   algorithm: z
@@ -102,6 +172,11 @@ export const ruleShape = {
   cost: positiveInt().default(1).describe('Tokens a matching request takes.'),
   shadow: z.boolean().default(false).describe('Count and report but never reject (a dry run).'),
   onStoreError: onError.optional().describe("Overrides store.onError for this rule."),
+  when: z.object(whenShape).strict().optional().describe('Conditions that must all hold for the rule to apply.'),
+  overrides: z
+    .array(z.object(overrideShape).strict())
+    .default([])
+    .describe('Clients with their own limit for this rule (own bucket, same period and algorithm); the first match wins.'),
 };
 const rule = z.object(ruleShape).strict();
 
@@ -236,6 +311,7 @@ export const topShape = {
   clients: z.object(clientsShape).strict().prefault({}).describe('How clients are identified.'),
   responses: z.object(responsesShape).strict().prefault({}).describe('What limited answers look like.'),
   exempt: z.object(exemptShape).strict().prefault({}).describe('Clients never limited.'),
+  block: z.object(blockShape).strict().prefault({}).describe('Clients refused (403) before anything else.'),
   log: z.object(logShape).strict().prefault({}).describe('Logging.'),
   server: z.object(serverShape).strict().prefault({}).describe('Protection of the proxy listener against hostile clients.'),
   limits: z
@@ -263,6 +339,9 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   'clients.account': Object.keys(accountShape),
   responses: Object.keys(responsesShape),
   exempt: Object.keys(exemptShape),
+  block: Object.keys(blockShape),
+  'limits.when': Object.keys(whenShape),
+  'limits.overrides': Object.keys(overrideShape),
   log: Object.keys(logShape),
   server: Object.keys(serverShape),
   'server.bodyLimits': Object.keys(bodyLimitShape),
@@ -344,6 +423,29 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
         });
       }
     }
+    overrideIssues(r, i, issues);
   });
   return issues;
+}
+
+/** Overrides: a limit below the rule's cost admits nothing; `keys` name values only token/header/param rules have. */
+function overrideIssues(r: Record<string, unknown>, i: number, issues: PathIssue[]): void {
+  if (!Array.isArray(r.overrides)) return;
+  const cost = typeof r.cost === 'number' ? r.cost : 1;
+  const per = typeof r.per === 'string' ? r.per : '';
+  const keyed = per === 'token' || per.startsWith('header:') || per.startsWith('param:');
+  (r.overrides as unknown[]).forEach((item, j) => {
+    const o = record(item);
+    if (o === undefined) return;
+    if (typeof o.limit === 'number' && Number.isInteger(o.limit) && o.limit > 0 && o.limit < cost) {
+      issues.push({ path: ['limits', i, 'overrides', j, 'limit'], message: `limit ${o.limit} is below the rule's cost ${cost} (no request could ever be admitted)` });
+    }
+    if (Array.isArray(o.keys) && o.keys.length > 0 && per !== '' && !keyed) {
+      issues.push({ path: ['limits', i, 'overrides', j, 'keys'], message: `keys apply to per: token, header:NAME and param:NAME rules (this rule is per: ${per}; use ips or accounts)` });
+    }
+    const names = (v: unknown) => Array.isArray(v) && v.length > 0;
+    if (!names(o.ips) && !names(o.accounts) && !names(o.keys)) {
+      issues.push({ path: ['limits', i, 'overrides', j], message: 'names no client (give ips, accounts or keys)' });
+    }
+  });
 }

@@ -1,12 +1,14 @@
 /** @module The compiled, immutable form of a limit table that the request path reads. */
 import type { Config, LimitRule } from './schema.js';
+import type { KeyKind } from '../limiter/keys.js';
 
 export type { Config };
 
 // Derived from the zod schema, so a new algorithm, policy or key kind is spelled in one place.
 export type Algorithm = LimitRule['algorithm'];
 export type OnError = Config['store']['onError'];
-export type Per = LimitRule['per'];
+/** What a rule counts per: `per:` without the name of a `header:`/`param:` (that is `keyName`). */
+export type Per = KeyKind;
 
 /** One rule of `limits:`, prepared at load so the request path only reads fields. */
 export interface CompiledRule {
@@ -25,6 +27,30 @@ export interface CompiledRule {
   readonly policyItem: string;
   /** The `match` patterns as written, for `rategate check` and logs. */
   readonly patterns: readonly string[];
+  /** `per: header:NAME` → the lower-case header name; `per: param:NAME` → NAME as written; else ''. */
+  readonly keyName: string;
+  /** `per: param:NAME` → NAME's bracket path (`user[email]` → user, email); else null. */
+  readonly paramPath: readonly string[] | null;
+  /** `when.authenticated`, undefined when the rule does not care. */
+  readonly whenAuthenticated: boolean | undefined;
+  /** `when.query`, null when the rule does not care. */
+  readonly whenQuery: readonly string[] | null;
+  /** Whether deciding this rule's bucket needs the account (per account, when.authenticated, account overrides). */
+  readonly needsAccount: boolean;
+  /** `overrides`, in order; each carries the rule as it applies to those clients. */
+  readonly overrides: readonly RuleOverride[];
+  /** -1 for the rule itself; for an override's variant, its position in `overrides` (its bucket is its own). */
+  readonly overrideIndex: number;
+}
+
+/** One entry of a rule's `overrides`. */
+export interface RuleOverride {
+  readonly ips: readonly string[];
+  readonly accounts: readonly string[];
+  /** As written: a header or parameter value, or a token digest. */
+  readonly keys: readonly string[];
+  /** The rule with this override's limit (and policy item); same name, index and everything else. */
+  readonly rule: CompiledRule;
 }
 
 /** (method, normalized path) → the rules that match, in table order. */

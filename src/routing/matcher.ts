@@ -27,10 +27,14 @@ interface Node {
   readonly end: Entry[];
   /** Patterns ending in `*` here: they match whatever remains, including nothing. */
   readonly rest: Entry[];
+  /** Patterns ending here with Rails' `(.:format)`: they match here, or with `.ext` on this segment. */
+  readonly formatEnd: Entry[];
+  /** Some literal child has formatEnd entries: a last segment `name.ext` is then also tried as `name`. */
+  formatChildren: boolean;
 }
 
 function newNode(): Node {
-  return { literals: new Map(), param: null, end: [], rest: [] };
+  return { literals: new Map(), param: null, end: [], rest: [], formatEnd: [], formatChildren: false };
 }
 
 const EMPTY: readonly never[] = Object.freeze([]);
@@ -43,12 +47,14 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
       const parsed = parsePattern(source);
       if (!parsed.ok) throw new Error(`invalid pattern "${source}": ${parsed.error}`);
       let node = root;
+      let parent = root;
       let rest = false;
       for (const seg of parsed.pattern.segments) {
         if (seg.kind === 'rest') {
           rest = true;
           break;
         }
+        parent = node;
         if (seg.kind === 'param') {
           node.param ??= newNode();
           node = node.param;
@@ -58,7 +64,12 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
           node = next;
         }
       }
-      (rest ? node.rest : node.end).push({ rule: index, method: parsed.pattern.method });
+      const entry = { rule: index, method: parsed.pattern.method };
+      if (rest) node.rest.push(entry);
+      else if (parsed.pattern.format) {
+        node.formatEnd.push(entry);
+        parent.formatChildren = true;
+      } else node.end.push(entry);
     }
   });
 
@@ -96,6 +107,7 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
     if (node.rest.length > 0) collect(node.rest);
     if (pos >= path.length) {
       if (node.end.length > 0) collect(node.end);
+      if (node.formatEnd.length > 0) collect(node.formatEnd);
       return;
     }
     let end = path.indexOf('/', pos);
@@ -103,6 +115,15 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
     if (node.literals.size > 0) {
       const next = node.literals.get(path.slice(pos, end));
       if (next !== undefined) visit(next, path, end + 1);
+      // `password(.:format)` and a last segment `password.json`: the format is what follows the last
+      // dot (Rails' :format takes no dot), the stem must be non-empty and the format too.
+      if (node.formatChildren && end === path.length) {
+        const dot = path.lastIndexOf('.', end - 2);
+        if (dot > pos) {
+          const stem = node.literals.get(path.slice(pos, dot));
+          if (stem !== undefined && stem.formatEnd.length > 0) collect(stem.formatEnd);
+        }
+      }
     }
     // `:name` takes exactly one non-empty segment.
     if (node.param !== null && end > pos) visit(node.param, path, end + 1);

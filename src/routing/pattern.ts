@@ -13,7 +13,12 @@ export interface ParsedPattern {
   /** Uppercase method, or null for any method. */
   readonly method: string | null;
   readonly segments: readonly Segment[];
+  /** Ends in Rails' `(.:format)`: the last segment also matches with any `.ext` appended. */
+  readonly format: boolean;
 }
+
+/** Rails' optional format suffix, allowed only at the very end of a pattern. */
+export const FORMAT_SUFFIX = '(.:format)';
 
 export type PatternResult =
   | { readonly ok: true; readonly pattern: ParsedPattern }
@@ -53,6 +58,15 @@ export function parsePattern(source: string): PatternResult {
     );
   }
   if (path.includes('?')) return fail(`a pattern matches paths only, not a query string: "${path}"`);
+  const format = path.endsWith(FORMAT_SUFFIX);
+  if (format) path = path.slice(0, -FORMAT_SUFFIX.length);
+  if (path.includes(FORMAT_SUFFIX)) return fail(`"${FORMAT_SUFFIX}" is only allowed at the end of a pattern, in "${parts[parts.length - 1]}"`);
+  if (path.includes('(') || path.includes(')')) {
+    return fail(`optional parts are not supported except a final "${FORMAT_SUFFIX}", in "${parts[parts.length - 1]}"`);
+  }
+  if (format && (path === '/' || path.endsWith('/') || path.endsWith('/*'))) {
+    return fail(`"${FORMAT_SUFFIX}" must follow a literal or :name segment, in "${parts[parts.length - 1]}"`);
+  }
 
   const raw = path.slice(1).split('/');
   const segments: Segment[] = [];
@@ -88,5 +102,5 @@ export function parsePattern(source: string): PatternResult {
     }
     segments.push({ kind: 'literal', value: norm.path.slice(1) });
   }
-  return { ok: true, pattern: { source, method, segments } };
+  return { ok: true, pattern: { source, method, segments, format } };
 }

@@ -10,10 +10,11 @@ import { StoreUnavailableError, type BucketState, type ConsumeOutcome, type Stor
 import type { Metrics } from '../metrics.js';
 import { ERROR_BODIES } from '../errors.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
-import { bucketsFor, isExemptAccount, type RequestPolicy } from './policy.js';
+import { bucketsFor, isExemptAccount, type BucketInputs, type RequestPolicy } from './policy.js';
+import { BadQueryError, needsFacts, requestToken, RequestFacts, type BodyParams } from './rule-facts.js';
 
 /** How the decision went, as the access log names it. */
-export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'store_unavailable';
+export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'store_unavailable';
 
 export interface Decision {
   readonly admit: boolean;
@@ -36,6 +37,16 @@ const NO_RULES: readonly CompiledRule[] = Object.freeze([]);
 const UNMATCHED: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, false, 'unmatched'));
 const EXEMPT: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'exempt'));
 const NO_BUCKET: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'unmatched'));
+const BAD_QUERY: Decision = Object.freeze({
+  admit: false,
+  status: 400,
+  body: Buffer.from(JSON.stringify({ error: 'Bad request: the query string has conflicting parameters' })),
+  headers: NO_HEADERS,
+  rules: NO_RULES,
+  rejectedBy: undefined,
+  matched: false,
+  kind: 'rejected',
+} satisfies Decision);
 
 /** What the decision needs besides the request: the store, the metrics, and the store's clock. */
 export interface DecideContext {
@@ -45,6 +56,10 @@ export interface DecideContext {
   readonly now: () => number;
 }
 
+/**
+ * `query` is the request's query string (with its `?`, or ''), read only when a matched rule needs it;
+ * `body` the parameters the body peek found, by name.
+ */
 export async function decide(
   ctx: DecideContext,
   req: http.IncomingMessage,
@@ -52,26 +67,38 @@ export async function decide(
   peer: Peer,
   method: string,
   path: string,
+  query = '',
+  body?: BodyParams,
 ): Promise<Decision> {
   const matched = policy.snapshot.matcher.match(method, path);
   if (matched.length === 0) return UNMATCHED;
   const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
   if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) return EXEMPT;
-  let account: string | null = null;
-  if (needsAccount(matched)) {
-    const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
-    const known = policy.account.known(req.headers.authorization, headerValue, peer.trusted);
-    if (known !== undefined) account = known;
-    else {
-      // Finding the account is an upstream call: a request that the buckets known without it already
-      // refuse (a flood with a fresh token each time) must not cost the upstream anything.
-      const early = await refuseEarly(ctx, policy, matched, client.key);
-      if (early !== null) return early;
-      account = await policy.account.resolve(req.headers.authorization, headerValue, peer.trusted);
+  const facts = anyNeedsFacts(matched) ? new RequestFacts(req.headers, query, () => requestToken(req), body) : null;
+  try {
+    let account: string | null = null;
+    if (needsAccount(matched)) {
+      const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
+      const known = policy.account.known(req.headers.authorization, headerValue, peer.trusted);
+      if (known !== undefined) account = known;
+      else {
+        // Finding the account is an upstream call: a request that the buckets known without it already
+        // refuse (a flood with a fresh token each time) must not cost the upstream anything.
+        const early = await refuseEarly(ctx, policy, matched, { ipKey: client.key, address: client.address, accountKey: null, accountKnown: false, facts });
+        if (early !== null) return early;
+        account = await policy.account.resolve(req.headers.authorization, headerValue, peer.trusted);
+      }
     }
+    if (account !== null && isExemptAccount(policy, account)) return EXEMPT;
+    return await consume(ctx, policy, matched, { ipKey: client.key, address: client.address, accountKey: account, accountKnown: true, facts });
+  } catch (err) {
+    if (err instanceof BadQueryError) return BAD_QUERY;
+    throw err;
   }
-  if (account !== null && isExemptAccount(policy, account)) return EXEMPT;
-  const { specs, rules } = bucketsFor(policy, matched, client.key, account);
+}
+
+async function consume(ctx: DecideContext, policy: RequestPolicy, matched: readonly CompiledRule[], who: BucketInputs): Promise<Decision> {
+  const { specs, rules } = bucketsFor(policy, matched, who);
   if (specs.length === 0) return NO_BUCKET;
 
   const { store, metrics } = ctx;
@@ -94,8 +121,8 @@ export async function decide(
  * Reads, without charging, the buckets that need no account; a 429 when one of them has no room,
  * else null. Nothing is charged either way: the full, all-or-nothing consume comes after.
  */
-async function refuseEarly(ctx: DecideContext, policy: RequestPolicy, matched: readonly CompiledRule[], ipKey: string): Promise<Decision | null> {
-  const { specs, rules } = bucketsFor(policy, matched, ipKey, null);
+async function refuseEarly(ctx: DecideContext, policy: RequestPolicy, matched: readonly CompiledRule[], who: BucketInputs): Promise<Decision | null> {
+  const { specs, rules } = bucketsFor(policy, matched, who);
   if (specs.length === 0) return null;
   let buckets: BucketState[];
   try {
@@ -130,7 +157,12 @@ function rejecting(rules: readonly CompiledRule[], outcome: ConsumeOutcome): Com
 }
 
 function needsAccount(rules: readonly CompiledRule[]): boolean {
-  for (const r of rules) if (r.per === 'account') return true;
+  for (const r of rules) if (r.needsAccount) return true;
+  return false;
+}
+
+function anyNeedsFacts(rules: readonly CompiledRule[]): boolean {
+  for (const r of rules) if (needsFacts(r)) return true;
   return false;
 }
 

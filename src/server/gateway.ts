@@ -69,6 +69,8 @@ interface Ending {
 const NO_HEADERS: readonly string[] = Object.freeze([]);
 const NOTHING_CHARGED = { headers: NO_HEADERS, rules: Object.freeze([]), rejectedBy: undefined, matched: false } as const;
 const SHUTTING_DOWN: Decision = Object.freeze({ admit: false, status: 503, body: ERROR_BODIES.SHUTTING_DOWN, kind: 'rejected', ...NOTHING_CHARGED });
+/** `block.ips`: Mastodon's IP blocks answer 403 with this body. */
+const BLOCKED: Decision = Object.freeze({ admit: false, status: 403, body: ERROR_BODIES.FORBIDDEN, kind: 'blocked', ...NOTHING_CHARGED });
 const TOO_LARGE: Decision = Object.freeze({ admit: false, status: 413, body: ERROR_BODIES.PAYLOAD_TOO_LARGE, kind: 'rejected', ...NOTHING_CHARGED });
 /** A request id from the client is kept when it is a plain token of sane length, else replaced. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
@@ -124,7 +126,7 @@ export class Gateway {
     const d = s.decision;
     if (!d.admit) {
       // A request body the gateway will not read: answering early closes the connection, not drains it.
-      respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || (!req.complete && declaresBody(req)));
+      respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || d === BLOCKED || (!req.complete && declaresBody(req)));
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
     if (expectsContinue) res.writeContinue();
@@ -149,6 +151,10 @@ export class Gateway {
     const policy = this.opts.policy();
     const peer = policy.resolveIp.peer(req.socket.remoteAddress);
     const method = req.method ?? 'GET';
+    // Decided before anything else: a blocked client is never counted, never forwarded.
+    if (policy.blockIps !== null && policy.blockIps.contains(policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded).address)) {
+      return { decision: BLOCKED, path: req.url ?? '', target: '', peer, maxBody: 0 };
+    }
     if (this.draining) return { decision: SHUTTING_DOWN, path: req.url ?? '', target: '', peer, maxBody: 0 };
     const target = normalizePath(req.url ?? '');
     if (!target.ok) {
@@ -160,7 +166,7 @@ export class Gateway {
     const maxBody = policy.maxBodySize(method, path);
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBody) return { decision: TOO_LARGE, path, target: '', peer, maxBody };
-    const decision = await decide(this.opts, req, policy, peer, method, path);
+    const decision = await decide(this.opts, req, policy, peer, method, path, target.query);
     return { decision, path, target: path + target.query, peer, maxBody };
   }
 

@@ -2,7 +2,8 @@
  * @module The per-snapshot request policy: identity resolvers, exemptions and bucket templates, built
  * once when a config is loaded so that the request path only looks things up.
  */
-import type { CompiledRule, Snapshot, OnError } from '../config/types.js';
+import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
+import { ruleValueDigest, valueDigest, whenFails, type RequestFacts } from './rule-facts.js';
 import {
   accountKeysNamedBy,
   compileCidrs,
@@ -25,15 +26,30 @@ export interface RequestPolicy {
   /** Lower-case header the account resolver reads (header mode), else undefined. */
   readonly accountHeader: string | undefined;
   readonly exemptIps: CidrSet | null;
+  /** `block.ips`: answered 403 before anything else; null when none. */
+  readonly blockIps: CidrSet | null;
+  /** Per rule index, per override: who it names, compiled. Empty for rules without overrides. */
+  readonly overrides: readonly (readonly OverrideMatch[])[];
   readonly exemptAccounts: ReadonlySet<string> | null;
   /** Per rule index: the store-error policy in force for its buckets. */
   readonly onError: readonly OnError[];
   /** Per rule index: its buckets' key prefix, e.g. `sign-up:`. */
   readonly keyPrefix: readonly string[];
+  /** Per rule index, per override: that override's key prefix, e.g. `sign-up:o0:`. */
+  readonly overridePrefix: readonly (readonly string[])[];
   /** The 429 body, serialized once. */
   readonly limitedBody: Buffer;
   /** Largest request body for (method, path), in bytes; Infinity for no limit. */
   maxBodySize(method: string, path: string): number;
+}
+
+/** One override's clients, compiled for lookups. */
+export interface OverrideMatch {
+  readonly ips: CidrSet | null;
+  /** Account keys (every form an id may stand for, as exempt.accounts). */
+  readonly accounts: ReadonlySet<string> | null;
+  /** Key digests: of a header or parameter value as written; for tokens, the digest given (or the token's). */
+  readonly keys: ReadonlySet<string> | null;
 }
 
 interface BodyLimit {
@@ -66,6 +82,9 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     accountHeader: account.header,
     exemptIps: cfg.exempt.ips.length ? compileCidrs(cfg.exempt.ips) : null,
     exemptAccounts: cfg.exempt.accounts.length ? exemptAccountKeys(cfg.exempt.accounts) : null,
+    blockIps: cfg.block.ips.length ? compileCidrs(cfg.block.ips) : null,
+    overrides: snapshot.rules.map((r) => r.overrides.map((o) => compileOverride(r, o))),
+    overridePrefix: snapshot.rules.map((r) => r.overrides.map((_, j) => ruleKeyPrefix(r.name, j))),
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
@@ -85,6 +104,22 @@ function bodyLimitLookup(limits: readonly { match: readonly string[]; maxBodySiz
   };
 }
 
+function compileOverride(rule: CompiledRule, o: RuleOverride): OverrideMatch {
+  const keys = new Set<string>();
+  for (const k of o.keys) {
+    if (rule.per === 'token') {
+      // Operators name tokens by digest (as everywhere else); a raw token given here works too.
+      if (/^[0-9a-f]{64}$/i.test(k)) keys.add(k.toLowerCase());
+      keys.add(valueDigest(k));
+    } else keys.add(valueDigest(k.trim()));
+  }
+  return {
+    ips: o.ips.length ? compileCidrs(o.ips) : null,
+    accounts: o.accounts.length ? exemptAccountKeys(o.accounts) : null,
+    keys: keys.size ? keys : null,
+  };
+}
+
 /**
  * Operators list accounts as they know them: the account id (introspect), the header value (header), or
  * the token's SHA-256 digest (token). Each is turned into the key form the resolver produces.
@@ -100,20 +135,45 @@ export function isExemptAccount(policy: RequestPolicy, accountKey: string): bool
   return policy.exemptAccounts !== null && policy.exemptAccounts.has(accountKey);
 }
 
+/** Who the request is, for the rules: the client, its account (when known) and the request's facts. */
+export interface BucketInputs {
+  readonly ipKey: string;
+  /** The client's address, for overrides by IP. */
+  readonly address: string;
+  readonly accountKey: string | null;
+  /** false: the account is not resolved yet; rules that need it are left out (the early refusal). */
+  readonly accountKnown: boolean;
+  /** null when no matched rule needs facts (the seed table's case). */
+  readonly facts: RequestFacts | null;
+}
+
 /**
- * The buckets a request is charged in, and the rule of each (same order). Rules `per: account` are
- * skipped for a request with no account. limiter/keys.ts builds the keys (and their hash tags).
+ * The buckets a request is charged in, and the rule of each (same order). A rule is skipped when its
+ * `when` does not hold or the request lacks what it counts per (an account, a token, a header or
+ * parameter value); a client an override names counts in that override's bucket under its limit (the
+ * rule returned is then the override's variant). limiter/keys.ts builds the keys (and their hash tags).
+ * Throws BadQueryError when a rule must read a query string Rails would refuse.
  */
-export function bucketsFor(
-  policy: RequestPolicy,
-  rules: readonly CompiledRule[],
-  ipKey: string,
-  accountKey: string | null,
-): { specs: BucketSpec[]; rules: CompiledRule[] } {
+export function bucketsFor(policy: RequestPolicy, rules: readonly CompiledRule[], who: BucketInputs): { specs: BucketSpec[]; rules: CompiledRule[] } {
   const specs: BucketSpec[] = [];
   const used: CompiledRule[] = [];
-  for (const rule of rules) {
-    const key = bucketKey(policy.keyPrefix[rule.index]!, rule.per, ipKey, accountKey);
+  const { ipKey, accountKey, facts } = who;
+  for (let rule of rules) {
+    if (rule.needsAccount && !who.accountKnown) continue;
+    let digest: string | null = null;
+    if (facts !== null) {
+      if (whenFails(rule, facts, accountKey !== null) !== null) continue;
+      digest = ruleValueDigest(rule, facts);
+    } else if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== (accountKey !== null)) continue;
+    let prefix = policy.keyPrefix[rule.index]!;
+    if (rule.overrides.length > 0) {
+      const j = overrideFor(policy.overrides[rule.index]!, who.address, accountKey, digest);
+      if (j >= 0) {
+        prefix = policy.overridePrefix[rule.index]![j]!;
+        rule = rule.overrides[j]!.rule;
+      }
+    }
+    const key = bucketKey(prefix, rule.per, ipKey, accountKey, digest);
     if (key === null) continue;
     specs.push({
       key,
@@ -127,4 +187,15 @@ export function bucketsFor(
     used.push(rule);
   }
   return { specs, rules: used };
+}
+
+/** The first override naming this client, or -1. */
+export function overrideFor(overrides: readonly OverrideMatch[], address: string, accountKey: string | null, digest: string | null): number {
+  for (let j = 0; j < overrides.length; j++) {
+    const o = overrides[j]!;
+    if (o.ips !== null && address !== '' && o.ips.contains(address)) return j;
+    if (o.accounts !== null && accountKey !== null && o.accounts.has(accountKey)) return j;
+    if (o.keys !== null && digest !== null && o.keys.has(digest)) return j;
+  }
+  return -1;
 }

@@ -4,6 +4,7 @@ import { RouteContext, type Handler, type ResolvedOptions } from './context.js';
 import { HttpError, notFound, sendJson } from './reply.js';
 import { ParamError } from '../rack-params.js';
 import { signUp, verifyCredentials } from './routes/accounts.js';
+import { paranoidMail, signIn } from './routes/auth.js';
 import { showMedia, uploadV1, uploadV2 } from './routes/media.js';
 import { createApp, issueToken } from './routes/oauth.js';
 import { createStatus, deleteStatus, reblogStatus, showStatus, unreblogStatus } from './routes/statuses.js';
@@ -21,6 +22,13 @@ const STATIC_ROUTES: ReadonlyMap<string, Methods> = new Map<string, Methods>([
   ['/api/v1/media', { POST: uploadV1 }],
   ['/api/v2/media', { POST: uploadV2 }],
   ['/api/v1/statuses', { POST: createStatus }],
+  // Devise's routes, with and without Rails' `.json` format.
+  ['/auth/sign_in', { POST: signIn }],
+  ['/auth/sign_in.json', { POST: signIn }],
+  ['/auth/password', { POST: paranoidMail }],
+  ['/auth/password.json', { POST: paranoidMail }],
+  ['/auth/confirmation', { POST: paranoidMail }],
+  ['/auth/confirmation.json', { POST: paranoidMail }],
 ]);
 
 /** Routes with a record id; ids are digits only, so `/api/v1/statuses/abc` is simply not a route. */

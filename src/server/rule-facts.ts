@@ -1,0 +1,159 @@
+/**
+ * @module What a request offers the limit rules besides its route: its token (wherever it was sent),
+ * header values, parameters in Rack bracket notation, and whether its query pages. Read lazily and
+ * once per request; the request path builds one only when a matched rule needs it.
+ */
+import type http from 'node:http';
+import { bearerToken, tokenDigest } from '../identity/index.js';
+import { isHash, lookUp, ParamError, parseUrlEncoded, type ParamHash, type ParamValue } from '../rack-params.js';
+import type { CompiledRule } from '../config/types.js';
+import { paramPath } from '../config/schema.js';
+
+/**
+ * The request's token: the one place the gateway decides where a token was sent, so `per: token`
+ * and the account resolution key on the same token. Today the `Authorization: Bearer` header; the body
+ * peek (issue 11) extends this with Doorkeeper's `access_token` / `bearer_token` parameters.
+ */
+export function requestToken(req: http.IncomingMessage): string | null {
+  return bearerToken(req.headers.authorization);
+}
+
+/** Parameters read from the body, by name as written in `param:` (the body peek fills this). */
+export type BodyParams = ReadonlyMap<string, string>;
+
+const EMPTY_HASH: ParamHash = Object.freeze(Object.create(null) as ParamHash);
+const NO_BODY: BodyParams = new Map();
+
+/** The query string Rails would refuse (conflicting types, too many pairs): answered 400, never guessed. */
+export class BadQueryError extends Error {}
+
+/** One request's facts, each read at most once. */
+export class RequestFacts {
+  private queryTree: ParamHash | undefined;
+  private tokenRead = false;
+  private tokenValue: string | null = null;
+  private tokenHash: string | null | undefined;
+
+  constructor(
+    private readonly headers: http.IncomingHttpHeaders,
+    private readonly rawQuery: string,
+    private readonly token: () => string | null,
+    private readonly body: BodyParams = NO_BODY,
+  ) {}
+
+  /** The token's SHA-256 hex digest, or null without a token. */
+  tokenDigest(): string | null {
+    if (this.tokenHash === undefined) this.tokenHash = this.rawToken() === null ? null : tokenDigest(this.rawToken()!);
+    return this.tokenHash;
+  }
+
+  rawToken(): string | null {
+    if (!this.tokenRead) {
+      this.tokenRead = true;
+      this.tokenValue = this.token();
+    }
+    return this.tokenValue;
+  }
+
+  /** A header's first value, trimmed; undefined when absent or blank. `name` is lower-case. */
+  header(name: string): string | undefined {
+    const v = this.headers[name];
+    const first = Array.isArray(v) ? v[0] : v;
+    if (first === undefined) return undefined;
+    const t = first.trim();
+    return t === '' ? undefined : t;
+  }
+
+  /**
+   * A parameter's value as one scalar, trimmed; undefined when absent, blank, or not one value (an array
+   * or hash where one value is named). The query string is read first, then the body, as Rails merges
+   * them for `params` (the query wins).
+   */
+  param(name: string, path: readonly string[]): string | undefined {
+    const q = scalar(lookUp(this.query(), path));
+    if (q !== undefined) return q;
+    const b = this.body.get(name);
+    if (b === undefined) return undefined;
+    const t = b.trim();
+    return t === '' ? undefined : t;
+  }
+
+  /** Any of `names` is in the query string with a non-blank value (Rails' `present?`). */
+  queryHasAny(names: readonly string[]): boolean {
+    const tree = this.query();
+    for (const name of names) {
+      const v = lookUp(tree, paramPath(name) ?? [name]);
+      if (v === undefined || v === null) continue;
+      if (typeof v === 'string' ? v.trim() !== '' : Array.isArray(v) ? v.length > 0 : isHash(v) ? Object.keys(v).length > 0 : true) return true;
+    }
+    return false;
+  }
+
+  private query(): ParamHash {
+    if (this.queryTree === undefined) {
+      if (this.rawQuery.length <= 1) this.queryTree = EMPTY_HASH;
+      else {
+        try {
+          this.queryTree = parseUrlEncoded(this.rawQuery.startsWith('?') ? this.rawQuery.slice(1) : this.rawQuery);
+        } catch (err) {
+          if (err instanceof ParamError) throw new BadQueryError('Bad request: the query string has conflicting parameters');
+          throw err;
+        }
+      }
+    }
+    return this.queryTree;
+  }
+}
+
+function scalar(v: ParamValue | undefined): string | undefined {
+  if (v === undefined || v === null || typeof v === 'object') return undefined;
+  const t = String(v).trim();
+  return t === '' ? undefined : t;
+}
+
+/** Whether a rule reads anything but the route, the client IP and the account. */
+export function needsFacts(rule: CompiledRule): boolean {
+  return rule.whenQuery !== null || rule.per === 'token' || rule.per === 'header' || rule.per === 'param' || rule.overrides.length > 0;
+}
+
+/** Whether a rule reads a request parameter (the body peek must then look at a form or JSON body). */
+export function readsParams(rule: CompiledRule): boolean {
+  return rule.per === 'param';
+}
+
+/** SHA-256 hex of a key value: tokens are secrets and e-mail addresses personal data; neither is kept. */
+export function valueDigest(value: string): string {
+  return tokenDigest(value);
+}
+
+/**
+ * The digest a `per: token | header | param` rule keys this request on, or null when the request has
+ * no such value (the rule is then skipped). Other kinds: null.
+ */
+export function ruleValueDigest(rule: CompiledRule, facts: RequestFacts): string | null {
+  switch (rule.per) {
+    case 'token':
+      return facts.tokenDigest();
+    case 'header': {
+      const v = facts.header(rule.keyName);
+      return v === undefined ? null : valueDigest(v);
+    }
+    case 'param': {
+      const v = facts.param(rule.keyName, rule.paramPath!);
+      return v === undefined ? null : valueDigest(v);
+    }
+    default:
+      return null;
+  }
+}
+
+/** Why a rule's `when` does not hold, or null when it holds. `authenticated` is whether the request has an account. */
+export function whenFails(rule: CompiledRule, facts: RequestFacts | null, authenticated: boolean): string | null {
+  if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== authenticated) {
+    return rule.whenAuthenticated ? 'when.authenticated: the request has no account' : 'when.authenticated: false, and the request has an account';
+  }
+  if (rule.whenQuery !== null && (facts === null || !facts.queryHasAny(rule.whenQuery))) {
+    return `when.query: none of ${rule.whenQuery.join(', ')} is in the query string`;
+  }
+  return null;
+}
