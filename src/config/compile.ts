@@ -25,7 +25,7 @@ export function compileRule(rule: LimitRule, index: number): CompiledRule {
     paramPath: per === 'param' ? Object.freeze(paramPath(name) ?? [name]) : null,
     whenAuthenticated,
     whenQuery: rule.when?.query ? Object.freeze([...rule.when.query]) : null,
-    needsAccount: per === 'account' || whenAuthenticated !== undefined || rule.overrides.some((o) => o.accounts.length > 0),
+    needsAccount: per === 'account' || whenAuthenticated !== undefined || (rule.overrides ?? []).some((o) => o.accounts.length > 0),
     limit: rule.limit,
     periodMs: rule.period,
     algorithm: rule.algorithm,
@@ -35,7 +35,7 @@ export function compileRule(rule: LimitRule, index: number): CompiledRule {
     policyItem: policyItem(rule.name, rule.limit, rule.period),
     patterns: Object.freeze([...rule.match]),
   };
-  const overrides: RuleOverride[] = rule.overrides.map((o, j) => ({
+  const overrides: RuleOverride[] = (rule.overrides ?? []).map((o, j) => ({
     ips: o.ips,
     accounts: o.accounts,
     keys: o.keys,

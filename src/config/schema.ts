@@ -87,7 +87,7 @@ const patterns = z
 
 /** `per:` as written; `header:` and `param:` carry a name. checkPer then reads the name. */
 const PER = /^(ip|account|global|token|header:.*|param:.*)$/s;
-const PER_HINT = 'use ip, account, global, token, header:NAME or param:NAME';
+const PER_HINT = 'ip, account, global, token, header:NAME, param:NAME';
 
 /** The error of a `per:` value matching PER, or null. A param name is one value in Rack's bracket notation. */
 export function checkPer(v: string): string | null {
@@ -155,7 +155,7 @@ export const ruleShape = {
   ),
   per: z
     .string({ error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind, got ${show(iss.input)}`) })
-    .regex(PER, { error: (iss) => `invalid per ${show(iss.input)} (${PER_HINT})` })
+    .regex(PER, { error: (iss) => `must be one of ${PER_HINT} (got ${show(iss.input)})` })
     .superRefine((v, ctx) => {
       const error = checkPer(v);
       if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
@@ -175,7 +175,7 @@ export const ruleShape = {
   when: z.object(whenShape).strict().optional().describe('Conditions that must all hold for the rule to apply.'),
   overrides: z
     .array(z.object(overrideShape).strict())
-    .default([])
+    .optional()
     .describe('Clients with their own limit for this rule (own bucket, same period and algorithm); the first match wins.'),
 };
 const rule = z.object(ruleShape).strict();

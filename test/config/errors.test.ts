@@ -40,7 +40,7 @@ const EXPECTED: Record<string, string> = {
   'name-invalid.yaml': 'limits[0].name: invalid rule name "sign up" (use letters, digits, "_", "." and "-")',
   'name-not-string.yaml': 'limits[0].name: expected a string, got 42',
   'on-store-error-invalid.yaml': 'limits[0].onStoreError: must be one of local, allow, deny (got "ignore")',
-  'per-invalid.yaml': 'limits[0].per: must be one of ip, account, global (got "user")',
+  'per-invalid.yaml': 'limits[0].per: must be one of ip, account, global, token, header:NAME, param:NAME (got "user")',
   'per-missing.yaml': 'limits[0].per: required',
   'period-fractional.yaml': 'limits[0].period: invalid duration "1.5h" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',
   'period-invalid.yaml': 'limits[2].period: invalid duration "5x" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',

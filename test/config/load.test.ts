@@ -41,6 +41,7 @@ const DEFAULTS: Config = {
   },
   responses: { reset: 'iso8601', standardHeaders: true, body: { error: 'Too many requests' } },
   exempt: { ips: [], accounts: [] },
+  block: { ips: [] },
   log: { level: 'info', requests: 'info' },
   server: {
     maxHeaderSize: 16_384,
@@ -109,6 +110,7 @@ describe('a fully written file', () => {
       },
       responses: { reset: 'unix', standardHeaders: false, body: { error: 'Slow down', code: 429 } },
       exempt: { ips: ['203.0.113.7', '2001:db8::/64'], accounts: ['109367461358294711', '42'] },
+      block: { ips: [] },
       log: { level: 'debug', requests: 'info' },
       server: {
         maxHeaderSize: 8192,
@@ -251,7 +253,7 @@ describe('error collection', () => {
         'limits[0].period: invalid duration "5x" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',
         'limits[1].name: duplicate rule name "sign-up" (first used at limits[0].name)',
         'limits[1].match: "*" is only allowed as the last segment, in "/api/*/x"',
-        'limits[1].per: must be one of ip, account, global (got "someone")',
+        'limits[1].per: must be one of ip, account, global, token, header:NAME, param:NAME (got "someone")',
         'limits[1].cots: unknown key (did you mean "cost"?)',
       ]);
       return true;
@@ -270,7 +272,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, log, server, limits)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, block, log, server, limits)',
     ]);
   });
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { parsePattern, type ParsedPattern } from '../../src/routing/pattern.js';
 
-function parsed(source: string): Omit<ParsedPattern, 'source'> {
+function parsed(source: string): Omit<ParsedPattern, 'source' | 'format'> {
   const r = parsePattern(source);
   if (!r.ok) throw new Error(r.error);
   return { method: r.pattern.method, segments: r.pattern.segments };

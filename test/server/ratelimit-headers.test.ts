@@ -18,6 +18,13 @@ function rule(index: number, name: string, limit: number, over: Partial<Compiled
     onStoreError: undefined,
     policyItem: `"${name}";q=${limit};w=300`,
     patterns: ['/api/*'],
+    keyName: '',
+    paramPath: null,
+    whenAuthenticated: undefined,
+    whenQuery: null,
+    needsAccount: false,
+    overrides: [],
+    overrideIndex: -1,
     ...over,
   };
 }
