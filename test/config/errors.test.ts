@@ -8,6 +8,14 @@ const DIR = fileURLToPath(new URL('../fixtures/config/errors/', import.meta.url)
 
 /** Fixture file → the one error it must produce, exactly as an operator reads it. */
 const EXPECTED: Record<string, string> = {
+  'per-param-invalid.yaml': 'limits[0].per: invalid parameter name "user[emails][]" in per "param:user[emails][]" (Rack bracket notation naming one value, e.g. user[email]; no [] and no unclosed bracket)',
+  'per-param-unclosed.yaml': 'limits[0].per: invalid parameter name "user[email" in per "param:user[email" (Rack bracket notation naming one value, e.g. user[email]; no [] and no unclosed bracket)',
+  'per-header-invalid.yaml': 'limits[0].per: invalid header name "X App" in per "header:X App"',
+  'override-limit-below-cost.yaml': "limits[0].overrides[1].limit: limit 2 is below the rule's cost 5 (no request could ever be admitted)",
+  'override-keys-per-ip.yaml': 'limits[0].overrides[0].keys: keys apply to per: token, header:NAME and param:NAME rules (this rule is per: ip; use ips or accounts)',
+  'when-unknown-key.yaml': 'limits[0].when.querry: unknown key (did you mean "query"?)',
+  'format-not-at-end.yaml': 'limits[0].match[1]: "(.:format)" is only allowed at the end of a pattern, in "/auth(.:format)/password"',
+  'block-ip-invalid.yaml': 'block.ips[0]: invalid IP address or CIDR "203.0.113.0/33"',
   'account-cache-ttl-invalid.yaml': 'clients.account.cacheTtl: invalid duration "5 minutes" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',
   'account-from-invalid.yaml': 'clients.account.from: must be one of introspect, token, header (got "cookie")',
   'account-header-required.yaml': 'clients.account.header: required when from is "header"',

@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BucketSpec, Store } from '../../src/limiter/types.js';
+import { bucketKey, ruleKeyPrefix, type KeyKind } from '../../src/limiter/keys.js';
 import { FakeClock } from '../support/clock.js';
 
 export type StoreFactory = (clock: FakeClock) => Promise<Store>;
@@ -111,6 +112,30 @@ export function storeContract(name: string, factory: StoreFactory): void {
         const last = await store.consume([a]);
         expect(last.buckets[0]).toMatchObject({ remaining: 0, limited: false });
         expect((await store.consume([a])).allowed).toBe(false);
+      }
+    });
+
+    it('counts token, header and parameter keys and override buckets like any other, all-or-nothing, in every algorithm', async () => {
+      const digest = (c: string) => c.repeat(64);
+      for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+        const rule = `contract-${process.pid}-${++seq}`;
+        const key = (per: KeyKind, override = -1) => bucketKey(ruleKeyPrefix(rule, override), per, '192.0.2.1', 'a:1', digest(per[0]!))!;
+        const spec = (k: string, limit: number): BucketSpec => bucket({ key: k, algorithm, limit, periodMs: 60_000 });
+        // One request in five identities' buckets (five cluster slots): the parameter bucket is the narrowest.
+        const all = [spec(key('ip'), 5), spec(key('token'), 5), spec(key('header'), 5), spec(key('param'), 1), spec(key('account'), 5)];
+        expect((await store.consume(all)).allowed).toBe(true);
+        const refused = await store.consume(all);
+        expect(refused.allowed).toBe(false);
+        expect(refused.buckets.map((b) => b.limited)).toEqual([false, false, false, true, false]);
+        // Nothing was charged by the refused request.
+        for (const i of [0, 1, 2, 4]) expect((await store.peek(all[i]!)).remaining).toBe(4);
+        // An override's bucket for the same client is its own: the default one's exhaustion is not its.
+        const overridden = spec(key('param', 0), 3);
+        expect(overridden.key).not.toBe(all[3]!.key);
+        const o = await store.consume([overridden]);
+        expect(o.allowed).toBe(true);
+        expect(o.buckets[0]!.remaining).toBe(2);
+        expect((await store.peek(all[3]!)).remaining).toBe(0);
       }
     });
 

@@ -162,3 +162,29 @@ describe('compileMatcher', () => {
     expect(() => compileMatcher([rule('bad', '/a/*/b')])).toThrow('invalid pattern "/a/*/b": "*" is only allowed as the last segment, in "/a/*/b"');
   });
 });
+
+describe("Rails' optional (.:format)", () => {
+  const m = matcherOf(rule('resets', 'POST /auth/password(.:format)'), rule('show', 'GET /api/v1/statuses/:id(.:format)'), rule('auth', 'POST /auth(.:format)'));
+  const hit = m;
+
+  it('matches the path without a format and with any one format', () => {
+    expect(hit('POST', '/auth/password')).toEqual(['resets']);
+    expect(hit('POST', '/auth/password.json')).toEqual(['resets']);
+    expect(hit('POST', '/auth/password.html')).toEqual(['resets']);
+    expect(hit('POST', '/auth.json')).toEqual(['auth']);
+    expect(hit('GET', '/api/v1/statuses/12.json')).toEqual(['show']);
+  });
+
+  it('does not match an empty format, an empty stem, another segment or a longer name', () => {
+    expect(hit('POST', '/auth/password.')).toEqual([]);
+    expect(hit('POST', '/auth/.json')).toEqual([]);
+    expect(hit('POST', '/auth/password.json/x')).toEqual([]);
+    expect(hit('POST', '/auth/passwords.json')).toEqual([]);
+    expect(hit('POST', '/auth/password/edit')).toEqual([]);
+  });
+
+  it('a rule without (.:format) still does not match a formatted path', () => {
+    const plain = matcherOf(rule('sign-up', 'POST /api/v1/accounts'));
+    expect(plain('POST', '/api/v1/accounts.json')).toEqual([]);
+  });
+});

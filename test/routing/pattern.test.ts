@@ -81,3 +81,21 @@ describe('parsePattern', () => {
     expect(error(source)).toBe(message);
   });
 });
+
+describe("parsePattern: Rails' (.:format)", () => {
+  it('reads a final (.:format) as a flag on the pattern', () => {
+    const r = parsePattern('POST /auth/sign_in(.:format)');
+    expect(r.ok && r.pattern.format).toBe(true);
+    expect(r.ok && r.pattern.segments).toEqual([
+      { kind: 'literal', value: 'auth' },
+      { kind: 'literal', value: 'sign_in' },
+    ]);
+  });
+
+  it('refuses (.:format) anywhere but at the end, and after nothing or a *', () => {
+    expect(error('POST /auth(.:format)/password')).toBe('"(.:format)" is only allowed at the end of a pattern, in "/auth(.:format)/password"');
+    expect(error('/api/*(.:format)')).toBe('"(.:format)" must follow a literal or :name segment, in "/api/*(.:format)"');
+    expect(error('/(.:format)')).toBe('"(.:format)" must follow a literal or :name segment, in "/(.:format)"');
+    expect(error('/auth(.:locale)')).toBe('optional parts are not supported except a final "(.:format)", in "/auth(.:locale)"');
+  });
+});
