@@ -75,3 +75,40 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "rategate.configDir" -}}
 /etc/rategate
 {{- end }}
+
+{{/* The Secret holding the admin token, or "" when there is none. */}}
+{{- define "rategate.adminSecretName" -}}
+{{- if .Values.admin.existingSecret }}
+{{- .Values.admin.existingSecret }}
+{{- else if .Values.admin.token }}
+{{- printf "%s-admin" (include "rategate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* The ClusterIP Service of the admin port (metrics, health, buckets). */}}
+{{- define "rategate.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "rategate.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+The settings the gateway reads only at start, as one document: their checksum on the pod template rolls
+the pods when one changes. The gateway reloads the rest of limits.yaml live (limits, clients except the
+introspection path, responses, exempt, log, server body limits), so those are left out on purpose: a
+limit change must not restart anything. Settings passed as environment variables are in the pod template
+already. The admin token is in (a changed Secret is not seen by a running pod); a Secret named by
+admin.existingSecret or store.existingSecret cannot be seen by the chart: `kubectl rollout restart` after
+changing one.
+*/}}
+{{- define "rategate.restartSettings" -}}
+{{- $config := .Values.config | default dict }}
+{{- $clients := get $config "clients" | default dict }}
+{{- $account := get $clients "account" | default dict }}
+{{- $server := omit (get $config "server" | default dict) "maxBodySize" "bodyLimits" }}
+{{- toJson (dict
+  "admin" (get $config "admin")
+  "adminToken" .Values.admin.token
+  "store" (get $config "store")
+  "upstream" (get $config "upstream")
+  "server" $server
+  "introspectionPath" (get $account "path")) }}
+{{- end }}
