@@ -2,6 +2,7 @@
  * @module The Helm chart rendered with Helm's engine semantics (scripts/helm-render) in the modes operators
  * use, every object validated against the Kubernetes schemas, and what each feature must render.
  */
+import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/index.js';
 import { find, k8sErrors, kinds, render, rendererUnavailable, renderError, type K8sObject, type Rendered } from './render.js';
+import { startTestGateway, SEED_TABLE } from '../support/gateway.js';
 import { CHART, read } from './support.js';
 
 if (rendererUnavailable !== null) console.warn(`chart rendering tests skipped: ${rendererUnavailable}`);
@@ -321,6 +323,41 @@ describeRendered('the optional resources', () => {
     for (const svc of r.manifests.filter((m) => m.object.kind === 'Service')) {
       const selector = svc.object.spec.selector as Record<string, string>;
       expect(Object.entries(selector).every(([k, v]) => pod.metadata.labels[k] === v)).toBe(false);
+    }
+  });
+});
+
+describeRendered('the helm test pod’s check, run against a real gateway', () => {
+  const pod = find(render({ helmTest: { enabled: true } }), 'Pod');
+  const [node, ...args] = pod.spec.containers[0].command as string[];
+  /** Runs the pod's command here with its URLs pointed at a local gateway; resolves to the exit code. */
+  const runCheck = (readyz: string, proxied: string): Promise<{ code: number; out: string }> =>
+    new Promise((resolve) => {
+      execFile(node === 'node' ? process.execPath : String(node), args, { env: { ...process.env, READYZ_URL: readyz, PROXY_URL: proxied } }, (err, stdout, stderr) => {
+        resolve({ code: err === null ? 0 : Number((err as { code?: number }).code ?? 1), out: `${stdout}${stderr}` });
+      });
+    });
+  const path = (pod.spec.containers[0].env as K8sObject[]).find((e) => e.name === 'PROXY_URL')?.value.replace(/^http:\/\/[^/]+/, '');
+
+  it('passes when the gateway is ready and forwards the request', async () => {
+    const gw = await startTestGateway(SEED_TABLE, { upstream: 'builtin' });
+    try {
+      const result = await runCheck(`${gw.adminUrl}/readyz`, `${gw.url}${path}`);
+      expect(result.out).toMatch(/ready: GET .* -> 200[\s\S]*proxied: GET .* -> 401/);
+      expect(result.code).toBe(0);
+    } finally {
+      await gw.shutdown(1000);
+    }
+  });
+
+  it('fails when the upstream is unreachable', async () => {
+    const gw = await startTestGateway(SEED_TABLE, { upstream: 'http://127.0.0.1:9' });
+    try {
+      const result = await runCheck(`${gw.adminUrl}/readyz`, `${gw.url}${path}`);
+      expect(result.code).toBe(1);
+      expect(result.out).toMatch(/ready failed/);
+    } finally {
+      await gw.shutdown(1000);
     }
   });
 });
