@@ -384,11 +384,13 @@ describeRendered('a planted mistake', () => {
     expect(errorsOf(chart)).toContainEqual(expect.stringContaining('spec/replicas must be integer'));
   });
 
-  it('a misspelt field type, a broken indentation and a template syntax error fail too', () => {
+  it('a quoted port, a misspelt field, a broken indentation and a template syntax error fail too', () => {
     const port = broken('metrics-service.yaml', 'port: {{ .Values.service.metricsPort }}', 'port: "{{ .Values.service.metricsPort }}"');
     expect(errorsOf(port)).toContainEqual(expect.stringContaining('port must be integer'));
     const indent = broken('service.yaml', '  type: {{ .Values.service.type }}', '    type: {{ .Values.service.type }}\n  oops');
     expect(() => render({}, { chart: indent })).toThrow(/YAML parse error on rategate\/templates\/service\.yaml/);
+    const misspelt = broken('deployment.yaml', '          readinessProbe:', '          readinesProbe:');
+    expect(errorsOf(misspelt)).toContainEqual(expect.stringContaining('unknown field /spec/template/spec/containers/0/readinesProbe'));
     const syntax = broken('pdb.yaml', '{{- end }}\n  selector:', '\n  selector:');
     expect(() => render({}, { chart: syntax })).toThrow(/parse error in "rategate\/templates\/pdb\.yaml"/);
   });

@@ -93,6 +93,45 @@ const MODELS: Record<string, ModelClass> = {
   'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule as unknown as ModelClass,
 };
 
+/**
+ * Fields the schema does not declare. The schemas leave objects open (the API server drops an unknown
+ * field with a warning, so a misspelt `readinesProbe` would silently do nothing); the compiled validator
+ * does read every declared property of an object it checks, so the validator runs on proxies that record
+ * those reads, and an own key never read is unknown. Objects the validator iterates (maps: labels, data…)
+ * or never looks into (free-form fields) are left out.
+ */
+function unknownFields(Model: ModelClass, object: K8sObject): string[] {
+  const reads = new Map<object, { path: string; keys: Set<PropertyKey>; iterated: boolean }>();
+  const wrap = (value: unknown, path: string): unknown => {
+    if (value === null || typeof value !== 'object') return value;
+    let entry = reads.get(value);
+    if (entry === undefined) reads.set(value, (entry = { path, keys: new Set(), iterated: false }));
+    const seen = entry;
+    return new Proxy(value, {
+      get: (t, k, r) => {
+        seen.keys.add(k);
+        return wrap(Reflect.get(t, k, r), `${path}/${String(k)}`);
+      },
+      has: (t, k) => {
+        seen.keys.add(k);
+        return Reflect.has(t, k);
+      },
+      ownKeys: (t) => {
+        seen.iterated = true;
+        return Reflect.ownKeys(t);
+      },
+    });
+  };
+  const validate = (Model.prototype as Model).validate;
+  validate.call(wrap(object, '') as Model);
+  const unknown: string[] = [];
+  for (const [target, { path, keys, iterated }] of reads) {
+    if (Array.isArray(target) || iterated || keys.size === 0) continue;
+    for (const key of Object.keys(target)) if (!keys.has(key)) unknown.push(`${path}/${key}`);
+  }
+  return unknown;
+}
+
 /** Schema violations of one object (empty when valid); an apiVersion/kind without a schema is one. */
 export function k8sErrors(object: K8sObject): string[] {
   const type = `${String(object.apiVersion)}/${String(object.kind)}`;
@@ -101,6 +140,7 @@ export function k8sErrors(object: K8sObject): string[] {
   const errors: string[] = [];
   try {
     new Model(object).validate();
+    for (const field of unknownFields(Model, object)) errors.push(`${type} ${String(object.metadata?.name)}: unknown field ${field}`);
   } catch (err) {
     errors.push(`${type} ${String(object.metadata?.name)}: ${(err as Error).message}`);
   }
