@@ -7,5 +7,8 @@ cd "$(dirname "$0")/../.."
 mkdir -p .build
 export GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOPROXY=off
 export GOCACHE="${GOCACHE:-$PWD/.build/go-cache}"
-go build -o .build/helm-render ./scripts/helm-render
+# Built aside and renamed: test workers that build at once never run a half-written binary.
+tmp=".build/helm-render.$$"
+go build -o "$tmp" ./scripts/helm-render
+mv -f "$tmp" .build/helm-render
 echo "built .build/helm-render"
