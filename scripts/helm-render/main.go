@@ -517,7 +517,8 @@ func run(dir string, valueFiles []string, releaseName, namespace, kubeVersion st
 	funcs["lookup"] = func(string, string, string, string) (map[string]interface{}, error) {
 		return map[string]interface{}{}, nil
 	}
-	funcs["toToml"] = func(interface{}) string { return "" }
+	// No TOML library among Debian's Go packages here: fail loudly rather than render nothing.
+	funcs["toToml"] = func(interface{}) (string, error) { return "", errors.New("toToml is not supported by helm-render") }
 	root.Funcs(funcs)
 
 	names := make([]string, 0, len(c.templates))
