@@ -25,12 +25,6 @@ export function renderJsonSchema(): string {
 type Json = Record<string, unknown>;
 const GENERATED = 'Generated from src/config/schema.ts by `npm run schema`; do not edit by hand.';
 
-/**
- * Settings the chart passes as RATEGATE_* variables (which win over the file), from values of its own:
- * accepting them in `config` would let a value be silently ignored. The limit table is `limits`.
- */
-const CHART_OWNED: readonly (readonly string[])[] = [['limits'], ['listen'], ['admin', 'listen'], ['upstream', 'url'], ['store', 'url']];
-
 /** JSON Schema's own formats; zod also writes names of its own (`starts_with`) that validators reject or ignore. */
 const STANDARD_FORMATS = new Set(['date-time', 'date', 'time', 'email', 'hostname', 'ipv4', 'ipv6', 'uri', 'uri-reference', 'regex', 'uuid']);
 
@@ -51,20 +45,17 @@ export function buildChartParts(): { rule: Json; config: Json } {
   const limits = props.limits as { anyOf: Json[] };
   const rule = limits.anyOf.find((o) => o.type === 'array')?.items as Json | undefined;
   if (rule === undefined) throw new Error('the zod schema has no limits array');
+  // Every key the file accepts, the ones the chart sets itself included: the templates refuse those with
+  // a message naming the value to use, which says more than a schema error would.
   const config = structuredClone(full);
   delete config.$schema;
-  for (const path of CHART_OWNED) {
-    let node = config;
-    for (const key of path.slice(0, -1)) node = (node.properties as Record<string, Json>)[key] as Json;
-    delete (node.properties as Json)[path[path.length - 1] as string];
-  }
   return {
     rule: { $comment: GENERATED, ...rule },
     config: {
       $comment: GENERATED,
       ...config,
       description:
-        'Other sections of limits.yaml (all it accepts but the limit table, the listen addresses, upstream.url and store.url, which have values of their own).',
+        'Other sections of limits.yaml. The chart refuses the keys it sets from values of its own (limits, listen, admin.listen, upstream.url, store.url) and admin.token (use the value admin.token).',
     },
   };
 }

@@ -198,6 +198,18 @@ describeRendered('restart-only settings', () => {
   });
 });
 
+describeRendered('config keys the chart sets itself', () => {
+  it.each([
+    [{ listen: '0.0.0.0:80' }, /config\.listen is set by the chart; use gateway\.port/],
+    [{ admin: { listen: '0.0.0.0:9000' } }, /config\.admin\.listen is set by the chart; use gateway\.adminPort/],
+    [{ upstream: { url: 'http://api:3000' } }, /config\.upstream\.url is set by the chart; use upstream\.url/],
+    [{ store: { url: 'redis://r:6379' } }, /config\.store\.url is set by the chart; use store\.url or store\.existingSecret/],
+    [{ limits: [] }, /config\.limits is set by the chart; use the value limits/],
+  ])('refuses config %j, which the gateway would ignore for the chart’s own setting', (config, message) => {
+    expect(renderError({ config })).toMatch(message);
+  });
+});
+
 describeRendered('the admin token', () => {
   it('is kept in a Secret and reaches the pod as RATEGATE_ADMIN_TOKEN, never through the ConfigMap', () => {
     const r = render({ admin: { token: 'admin-s3cret-token' } });

@@ -112,3 +112,26 @@ changing one.
   "server" $server
   "introspectionPath" (get $account "path")) }}
 {{- end }}
+
+{{/*
+Refuses `config` keys the chart sets itself: the listen addresses, upstream.url and store.url reach the
+gateway as RATEGATE_* variables, which win over the file (the key would be silently ignored), `limits`
+is its own value, and an admin token in `config` would sit in the ConfigMap in clear. Renders nothing.
+*/}}
+{{- define "rategate.checkConfig" -}}
+{{- $config := .Values.config | default dict }}
+{{- range $key, $instead := dict "limits" "the value limits" "listen" "gateway.port" }}
+{{- if hasKey $config $key }}
+{{- fail (printf "config.%s is set by the chart; use %s instead" $key $instead) }}
+{{- end }}
+{{- end }}
+{{- $owned := dict "admin" (list "listen" "gateway.adminPort") "upstream" (list "url" "upstream.url") "store" (list "url" "store.url or store.existingSecret") }}
+{{- range $section, $pair := $owned }}
+{{- if hasKey (get $config $section | default dict) (first $pair) }}
+{{- fail (printf "config.%s.%s is set by the chart; use %s instead" $section (first $pair) (last $pair)) }}
+{{- end }}
+{{- end }}
+{{- if hasKey (get $config "admin" | default dict) "token" }}
+{{- fail "config.admin.token would put the admin token in the ConfigMap, in clear: set admin.token (the chart makes a Secret) or admin.existingSecret instead" }}
+{{- end }}
+{{- end }}
