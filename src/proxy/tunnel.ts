@@ -64,10 +64,6 @@ export class Tunnel {
     dropUpstreamRateLimitHeaders: boolean,
   ): Promise<ForwardResult> {
     if (socket.destroyed) return Promise.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds: 0 });
-    // Upgraded sockets leave the HTTP server's books: track them so shutdown can close them.
-    this.sockets.add(socket);
-    socket.once('close', () => this.sockets.delete(socket));
-    socket.on('error', () => socket.destroy());
     req.url = pathAndQuery;
     req.headers['x-forwarded-for'] = forwarded.for;
     req.headers['x-forwarded-proto'] = forwarded.proto;
@@ -80,6 +76,17 @@ export class Tunnel {
       (req as UpgradingRequest)[UPGRADE] = { extraHeaders, dropUpstreamRateLimitHeaders, started: performance.now(), resolve, settled: false };
       this.proxy.ws(req, socket, head);
     });
+  }
+
+  /**
+   * Takes over an upgrade socket as soon as node:http hands it over, before the limit decision: it has
+   * left the server's books (so shutdown must close it from here) and lost the server's error listener
+   * (an unhandled reset would throw).
+   */
+  track(socket: Duplex): void {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
   }
 
   /** Closes every open tunnel (the end of a drain). */

@@ -109,6 +109,7 @@ export class Gateway {
 
   readonly handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     const started = performance.now();
+    this.opts.tunnel.track(socket);
     this.tunnel(req, socket, head, started).catch((err: unknown) => {
       socket.destroy();
       this.logFailure(req, err, started);

@@ -149,7 +149,7 @@ describe('the shipped config/limits.yaml', () => {
       [0, 'account-access', 'account', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [1, 'ip-access', 'ip', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [2, 'sign-up', 'ip', 5, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/accounts']],
-      [3, 'uploading', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/media']],
+      [3, 'uploading', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/media', 'POST /api/v2/media']],
       [4, 'deletion', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, [
         'DELETE /api/v1/statuses/:id',
         'POST /api/v1/statuses/:id/unreblog',

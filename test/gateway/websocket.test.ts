@@ -152,3 +152,27 @@ describe('WebSocket upgrades run the same pipeline as plain requests', () => {
     expect(metrics).toMatch(/rategate_gateway_responses_total\{code="429"\} 1/);
   });
 });
+
+describe('an upgrade whose client resets during the limit decision', () => {
+  it('costs that one socket, not the gateway', async () => {
+    const { startRecordingUpstream, VERIFY } = await import('../support/recording-upstream.js');
+    const slow = await startRecordingUpstream();
+    // The introspection call is slow, so the reset lands while the upgrade waits for its decision.
+    slow.route(VERIFY, (_req, res) => setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"1"}'), 300));
+    try {
+      const table = `limits:\n  - { name: streaming, match: GET /api/v1/streaming, per: account, limit: 5, period: 1h }\n`;
+      gw = await startTestGateway(table, { upstream: slow.url });
+      const { port } = new URL(gw.url);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      await new Promise((r) => socket.once('connect', r));
+      socket.write('GET /api/v1/streaming HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer user-1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+      await new Promise((r) => setTimeout(r, 100));
+      socket.resetAndDestroy();
+      await new Promise((r) => setTimeout(r, 400));
+      expect((await fetch(`${gw.url}/healthz-is-not-limited`)).status).toBeGreaterThan(0);
+    } finally {
+      await slow.close();
+    }
+  });
+});
