@@ -1,0 +1,88 @@
+/**
+ * config/examples/mastodon.yaml — all of Mastodon's rack-attack throttles — through the real gateway
+ * in front of the built-in upstream (started by the gateway, `upstream: builtin`), with a fake clock.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfigFile } from '../../src/config/index.js';
+import { FakeClock } from '../support/clock.js';
+import { send, type Answer } from '../support/http.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+
+const EXAMPLE = fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url));
+const T0 = Date.UTC(2026, 10, 21, 19, 0, 0);
+let gw: TestGateway;
+
+beforeEach(async () => {
+  const clock = new FakeClock(T0 + 60_000);
+  gw = await startTestGateway(readFileSync(EXAMPLE, 'utf8'), { upstream: 'builtin', now: clock.now });
+});
+afterEach(async () => gw.shutdown(1000));
+
+const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };
+function req(method: string, path: string, ip: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
+  return send(gw.url, { method, path, headers: { 'X-Forwarded-For': ip, ...headers }, ...(body === undefined ? {} : { body }) });
+}
+
+describe('config/examples/mastodon.yaml', () => {
+  it('is a valid table with one rule per rack-attack throttle, each named in a comment', async () => {
+    const snap = await loadConfigFile(EXAMPLE);
+    const text = readFileSync(EXAMPLE, 'utf8');
+    for (const throttle of [
+      'throttle_authenticated_api', 'throttle_per_token_api', 'throttle_unauthenticated_api', 'throttle_api_media',
+      'throttle_media_proxy', 'throttle_api_sign_up', 'throttle_authenticated_paging', 'throttle_unauthenticated_paging',
+      'throttle_api_delete', 'throttle_sign_up_attempts/ip', 'throttle_password_resets/ip', 'throttle_password_resets/email',
+      'throttle_email_confirmations/ip', 'throttle_email_confirmations/email', 'throttle_login_attempts/ip',
+      'throttle_login_attempts/email', 'throttle_password_change/account',
+    ]) expect(text).toContain(`# ${throttle}`);
+    expect(snap.rules.length).toBe(18);
+  });
+
+  it('limits password resets to 5 per e-mail across IPs, at /auth/password and /auth/password.json', async () => {
+    for (let i = 0; i < 5; i++) {
+      const a = await req('POST', `/auth/password${i % 2 ? '.json' : ''}?user[email]=victim@example.com`, `203.0.113.${i + 1}`);
+      expect(a.status).toBe(201);
+      expect(a.headers['x-ratelimit-limit']).toBe('5');
+    }
+    const refused = await req('POST', '/auth/password.json?user[email]=victim@example.com', '203.0.113.77');
+    expect(refused.status).toBe(429);
+    expect(refused.headers['ratelimit-policy']).toBe('"password-resets-email";q=5;w=1800, "password-resets-ip";q=25;w=300');
+  });
+
+  it('limits login attempts per IP (25 / 5 min) with Devise answering the failures', async () => {
+    const ip = '198.51.100.20';
+    for (let i = 0; i < 25; i++) {
+      const a = await req('POST', `/auth/sign_in.json?user[email]=u${i}@example.com`, ip);
+      expect(a.status).toBe(401);
+      expect(a.body).toBe('{"error":"Invalid Email or password."}');
+    }
+    const refused = await req('POST', '/auth/sign_in?user[email]=fresh@example.com', ip);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['x-ratelimit-limit']).toBe('25');
+  });
+
+  it('counts unauthenticated API and paging per IP, and never the host itself (the safelist)', async () => {
+    const ip = '198.51.100.30';
+    const a = await req('GET', '/api/v1/statuses/1?max_id=9', ip);
+    expect(a.status).toBe(404);
+    expect(a.headers['ratelimit-policy']).toBe('"unauthenticated-api";q=300;w=300, "unauthenticated-paging";q=300;w=900');
+    // From the gateway's own host (no X-Forwarded-For): exempt, as Mastodon safelists 127.0.0.1 and ::1.
+    const local = await send(gw.url, { method: 'GET', path: '/api/v1/statuses/1?max_id=9' });
+    expect(local.headers['x-ratelimit-limit']).toBeUndefined();
+  });
+
+  it('counts a signed-in user per account and per token, and not as unauthenticated', async () => {
+    const ip = '198.51.100.40';
+    const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{ client_id: string; client_secret: string }>();
+    const appToken = (
+      await req('POST', '/oauth/token', ip, FORM, `grant_type=client_credentials&client_id=${app.client_id}&client_secret=${app.client_secret}&scope=read%20write`)
+    ).json<{ access_token: string }>().access_token;
+    const signUp = await req('POST', '/api/v1/accounts', ip, { ...FORM, Authorization: `Bearer ${appToken}` }, 'username=alice&email=alice@example.com&password=correct%20horse%20battery&agreement=true&locale=en');
+    expect(signUp.status).toBe(200);
+    const token = signUp.json<{ access_token: string }>().access_token;
+    const me = await req('GET', '/api/v1/accounts/verify_credentials?since_id=1', ip, { Authorization: `Bearer ${token}` });
+    expect(me.status).toBe(200);
+    expect(me.headers['ratelimit-policy']).toBe('"per-token-api";q=300;w=300, "authenticated-paging";q=300;w=900, "authenticated-api";q=1500;w=300');
+  });
+});
