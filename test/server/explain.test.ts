@@ -1,0 +1,61 @@
+/** `rategate explain`: the rules a described request would be counted by, and why the others would not. */
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { loadConfigFile, parseConfig } from '../../src/config/index.js';
+import { explain } from '../../src/server/explain.js';
+
+const EXAMPLE = fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url));
+const mastodon = await loadConfigFile(EXAMPLE);
+
+describe('rategate explain', () => {
+  it('lists every rule in table order: the ones that count the request with their key, the others with why not', () => {
+    const lines = explain(mastodon, { request: 'POST /auth/password.json', headers: [], ip: '203.0.113.9', body: '{"user":{"email":"a@example.com"}}' });
+    expect(lines[0]).toBe('POST /auth/password.json  from 203.0.113.9');
+    expect(lines[1]).toBe('  account: none (no bearer token)');
+    expect(lines).toContain('   1. authenticated-api: no (path: not /api/*)');
+    expect(lines).toContain('   7. authenticated-paging: no (when.authenticated: the request has no account)');
+    expect(lines).toContain('   8. unauthenticated-paging: no (when.query: none of page, min_id, max_id, since_id is in the query string)');
+    expect(lines).toContain('  11. password-resets-ip: yes, per ip, 25/5m, key: ip 203.0.113.9');
+    expect(lines.find((l) => l.startsWith('  12.'))).toMatch(/^ {2}12\. password-resets-email: yes, per param:user\[email\], 5\/30m, key: parameter user\[email\], digest [0-9a-f]{12}…$/);
+    // The rule order is the table's: 18 rules, then the headers.
+    expect(lines.filter((l) => /^ +\d+\. /.test(l))).toHaveLength(18);
+    expect(lines.at(-2)).toBe('  headers: X-RateLimit-* of password-resets-email (limit 5) while buckets are fresh; at run time the one closest to exhaustion');
+    expect(lines.at(-1)).toBe('  RateLimit-Policy: "password-resets-ip";q=25;w=300, "password-resets-email";q=5;w=1800');
+  });
+
+  it('says when a rule lacks its key, when the method is wrong, and which override applies', () => {
+    const snap = parseConfig(
+      `limits:
+  - { name: apps, match: /api/*, per: "header:X-App-Id", limit: 10, period: 5m }
+  - { name: deletes, match: DELETE /api/v1/statuses/:id, per: account, limit: 30, period: 30m }
+  - name: api
+    match: /api/*
+    per: ip
+    limit: 300
+    period: 5m
+    overrides: [{ ips: [203.0.113.0/24], limit: 3000 }]
+`,
+      't.yaml',
+    );
+    const lines = explain(snap, { request: 'GET /api/v1/statuses/1', headers: [], ip: '203.0.113.5' });
+    expect(lines).toEqual([
+      'GET /api/v1/statuses/1  from 203.0.113.5',
+      '  account: none (no bearer token)',
+      '   1. apps: no (no key: the request has no header x-app-id)',
+      '   2. deletes: no (method: GET is not DELETE)',
+      '   3. api: yes, per ip (+1 override), 3000/5m (overrides[0], own bucket), key: ip 203.0.113.5',
+      '  headers: X-RateLimit-* of api (limit 3000) while buckets are fresh; at run time the one closest to exhaustion',
+      '  RateLimit-Policy: "api";q=3000;w=300',
+    ]);
+    const withHeader = explain(snap, { request: 'GET /api/v1/statuses/1', headers: ['X-App-Id: a1'], ip: '198.51.100.1' });
+    expect(withHeader[2]).toMatch(/^ {3}1\. apps: yes, per header:x-app-id, 10\/5m, key: header x-app-id, digest [0-9a-f]{12}…$/);
+  });
+
+  it('says a blocked client is refused before any rule', () => {
+    const snap = parseConfig('block: { ips: [203.0.113.0/24] }\nlimits:\n  - { name: api, match: /api/*, per: ip, limit: 1, period: 1m }\n', 't.yaml');
+    expect(explain(snap, { request: 'GET /api/v1/x', headers: [], ip: '203.0.113.1' })).toEqual([
+      'GET /api/v1/x  from 203.0.113.1',
+      '  blocked (block.ips): answered 403 {"error":"Forbidden"}; no rule counts it, nothing is forwarded',
+    ]);
+  });
+});
