@@ -8,7 +8,7 @@ import type http from 'node:http';
 import type { CompiledRule, Snapshot } from '../config/types.js';
 import { formatDuration } from '../config/duration.js';
 import { perLabel } from '../config/describe.js';
-import { bearerToken, compileCidrs, ipBucketKey, tokenDigest } from '../identity/index.js';
+import { accountKeyFromHeader, bearerToken, compileCidrs, ipBucketKey, tokenDigest } from '../identity/index.js';
 import { fromJson, lookUp, ParamError, parseUrlEncoded, type ParamHash } from '../rack-params.js';
 import { compileMatcher, normalizePath } from '../routing/index.js';
 import { BadQueryError, RequestFacts, ruleValueDigest, whenFails } from './rule-facts.js';
@@ -134,7 +134,7 @@ function accountOf(snapshot: Snapshot, headers: http.IncomingHttpHeaders, token:
   const acct = snapshot.config.clients.account;
   if (acct.from === 'header') {
     const v = headers[(acct.header ?? '').toLowerCase()];
-    if (typeof v === 'string' && v !== '') return { accountKey: `h:${v}`, account: `${v} (header ${acct.header}, when set by a trusted proxy)` };
+    if (typeof v === 'string' && v !== '') return { accountKey: accountKeyFromHeader(v), account: `${v} (header ${acct.header}, when set by a trusted proxy)` };
     return { accountKey: null, account: `none (no ${acct.header} header)` };
   }
   if (token === null) return { accountKey: null, account: 'none (no bearer token)' };

@@ -7,7 +7,7 @@ import type http from 'node:http';
 import { bearerToken, tokenDigest } from '../identity/index.js';
 import { isHash, lookUp, ParamError, parseUrlEncoded, type ParamHash, type ParamValue } from '../rack-params.js';
 import type { CompiledRule } from '../config/types.js';
-import { paramPath } from '../config/schema.js';
+import { paramPath } from '../config/limit-model.js';
 
 /**
  * The request's token: the one place the gateway decides where a token was sent, so `per: token`
