@@ -11,7 +11,7 @@ import type { Metrics } from '../metrics.js';
 import { ERROR_BODIES } from '../errors.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
 import { bucketsFor, isExemptAccount, type BucketInputs, type RequestPolicy } from './policy.js';
-import { BadQueryError, needsFacts, requestToken, RequestFacts, type BodyParams } from './rule-facts.js';
+import { needsFacts, requestToken, RequestFacts, type BodyParams } from './rule-facts.js';
 
 /** How the decision went, as the access log names it. */
 export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'store_unavailable';
@@ -74,31 +74,27 @@ export async function decide(
   if (matched.length === 0) return UNMATCHED;
   const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
   if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) return EXEMPT;
-  const facts = anyNeedsFacts(matched) ? new RequestFacts(req.headers, query, () => requestToken(req), body) : null;
-  try {
-    let account: string | null = null;
-    if (needsAccount(matched)) {
-      const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
-      const known = policy.account.known(req.headers.authorization, headerValue, peer.trusted);
-      if (known !== undefined) account = known;
-      else {
-        // Finding the account is an upstream call: a request that the buckets known without it already
-        // refuse (a flood with a fresh token each time) must not cost the upstream anything.
-        const early = await refuseEarly(ctx, policy, matched, { ipKey: client.key, address: client.address, accountKey: null, accountKnown: false, facts });
-        if (early !== null) return early;
-        account = await policy.account.resolve(req.headers.authorization, headerValue, peer.trusted);
-      }
-    }
-    if (account !== null && isExemptAccount(policy, account)) return EXEMPT;
-    return await consume(ctx, policy, matched, { ipKey: client.key, address: client.address, accountKey: account, accountKnown: true, facts });
-  } catch (err) {
-    if (err instanceof BadQueryError) return BAD_QUERY;
-    throw err;
+  let facts: RequestFacts | null = null;
+  if (anyNeedsFacts(matched)) {
+    facts = new RequestFacts(req.headers, query, () => requestToken(req), body);
+    // A query Rails would refuse is refused here (400) rather than read one way by us and another by Rails.
+    if (anyReadsQuery(matched) && !facts.queryReadable()) return BAD_QUERY;
   }
-}
-
-async function consume(ctx: DecideContext, policy: RequestPolicy, matched: readonly CompiledRule[], who: BucketInputs): Promise<Decision> {
-  const { specs, rules } = bucketsFor(policy, matched, who);
+  let account: string | null = null;
+  if (needsAccount(matched)) {
+    const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
+    const known = policy.account.known(req.headers.authorization, headerValue, peer.trusted);
+    if (known !== undefined) account = known;
+    else {
+      // Finding the account is an upstream call: a request that the buckets known without it already
+      // refuse (a flood with a fresh token each time) must not cost the upstream anything.
+      const early = await refuseEarly(ctx, policy, matched, { ipKey: client.key, address: client.address, accountKey: null, accountKnown: false, facts });
+      if (early !== null) return early;
+      account = await policy.account.resolve(req.headers.authorization, headerValue, peer.trusted);
+    }
+  }
+  if (account !== null && isExemptAccount(policy, account)) return EXEMPT;
+  const { specs, rules } = bucketsFor(policy, matched, { ipKey: client.key, address: client.address, accountKey: account, accountKnown: true, facts });
   if (specs.length === 0) return NO_BUCKET;
 
   const { store, metrics } = ctx;
@@ -163,6 +159,11 @@ function needsAccount(rules: readonly CompiledRule[]): boolean {
 
 function anyNeedsFacts(rules: readonly CompiledRule[]): boolean {
   for (const r of rules) if (needsFacts(r)) return true;
+  return false;
+}
+
+function anyReadsQuery(rules: readonly CompiledRule[]): boolean {
+  for (const r of rules) if (r.whenQuery !== null || r.per === 'param') return true;
   return false;
 }
 

@@ -11,7 +11,7 @@ import { perLabel } from '../config/describe.js';
 import { accountKeyFromHeader, bearerToken, compileCidrs, ipBucketKey, tokenDigest } from '../identity/index.js';
 import { fromJson, lookUp, ParamError, parseUrlEncoded, type ParamHash } from '../rack-params.js';
 import { compileMatcher, normalizePath } from '../routing/index.js';
-import { BadQueryError, RequestFacts, ruleValueDigest, whenFails } from './rule-facts.js';
+import { RequestFacts, ruleValueDigest, whenFails } from './rule-facts.js';
 import { buildRequestPolicy, overrideFor } from './policy.js';
 
 export interface ExplainRequest {
@@ -55,19 +55,13 @@ export function explain(snapshot: Snapshot, r: ExplainRequest): string[] {
   const { accountKey, account } = accountOf(snapshot, headers, token);
   out.push(`  account: ${account}`);
   const facts = new RequestFacts(headers, target.query, () => token, bodyValues(snapshot, r.body));
+  if (!facts.queryReadable()) out.push('  the query string has conflicting parameters: a rule that reads it makes the gateway answer 400');
   const applied: CompiledRule[] = [];
   snapshot.rules.forEach((rule, i) => {
     const head = `  ${String(i + 1).padStart(2)}. ${rule.name}`;
     const why = notMatching(rule, method, target.path);
     if (why !== null) return out.push(`${head}: no (${why})`);
-    let verdict: string;
-    try {
-      verdict = applies(rule, facts, accountKey, account, policy, r.ip, ipKey, applied);
-    } catch (err) {
-      if (!(err instanceof BadQueryError)) throw err;
-      verdict = 'no (the query string has conflicting parameters: the gateway answers 400)';
-    }
-    out.push(`${head}: ${verdict}`);
+    out.push(`${head}: ${applies(rule, facts, accountKey, account, policy, r.ip, ipKey, applied)}`);
   });
   const shown = applied.filter((rule) => !rule.shadow);
   if (shown.length === 0) {

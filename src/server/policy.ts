@@ -152,7 +152,6 @@ export interface BucketInputs {
  * `when` does not hold or the request lacks what it counts per (an account, a token, a header or
  * parameter value); a client an override names counts in that override's bucket under its limit (the
  * rule returned is then the override's variant). limiter/keys.ts builds the keys (and their hash tags).
- * Throws BadQueryError when a rule must read a query string Rails would refuse.
  */
 export function bucketsFor(policy: RequestPolicy, rules: readonly CompiledRule[], who: BucketInputs): { specs: BucketSpec[]; rules: CompiledRule[] } {
   const specs: BucketSpec[] = [];

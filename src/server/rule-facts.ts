@@ -24,8 +24,8 @@ export type BodyParams = ReadonlyMap<string, string>;
 const EMPTY_HASH: ParamHash = Object.freeze(Object.create(null) as ParamHash);
 const NO_BODY: BodyParams = new Map();
 
-/** The query string Rails would refuse (conflicting types, too many pairs): answered 400, never guessed. */
-export class BadQueryError extends Error {}
+/** A query string Rails would refuse (conflicting types, too many pairs): read as no parameters at all. */
+const UNREADABLE: ParamHash = Object.freeze(Object.create(null) as ParamHash);
 
 /** One request's facts, each read at most once. */
 export class RequestFacts {
@@ -89,6 +89,11 @@ export class RequestFacts {
     return false;
   }
 
+  /** False for a query string Rails would refuse: the gateway answers 400 rather than guess its values. */
+  queryReadable(): boolean {
+    return this.query() !== UNREADABLE;
+  }
+
   private query(): ParamHash {
     if (this.queryTree === undefined) {
       if (this.rawQuery.length <= 1) this.queryTree = EMPTY_HASH;
@@ -96,8 +101,8 @@ export class RequestFacts {
         try {
           this.queryTree = parseUrlEncoded(this.rawQuery.startsWith('?') ? this.rawQuery.slice(1) : this.rawQuery);
         } catch (err) {
-          if (err instanceof ParamError) throw new BadQueryError('Bad request: the query string has conflicting parameters');
-          throw err;
+          if (!(err instanceof ParamError)) throw err;
+          this.queryTree = UNREADABLE;
         }
       }
     }

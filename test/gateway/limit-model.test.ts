@@ -97,6 +97,10 @@ limits:
     expect((await req('GET', '/api/v1/statuses/1?max_id=10', ip)).headers['x-ratelimit-remaining']).toBe('1');
     expect((await req('GET', '/api/v1/statuses/1?page=2&x=1', ip)).headers['x-ratelimit-remaining']).toBe('0');
     expect((await req('GET', '/api/v1/statuses/1?since_id=3', ip)).status).toBe(429);
+    // A query Rails would refuse (page is a value and a hash at once) is refused, not read one way or another.
+    const conflicting = await req('GET', '/api/v1/statuses/1?page=1&page[x]=2', ip);
+    expect(conflicting.status).toBe(400);
+    expect(conflicting.body).toBe('{"error":"Bad request: the query string has conflicting parameters"}');
     // Not paging: no parameter, or an empty one, or another name.
     for (const q of ['', '?max_id=', '?limit=40', '?max_id=%20']) {
       const a = await req('GET', `/api/v1/statuses/1${q}`, ip);
