@@ -4,6 +4,7 @@
  * observer (metrics) and logs the store's state changes, once each: unreachable at start, falling back,
  * recovered; and failed refunds.
  */
+import type { Config } from '../config/types.js';
 import { createBlockedCacheStore } from './blocked.js';
 import type { Clock } from './clock.js';
 import type { StoreError } from './errors.js';
@@ -11,7 +12,7 @@ import { MemoryStore } from './memory.js';
 import { createRedisStore } from './redis.js';
 import { createResilientStore, type BreakerOptions, type StoreEvent } from './resilient.js';
 import { parseStoreUrl, redactStoreUrl } from './store-url.js';
-import type { OnError, Store, StoreLog, StoreObserver } from './types.js';
+import type { Store, StoreLog, StoreObserver } from './types.js';
 
 export interface StoreHandle {
   readonly store: Store;
@@ -38,16 +39,7 @@ export interface StoreFactoryOptions {
 /** A failed refund is logged at most this often (with the count since), so a dead slot cannot flood the log. */
 const REFUND_LOG_INTERVAL_MS = 10_000;
 
-/** The `store:` section of the config, as the factory reads it. */
-export interface StoreSettings {
-  readonly url: string;
-  readonly prefix: string;
-  /** Milliseconds a store call may take before it counts as a store error. */
-  readonly timeout: number;
-  readonly onError: OnError;
-}
-
-export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
+export async function createStoreFor(storeConfig: Config['store'], opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
   const url = parseStoreUrl(storeConfig.url);
   const observer = opts.observer ?? {};
   const log = opts.log;

@@ -1,12 +1,5 @@
 /** @module The Store contract: every counter backend (memory, Redis, Redis Cluster) implements it. */
-
-/** The counting algorithms; the config schema offers exactly these. */
-export const ALGORITHMS = ['fixed-window', 'sliding-window', 'token-bucket'] as const;
-export type Algorithm = (typeof ALGORITHMS)[number];
-
-/** What a bucket does when the store fails: count locally, admit, or refuse (503). */
-export const ON_STORE_ERROR = ['local', 'allow', 'deny'] as const;
-export type OnError = (typeof ON_STORE_ERROR)[number];
+import type { Algorithm, OnError } from '../config/types.js';
 import type { StoreErrorReason } from './errors.js';
 
 /** One bucket a request must be charged in. */
