@@ -27,7 +27,7 @@ export interface StoreFactoryOptions {
   observer?: Partial<StoreObserver>;
   /** Where state changes are logged; default: nowhere. */
   log?: StoreLog;
-  /** Tests only: the memory store's clock, or the Redis scripts' clock override. */
+  /** Tests only: the memory store's clock, or the Redis scripts' (and the blocked cache's) clock. */
   now?: () => number;
   /** How long start-up waits for a first Redis connection before going on under the fault policy. */
   connectWaitMs?: number;
@@ -82,7 +82,10 @@ export async function createStoreFor(storeConfig: Config['store'], opts: StoreFa
     });
   }
   return {
-    store: createBlockedCacheStore(resilient, observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
+    store: createBlockedCacheStore(resilient, {
+      ...(opts.now ? { now: opts.now } : {}),
+      ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
+    }),
     kind: url.kind,
     ready: async () => {
       try {
@@ -96,19 +99,24 @@ export async function createStoreFor(storeConfig: Config['store'], opts: StoreFa
 }
 
 /** Counts every failed refund; logs the first, then at most one line per interval with the count since. */
-function refundReporter(observer: Partial<StoreObserver>, log: StoreLog | undefined, where: object): (err: StoreError) => void {
+export function refundReporter(
+  observer: Partial<StoreObserver>,
+  log: StoreLog | undefined,
+  where: object,
+  now: () => number = Date.now,
+): (err: StoreError) => void {
   let lastLogged = -Infinity;
   let unlogged = 0;
   return (err) => {
     observer.refundFailed?.();
     unlogged++;
-    const now = Date.now();
-    if (now - lastLogged < REFUND_LOG_INTERVAL_MS) return;
+    const t = now();
+    if (t - lastLogged < REFUND_LOG_INTERVAL_MS) return;
     log?.warn(
       { ...where, err: err.message, failures: unlogged },
       'store refund failed: a cross-slot request was rejected but a slot keeps its charge until the bucket window or refill passes it (fewer admissions, never more)',
     );
-    lastLogged = now;
+    lastLogged = t;
     unlogged = 0;
   };
 }
