@@ -11,7 +11,7 @@ import { createStoreFor } from '../../src/limiter/factory.js';
 import { parseStoreUrl, StoreUrlError } from '../../src/limiter/store-url.js';
 import { StoreError } from '../../src/limiter/errors.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
-import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
 
 describe('the store URL parser', () => {
   it('reads every form the store connects to: memory, redis, rediss with credentials and a database, and both cluster schemes', () => {
@@ -144,4 +144,26 @@ describe.skipIf(skipRedis('the Redis credential tests'))('credentials and databa
     await expect(s.consume([spec()])).rejects.toBeInstanceOf(StoreError);
     await s.close();
   });
+});
+
+describe.skipIf(skipCluster('the Redis Cluster credential test'))('credentials reaching a Redis Cluster', () => {
+  let cluster: ClusterHandle;
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ password: 'clusterpw' });
+  });
+  afterAll(async () => cluster?.stop());
+
+  it('connects to a password-protected cluster from a redis-cluster://:password@ URL, and not without it', async () => {
+    const seeds = cluster.url.slice('redis-cluster://'.length);
+    const s = createRedisStore({ url: `redis-cluster://:clusterpw@${seeds}`, prefix: 'cred', timeoutMs: 1_000 });
+    await s.ready(5_000);
+    // Buckets of two identities: two slots, so the cross-slot path (and every master) is reached.
+    const out = await s.consume([spec(), { ...spec(), key: `cred-${++seq}:{acct:a:1}` }]);
+    expect(out.allowed).toBe(true);
+    await s.ping();
+    await s.close();
+    const without = createRedisStore({ url: cluster.url, prefix: 'cred', timeoutMs: 200 });
+    await expect(without.ready(1_000)).rejects.toThrow(/not connected/);
+    await without.close();
+  }, 30_000);
 });
