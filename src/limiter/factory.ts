@@ -11,7 +11,7 @@ import type { StoreError } from './errors.js';
 import { MemoryStore } from './memory.js';
 import { createRedisStore } from './redis.js';
 import { createResilientStore, type BreakerOptions, type StoreEvent } from './resilient.js';
-import { parseStoreUrl, redactStoreUrl } from './store-url.js';
+import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
 import type { Store, StoreLog, StoreObserver } from './types.js';
 
 export interface StoreHandle {
