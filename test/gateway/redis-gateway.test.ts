@@ -263,15 +263,16 @@ store: { timeout: 100ms }
       const unreachable = log.records.filter((r) => /store unreachable at start/.test(r.msg));
       expect(unreachable).toHaveLength(1);
       expect(unreachable[0]!.level).toBe(40);
-      expect(Date.now() - started).toBeLessThan(10_000);
+      // The 3 s start-up wait for a first connection, plus the start itself (generous: CI machines are shared).
+      expect(Date.now() - started).toBeLessThan(20_000);
       expect((await timed(gw.url, '/local')).status).toBe(200);
       await redis.node.restart();
-      const deadline = Date.now() + 10_000;
-      while (!log.records.some((r) => /store recovered/.test(r.msg)) && Date.now() < deadline) {
-        await timed(gw.url, '/local', '198.51.100.72');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(log.records.filter((r) => /store (recovered|connected)/.test(r.msg))).toHaveLength(1);
+      // Traffic until the recovery line (requests, not a sleep, pace the loop; the deadline is a bound
+      // for a loaded machine, not a wait).
+      const deadline = Date.now() + 30_000;
+      const back = (): boolean => log.records.some((r) => /store (recovered|connected)/.test(r.msg));
+      while (!back() && Date.now() < deadline) await timed(gw.url, '/local', '198.51.100.72');
+      expect(log.records.filter((r) => /store (recovered|connected)/.test(r.msg)), JSON.stringify(log.records)).toHaveLength(1);
       expect(log.records.filter((r) => r.level === 40).length).toBeLessThanOrEqual(3);
     } finally {
       await gw.shutdown(500);
