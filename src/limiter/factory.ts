@@ -12,6 +12,7 @@ import { MemoryStore } from './memory.js';
 import { createRedisStore } from './redis.js';
 import { createResilientStore, type BreakerOptions, type StoreEvent } from './resilient.js';
 import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
+import { StoreStateLog } from './state-log.js';
 import type { Store, StoreLog, StoreObserver } from './types.js';
 
 export interface StoreHandle {
@@ -57,6 +58,7 @@ export async function createStoreFor(storeConfig: Config['store'], opts: StoreFa
     ...(observer.batchSent ? { onBatch: observer.batchSent.bind(observer) } : {}),
   });
   const policy = `onError: ${storeConfig.onError} (per-rule onStoreError aside)`;
+  const states = log ? new StoreStateLog({ log, where, policy, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
   const resilient = createResilientStore(redis, {
     fallback: new MemoryStore(opts.now ? { now: opts.now } : {}),
     ...(opts.breaker ? { breaker: opts.breaker } : {}),
@@ -66,8 +68,8 @@ export async function createStoreFor(storeConfig: Config['store'], opts: StoreFa
       else if (e.type === 'local_rejection') observer.localRejection?.('fallback');
       else if (e.type === 'fallback_active') {
         observer.fallbackActive?.(e.active);
-        if (e.active) log?.warn({ ...where, err: message(e.cause) }, `store failing: decisions follow ${policy} until it recovers`);
-        else log?.info(where, 'store recovered: decisions are shared again');
+        if (e.active) states?.failed(message(e.cause));
+        else states?.recovered();
       }
     },
   });
@@ -75,10 +77,10 @@ export async function createStoreFor(storeConfig: Config['store'], opts: StoreFa
   try {
     await redis.ready(opts.connectWaitMs ?? 3_000);
   } catch (err) {
-    log?.warn({ ...where, err: message(err) }, `store unreachable at start: serving under ${policy} until it connects`);
-    // Said once when it does connect, unless the fault policy's own recovery line says it.
+    states?.unreachableAtStart(message(err));
+    // Said once when it does connect, unless the fault policy's own recovery line will say it.
     redis.onReady(() => {
-      if (!resilient.fallbackActive) log?.info(where, 'store connected');
+      if (!resilient.fallbackActive) states?.recovered('store connected');
     });
   }
   return {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/limiter/errors.js';
 import { createStoreFor, refundReporter, type StoreHandle } from '../../src/limiter/factory.js';
 import type { BucketSpec, StoreLog } from '../../src/limiter/types.js';
+import { StoreStateLog } from '../../src/limiter/state-log.js';
 import { Metrics } from '../../src/metrics.js';
 import { FakeClock } from '../support/clock.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
@@ -72,6 +73,62 @@ describe('the limiter metrics', () => {
     expect(log.count('warn', /refund failed/)).toBe(2);
     expect(log.lines.map((l) => l.obj.failures)).toEqual([1, 5]);
     return metricsText(metrics).then((text) => expect(text).toContain('rategate_store_refund_failures_total 6'));
+  });
+});
+
+describe('the store state log', () => {
+  function setup() {
+    const log = new CapturingLog();
+    const clock = new FakeClock();
+    const states = new StoreStateLog({ log, where: { store: 'redis' }, policy: 'onError: local', clock, quietMs: 30_000 });
+    return { log, clock, states };
+  }
+
+  it('writes an outage as one warning and its end as one line, however long it lasts', () => {
+    const { log, clock, states } = setup();
+    states.failed('connect ECONNREFUSED');
+    for (let i = 0; i < 1_000; i++) states.failed('connect ECONNREFUSED'); // the probes keep failing
+    clock.advance(120_000);
+    states.recovered();
+    expect(log.lines.map((l) => [l.level, l.msg])).toEqual([
+      ['warn', 'store failing: decisions follow onError: local until it recovers'],
+      ['info', 'store recovered: decisions are shared again'],
+    ]);
+    expect(log.lines[0]!.obj).toMatchObject({ store: 'redis', err: 'connect ECONNREFUSED' });
+  });
+
+  it('writes a flapping store as a few lines per quiet period, not a pair per hiccup, and always ends on the truth', () => {
+    const { log, clock, states } = setup();
+    for (let i = 0; i < 200; i++) {
+      states.failed('store consume took longer than 50 ms');
+      clock.advance(10);
+      states.recovered();
+      clock.advance(90); // 200 hiccups over 20 s
+    }
+    expect(log.lines.map((l) => l.level)).toEqual(['warn', 'info']);
+    clock.advance(10_000); // the quiet period ends: one line sums it up
+    expect(log.lines).toHaveLength(3);
+    expect(log.lines[2]!).toMatchObject({ level: 'warn', obj: { failuresSinceLastLine: 199 } });
+    expect(log.lines[2]!.msg).toMatch(/store flapping: it failed and recovered 199 times in 30 s/);
+    // A hiccup that turns into an outage inside a quiet period is written when the period ends.
+    states.failed('connect ECONNREFUSED');
+    expect(log.lines).toHaveLength(3);
+    clock.advance(30_000);
+    expect(log.lines).toHaveLength(4);
+    expect(log.lines[3]!.msg).toMatch(/store failing/);
+    states.recovered();
+    expect(log.lines[4]!.msg).toMatch(/store recovered/);
+  });
+
+  it('counts a store unreachable at start as the failure, so the first request adds no line, and says when it connects', () => {
+    const { log, states } = setup();
+    states.unreachableAtStart('connect ECONNREFUSED');
+    states.failed('connect ECONNREFUSED');
+    states.recovered('store connected');
+    expect(log.lines.map((l) => l.msg)).toEqual([
+      'store unreachable at start: serving under onError: local until it connects',
+      'store connected',
+    ]);
   });
 });
 
