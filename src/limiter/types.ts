@@ -1,4 +1,7 @@
-/** @module The Store contract: every counter backend (memory, Redis, Redis Cluster) implements it. */
+/**
+ * @module The Store contract: every counter backend (memory, Redis, Redis Cluster) implements it; and
+ * what the limiter reports through (an observer for metrics, a logger), so it knows neither Prometheus nor pino.
+ */
 import type { Algorithm, OnError } from '../config/types.js';
 import type { StoreErrorReason } from './errors.js';
 
