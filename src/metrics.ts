@@ -66,6 +66,7 @@ export class Metrics {
     help: 'Requests rejected without the shared store deciding, by source: blocked_cache (a bucket known to be limited until a time) or fallback (the local count of onError: local while the store fails).',
     labelNames: ['source'] as const,
     registers: [this.registry],
+    collect: () => this.flushLocalRejections(),
   });
   /** Observed once per script call, which at load carries many requests. */
   readonly storeBatchRequests = this.register(
@@ -100,16 +101,17 @@ export class Metrics {
 
   private readonly statusClass = ['1xx', '2xx', '3xx', '4xx', '5xx'].map((c) => this.upstreamDuration.labels(c));
 
-  /** Bound once: a flood of blocked-cache rejections must not hash a label set per request. */
-  private readonly localRejections: Readonly<Record<LocalRejectionSource, client.Counter.Internal>> = {
-    blocked_cache: this.storeLocalRejections.labels('blocked_cache'),
-    fallback: this.storeLocalRejections.labels('fallback'),
-  };
+  /**
+   * Local rejections as plain numbers, handed to prom-client at scrape time like the rule counts: a
+   * flood the blocked cache absorbs must not cost a label hash per request.
+   */
+  private readonly localRejections: Record<LocalRejectionSource, number> = { blocked_cache: 0, fallback: 0 };
+  private readonly localRejectionsExported: Record<LocalRejectionSource, number> = { blocked_cache: 0, fallback: 0 };
 
   constructor(opts: { collectDefault?: boolean } = {}) {
     if (opts.collectDefault ?? true) client.collectDefaultMetrics({ register: this.registry });
     // Known label values start at 0, so an alert on increase() sees the first event.
-    for (const c of Object.values(this.localRejections)) c.inc(0);
+    for (const source of ['blocked_cache', 'fallback'] as const) this.storeLocalRejections.inc({ source }, 0);
   }
 
   /** What the limiter reports, as metrics (limiter/ knows nothing of Prometheus). */
@@ -118,7 +120,7 @@ export class Metrics {
       storeError: (reason) => this.storeErrors.labels(reason).inc(),
       fallbackActive: (active) => this.storeFallbackActive.set(active ? 1 : 0),
       refundFailed: () => this.storeRefundFailures.inc(),
-      localRejection: (source) => this.localRejections[source].inc(),
+      localRejection: (source) => void this.localRejections[source]++,
       batchSent: (requests) => this.storeBatchRequests.observe(requests),
     };
   }
@@ -150,6 +152,14 @@ export class Metrics {
       e.limited = c.limited;
       e.shadowLimited = c.shadowLimited;
       e.nearLimit = c.nearLimit;
+    }
+  }
+
+  private flushLocalRejections(): void {
+    for (const source of ['blocked_cache', 'fallback'] as const) {
+      const delta = this.localRejections[source] - this.localRejectionsExported[source];
+      if (delta > 0) this.storeLocalRejections.inc({ source }, delta);
+      this.localRejectionsExported[source] = this.localRejections[source];
     }
   }
 

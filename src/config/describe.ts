@@ -1,7 +1,7 @@
 /** @module Human-readable views of a snapshot for `rategate check` and startup logs. */
 import { formatDuration } from './duration.js';
 import type { CompiledRule, Snapshot } from './types.js';
-import { redactStoreUrl as redactUrl } from '../limiter/store-url.js';
+import { redactStoreUrl as redactUrl } from './store-url.js';
 
 /** Hides a password in a store URL: the summary is printed and logged. */
 export { redactUrl };

@@ -2,7 +2,6 @@
 import { z } from 'zod';
 import { parsePattern } from '../routing/pattern.js';
 import { checkPer, overrideIssues, PER, PER_HINT } from './limit-model.js';
-import { ALGORITHMS, ON_STORE_ERROR } from '../limiter/types.js';
 import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
 import { formatPath, show, type PathItem } from './errors.js';
 import {
@@ -63,7 +62,7 @@ const positiveInt = () =>
     .int()
     .positive({ error: (iss) => `must be a positive integer, got ${show(iss.input)}` });
 
-const onError = z.enum(ON_STORE_ERROR);
+const onError = z.enum(['local', 'allow', 'deny']);
 
 const patterns = z
   .union([z.string(), z.array(z.string())], {
@@ -135,7 +134,7 @@ export const ruleShape = {
   limit: positiveInt().describe('Requests allowed per period.'),
   period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
   algorithm: z
-    .enum(ALGORITHMS)
+    .enum(['fixed-window', 'sliding-window', 'token-bucket'])
     .default('fixed-window')
     .describe('fixed-window (epoch-aligned, as Mastodon), sliding-window, or token-bucket.'),
   cost: positiveInt().default(1).describe('Tokens a matching request takes.'),

@@ -1,6 +1,5 @@
 /** @module The compiled, immutable form of a limit table that the request path reads. */
 import type { Config, LimitRule } from './schema.js';
-import type { KeyKind } from '../limiter/keys.js';
 
 export type { Config };
 
@@ -8,7 +7,7 @@ export type { Config };
 export type Algorithm = LimitRule['algorithm'];
 export type OnError = Config['store']['onError'];
 /** What a rule counts per: `per:` without the name of a `header:`/`param:` (that is `keyName`). */
-export type Per = KeyKind;
+export type Per = 'ip' | 'account' | 'global' | 'token' | 'header' | 'param';
 
 /** One rule of `limits:`, prepared at load so the request path only reads fields. */
 export interface CompiledRule {

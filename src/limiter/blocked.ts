@@ -20,7 +20,7 @@
  * offset seen on the last answer, so a replica with a skewed clock neither lifts nor extends a block.
  * Memory: at most `maxEntries` entries, oldest evicted first, expired ones dropped when met.
  */
-import type { Algorithm } from './types.js';
+import type { Algorithm } from '../config/types.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
 
 export interface BlockedCacheOptions {

@@ -4,14 +4,16 @@
  * observer (metrics) and logs the store's state changes, once each: unreachable at start, falling back,
  * recovered; and failed refunds.
  */
+import type { Config } from '../config/types.js';
 import { createBlockedCacheStore } from './blocked.js';
 import type { Clock } from './clock.js';
 import type { StoreError } from './errors.js';
 import { MemoryStore } from './memory.js';
 import { createRedisStore } from './redis.js';
 import { createResilientStore, type BreakerOptions, type StoreEvent } from './resilient.js';
-import { parseStoreUrl, redactStoreUrl } from './store-url.js';
-import type { OnError, Store, StoreLog, StoreObserver } from './types.js';
+import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
+import { StoreStateLog } from './state-log.js';
+import type { Store, StoreLog, StoreObserver } from './types.js';
 
 export interface StoreHandle {
   readonly store: Store;
@@ -26,7 +28,7 @@ export interface StoreFactoryOptions {
   observer?: Partial<StoreObserver>;
   /** Where state changes are logged; default: nowhere. */
   log?: StoreLog;
-  /** Tests only: the memory store's clock, or the Redis scripts' clock override. */
+  /** Tests only: the memory store's clock, or the Redis scripts' (and the blocked cache's) clock. */
   now?: () => number;
   /** How long start-up waits for a first Redis connection before going on under the fault policy. */
   connectWaitMs?: number;
@@ -38,16 +40,7 @@ export interface StoreFactoryOptions {
 /** A failed refund is logged at most this often (with the count since), so a dead slot cannot flood the log. */
 const REFUND_LOG_INTERVAL_MS = 10_000;
 
-/** The `store:` section of the config, as the factory reads it. */
-export interface StoreSettings {
-  readonly url: string;
-  readonly prefix: string;
-  /** Milliseconds a store call may take before it counts as a store error. */
-  readonly timeout: number;
-  readonly onError: OnError;
-}
-
-export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
+export async function createStoreFor(storeConfig: Config['store'], opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
   const url = parseStoreUrl(storeConfig.url);
   const observer = opts.observer ?? {};
   const log = opts.log;
@@ -65,6 +58,7 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     ...(observer.batchSent ? { onBatch: observer.batchSent.bind(observer) } : {}),
   });
   const policy = `onError: ${storeConfig.onError} (per-rule onStoreError aside)`;
+  const states = log ? new StoreStateLog({ log, where, policy, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
   const resilient = createResilientStore(redis, {
     fallback: new MemoryStore(opts.now ? { now: opts.now } : {}),
     ...(opts.breaker ? { breaker: opts.breaker } : {}),
@@ -74,8 +68,8 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
       else if (e.type === 'local_rejection') observer.localRejection?.('fallback');
       else if (e.type === 'fallback_active') {
         observer.fallbackActive?.(e.active);
-        if (e.active) log?.warn({ ...where, err: message(e.cause) }, `store failing: decisions follow ${policy} until it recovers`);
-        else log?.info(where, 'store recovered: decisions are shared again');
+        if (e.active) states?.failed(message(e.cause));
+        else states?.recovered();
       }
     },
   });
@@ -83,14 +77,17 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
   try {
     await redis.ready(opts.connectWaitMs ?? 3_000);
   } catch (err) {
-    log?.warn({ ...where, err: message(err) }, `store unreachable at start: serving under ${policy} until it connects`);
-    // Said once when it does connect, unless the fault policy's own recovery line says it.
+    states?.unreachableAtStart(message(err));
+    // Said once when it does connect, unless the fault policy's own recovery line will say it.
     redis.onReady(() => {
-      if (!resilient.fallbackActive) log?.info(where, 'store connected');
+      if (!resilient.fallbackActive) states?.recovered('store connected');
     });
   }
   return {
-    store: createBlockedCacheStore(resilient, observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
+    store: createBlockedCacheStore(resilient, {
+      ...(opts.now ? { now: opts.now } : {}),
+      ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
+    }),
     kind: url.kind,
     ready: async () => {
       try {
@@ -104,19 +101,24 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
 }
 
 /** Counts every failed refund; logs the first, then at most one line per interval with the count since. */
-function refundReporter(observer: Partial<StoreObserver>, log: StoreLog | undefined, where: object): (err: StoreError) => void {
+export function refundReporter(
+  observer: Partial<StoreObserver>,
+  log: StoreLog | undefined,
+  where: object,
+  now: () => number = Date.now,
+): (err: StoreError) => void {
   let lastLogged = -Infinity;
   let unlogged = 0;
   return (err) => {
     observer.refundFailed?.();
     unlogged++;
-    const now = Date.now();
-    if (now - lastLogged < REFUND_LOG_INTERVAL_MS) return;
+    const t = now();
+    if (t - lastLogged < REFUND_LOG_INTERVAL_MS) return;
     log?.warn(
       { ...where, err: err.message, failures: unlogged },
       'store refund failed: a cross-slot request was rejected but a slot keeps its charge until the bucket window or refill passes it (fewer admissions, never more)',
     );
-    lastLogged = now;
+    lastLogged = t;
     unlogged = 0;
   };
 }

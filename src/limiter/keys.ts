@@ -5,8 +5,10 @@
  * add their own prefix. An override's bucket is `<rule>:o<N>:<tag>`: its own, beside the rule's default.
  */
 
+import type { Per } from '../config/types.js';
+
 /** What a rule counts per (the config's `per`, without a header's or parameter's name). */
-export type KeyKind = 'ip' | 'account' | 'global' | 'token' | 'header' | 'param';
+export type KeyKind = Per;
 
 const GLOBAL_TAG = '{global}';
 

@@ -8,7 +8,7 @@
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { StoreError } from './errors.js';
-import type { StoreUrl } from './store-url.js';
+import type { StoreUrl } from '../config/store-url.js';
 
 export type RedisClient = Redis | Cluster;
 

@@ -18,14 +18,14 @@ import { StoreError, StoreTimeoutError, toStoreError } from './errors.js';
 import { batchArgs, consumeArgs, luaScripts, parseBatch, parsePeek, parsePlain, type Arg } from './redis-codec.js';
 import { createRedisClient, isCluster, whenReady, type RedisClient } from './redis-connection.js';
 import { keySlot } from './slot.js';
-import { parseStoreUrl, StoreUrlError } from './store-url.js';
+import { parseStoreUrl, StoreUrlError } from '../config/store-url.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
 
 export { luaScripts, encodeBucketParams } from './redis-codec.js';
 export { MAX_BATCH_REQUESTS } from './batcher.js';
 
 export interface RedisStoreOptions {
-  /** `redis://`, `rediss://` (TLS), or `redis-cluster://h:p,h:p` (`rediss-cluster://` for TLS): see store-url.ts. */
+  /** `redis://`, `rediss://` (TLS), or `redis-cluster://h:p,h:p` (`rediss-cluster://` for TLS): see config/store-url.ts. */
   readonly url: string;
   /** Prepended to every bucket key as `${prefix}:${spec.key}`. */
   readonly prefix: string;

@@ -17,6 +17,9 @@
  *
  * Waiting: this layer adds none. The primary must bound its own calls (RedisStore does, by
  * `store.timeout`); while open, decisions are local and immediate.
+ *
+ * Time (the open period, the background probe's timer) comes from an injected Clock, so the breaker's
+ * tests move time by hand instead of sleeping.
  */
 import { systemClock, type Clock } from './clock.js';
 import type { StoreErrorReason } from './errors.js';

@@ -1,12 +1,8 @@
-/** @module The Store contract: every counter backend (memory, Redis, Redis Cluster) implements it. */
-
-/** The counting algorithms; the config schema offers exactly these. */
-export const ALGORITHMS = ['fixed-window', 'sliding-window', 'token-bucket'] as const;
-export type Algorithm = (typeof ALGORITHMS)[number];
-
-/** What a bucket does when the store fails: count locally, admit, or refuse (503). */
-export const ON_STORE_ERROR = ['local', 'allow', 'deny'] as const;
-export type OnError = (typeof ON_STORE_ERROR)[number];
+/**
+ * @module The Store contract: every counter backend (memory, Redis, Redis Cluster) implements it; and
+ * what the limiter reports through (an observer for metrics, a logger), so it knows neither Prometheus nor pino.
+ */
+import type { Algorithm, OnError } from '../config/types.js';
 import type { StoreErrorReason } from './errors.js';
 
 /** One bucket a request must be charged in. */

@@ -8,6 +8,7 @@ import type { BucketSpec, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 import { readBucketState, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { freePort } from '../support/servers.js';
+import { createStoreFor } from '../../src/limiter/factory.js';
 import { storeContract } from './store.contract.js';
 
 let seq = 0;
@@ -44,6 +45,11 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
   });
 
   storeContract('redis', async (clock) => store({ now: clock.now }));
+  // The stack production uses: the blocked-bucket cache over the fault policy over the store.
+  storeContract('redis as the factory composes it (BlockedCache over Resilient)', async (clock) => {
+    const handle = await createStoreFor({ url: redis.url, prefix: 'rgdeco', timeout: 2_000, onError: 'deny' }, { now: clock.now });
+    return handle.store;
+  });
 
   it('makes the same decisions and reports the same numbers as the memory store, for random traffic', async () => {
     // A differential test of lua/lib.lua against algorithms.ts: odd limits and periods (inexact

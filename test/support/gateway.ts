@@ -27,11 +27,13 @@ export async function startTestGateway(yaml: string, opts: { upstream: string; n
   return Object.assign(gw, { configPath });
 }
 
-/** A logger that keeps every line it writes, parsed, for tests that read the access log. */
-export function capturingLogger(level = 'info'): { logger: Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+/** A pino logger that keeps every line it writes, JSON-parsed, for tests that read the log. */
+export function capturingLogger(level = 'info'): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const logger = pino({ level }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
   return { logger, lines };
 }
+
+export type LogLine = { level: number; msg: string } & Record<string, unknown>;
 
 export { SEED_TABLE } from './seed-table.js';

@@ -1,7 +1,8 @@
 /**
  * @module The one parser of `store.url`: config validation (`rategate check` and `serve` alike), the
  * store factory and the Redis connection all read a URL through it, so what is accepted is exactly what
- * the store connects to.
+ * the store connects to. It lives in config/ so that limiter/ imports it and config/ never imports
+ * limiter/ (no folder cycle).
  *
  * Accepted: `memory`; `redis://` or `rediss://` (TLS) `[USER[:PASSWORD]@]HOST[:PORT][/DB]`;
  * `redis-cluster://` or `rediss-cluster://` (TLS) `[USER[:PASSWORD]@]HOST:PORT,HOST:PORT…` (seed nodes,

@@ -1,17 +1,14 @@
+/** The one store-URL parser, and that every place that reads `store.url` refuses alike. */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkStoreUrl } from '../../src/config/validators.js';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { createRedisStore } from '../../src/limiter/redis.js';
+import { parseStoreUrl, StoreUrlError } from '../../src/config/store-url.js';
+import { checkStoreUrl } from '../../src/config/validators.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
-import { parseStoreUrl, StoreUrlError } from '../../src/limiter/store-url.js';
-import { StoreError } from '../../src/limiter/errors.js';
-import type { BucketSpec } from '../../src/limiter/types.js';
-import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { createRedisStore } from '../../src/limiter/redis.js';
 
 describe('the store URL parser', () => {
   it('reads every form the store connects to: memory, redis, rediss with credentials and a database, and both cluster schemes', () => {
@@ -103,45 +100,3 @@ describe('the store URL parser', () => {
   }, 30_000);
 });
 
-let seq = 0;
-function spec(): BucketSpec {
-  return { key: `cred-${++seq}:{ip:192.0.2.1}`, limit: 5, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'deny' };
-}
-
-describe.skipIf(skipRedis('the Redis credential tests'))('credentials and database number reaching Redis', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    // A default-user password and an ACL user of its own.
-    redis = await startRedis(['--requirepass', 'topsecret', '--user', 'gate', 'on', '>s3cr3t', '~*', '&*', '+@all']);
-  });
-  afterAll(async () => redis?.stop());
-
-  const hostPort = (): string => `${redis.node.host}:${redis.node.port}`;
-
-  it('authenticates as the URL\'s ACL user and writes into the URL\'s database', async () => {
-    const s = createRedisStore({ url: `redis://gate:s3cr3t@${hostPort()}/2`, prefix: 'cred', timeoutMs: 1_000 });
-    await s.ready(5_000);
-    const b = spec();
-    expect((await s.consume([b])).buckets[0]!.remaining).toBe(4);
-    const admin = new Redis({ host: redis.node.host, port: redis.node.port, password: 'topsecret', db: 2 });
-    expect(await admin.exists(`cred:${b.key}`)).toBe(1);
-    await admin.select(0);
-    expect(await admin.exists(`cred:${b.key}`)).toBe(0);
-    admin.disconnect();
-    await s.close();
-  });
-
-  it('authenticates with a password alone (the default user)', async () => {
-    const s = createRedisStore({ url: `redis://:topsecret@${hostPort()}`, prefix: 'cred', timeoutMs: 1_000 });
-    await s.ready(5_000);
-    expect((await s.consume([spec()])).allowed).toBe(true);
-    await s.close();
-  });
-
-  it('does not connect with a wrong password', async () => {
-    const s = createRedisStore({ url: `redis://gate:wrong@${hostPort()}`, prefix: 'cred', timeoutMs: 200 });
-    await expect(s.ready(500)).rejects.toThrow(/not connected/);
-    await expect(s.consume([spec()])).rejects.toBeInstanceOf(StoreError);
-    await s.close();
-  });
-});
