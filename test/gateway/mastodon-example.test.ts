@@ -86,3 +86,23 @@ describe('config/examples/mastodon.yaml', () => {
     expect(me.headers['ratelimit-policy']).toBe('"per-token-api";q=300;w=300, "authenticated-paging";q=300;w=900, "authenticated-api";q=1500;w=300');
   });
 });
+
+// Body parameters reach `param:` rules through the body peek of issue 11 (src/server/read-params.ts on
+// wt-sec). Until it is wired into the gateway these are skipped; the gateway then passes the peeked
+// values to decide() (its `body` argument) and this block must be enabled.
+describe.skip('password resets per e-mail from the request body (needs the body peek)', () => {
+  it('counts the e-mail of URL-encoded and JSON bodies in one bucket, across IPs, at /auth/password(.json)', async () => {
+    const bodies = [
+      { headers: FORM, body: 'user%5Bemail%5D=victim%40example.com' },
+      { headers: { 'Content-Type': 'application/json' }, body: '{"user":{"email":"victim@example.com"}}' },
+    ];
+    for (let i = 0; i < 5; i++) {
+      const b = bodies[i % 2]!;
+      const a = await req('POST', i % 2 ? '/auth/password.json' : '/auth/password', `203.0.113.${i + 1}`, b.headers, b.body);
+      expect(a.status).toBe(201);
+      expect(a.headers['x-ratelimit-limit']).toBe('5');
+    }
+    const refused = await req('POST', '/auth/password', '203.0.113.50', { 'Content-Type': 'application/json' }, '{"user":{"email":" victim@example.com "}}');
+    expect(refused.status).toBe(429);
+  });
+});
