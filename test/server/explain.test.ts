@@ -1,4 +1,5 @@
 /** `rategate explain`: the rules a described request would be counted by, and why the others would not. */
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfigFile, parseConfig } from '../../src/config/index.js';
@@ -58,4 +59,31 @@ describe('rategate explain', () => {
       '  blocked (block.ips): answered 403 {"error":"Forbidden"}; no rule counts it, nothing is forwarded',
     ]);
   });
+});
+
+describe('the command line', () => {
+  const run = (args: string[]) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (d) => (stdout += d));
+      child.stderr!.on('data', (d) => (stderr += d));
+      child.once('exit', (code) => resolve({ code, stdout, stderr }));
+    });
+
+  it('rategate check accepts the Mastodon example and rategate explain prints its rules for a request', async () => {
+    const [check, explained, bad] = await Promise.all([
+      run(['check', '--config', 'config/examples/mastodon.yaml']),
+      run(['explain', '--config', 'config/examples/mastodon.yaml', 'POST /auth/sign_in.json', '-H', 'User-Agent: x', '--ip', '203.0.113.4', '--body', 'user[email]=a@example.com']),
+      run(['explain', '--config', 'config/examples/mastodon.yaml', 'nonsense']),
+    ]);
+    expect(check.code).toBe(0);
+    expect(check.stdout).toContain('password-resets-email');
+    expect(explained.code).toBe(0);
+    expect(explained.stdout).toContain('  16. login-attempts-ip: yes, per ip, 25/5m, key: ip 203.0.113.4');
+    expect(explained.stdout).toMatch(/ {2}17\. login-attempts-email: yes, per param:user\[email\], 25\/1h, key: parameter user\[email\], digest [0-9a-f]{12}…/);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('rategate explain: expected "METHOD /path?query", got "nonsense"');
+  }, 30_000);
 });
