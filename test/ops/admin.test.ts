@@ -1,4 +1,5 @@
 /** The admin listener: metrics after real traffic, health, readiness, and the buckets API with its token. */
+import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
@@ -90,6 +91,24 @@ describe('the buckets API', () => {
     expect(a).toMatchObject({ key: 'uploading:{acct:a:31}', remaining: 29 });
     expect((await fetch(`${gw.adminUrl}/admin/buckets?rule=nope&key=1`)).status).toBe(404);
     expect((await fetch(`${gw.adminUrl}/admin/buckets?rule=sign-up&key=not-an-ip`)).status).toBe(400);
+  });
+
+  it('finds a parameter bucket by the value as sent and a token bucket by the token digest', async () => {
+    gw = await startTestGateway(
+      `limits:
+  - { name: resets, match: POST /auth/password, per: "param:user[email]", limit: 5, period: 30m }
+  - { name: per-token, match: /api/*, per: token, limit: 300, period: 5m }
+`,
+      { upstream: upstream.url },
+    );
+    await send(gw.url, { method: 'POST', path: '/auth/password?user[email]=a@example.com' });
+    await send(gw.url, { path: '/api/v1/x', headers: { Authorization: 'Bearer tok-9' } });
+    const digest = (v: string) => createHash('sha256').update(v).digest('hex');
+    const p = await (await fetch(`${gw.adminUrl}/admin/buckets?rule=resets&key=${encodeURIComponent('a@example.com')}`)).json();
+    expect(p).toMatchObject({ key: `resets:{prm:${digest('a@example.com')}}`, remaining: 4 });
+    const t = await (await fetch(`${gw.adminUrl}/admin/buckets?rule=per-token&key=${digest('tok-9')}`)).json();
+    expect(t).toMatchObject({ key: `per-token:{tok:${digest('tok-9')}}`, remaining: 299 });
+    expect((await fetch(`${gw.adminUrl}/admin/buckets?rule=resets&key=`)).status).toBe(400);
   });
 
   it('requires the admin token when one is set', async () => {
