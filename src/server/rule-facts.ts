@@ -126,6 +126,13 @@ export function readsParams(rule: CompiledRule): boolean {
   return rule.per === 'param';
 }
 
+/** Every `param:` name of a table, as written: what the body peek is asked to find (with the token's). */
+export function paramNames(rules: readonly CompiledRule[]): string[] {
+  const names = new Set<string>();
+  for (const r of rules) if (r.per === 'param') names.add(r.keyName);
+  return [...names];
+}
+
 /** SHA-256 hex of a key value: tokens are secrets and e-mail addresses personal data; neither is kept. */
 export function valueDigest(value: string): string {
   return tokenDigest(value);
