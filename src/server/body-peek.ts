@@ -1,0 +1,283 @@
+/**
+ * @module Holding the first bytes of a request body to read its parameters (a token, `_method`,
+ * `param:` rules), then handing the body on unchanged: the held bytes, then the rest as it streams.
+ */
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+import { fromJson, ParamError, parseUrlEncoded, type ParamHash } from '../rack-params.js';
+import { startMultipartPeek, type MultipartPeek } from './multipart-peek.js';
+import { valuesOf, type WantedParams } from './request-params.js';
+
+/** How Rails reads a body, from its Content-Type (and method: Rack reads a typeless POST as a form). */
+export type BodyKind = 'form' | 'multipart' | 'json' | 'opaque';
+
+/** Rack::Request's FORM_DATA and PARSEABLE_DATA media types, and the JSON types Rails parses (a superset: reading more is safe, less is not). */
+export function bodyKindOf(method: string, contentType: string | undefined): BodyKind {
+  if (contentType === undefined) return method === 'POST' ? 'form' : 'opaque';
+  const semi = contentType.indexOf(';');
+  const type = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+  if (type === 'application/x-www-form-urlencoded') return 'form';
+  if (type === 'multipart/form-data' || type === 'multipart/related' || type === 'multipart/mixed') return 'multipart';
+  if (type === 'application/json' || type === 'text/x-json' || type === 'application/jsonrequest' || type.endsWith('+json')) return 'json';
+  // Also a typeless-looking '' (Content-Type: with no value): Rack's media_type is nil for it.
+  if (type === '') return method === 'POST' ? 'form' : 'opaque';
+  return 'opaque';
+}
+
+export type BodyPeek =
+  /** No body, or one Rails reads no parameters from: `body` is the request itself, untouched. */
+  | { readonly kind: 'opaque'; readonly body: Readable }
+  /**
+   * Read: `values` holds the wanted names present (by name as written), `form` whether Rack's
+   * `req.POST` reads this body (only then does `_method` count). `body` replays every byte: hand it to
+   * the upstream request instead of `req`. For multipart it keeps watching the rest and fails with
+   * ParamBeyondPeekError if a wanted field follows the first file part.
+   */
+  | { readonly kind: 'read'; readonly values: ReadonlyMap<string, string>; readonly form: boolean; readonly body: Readable }
+  /** A wanted parameter may lie past the bound: answer 400 with `message`; never forward it. */
+  | { readonly kind: 'beyond'; readonly message: string }
+  /** A body Rails would refuse, or one that did not arrive: answer `status` with `message`. */
+  | { readonly kind: 'malformed'; readonly status: 400 | 413; readonly message: string };
+
+export interface PeekOptions {
+  readonly wanted: WantedParams;
+  /** `server.paramPeekBytes`. */
+  readonly maxBytes: number;
+}
+
+/** A wanted multipart field came after the first file part, once the body was already streaming. */
+export class ParamBeyondPeekError extends Error {
+  readonly code = 'PARAM_BEYOND_PEEK';
+}
+
+export function beyondMessage(maxBytes: number, multipart: boolean): string {
+  return multipart
+    ? `Request body not accepted: put access_token, bearer_token, _method and other counted fields before the first file part, within the first ${maxBytes} bytes`
+    : `Request body too large to read its parameters (over ${maxBytes} bytes); send the access token in the Authorization header`;
+}
+
+/**
+ * Peeks at `req`'s body. Call before anything else reads `req`. Never rejects. Memory: at most
+ * `maxBytes` plus one socket chunk is held; the rest of the body is never buffered.
+ */
+export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyPeek> {
+  const kind = bodyKindOf(req.method ?? 'GET', req.headers['content-type']);
+  if (kind === 'opaque' || !hasBody(req)) return Promise.resolve({ kind: 'opaque', body: req });
+  if (kind === 'multipart') return peekMultipart(req, opts);
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > opts.maxBytes) {
+    return Promise.resolve({ kind: 'beyond', message: beyondMessage(opts.maxBytes, false) });
+  }
+  return readAll(req, opts.maxBytes).then((read): BodyPeek => {
+    if (read === 'aborted') return ABORTED;
+    if (read === 'over') return { kind: 'beyond', message: beyondMessage(opts.maxBytes, false) };
+    const text = Buffer.concat(read).toString('utf8');
+    let tree: ParamHash;
+    try {
+      if (kind === 'form') tree = parseUrlEncoded(text);
+      else {
+        if (text.trim() === '') return { kind: 'read', values: new Map(), form: false, body: Readable.from(read) };
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          return { kind: 'malformed', status: 400, message: 'Invalid JSON in request body' };
+        }
+        // Rails puts a top-level JSON array or scalar under `_json`: no named parameter in it.
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+          return { kind: 'read', values: new Map(), form: false, body: Readable.from(read) };
+        }
+        tree = fromJson(parsed);
+      }
+    } catch (err) {
+      if (err instanceof ParamError) return { kind: 'malformed', status: err.status, message: err.message };
+      throw err;
+    }
+    return { kind: 'read', values: valuesOf(tree, opts.wanted), form: kind === 'form', body: Readable.from(read) };
+  });
+}
+
+const ABORTED: BodyPeek = Object.freeze({ kind: 'malformed', status: 400, message: 'Request body was not received in full' });
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
+}
+
+/** The whole body if it fits in `max` bytes; 'over' (reading stopped, `req` paused) if not. */
+function readAll(req: IncomingMessage, max: number): Promise<Buffer[] | 'over' | 'aborted'> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (r: Buffer[] | 'over' | 'aborted'): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onAbort);
+      req.off('close', onClose);
+      resolve(r);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > max) {
+        req.pause();
+        done('over');
+      } else chunks.push(chunk);
+    };
+    const onEnd = (): void => done(chunks);
+    const onAbort = (): void => done('aborted');
+    const onClose = (): void => {
+      if (!req.complete) onAbort();
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onAbort);
+    req.on('close', onClose);
+  });
+}
+
+/**
+ * Multipart: fields are read up to the first file part (within `maxBytes`); the body then streams
+ * on through the same parser, which refuses a wanted field arriving after the file.
+ */
+function peekMultipart(req: IncomingMessage, opts: PeekOptions): Promise<BodyPeek> {
+  let watch: MultipartPeek;
+  try {
+    watch = startMultipartPeek(req.headers, opts.wanted, opts.maxBytes);
+  } catch (err) {
+    return Promise.resolve({ kind: 'malformed', status: 400, message: `Malformed multipart body: ${(err as Error).message}` });
+  }
+  return new Promise((resolve) => {
+    const held: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const finish = (r: BodyPeek): void => {
+      if (settled) return;
+      settled = true;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onAbort);
+      req.off('close', onClose);
+      if (r.kind !== 'read') watch.dispose();
+      resolve(r);
+    };
+    const settle = (ended: boolean): void => {
+      const state = watch.state();
+      if (state.kind === 'beyond') return finish({ kind: 'beyond', message: beyondMessage(opts.maxBytes, true) });
+      if (state.kind === 'malformed') return finish({ kind: 'malformed', status: state.status, message: state.message });
+      if (state.kind === 'head') {
+        if (!ended && size <= opts.maxBytes) return; // keep reading
+        if (!ended) return finish({ kind: 'beyond', message: beyondMessage(opts.maxBytes, true) });
+      }
+      // Past the first file part, or the whole body read: the fields are known.
+      const values = watch.values();
+      if (values === null) return finish({ kind: 'malformed', status: 400, message: watch.error() });
+      finish({ kind: 'read', values, form: true, body: new ReplayBody(held, ended ? null : req, watch) });
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      held.push(chunk);
+      // One chunk at a time through the parser, so its verdict on each is known before the next.
+      req.pause();
+      watch.write(chunk, () => {
+        if (settled) return;
+        if (watch.state().kind !== 'head' || size > opts.maxBytes) settle(false);
+        else req.resume();
+      });
+    };
+    const onEnd = (): void => {
+      watch.end();
+      settle(true);
+    };
+    const onAbort = (): void => finish(ABORTED);
+    const onClose = (): void => {
+      if (!req.complete) onAbort();
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onAbort);
+    req.on('close', onClose);
+  });
+}
+
+/**
+ * The held bytes, then the rest of `src` with backpressure (src is paused while the consumer is
+ * full). With a multipart watch each later chunk is passed on only once the parser has seen it, so a
+ * refused field never completes a body upstream: the stream fails instead (ParamBeyondPeekError).
+ */
+class ReplayBody extends Readable {
+  private attached = false;
+  /** A chunk is in the parser: src stays paused until it is passed on. */
+  private inParser = false;
+  private readonly onData = (chunk: Buffer): void => {
+    const watch = this.watch;
+    if (watch === null) {
+      if (!this.push(chunk)) this.src!.pause();
+      return;
+    }
+    this.src!.pause();
+    this.inParser = true;
+    watch.write(chunk, () => {
+      this.inParser = false;
+      if (this.destroyed) return;
+      const kind = watch.state().kind;
+      if (kind === 'beyond' || kind === 'malformed') return this.refuse();
+      if (this.push(chunk)) this.src!.resume();
+    });
+  };
+  private readonly onEnd = (): void => {
+    if (this.watch !== null) {
+      this.watch.end();
+      const kind = this.watch.state().kind;
+      if (kind === 'beyond' || kind === 'malformed') return this.refuse();
+    }
+    this.push(null);
+  };
+  private readonly onAbort = (): void => {
+    this.destroy(new Error('Request body was not received in full'));
+  };
+  private readonly onClose = (): void => {
+    if (!this.src!.complete) this.onAbort();
+  };
+
+  constructor(
+    private held: Buffer[],
+    private readonly src: IncomingMessage | null,
+    private readonly watch: MultipartPeek | null,
+  ) {
+    super();
+  }
+
+  private refuse(): void {
+    this.destroy(new ParamBeyondPeekError(this.watch?.error() || 'Request body refused'));
+  }
+
+  override _read(): void {
+    while (this.held.length > 0) {
+      if (!this.push(this.held.shift()!)) return;
+    }
+    if (this.src === null) {
+      this.push(null);
+      return;
+    }
+    if (!this.attached) {
+      this.attached = true;
+      this.src.on('data', this.onData);
+      this.src.on('end', this.onEnd);
+      this.src.on('error', this.onAbort);
+      this.src.on('close', this.onClose);
+    }
+    if (!this.inParser) this.src.resume();
+  }
+
+  override _destroy(err: Error | null, cb: (err: Error | null) => void): void {
+    this.held = [];
+    if (this.src !== null) {
+      this.src.off('data', this.onData);
+      this.src.off('end', this.onEnd);
+      this.src.off('error', this.onAbort);
+      this.src.off('close', this.onClose);
+    }
+    this.watch?.dispose();
+    cb(err);
+  }
+}
