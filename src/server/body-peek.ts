@@ -173,18 +173,28 @@ function peekMultipart(req: IncomingMessage, opts: PeekOptions): Promise<BodyPee
       if (values === null) return finish({ kind: 'malformed', status: 400, message: watch.error() });
       finish({ kind: 'read', values, form: true, body: new ReplayBody(held, ended ? null : req, watch) });
     };
+    // 'end' may come while the last chunk is still in the parser (a paused stream still ends).
+    let inParser = false;
+    let endPending = false;
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       held.push(chunk);
       // One chunk at a time through the parser, so its verdict on each is known before the next.
       req.pause();
+      inParser = true;
       watch.write(chunk, () => {
+        inParser = false;
         if (settled) return;
-        if (watch.state().kind !== 'head' || size > opts.maxBytes) settle(false);
+        if (endPending) onEnd();
+        else if (watch.state().kind !== 'head' || size > opts.maxBytes) settle(false);
         else req.resume();
       });
     };
     const onEnd = (): void => {
+      if (inParser) {
+        endPending = true;
+        return;
+      }
       watch.end();
       settle(true);
     };
@@ -208,6 +218,8 @@ class ReplayBody extends Readable {
   private attached = false;
   /** A chunk is in the parser: src stays paused until it is passed on. */
   private inParser = false;
+  /** src ended while a chunk was in the parser: end once it is passed on. */
+  private endPending = false;
   private readonly onData = (chunk: Buffer): void => {
     const watch = this.watch;
     if (watch === null) {
@@ -221,10 +233,16 @@ class ReplayBody extends Readable {
       if (this.destroyed) return;
       const kind = watch.state().kind;
       if (kind === 'beyond' || kind === 'malformed') return this.refuse();
-      if (this.push(chunk)) this.src!.resume();
+      const more = this.push(chunk);
+      if (this.endPending) this.onEnd();
+      else if (more) this.src!.resume();
     });
   };
   private readonly onEnd = (): void => {
+    if (this.inParser) {
+      this.endPending = true;
+      return;
+    }
     if (this.watch !== null) {
       this.watch.end();
       const kind = this.watch.state().kind;
