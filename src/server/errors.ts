@@ -4,6 +4,8 @@ export const GATEWAY_ERRORS = {
   BAD_PATH: { status: 400, message: 'Bad request path' },
   BAD_REQUEST: { status: 400, message: 'Bad request' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },
+  /** body-peek.ts: a counted multipart field (token, _method, param: rule) came after the first file part. */
+  PARAM_AFTER_FILE: { status: 400, message: 'Request body not accepted: send access_token, bearer_token, _method and other counted fields before the first file part' },
   HEADERS_TOO_LARGE: { status: 431, message: 'Request header fields too large' },
   RATE_LIMITED: { status: 429, message: 'Too many requests' },
   UPSTREAM_UNREACHABLE: { status: 502, message: 'Upstream unreachable' },
