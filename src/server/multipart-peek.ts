@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import busboy from 'busboy';
 import { pairsToHash, ParamError, parseKey } from '../rack-params.js';
 import { valuesOf, type WantedParams } from './request-params.js';
+import { candidateNames, nameParamCount, PartHeadScanner, strictBoundary } from './multipart-names.js';
 
 export type MultipartState =
   /** Before the first file part: fields are being collected. */
@@ -36,7 +37,9 @@ const DONE: MultipartState = Object.freeze({ kind: 'done' });
 const BEYOND: MultipartState = Object.freeze({ kind: 'beyond' });
 
 /** The top-level key of a field name as Rack nests it (`user` of `user[email]`). */
-function topOf(name: string): string {
+function topOf(name: string | undefined): string {
+  // busboy reports a part without a name (`Content-Disposition: form-data`) with an undefined name.
+  if (typeof name !== 'string') return '';
   return parseKey(name)?.[0] ?? name;
 }
 
@@ -46,6 +49,8 @@ function topOf(name: string): string {
  */
 export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedParams, maxBytes: number): MultipartPeek {
   const type = headers['content-type'] ?? '';
+  const boundary = strictBoundary(type);
+  if (boundary === null) throw new Error('the boundary is missing, repeated or unusual');
   const semi = type.indexOf(';');
   const asForm = semi === -1 ? 'multipart/form-data' : `multipart/form-data${type.slice(semi)}`;
   const parser = busboy({
@@ -59,8 +64,37 @@ export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedP
   let why = '';
   const pairs: Array<[string, string]> = [];
   let disposed = false;
+  /** A file part's head was seen by the raw scan (it runs ahead of busboy's events). */
+  let scanPastFile = false;
 
-  parser.on('field', (name: string, value: string, info: busboy.FieldInfo) => {
+  // Security: busboy reads a part's first `name=`, Rack's regex reads the last (and Rack 2 falls back
+  // to Content-ID). The raw heads are checked so that no part can carry a counted name that busboy
+  // does not report: ambiguous ones are refused, and after a file part any mention refuses the body.
+  const scanner = new PartHeadScanner(boundary, (head) => {
+    if (state.kind === 'beyond' || state.kind === 'malformed') return;
+    if (head === null) {
+      state = { kind: 'malformed', status: 400, message: 'Malformed multipart body: a part header is too long' };
+      why = state.message;
+      return;
+    }
+    const mentionsWanted = candidateNames(head).some((n) => wanted.tops.has(topOf(n)));
+    if (mentionsWanted) {
+      if (scanPastFile || state === TAIL) {
+        state = BEYOND;
+        why = 'a counted multipart field comes after a file part; send it before the first file';
+        return;
+      }
+      if (nameParamCount(head) !== 1) {
+        state = { kind: 'malformed', status: 400, message: 'Malformed multipart body: a part names a counted field ambiguously' };
+        why = state.message;
+        return;
+      }
+    }
+    if (/(?:^|[;\s])filename\*?\s*=/i.test(head) || /(?:^|\r\n)content-type:\s*application\/octet-stream/i.test(head)) scanPastFile = true;
+  });
+
+  parser.on('field', (name: string | undefined, value: string, info: busboy.FieldInfo) => {
+    if (typeof name !== 'string') return; // Rack drops a part without a name too
     const isWanted = wanted.tops.has(topOf(name));
     if (state === HEAD) {
       if (info.valueTruncated && isWanted) {
@@ -94,9 +128,18 @@ export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedP
         process.nextTick(processed);
         return;
       }
-      parser.write(chunk, () => processed());
+      scanner.write(chunk);
+      try {
+        parser.write(chunk, () => processed());
+      } catch (err) {
+        // A throw from inside the parser must not leave the caller waiting for `processed`.
+        state = { kind: 'malformed', status: 400, message: `Malformed multipart body: ${(err as Error).message}` };
+        why = state.message;
+        process.nextTick(processed);
+      }
     },
     end() {
+      scanner.end();
       if (!disposed && !parser.destroyed) parser.end();
     },
     state: () => state,

@@ -225,6 +225,24 @@ describe('multipart bodies', () => {
     expect((await send('multipart/form-data; boundary=q4', body)).body.kind).toBe('beyond');
   });
 
+  it('refuses a part that names a counted field ambiguously (busboy reads the first name=, Rack the last)', async () => {
+    const raw = Buffer.from(
+      '--d1\r\nContent-Disposition: form-data; name="description"; name="access_token"\r\n\r\nhidden-token\r\n--d1--\r\n',
+    );
+    expect((await send('multipart/form-data; boundary=d1', raw)).body.kind).toBe('malformed');
+    const noName = Buffer.from('--d2\r\nContent-Disposition: form-data\r\nContent-ID: <access_token>\r\n\r\nt\r\n--d2--\r\n');
+    expect((await send('multipart/form-data; boundary=d2', noName)).body.kind).toBe('malformed');
+    expect((await send('multipart/form-data; boundary=a; boundary=b', Buffer.from('--a\r\n'))).body.kind).toBe('malformed');
+  });
+
+  it('refuses any mention of a counted name after a file part, even one busboy would read as another name', async () => {
+    const file = multipart('d3', [{ name: 'file', file: randomBytes(100_000) }]).subarray(0, -8); // drop "--d3--\r\n"
+    const late = Buffer.concat([file, Buffer.from('--d3\r\nContent-Disposition: form-data; name="x"; name="access_token"\r\n\r\nt\r\n--d3--\r\n')]);
+    const a = await send('multipart/form-data; boundary=d3', late);
+    expect(a.status).toBe(400);
+    expect(['beyond', 'beyond-after-forwarding']).toContain(a.body.kind);
+  });
+
   it('reports a multipart body without a boundary as malformed', async () => {
     expect((await send('multipart/form-data', Buffer.from('whatever'))).body.kind).toBe('malformed');
   });
