@@ -49,6 +49,11 @@ export interface AccountResolver {
    * needed (token and header modes, introspection cache hits), so the hot path can skip an await.
    */
   resolve(authorization: string | undefined, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
+  /**
+   * Like `resolve`, with the token already found (e.g. by server/request-params.ts `doorkeeperToken`,
+   * from the header, the query or the body); null when the request carries none.
+   */
+  resolveToken(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
 }
 
 /** Anonymous answers are re-checked at least this often: a token may gain an owner, and it bounds churn. */
@@ -126,7 +131,9 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
         from: 'token',
         header: undefined,
         resolve(authorization) {
-          const token = bearerToken(authorization);
+          return this.resolveToken(bearerToken(authorization), undefined, false);
+        },
+        resolveToken(token) {
           // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
           // spreads requests over fresh account buckets, and per-IP rules still count every one.
           return token === null ? null : `t:${tokenDigest(token)}`;
@@ -139,6 +146,9 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
         from: 'header',
         header,
         resolve(_authorization, headerValue, peerTrusted) {
+          return this.resolveToken(null, headerValue, peerTrusted);
+        },
+        resolveToken(_token, headerValue, peerTrusted) {
           // Security: the header names an account only when a trusted proxy set it. From anyone else a
           // client could name any account (draining a victim's bucket) or a fresh one per request.
           if (!peerTrusted || headerValue === undefined) return null;
@@ -207,7 +217,9 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     from: 'introspect',
     header: undefined,
     resolve(authorization) {
-      const token = bearerToken(authorization);
+      return this.resolveToken(bearerToken(authorization), undefined, false);
+    },
+    resolveToken(token) {
       if (token === null) return null;
       const digest = tokenDigest(token);
       const hit = cache.get(digest);

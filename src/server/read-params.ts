@@ -4,7 +4,6 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { bearerToken } from '../identity/account.js';
 import { peekBody } from './body-peek.js';
 import {
   doorkeeperToken,
@@ -87,11 +86,10 @@ export function readRequestParams(req: IncomingMessage, rawQuery: string, opts: 
 function finish(req: IncomingMessage, query: ParamValues, body: ParamValues, form: boolean, forward: Readable | null): ReadParams {
   const original = req.method ?? 'GET';
   const override = resolveMethodOverride(original, firstHeader(req.headers['x-http-method-override']), form ? body.get(METHOD_PARAM) : undefined);
-  const token = bearerToken(req.headers.authorization) !== null || query.size > 0 || body.size > 0 ? doorkeeperToken(req.headers.authorization, query, body) : NO_TOKEN;
+  const token = doorkeeperToken(req.headers.authorization, query, body);
   if (token.kind === 'conflict') {
     return { ok: false, status: 400, message: `Bad request: ${token.param} is given twice with different values` };
   }
   return { ok: true, params: new Params(override.method, override.dropHeader, token, query, body, forward) };
 }
 
-const NO_TOKEN: Exclude<TokenPick, { kind: 'conflict' }> = Object.freeze({ kind: 'none' });

@@ -2,7 +2,6 @@
  * @module The request parameters the gateway reads as Rails would: wanted names in Rack bracket
  * notation, the query string's values, where Doorkeeper finds the token, and Rack's method override.
  */
-import { bearerToken } from '../identity/account.js';
 import { lookUp, parseKey, parseUrlEncoded, ParamError, type ParamHash } from '../rack-params.js';
 
 /** Doorkeeper's token parameters, in the order it tries them after the Authorization header. */
@@ -90,12 +89,37 @@ export type TokenPick =
 const NO_TOKEN: TokenPick = Object.freeze({ kind: 'none' });
 
 /**
+ * The token of the Authorization header exactly as Doorkeeper takes it: the header must start with
+ * `Bearer ` (any case, one space: a tab does not match), and the token is everything after it. Security:
+ * a laxer reading (e.g. accepting `Bearer<TAB>junk`) would let a client show the gateway a junk header
+ * token while Doorkeeper skips it and authenticates the `access_token` parameter instead.
+ */
+export function doorkeeperHeaderToken(authorization: string | undefined): string | null {
+  if (authorization === undefined || authorization.length < 8) return null;
+  const s = authorization;
+  if (
+    (s.charCodeAt(0) | 0x20) !== 0x62 || // b
+    (s.charCodeAt(1) | 0x20) !== 0x65 || // e
+    (s.charCodeAt(2) | 0x20) !== 0x61 || // a
+    (s.charCodeAt(3) | 0x20) !== 0x72 || // r
+    (s.charCodeAt(4) | 0x20) !== 0x65 || // e
+    (s.charCodeAt(5) | 0x20) !== 0x72 || // r
+    s.charCodeAt(6) !== 0x20
+  ) {
+    return null;
+  }
+  const token = s.slice(7);
+  // Doorkeeper moves on to the parameters when the header's token is blank.
+  return token.trim() === '' ? null : token;
+}
+
+/**
  * The token Doorkeeper authenticates a request with: `Authorization: Bearer …` first, then the
  * `access_token` parameter, then `bearer_token` (query or body). An empty value is skipped, as
  * Doorkeeper skips a blank one. `query` and `body` must have been read with TOKEN_PARAMS wanted.
  */
 export function doorkeeperToken(authorization: string | undefined, query: ParamValues, body: ParamValues): TokenPick {
-  const header = bearerToken(authorization);
+  const header = doorkeeperHeaderToken(authorization);
   if (header !== null) return { kind: 'token', token: header, from: 'header' };
   for (const name of TOKEN_PARAMS) {
     const pick = pickParam(name, query, body);

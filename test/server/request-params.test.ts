@@ -49,6 +49,12 @@ describe('doorkeeperToken', () => {
     expect(doorkeeperToken(undefined, NO_VALUES, new Map([['access_token', 'body']]))).toEqual({ kind: 'token', token: 'body', from: 'param' });
   });
 
+  it('reads the header as Doorkeeper does: "Bearer " with one space; a tab or a blank token falls through to the parameters', () => {
+    expect(doorkeeperToken('Bearer\tjunk', q('access_token=real'), NO_VALUES)).toMatchObject({ token: 'real', from: 'param' });
+    expect(doorkeeperToken('Bearer    ', q('access_token=real'), NO_VALUES)).toMatchObject({ token: 'real', from: 'param' });
+    expect(doorkeeperToken('bEaReR a b', q('access_token=real'), NO_VALUES)).toEqual({ kind: 'token', token: 'a b', from: 'header' });
+  });
+
   it('skips blank values, and finds nothing when there is nothing', () => {
     expect(doorkeeperToken(undefined, q('access_token=&bearer_token=b'), NO_VALUES)).toMatchObject({ token: 'b' });
     expect(doorkeeperToken(undefined, NO_VALUES, NO_VALUES)).toEqual({ kind: 'none' });
