@@ -6,7 +6,7 @@ import type http from 'node:http';
 import type { CompiledRule } from '../config/types.js';
 import { normalizePath } from '../routing/index.js';
 import { declaresBody, type Forwarder } from '../proxy/forward.js';
-import { forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
+import { forwardedAsXff, forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
 import { StoreUnavailableError, type ConsumeOutcome, type Store } from '../limiter/types.js';
 import type { Metrics } from '../metrics.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
@@ -189,7 +189,9 @@ export function forwardedFor(req: http.IncomingMessage, policy: RequestPolicy): 
   const trusted = peer !== undefined && policy.trustedProxies.contains(peer);
   const fromTrusted = xff !== undefined && trusted;
   return {
-    for: fromTrusted ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}` : peerAddr,
+    for: fromTrusted
+      ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
+      : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr) ?? peerAddr),
     proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
     host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
     trusted,
