@@ -4,10 +4,10 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
-import { fromJson, ParamError, parseUrlEncoded, type ParamHash } from '../rack-params.js';
+import { fromJson, ParamError, type ParamHash } from '../rack-params.js';
 import { startMultipartPeek, type MultipartPeek } from './multipart-peek.js';
 import { ReplayBody } from './replay-body.js';
-import { valuesOf, type WantedParams } from './request-params.js';
+import { formValues, valuesOf, type WantedParams } from './request-params.js';
 
 /** How Rails reads a body, from its Content-Type (and method: Rack reads a typeless POST as a form). */
 export type BodyKind = 'form' | 'multipart' | 'json' | 'opaque';
@@ -72,8 +72,13 @@ export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyP
     const text = Buffer.concat(read).toString('utf8');
     let tree: ParamHash;
     try {
-      if (kind === 'form') tree = parseUrlEncoded(text);
-      else {
+      if (kind === 'form') {
+        const values = formValues(text, opts.wanted);
+        if (values === 'ambiguous') {
+          return { kind: 'malformed', status: 400, message: 'Bad request: the body reads differently split on "&" and on ";"; encode ";" as %3B' };
+        }
+        return { kind: 'read', values, form: true, body: Readable.from(read) };
+      } else {
         if (text.trim() === '') return { kind: 'read', values: new Map(), form: false, body: Readable.from(read) };
         let parsed: unknown;
         try {
@@ -91,7 +96,7 @@ export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyP
       if (err instanceof ParamError) return { kind: 'malformed', status: err.status, message: err.message };
       throw err;
     }
-    return { kind: 'read', values: valuesOf(tree, opts.wanted), form: kind === 'form', body: Readable.from(read) };
+    return { kind: 'read', values: valuesOf(tree, opts.wanted), form: false, body: Readable.from(read) };
   });
 }
 

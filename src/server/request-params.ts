@@ -50,13 +50,31 @@ export function valuesOf(tree: ParamHash, wanted: WantedParams): Map<string, str
 }
 
 /**
+ * The wanted values of URL-encoded text, or 'ambiguous'. Security: Rails 8 splits a query on `&` and
+ * `;`, Rack 3.1 (whose `req.POST` Rack::MethodOverride reads) a form body on `&` only; since the last
+ * value of a name wins, `_method=delete&x=1;_method=get` reads as DELETE to one and GET to the other.
+ * Both splits are made, and a wanted value they disagree on is ambiguous: refused, never guessed.
+ * Throws ParamError where Rails would refuse the text.
+ */
+export function formValues(text: string, wanted: WantedParams): Map<string, string> | 'ambiguous' {
+  const both = valuesOf(parseUrlEncoded(text), wanted);
+  if (text.indexOf(';') === -1) return both;
+  const ampOnly = valuesOf(parseUrlEncoded(text, undefined, false), wanted);
+  if (ampOnly.size !== both.size) return 'ambiguous';
+  for (const [name, value] of both) if (ampOnly.get(name) !== value) return 'ambiguous';
+  return both;
+}
+
+/**
  * The wanted values of a raw query string (without `?`). A query Rails would refuse (type conflict,
- * too many pairs) yields null: the caller answers 400, as Rails would, rather than guess.
+ * too many pairs) or one whose wanted values depend on how `;` is read yields null: the caller answers
+ * 400, as Rails would, rather than guess.
  */
 export function queryValues(rawQuery: string, wanted: WantedParams): Map<string, string> | null {
   if (rawQuery.length === 0) return new Map();
   try {
-    return valuesOf(parseUrlEncoded(rawQuery), wanted);
+    const values = formValues(rawQuery, wanted);
+    return values === 'ambiguous' ? null : values;
   } catch (err) {
     if (err instanceof ParamError) return null;
     throw err;

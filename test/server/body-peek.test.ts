@@ -160,6 +160,12 @@ describe('URL-encoded and JSON bodies', () => {
     expect(upstreamSeen.length).toBe(before);
   });
 
+  it('refuses a form body whose _method or token reads differently split on "&" and ";" (Rack 3.1 vs Rails 8)', async () => {
+    const a = await send('application/x-www-form-urlencoded', Buffer.from('_method=delete&x=1;_method=get'));
+    expect(a.body.kind).toBe('malformed');
+    expect(a.body.error).toMatch(/%3B/);
+  });
+
   it('reports bodies Rails would refuse as malformed', async () => {
     expect((await send('application/json', Buffer.from('{"a":'))).body.kind).toBe('malformed');
     expect((await send('application/x-www-form-urlencoded', Buffer.from('user=1&user[email]=x'))).body.kind).toBe('malformed');

@@ -29,7 +29,12 @@ describe('compileWantedParams', () => {
 
 describe('queryValues', () => {
   it('reads access_token and bearer_token from the query string, the last one winning as in Rack', () => {
-    expect(Object.fromEntries(q('a=1&access_token=x&access_token=y;bearer_token=z'))).toEqual({ access_token: 'y', bearer_token: 'z' });
+    expect(Object.fromEntries(q('a=1;b=2&access_token=x&access_token=y&bearer_token=z'))).toEqual({ access_token: 'y', bearer_token: 'z' });
+  });
+
+  it('refuses (null) a query whose wanted values differ split on "&" only and on "&" and ";"', () => {
+    expect(queryValues('access_token=a&x=1;access_token=b', tokens)).toBeNull();
+    expect(queryValues('x=1;y=2&access_token=a', tokens)).not.toBeNull();
   });
 
   it('treats an array where one value is wanted as present but empty', () => {
