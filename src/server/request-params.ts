@@ -147,6 +147,19 @@ export function doorkeeperToken(authorization: string | undefined, query: ParamV
   return NO_TOKEN;
 }
 
+/** The common answer (no override at all), allocated once per method Rack knows: the hot path's case. */
+const UNCHANGED = new Map<string, MethodOverride>();
+
+function unchanged(method: string): MethodOverride {
+  let hit = UNCHANGED.get(method);
+  if (hit === undefined) {
+    hit = Object.freeze({ method, dropHeader: false });
+    // Only known methods are remembered: a client inventing methods must not grow the map.
+    if (OVERRIDABLE_METHODS.has(method)) UNCHANGED.set(method, hit);
+  }
+  return hit;
+}
+
 /** Rack::MethodOverride::HTTP_METHODS: the only methods an override may name. */
 export const OVERRIDABLE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'PATCH', 'LINK', 'UNLINK']);
 
@@ -168,9 +181,9 @@ export interface MethodOverride {
  * (`''` for an array or hash), undefined when absent or not a form body.
  */
 export function resolveMethodOverride(method: string, header: string | undefined, formMethod: string | undefined): MethodOverride {
-  if (method !== 'POST') return { method, dropHeader: header !== undefined };
+  if (method !== 'POST') return header === undefined ? unchanged(method) : { method, dropHeader: true };
   const named = formMethod !== undefined ? formMethod : header;
-  if (named === undefined) return { method, dropHeader: false };
+  if (named === undefined) return unchanged(method);
   const upper = named.toUpperCase();
   const valid = OVERRIDABLE_METHODS.has(upper);
   return { method: valid ? upper : method, dropHeader: header !== undefined && (formMethod !== undefined || !valid) };
