@@ -37,6 +37,12 @@ describe('queryValues', () => {
     expect(queryValues('x=1;y=2&access_token=a', tokens)).not.toBeNull();
   });
 
+  it('finds a percent-encoded name, and skips parsing a query that cannot name a wanted parameter', () => {
+    expect(q('%61ccess_token=enc').get('access_token')).toBe('enc');
+    expect(q('x=1&%20access_token=no').size).toBe(0);
+    expect(q('page=2&limit=40').size).toBe(0);
+  });
+
   it('treats an array where one value is wanted as present but empty', () => {
     expect(q('access_token[]=x').get('access_token')).toBe('');
   });
