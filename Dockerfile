@@ -2,7 +2,8 @@
 # rategate container image: a build stage compiles TypeScript with the dev dependencies, then prunes them;
 # the runtime stage holds only dist/, production node_modules/, package.json and the shipped config.
 #
-#   docker build -t rategate .
+#   docker build -t registry.example.com/rategate:0.1.0 .
+#   docker push registry.example.com/rategate:0.1.0    # then the chart's image.repository=registry.example.com/rategate
 #   docker run --rm -p 8080:8080 -p 127.0.0.1:9464:9464 rategate
 #   docker run --rm -p 8080:8080 -v "$PWD/my-limits:/etc/rategate:ro" \
 #     -e RATEGATE_UPSTREAM=http://api.internal:3000 -e RATEGATE_STORE=redis://redis:6379 rategate
@@ -11,9 +12,15 @@
 # Mount a *directory* over /etc/rategate to replace it: the gateway watches the directory, so edits and
 # Kubernetes ConfigMap symlink swaps apply without a restart.
 
-ARG NODE_VERSION=22
+# The base image is named by tag, not by digest, on purpose: nothing in this repository bumps a pinned
+# digest (no Renovate/Dependabot), and a digest nobody updates silently freezes the image on old Debian
+# and Node security fixes, while `22-bookworm-slim` follows Node 22's patch releases. For a reproducible
+# build, pin it at build time:
+#   docker buildx imagetools inspect node:22-bookworm-slim      # prints the current digest
+#   docker build --build-arg NODE_IMAGE=node:22-bookworm-slim@sha256:<digest> -t rategate .
+ARG NODE_IMAGE=node:22-bookworm-slim
 
-FROM node:${NODE_VERSION}-bookworm-slim AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 # Manifests first: the dependency layer is reused until package*.json change.
 COPY package.json package-lock.json ./
@@ -28,11 +35,27 @@ RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
-FROM node:${NODE_VERSION}-bookworm-slim AS runtime
+FROM ${NODE_IMAGE} AS runtime
+ARG NODE_IMAGE
+# OCI image labels (https://specs.opencontainers.org/image-spec/annotations/). Pass the build's facts:
+#   docker build --build-arg VERSION=0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" \
+#     --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" --build-arg SOURCE=https://… -t … .
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+ARG SOURCE=unknown
+LABEL org.opencontainers.image.title="rategate" \
+      org.opencontainers.image.description="A rate-limiting reverse proxy gateway (Mastodon-style limit table, Redis or memory store)" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.base.name="${NODE_IMAGE}"
 # RATEGATE_ADMIN_LISTEN: the admin listener (metrics, /healthz, /readyz) defaults to 127.0.0.1:9464,
 # which nothing outside the container can reach; in a container the kubelet's probes and Prometheus
 # must reach it, so the image binds it on all interfaces. Do not publish 9464 to the outside world:
-# /admin/buckets can reset counters (set admin.token in the config to guard it).
+# off loopback the gateway refuses /admin/buckets unless a token is set (RATEGATE_ADMIN_TOKEN).
 ENV NODE_ENV=production \
     RATEGATE_CONFIG=/etc/rategate/limits.yaml \
     RATEGATE_LISTEN=0.0.0.0:8080 \

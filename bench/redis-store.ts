@@ -1,5 +1,5 @@
 /**
- * @module Micro-benchmark of the Redis store: batching on vs off (see RedisStore `enqueue`), single Redis
+ * @module Micro-benchmark of the Redis store: batching on vs off (see src/limiter/batcher.ts), single Redis
  * and cluster. (It first compared ioredis auto-pipelining on and off: no gain, about twice the p99,
  * so auto-pipelining is off for good.)
  *
@@ -18,7 +18,7 @@
  *   cluster     64       40.8k | 32.5k    4.2  | 7.9      1.000 | 1.000     21.5 | 25.3
  *   cluster    256       33.7k | 20.8k   16.7  | 37.2     1.000 | 1.000     28.2 | 35.0
  *
- * After the bucket parameters were packed into one binary argument (redis.ts writeBucketParams), one
+ * After the bucket parameters were packed into one binary argument (redis-codec.ts writeBucketParams), one
  * Redis, batching on: 64 in flight 43.0k → 54.2k consumes/s, 256 in flight 60.4k → 92.3k, Redis CPU
  * 13.6 → 12.2 and 15.2 → 9.5 µs per consume; at 1 in flight 17.6k → 21.5k.
  *

@@ -13,10 +13,11 @@ import { createHttpIntrospector } from './identity/index.js';
 import { createStoreFor, type StoreHandle } from './limiter/factory.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
-import { createUpgradeHandler } from './proxy/websocket.js';
+import { Tunnel } from './proxy/tunnel.js';
 import { createAdminServer } from './admin/server.js';
 import { isLoopbackListen, loadAdminToken } from './admin/token.js';
-import { Gateway, respondError } from './server/gateway.js';
+import { Gateway } from './server/gateway.js';
+import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
 import { startUpstream, type RunningUpstream } from './upstream/index.js';
 
@@ -68,11 +69,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   origin = new URL(origin).origin;
 
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
-  const storeHandle = await createStoreFor(cfg.store, metrics, settings.now ? { now: settings.now } : {});
-  const forwarder = new Forwarder(
-    { origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout },
-    respondError,
-  );
+  const storeHandle = await createStoreFor(cfg.store, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
+  const forwarder = new Forwarder({ origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout });
   const introspect = createHttpIntrospector({
     dispatcher: forwarder.pool,
     origin,
@@ -87,14 +85,16 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     policy: () => policy,
     store: storeHandle.store,
     forwarder,
+    tunnel: new Tunnel(origin),
     metrics,
+    now: settings.now ?? Date.now,
     onRequest: (r) => log[requestLogLevel()]?.(r, 'request'),
     wantsRecords: () => log.isLevelEnabled(requestLogLevel()),
   });
 
   const server = createProxyServer(cfg.server, gateway.handle, metrics);
-  const upgrades = createUpgradeHandler({ origin, gateway, policy: () => policy, metrics });
-  server.on('upgrade', upgrades);
+  server.on('checkContinue', gateway.handleExpectContinue);
+  server.on('upgrade', gateway.handleUpgrade);
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
 
@@ -197,11 +197,11 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
         server.closeAllConnections();
       }, graceMs);
       // WebSockets have no natural end: they get the drain time, then are closed.
-      const wsTimer = setTimeout(() => upgrades.closeAll(), graceMs);
+      const wsTimer = setTimeout(() => gateway.closeTunnels(), graceMs);
       await closed;
       clearTimeout(timer);
       clearTimeout(wsTimer);
-      upgrades.closeAll();
+      gateway.closeTunnels();
       if (runAdmin) {
         await new Promise<void>((resolve) => {
           admin.close(() => resolve());
@@ -235,15 +235,11 @@ function createProxyServer(s: Snapshot['config']['server'], handler: http.Reques
   );
   server.maxConnections = s.maxConnections;
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-    metrics.gatewayResponses.labels(String(code)).inc();
-    if (!socket.writable || err.code === 'ECONNRESET') {
-      socket.destroy();
-      return;
-    }
-    const body = JSON.stringify({ error: code === 431 ? 'Request header fields too large' : code === 408 ? 'Request timeout' : 'Bad request' });
-    const text = code === 431 ? 'Request Header Fields Too Large' : code === 408 ? 'Request Timeout' : 'Bad Request';
-    socket.end(`HTTP/1.1 ${code} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    const code: GatewayErrorCode =
+      err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST';
+    metrics.gatewayResponses.labels(String(GATEWAY_ERRORS[code].status)).inc();
+    if (err.code === 'ECONNRESET') socket.destroy();
+    else respondOnSocket(socket, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], []);
   });
   return server;
 }

@@ -1,6 +1,7 @@
 /** @module Every Prometheus metric of the gateway, defined in one place. Labels never carry an IP, a token or an account. */
 import client from 'prom-client';
 import { FastHistogram } from './histogram.js';
+import type { LocalRejectionSource, StoreObserver } from './limiter/types.js';
 
 export type Decision = 'allowed' | 'limited' | 'shadow_limited';
 
@@ -55,6 +56,22 @@ export class Metrics {
     help: '1 while the store is failing and its onError policy is in force.',
     registers: [this.registry],
   });
+  readonly storeRefundFailures = new client.Counter({
+    name: 'rategate_store_refund_failures_total',
+    help: 'Cross-slot refunds that failed: the charge stays until the bucket window or refill passes it (under-admission, never over).',
+    registers: [this.registry],
+  });
+  readonly storeLocalRejections = new client.Counter({
+    name: 'rategate_store_local_rejections_total',
+    help: 'Requests rejected without the shared store deciding, by source: blocked_cache (a bucket known to be limited until a time) or fallback (the local count of onError: local while the store fails).',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+    collect: () => this.flushLocalRejections(),
+  });
+  /** Observed once per script call, which at load carries many requests. */
+  readonly storeBatchRequests = this.register(
+    new FastHistogram('rategate_store_batch_requests', 'Requests carried by one Redis script call of the batcher.', [1, 2, 4, 8, 16, 32, 64]),
+  );
   readonly upstreamDuration = this.register(
     new FastHistogram(
       'rategate_upstream_duration_seconds',
@@ -84,8 +101,28 @@ export class Metrics {
 
   private readonly statusClass = ['1xx', '2xx', '3xx', '4xx', '5xx'].map((c) => this.upstreamDuration.labels(c));
 
+  /**
+   * Local rejections as plain numbers, handed to prom-client at scrape time like the rule counts: a
+   * flood the blocked cache absorbs must not cost a label hash per request.
+   */
+  private readonly localRejections: Record<LocalRejectionSource, number> = { blocked_cache: 0, fallback: 0 };
+  private readonly localRejectionsExported: Record<LocalRejectionSource, number> = { blocked_cache: 0, fallback: 0 };
+
   constructor(opts: { collectDefault?: boolean } = {}) {
     if (opts.collectDefault ?? true) client.collectDefaultMetrics({ register: this.registry });
+    // Known label values start at 0, so an alert on increase() sees the first event.
+    for (const source of ['blocked_cache', 'fallback'] as const) this.storeLocalRejections.inc({ source }, 0);
+  }
+
+  /** What the limiter reports, as metrics (limiter/ knows nothing of Prometheus). */
+  storeObserver(): StoreObserver {
+    return {
+      storeError: (reason) => this.storeErrors.labels(reason).inc(),
+      fallbackActive: (active) => this.storeFallbackActive.set(active ? 1 : 0),
+      refundFailed: () => this.storeRefundFailures.inc(),
+      localRejection: (source) => void this.localRejections[source]++,
+      batchSent: (requests) => this.storeBatchRequests.observe(requests),
+    };
   }
 
   private register<T extends FastHistogram>(metric: T): T {
@@ -115,6 +152,14 @@ export class Metrics {
       e.limited = c.limited;
       e.shadowLimited = c.shadowLimited;
       e.nearLimit = c.nearLimit;
+    }
+  }
+
+  private flushLocalRejections(): void {
+    for (const source of ['blocked_cache', 'fallback'] as const) {
+      const delta = this.localRejections[source] - this.localRejectionsExported[source];
+      if (delta > 0) this.storeLocalRejections.inc({ source }, delta);
+      this.localRejectionsExported[source] = this.localRejections[source];
     }
   }
 

@@ -3,7 +3,7 @@
  * is what an operator knows (an IP, an account id or header value, a token digest), turned into the
  * bucket key exactly as the request path does it.
  */
-import { ipBucketKey, accountKeyFromHeader, accountKeyFromId } from '../identity/index.js';
+import { ipBucketKey, accountKeyNamedBy } from '../identity/index.js';
 import type { BucketSpec, Store } from '../limiter/types.js';
 import { bucketsFor, type RequestPolicy } from '../server/policy.js';
 import { iso8601Micro } from '../server/ratelimit-headers.js';
@@ -30,7 +30,7 @@ export async function bucketsEndpoint(
     ipKey = k;
   } else if (rule.per === 'account') {
     const from = policy.snapshot.config.clients.account.from;
-    accountKey = from === 'introspect' ? accountKeyFromId(key) : from === 'header' ? accountKeyFromHeader(key) : /^[0-9a-f]{64}$/i.test(key) ? `t:${key.toLowerCase()}` : null;
+    accountKey = accountKeyNamedBy(from, key);
     if (accountKey === null) {
       const hint = from === 'token' ? "the token's SHA-256 digest (hex)" : from === 'header' ? 'the account header value' : 'the account id';
       return { status: 400, body: { error: `key must be ${hint} for rule ${rule.name} (per: account)` } };

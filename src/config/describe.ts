@@ -1,18 +1,14 @@
 /** @module Human-readable views of a snapshot for `rategate check` and startup logs. */
 import { formatDuration } from './duration.js';
 import type { Snapshot } from './types.js';
+import { redactStoreUrl as redactUrl } from './store-url.js';
+
+/** Hides a password in a store URL: the summary is printed and logged. */
+export { redactUrl };
 
 const COLUMNS = ['NAME', 'MATCH', 'PER', 'LIMIT', 'PERIOD', 'ALGORITHM', 'COST', 'SHADOW'] as const;
 /** Numbers read best right-aligned. */
 const RIGHT = new Set<string>(['LIMIT', 'COST']);
-
-/** Hides a password in a store URL: the summary is printed and logged. */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z-]+:\/\/)([^@/]*)@/i, (_, scheme: string, userinfo: string) => {
-    const user = userinfo.split(':')[0] ?? '';
-    return `${scheme}${user === '' ? '' : user}${userinfo.includes(':') ? ':***' : ''}@`;
-  });
-}
 
 /** One line: how many rules, and which store and upstream the snapshot points at. */
 export function formatSummary(snapshot: Snapshot): string {

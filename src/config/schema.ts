@@ -127,7 +127,7 @@ const upstreamShape = {
 const storeShape = {
   url: checked(checkStoreUrl)
     .default('memory')
-    .describe('memory, redis://HOST:PORT, rediss://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT.'),
+    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], or redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT.'),
   prefix: z
     .string()
     .regex(PREFIX, { error: (iss) => `invalid prefix ${show(iss.input)} (use letters, digits, "_", ".", ":" and "-")` })

@@ -1,11 +1,12 @@
 /** @module The compiled, immutable form of a limit table that the request path reads. */
-import type { Config } from './schema.js';
+import type { Config, LimitRule } from './schema.js';
 
 export type { Config };
 
-export type Algorithm = 'fixed-window' | 'sliding-window' | 'token-bucket';
-export type OnError = 'local' | 'allow' | 'deny';
-export type Per = 'ip' | 'account' | 'global';
+// Derived from the zod schema, so a new algorithm, policy or key kind is spelled in one place.
+export type Algorithm = LimitRule['algorithm'];
+export type OnError = Config['store']['onError'];
+export type Per = LimitRule['per'];
 
 /** One rule of `limits:`, prepared at load so the request path only reads fields. */
 export interface CompiledRule {

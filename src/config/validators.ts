@@ -1,5 +1,7 @@
 /** @module Checks for the config's string formats (addresses, URLs, CIDRs); each returns an error or null. */
 import ipaddr from 'ipaddr.js';
+import { isCidrEntry } from '../identity/cidr.js';
+import { storeUrlProblem } from './store-url.js';
 
 export interface HostPort {
   /** Without brackets for IPv6. */
@@ -49,23 +51,9 @@ export function checkUpstreamUrl(value: string): string | null {
   return null;
 }
 
+/** The store factory parses the URL with the same function, so check and serve agree. */
 export function checkStoreUrl(value: string): string | null {
-  if (value === 'memory') return null;
-  const bad = `invalid store "${value}" (use memory, redis://HOST:PORT, rediss://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT)`;
-  if (value.startsWith('redis-cluster://')) {
-    const nodes = value.slice('redis-cluster://'.length).split(',');
-    for (const node of nodes) {
-      const hp = parseHostPort(node);
-      if (hp === undefined || hp.port === 0) return bad;
-    }
-    return null;
-  }
-  if (value.startsWith('redis://') || value.startsWith('rediss://')) {
-    if (!URL.canParse(value)) return bad;
-    if (new URL(value).hostname === '') return bad;
-    return null;
-  }
-  return bad;
+  return storeUrlProblem(value);
 }
 
 /** ipaddr.js also accepts `0x7f.1` and `127.1`; a config should say what it means plainly. */
@@ -73,29 +61,12 @@ function isStrictIPv4(value: string): boolean {
   return ipaddr.IPv4.isValidFourPartDecimal(value);
 }
 
-export function isIp(value: string): boolean {
-  return isStrictIPv4(value) || (value.includes(':') && ipaddr.IPv6.isValid(value));
-}
-
-export function isCidr(value: string): boolean {
-  const slash = value.indexOf('/');
-  if (slash < 0) return false;
-  const addr = value.slice(0, slash);
-  const bits = value.slice(slash + 1);
-  if (!/^[0-9]{1,3}$/.test(bits)) return false;
-  if (isStrictIPv4(addr)) return Number(bits) <= 32;
-  return addr.includes(':') && ipaddr.IPv6.isValid(addr) && Number(bits) <= 128;
-}
-
 export function checkIpOrCidr(value: string): string | null {
-  return isIp(value) || isCidr(value) ? null : `invalid IP address or CIDR "${value}"`;
+  return isCidrEntry(value, false) ? null : `invalid IP address or CIDR "${value}"`;
 }
 
 export function checkTrustedProxy(value: string): string | null {
-  if (value === 'loopback' || value === 'private') return null;
-  return isIp(value) || isCidr(value)
-    ? null
-    : `invalid trusted proxy "${value}" (use loopback, private, an IP address or a CIDR)`;
+  return isCidrEntry(value, true) ? null : `invalid trusted proxy "${value}" (use loopback, private, an IP address or a CIDR)`;
 }
 
 /** RFC 7230 token: what an HTTP header name may be. */

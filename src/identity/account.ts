@@ -1,6 +1,9 @@
 /** @module The account a request is counted against: token digest, trusted header, or introspection. */
 import { hash } from 'node:crypto';
+import { accountKeyFromDigest, accountKeyFromHeader, accountKeyFromId } from './account-key.js';
 import { BoundedMap } from './bounded-map.js';
+
+export { accountKeyFromHeader, accountKeyFromId } from './account-key.js';
 
 /** What the upstream says about a token. */
 export type IntrospectResult =
@@ -50,16 +53,21 @@ export interface AccountResolver {
    */
   resolve(authorization: string | undefined, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
   /**
-   * Like `resolve`, with the token already found (e.g. by server/request-params.ts `doorkeeperToken`,
-   * from the header, the query or the body); null when the request carries none.
+   * The answer `resolve` would give without any I/O, or undefined when it would have to ask the
+   * upstream: the gateway then first checks what it can refuse without the account.
+   */
+  known(authorization: string | undefined, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
+  /**
+   * `resolve` and `known` with the token already found (server/request-params.ts `doorkeeperToken`:
+   * the Authorization header, or `access_token` / `bearer_token` in the query or the body); null when
+   * the request carries none.
    */
   resolveToken(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
+  knownToken(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
 }
 
 /** Anonymous answers are re-checked at least this often: a token may gain an owner, and it bounds churn. */
 const ANONYMOUS_TTL_CAP_MS = 10_000;
-/** A header value or account id longer than this is not an identifier, and must not become a key. */
-const MAX_ID_LEN = 256;
 
 /**
  * The token of `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235), else null. A value
@@ -90,33 +98,6 @@ export function tokenDigest(token: string): string {
   return hash('sha256', token, 'hex');
 }
 
-// Keys end up inside store keys such as `rule:{acct:…}`; a `{`, `}`, space or control character from
-// a header or an upstream id would change the Redis Cluster hash tag or corrupt logs, so anything
-// outside this set is percent-encoded (injective, so distinct ids stay distinct).
-const SAFE_ID = /^[A-Za-z0-9._~@+=-]+$/;
-
-function encodeId(value: string): string | null {
-  if (value.length === 0 || value.length > MAX_ID_LEN) return null;
-  if (SAFE_ID.test(value)) return value;
-  try {
-    return encodeURIComponent(value);
-  } catch {
-    return null; // lone surrogate: not an identifier
-  }
-}
-
-/** The key of an account header value (also for compiling `exempt.accounts`), or null if unusable. */
-export function accountKeyFromHeader(value: string): string | null {
-  const id = encodeId(value);
-  return id === null ? null : `h:${id}`;
-}
-
-/** The key of an introspected account id (also for compiling `exempt.accounts`), or null if unusable. */
-export function accountKeyFromId(id: string): string | null {
-  const enc = encodeId(id);
-  return enc === null ? null : `a:${enc}`;
-}
-
 const ERROR: IntrospectResult = Object.freeze({ kind: 'error' });
 
 interface CacheEntry {
@@ -127,33 +108,27 @@ interface CacheEntry {
 export function createAccountResolver(opts: AccountOptions): AccountResolver {
   switch (opts.from) {
     case 'token':
-      return {
-        from: 'token',
-        header: undefined,
-        resolve(authorization) {
-          return this.resolveToken(bearerToken(authorization), undefined, false);
-        },
-        resolveToken(token) {
-          // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
-          // spreads requests over fresh account buckets, and per-IP rules still count every one.
-          return token === null ? null : `t:${tokenDigest(token)}`;
-        },
-      };
+      // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
+      // spreads requests over fresh account buckets, and per-IP rules still count every one.
+      const fromToken = (token: string | null): AccountKey => (token === null ? null : accountKeyFromDigest(tokenDigest(token)));
+      const fromHeaderToken = (authorization: string | undefined): AccountKey => fromToken(bearerToken(authorization));
+      return { from: 'token', header: undefined, resolve: fromHeaderToken, known: fromHeaderToken, resolveToken: fromToken, knownToken: fromToken };
     case 'header': {
       const header = opts.header.trim().toLowerCase();
       if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(header)) throw new Error(`invalid account header name "${opts.header}"`);
+      const fromHeader = (headerValue: string | undefined, peerTrusted: boolean): AccountKey => {
+        // Security: the header names an account only when a trusted proxy set it. From anyone else a
+        // client could name any account (draining a victim's bucket) or a fresh one per request.
+        if (!peerTrusted || headerValue === undefined) return null;
+        return accountKeyFromHeader(headerValue);
+      };
       return {
         from: 'header',
         header,
-        resolve(_authorization, headerValue, peerTrusted) {
-          return this.resolveToken(null, headerValue, peerTrusted);
-        },
-        resolveToken(_token, headerValue, peerTrusted) {
-          // Security: the header names an account only when a trusted proxy set it. From anyone else a
-          // client could name any account (draining a victim's bucket) or a fresh one per request.
-          if (!peerTrusted || headerValue === undefined) return null;
-          return accountKeyFromHeader(headerValue);
-        },
+        resolve: (_authorization, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
+        known: (_authorization, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
+        resolveToken: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
+        knownToken: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
       };
     }
     case 'introspect':
@@ -197,7 +172,7 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
         return key;
       }
       case 'token': {
-        const key = `t:${digest}`;
+        const key = accountKeyFromDigest(digest);
         cache.set(digest, { key, expiresAt: now() + cacheTtlMs });
         return key;
       }
@@ -210,29 +185,41 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     // Not cached, so the next request retries. The digest key keeps a client on one account bucket
     // while the upstream is flaky (a failure must not be a way to dodge the account limit) without
     // blocking it (the upstream may be fine for the real request).
-    return `t:${digest}`;
+    return accountKeyFromDigest(digest);
+  }
+
+  /** The cached answer for a digest, dropping it once expired. */
+  function cached(digest: string): CacheEntry | undefined {
+    const hit = cache.get(digest);
+    if (hit === undefined || hit.expiresAt > now()) return hit;
+    cache.delete(digest);
+    return undefined;
+  }
+
+  function knownToken(token: string | null): AccountKey | undefined {
+    if (token === null) return null;
+    return cached(tokenDigest(token))?.key;
+  }
+
+  function resolveToken(token: string | null): AccountKey | Promise<AccountKey> {
+    if (token === null) return null;
+    const digest = tokenDigest(token);
+    const hit = cached(digest);
+    if (hit !== undefined) return hit.key;
+    let pending = inflight.get(digest);
+    if (pending === undefined) {
+      pending = lookUp(token, digest);
+      inflight.set(digest, pending);
+    }
+    return pending;
   }
 
   return {
     from: 'introspect',
     header: undefined,
-    resolve(authorization) {
-      return this.resolveToken(bearerToken(authorization), undefined, false);
-    },
-    resolveToken(token) {
-      if (token === null) return null;
-      const digest = tokenDigest(token);
-      const hit = cache.get(digest);
-      if (hit !== undefined) {
-        if (hit.expiresAt > now()) return hit.key;
-        cache.delete(digest);
-      }
-      let pending = inflight.get(digest);
-      if (pending === undefined) {
-        pending = lookUp(token, digest);
-        inflight.set(digest, pending);
-      }
-      return pending;
-    },
+    known: (authorization) => knownToken(bearerToken(authorization)),
+    resolve: (authorization) => resolveToken(bearerToken(authorization)),
+    knownToken: (token) => knownToken(token),
+    resolveToken: (token) => resolveToken(token),
   };
 }

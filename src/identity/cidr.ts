@@ -68,25 +68,28 @@ type Range = [ParsedIp, number];
 const MAPPED_PREFIX = ipaddr.IPv6.parse('::ffff:0:0');
 const ANY_V4: Range = [ipaddr.IPv4.parse('0.0.0.0'), 0];
 
-/** Turns one config entry into ranges; mapped IPv6 ranges become the IPv4 ranges they denote. */
-function compileEntry(entry: string, out4: Range[], out6: Range[]): void {
+/**
+ * Turns one config entry into ranges; mapped IPv6 ranges become the IPv4 ranges they denote. Returns
+ * false, adding nothing, for an entry that is not an address, ADDR/BITS or alias.
+ */
+function compileEntry(entry: string, out4: Range[], out6: Range[]): boolean {
   const alias = ALIASES[entry.trim().toLowerCase()];
   if (alias !== undefined) {
     for (const e of alias) compileEntry(e, out4, out6);
-    return;
+    return true;
   }
   const text = entry.trim();
   const slash = text.indexOf('/');
   const addrText = slash === -1 ? text : text.slice(0, slash);
   // Parse the prefix ourselves, not with ipaddr.parseCIDR, to keep the strict address rules above.
   const bitsText = slash === -1 ? undefined : text.slice(slash + 1);
-  if (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText)) throw invalid(entry);
+  if (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText)) return false;
   const isV6Text = addrText.indexOf(':') !== -1;
   const maxBits = isV6Text ? 128 : 32;
   const bits = bitsText === undefined ? maxBits : Number(bitsText);
-  if (bits > maxBits || addrText.indexOf('%') !== -1) throw invalid(entry);
+  if (bits > maxBits || addrText.indexOf('%') !== -1) return false;
   const ip = parseIp(addrText);
-  if (ip === null) throw invalid(entry);
+  if (ip === null) return false;
 
   if (ip.kind() === 'ipv4') {
     if (!isV6Text) {
@@ -99,12 +102,22 @@ function compileEntry(entry: string, out4: Range[], out6: Range[]): void {
       out6.push([(ip as ipaddr.IPv4).toIPv4MappedAddress(), bits]);
       out4.push(ANY_V4);
     }
-    return;
+    return true;
   }
   out6.push([ip, bits]);
   // `::/0` and the like also hold ::ffff:0:0/96; mapped peers are seen as IPv4, so say so explicitly,
   // else "trust everything" written as `::/0` would silently not trust IPv4 clients of a dual-stack socket.
   if (bits <= 96 && MAPPED_PREFIX.match(ip, bits)) out4.push(ANY_V4);
+  return true;
+}
+
+/**
+ * Whether an entry is valid in a CIDR list: an address or ADDR/BITS, and also `loopback` / `private`
+ * when `aliases` is set. The config validator asks this, so it accepts exactly what compileCidrs does.
+ */
+export function isCidrEntry(entry: string, aliases: boolean): boolean {
+  if (!aliases && ALIASES[entry.trim().toLowerCase()] !== undefined) return false;
+  return compileEntry(entry, [], []);
 }
 
 function invalid(entry: string): Error {
@@ -122,7 +135,7 @@ const CONTAINS_CACHE_SIZE = 4096;
 export function compileCidrs(entries: readonly string[]): CidrSet {
   const v4: Range[] = [];
   const v6: Range[] = [];
-  for (const entry of entries) compileEntry(entry, v4, v6);
+  for (const entry of entries) if (!compileEntry(entry, v4, v6)) throw invalid(entry);
   const empty = v4.length === 0 && v6.length === 0;
   const cache = new BoundedMap<string, boolean>(CONTAINS_CACHE_SIZE);
 

@@ -8,6 +8,7 @@ export {
   type ClientIp,
   type ClientIpOptions,
   type ClientIpResolver,
+  type Peer,
 } from './ip.js';
 export {
   createAccountResolver,
@@ -21,4 +22,5 @@ export {
   type Introspect,
   type IntrospectResult,
 } from './account.js';
+export { accountKeyNamedBy, accountKeysNamedBy } from './account-key.js';
 export { createHttpIntrospector, type HttpIntrospectorOptions } from './introspect.js';

@@ -20,6 +20,13 @@ export interface ClientIpOptions {
   readonly cacheSize?: number;
 }
 
+/** What the resolver knows about one address string; cached so repeat clients cost a Map lookup. */
+export interface Peer {
+  /** The address is a trusted proxy: its forwarding headers are believed. */
+  readonly trusted: boolean;
+  readonly client: ClientIp;
+}
+
 /**
  * `(peer, X-Forwarded-For, Forwarded) → ClientIp`. The returned objects are shared and frozen: do not
  * mutate them. `forwardedFor` is the raw header: a string (Node joins repeated headers with `, `) or the
@@ -31,16 +38,12 @@ export interface ClientIpOptions {
  * would let a client behind such a proxy pick its own IP. The forwarder drops `Forwarded` whenever
  * X-Forwarded-For decided (see proxy/client-ip-headers.ts), so the upstream reads what was counted.
  */
-export type ClientIpResolver = (
-  peer: string | undefined,
-  forwardedFor: string | string[] | undefined,
-  forwarded?: string | undefined,
-) => ClientIp;
-
-/** What the resolver knows about one address string; cached so repeat clients cost a Map lookup. */
-interface Known {
-  readonly trusted: boolean;
-  readonly client: ClientIp;
+export interface ClientIpResolver {
+  (peer: string | undefined, forwardedFor: string | string[] | undefined, forwarded?: string | undefined): ClientIp;
+  /** The TCP peer, resolved once per request: its trust is then read, not recomputed, by every stage. */
+  peer(addr: string | undefined): Peer;
+  /** The client behind an already resolved peer. */
+  behind(peer: Peer, forwardedFor: string | string[] | undefined, forwarded: string | undefined): ClientIp;
 }
 
 /**
@@ -48,6 +51,7 @@ interface Known {
  * bucket rather than escaping limits; it is never trusted, so its headers are never believed.
  */
 export const UNKNOWN_CLIENT: ClientIp = Object.freeze({ address: '', key: 'unknown' });
+const UNKNOWN_PEER: Peer = Object.freeze({ trusted: false, client: UNKNOWN_CLIENT });
 
 /** An X-Forwarded-For entry longer than this is garbage: `[v6 with zone]:port` fits well inside. */
 const MAX_ENTRY_LEN = 80;
@@ -118,13 +122,13 @@ export function ipBucketKey(addr: string, ipv6Prefix: number): string | null {
 export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver {
   checkPrefix(opts.ipv6Prefix);
   const { trustedProxies, ipv6Prefix } = opts;
-  const cache = new BoundedMap<string, Known | null>(opts.cacheSize ?? 10_000);
+  const cache = new BoundedMap<string, Peer | null>(opts.cacheSize ?? 10_000);
 
-  function lookup(addr: string): Known | null {
+  function lookup(addr: string): Peer | null {
     const hit = cache.get(addr);
     if (hit !== undefined) return hit;
     const ip = parseIp(addr);
-    let known: Known | null = null;
+    let known: Peer | null = null;
     if (ip !== null) {
       const address = addressOf(ip);
       known = Object.freeze({
@@ -137,7 +141,7 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
   }
 
   /** The RFC 7239 walk: the same rules as X-Forwarded-For's, over the `for=` nodes. */
-  function walkForwarded(direct: Known, forwarded: string): ClientIp {
+  function walkForwarded(direct: Peer, forwarded: string): ClientIp {
     const nodes = forwardedForNodes(forwarded);
     if (nodes === null) return direct.client;
     let current = direct;
@@ -153,9 +157,11 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     return current.client;
   }
 
-  return function resolveClientIp(peer, forwardedFor, forwarded) {
-    const direct = peer === undefined ? null : lookup(peer);
-    if (direct === null) return UNKNOWN_CLIENT;
+  function peerOf(addr: string | undefined): Peer {
+    return (addr === undefined ? null : lookup(addr)) ?? UNKNOWN_PEER;
+  }
+
+  function behind(direct: Peer, forwardedFor: string | string[] | undefined, forwarded: string | undefined): ClientIp {
     // Security: X-Forwarded-For and Forwarded are written by whoever sent the request. Only a trusted
     // proxy's word counts; from anyone else it is a spoof attempt (a client picking a fresh bucket per
     // request) and is ignored entirely, not even parsed.
@@ -186,5 +192,9 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     }
     // Every hop is trusted (an internal client): the left-most is the closest to the origin we know.
     return current.client;
-  };
+  }
+
+  const resolve = (peer: string | undefined, forwardedFor: string | string[] | undefined, forwarded?: string): ClientIp =>
+    behind(peerOf(peer), forwardedFor, forwarded);
+  return Object.assign(resolve, { peer: peerOf, behind });
 }

@@ -28,6 +28,8 @@ export interface BlockedCacheOptions {
   readonly maxEntries?: number;
   /** The local clock (tests). */
   readonly now?: () => number;
+  /** Told of each request rejected here without calling the inner store (metrics). */
+  readonly onLocalRejection?: () => void;
 }
 
 export interface BlockedCacheStore extends Store {
@@ -60,6 +62,7 @@ class BlockedCache implements BlockedCacheStore {
   /** Store clock − local clock, as of the last answer. */
   private offset = 0;
   private rejections = 0;
+  private readonly onLocalRejection: (() => void) | undefined;
 
   constructor(
     private readonly inner: Store,
@@ -67,6 +70,7 @@ class BlockedCache implements BlockedCacheStore {
   ) {
     this.max = Math.max(1, opts.maxEntries ?? 100_000);
     this.clock = opts.now ?? Date.now;
+    this.onLocalRejection = opts.onLocalRejection;
   }
 
   get size(): number {
@@ -122,6 +126,7 @@ class BlockedCache implements BlockedCacheStore {
 
   private rejectLocally(specs: readonly BucketSpec[], hit: Entry, now: number): ConsumeOutcome {
     this.rejections++;
+    this.onLocalRejection?.();
     const buckets: BucketState[] = new Array(specs.length);
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]!;

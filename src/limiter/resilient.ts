@@ -17,7 +17,11 @@
  *
  * Waiting: this layer adds none. The primary must bound its own calls (RedisStore does, by
  * `store.timeout`); while open, decisions are local and immediate.
+ *
+ * Time (the open period, the background probe's timer) comes from an injected Clock, so the breaker's
+ * tests move time by hand instead of sleeping.
  */
+import { systemClock, type Clock } from './clock.js';
 import type { StoreErrorReason } from './errors.js';
 import { StoreError } from './errors.js';
 import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from './types.js';
@@ -29,8 +33,13 @@ export type StoreOp = 'consume' | 'peek' | 'reset';
 export type StoreEvent =
   /** A request that could not use the primary: why (`circuit_open`: the breaker skipped it). */
   | { readonly type: 'error'; readonly op: StoreOp | 'ping'; readonly reason: StoreErrorReason | 'circuit_open' }
-  /** Decisions are (true) or are no longer (false) made by the fault policy: the fallback gauge. */
-  | { readonly type: 'fallback_active'; readonly active: boolean }
+  /**
+   * Decisions are (true) or are no longer (false) made by the fault policy: the fallback gauge, and a
+   * log line each way. `cause`: the failure that turned it on (none when the breaker did).
+   */
+  | { readonly type: 'fallback_active'; readonly active: boolean; readonly cause?: unknown }
+  /** A request the fallback store rejected (onError: local) while the primary failed. */
+  | { readonly type: 'local_rejection' }
   | { readonly type: 'circuit'; readonly state: CircuitState };
 
 export interface BreakerOptions {
@@ -45,6 +54,8 @@ export interface ResilientStoreOptions {
   readonly fallback: Store;
   readonly breaker?: Partial<BreakerOptions>;
   readonly onEvent?: (e: StoreEvent) => void;
+  /** The breaker's time and timers (tests: a fake clock). */
+  readonly clock?: Clock;
 }
 
 /** A primary may offer a cheap health check, used as the half-open probe so recovery needs no traffic. */
@@ -64,13 +75,15 @@ class Resilient implements ResilientStore {
   private openUntil = 0;
   /** A probe is in flight: other calls keep to the fault policy until it answers. */
   private probing = false;
-  private probeTimer: NodeJS.Timeout | undefined;
+  /** Cancels the background probe, when one is scheduled. */
+  private cancelProbe: (() => void) | undefined;
   private fallbackOn = false;
   private closed = false;
   private readonly threshold: number;
   private readonly openMs: number;
   private readonly fallback: Store;
   private readonly emit: (e: StoreEvent) => void;
+  private readonly clock: Clock;
 
   constructor(
     private readonly primary: PrimaryStore,
@@ -80,6 +93,7 @@ class Resilient implements ResilientStore {
     this.threshold = Math.max(1, opts.breaker?.failureThreshold ?? DEFAULT_BREAKER.failureThreshold);
     this.openMs = Math.max(1, opts.breaker?.openMs ?? DEFAULT_BREAKER.openMs);
     this.emit = opts.onEvent ?? (() => {});
+    this.clock = opts.clock ?? systemClock;
   }
 
   get fallbackActive(): boolean {
@@ -113,7 +127,7 @@ class Resilient implements ResilientStore {
   private async viaPrimary<T>(op: 'consume' | 'peek', call: () => Promise<T>, degraded: (err: unknown) => Promise<T>): Promise<T> {
     if (!this.admit()) {
       this.emit({ type: 'error', op, reason: 'circuit_open' });
-      if (op === 'consume') this.setFallback(true);
+      if (op === 'consume') this.setFallback(true, undefined);
       return degraded(undefined);
     }
     try {
@@ -144,7 +158,7 @@ class Resilient implements ResilientStore {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.probeTimer) clearTimeout(this.probeTimer);
+    this.stopProbe();
     await Promise.all([this.primary.close(), this.fallback.close()]);
   }
 
@@ -152,7 +166,7 @@ class Resilient implements ResilientStore {
   private admit(): boolean {
     if (this.state === 'closed') return true;
     if (this.state === 'open') {
-      if (Date.now() < this.openUntil) return false;
+      if (this.clock.now() < this.openUntil) return false;
       this.setState('half-open');
     }
     if (this.probing) return false;
@@ -164,37 +178,39 @@ class Resilient implements ResilientStore {
     this.failures = 0;
     this.probing = false;
     if (this.state !== 'closed') {
-      if (this.probeTimer) clearTimeout(this.probeTimer);
-      this.probeTimer = undefined;
+      this.stopProbe();
       this.setState('closed');
     }
-    this.setFallback(false);
+    this.setFallback(false, undefined);
   }
 
   private failed(op: StoreOp | 'ping', err: unknown): void {
     this.emit({ type: 'error', op, reason: err instanceof StoreError ? err.reason : 'connection' });
-    this.setFallback(true);
+    this.setFallback(true, err);
     this.failures++;
     this.probing = false;
     if (this.state === 'half-open' || this.failures >= this.threshold) this.open();
   }
 
   private open(): void {
-    this.openUntil = Date.now() + this.openMs;
+    this.openUntil = this.clock.now() + this.openMs;
     this.setState('open');
-    if (this.probeTimer) clearTimeout(this.probeTimer);
-    this.probeTimer = undefined;
+    this.stopProbe();
     if (typeof this.primary.ping !== 'function' || this.closed) return;
     // Probe in the background so that recovery does not wait for (or cost) a request.
-    this.probeTimer = setTimeout(() => {
-      this.probeTimer = undefined;
+    this.cancelProbe = this.clock.after(this.openMs, () => {
+      this.cancelProbe = undefined;
       if (this.state !== 'open' || this.closed || !this.admit()) return;
       this.primary.ping!().then(
         () => this.succeeded(),
         (err: unknown) => this.failed('ping', err),
       );
-    }, this.openMs);
-    this.probeTimer.unref();
+    });
+  }
+
+  private stopProbe(): void {
+    this.cancelProbe?.();
+    this.cancelProbe = undefined;
   }
 
   private setState(s: CircuitState): void {
@@ -203,10 +219,10 @@ class Resilient implements ResilientStore {
     this.emit({ type: 'circuit', state: s });
   }
 
-  private setFallback(on: boolean): void {
+  private setFallback(on: boolean, cause: unknown): void {
     if (this.fallbackOn === on) return;
     this.fallbackOn = on;
-    this.emit({ type: 'fallback_active', active: on });
+    this.emit(cause === undefined ? { type: 'fallback_active', active: on } : { type: 'fallback_active', active: on, cause });
   }
 
   /** Applies each bucket's onError to a request the primary could not decide. */
@@ -216,11 +232,11 @@ class Resilient implements ResilientStore {
       if (spec.onError === 'deny') throw unavailable(cause);
       if (spec.onError === 'local') local++;
     }
-    if (local === specs.length) return this.fallback.consume(specs);
-    const now = Date.now();
+    if (local === specs.length) return this.fallback.consume(specs).then(this.counted);
+    const now = this.clock.now();
     if (local === 0) return { allowed: true, now, buckets: specs.map((s) => openState(s, now)) };
     const localSpecs = specs.filter((s) => s.onError === 'local');
-    const out = await this.fallback.consume(localSpecs);
+    const out = this.counted(await this.fallback.consume(localSpecs));
     let k = 0;
     const buckets = specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
     return { allowed: out.allowed, now: out.now, buckets };
@@ -229,8 +245,14 @@ class Resilient implements ResilientStore {
   private degradedPeek(spec: BucketSpec, cause: unknown): Promise<BucketState> {
     if (spec.onError === 'deny') return Promise.reject(unavailable(cause));
     if (spec.onError === 'local') return this.fallback.peek(spec);
-    return Promise.resolve(openState(spec, Date.now()));
+    return Promise.resolve(openState(spec, this.clock.now()));
   }
+
+  /** Reports a local rejection of the fallback. */
+  private readonly counted = (out: ConsumeOutcome): ConsumeOutcome => {
+    if (!out.allowed) this.emit({ type: 'local_rejection' });
+    return out;
+  };
 }
 
 /** Fail open: the bucket is not counted and is reported full. */

@@ -1,5 +1,9 @@
-/** @module The Store contract: every counter backend (memory, Redis, Redis Cluster) implements it. */
+/**
+ * @module The Store contract: every counter backend (memory, Redis, Redis Cluster) implements it; and
+ * what the limiter reports through (an observer for metrics, a logger), so it knows neither Prometheus nor pino.
+ */
 import type { Algorithm, OnError } from '../config/types.js';
+import type { StoreErrorReason } from './errors.js';
 
 /** One bucket a request must be charged in. */
 export interface BucketSpec {
@@ -53,4 +57,30 @@ export interface Store {
   /** Forgets a bucket: it starts full again. */
   reset(spec: BucketSpec): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Where a request was rejected without the shared store deciding it. */
+export type LocalRejectionSource = 'blocked_cache' | 'fallback';
+
+/**
+ * What the limiter reports for metrics, without knowing Prometheus (app.ts wires it to metrics.ts).
+ * Store latency is not here: the request path measures it once, around the whole decision.
+ */
+export interface StoreObserver {
+  /** A call the shared store could not answer (`circuit_open`: the breaker kept it from the store). */
+  storeError(reason: StoreErrorReason | 'circuit_open'): void;
+  /** Decisions are (true) or are no longer (false) made by the fault policy. */
+  fallbackActive(active: boolean): void;
+  /** A cross-slot refund failed: its charge stands until the bucket's window or refill passes it. */
+  refundFailed(): void;
+  /** A request rejected by the blocked-bucket cache, or by the local count of the fallback. */
+  localRejection(source: LocalRejectionSource): void;
+  /** The batcher sent one script call carrying this many requests. */
+  batchSent(requests: number): void;
+}
+
+/** The logger calls the limiter makes: a pino Logger fits. */
+export interface StoreLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
 }

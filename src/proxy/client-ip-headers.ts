@@ -16,6 +16,8 @@ export interface ForwardedHeaders {
   readonly trusted: boolean;
   /** The `Forwarded` value to send, or undefined to send none (see forwardedToSend). */
   readonly forwarded: string | undefined;
+  /** Replaces any X-Request-Id the client sent (the same value when the client's was usable). */
+  readonly requestId: string;
 }
 
 /** Headers the gateway always drops from the client's request and writes itself. */

@@ -5,9 +5,9 @@
 import type http from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
-import { connectionListed, isHopByHop } from './hop-by-hop.js';
+import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
-import type { GatewayErrorCode } from '../server/errors.js';
+import { GATEWAY_ERRORS, respondError, type GatewayErrorCode } from '../errors.js';
 
 export interface ForwarderOptions {
   /** `http://host:port` of the upstream. */
@@ -29,13 +29,10 @@ export interface ForwardResult {
   seconds: number;
 }
 
-/** What the forwarder answers with itself when the upstream fails. */
-export type ErrorResponder = (res: http.ServerResponse, code: GatewayErrorCode, extraHeaders: readonly string[], close: boolean) => void;
-
 export class Forwarder {
   readonly pool: Pool;
 
-  constructor(opts: ForwarderOptions, private readonly respondError: ErrorResponder) {
+  constructor(opts: ForwarderOptions) {
     this.pool = new Pool(opts.origin, {
       connections: opts.connections ?? 128,
       pipelining: 1,
@@ -66,7 +63,7 @@ export class Forwarder {
   ): Promise<ForwardResult> {
     return new Promise((resolve) => {
       const hasBody = declaresBody(req);
-      const ctx = new Exchange(res, extraHeaders, dropUpstreamRateLimitHeaders, performance.now(), resolve, this.respondError);
+      const ctx = new Exchange(res, extraHeaders, dropUpstreamRateLimitHeaders, performance.now(), resolve);
       // Once the body streams, undici sees a closed response itself; before that, onClose aborts.
       res.once('close', ctx.onClose);
       this.pool.stream(
@@ -113,7 +110,6 @@ class Exchange {
     readonly dropUpstreamRateLimitHeaders: boolean,
     readonly started: number,
     readonly resolve: (r: ForwardResult) => void,
-    readonly respondError: ErrorResponder,
   ) {}
 
   /** undici checks that a signal has `on`; it then subscribes with `once`. */
@@ -164,8 +160,8 @@ function onUpstreamDone(err: Error | null, data: { opaque: unknown }): void {
   const code = err instanceof BodyTooLargeError || err.cause instanceof BodyTooLargeError ? 'PAYLOAD_TOO_LARGE' : classifyUpstreamError(err);
   if (res.headersSent) res.destroy();
   // After an oversized body, close rather than read the rest of it.
-  else ctx.respondError(res, code, ctx.extraHeaders, code === 'PAYLOAD_TOO_LARGE');
-  ctx.resolve({ status: code === 'UPSTREAM_TIMEOUT' ? 504 : code === 'BAD_REQUEST' ? 400 : code === 'PAYLOAD_TOO_LARGE' ? 413 : 502, error: code, seconds });
+  else respondError(res, code, ctx.extraHeaders, code === 'PAYLOAD_TOO_LARGE');
+  ctx.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
 }
 
 export class BodyTooLargeError extends Error {
@@ -206,6 +202,8 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
   return 'UPSTREAM_UNREACHABLE';
 }
 
+const REBUILT: ReadonlySet<string> = new Set(['host', 'x-request-id', 'expect']);
+
 function upstreamRequestHeaders(
   req: http.IncomingMessage,
   forwarded: ForwardedHeaders,
@@ -219,12 +217,13 @@ function upstreamRequestHeaders(
     const lower = name.toLowerCase();
     if (isHopByHop(lower, listed)) continue;
     // Host is the upstream's (undici sets it); the client's goes in X-Forwarded-Host. X-Forwarded-* and
-    // Forwarded are rebuilt; other client-IP claims pass from trusted proxies only.
-    if (lower === 'host' || dropsClientIpHeader(lower, forwarded.trusted)) continue;
+    // Forwarded and X-Request-Id are rebuilt; other client-IP claims pass from trusted proxies only.
+    // Expect was answered by the gateway (undici refuses to send it).
+    if (REBUILT.has(lower) || dropsClientIpHeader(lower, forwarded.trusted)) continue;
     if (lower === 'content-length' && !hasBody) continue;
     out.push(name, raw[i + 1]!);
   }
-  out.push('x-forwarded-for', forwarded.for, 'x-forwarded-proto', forwarded.proto, 'x-forwarded-host', forwarded.host);
+  out.push('x-forwarded-for', forwarded.for, 'x-forwarded-proto', forwarded.proto, 'x-forwarded-host', forwarded.host, 'x-request-id', forwarded.requestId);
   if (forwarded.forwarded !== undefined) out.push('forwarded', forwarded.forwarded);
   return out;
 }
@@ -236,7 +235,7 @@ function clientResponseHeaders(headers: Record<string, string | string[] | undef
     const value = headers[name];
     if (value === undefined || isHopByHop(name, listed)) continue;
     // The gateway's own rate-limit headers replace any the upstream sent, so clients see one truth.
-    if (dropRateLimit && (name.startsWith('x-ratelimit-') || name === 'ratelimit' || name === 'ratelimit-policy')) continue;
+    if (dropRateLimit && isRateLimitHeader(name)) continue;
     if (Array.isArray(value)) for (const v of value) out.push(name, v);
     else out.push(name, value);
   }

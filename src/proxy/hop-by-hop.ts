@@ -1,6 +1,7 @@
 /**
- * @module Hop-by-hop header hygiene (RFC 9110 §7.6.1): these describe one connection, not the message,
- * so a proxy must not forward them — including any extra header a peer names in `Connection`.
+ * @module Header hygiene between client and upstream. Hop-by-hop headers (RFC 9110 §7.6.1) describe one
+ * connection, not the message, so a proxy must not forward them — including any extra header a peer
+ * names in `Connection`; and the rate-limit headers belong to the gateway on a matched route.
  */
 
 const HOP_BY_HOP = new Set([
@@ -32,4 +33,9 @@ export function connectionListed(value: string | string[] | undefined): Set<stri
 
 export function isHopByHop(lowerName: string, listed: Set<string> | null): boolean {
   return HOP_BY_HOP.has(lowerName) || (listed !== null && listed.has(lowerName));
+}
+
+/** A rate-limit header (lower-case name): the gateway's own replace any the upstream sends. */
+export function isRateLimitHeader(lower: string): boolean {
+  return lower.startsWith('x-ratelimit-') || lower === 'ratelimit' || lower === 'ratelimit-policy';
 }

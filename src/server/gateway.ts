@@ -1,25 +1,36 @@
 /**
- * @module The request pipeline: normalize → identify → match → consume all buckets → 429 or forward,
- * with the rate-limit headers of the bucket closest to exhaustion on every answer of a matched request.
+ * @module The request pipeline, one for plain requests and WebSocket upgrades alike: drain check →
+ * normalize → body-size check → decide (identify, match, consume) → then one of two endings, forward
+ * (undici) or tunnel (upgrade), each closed by one `finish()` that records the response metric and the
+ * access-log line. The rate-limit headers go on every answer of a matched request, a 101 included.
  */
 import type http from 'node:http';
-import type { CompiledRule } from '../config/types.js';
-import { normalizePath } from '../routing/index.js';
-import { declaresBody, type Forwarder } from '../proxy/forward.js';
-import { forwardedAsXff, forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
-import { StoreUnavailableError, type ConsumeOutcome, type Store } from '../limiter/types.js';
+import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import type { Peer } from '../identity/index.js';
+import type { Store } from '../limiter/types.js';
 import type { Metrics } from '../metrics.js';
-import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
-import { ERROR_BODIES, GATEWAY_ERRORS, type GatewayErrorCode } from './errors.js';
-import { bucketsFor, isExemptAccount, type RequestPolicy } from './policy.js';
+import { normalizePath } from '../routing/index.js';
+import { declaresBody, type Forwarder, type ForwardResult } from '../proxy/forward.js';
+import { forwardedAsXff, forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
+import type { Tunnel } from '../proxy/tunnel.js';
+import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../errors.js';
+import { decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
+import type { RequestPolicy } from './policy.js';
 
-/** One line per request for the access log; no token, no account, the client IP only as the operator chose. */
+/** One line per request for the access log; no token, no account, no client IP. */
 export interface RequestRecord {
+  /** The request's `X-Request-Id`, or the one the gateway made and forwarded. */
+  id: string;
   method: string;
   path: string;
   status: number;
+  /** The rules whose buckets the request was counted in. */
   rules: readonly string[];
-  decision: 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'store_unavailable';
+  /** On a 429: the rule that rejected it. */
+  rule?: string;
+  decision: DecisionKind;
+  /** Milliseconds from the request's arrival to its answer's head, to the microsecond. */
   ms: number;
   error?: string;
 }
@@ -28,226 +39,197 @@ export interface GatewayOptions {
   policy: () => RequestPolicy;
   store: Store;
   forwarder: Forwarder;
+  tunnel: Tunnel;
   metrics: Metrics;
+  /** The store's clock (epoch ms), as near as the gateway knows it. */
+  now: () => number;
   /** Called once per request when its answer has been decided (the access log). */
   onRequest?: (record: RequestRecord) => void;
   /** Whether onRequest wants records now: when not, none is built (the access log level may be off). */
   wantsRecords?: () => boolean;
 }
 
+/** What the stages before the ending found: a refusal to write, or what the ending needs. */
+interface Screened {
+  readonly decision: Decision;
+  /** The normalized path (the raw target when it could not be normalized). */
+  readonly path: string;
+  /** What goes upstream: the normalized path and the query. */
+  readonly target: string;
+  readonly peer: Peer;
+  readonly maxBody: number;
+}
+
+/** How an exchange ended, for `finish()`: a gateway answer carries no `result`. */
+interface Ending {
+  readonly status: number;
+  readonly result: ForwardResult | undefined;
+}
+
 const NO_HEADERS: readonly string[] = Object.freeze([]);
-const JSON_TYPE = 'application/json; charset=utf-8';
+const NOTHING_CHARGED = { headers: NO_HEADERS, rules: Object.freeze([]), rejectedBy: undefined, matched: false } as const;
+const SHUTTING_DOWN: Decision = Object.freeze({ admit: false, status: 503, body: ERROR_BODIES.SHUTTING_DOWN, kind: 'rejected', ...NOTHING_CHARGED });
+const TOO_LARGE: Decision = Object.freeze({ admit: false, status: 413, body: ERROR_BODIES.PAYLOAD_TOO_LARGE, kind: 'rejected', ...NOTHING_CHARGED });
+/** A request id from the client is kept when it is a plain token of sane length, else replaced. */
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 export class Gateway {
   private draining = false;
 
   constructor(private readonly opts: GatewayOptions) {}
 
-  /** New requests are answered 503 from now on (graceful shutdown). */
+  /** New requests and upgrades are answered 503 from now on (graceful shutdown). */
   startDraining(): void {
     this.draining = true;
   }
 
   readonly handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    this.run(req, res).catch((err: unknown) => {
-      // A bug must cost one request, never the process.
-      if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
-      else res.destroy();
-      this.opts.onRequest?.({
-        method: req.method ?? '',
-        path: '',
-        status: 500,
-        rules: [],
-        decision: 'rejected',
-        ms: 0,
-        error: err instanceof Error ? err.message : String(err),
-      });
-    });
+    this.handleRequest(req, res, false);
   };
 
   /**
-   * The limit decision for one request: counted and admitted (with the headers to add), or answered by
-   * the gateway. Shared by plain requests and WebSocket upgrades so both are limited the same way.
+   * A request with `Expect: 100-continue` (node:http's 'checkContinue'): the gateway answers the
+   * expectation itself, after the limit decision, so a refused client never sends its body.
    */
-  async decide(req: http.IncomingMessage, policy: RequestPolicy, method: string, path: string): Promise<Decision> {
-    const { metrics } = this.opts;
-    const peer = req.socket.remoteAddress;
-    const client = policy.resolveIp(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
-    const matched = policy.snapshot.matcher.match(method, path);
-    if (matched.length === 0) return { admit: true, headers: NO_HEADERS, rules: NO_RULES, matched: false, record: 'unmatched' };
-    if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) {
-      return { admit: true, headers: NO_HEADERS, rules: NO_RULES, matched: true, record: 'exempt' };
-    }
-    let account: string | null = null;
-    if (needsAccount(matched)) {
-      const peerTrusted = policy.accountHeader !== undefined && peer !== undefined && policy.trustedProxies.contains(peer);
-      const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
-      const found = policy.account.resolve(req.headers.authorization, headerValue, peerTrusted);
-      account = found instanceof Promise ? await found : found;
-    }
-    if (account !== null && isExemptAccount(policy, account)) {
-      return { admit: true, headers: NO_HEADERS, rules: NO_RULES, matched: true, record: 'exempt' };
-    }
-    const { specs, rules } = bucketsFor(policy, matched, client.key, account);
-    if (specs.length === 0) return { admit: true, headers: NO_HEADERS, rules: NO_RULES, matched: true, record: 'unmatched' };
+  readonly handleExpectContinue = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    this.handleRequest(req, res, true);
+  };
 
-    let outcome: ConsumeOutcome;
-    const storeStarted = performance.now();
-    try {
-      outcome = await this.opts.store.consume(specs);
-    } catch (err) {
-      if (!(err instanceof StoreUnavailableError)) throw err;
-      return { admit: false, status: 503, body: ERROR_BODIES.STORE_UNAVAILABLE, headers: NO_HEADERS, rules, matched: true, record: 'store_unavailable' };
-    }
-    metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
-    countDecision(metrics, rules, outcome);
-    const headers: string[] = [];
-    const responses = policy.snapshot.config.responses;
-    appendRateLimitHeaders(headers, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
-    if (!outcome.allowed) return { admit: false, status: 429, body: policy.limitedBody, headers, rules, matched: true, record: 'limited' };
-    return { admit: true, headers, rules, matched: true, record: 'allowed' };
+  private handleRequest(req: http.IncomingMessage, res: http.ServerResponse, expectsContinue: boolean): void {
+    const started = performance.now();
+    this.forward(req, res, started, expectsContinue).catch((err: unknown) => {
+      // A bug must cost one request, never the process.
+      if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
+      else res.destroy();
+      this.logFailure(req, err, started);
+    });
   }
 
-  private async run(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  readonly handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     const started = performance.now();
-    const { metrics } = this.opts;
-    const onRequest = this.opts.wantsRecords?.() === false ? undefined : this.opts.onRequest;
-    // Read the snapshot once: a reload mid-request must not mix two tables.
-    const policy = this.opts.policy();
-    const method = req.method ?? 'GET';
+    this.opts.tunnel.track(socket);
+    this.tunnel(req, socket, head, started).catch((err: unknown) => {
+      socket.destroy();
+      this.logFailure(req, err, started);
+    });
+  };
 
-    if (this.draining) {
-      respondError(res, 'SHUTTING_DOWN', NO_HEADERS, true);
-      metrics.gatewayResponses.labels('503').inc();
-      return;
+  /** Closes every open tunnel (the last step of a drain: upgraded sockets have no natural end). */
+  closeTunnels(): void {
+    this.opts.tunnel.closeAll();
+  }
+
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse, started: number, expectsContinue: boolean): Promise<void> {
+    const id = requestId(req);
+    const s = await this.screen(req);
+    const d = s.decision;
+    if (!d.admit) {
+      // A request body the gateway will not read: answering early closes the connection, not drains it.
+      respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || (!req.complete && declaresBody(req)));
+      return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
+    if (expectsContinue) res.writeContinue();
+    const result = await this.opts.forwarder.forward(req, res, s.target, this.forwarded(req, s.peer, id), d.headers, d.matched, s.maxBody);
+    this.finish(req, id, s, { status: result.status, result }, started);
+  }
 
+  private async tunnel(req: http.IncomingMessage, socket: Duplex, head: Buffer, started: number): Promise<void> {
+    const id = requestId(req);
+    const s = await this.screen(req);
+    const d = s.decision;
+    if (!d.admit) {
+      respondOnSocket(socket, d.status, d.body!, d.headers);
+      return this.finish(req, id, s, { status: d.status, result: undefined }, started);
+    }
+    const result = await this.opts.tunnel.open(req, socket, head, s.target, this.forwarded(req, s.peer, id), d.headers, d.matched);
+    this.finish(req, id, s, { status: result.status, result }, started);
+  }
+
+  /** The stages every request goes through before its ending. Reads the policy snapshot once. */
+  private async screen(req: http.IncomingMessage): Promise<Screened> {
+    const policy = this.opts.policy();
+    const peer = policy.resolveIp.peer(req.socket.remoteAddress);
+    const method = req.method ?? 'GET';
+    if (this.draining) return { decision: SHUTTING_DOWN, path: req.url ?? '', target: '', peer, maxBody: 0 };
     const target = normalizePath(req.url ?? '');
     if (!target.ok) {
-      respondJson(res, 400, badPathBody(target.reason), NO_HEADERS, hasUnreadBody(req));
-      metrics.gatewayResponses.labels('400').inc();
-      onRequest?.({ method, path: req.url ?? '', status: 400, rules: [], decision: 'rejected', ms: performance.now() - started });
-      return;
+      const decision: Decision = { admit: false, status: 400, body: badPathBody(target.reason), kind: 'rejected', ...NOTHING_CHARGED };
+      return { decision, path: req.url ?? '', target: '', peer, maxBody: 0 };
     }
     const path = target.path;
-
     // Refused before counting: a request that will not be served must not spend anyone's tokens.
     const maxBody = policy.maxBodySize(method, path);
     const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > maxBody) {
-      respondError(res, 'PAYLOAD_TOO_LARGE', NO_HEADERS, true);
-      metrics.gatewayResponses.labels('413').inc();
-      onRequest?.({ method, path, status: 413, rules: [], decision: 'rejected', ms: performance.now() - started });
-      return;
-    }
+    if (declared !== undefined && Number(declared) > maxBody) return { decision: TOO_LARGE, path, target: '', peer, maxBody };
+    const decision = await decide(this.opts, req, policy, peer, method, path);
+    return { decision, path, target: path + target.query, peer, maxBody };
+  }
 
-    const d = await this.decide(req, policy, method, path);
-    if (!d.admit) {
-      respondJson(res, d.status, d.body, d.headers, hasUnreadBody(req));
-      metrics.gatewayResponses.labels(String(d.status)).inc();
-      onRequest?.({ method, path, status: d.status, rules: names(d.rules), decision: d.record, ms: performance.now() - started });
-      return;
-    }
+  /**
+   * X-Forwarded-* and X-Request-Id for the upstream. A trusted proxy's chain is kept and extended;
+   * anyone else's is a claim the upstream must not see.
+   */
+  private forwarded(req: http.IncomingMessage, peer: Peer, id: string): ForwardedHeaders {
+    const xff = req.headers['x-forwarded-for'];
+    const { trusted } = peer;
+    const fromTrusted = trusted && xff !== undefined;
+    const peerAddr = peer.client.address;
+    return {
+      for: fromTrusted
+        ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
+        : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr) ?? peerAddr),
+      proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
+      host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
+      trusted,
+      forwarded: forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr),
+      requestId: id,
+    };
+  }
 
-    const result = await this.opts.forwarder.forward(req, res, path + target.query, forwardedFor(req, policy), d.headers, d.matched, maxBody);
-    if (result.error === undefined) metrics.observeUpstream(result.status, result.seconds);
-    else if (result.error === 'PAYLOAD_TOO_LARGE') metrics.gatewayResponses.labels('413').inc();
-    else if (result.error !== 'CLIENT_ABORTED') {
-      metrics.upstreamErrors.labels(upstreamReason(result.error)).inc();
-      metrics.gatewayResponses.labels(String(result.status)).inc();
+  /** The one place a request's answer is recorded: the response metric and the access-log line. */
+  private finish(req: http.IncomingMessage, id: string, s: Screened, end: Ending, started: number): void {
+    const { metrics } = this.opts;
+    const r = end.result;
+    if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
+    else if (r.error === undefined) metrics.observeUpstream(r.status, r.seconds);
+    else if (r.error === 'PAYLOAD_TOO_LARGE') metrics.gatewayResponses.labels('413').inc();
+    else if (r.error !== 'CLIENT_ABORTED') {
+      metrics.upstreamErrors.labels(upstreamErrorReason(r.error)).inc();
+      metrics.gatewayResponses.labels(String(r.status)).inc();
     }
-    onRequest?.({
-      method,
-      path,
-      status: result.status,
-      rules: names(d.rules),
-      decision: d.record,
-      ms: performance.now() - started,
-      ...(result.error !== undefined ? { error: result.error } : {}),
+    if (this.opts.onRequest === undefined || this.opts.wantsRecords?.() === false) return;
+    const d = s.decision;
+    const record: RequestRecord = {
+      id,
+      method: req.method ?? '',
+      path: s.path,
+      status: end.status,
+      rules: d.rules.map((rule) => rule.name),
+      decision: d.kind,
+      ms: Math.round((performance.now() - started) * 1000) / 1000,
+    };
+    if (d.rejectedBy !== undefined) record.rule = d.rejectedBy.name;
+    if (r?.error !== undefined) record.error = r.error;
+    this.opts.onRequest(record);
+  }
+
+  private logFailure(req: http.IncomingMessage, err: unknown, started: number): void {
+    this.opts.metrics.gatewayResponses.labels(String(GATEWAY_ERRORS.INTERNAL.status)).inc();
+    this.opts.onRequest?.({
+      id: requestId(req),
+      method: req.method ?? '',
+      path: req.url ?? '',
+      status: GATEWAY_ERRORS.INTERNAL.status,
+      rules: [],
+      decision: 'rejected',
+      ms: Math.round((performance.now() - started) * 1000) / 1000,
+      error: err instanceof Error ? err.message : String(err),
     });
   }
 }
 
-export type Decision =
-  | { admit: true; headers: readonly string[]; rules: readonly CompiledRule[]; matched: boolean; record: RequestRecord['decision'] }
-  | { admit: false; status: number; body: Buffer; headers: readonly string[]; rules: readonly CompiledRule[]; matched: true; record: RequestRecord['decision'] };
-
-const NO_RULES: readonly CompiledRule[] = Object.freeze([]);
-
-export function badPathBody(reason: string): Buffer {
-  return Buffer.from(JSON.stringify({ error: `${GATEWAY_ERRORS.BAD_PATH.message}: ${reason}` }));
-}
-
-/**
- * X-Forwarded-* for the upstream. A trusted proxy's chain is kept and extended; anyone else's is a
- * claim the upstream must not see.
- */
-export function forwardedFor(req: http.IncomingMessage, policy: RequestPolicy): ForwardedHeaders {
-  const peer = req.socket.remoteAddress;
-  const xff = req.headers['x-forwarded-for'];
-  const peerAddr = peer === undefined ? '' : peer.startsWith('::ffff:') ? peer.slice(7) : peer;
-  const trusted = peer !== undefined && policy.trustedProxies.contains(peer);
-  const fromTrusted = xff !== undefined && trusted;
-  return {
-    for: fromTrusted
-      ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
-      : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr) ?? peerAddr),
-    proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
-    host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
-    trusted,
-    forwarded: forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr),
-  };
-}
-
-function needsAccount(rules: readonly CompiledRule[]): boolean {
-  for (const r of rules) if (r.per === 'account') return true;
-  return false;
-}
-
-function names(rules: readonly CompiledRule[]): string[] {
-  return rules.map((r) => r.name);
-}
-
-function firstHeader(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function upstreamReason(code: string): string {
-  return code === 'UPSTREAM_TIMEOUT' ? 'timeout' : code === 'UPSTREAM_RESET' ? 'reset' : code === 'BAD_REQUEST' ? 'bad_request' : 'unreachable';
-}
-
-/**
- * Per rule: allowed, or limited for the rules that rejected, or shadow_limited for shadow rules that
- * would have. Rules of a rejected request that had room are not counted: they were not charged.
- */
-function countDecision(metrics: Metrics, rules: readonly CompiledRule[], outcome: ConsumeOutcome): void {
-  for (let i = 0; i < rules.length; i++) {
-    const rule = rules[i]!;
-    const b = outcome.buckets[i]!;
-    const c = metrics.forRule(rule.name);
-    if (b.limited) {
-      if (rule.shadow) c.shadowLimited++;
-      else c.limited++;
-    } else if (outcome.allowed) {
-      c.allowed++;
-      if (b.remaining <= rule.limit * 0.2) c.nearLimit++;
-    }
-  }
-}
-
-/** A request body the gateway will not read: answering early must close the connection, not drain it. */
-function hasUnreadBody(req: http.IncomingMessage): boolean {
-  return !req.complete && declaresBody(req);
-}
-
-export function respondJson(res: http.ServerResponse, status: number, body: Buffer, extra: readonly string[], close = false): void {
-  const headers: string[] = ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length)];
-  for (const h of extra) headers.push(h);
-  if (close) headers.push('Connection', 'close');
-  res.writeHead(status, headers);
-  res.end(body);
-}
-
-export function respondError(res: http.ServerResponse, code: GatewayErrorCode, extra: readonly string[], close = false): void {
-  respondJson(res, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], extra, close);
+/** The client's request id when it is usable, else a fresh one (which is then forwarded upstream). */
+function requestId(req: http.IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }

@@ -4,8 +4,7 @@
  */
 import type { CompiledRule, Snapshot, OnError } from '../config/types.js';
 import {
-  accountKeyFromHeader,
-  accountKeyFromId,
+  accountKeysNamedBy,
   compileCidrs,
   createAccountResolver,
   createClientIpResolver,
@@ -14,6 +13,7 @@ import {
   type ClientIpResolver,
   type Introspect,
 } from '../identity/index.js';
+import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import type { BucketSpec } from '../limiter/types.js';
 import { compileMatcher, type RuleMatcher } from '../routing/index.js';
 
@@ -67,7 +67,7 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     exemptIps: cfg.exempt.ips.length ? compileCidrs(cfg.exempt.ips) : null,
     exemptAccounts: cfg.exempt.accounts.length ? exemptAccountKeys(cfg.exempt.accounts) : null,
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
-    keyPrefix: snapshot.rules.map((r) => `${r.name}:`),
+    keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
   };
@@ -91,13 +91,7 @@ function bodyLimitLookup(limits: readonly { match: readonly string[]; maxBodySiz
  */
 function exemptAccountKeys(ids: readonly string[]): Set<string> {
   const keys = new Set<string>();
-  for (const id of ids) {
-    const a = accountKeyFromId(id);
-    const h = accountKeyFromHeader(id);
-    if (a !== null) keys.add(a);
-    if (h !== null) keys.add(h);
-    keys.add(`t:${id.toLowerCase()}`);
-  }
+  for (const id of ids) for (const k of accountKeysNamedBy(id)) keys.add(k);
   return keys;
 }
 
@@ -108,7 +102,7 @@ export function isExemptAccount(policy: RequestPolicy, accountKey: string): bool
 
 /**
  * The buckets a request is charged in, and the rule of each (same order). Rules `per: account` are
- * skipped for a request with no account. Hash tags put one identity's buckets in one cluster slot.
+ * skipped for a request with no account. limiter/keys.ts builds the keys (and their hash tags).
  */
 export function bucketsFor(
   policy: RequestPolicy,
@@ -119,14 +113,10 @@ export function bucketsFor(
   const specs: BucketSpec[] = [];
   const used: CompiledRule[] = [];
   for (const rule of rules) {
-    let tag: string;
-    if (rule.per === 'ip') tag = `{ip:${ipKey}}`;
-    else if (rule.per === 'account') {
-      if (accountKey === null) continue;
-      tag = `{acct:${accountKey}}`;
-    } else tag = '{global}';
+    const key = bucketKey(policy.keyPrefix[rule.index]!, rule.per, ipKey, accountKey);
+    if (key === null) continue;
     specs.push({
-      key: policy.keyPrefix[rule.index] + tag,
+      key,
       limit: rule.limit,
       periodMs: rule.periodMs,
       algorithm: rule.algorithm,

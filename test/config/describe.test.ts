@@ -14,7 +14,7 @@ describe('formatRulesTable', () => {
         'account-access  /api/*                                                           account    300  5m      fixed-window     1  no',
         'ip-access       /api/*                                                           ip         300  5m      fixed-window     1  no',
         'sign-up         POST /api/v1/accounts                                            ip           5  30m     fixed-window     1  no',
-        'uploading       POST /api/v1/media                                               account     30  30m     fixed-window     1  no',
+        'uploading       POST /api/v1/media, POST /api/v2/media                           account     30  30m     fixed-window     1  no',
         'deletion        DELETE /api/v1/statuses/:id, POST /api/v1/statuses/:id/unreblog  account     30  30m     fixed-window     1  no',
       ].join('\n'),
     );

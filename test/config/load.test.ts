@@ -147,7 +147,7 @@ describe('the shipped config/limits.yaml', () => {
       [0, 'account-access', 'account', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [1, 'ip-access', 'ip', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [2, 'sign-up', 'ip', 5, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/accounts']],
-      [3, 'uploading', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/media']],
+      [3, 'uploading', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/media', 'POST /api/v2/media']],
       [4, 'deletion', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, [
         'DELETE /api/v1/statuses/:id',
         'POST /api/v1/statuses/:id/unreblog',
@@ -308,7 +308,7 @@ describe('overrides', () => {
   it('are validated like the file, and say they came from an override', () => {
     expect(errorsOf(file, { listen: 'localhost', store: 'memcached://x' })).toEqual([
       'listen: invalid address "localhost" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080) (set by an override)',
-      'store.url: invalid store "memcached://x" (use memory, redis://HOST:PORT, rediss://HOST:PORT or redis-cluster://HOST:PORT,HOST:PORT) (set by an override)',
+      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT or rediss-cluster://… for TLS) (set by an override)',
     ]);
   });
 

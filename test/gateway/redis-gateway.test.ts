@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
 import { freePort } from '../support/servers.js';
-import { startTestGateway } from '../support/gateway.js';
+import { capturingLogger, startTestGateway } from '../support/gateway.js';
 
 let upstream: RecordingUpstream;
 beforeAll(async () => {
@@ -188,6 +188,7 @@ describe.skipIf(skipRedis('Redis faults under a gateway'))('Redis killed mid-tra
   }
 
   it('never hangs a request, applies local / allow / deny per rule, and recovers when Redis returns', async () => {
+    const log = capturingLogger('warn');
     const gw = await startTestGateway(
       `limits:
   - { name: local-rule, match: /local, per: ip, limit: 3, period: 1h, onStoreError: local }
@@ -195,7 +196,7 @@ describe.skipIf(skipRedis('Redis faults under a gateway'))('Redis killed mid-tra
   - { name: deny-rule, match: /deny, per: ip, limit: 100, period: 1h, onStoreError: deny }
 store: { timeout: 100ms }
 `,
-      { upstream: upstream.url, store: redis.url },
+      { upstream: upstream.url, store: redis.url, logger: log.logger },
     );
     try {
       expect((await timed(gw.url, '/allow')).status).toBe(200);
@@ -230,7 +231,49 @@ store: { timeout: 100ms }
         await new Promise((r) => setTimeout(r, 200));
       }
       expect(status).toBe(200);
-      expect(await (await fetch(`${gw.adminUrl}/metrics`)).text()).toContain('rategate_store_fallback_active 0');
+      const after = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+      expect(after).toContain('rategate_store_fallback_active 0');
+      // The 4th /local was rejected by the local count; the 5th by the blocked cache, which learnt that
+      // answer; and so was the second /allow, which Redis had rejected before it died.
+      expect(after).toContain('rategate_store_local_rejections_total{source="fallback"} 1');
+      expect(after).toContain('rategate_store_local_rejections_total{source="blocked_cache"} 2');
+      // The outage is in the log once (or a few times), not per request.
+      const warnings = log.lines.filter((r) => r.level === 40);
+      expect(warnings.length).toBeGreaterThanOrEqual(1);
+      expect(warnings.length).toBeLessThanOrEqual(3);
+      expect(warnings[0]!.msg).toMatch(/store failing/);
+    } finally {
+      await gw.shutdown(500);
+    }
+  }, 60_000);
+
+  it('warns within seconds when it starts with Redis down, serves under the fault policy, and logs the recovery once', async () => {
+    if (redis.source === 'env') return;
+    const log = capturingLogger('info');
+    await redis.node.kill();
+    const started = Date.now();
+    const gw = await startTestGateway(
+      `limits:
+  - { name: local-rule, match: /local, per: ip, limit: 3, period: 1h, onStoreError: local }
+store: { timeout: 100ms }
+`,
+      { upstream: upstream.url, store: redis.url, logger: log.logger },
+    );
+    try {
+      const unreachable = log.lines.filter((r) => /store unreachable at start/.test(r.msg));
+      expect(unreachable).toHaveLength(1);
+      expect(unreachable[0]!.level).toBe(40);
+      // The 3 s start-up wait for a first connection, plus the start itself (generous: CI machines are shared).
+      expect(Date.now() - started).toBeLessThan(20_000);
+      expect((await timed(gw.url, '/local')).status).toBe(200);
+      await redis.node.restart();
+      // Traffic until the recovery line (requests, not a sleep, pace the loop; the deadline is a bound
+      // for a loaded machine, not a wait).
+      const deadline = Date.now() + 30_000;
+      const back = (): boolean => log.lines.some((r) => /store (recovered|connected)/.test(r.msg));
+      while (!back() && Date.now() < deadline) await timed(gw.url, '/local', '198.51.100.72');
+      expect(log.lines.filter((r) => /store (recovered|connected)/.test(r.msg)), JSON.stringify(log.lines)).toHaveLength(1);
+      expect(log.lines.filter((r) => r.level === 40).length).toBeLessThanOrEqual(3);
     } finally {
       await gw.shutdown(500);
     }

@@ -1,8 +1,9 @@
 /** WebSocket upgrades through the gateway: tunnelled, counted once at the upgrade, limited with a 429. */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { AddressInfo } from 'node:net';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import type http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
 
 let wss: WebSocketServer;
 let upstreamUrl: string;
@@ -86,5 +87,92 @@ describe('WebSocket upgrades', () => {
     const clientClosed = new Promise((r) => b.ws.once('close', r));
     serverSockets.at(-1)!.terminate();
     await clientClosed;
+  });
+});
+
+describe('WebSocket upgrades run the same pipeline as plain requests', () => {
+  it('puts the gateway rate-limit headers on the 101, replacing any the upstream sent', async () => {
+    const addUpstreamHeaders = (headers: string[]) => headers.push('X-RateLimit-Limit: 999', 'X-RateLimit-Remaining: 998', 'RateLimit: "up";r=1;t=1');
+    wss.on('headers', addUpstreamHeaders);
+    try {
+      gw = await startTestGateway(TABLE, { upstream: upstreamUrl });
+      const head = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        const ws = new WebSocket(gw.url.replace('http', 'ws') + '/api/v1/streaming');
+        ws.once('upgrade', (res) => resolve(res));
+        ws.once('open', () => ws.close());
+        ws.once('error', reject);
+      });
+      expect(head.statusCode).toBe(101);
+      expect(head.headers['x-ratelimit-limit']).toBe('2');
+      expect(head.headers['x-ratelimit-remaining']).toBe('1');
+      expect(head.headers['x-ratelimit-reset']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+      expect(head.headers['ratelimit-policy']).toBe('"streaming";q=2;w=3600');
+      expect(head.headers['ratelimit']).toMatch(/^"streaming";r=1;t=\d+$/);
+    } finally {
+      wss.off('headers', addUpstreamHeaders);
+    }
+  });
+
+  it('refuses an upgrade with 503 once the gateway is draining', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstreamUrl });
+    const { port } = new URL(gw.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    // The head is half sent when the drain starts, so the request is in flight, not an idle connection.
+    socket.write('GET /api/v1/streaming HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n');
+    await new Promise((r) => setTimeout(r, 50));
+    const stopped = gw.shutdown(2_000);
+    await new Promise((r) => setImmediate(r));
+    socket.write('Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+    const answer = await new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (c) => (text += c));
+      socket.once('close', () => resolve(text));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 503 /);
+    expect(answer).toContain('{"error":"Shutting down"}');
+    await stopped;
+    gw = await startTestGateway(TABLE, { upstream: upstreamUrl }); // afterEach shuts one down
+  });
+
+  it('writes one access-log line per upgrade, tunnelled or refused', async () => {
+    const { logger, lines } = capturingLogger();
+    gw = await startTestGateway(TABLE, { upstream: upstreamUrl, logger });
+    (await connect('/api/v1/streaming')).ws.close();
+    (await connect('/api/v1/streaming')).ws.close();
+    expect((await connect('/api/v1/streaming')).status).toBe(429);
+    const access = lines.filter((l) => l.msg === 'request');
+    expect(access.map((l) => [l.method, l.path, l.status, l.decision])).toEqual([
+      ['GET', '/api/v1/streaming', 101, 'allowed'],
+      ['GET', '/api/v1/streaming', 101, 'allowed'],
+      ['GET', '/api/v1/streaming', 429, 'limited'],
+    ]);
+    expect(access[2]!.rule).toBe('streaming');
+    const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+    expect(metrics).toMatch(/rategate_gateway_responses_total\{code="429"\} 1/);
+  });
+});
+
+describe('an upgrade whose client resets during the limit decision', () => {
+  it('costs that one socket, not the gateway', async () => {
+    const { startRecordingUpstream, VERIFY } = await import('../support/recording-upstream.js');
+    const slow = await startRecordingUpstream();
+    // The introspection call is slow, so the reset lands while the upgrade waits for its decision.
+    slow.route(VERIFY, (_req, res) => setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"1"}'), 300));
+    try {
+      const table = `limits:\n  - { name: streaming, match: GET /api/v1/streaming, per: account, limit: 5, period: 1h }\n`;
+      gw = await startTestGateway(table, { upstream: slow.url });
+      const { port } = new URL(gw.url);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      await new Promise((r) => socket.once('connect', r));
+      socket.write('GET /api/v1/streaming HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer user-1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+      await new Promise((r) => setTimeout(r, 100));
+      socket.resetAndDestroy();
+      await new Promise((r) => setTimeout(r, 400));
+      expect((await fetch(`${gw.url}/healthz-is-not-limited`)).status).toBeGreaterThan(0);
+    } finally {
+      await slow.close();
+    }
   });
 });

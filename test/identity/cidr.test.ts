@@ -1,3 +1,4 @@
+import { checkIpOrCidr, checkTrustedProxy } from '../../src/config/validators.js';
 import { describe, expect, it } from 'vitest';
 import { compileCidrs, parseIp } from '../../src/identity/cidr.js';
 
@@ -109,5 +110,23 @@ describe('parseIp', () => {
     expect(parseIp('::ffff:102:304')?.toString()).toBe('1.2.3.4');
     expect(parseIp('fe80::1%eth0')?.kind()).toBe('ipv6');
     expect(parseIp('fe80::1%br-1234_x')?.kind()).toBe('ipv6');
+  });
+});
+
+describe('one CIDR parser for config validation and the request path', () => {
+  const cases = ['10.0.0.0/8', '10.0.0.1/8', '127.1', '0x7f.0.0.1', '::ffff:10.0.0.0/104', '::/0', 'fe80::1%eth0', '2001:db8::/129',
+    '1.2.3.4/33', 'loopback', 'Private', 'localhost', '1.2.3.4/ 8', '', '300.1.1.1', '2001:db8::1'];
+  it.each(cases)('the config accepts %j exactly when compileCidrs does', (entry) => {
+    let compiles = true;
+    try {
+      compileCidrs([entry]);
+    } catch {
+      compiles = false;
+    }
+    expect(checkTrustedProxy(entry) === null).toBe(compiles);
+  });
+  it('exempt lists take addresses and ranges but not the aliases', () => {
+    expect(checkIpOrCidr('10.0.0.0/8')).toBeNull();
+    expect(checkIpOrCidr('loopback')).toBe('invalid IP address or CIDR "loopback"');
   });
 });

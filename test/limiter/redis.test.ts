@@ -3,11 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emissionIntervalUs } from '../../src/limiter/algorithms.js';
 import { StoreError, StoreTimeoutError } from '../../src/limiter/errors.js';
 import { MemoryStore } from '../../src/limiter/memory.js';
-import { createRedisStore, encodeBucketParams, luaScripts, MAX_BATCH_REQUESTS, parseClusterUrl, type RedisStore } from '../../src/limiter/redis.js';
+import { createRedisStore, encodeBucketParams, luaScripts, MAX_BATCH_REQUESTS, type RedisStore } from '../../src/limiter/redis.js';
 import type { BucketSpec, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 import { readBucketState, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { freePort } from '../support/servers.js';
+import { createStoreFor } from '../../src/limiter/factory.js';
 import { storeContract } from './store.contract.js';
 
 let seq = 0;
@@ -44,6 +45,11 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
   });
 
   storeContract('redis', async (clock) => store({ now: clock.now }));
+  // The stack production uses: the blocked-bucket cache over the fault policy over the store.
+  storeContract('redis as the factory composes it (BlockedCache over Resilient)', async (clock) => {
+    const handle = await createStoreFor({ url: redis.url, prefix: 'rgdeco', timeout: 2_000, onError: 'deny' }, { now: clock.now });
+    return handle.store;
+  });
 
   it('makes the same decisions and reports the same numbers as the memory store, for random traffic', async () => {
     // A differential test of lua/lib.lua against algorithms.ts: odd limits and periods (inexact
@@ -260,17 +266,6 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     await admin.hset(`rgtest:${b.key}`, 'x', '1'); // a foreign key of the wrong type
     const err = await s.consume([b]).catch((e: unknown) => e);
     expect((err as StoreError).reason).toBe('script');
-  });
-
-  it('parses redis-cluster URLs with credentials, IPv6 seeds and TLS', () => {
-    expect(parseClusterUrl('redis://h:1')).toBeNull();
-    expect(parseClusterUrl('redis-cluster://a:7000,b:7001')).toEqual({ nodes: [{ host: 'a', port: 7000 }, { host: 'b', port: 7001 }], tls: false });
-    expect(parseClusterUrl('rediss-cluster://u:p%40ss@[::1]:7000,h')).toEqual({
-      nodes: [{ host: '::1', port: 7000 }, { host: 'h', port: 6379 }],
-      tls: true,
-      username: 'u',
-      password: 'p@ss',
-    });
   });
 });
 

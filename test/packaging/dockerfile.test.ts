@@ -30,11 +30,46 @@ function envOf(): Record<string, string> {
   return env;
 }
 
+/** The default of an ARG declared before the first FROM. */
+function globalArg(name: string): string | undefined {
+  const arg = instructions.find((i) => i.stage === -1 && i.keyword === 'ARG' && i.args.startsWith(`${name}=`));
+  return arg?.args.slice(name.length + 1);
+}
+
+/** `LABEL a="x" b="y"` in the final stage → { a: 'x', b: 'y' }. */
+function labelsOf(): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const i of inFinal('LABEL')) {
+    for (const m of i.args.matchAll(/([A-Za-z0-9_.-]+)=("[^"]*"|\S+)/g)) labels[m[1] ?? ''] = (m[2] ?? '').replace(/^"|"$/g, '');
+  }
+  return labels;
+}
+
 describe('the Dockerfile', () => {
+  it('labels the image with the OCI annotations, its version being the package version', () => {
+    const labels = labelsOf();
+    for (const key of ['title', 'description', 'licenses', 'version', 'revision', 'created', 'source', 'base.name']) {
+      expect(labels[`org.opencontainers.image.${key}`], key).toBeTruthy();
+    }
+    expect(labels['org.opencontainers.image.version']).toBe('${VERSION}');
+    const version = inFinal('ARG').find((a) => a.args.startsWith('VERSION='))?.args.slice('VERSION='.length);
+    expect(version).toBe((JSON.parse(read('package.json')) as { version: string }).version);
+    expect(labels['org.opencontainers.image.licenses']).toBe((JSON.parse(read('package.json')) as { license: string }).license);
+  });
+
+  it('pins the base image by digest, or says why not and how to pin it at build time', () => {
+    if (/@sha256:/.test(globalArg('NODE_IMAGE') ?? '')) return;
+    const text = read('Dockerfile');
+    expect(text).toMatch(/not by digest, on purpose/);
+    expect(text).toMatch(/--build-arg NODE_IMAGE=node:[^\s]+@sha256:/);
+  });
+
   it('builds in one stage and runs from another, copying only build outputs across', () => {
     const froms = instructions.filter((i) => i.keyword === 'FROM');
     expect(froms.length).toBeGreaterThanOrEqual(2);
-    expect(froms.every((f) => /^node:/.test(f.args.replace('${NODE_VERSION}', '22')))).toBe(true);
+    // Every stage starts from the one base image argument, a Node image.
+    expect(froms.every((f) => /^\$\{NODE_IMAGE\}\s/.test(f.args))).toBe(true);
+    expect(globalArg('NODE_IMAGE')).toMatch(/^node:\d+-bookworm-slim(@sha256:[a-f0-9]{64})?$/);
     const buildStage = /\bAS\s+(\S+)/i.exec(froms[0]?.args ?? '')?.[1];
     expect(buildStage).toBeDefined();
     const copiedFromBuild = inFinal('COPY')

@@ -29,9 +29,10 @@ describe('the seed’s five rules', () => {
     expect(names('POST', '/api/v1/statuses/9/unreblog')).toEqual(['account-access', 'ip-access', 'deletion']);
   });
 
-  it('uploading matches POST /api/v1/media only', () => {
+  it('uploading matches POST /api/v1/media and /api/v2/media, as Mastodon throttles both', () => {
     expect(names('POST', '/api/v1/media')).toEqual(['account-access', 'ip-access', 'uploading']);
-    expect(names('POST', '/api/v2/media')).toEqual(['account-access', 'ip-access']);
+    expect(names('POST', '/api/v2/media')).toEqual(['account-access', 'ip-access', 'uploading']);
+    expect(names('POST', '/api/v3/media')).toEqual(['account-access', 'ip-access']);
     expect(names('GET', '/api/v1/media')).toEqual(['account-access', 'ip-access']);
   });
 

@@ -2,7 +2,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { startGateway, type RunningGateway } from '../../src/app.js';
 
 export interface TestGateway extends RunningGateway {
@@ -13,18 +13,27 @@ export interface TestGateway extends RunningGateway {
  * `yaml` is the limit table and any other sections; listen and admin addresses are forced to free
  * loopback ports, and `upstream` to the given URL.
  */
-export async function startTestGateway(yaml: string, opts: { upstream: string; now?: () => number; store?: string }): Promise<TestGateway> {
+export async function startTestGateway(yaml: string, opts: { upstream: string; now?: () => number; store?: string; logger?: Logger }): Promise<TestGateway> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-gw-'));
   const configPath = path.join(dir, 'limits.yaml');
   writeFileSync(configPath, yaml);
   const gw = await startGateway({
     configPath,
     overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: opts.upstream, ...(opts.store ? { store: opts.store } : {}) },
-    logger: pino({ level: 'silent' }),
+    logger: opts.logger ?? pino({ level: 'silent' }),
     defaultMetrics: false,
     ...(opts.now ? { now: opts.now } : {}),
   });
   return Object.assign(gw, { configPath });
 }
+
+/** A pino logger that keeps every line it writes, JSON-parsed, for tests that read the log. */
+export function capturingLogger(level = 'info'): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const logger = pino({ level }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
+  return { logger, lines };
+}
+
+export type LogLine = { level: number; msg: string } & Record<string, unknown>;
 
 export { SEED_TABLE } from './seed-table.js';

@@ -83,17 +83,20 @@ function hasDockerEngine(): boolean {
   return spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 5000 }).status === 0;
 }
 
-/** A single Redis for one test file. */
-export async function startRedis(): Promise<RedisHandle> {
+/**
+ * A single Redis for one test file. `serverArgs` (e.g. `--requirepass`, `--user`) need the binary: with
+ * them, REDIS_URL and containers are not used.
+ */
+export async function startRedis(serverArgs: string[] = []): Promise<RedisHandle> {
   const envUrl = process.env.REDIS_URL;
-  if (envUrl) {
+  if (envUrl && serverArgs.length === 0) {
     const u = new URL(envUrl);
     const node = externalNode(u.hostname, Number(u.port || 6379));
     return { source: 'env', url: envUrl, node, stop: async () => {} };
   }
   if (hasRedisBinary()) {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-redis-'));
-    const node = await startBinaryNode(dir, []);
+    const node = await startBinaryNode(dir, serverArgs);
     return {
       source: 'binary',
       url: node.url,
@@ -108,10 +111,13 @@ export async function startRedis(): Promise<RedisHandle> {
   throw new Error(`Redis unavailable: ${redisUnavailableReason()}`);
 }
 
-/** A 3-master Redis Cluster (no replicas), all 16384 slots covered. */
-export async function startRedisCluster(): Promise<ClusterHandle> {
+/**
+ * A 3-master Redis Cluster (no replicas), all 16384 slots covered. With `password`, every node requires
+ * it (the binary only: REDIS_CLUSTER_NODES is not used then).
+ */
+export async function startRedisCluster(opts: { password?: string } = {}): Promise<ClusterHandle> {
   const envNodes = process.env.REDIS_CLUSTER_NODES;
-  if (envNodes) {
+  if (envNodes && opts.password === undefined) {
     const nodes = envNodes.split(',').map((hp) => {
       const [h, p] = hp.split(':');
       return externalNode(h ?? '127.0.0.1', Number(p));
@@ -119,16 +125,17 @@ export async function startRedisCluster(): Promise<ClusterHandle> {
     return { source: 'env', url: `redis-cluster://${envNodes}`, nodes, stop: async () => {} };
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-cluster-'));
+  const auth = opts.password === undefined ? [] : ['--requirepass', opts.password, '--masterauth', opts.password];
   const nodes: RedisNode[] = [];
   for (let i = 0; i < 3; i++) {
     nodes.push(
-      await startBinaryNode(dir, ['--cluster-enabled', 'yes', '--cluster-node-timeout', '2000'], (port) => [
+      await startBinaryNode(dir, ['--cluster-enabled', 'yes', '--cluster-node-timeout', '2000', ...auth], (port) => [
         '--cluster-config-file',
         path.join(dir, `nodes-${port}.conf`),
       ]),
     );
   }
-  await formCluster(nodes);
+  await formCluster(nodes, opts.password);
   return {
     source: 'binary',
     url: `redis-cluster://${nodes.map((n) => `${n.host}:${n.port}`).join(',')}`,
@@ -196,7 +203,8 @@ async function waitForPing(host: string, port: number, timeoutMs: number): Promi
       s.once('connect', () => s.write('PING\r\n'));
       s.once('data', (d) => {
         s.destroy();
-        resolve(d.toString().startsWith('+PONG'));
+        // A server with a password answers NOAUTH: it is up all the same.
+        resolve(d.toString().startsWith('+PONG') || d.toString().startsWith('-NOAUTH'));
       });
       s.once('error', () => resolve(false));
       s.once('timeout', () => {
@@ -211,8 +219,8 @@ async function waitForPing(host: string, port: number, timeoutMs: number): Promi
 }
 
 /** Splits the slots over the nodes, introduces them to each other, and waits for cluster_state:ok everywhere. */
-async function formCluster(nodes: RedisNode[]): Promise<void> {
-  const clients = nodes.map((n) => new Redis({ host: n.host, port: n.port, lazyConnect: false }));
+async function formCluster(nodes: RedisNode[], password?: string): Promise<void> {
+  const clients = nodes.map((n) => new Redis({ host: n.host, port: n.port, lazyConnect: false, ...(password === undefined ? {} : { password }) }));
   try {
     const per = Math.ceil(16384 / nodes.length);
     await Promise.all(

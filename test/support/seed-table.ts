@@ -16,8 +16,8 @@ export const SEED_TABLE = `limits:
     per: ip
     limit: 5
     period: 30m
-  - name: uploading
-    match: POST /api/v1/media
+  - name: uploading                # Mastodon throttles /api/v<digits>/media: v1 and v2 share it
+    match: [POST /api/v1/media, POST /api/v2/media]
     per: account
     limit: 30
     period: 30m

@@ -75,3 +75,63 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "rategate.configDir" -}}
 /etc/rategate
 {{- end }}
+
+{{/* The Secret holding the admin token, or "" when there is none. */}}
+{{- define "rategate.adminSecretName" -}}
+{{- if .Values.admin.existingSecret }}
+{{- .Values.admin.existingSecret }}
+{{- else if .Values.admin.token }}
+{{- printf "%s-admin" (include "rategate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* The ClusterIP Service of the admin port (metrics, health, buckets). */}}
+{{- define "rategate.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "rategate.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+The settings the gateway reads only at start, as one document: their checksum on the pod template rolls
+the pods when one changes. The gateway reloads the rest of limits.yaml live (limits, clients except the
+introspection path, responses, exempt, log, server body limits), so those are left out on purpose: a
+limit change must not restart anything. Settings passed as environment variables are in the pod template
+already. The admin token is in (a changed Secret is not seen by a running pod); a Secret named by
+admin.existingSecret or store.existingSecret cannot be seen by the chart: `kubectl rollout restart` after
+changing one.
+*/}}
+{{- define "rategate.restartSettings" -}}
+{{- $config := .Values.config | default dict }}
+{{- $clients := get $config "clients" | default dict }}
+{{- $account := get $clients "account" | default dict }}
+{{- $server := omit (get $config "server" | default dict) "maxBodySize" "bodyLimits" }}
+{{- toJson (dict
+  "admin" (get $config "admin")
+  "adminToken" .Values.admin.token
+  "store" (get $config "store")
+  "upstream" (get $config "upstream")
+  "server" $server
+  "introspectionPath" (get $account "path")) }}
+{{- end }}
+
+{{/*
+Refuses `config` keys the chart sets itself: the listen addresses, upstream.url and store.url reach the
+gateway as RATEGATE_* variables, which win over the file (the key would be silently ignored), `limits`
+is its own value, and an admin token in `config` would sit in the ConfigMap in clear. Renders nothing.
+*/}}
+{{- define "rategate.checkConfig" -}}
+{{- $config := .Values.config | default dict }}
+{{- range $key, $instead := dict "limits" "the value limits" "listen" "gateway.port" }}
+{{- if hasKey $config $key }}
+{{- fail (printf "config.%s is set by the chart; use %s instead" $key $instead) }}
+{{- end }}
+{{- end }}
+{{- $owned := dict "admin" (list "listen" "gateway.adminPort") "upstream" (list "url" "upstream.url") "store" (list "url" "store.url or store.existingSecret") }}
+{{- range $section, $pair := $owned }}
+{{- if hasKey (get $config $section | default dict) (first $pair) }}
+{{- fail (printf "config.%s.%s is set by the chart; use %s instead" $section (first $pair) (last $pair)) }}
+{{- end }}
+{{- end }}
+{{- if hasKey (get $config "admin" | default dict) "token" }}
+{{- fail "config.admin.token would put the admin token in the ConfigMap, in clear: set admin.token (the chart makes a Secret) or admin.existingSecret instead" }}
+{{- end }}
+{{- end }}

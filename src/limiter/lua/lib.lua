@@ -1,6 +1,6 @@
 -- @module Shared prelude of every rategate script: the three algorithms of `algorithms.ts`, line for line.
 --
--- redis.ts prepends this file to consume.lua, peek.lua and refund.lua before registering them, so the
+-- redis-codec.ts prepends this file to consume.lua, peek.lua and refund.lua before registering them, so the
 -- algorithms exist once in Lua as they exist once in TypeScript. Keep both files in step: the store
 -- contract suite runs the same scripted requests against memory and Redis and compares every number.
 --
@@ -145,7 +145,7 @@ local function token_bucket(limit, period, cost, sa, now)
     ceil(tat_after / 1000), ceil(tat / 1000), retry
 end
 
--- Algorithm codes as the consume scripts receive them (redis.ts ALGORITHM_CODE); peek gets the config
+-- Algorithm codes as the consume scripts receive them (redis-codec.ts ALGORITHM_CODE); peek gets the config
 -- name and looks it up here (refund compares names itself).
 local ALGORITHM = { ['fixed-window'] = 0, ['sliding-window'] = 1, ['token-bucket'] = 2 }
 
@@ -156,7 +156,7 @@ local function evaluate(code, limit, period, cost, sa, sb, sc, now)
   error('rategate: unknown algorithm ' .. tostring(code))
 end
 
--- A bucket's parameters, packed by redis.ts (encodeBucketParams) as five little-endian doubles:
+-- A bucket's parameters, packed by redis-codec.ts (encodeBucketParams) as five little-endian doubles:
 -- algorithm code, limit, periodMs, cost, shadow (1/0). One C call reads them, where five ARGV strings
 -- needed three number conversions and cost the client one argument each.
 local PARAMS = '<ddddd'

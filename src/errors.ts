@@ -1,0 +1,71 @@
+/**
+ * @module The one catalogue of gateway-made answers (a stable code, an HTTP status, a message) and the
+ * two ways of writing one: on an http.ServerResponse, or as raw HTTP on a socket (client errors before a
+ * request exists, refused upgrades). A leaf: every answering place imports it, it imports nothing.
+ */
+import type http from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+
+export const GATEWAY_ERRORS = {
+  BAD_PATH: { status: 400, message: 'Bad request path' },
+  BAD_REQUEST: { status: 400, message: 'Bad request' },
+  REQUEST_TIMEOUT: { status: 408, message: 'Request timeout' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },
+  /** server/body-peek.ts: a counted multipart field (token, _method, param: rule) came after the first file part. */
+  PARAM_AFTER_FILE: { status: 400, message: 'Request body not accepted: send access_token, bearer_token, _method and other counted fields before the first file part' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'Request header fields too large' },
+  RATE_LIMITED: { status: 429, message: 'Too many requests' },
+  UPSTREAM_UNREACHABLE: { status: 502, message: 'Upstream unreachable' },
+  UPSTREAM_RESET: { status: 502, message: 'Upstream connection reset' },
+  STORE_UNAVAILABLE: { status: 503, message: 'Rate limit store unavailable' },
+  SHUTTING_DOWN: { status: 503, message: 'Shutting down' },
+  UPSTREAM_TIMEOUT: { status: 504, message: 'Upstream timed out' },
+  INTERNAL: { status: 500, message: 'Internal gateway error' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
+
+/** Pre-serialized bodies: the error path allocates no JSON per request. */
+export const ERROR_BODIES: Record<GatewayErrorCode, Buffer> = Object.fromEntries(
+  Object.entries(GATEWAY_ERRORS).map(([code, e]) => [code, Buffer.from(JSON.stringify({ error: e.message }))]),
+) as Record<GatewayErrorCode, Buffer>;
+
+/** The `reason` label of `rategate_upstream_errors_total` for an upstream failure. */
+export function upstreamErrorReason(code: GatewayErrorCode): 'timeout' | 'reset' | 'bad_request' | 'unreachable' {
+  return code === 'UPSTREAM_TIMEOUT' ? 'timeout' : code === 'UPSTREAM_RESET' ? 'reset' : code === 'BAD_REQUEST' ? 'bad_request' : 'unreachable';
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** A JSON answer on a response; `extra` are flat name/value pairs (the rate-limit headers). */
+export function respondJson(res: http.ServerResponse, status: number, body: Buffer, extra: readonly string[], close = false): void {
+  const headers: string[] = ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length)];
+  for (const h of extra) headers.push(h);
+  if (close) headers.push('Connection', 'close');
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+export function respondError(res: http.ServerResponse, code: GatewayErrorCode, extra: readonly string[], close = false): void {
+  respondJson(res, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], extra, close);
+}
+
+/**
+ * A JSON answer written as raw HTTP/1.1 on a socket that has no ServerResponse (a client error, an
+ * upgrade request), then the socket is closed: nothing more will be read from it.
+ */
+export function respondOnSocket(socket: Duplex, status: number, body: Buffer, extra: readonly string[]): void {
+  if (socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n`;
+  for (let i = 0; i < extra.length; i += 2) head += `${extra[i]}: ${extra[i + 1]}\r\n`;
+  socket.end(Buffer.concat([Buffer.from(`${head}\r\n`), body]));
+}
+
+/** A body for a bad path, naming what was wrong with it. */
+export function badPathBody(reason: string): Buffer {
+  return Buffer.from(JSON.stringify({ error: `${GATEWAY_ERRORS.BAD_PATH.message}: ${reason}` }));
+}

@@ -1,0 +1,158 @@
+/**
+ * @module The limit decision for one request: identify the client, match the rules, consume every
+ * bucket all-or-nothing, and build the rate-limit headers of the answer. Plain requests and WebSocket
+ * upgrades both come through here, so they are limited the same way.
+ */
+import type http from 'node:http';
+import type { CompiledRule } from '../config/types.js';
+import type { Peer } from '../identity/index.js';
+import { StoreUnavailableError, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
+import type { Metrics } from '../metrics.js';
+import { ERROR_BODIES } from '../errors.js';
+import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
+import { bucketsFor, isExemptAccount, type RequestPolicy } from './policy.js';
+
+/** How the decision went, as the access log names it. */
+export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'store_unavailable';
+
+export interface Decision {
+  readonly admit: boolean;
+  /** The gateway's answer when not admitted (429, 503). */
+  readonly status: number;
+  readonly body: Buffer | undefined;
+  /** Rate-limit headers for the answer, as flat name/value pairs. */
+  readonly headers: readonly string[];
+  /** The rules whose buckets were charged (or would have been), in table order. */
+  readonly rules: readonly CompiledRule[];
+  /** On a 429, the rule that rejected: the first non-shadow rule whose bucket had no room. */
+  readonly rejectedBy: CompiledRule | undefined;
+  /** Some rule matched the route: the upstream's own rate-limit headers are then replaced. */
+  readonly matched: boolean;
+  readonly kind: DecisionKind;
+}
+
+const NO_HEADERS: readonly string[] = Object.freeze([]);
+const NO_RULES: readonly CompiledRule[] = Object.freeze([]);
+const UNMATCHED: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, false, 'unmatched'));
+const EXEMPT: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'exempt'));
+const NO_BUCKET: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'unmatched'));
+
+/** What the decision needs besides the request: the store, the metrics, and the store's clock. */
+export interface DecideContext {
+  readonly store: Store;
+  readonly metrics: Metrics;
+  /** Epoch ms; the store's clock as near as the gateway knows it (for an early refusal's headers). */
+  readonly now: () => number;
+}
+
+export async function decide(
+  ctx: DecideContext,
+  req: http.IncomingMessage,
+  policy: RequestPolicy,
+  peer: Peer,
+  method: string,
+  path: string,
+): Promise<Decision> {
+  const matched = policy.snapshot.matcher.match(method, path);
+  if (matched.length === 0) return UNMATCHED;
+  const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
+  if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) return EXEMPT;
+  let account: string | null = null;
+  if (needsAccount(matched)) {
+    const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
+    const known = policy.account.known(req.headers.authorization, headerValue, peer.trusted);
+    if (known !== undefined) account = known;
+    else {
+      // Finding the account is an upstream call: a request that the buckets known without it already
+      // refuse (a flood with a fresh token each time) must not cost the upstream anything.
+      const early = await refuseEarly(ctx, policy, matched, client.key);
+      if (early !== null) return early;
+      account = await policy.account.resolve(req.headers.authorization, headerValue, peer.trusted);
+    }
+  }
+  if (account !== null && isExemptAccount(policy, account)) return EXEMPT;
+  const { specs, rules } = bucketsFor(policy, matched, client.key, account);
+  if (specs.length === 0) return NO_BUCKET;
+
+  const { store, metrics } = ctx;
+  let outcome: ConsumeOutcome;
+  const storeStarted = performance.now();
+  try {
+    outcome = await store.consume(specs);
+  } catch (err) {
+    if (!(err instanceof StoreUnavailableError)) throw err;
+    return { admit: false, status: 503, body: ERROR_BODIES.STORE_UNAVAILABLE, headers: NO_HEADERS, rules, rejectedBy: undefined, matched: true, kind: 'store_unavailable' };
+  }
+  metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
+  countDecision(metrics, rules, outcome);
+  const headers = rateLimitHeaders(policy, rules, outcome);
+  if (outcome.allowed) return admitted(headers, rules, true, 'allowed');
+  return limited(policy, headers, rules, outcome);
+}
+
+/**
+ * Reads, without charging, the buckets that need no account; a 429 when one of them has no room,
+ * else null. Nothing is charged either way: the full, all-or-nothing consume comes after.
+ */
+async function refuseEarly(ctx: DecideContext, policy: RequestPolicy, matched: readonly CompiledRule[], ipKey: string): Promise<Decision | null> {
+  const { specs, rules } = bucketsFor(policy, matched, ipKey, null);
+  if (specs.length === 0) return null;
+  let buckets: BucketState[];
+  try {
+    buckets = await Promise.all(specs.map((spec) => ctx.store.peek(spec)));
+  } catch {
+    return null; // the store's trouble is the consume's to handle, with its onError policy
+  }
+  const outcome: ConsumeOutcome = { allowed: false, now: ctx.now(), buckets };
+  if (rejecting(rules, outcome) === undefined) return null;
+  countDecision(ctx.metrics, rules, outcome);
+  return limited(policy, rateLimitHeaders(policy, rules, outcome), rules, outcome);
+}
+
+function rateLimitHeaders(policy: RequestPolicy, rules: readonly CompiledRule[], outcome: ConsumeOutcome): string[] {
+  const headers: string[] = [];
+  const responses = policy.snapshot.config.responses;
+  appendRateLimitHeaders(headers, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
+  return headers;
+}
+
+function limited(policy: RequestPolicy, headers: readonly string[], rules: readonly CompiledRule[], outcome: ConsumeOutcome): Decision {
+  return { admit: false, status: 429, body: policy.limitedBody, headers, rules, rejectedBy: rejecting(rules, outcome), matched: true, kind: 'limited' };
+}
+
+function admitted(headers: readonly string[], rules: readonly CompiledRule[], matched: boolean, kind: DecisionKind): Decision {
+  return { admit: true, status: 0, body: undefined, headers, rules, rejectedBy: undefined, matched, kind };
+}
+
+function rejecting(rules: readonly CompiledRule[], outcome: ConsumeOutcome): CompiledRule | undefined {
+  for (let i = 0; i < rules.length; i++) if (outcome.buckets[i]!.limited && !rules[i]!.shadow) return rules[i];
+  return undefined;
+}
+
+function needsAccount(rules: readonly CompiledRule[]): boolean {
+  for (const r of rules) if (r.per === 'account') return true;
+  return false;
+}
+
+export function firstHeader(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * Per rule: allowed, or limited for the rules that rejected, or shadow_limited for shadow rules that
+ * would have. Rules of a rejected request that had room are not counted: they were not charged.
+ */
+function countDecision(metrics: Metrics, rules: readonly CompiledRule[], outcome: ConsumeOutcome): void {
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i]!;
+    const b = outcome.buckets[i]!;
+    const c = metrics.forRule(rule.name);
+    if (b.limited) {
+      if (rule.shadow) c.shadowLimited++;
+      else c.limited++;
+    } else if (outcome.allowed) {
+      c.allowed++;
+      if (b.remaining <= rule.limit * 0.2) c.nearLimit++;
+    }
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Ways around the limit table found by trying the gateway as an attacker would; each test is named after
+ * the bypass and runs through the real gateway against a recording upstream.
+ */
+import net from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../support/recording-upstream.js';
+
+let upstream: RecordingUpstream;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  upstream = await startRecordingUpstream();
+});
+afterAll(async () => upstream.close());
+afterEach(async () => gw.shutdown(200));
+
+/** Sends a head with `Expect: 100-continue`, then the body only if the gateway says 100. */
+async function expectContinue(url: string, path: string, body: Buffer): Promise<{ first: string; final: string }> {
+  const { port } = new URL(url);
+  const socket = net.connect(Number(port), '127.0.0.1');
+  await new Promise((r) => socket.once('connect', r));
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer user-7\r\nContent-Type: application/octet-stream\r\n` +
+      `Content-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+  );
+  let text = '';
+  let first = '';
+  return new Promise((resolve, reject) => {
+    socket.on('data', (chunk: Buffer) => {
+      if (first === '') {
+        first = chunk.toString('latin1');
+        if (first.startsWith('HTTP/1.1 100')) {
+          socket.write(body);
+          const rest = first.slice(first.indexOf('\r\n\r\n') + 4);
+          text += rest;
+          return;
+        }
+      }
+      text += chunk.toString('latin1');
+    });
+    socket.once('close', () => resolve({ first, final: first.startsWith('HTTP/1.1 100') ? text : first + text.slice(first.length) }));
+    socket.once('error', reject);
+  });
+}
+
+describe('Expect: 100-continue', () => {
+  const TABLE = `limits:\n  - { name: uploading, match: POST /api/v1/media, per: account, limit: 1, period: 30m }\n`;
+
+  it('an admitted 2 MiB upload gets 100 Continue from the gateway, streams to the upstream, answers 200, and is charged once', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const body = Buffer.alloc(2 * 1024 * 1024, 7);
+    const { first, final } = await expectContinue(gw.url, '/api/v1/media', body);
+    expect(first).toMatch(/^HTTP\/1\.1 100 Continue\r\n/);
+    expect(final).toMatch(/^HTTP\/1\.1 200 /);
+    expect(final).toMatch(/x-ratelimit-remaining: 0/i);
+    const uploads = upstream.forwarded().filter((s) => s.url === '/api/v1/media');
+    expect(uploads.at(-1)!.bodyBytes).toBe(body.length);
+    expect(uploads.at(-1)!.headers.expect).toBeUndefined();
+  });
+
+  it('over the limit, the first byte back is the 429, never a 100 Continue, and no body is read', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const body = Buffer.alloc(2 * 1024 * 1024, 7);
+    await expectContinue(gw.url, '/api/v1/media', body);
+    const before = upstream.forwarded().length;
+    const { first } = await expectContinue(gw.url, '/api/v1/media', body);
+    expect(first).toMatch(/^HTTP\/1\.1 429 /);
+    expect(first).toMatch(/retry-after: \d+/i);
+    expect(upstream.forwarded().length).toBe(before);
+  });
+});
+
+describe('a flood that is already refused costs the upstream nothing', () => {
+  it('20 requests from an IP over its limit, each with a new token, make no introspection call', async () => {
+    const TABLE = `limits:
+  - { name: ip-access, match: /api/*, per: ip, limit: 2, period: 5m }
+  - { name: account-access, match: /api/*, per: account, limit: 300, period: 5m }
+`;
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const introspections = () => upstream.seen.filter((s) => s.url === VERIFY).length;
+    for (const token of ['user-1', 'user-2']) {
+      const res = await fetch(`${gw.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+    }
+    const before = introspections();
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${gw.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer user-${100 + i}` } });
+      expect(res.status).toBe(429);
+      expect(res.headers.get('x-ratelimit-limit')).toBe('2');
+      expect(res.headers.get('x-ratelimit-remaining')).toBe('0');
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+    expect(introspections() - before).toBeLessThanOrEqual(1);
+  });
+
+  it('a request the IP bucket still has room for is counted all-or-nothing after introspection', async () => {
+    const TABLE = `limits:
+  - { name: ip-access, match: /api/*, per: ip, limit: 3, period: 5m }
+  - { name: account-access, match: /api/*, per: account, limit: 1, period: 5m }
+`;
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const get = (token: string) => fetch(`${gw.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer ${token}` } });
+    expect((await get('user-50')).status).toBe(200);
+    // The account bucket refuses: the IP bucket must not be charged for it.
+    expect((await get('user-50')).status).toBe(429);
+    expect((await get('user-51')).status).toBe(200);
+    const third = await get('user-52');
+    expect(third.status).toBe(200);
+    expect(third.headers.get('x-ratelimit-remaining')).toBe('0');
+  });
+});

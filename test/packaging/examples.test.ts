@@ -1,0 +1,105 @@
+/**
+ * @module The chart's sidecar recipe for an existing chart (examples/mastodon-sidecar): its patch, applied
+ * to a Deployment shaped as the Mastodon chart renders its web pod, gives a valid Deployment whose gateway
+ * proxies to Puma over loopback, and its ConfigMap holds a table the gateway accepts.
+ */
+import { parse as parseYaml } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { validateConfig } from '../../src/config/index.js';
+import { k8sErrors, type K8sObject } from './render.js';
+import { read } from './support.js';
+
+const dir = 'helm/rategate/examples/mastodon-sidecar';
+const load = (name: string): K8sObject => parseYaml(read(`${dir}/${name}`)) as K8sObject;
+const kustomization = load('kustomization.yaml');
+const patch = load('patch-web-deployment.yaml');
+const configMap = load('rategate-configmap.yaml');
+const servicePatch = load('patch-web-service.yaml') as unknown as { op: string; path: string; value: string }[];
+
+/** The web Deployment as github.com/mastodon/chart renders it (release "mastodon"), reduced to what matters. */
+const mastodonWeb: K8sObject = {
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'mastodon-web' },
+  spec: {
+    replicas: 2,
+    selector: { matchLabels: { 'app.kubernetes.io/name': 'mastodon', 'app.kubernetes.io/component': 'web' } },
+    template: {
+      metadata: { labels: { 'app.kubernetes.io/name': 'mastodon', 'app.kubernetes.io/component': 'web' } },
+      spec: {
+        volumes: [{ name: 'assets', persistentVolumeClaim: { claimName: 'mastodon-assets' } }],
+        containers: [
+          {
+            name: 'mastodon-web',
+            image: 'ghcr.io/mastodon/mastodon:v4.3.0',
+            command: ['bundle', 'exec', 'puma', '-C', 'config/puma.rb'],
+            env: [{ name: 'PORT', value: '3000' }],
+            ports: [{ name: 'http', containerPort: 3000, protocol: 'TCP' }],
+            readinessProbe: { httpGet: { path: '/health', port: 'http' } },
+          },
+        ],
+      },
+    },
+  },
+};
+
+/** Strategic merge of the two lists the patch touches (merged by name), as kustomize does. */
+function applyPatch(base: K8sObject, p: K8sObject): K8sObject {
+  const out = structuredClone(base);
+  const spec = out.spec.template.spec;
+  const byName = (list: K8sObject[], add: K8sObject[]): K8sObject[] => [...list.filter((x) => !add.some((a) => a.name === x.name)), ...add];
+  spec.containers = byName(spec.containers, p.spec.template.spec.containers);
+  spec.volumes = byName(spec.volumes ?? [], p.spec.template.spec.volumes);
+  if (p.spec.template.spec.terminationGracePeriodSeconds !== undefined) spec.terminationGracePeriodSeconds = p.spec.template.spec.terminationGracePeriodSeconds;
+  return out;
+}
+
+describe('the Mastodon sidecar recipe', () => {
+  const patched = applyPatch(mastodonWeb, patch);
+  const pod = patched.spec.template.spec;
+  const gateway = pod.containers.find((c: K8sObject) => c.name === 'rategate');
+  const env = (name: string): K8sObject | undefined => gateway.env.find((e: K8sObject) => e.name === name);
+
+  it('patches the web Deployment and Service and ships the ConfigMap, by the names the Mastodon chart uses', () => {
+    expect(kustomization.resources).toEqual(expect.arrayContaining(['helm-output.yaml', 'rategate-configmap.yaml']));
+    expect(kustomization.patches).toEqual([
+      { path: 'patch-web-deployment.yaml', target: { kind: 'Deployment', name: 'mastodon-web' } },
+      { path: 'patch-web-service.yaml', target: { kind: 'Service', name: 'mastodon-web' } },
+    ]);
+    expect(read(`${dir}/post-render.sh`)).toMatch(/cat > helm-output\.yaml[\s\S]*kubectl kustomize/);
+  });
+
+  it('gives a Deployment and a ConfigMap that validate against the Kubernetes schemas', () => {
+    expect(k8sErrors(patched)).toEqual([]);
+    expect(k8sErrors(configMap)).toEqual([]);
+  });
+
+  it('proxies to Puma over loopback on its port, with port names distinct from the app’s', () => {
+    const puma = mastodonWeb.spec.template.spec.containers[0];
+    expect(env('RATEGATE_UPSTREAM')?.value).toBe(`http://127.0.0.1:${puma.ports[0].containerPort}`);
+    const names = pod.containers.flatMap((c: K8sObject) => c.ports.map((p: K8sObject) => p.name));
+    expect(new Set(names).size).toBe(names.length);
+    const ports = pod.containers.flatMap((c: K8sObject) => c.ports.map((p: K8sObject) => p.containerPort));
+    expect(new Set(ports).size).toBe(ports.length);
+    // The Service now targets the gateway's port, so every request through it is counted.
+    expect(servicePatch).toEqual([{ op: 'replace', path: '/spec/ports/0/targetPort', value: 'rategate' }]);
+    expect(gateway.ports.map((p: K8sObject) => p.name)).toContain('rategate');
+  });
+
+  it('mounts its ConfigMap as a directory, keeps the admin token in a Secret, and outlasts its drain', () => {
+    const mount = gateway.volumeMounts.find((m: K8sObject) => m.mountPath === '/etc/rategate');
+    expect(mount).toMatchObject({ readOnly: true });
+    expect(mount).not.toHaveProperty('subPath');
+    expect(pod.volumes.find((v: K8sObject) => v.name === mount.name)?.configMap?.name).toBe(configMap.metadata.name);
+    expect(env('RATEGATE_ADMIN_TOKEN')?.valueFrom?.secretKeyRef).toBeDefined();
+    expect(JSON.stringify(configMap)).not.toMatch(/token/i);
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(5 + 10);
+  });
+
+  it('holds a limit table the gateway accepts, counting v1 and v2 media uploads together', () => {
+    const doc = parseYaml(configMap.data['limits.yaml'] as string) as { limits: { name: string; match: unknown }[] };
+    const result = validateConfig(doc, { listen: env('RATEGATE_LISTEN')?.value, adminListen: env('RATEGATE_ADMIN_LISTEN')?.value, upstream: env('RATEGATE_UPSTREAM')?.value, store: 'redis://redis:6379' });
+    expect(result.ok ? [] : result.errors).toEqual([]);
+    expect(doc.limits.find((r) => r.name === 'uploading')?.match).toEqual(['POST /api/v1/media', 'POST /api/v2/media']);
+  });
+});
