@@ -62,8 +62,9 @@ function overridesFrom(values: Record<string, unknown>): ConfigOverrides {
   if (adminListen !== undefined) o.adminListen = adminListen;
   if (up !== undefined) o.upstream = up;
   if (store !== undefined) o.store = store;
-  // Environment only (a flag would show the secret in `ps`).
-  const adminToken = env.RATEGATE_ADMIN_TOKEN;
+  // Environment only (a flag would show the secret in `ps`). Trimmed like admin.tokenFile: a Secret
+  // written with a trailing newline must not make every correct token a 401.
+  const adminToken = env.RATEGATE_ADMIN_TOKEN?.trim();
   if (adminToken !== undefined && adminToken !== '') o.adminToken = adminToken;
   return o;
 }

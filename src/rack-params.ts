@@ -151,16 +151,17 @@ function decodeComponent(s: string): string {
 
 /**
  * The name/value pairs of a query string or URL-encoded body, split as Rails 8's query parser splits
- * them: on `&` and `;`, with spaces right after a separator dropped (`a=1&  b=2` has a `b`). Security:
- * the gateway must find the same names the upstream finds, or a client hides a token from it.
+ * them: on `&` and `;` (or, with `semicolon` false, on `&` only, as Rack 3.1 splits a form body), with
+ * spaces right after a separator dropped (`a=1&  b=2` has a `b`). Security: the gateway must find the
+ * same names the upstream finds, or a client hides a token from it.
  */
-export function formPairs(text: string): Array<[string, string]> {
+export function formPairs(text: string, semicolon = true): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   const n = text.length;
   let i = 0;
   while (i < n) {
     let end = i;
-    while (end < n && text.charCodeAt(end) !== 0x26 /* & */ && text.charCodeAt(end) !== 0x3b /* ; */) end++;
+    while (end < n && text.charCodeAt(end) !== 0x26 /* & */ && (!semicolon || text.charCodeAt(end) !== 0x3b) /* ; */) end++;
     if (end > i) {
       const piece = text.slice(i, end);
       const eq = piece.indexOf('=');
@@ -173,8 +174,8 @@ export function formPairs(text: string): Array<[string, string]> {
 }
 
 /** Parses `a=1&b[]=2` (query strings and URL-encoded bodies; `+` is a space). */
-export function parseUrlEncoded(text: string, into: ParamHash = newHash()): ParamHash {
-  return pairsToHash(formPairs(text), into);
+export function parseUrlEncoded(text: string, into: ParamHash = newHash(), semicolon = true): ParamHash {
+  return pairsToHash(formPairs(text, semicolon), into);
 }
 
 /**

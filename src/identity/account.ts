@@ -57,6 +57,13 @@ export interface AccountResolver {
    * upstream: the gateway then first checks what it can refuse without the account.
    */
   known(authorization: string | undefined, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
+  /**
+   * `resolve` and `known` with the token already found (server/request-params.ts `doorkeeperToken`:
+   * the Authorization header, or `access_token` / `bearer_token` in the query or the body); null when
+   * the request carries none.
+   */
+  resolveToken(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
+  knownToken(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
 }
 
 /** Anonymous answers are re-checked at least this often: a token may gain an owner, and it bounds churn. */
@@ -101,13 +108,11 @@ interface CacheEntry {
 export function createAccountResolver(opts: AccountOptions): AccountResolver {
   switch (opts.from) {
     case 'token':
-      const fromToken = (authorization: string | undefined): AccountKey => {
-        const token = bearerToken(authorization);
-        // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
-        // spreads requests over fresh account buckets, and per-IP rules still count every one.
-        return token === null ? null : accountKeyFromDigest(tokenDigest(token));
-      };
-      return { from: 'token', header: undefined, resolve: fromToken, known: fromToken };
+      // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
+      // spreads requests over fresh account buckets, and per-IP rules still count every one.
+      const fromToken = (token: string | null): AccountKey => (token === null ? null : accountKeyFromDigest(tokenDigest(token)));
+      const fromHeaderToken = (authorization: string | undefined): AccountKey => fromToken(bearerToken(authorization));
+      return { from: 'token', header: undefined, resolve: fromHeaderToken, known: fromHeaderToken, resolveToken: fromToken, knownToken: fromToken };
     case 'header': {
       const header = opts.header.trim().toLowerCase();
       if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(header)) throw new Error(`invalid account header name "${opts.header}"`);
@@ -122,6 +127,8 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
         header,
         resolve: (_authorization, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
         known: (_authorization, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
+        resolveToken: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
+        knownToken: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
       };
     }
     case 'introspect':
@@ -165,7 +172,7 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
         return key;
       }
       case 'token': {
-        const key = `t:${digest}`;
+        const key = accountKeyFromDigest(digest);
         cache.set(digest, { key, expiresAt: now() + cacheTtlMs });
         return key;
       }
@@ -189,26 +196,30 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     return undefined;
   }
 
+  function knownToken(token: string | null): AccountKey | undefined {
+    if (token === null) return null;
+    return cached(tokenDigest(token))?.key;
+  }
+
+  function resolveToken(token: string | null): AccountKey | Promise<AccountKey> {
+    if (token === null) return null;
+    const digest = tokenDigest(token);
+    const hit = cached(digest);
+    if (hit !== undefined) return hit.key;
+    let pending = inflight.get(digest);
+    if (pending === undefined) {
+      pending = lookUp(token, digest);
+      inflight.set(digest, pending);
+    }
+    return pending;
+  }
+
   return {
     from: 'introspect',
     header: undefined,
-    known(authorization) {
-      const token = bearerToken(authorization);
-      if (token === null) return null;
-      return cached(tokenDigest(token))?.key;
-    },
-    resolve(authorization) {
-      const token = bearerToken(authorization);
-      if (token === null) return null;
-      const digest = tokenDigest(token);
-      const hit = cached(digest);
-      if (hit !== undefined) return hit.key;
-      let pending = inflight.get(digest);
-      if (pending === undefined) {
-        pending = lookUp(token, digest);
-        inflight.set(digest, pending);
-      }
-      return pending;
-    },
+    known: (authorization) => knownToken(bearerToken(authorization)),
+    resolve: (authorization) => resolveToken(bearerToken(authorization)),
+    knownToken: (token) => knownToken(token),
+    resolveToken: (token) => resolveToken(token),
   };
 }

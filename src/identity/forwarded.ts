@@ -128,3 +128,22 @@ export function forwardedForNodes(header: string): (string | null)[] | null {
   }
   return out.length === 0 && !malformed ? null : out;
 }
+
+/**
+ * The `for=` addresses a trusted walk may use, as an X-Forwarded-For list (left to right): the nodes
+ * right of the last one that is not an address (`unknown`, `_hidden`, garbage), brackets and ports
+ * removed. An upstream that walks X-Forwarded-For (Rails' RemoteIp) then stops where the gateway did.
+ * `bare` reduces one node to an address or null (identity/ip.ts `bareForwardedAddress` plus a parse).
+ */
+export function forwardedForList(header: string, bare: (node: string) => string | null): string[] {
+  const nodes = forwardedForNodes(header);
+  if (nodes === null) return [];
+  const out: string[] = [];
+  for (let i = nodes.length - 1; i >= 0; i--) {
+    const node = nodes[i]!;
+    const addr = node === null ? null : bare(node);
+    if (addr === null || addr === '') break;
+    out.push(addr);
+  }
+  return out.reverse();
+}

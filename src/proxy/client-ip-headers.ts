@@ -2,6 +2,9 @@
  * @module Which client-IP headers reach the upstream: the X-Forwarded-* trio and `Forwarded` are
  * rebuilt by the gateway, other client-IP claims pass only from a trusted proxy.
  */
+import { parseIp } from '../identity/cidr.js';
+import { forwardedForList } from '../identity/forwarded.js';
+import { bareForwardedAddress } from '../identity/ip.js';
 
 /** What the gateway tells the upstream about the client (built per request by server/gateway.ts). */
 export interface ForwardedHeaders {
@@ -38,6 +41,22 @@ export const CLIENT_IP_CLAIMS: ReadonlySet<string> = new Set([
 /** Whether a request header (lower-case name) must not be copied to the upstream as it is. */
 export function dropsClientIpHeader(lower: string, trusted: boolean): boolean {
   return REBUILT_HEADERS.has(lower) || (!trusted && CLIENT_IP_CLAIMS.has(lower));
+}
+
+/**
+ * The X-Forwarded-For value for the upstream when a trusted peer sent `Forwarded` and no
+ * X-Forwarded-For: its walkable `for=` addresses plus the peer, so Rails' RemoteIp (which reads only
+ * X-Forwarded-For) finds the client the gateway counted; undefined otherwise (the caller keeps its
+ * usual value).
+ */
+export function forwardedAsXff(trusted: boolean, xff: string | string[] | undefined, forwarded: string | undefined, peerAddr: string): string | undefined {
+  if (!trusted || xff !== undefined || forwarded === undefined) return undefined;
+  const list = forwardedForList(forwarded, (node) => {
+    const bare = bareForwardedAddress(node);
+    return bare === null || bare === '' || parseIp(bare) === null ? null : bare;
+  });
+  list.push(peerAddr);
+  return list.join(', ');
 }
 
 /**

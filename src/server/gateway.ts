@@ -12,7 +12,7 @@ import type { Store } from '../limiter/types.js';
 import type { Metrics } from '../metrics.js';
 import { normalizePath } from '../routing/index.js';
 import { declaresBody, type Forwarder, type ForwardResult } from '../proxy/forward.js';
-import { forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
+import { forwardedAsXff, forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../errors.js';
 import { decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
@@ -181,7 +181,9 @@ export class Gateway {
     const fromTrusted = trusted && xff !== undefined;
     const peerAddr = peer.client.address;
     return {
-      for: fromTrusted ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}` : peerAddr,
+      for: fromTrusted
+        ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
+        : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr) ?? peerAddr),
       proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
       host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
       trusted,

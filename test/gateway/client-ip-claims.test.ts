@@ -80,6 +80,8 @@ describe('from a trusted proxy', () => {
     expect(await counted('192.0.2.60')).toBe(1);
     expect(await counted('127.0.0.1')).toBe(0);
     expect(seen.forwarded).toBe('for=192.0.2.60;proto=http;by=203.0.113.43, for=127.0.0.1');
+    // Rails' RemoteIp reads only X-Forwarded-For: it gets the same chain.
+    expect(seen['x-forwarded-for']).toBe('192.0.2.60, 127.0.0.1');
   });
 
   it('reads a quoted IPv6 node with a port, and walks past trusted hops right to left', async () => {
@@ -94,8 +96,11 @@ describe('from a trusted proxy', () => {
   it('stops at unknown or obfuscated nodes: the hop that passed them is counted', async () => {
     gw = await startTestGateway(TRUSTED, { upstream: upstream.url });
     await get({ Forwarded: 'for=198.51.100.80, for=unknown' });
-    await get({ Forwarded: 'for=198.51.100.80, for=_gateway-7' });
-    expect(await counted('127.0.0.1')).toBe(2);
+    const seen = await get({ Forwarded: 'for=198.51.100.80, for=_gateway-7, for=10.9.9.9' });
+    expect(await counted('10.9.9.9')).toBe(1);
+    // The X-Forwarded-For the upstream gets stops where the walk stopped.
+    expect(seen['x-forwarded-for']).toBe('10.9.9.9, 127.0.0.1');
+    expect(await counted('127.0.0.1')).toBe(1);
     expect(await counted('198.51.100.80')).toBe(0);
   });
 

@@ -117,6 +117,14 @@ describe('account by introspection (resolver logic)', () => {
     expect(calls).toBe(1);
   });
 
+  it('resolves a token found outside the Authorization header (resolveToken) like one inside it', async () => {
+    const r = createAccountResolver({ from: 'introspect', introspect: (t) => Promise.resolve({ kind: 'account', id: t.slice(5) }), cacheTtlMs: 60_000 });
+    expect(await r.resolveToken('user-77', undefined, false)).toBe('a:77');
+    expect(r.resolveToken(null, undefined, false)).toBeNull();
+    const byToken = createAccountResolver({ from: 'token' });
+    expect(byToken.resolveToken('abc', undefined, false)).toBe(`t:${sha('abc')}`);
+  });
+
   it('ignores the account header and the peer in introspect mode', async () => {
     const r = createAccountResolver({ from: 'introspect', introspect: () => Promise.resolve({ kind: 'account', id: '5' }), cacheTtlMs: 1000 });
     expect(await r.resolve(undefined, '99', true)).toBeNull();

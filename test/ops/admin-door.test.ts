@@ -148,7 +148,7 @@ describe('RATEGATE_ADMIN_TOKEN through the command line', () => {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', 'src/cli.ts', 'serve', '--config', configFile(), '--listen', `127.0.0.1:${port}`, '--admin-listen', `0.0.0.0:${adminPort}`, '--upstream', upstream.url],
-      { env: { ...process.env, RATEGATE_ADMIN_TOKEN: 'cli-s3cret', RATEGATE_LOG_LEVEL: 'silent' }, stdio: 'ignore' },
+      { env: { ...process.env, RATEGATE_ADMIN_TOKEN: 'cli-s3cret\n', RATEGATE_LOG_LEVEL: 'silent' }, stdio: 'ignore' },
     );
     try {
       const admin = `http://127.0.0.1:${adminPort}`;

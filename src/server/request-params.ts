@@ -1,0 +1,201 @@
+/**
+ * @module The request parameters the gateway reads as Rails would: wanted names in Rack bracket
+ * notation, the query string's values, where Doorkeeper finds the token, and Rack's method override.
+ */
+import { lookUp, parseKey, parseUrlEncoded, ParamError, type ParamHash } from '../rack-params.js';
+
+/** Doorkeeper's token parameters, in the order it tries them after the Authorization header. */
+export const TOKEN_PARAMS: readonly string[] = Object.freeze(['access_token', 'bearer_token']);
+/** Rack::MethodOverride's form field. */
+export const METHOD_PARAM = '_method';
+
+/** Names compiled once per snapshot, looked up per request. */
+export interface WantedParams {
+  /** The names as written (`user[email]`), the keys of every values map. */
+  readonly names: readonly string[];
+  /** Parsed bracket paths, same order. */
+  readonly paths: readonly (readonly string[])[];
+  /** Top-level keys (`user`): a multipart field under one of them after the first file is refused. */
+  readonly tops: ReadonlySet<string>;
+}
+
+/** Throws on a name that is not one value in Rack notation (empty, or with `[]`). */
+export function compileWantedParams(names: readonly string[]): WantedParams {
+  const unique = [...new Set(names)];
+  const paths = unique.map((name) => {
+    const path = parseKey(name);
+    if (path === undefined || path.includes('')) throw new Error(`"${name}" does not name one parameter (use e.g. user[email])`);
+    return Object.freeze(path);
+  });
+  return Object.freeze({ names: Object.freeze(unique), paths: Object.freeze(paths), tops: new Set(paths.map((p) => p[0]!)) });
+}
+
+/** The values found, by name as written. */
+export type ParamValues = ReadonlyMap<string, string>;
+export const NO_VALUES: ParamValues = new Map();
+
+/**
+ * The wanted values of a parameter tree. Scalars become text (a JSON number token is text to Rails
+ * too); an array or hash where one value is wanted becomes `''`: present, but no usable value (Rack's
+ * `to_s` of it is no method and no token either).
+ */
+export function valuesOf(tree: ParamHash, wanted: WantedParams): Map<string, string> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < wanted.names.length; i++) {
+    const v = lookUp(tree, wanted.paths[i]!);
+    if (v === undefined || v === null) continue;
+    out.set(wanted.names[i]!, typeof v === 'object' ? '' : String(v));
+  }
+  return out;
+}
+
+/**
+ * Whether URL-encoded text can hold a wanted name at all: with no `%` escape, a key equals a wanted
+ * top-level name only if that name occurs literally. Lets a query like `page=2&limit=40` skip parsing.
+ */
+function mayName(text: string, wanted: WantedParams): boolean {
+  if (text.indexOf('%') !== -1) return true;
+  for (const top of wanted.tops) if (text.indexOf(top) !== -1) return true;
+  return false;
+}
+
+/**
+ * The wanted values of URL-encoded text, or 'ambiguous'. Security: Rails 8 splits a query on `&` and
+ * `;`, Rack 3.1 (whose `req.POST` Rack::MethodOverride reads) a form body on `&` only; since the last
+ * value of a name wins, `_method=delete&x=1;_method=get` reads as DELETE to one and GET to the other.
+ * Both splits are made, and a wanted value they disagree on is ambiguous: refused, never guessed.
+ * Throws ParamError where Rails would refuse the text.
+ */
+export function formValues(text: string, wanted: WantedParams): ParamValues | 'ambiguous' {
+  if (!mayName(text, wanted)) return NO_VALUES;
+  const both = valuesOf(parseUrlEncoded(text), wanted);
+  if (text.indexOf(';') === -1) return both;
+  const ampOnly = valuesOf(parseUrlEncoded(text, undefined, false), wanted);
+  if (ampOnly.size !== both.size) return 'ambiguous';
+  for (const [name, value] of both) if (ampOnly.get(name) !== value) return 'ambiguous';
+  return both;
+}
+
+/**
+ * The wanted values of a raw query string (without `?`). A query Rails would refuse (type conflict,
+ * too many pairs) or one whose wanted values depend on how `;` is read yields null: the caller answers
+ * 400, as Rails would, rather than guess.
+ */
+export function queryValues(rawQuery: string, wanted: WantedParams): ParamValues | null {
+  if (rawQuery.length === 0) return NO_VALUES;
+  try {
+    const values = formValues(rawQuery, wanted);
+    return values === 'ambiguous' ? null : values;
+  } catch (err) {
+    if (err instanceof ParamError) return null;
+    throw err;
+  }
+}
+
+export type ParamPick = { readonly kind: 'absent' } | { readonly kind: 'value'; readonly value: string } | { readonly kind: 'conflict' };
+
+const ABSENT: ParamPick = Object.freeze({ kind: 'absent' });
+const CONFLICT: ParamPick = Object.freeze({ kind: 'conflict' });
+
+/**
+ * One parameter from the query and the body together. Rails lets the query win over the body (and the
+ * built-in upstream the body over the query), so two different values are a conflict the caller
+ * refuses (400): counting either one could count the request against the wrong key.
+ */
+export function pickParam(name: string, query: ParamValues, body: ParamValues): ParamPick {
+  const q = query.get(name);
+  const b = body.get(name);
+  if (q === undefined) return b === undefined ? ABSENT : { kind: 'value', value: b };
+  if (b === undefined || b === q) return { kind: 'value', value: q };
+  return CONFLICT;
+}
+
+export type TokenPick =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'token'; readonly token: string; readonly from: 'header' | 'param' }
+  | { readonly kind: 'conflict'; readonly param: string };
+
+const NO_TOKEN: TokenPick = Object.freeze({ kind: 'none' });
+
+/**
+ * The token of the Authorization header exactly as Doorkeeper takes it: the header must start with
+ * `Bearer ` (any case, one space: a tab does not match), and the token is everything after it. Security:
+ * a laxer reading (e.g. accepting `Bearer<TAB>junk`) would let a client show the gateway a junk header
+ * token while Doorkeeper skips it and authenticates the `access_token` parameter instead.
+ */
+export function doorkeeperHeaderToken(authorization: string | undefined): string | null {
+  if (authorization === undefined || authorization.length < 8) return null;
+  const s = authorization;
+  if (
+    (s.charCodeAt(0) | 0x20) !== 0x62 || // b
+    (s.charCodeAt(1) | 0x20) !== 0x65 || // e
+    (s.charCodeAt(2) | 0x20) !== 0x61 || // a
+    (s.charCodeAt(3) | 0x20) !== 0x72 || // r
+    (s.charCodeAt(4) | 0x20) !== 0x65 || // e
+    (s.charCodeAt(5) | 0x20) !== 0x72 || // r
+    s.charCodeAt(6) !== 0x20
+  ) {
+    return null;
+  }
+  const token = s.slice(7);
+  // Doorkeeper moves on to the parameters when the header's token is blank.
+  return token.trim() === '' ? null : token;
+}
+
+/**
+ * The token Doorkeeper authenticates a request with: `Authorization: Bearer …` first, then the
+ * `access_token` parameter, then `bearer_token` (query or body). An empty value is skipped, as
+ * Doorkeeper skips a blank one. `query` and `body` must have been read with TOKEN_PARAMS wanted.
+ */
+export function doorkeeperToken(authorization: string | undefined, query: ParamValues, body: ParamValues): TokenPick {
+  const header = doorkeeperHeaderToken(authorization);
+  if (header !== null) return { kind: 'token', token: header, from: 'header' };
+  for (const name of TOKEN_PARAMS) {
+    const pick = pickParam(name, query, body);
+    if (pick.kind === 'conflict') return { kind: 'conflict', param: name };
+    if (pick.kind === 'value' && pick.value.trim() !== '') return { kind: 'token', token: pick.value, from: 'param' };
+  }
+  return NO_TOKEN;
+}
+
+/** The common answer (no override at all), allocated once per method Rack knows: the hot path's case. */
+const UNCHANGED = new Map<string, MethodOverride>();
+
+function unchanged(method: string): MethodOverride {
+  let hit = UNCHANGED.get(method);
+  if (hit === undefined) {
+    hit = Object.freeze({ method, dropHeader: false });
+    // Only known methods are remembered: a client inventing methods must not grow the map.
+    if (OVERRIDABLE_METHODS.has(method)) UNCHANGED.set(method, hit);
+  }
+  return hit;
+}
+
+/** Rack::MethodOverride::HTTP_METHODS: the only methods an override may name. */
+export const OVERRIDABLE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'PATCH', 'LINK', 'UNLINK']);
+
+export interface MethodOverride {
+  /** The method the upstream (Rails behind Rack::MethodOverride) routes the request as. */
+  readonly method: string;
+  /**
+   * X-HTTP-Method-Override is present but is not what decided `method` (not a POST, the form field
+   * won, or no method Rack knows): the caller removes it, so no later layer reads it differently.
+   */
+  readonly dropHeader: boolean;
+}
+
+/**
+ * Rack::MethodOverride, exactly: only a POST is overridden; the `_method` form field (URL-encoded or
+ * multipart, or a POST without a Content-Type; never JSON, never the query) wins over the
+ * X-HTTP-Method-Override header whenever the field is present, even empty; the name is upper-cased and
+ * must be one of OVERRIDABLE_METHODS, else the request stays a POST. `formMethod` is the field's value
+ * (`''` for an array or hash), undefined when absent or not a form body.
+ */
+export function resolveMethodOverride(method: string, header: string | undefined, formMethod: string | undefined): MethodOverride {
+  if (method !== 'POST') return header === undefined ? unchanged(method) : { method, dropHeader: true };
+  const named = formMethod !== undefined ? formMethod : header;
+  if (named === undefined) return unchanged(method);
+  const upper = named.toUpperCase();
+  const valid = OVERRIDABLE_METHODS.has(upper);
+  return { method: valid ? upper : method, dropHeader: header !== undefined && (formMethod !== undefined || !valid) };
+}
