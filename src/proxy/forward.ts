@@ -3,7 +3,7 @@
  * dropped, X-Forwarded-* set, timeouts, client aborts propagated, failures mapped to 502/504.
  */
 import type http from 'node:http';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
@@ -60,6 +60,8 @@ export class Forwarder {
     extraHeaders: readonly string[],
     dropUpstreamRateLimitHeaders: boolean,
     maxBodySize = Infinity,
+    /** The body to send instead of `req` (the body peek's replay: held bytes, then the rest). */
+    replay: Readable | null = null,
   ): Promise<ForwardResult> {
     return new Promise((resolve) => {
       const hasBody = declaresBody(req);
@@ -72,7 +74,7 @@ export class Forwarder {
           method: req.method as 'GET',
           headers: upstreamRequestHeaders(req, forwarded, hasBody),
           // A declared length was checked before; a chunked body is counted as it streams.
-          body: hasBody ? (req.headers['content-length'] === undefined && maxBodySize !== Infinity ? req.pipe(new BodyLimit(maxBodySize)) : req) : null,
+          body: hasBody ? requestBody(replay ?? req, req.headers['content-length'] === undefined, maxBodySize) : null,
           signal: ctx,
           opaque: ctx,
         },
@@ -166,6 +168,11 @@ function onUpstreamDone(err: Error | null, data: { opaque: unknown }): void {
 
 export class BodyTooLargeError extends Error {
   readonly code = 'BODY_TOO_LARGE';
+}
+
+/** The body as sent upstream; a chunked one is counted as it streams (a declared length was checked before). */
+function requestBody(source: Readable, chunked: boolean, maxBodySize: number): Readable {
+  return chunked && maxBodySize !== Infinity ? source.pipe(new BodyLimit(maxBodySize)) : source;
 }
 
 /** Passes a chunked body through, failing once it exceeds `max` bytes: nothing is buffered. */

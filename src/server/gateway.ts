@@ -5,7 +5,7 @@
  * access-log line. The rate-limit headers go on every answer of a matched request, a 101 included.
  */
 import type http from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Peer } from '../identity/index.js';
 import type { Store } from '../limiter/types.js';
@@ -17,6 +17,8 @@ import type { Tunnel } from '../proxy/tunnel.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../errors.js';
 import { decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
 import type { RequestPolicy } from './policy.js';
+import { continueNow } from './expect-continue.js';
+import { readRuleParams } from './param-stage.js';
 
 /** One line per request for the access log; no token, no account, no client IP. */
 export interface RequestRecord {
@@ -58,6 +60,8 @@ interface Screened {
   readonly target: string;
   readonly peer: Peer;
   readonly maxBody: number;
+  /** The body to forward when the `param:` stage read part of it (null: `req` itself). */
+  readonly body?: Readable | null;
 }
 
 /** How an exchange ended, for `finish()`: a gateway answer carries no `result`. */
@@ -123,15 +127,15 @@ export class Gateway {
 
   private async forward(req: http.IncomingMessage, res: http.ServerResponse, started: number, expectsContinue: boolean): Promise<void> {
     const id = requestId(req);
-    const s = await this.screen(req);
+    const s = await this.screen(req, res);
     const d = s.decision;
     if (!d.admit) {
       // A request body the gateway will not read: answering early closes the connection, not drains it.
       respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || d === BLOCKED || (!req.complete && declaresBody(req)));
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
-    if (expectsContinue) res.writeContinue();
-    const result = await this.opts.forwarder.forward(req, res, s.target, this.forwarded(req, s.peer, id), d.headers, d.matched, s.maxBody);
+    if (expectsContinue) continueNow(req, res);
+    const result = await this.opts.forwarder.forward(req, res, s.target, this.forwarded(req, s.peer, id), d.headers, d.matched, s.maxBody, s.body ?? null);
     this.finish(req, id, s, { status: result.status, result }, started);
   }
 
@@ -148,7 +152,7 @@ export class Gateway {
   }
 
   /** The stages every request goes through before its ending. Reads the policy snapshot once. */
-  private async screen(req: http.IncomingMessage): Promise<Screened> {
+  private async screen(req: http.IncomingMessage, res?: http.ServerResponse): Promise<Screened> {
     const policy = this.opts.policy();
     const peer = policy.resolveIp.peer(req.socket.remoteAddress);
     const method = req.method ?? 'GET';
@@ -167,8 +171,14 @@ export class Gateway {
     const maxBody = policy.maxBodySize(method, path);
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBody) return { decision: TOO_LARGE, path, target: '', peer, maxBody };
-    const decision = await decide(this.opts, req, policy, peer, method, path, target.query);
-    return { decision, path, target: path + target.query, peer, maxBody };
+    // `param:` rules: their values from the query and the body (peeked, then replayed unchanged).
+    const params = await readRuleParams(req, res, policy, method, path, target.query);
+    if (!params.ok) {
+      const decision: Decision = { admit: false, status: params.status, body: Buffer.from(JSON.stringify({ error: params.message })), kind: 'rejected', ...NOTHING_CHARGED };
+      return { decision, path, target: '', peer, maxBody };
+    }
+    const decision = await decide(this.opts, req, policy, peer, method, path, target.query, params.values);
+    return { decision, path, target: path + target.query, peer, maxBody, body: params.body };
   }
 
   /**

@@ -3,7 +3,8 @@
  * once when a config is loaded so that the request path only looks things up.
  */
 import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
-import { ruleValueDigest, valueDigest, whenFails, type RequestFacts } from './rule-facts.js';
+import { paramNames, ruleValueDigest, valueDigest, whenFails, type RequestFacts } from './rule-facts.js';
+import { compileWantedParams, type WantedParams } from './request-params.js';
 import {
   accountKeysNamedBy,
   compileCidrs,
@@ -35,6 +36,8 @@ export interface RequestPolicy {
   readonly onError: readonly OnError[];
   /** Per rule index: its buckets' key prefix, e.g. `sign-up:`. */
   readonly keyPrefix: readonly string[];
+  /** Every `param:` name of the table, compiled for the body peek; null when no rule keys on a parameter. */
+  readonly paramWanted: WantedParams | null;
   /** Per rule index, per override: that override's key prefix, e.g. `sign-up:o0:`. */
   readonly overridePrefix: readonly (readonly string[])[];
   /** The 429 body, serialized once. */
@@ -85,6 +88,7 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     blockIps: cfg.block.ips.length ? compileCidrs(cfg.block.ips) : null,
     overrides: snapshot.rules.map((r) => r.overrides.map((o) => compileOverride(r, o))),
     overridePrefix: snapshot.rules.map((r) => r.overrides.map((_, j) => ruleKeyPrefix(r.name, j))),
+    paramWanted: paramNames(snapshot.rules).length > 0 ? compileWantedParams(paramNames(snapshot.rules)) : null,
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),

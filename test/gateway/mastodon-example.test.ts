@@ -87,10 +87,8 @@ describe('config/examples/mastodon.yaml', () => {
   });
 });
 
-// Body parameters reach `param:` rules through the body peek of issue 11 (src/server/read-params.ts on
-// wt-sec). Until it is wired into the gateway these are skipped; the gateway then passes the peeked
-// values to decide() (its `body` argument) and this block must be enabled.
-describe.skip('password resets per e-mail from the request body (needs the body peek)', () => {
+// Body parameters reach `param:` rules through the body peek (src/server/param-stage.ts → read-params.ts).
+describe('password resets per e-mail from the request body', () => {
   it('counts the e-mail of URL-encoded and JSON bodies in one bucket, across IPs, at /auth/password(.json)', async () => {
     const bodies = [
       { headers: FORM, body: 'user%5Bemail%5D=victim%40example.com' },
@@ -104,5 +102,28 @@ describe.skip('password resets per e-mail from the request body (needs the body 
     }
     const refused = await req('POST', '/auth/password', '203.0.113.50', { 'Content-Type': 'application/json' }, '{"user":{"email":" victim@example.com "}}');
     expect(refused.status).toBe(429);
+    // A multipart form field is read the same way.
+    const boundary = 'XyZ';
+    const multipart = `--${boundary}\r\nContent-Disposition: form-data; name="user[email]"\r\n\r\nvictim@example.com\r\n--${boundary}--\r\n`;
+    const m = await req('POST', '/auth/password.json', '203.0.113.51', { 'Content-Type': `multipart/form-data; boundary=${boundary}` }, multipart);
+    expect(m.status).toBe(429);
+  });
+
+  it('forwards the body unchanged: the upstream reads the e-mail it was sent, and a login still works', async () => {
+    const bad = await req('POST', '/auth/sign_in.json', '203.0.113.60', { 'Content-Type': 'application/json' }, '{"user":{"email":"nobody@example.com","password":"x"}}');
+    expect(bad.status).toBe(401);
+    expect(bad.headers['ratelimit-policy']).toBe('"login-attempts-ip";q=25;w=300, "login-attempts-email";q=25;w=3600');
+    // Without the e-mail Devise says so (422): the upstream got the body as sent, empty user hash and all.
+    const none = await req('POST', '/auth/password', '203.0.113.61', FORM, 'user%5Bname%5D=x');
+    expect(none.status).toBe(422);
+  });
+
+  it('answers 400 when the e-mail may lie beyond the peek bound or is given twice differently', async () => {
+    const big = 'user%5Bemail%5D=a%40example.com&pad=' + 'x'.repeat(70 * 1024);
+    const over = await req('POST', '/auth/password', '203.0.113.70', FORM, big);
+    expect(over.status).toBe(400);
+    const twice = await req('POST', '/auth/password?user[email]=a@example.com', '203.0.113.71', FORM, 'user%5Bemail%5D=b%40example.com');
+    expect(twice.status).toBe(400);
+    expect(twice.body).toBe('{"error":"Bad request: user[email] is given twice with different values"}');
   });
 });
