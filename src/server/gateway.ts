@@ -172,7 +172,9 @@ export class Gateway {
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBody) return { decision: TOO_LARGE, path, target: '', peer, maxBody };
     // `param:` rules: their values from the query and the body (peeked, then replayed unchanged).
-    const params = await readRuleParams(req, res, policy, method, path, target.query);
+    // Answered synchronously when no matched rule reads a parameter: no await on the usual path.
+    const read = readRuleParams(req, res, policy, method, path, target.query);
+    const params = read instanceof Promise ? await read : read;
     if (!params.ok) {
       const decision: Decision = { admit: false, status: params.status, body: Buffer.from(JSON.stringify({ error: params.message })), kind: 'rejected', ...NOTHING_CHARGED };
       return { decision, path, target: '', peer, maxBody };
