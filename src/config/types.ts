@@ -36,6 +36,8 @@ export interface CompiledRule {
   readonly whenQuery: readonly string[] | null;
   /** Whether deciding this rule's bucket needs the account (per account, when.authenticated, account overrides). */
   readonly needsAccount: boolean;
+  /** Whether it reads more than the route, the client IP and the account (a token, header, parameter, the query, overrides). */
+  readonly needsFacts: boolean;
   /** `overrides`, in order; each carries the rule as it applies to those clients. */
   readonly overrides: readonly RuleOverride[];
   /** -1 for the rule itself; for an override's variant, its position in `overrides` (its bucket is its own). */

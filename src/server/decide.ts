@@ -11,7 +11,7 @@ import type { Metrics } from '../metrics.js';
 import { ERROR_BODIES } from '../errors.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
 import { bucketsFor, isExemptAccount, type BucketInputs, type RequestPolicy } from './policy.js';
-import { needsFacts, requestToken, RequestFacts, type BodyParams } from './rule-facts.js';
+import { requestToken, RequestFacts, type BodyParams } from './rule-facts.js';
 
 /** How the decision went, as the access log names it. */
 export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'store_unavailable';
@@ -158,7 +158,7 @@ function needsAccount(rules: readonly CompiledRule[]): boolean {
 }
 
 function anyNeedsFacts(rules: readonly CompiledRule[]): boolean {
-  for (const r of rules) if (needsFacts(r)) return true;
+  for (const r of rules) if (r.needsFacts) return true;
   return false;
 }
 

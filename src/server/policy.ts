@@ -162,18 +162,20 @@ export function bucketsFor(policy: RequestPolicy, rules: readonly CompiledRule[]
   const used: CompiledRule[] = [];
   const { ipKey, accountKey, facts } = who;
   for (let rule of rules) {
-    if (rule.needsAccount && !who.accountKnown) continue;
-    let digest: string | null = null;
-    if (facts !== null) {
-      if (whenFails(rule, facts, accountKey !== null) !== null) continue;
-      digest = ruleValueDigest(rule, facts);
-    } else if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== (accountKey !== null)) continue;
     let prefix = policy.keyPrefix[rule.index]!;
-    if (rule.overrides.length > 0) {
-      const j = overrideFor(policy.overrides[rule.index]!, who.address, accountKey, digest);
-      if (j >= 0) {
-        prefix = policy.overridePrefix[rule.index]![j]!;
-        rule = rule.overrides[j]!.rule;
+    let digest: string | null = null;
+    // The seed's kind of rule (per ip/account/global, no when, no overrides) takes none of these steps.
+    if (rule.needsAccount && !who.accountKnown) continue;
+    if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== (accountKey !== null)) continue;
+    if (rule.needsFacts && facts !== null) {
+      if (rule.whenQuery !== null && whenFails(rule, facts, accountKey !== null) !== null) continue;
+      digest = ruleValueDigest(rule, facts);
+      if (rule.overrides.length > 0) {
+        const j = overrideFor(policy.overrides[rule.index]!, who.address, accountKey, digest);
+        if (j >= 0) {
+          prefix = policy.overridePrefix[rule.index]![j]!;
+          rule = rule.overrides[j]!.rule;
+        }
       }
     }
     const key = bucketKey(prefix, rule.per, ipKey, accountKey, digest);

@@ -116,11 +116,6 @@ function scalar(v: ParamValue | undefined): string | undefined {
   return t === '' ? undefined : t;
 }
 
-/** Whether a rule reads anything but the route, the client IP and the account. */
-export function needsFacts(rule: CompiledRule): boolean {
-  return rule.whenQuery !== null || rule.per === 'token' || rule.per === 'header' || rule.per === 'param' || rule.overrides.length > 0;
-}
-
 /** Whether a rule reads a request parameter (the body peek must then look at a form or JSON body). */
 export function readsParams(rule: CompiledRule): boolean {
   return rule.per === 'param';

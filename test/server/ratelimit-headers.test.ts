@@ -23,6 +23,7 @@ function rule(index: number, name: string, limit: number, over: Partial<Compiled
     whenAuthenticated: undefined,
     whenQuery: null,
     needsAccount: false,
+    needsFacts: false,
     overrides: [],
     overrideIndex: -1,
     ...over,
