@@ -16,6 +16,7 @@ import {
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import type { BucketSpec } from '../limiter/types.js';
 import { compileMatcher, type RuleMatcher } from '../routing/index.js';
+import { compileWantedParams, METHOD_PARAM, TOKEN_PARAMS, type WantedParams } from './request-params.js';
 
 export interface RequestPolicy {
   readonly snapshot: Snapshot;
@@ -32,6 +33,10 @@ export interface RequestPolicy {
   readonly keyPrefix: readonly string[];
   /** The 429 body, serialized once. */
   readonly limitedBody: Buffer;
+  /** The request parameters the gateway reads (Doorkeeper's token, Rack's `_method`), compiled once. */
+  readonly wantedParams: WantedParams;
+  /** `server.paramPeekBytes`: how much of a body is held to read them. */
+  readonly paramPeekBytes: number;
   /** Largest request body for (method, path), in bytes; Infinity for no limit. */
   maxBodySize(method: string, path: string): number;
 }
@@ -69,6 +74,8 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
+    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM]),
+    paramPeekBytes: cfg.server.paramPeekBytes,
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
   };
 }
