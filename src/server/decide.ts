@@ -65,14 +65,14 @@ export async function decide(
   let account: string | null = null;
   if (needsAccount(matched)) {
     const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
-    const known = policy.account.knownToken(token, headerValue, peer.trusted);
+    const known = policy.account.known(token, headerValue, peer.trusted);
     if (known !== undefined) account = known;
     else {
       // Finding the account is an upstream call: a request that the buckets known without it already
       // refuse (a flood with a fresh token each time) must not cost the upstream anything.
       const early = await refuseEarly(ctx, policy, matched, client.key);
       if (early !== null) return early;
-      account = await policy.account.resolveToken(token, headerValue, peer.trusted);
+      account = await policy.account.resolve(token, headerValue, peer.trusted);
     }
   }
   if (account !== null && isExemptAccount(policy, account)) return EXEMPT;
