@@ -93,7 +93,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   });
 
   const server = createProxyServer(cfg.server, gateway.handle, metrics);
-  server.on('checkContinue', gateway.handleExpectContinue);
+  server.on('checkContinue', gateway.handle);
   server.on('upgrade', gateway.handleUpgrade);
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);

@@ -32,6 +32,11 @@ export const ERROR_BODIES: Record<GatewayErrorCode, Buffer> = Object.fromEntries
   Object.entries(GATEWAY_ERRORS).map(([code, e]) => [code, Buffer.from(JSON.stringify({ error: e.message }))]),
 ) as Record<GatewayErrorCode, Buffer>;
 
+/** Failures of the client's own request found while forwarding it: not the upstream's fault. */
+export function isClientFault(code: GatewayErrorCode): boolean {
+  return code === 'PAYLOAD_TOO_LARGE' || code === 'PARAM_AFTER_FILE';
+}
+
 /** The `reason` label of `rategate_upstream_errors_total` for an upstream failure. */
 export function upstreamErrorReason(code: GatewayErrorCode): 'timeout' | 'reset' | 'bad_request' | 'unreachable' {
   return code === 'UPSTREAM_TIMEOUT' ? 'timeout' : code === 'UPSTREAM_RESET' ? 'reset' : code === 'BAD_REQUEST' ? 'bad_request' : 'unreachable';

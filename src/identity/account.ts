@@ -47,51 +47,21 @@ export interface AccountResolver {
   /** Lower-case name of the header whose value `resolve` wants ('header' mode); undefined otherwise. */
   readonly header: string | undefined;
   /**
-   * `authorization` is the raw Authorization header, `headerValue` the configured account header,
-   * `peerTrusted` whether the TCP peer is a trusted proxy. Answers synchronously whenever no I/O is
-   * needed (token and header modes, introspection cache hits), so the hot path can skip an await.
+   * `token` is the token Doorkeeper will authenticate the request with, wherever it was sent (see
+   * server/request-params.ts `doorkeeperToken`), null for none; `headerValue` the configured account
+   * header, `peerTrusted` whether the TCP peer is a trusted proxy. Answers synchronously whenever no
+   * I/O is needed (token and header modes, introspection cache hits), so the hot path can skip an await.
    */
-  resolve(authorization: string | undefined, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
+  resolve(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
   /**
    * The answer `resolve` would give without any I/O, or undefined when it would have to ask the
    * upstream: the gateway then first checks what it can refuse without the account.
    */
-  known(authorization: string | undefined, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
-  /**
-   * `resolve` and `known` with the token already found (server/request-params.ts `doorkeeperToken`:
-   * the Authorization header, or `access_token` / `bearer_token` in the query or the body); null when
-   * the request carries none.
-   */
-  resolveToken(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
-  knownToken(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
+  known(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
 }
 
 /** Anonymous answers are re-checked at least this often: a token may gain an owner, and it bounds churn. */
 const ANONYMOUS_TTL_CAP_MS = 10_000;
-
-/**
- * The token of `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235), else null. A value
- * with inner whitespace is not a bearer token (RFC 6750 b64token) and yields no token rather than a guess.
- */
-export function bearerToken(authorization: string | undefined): string | null {
-  if (authorization === undefined || authorization.length < 8) return null;
-  // Compare the scheme without allocating a lower-cased copy of the header.
-  const s = authorization;
-  if (
-    (s.charCodeAt(0) | 0x20) !== 0x62 || // b
-    (s.charCodeAt(1) | 0x20) !== 0x65 || // e
-    (s.charCodeAt(2) | 0x20) !== 0x61 || // a
-    (s.charCodeAt(3) | 0x20) !== 0x72 || // r
-    (s.charCodeAt(4) | 0x20) !== 0x65 || // e
-    (s.charCodeAt(5) | 0x20) !== 0x72 || // r
-    (s.charCodeAt(6) !== 0x20 && s.charCodeAt(6) !== 0x09)
-  ) {
-    return null;
-  }
-  const token = s.slice(7).trim();
-  if (token.length === 0 || /\s/.test(token)) return null;
-  return token;
-}
 
 /** SHA-256 of a token, hex. Security: the only form of a token that is kept, keyed on, or shown. */
 export function tokenDigest(token: string): string {
@@ -111,8 +81,7 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
       // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
       // spreads requests over fresh account buckets, and per-IP rules still count every one.
       const fromToken = (token: string | null): AccountKey => (token === null ? null : accountKeyFromDigest(tokenDigest(token)));
-      const fromHeaderToken = (authorization: string | undefined): AccountKey => fromToken(bearerToken(authorization));
-      return { from: 'token', header: undefined, resolve: fromHeaderToken, known: fromHeaderToken, resolveToken: fromToken, knownToken: fromToken };
+      return { from: 'token', header: undefined, resolve: fromToken, known: fromToken };
     case 'header': {
       const header = opts.header.trim().toLowerCase();
       if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(header)) throw new Error(`invalid account header name "${opts.header}"`);
@@ -125,10 +94,8 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
       return {
         from: 'header',
         header,
-        resolve: (_authorization, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
-        known: (_authorization, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
-        resolveToken: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
-        knownToken: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
+        resolve: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
+        known: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
       };
     }
     case 'introspect':
@@ -217,9 +184,7 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
   return {
     from: 'introspect',
     header: undefined,
-    known: (authorization) => knownToken(bearerToken(authorization)),
-    resolve: (authorization) => resolveToken(bearerToken(authorization)),
-    knownToken: (token) => knownToken(token),
-    resolveToken: (token) => resolveToken(token),
+    known: knownToken,
+    resolve: resolveToken,
   };
 }

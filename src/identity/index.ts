@@ -12,7 +12,6 @@ export {
 } from './ip.js';
 export {
   createAccountResolver,
-  bearerToken,
   tokenDigest,
   accountKeyFromHeader,
   accountKeyFromId,

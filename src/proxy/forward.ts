@@ -7,7 +7,7 @@ import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
-import { GATEWAY_ERRORS, respondError, type GatewayErrorCode } from '../errors.js';
+import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../errors.js';
 
 export interface ForwarderOptions {
   /** `http://host:port` of the upstream. */
@@ -27,6 +27,23 @@ export interface ForwardResult {
   error: GatewayErrorCode | 'CLIENT_ABORTED' | undefined;
   /** Seconds from sending the request to the upstream's response headers (or the failure). */
   seconds: number;
+}
+
+/** What the pipeline decided about one forwarded request. */
+export interface ForwardRequest {
+  /** The normalized path and the query. */
+  readonly pathAndQuery: string;
+  readonly forwarded: ForwardedHeaders;
+  /** Flat name/value pairs added to the client's response: the rate-limit headers. */
+  readonly extraHeaders: readonly string[];
+  /** A rule matched: the gateway's rate-limit headers replace any the upstream sent. */
+  readonly dropUpstreamRateLimitHeaders: boolean;
+  /** Largest body for the route (a chunked body is cut past it); Infinity for none. */
+  readonly maxBodySize: number;
+  /** The body to send after a peek (the held bytes, then the rest); null: the request itself. */
+  readonly body: Readable | null;
+  /** X-HTTP-Method-Override is not what Rails routes by: not forwarded. */
+  readonly dropOverrideHeader: boolean;
 }
 
 export class Forwarder {
@@ -52,29 +69,20 @@ export class Forwarder {
    * `stream.pipeline`, whose per-call AbortController builds a DOMException per request); the
    * per-request state travels in `opaque` so the handlers are shared functions, not closures.
    */
-  forward(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    pathAndQuery: string,
-    forwarded: ForwardedHeaders,
-    extraHeaders: readonly string[],
-    dropUpstreamRateLimitHeaders: boolean,
-    maxBodySize = Infinity,
-    /** The body to send instead of `req` (the body peek's replay: held bytes, then the rest). */
-    replay: Readable | null = null,
-  ): Promise<ForwardResult> {
+  forward(req: http.IncomingMessage, res: http.ServerResponse, out: ForwardRequest): Promise<ForwardResult> {
     return new Promise((resolve) => {
       const hasBody = declaresBody(req);
-      const ctx = new Exchange(res, extraHeaders, dropUpstreamRateLimitHeaders, performance.now(), resolve);
+      const ctx = new Exchange(res, out.extraHeaders, out.dropUpstreamRateLimitHeaders, performance.now(), resolve);
       // Once the body streams, undici sees a closed response itself; before that, onClose aborts.
       res.once('close', ctx.onClose);
+      const source = out.body ?? req;
       this.pool.stream(
         {
-          path: pathAndQuery,
+          path: out.pathAndQuery,
           method: req.method as 'GET',
-          headers: upstreamRequestHeaders(req, forwarded, hasBody),
+          headers: upstreamRequestHeaders(req, out.forwarded, hasBody, out.dropOverrideHeader),
           // A declared length was checked before; a chunked body is counted as it streams.
-          body: hasBody ? requestBody(replay ?? req, req.headers['content-length'] === undefined, maxBodySize) : null,
+          body: hasBody ? (req.headers['content-length'] === undefined && out.maxBodySize !== Infinity ? source.pipe(new BodyLimit(out.maxBodySize)) : source) : null,
           signal: ctx,
           opaque: ctx,
         },
@@ -159,20 +167,25 @@ function onUpstreamDone(err: Error | null, data: { opaque: unknown }): void {
   res.off('close', ctx.onClose);
   const seconds = (performance.now() - ctx.started) / 1000;
   if (ctx.aborted || res.destroyed) return ctx.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
-  const code = err instanceof BodyTooLargeError || err.cause instanceof BodyTooLargeError ? 'PAYLOAD_TOO_LARGE' : classifyUpstreamError(err);
+  const code = clientFault(err) ?? classifyUpstreamError(err);
   if (res.headersSent) res.destroy();
-  // After an oversized body, close rather than read the rest of it.
-  else respondError(res, code, ctx.extraHeaders, code === 'PAYLOAD_TOO_LARGE');
+  // After a refused body, close rather than read the rest of it.
+  else respondError(res, code, ctx.extraHeaders, isClientFault(code));
   ctx.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
+}
+
+/** The request body itself failed while streaming: too large, or a counted field after a file part. */
+function clientFault(err: Error): GatewayErrorCode | undefined {
+  for (const e of [err, err.cause]) {
+    if (e instanceof BodyTooLargeError) return 'PAYLOAD_TOO_LARGE';
+    // body-peek's ParamBeyondPeekError, known by its code: proxy/ does not import server/.
+    if ((e as { code?: unknown } | undefined)?.code === 'PARAM_BEYOND_PEEK') return 'PARAM_AFTER_FILE';
+  }
+  return undefined;
 }
 
 export class BodyTooLargeError extends Error {
   readonly code = 'BODY_TOO_LARGE';
-}
-
-/** The body as sent upstream; a chunked one is counted as it streams (a declared length was checked before). */
-function requestBody(source: Readable, chunked: boolean, maxBodySize: number): Readable {
-  return chunked && maxBodySize !== Infinity ? source.pipe(new BodyLimit(maxBodySize)) : source;
 }
 
 /** Passes a chunked body through, failing once it exceeds `max` bytes: nothing is buffered. */
@@ -215,6 +228,7 @@ function upstreamRequestHeaders(
   req: http.IncomingMessage,
   forwarded: ForwardedHeaders,
   hasBody: boolean,
+  dropOverrideHeader: boolean,
 ): string[] {
   const raw = req.rawHeaders;
   const listed = connectionListed(req.headers.connection);
@@ -228,6 +242,7 @@ function upstreamRequestHeaders(
     // Expect was answered by the gateway (undici refuses to send it).
     if (REBUILT.has(lower) || dropsClientIpHeader(lower, forwarded.trusted)) continue;
     if (lower === 'content-length' && !hasBody) continue;
+    if (dropOverrideHeader && lower === 'x-http-method-override') continue;
     out.push(name, raw[i + 1]!);
   }
   out.push('x-forwarded-for', forwarded.for, 'x-forwarded-proto', forwarded.proto, 'x-forwarded-host', forwarded.host, 'x-request-id', forwarded.requestId);

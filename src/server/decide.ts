@@ -11,7 +11,10 @@ import type { Metrics } from '../metrics.js';
 import { ERROR_BODIES } from '../errors.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
 import { bucketsFor, isExemptAccount, type BucketInputs, type RequestPolicy } from './policy.js';
-import { requestToken, RequestFacts, type BodyParams } from './rule-facts.js';
+import { RequestFacts, type BodyParams } from './rule-facts.js';
+import { doorkeeperHeaderToken, OVERRIDABLE_METHODS } from './request-params.js';
+import { declaresBody } from '../proxy/forward.js';
+import { bodyKindOf } from './body-peek.js';
 
 /** How the decision went, as the access log names it. */
 export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'store_unavailable';
@@ -67,7 +70,11 @@ export async function decide(
   peer: Peer,
   method: string,
   path: string,
+  /** The token Doorkeeper will authenticate the request with, wherever it was sent; null: none. */
+  token: string | null,
+  /** The query string, with its `?` (or ''): read only when a matched rule needs it. */
   query = '',
+  /** The `param:` names' values (query and body together), by name as written. */
   body?: BodyParams,
 ): Promise<Decision> {
   const matched = policy.snapshot.matcher.match(method, path);
@@ -76,21 +83,21 @@ export async function decide(
   if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) return EXEMPT;
   let facts: RequestFacts | null = null;
   if (anyNeedsFacts(matched)) {
-    facts = new RequestFacts(req.headers, query, () => requestToken(req), body);
+    facts = new RequestFacts(req.headers, query, () => token, body);
     // A query Rails would refuse is refused here (400) rather than read one way by us and another by Rails.
     if (anyReadsQuery(matched) && !facts.queryReadable()) return BAD_QUERY;
   }
   let account: string | null = null;
   if (needsAccount(matched)) {
     const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
-    const known = policy.account.known(req.headers.authorization, headerValue, peer.trusted);
+    const known = policy.account.known(token, headerValue, peer.trusted);
     if (known !== undefined) account = known;
     else {
       // Finding the account is an upstream call: a request that the buckets known without it already
       // refuse (a flood with a fresh token each time) must not cost the upstream anything.
       const early = await refuseEarly(ctx, policy, matched, { ipKey: client.key, address: client.address, accountKey: null, accountKnown: false, facts });
       if (early !== null) return early;
-      account = await policy.account.resolve(req.headers.authorization, headerValue, peer.trusted);
+      account = await policy.account.resolve(token, headerValue, peer.trusted);
     }
   }
   if (account !== null && isExemptAccount(policy, account)) return EXEMPT;
@@ -150,6 +157,34 @@ function admitted(headers: readonly string[], rules: readonly CompiledRule[], ma
 function rejecting(rules: readonly CompiledRule[], outcome: ConsumeOutcome): CompiledRule | undefined {
   for (let i = 0; i < rules.length; i++) if (outcome.buckets[i]!.limited && !rules[i]!.shadow) return rules[i];
   return undefined;
+}
+
+/**
+ * Whether reading the body can change this request's decision, so it is worth holding its first bytes:
+ * a POST whose `_method` would match other rules, a matched `param:` rule, or a matched rule that needs
+ * the account or keys on the token while the Authorization header carries no token (Doorkeeper then
+ * reads `access_token` from the body too).
+ * Plain GETs and requests with a bearer header on method-insensitive routes never pay for a peek.
+ */
+export function bodyCanDecide(req: http.IncomingMessage, policy: RequestPolicy, method: string, path: string): boolean {
+  if (!declaresBody(req)) return false;
+  // A body Rails reads no parameters from (an image, octet-stream) holds neither a token nor `_method`.
+  const kind = bodyKindOf(method, req.headers['content-type']);
+  if (kind === 'opaque') return false;
+  const matcher = policy.snapshot.matcher;
+  const matched = matcher.match(method, path);
+  if (method === 'POST' && kind !== 'json') {
+    // The matcher returns one frozen array per rule set, so identity says "the same rules".
+    for (const m of OVERRIDABLE_METHODS) if (m !== 'POST' && matcher.match(m, path) !== matched) return true;
+  }
+  // A `param:` rule reads the body; an account or a `per: token` rule reads the token, which may be there.
+  for (const r of matched) if (r.per === 'param') return true;
+  return (needsAccount(matched) || keysOnToken(matched)) && doorkeeperHeaderToken(req.headers.authorization) === null;
+}
+
+function keysOnToken(rules: readonly CompiledRule[]): boolean {
+  for (const r of rules) if (r.per === 'token') return true;
+  return false;
 }
 
 function needsAccount(rules: readonly CompiledRule[]): boolean {

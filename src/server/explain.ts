@@ -8,7 +8,8 @@ import type http from 'node:http';
 import type { CompiledRule, Snapshot } from '../config/types.js';
 import { formatDuration } from '../config/duration.js';
 import { perLabel } from '../config/describe.js';
-import { accountKeyFromHeader, bearerToken, compileCidrs, ipBucketKey, tokenDigest } from '../identity/index.js';
+import { accountKeyFromHeader, compileCidrs, ipBucketKey, tokenDigest } from '../identity/index.js';
+import { doorkeeperHeaderToken } from './request-params.js';
 import { fromJson, lookUp, ParamError, parseUrlEncoded, type ParamHash } from '../rack-params.js';
 import { compileMatcher, normalizePath } from '../routing/index.js';
 import { RequestFacts, ruleValueDigest, whenFails } from './rule-facts.js';
@@ -51,7 +52,7 @@ export function explain(snapshot: Snapshot, r: ExplainRequest): string[] {
     return out;
   }
   const policy = buildRequestPolicy(snapshot, async () => ({ kind: 'error' }));
-  const token = bearerToken(typeof headers.authorization === 'string' ? headers.authorization : undefined);
+  const token = doorkeeperHeaderToken(typeof headers.authorization === 'string' ? headers.authorization : undefined);
   const { accountKey, account } = accountOf(snapshot, headers, token);
   out.push(`  account: ${account}`);
   const facts = new RequestFacts(headers, target.query, () => token, bodyValues(snapshot, r.body));

@@ -14,11 +14,11 @@ import { normalizePath } from '../routing/index.js';
 import { declaresBody, type Forwarder, type ForwardResult } from '../proxy/forward.js';
 import { forwardedAsXff, forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
-import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../errors.js';
-import { decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
-import type { RequestPolicy } from './policy.js';
+import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, isClientFault, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../errors.js';
+import { bodyCanDecide, decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
 import { continueNow } from './expect-continue.js';
-import { readRuleParams } from './param-stage.js';
+import { readRequestParams, type RequestParams } from './read-params.js';
+import type { RequestPolicy } from './policy.js';
 
 /** One line per request for the access log; no token, no account, no client IP. */
 export interface RequestRecord {
@@ -60,8 +60,10 @@ interface Screened {
   readonly target: string;
   readonly peer: Peer;
   readonly maxBody: number;
-  /** The body to forward when the `param:` stage read part of it (null: `req` itself). */
-  readonly body?: Readable | null;
+  /** What to forward instead of the request itself after a body peek; null: the request. */
+  readonly body: Readable | null;
+  /** X-HTTP-Method-Override is not what Rails routes by: it must not reach the upstream. */
+  readonly dropOverrideHeader: boolean;
 }
 
 /** How an exchange ended, for `finish()`: a gateway answer carries no `result`. */
@@ -72,10 +74,10 @@ interface Ending {
 
 const NO_HEADERS: readonly string[] = Object.freeze([]);
 const NOTHING_CHARGED = { headers: NO_HEADERS, rules: Object.freeze([]), rejectedBy: undefined, matched: false } as const;
-const SHUTTING_DOWN: Decision = Object.freeze({ admit: false, status: 503, body: ERROR_BODIES.SHUTTING_DOWN, kind: 'rejected', ...NOTHING_CHARGED });
+const SHUTTING_DOWN: Decision = Object.freeze(gatewayAnswer(503, ERROR_BODIES.SHUTTING_DOWN));
+const TOO_LARGE: Decision = Object.freeze(gatewayAnswer(413, ERROR_BODIES.PAYLOAD_TOO_LARGE));
 /** `block.ips`: Mastodon's IP blocks answer 403 with this body. */
-const BLOCKED: Decision = Object.freeze({ admit: false, status: 403, body: ERROR_BODIES.FORBIDDEN, kind: 'blocked', ...NOTHING_CHARGED });
-const TOO_LARGE: Decision = Object.freeze({ admit: false, status: 413, body: ERROR_BODIES.PAYLOAD_TOO_LARGE, kind: 'rejected', ...NOTHING_CHARGED });
+const BLOCKED: Decision = Object.freeze({ ...gatewayAnswer(403, ERROR_BODIES.FORBIDDEN), kind: 'blocked' });
 /** A request id from the client is kept when it is a plain token of sane length, else replaced. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
@@ -89,27 +91,20 @@ export class Gateway {
     this.draining = true;
   }
 
-  readonly handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    this.handleRequest(req, res, false);
-  };
-
   /**
-   * A request with `Expect: 100-continue` (node:http's 'checkContinue'): the gateway answers the
-   * expectation itself, after the limit decision, so a refused client never sends its body.
+   * Also node:http's 'checkContinue' listener: a request with `Expect: 100-continue` gets its
+   * `100 Continue` from the gateway once admitted (or before its body is read for the decision), so a
+   * refused client never sends its body.
    */
-  readonly handleExpectContinue = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    this.handleRequest(req, res, true);
-  };
-
-  private handleRequest(req: http.IncomingMessage, res: http.ServerResponse, expectsContinue: boolean): void {
+  readonly handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const started = performance.now();
-    this.forward(req, res, started, expectsContinue).catch((err: unknown) => {
+    this.forward(req, res, started).catch((err: unknown) => {
       // A bug must cost one request, never the process.
       if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
       else res.destroy();
       this.logFailure(req, err, started);
     });
-  }
+  };
 
   readonly handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     const started = performance.now();
@@ -125,23 +120,31 @@ export class Gateway {
     this.opts.tunnel.closeAll();
   }
 
-  private async forward(req: http.IncomingMessage, res: http.ServerResponse, started: number, expectsContinue: boolean): Promise<void> {
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse, started: number): Promise<void> {
     const id = requestId(req);
     const s = await this.screen(req, res);
     const d = s.decision;
     if (!d.admit) {
       // A request body the gateway will not read: answering early closes the connection, not drains it.
-      respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || d === BLOCKED || (!req.complete && declaresBody(req)));
+      respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || (!req.complete && declaresBody(req)));
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
-    if (expectsContinue) continueNow(req, res);
-    const result = await this.opts.forwarder.forward(req, res, s.target, this.forwarded(req, s.peer, id), d.headers, d.matched, s.maxBody, s.body ?? null);
+    continueNow(req, res);
+    const result = await this.opts.forwarder.forward(req, res, {
+      pathAndQuery: s.target,
+      forwarded: this.forwarded(req, s.peer, id),
+      extraHeaders: d.headers,
+      dropUpstreamRateLimitHeaders: d.matched,
+      maxBodySize: s.maxBody,
+      body: s.body,
+      dropOverrideHeader: s.dropOverrideHeader,
+    });
     this.finish(req, id, s, { status: result.status, result }, started);
   }
 
   private async tunnel(req: http.IncomingMessage, socket: Duplex, head: Buffer, started: number): Promise<void> {
     const id = requestId(req);
-    const s = await this.screen(req);
+    const s = await this.screen(req, undefined);
     const d = s.decision;
     if (!d.admit) {
       respondOnSocket(socket, d.status, d.body!, d.headers);
@@ -151,36 +154,45 @@ export class Gateway {
     this.finish(req, id, s, { status: result.status, result }, started);
   }
 
-  /** The stages every request goes through before its ending. Reads the policy snapshot once. */
-  private async screen(req: http.IncomingMessage, res?: http.ServerResponse): Promise<Screened> {
+  /**
+   * The stages every request goes through before its ending. Reads the policy snapshot once. `res` is
+   * there when a body may be read (not for an upgrade): a client waiting on `Expect: 100-continue`
+   * is then told to send it.
+   */
+  private async screen(req: http.IncomingMessage, res: http.ServerResponse | undefined): Promise<Screened> {
     const policy = this.opts.policy();
     const peer = policy.resolveIp.peer(req.socket.remoteAddress);
     const method = req.method ?? 'GET';
     // Decided before anything else: a blocked client is never counted, never forwarded.
     if (policy.blockIps !== null && policy.blockIps.contains(policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded).address)) {
-      return { decision: BLOCKED, path: req.url ?? '', target: '', peer, maxBody: 0 };
+      return refused(BLOCKED, req.url ?? '', peer);
     }
-    if (this.draining) return { decision: SHUTTING_DOWN, path: req.url ?? '', target: '', peer, maxBody: 0 };
+    if (this.draining) return refused(SHUTTING_DOWN, req.url ?? '', peer);
     const target = normalizePath(req.url ?? '');
-    if (!target.ok) {
-      const decision: Decision = { admit: false, status: 400, body: badPathBody(target.reason), kind: 'rejected', ...NOTHING_CHARGED };
-      return { decision, path: req.url ?? '', target: '', peer, maxBody: 0 };
-    }
+    if (!target.ok) return refused(gatewayAnswer(400, badPathBody(target.reason)), req.url ?? '', peer);
     const path = target.path;
     // Refused before counting: a request that will not be served must not spend anyone's tokens.
     const maxBody = policy.maxBodySize(method, path);
     const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > maxBody) return { decision: TOO_LARGE, path, target: '', peer, maxBody };
-    // `param:` rules: their values from the query and the body (peeked, then replayed unchanged).
-    // Answered synchronously when no matched rule reads a parameter: no await on the usual path.
-    const read = readRuleParams(req, res, policy, method, path, target.query);
+    if (declared !== undefined && Number(declared) > maxBody) return refused(TOO_LARGE, path, peer);
+
+    // Count the request as Rails will see it: the method Rack's override names, the token wherever
+    // Doorkeeper finds it (reading the body only when that can change the decision).
+    const readBody = res !== undefined && bodyCanDecide(req, policy, method, path);
+    if (readBody) continueNow(req, res);
+    const rawQuery = target.query.length > 1 ? target.query.slice(1) : '';
+    const read = readRequestParams(req, rawQuery, { wanted: policy.wantedParams, maxBytes: policy.paramPeekBytes, readBody });
     const params = read instanceof Promise ? await read : read;
-    if (!params.ok) {
-      const decision: Decision = { admit: false, status: params.status, body: Buffer.from(JSON.stringify({ error: params.message })), kind: 'rejected', ...NOTHING_CHARGED };
-      return { decision, path, target: '', peer, maxBody };
+    if (!params.ok) return refused(gatewayAnswer(params.status, Buffer.from(JSON.stringify({ error: params.message }))), path, peer);
+    const p = params.params;
+    const token = p.token.kind === 'token' ? p.token.token : null;
+    // `param:` rules: their values from the query and the body together (two different ones: 400).
+    const values = policy.paramNames.length > 0 ? ruleParamValues(p, policy.paramNames) : undefined;
+    if (typeof values === 'string') {
+      return refused(gatewayAnswer(400, Buffer.from(JSON.stringify({ error: `Bad request: ${values} is given twice with different values` }))), path, peer);
     }
-    const decision = await decide(this.opts, req, policy, peer, method, path, target.query, params.values);
-    return { decision, path, target: path + target.query, peer, maxBody, body: params.body };
+    const decision = await decide(this.opts, req, policy, peer, p.method, path, token, target.query, values);
+    return { decision, path, target: path + target.query, peer, maxBody, body: p.body, dropOverrideHeader: p.dropOverrideHeader };
   }
 
   /**
@@ -210,7 +222,7 @@ export class Gateway {
     const r = end.result;
     if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
     else if (r.error === undefined) metrics.observeUpstream(r.status, r.seconds);
-    else if (r.error === 'PAYLOAD_TOO_LARGE') metrics.gatewayResponses.labels('413').inc();
+    else if (r.error !== 'CLIENT_ABORTED' && isClientFault(r.error)) metrics.gatewayResponses.labels(String(r.status)).inc();
     else if (r.error !== 'CLIENT_ABORTED') {
       metrics.upstreamErrors.labels(upstreamErrorReason(r.error)).inc();
       metrics.gatewayResponses.labels(String(r.status)).inc();
@@ -244,6 +256,25 @@ export class Gateway {
       error: err instanceof Error ? err.message : String(err),
     });
   }
+}
+
+/** The `param:` names' values, by name; the name of one given twice with different values instead. */
+function ruleParamValues(p: RequestParams, names: readonly string[]): Map<string, string> | string {
+  const values = new Map<string, string>();
+  for (const name of names) {
+    const pick = p.param(name);
+    if (pick.kind === 'conflict') return name;
+    if (pick.kind === 'value') values.set(name, pick.value);
+  }
+  return values;
+}
+
+function refused(decision: Decision, path: string, peer: Peer): Screened {
+  return { decision, path, target: '', peer, maxBody: 0, body: null, dropOverrideHeader: false };
+}
+
+function gatewayAnswer(status: number, body: Buffer): Decision {
+  return { admit: false, status, body, kind: 'rejected', ...NOTHING_CHARGED };
 }
 
 /** The client's request id when it is usable, else a fresh one (which is then forwarded upstream). */

@@ -4,7 +4,6 @@
  */
 import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
 import { paramNames, ruleValueDigest, valueDigest, whenFails, type RequestFacts } from './rule-facts.js';
-import { compileWantedParams, type WantedParams } from './request-params.js';
 import {
   accountKeysNamedBy,
   compileCidrs,
@@ -18,6 +17,7 @@ import {
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import type { BucketSpec } from '../limiter/types.js';
 import { compileMatcher, type RuleMatcher } from '../routing/index.js';
+import { compileWantedParams, METHOD_PARAM, TOKEN_PARAMS, type WantedParams } from './request-params.js';
 
 export interface RequestPolicy {
   readonly snapshot: Snapshot;
@@ -36,12 +36,16 @@ export interface RequestPolicy {
   readonly onError: readonly OnError[];
   /** Per rule index: its buckets' key prefix, e.g. `sign-up:`. */
   readonly keyPrefix: readonly string[];
-  /** Every `param:` name of the table, compiled for the body peek; null when no rule keys on a parameter. */
-  readonly paramWanted: WantedParams | null;
+  /** Every `param:` name of the table, as written: looked up in the request's parameters. */
+  readonly paramNames: readonly string[];
   /** Per rule index, per override: that override's key prefix, e.g. `sign-up:o0:`. */
   readonly overridePrefix: readonly (readonly string[])[];
   /** The 429 body, serialized once. */
   readonly limitedBody: Buffer;
+  /** The request parameters the gateway reads (Doorkeeper's token, Rack's `_method`), compiled once. */
+  readonly wantedParams: WantedParams;
+  /** `server.paramPeekBytes`: how much of a body is held to read them. */
+  readonly paramPeekBytes: number;
   /** Largest request body for (method, path), in bytes; Infinity for no limit. */
   maxBodySize(method: string, path: string): number;
 }
@@ -88,10 +92,12 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     blockIps: cfg.block.ips.length ? compileCidrs(cfg.block.ips) : null,
     overrides: snapshot.rules.map((r) => r.overrides.map((o) => compileOverride(r, o))),
     overridePrefix: snapshot.rules.map((r) => r.overrides.map((_, j) => ruleKeyPrefix(r.name, j))),
-    paramWanted: paramNames(snapshot.rules).length > 0 ? compileWantedParams(paramNames(snapshot.rules)) : null,
+    paramNames: paramNames(snapshot.rules),
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
+    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...paramNames(snapshot.rules)]),
+    paramPeekBytes: cfg.server.paramPeekBytes,
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
   };
 }

@@ -4,21 +4,12 @@
  * once per request; the request path builds one only when a matched rule needs it.
  */
 import type http from 'node:http';
-import { bearerToken, tokenDigest } from '../identity/index.js';
+import { tokenDigest } from '../identity/index.js';
 import { isHash, lookUp, ParamError, parseUrlEncoded, type ParamHash, type ParamValue } from '../rack-params.js';
 import type { CompiledRule } from '../config/types.js';
 import { paramPath } from '../config/limit-model.js';
 
-/**
- * The request's token: the one place the gateway decides where a token was sent, so `per: token`
- * and the account resolution key on the same token. Today the `Authorization: Bearer` header; the body
- * peek (issue 11) extends this with Doorkeeper's `access_token` / `bearer_token` parameters.
- */
-export function requestToken(req: http.IncomingMessage): string | null {
-  return bearerToken(req.headers.authorization);
-}
-
-/** Parameters read from the body, by name as written in `param:` (the body peek fills this). */
+/** The `param:` values the pipeline read (query and body together, server/read-params.ts), by name as written. */
 export type BodyParams = ReadonlyMap<string, string>;
 
 const EMPTY_HASH: ParamHash = Object.freeze(Object.create(null) as ParamHash);

@@ -70,6 +70,22 @@ limits:
   });
 });
 
+describe('per: token wherever the token was sent', () => {
+  it('counts a token in one bucket whether it came in the header, the query or a form body', async () => {
+    await gateway(`
+limits:
+  - { name: per-token, match: /api/*, per: token, limit: 3, period: 5m }
+`);
+    const user = await newUser(upstream.url);
+    const ip = '198.51.100.9';
+    expect((await req('GET', '/api/v1/accounts/verify_credentials', ip, { Authorization: `Bearer ${user.token}` })).headers['x-ratelimit-remaining']).toBe('2');
+    expect((await req('GET', `/api/v1/accounts/verify_credentials?access_token=${user.token}`, ip)).headers['x-ratelimit-remaining']).toBe('1');
+    const form = { 'Content-Type': 'application/x-www-form-urlencoded' };
+    expect((await req('POST', '/api/v1/statuses', ip, form, `access_token=${user.token}&status=hi`)).headers['x-ratelimit-remaining']).toBe('0');
+    expect((await req('GET', '/api/v1/accounts/verify_credentials', ip, { Authorization: `Bearer ${user.token}` })).status).toBe(429);
+  });
+});
+
 describe('when', () => {
   it('an unauthenticated-only rule counts requests without an account and never those with one', async () => {
     await gateway(`

@@ -87,7 +87,7 @@ describe('hostile clients', () => {
     gw = await startTestGateway(limits('{ maxBodySize: 1MB }'), { upstream: upstream.url });
     const u = new URL(gw.url);
     const status = await new Promise<number>((resolve, reject) => {
-      const r = http.request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/statuses', headers: { 'Transfer-Encoding': 'chunked' } }, (res) => {
+      const r = http.request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/statuses', headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': 'application/octet-stream' } }, (res) => {
         res.resume();
         resolve(res.statusCode ?? 0);
       });

@@ -3,7 +3,6 @@ import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   accountKeyFromHeader,
-  bearerToken,
   createAccountResolver,
   type AccountKey,
   type Introspect,
@@ -14,36 +13,21 @@ import { refusedOrigin, startIntrospectionServer, type IntrospectionServer } fro
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 const PATH = '/api/v1/accounts/verify_credentials';
 
-describe('bearerToken', () => {
-  it('reads the token of a Bearer Authorization header, whatever the scheme case', () => {
-    expect(bearerToken('Bearer abc.DEF-123')).toBe('abc.DEF-123');
-    expect(bearerToken('bearer abc')).toBe('abc');
-    expect(bearerToken('BEARER\tabc')).toBe('abc');
-    expect(bearerToken('Bearer   abc  ')).toBe('abc');
-  });
-
-  it('finds no token in other schemes or malformed values', () => {
-    for (const v of [undefined, '', 'Bearer', 'Bearer ', 'Bearerabc', 'Basic dXNlcjpwYXNz', 'Token abc', 'Bearer a b']) {
-      expect(bearerToken(v), String(v)).toBeNull();
-    }
-  });
-});
-
 describe('account from the token', () => {
   const r = createAccountResolver({ from: 'token' });
 
   it('keys on the SHA-256 digest of the token, synchronously', () => {
-    expect(r.resolve('Bearer secret-token', undefined, false)).toBe(`t:${sha('secret-token')}`);
+    expect(r.resolve('secret-token', undefined, false)).toBe(`t:${sha('secret-token')}`);
   });
 
   it('gives different tokens different keys and no token no account', () => {
-    expect(r.resolve('Bearer a', undefined, false)).not.toBe(r.resolve('Bearer b', undefined, false));
-    expect(r.resolve(undefined, undefined, false)).toBeNull();
-    expect(r.resolve('Basic eDp5', undefined, true)).toBeNull();
+    expect(r.resolve('a', undefined, false)).not.toBe(r.resolve('b', undefined, false));
+    expect(r.resolve(null, undefined, false)).toBeNull();
+    expect(r.resolve(null, undefined, true)).toBeNull();
   });
 
   it('never puts the token itself in a key', () => {
-    const key = r.resolve('Bearer s3cr3t-t0ken-value', undefined, false);
+    const key = r.resolve('s3cr3t-t0ken-value', undefined, false);
     expect(key).not.toContain('s3cr3t');
   });
 });
@@ -53,18 +37,18 @@ describe('account from a header set by a trusted proxy', () => {
 
   it('reads the header a trusted proxy set', () => {
     expect(r.header).toBe('x-account-id');
-    expect(r.resolve(undefined, '12345', true)).toBe('h:12345');
+    expect(r.resolve(null, '12345', true)).toBe('h:12345');
   });
 
   it('a client cannot choose its account by sending X-Account-Id directly', () => {
-    expect(r.resolve(undefined, 'victim', false)).toBeNull();
-    expect(r.resolve('Bearer tok', 'victim', false)).toBeNull();
+    expect(r.resolve(null, 'victim', false)).toBeNull();
+    expect(r.resolve('tok', 'victim', false)).toBeNull();
   });
 
   it('ignores empty and oversized values', () => {
-    expect(r.resolve(undefined, '', true)).toBeNull();
-    expect(r.resolve(undefined, 'x'.repeat(257), true)).toBeNull();
-    expect(r.resolve(undefined, 'x'.repeat(256), true)).toBe(`h:${'x'.repeat(256)}`);
+    expect(r.resolve(null, '', true)).toBeNull();
+    expect(r.resolve(null, 'x'.repeat(257), true)).toBeNull();
+    expect(r.resolve(null, 'x'.repeat(256), true)).toBe(`h:${'x'.repeat(256)}`);
   });
 
   it('a header value cannot break out of the store key’s hash tag', () => {
@@ -86,14 +70,14 @@ describe('account by introspection (resolver logic)', () => {
       throw new Error('sync failure');
     };
     const r = createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: 60_000 });
-    expect(await r.resolve('Bearer x', undefined, false)).toBe(`t:${sha('x')}`);
-    expect(await r.resolve('Bearer x', undefined, false)).toBe(`t:${sha('x')}`);
+    expect(await r.resolve('x', undefined, false)).toBe(`t:${sha('x')}`);
+    expect(await r.resolve('x', undefined, false)).toBe(`t:${sha('x')}`);
     expect(calls).toBe(2);
   });
 
   it('a rejected introspection falls back to the digest key', async () => {
     const r = createAccountResolver({ from: 'introspect', introspect: () => Promise.reject(new Error('x')), cacheTtlMs: 1 });
-    expect(await r.resolve('Bearer y', undefined, false)).toBe(`t:${sha('y')}`);
+    expect(await r.resolve('y', undefined, false)).toBe(`t:${sha('y')}`);
   });
 
   it('an id that cannot be a key is treated like an error', async () => {
@@ -102,7 +86,7 @@ describe('account by introspection (resolver logic)', () => {
       introspect: () => Promise.resolve({ kind: 'account', id: 'z'.repeat(1000) }),
       cacheTtlMs: 60_000,
     });
-    expect(await r.resolve('Bearer q', undefined, false)).toBe(`t:${sha('q')}`);
+    expect(await r.resolve('q', undefined, false)).toBe(`t:${sha('q')}`);
   });
 
   it('keys a token the upstream will not introspect (403) by its digest, and remembers that answer', async () => {
@@ -112,23 +96,23 @@ describe('account by introspection (resolver logic)', () => {
       introspect: () => (calls++, Promise.resolve({ kind: 'token' })),
       cacheTtlMs: 60_000,
     });
-    expect(await r.resolve('Bearer w', undefined, false)).toBe(`t:${sha('w')}`);
-    expect(r.resolve('Bearer w', undefined, false)).toBe(`t:${sha('w')}`);
+    expect(await r.resolve('w', undefined, false)).toBe(`t:${sha('w')}`);
+    expect(r.resolve('w', undefined, false)).toBe(`t:${sha('w')}`);
     expect(calls).toBe(1);
   });
 
   it('resolves a token found outside the Authorization header (resolveToken) like one inside it', async () => {
     const r = createAccountResolver({ from: 'introspect', introspect: (t) => Promise.resolve({ kind: 'account', id: t.slice(5) }), cacheTtlMs: 60_000 });
-    expect(await r.resolveToken('user-77', undefined, false)).toBe('a:77');
-    expect(r.resolveToken(null, undefined, false)).toBeNull();
+    expect(await r.resolve('user-77', undefined, false)).toBe('a:77');
+    expect(r.resolve(null, undefined, false)).toBeNull();
     const byToken = createAccountResolver({ from: 'token' });
-    expect(byToken.resolveToken('abc', undefined, false)).toBe(`t:${sha('abc')}`);
+    expect(byToken.resolve('abc', undefined, false)).toBe(`t:${sha('abc')}`);
   });
 
   it('ignores the account header and the peer in introspect mode', async () => {
     const r = createAccountResolver({ from: 'introspect', introspect: () => Promise.resolve({ kind: 'account', id: '5' }), cacheTtlMs: 1000 });
-    expect(await r.resolve(undefined, '99', true)).toBeNull();
-    expect(await r.resolve('Bearer t', '99', true)).toBe('a:5');
+    expect(await r.resolve(null, '99', true)).toBeNull();
+    expect(await r.resolve('t', '99', true)).toBe('a:5');
   });
 });
 
@@ -153,54 +137,54 @@ describe('account by introspection over HTTP', () => {
     createAccountResolver({ from: 'introspect', introspect, cacheTtlMs, now, ...(maxEntries === undefined ? {} : { maxEntries }) });
 
   it('keys a user token on its account id', async () => {
-    expect(await resolver().resolve('Bearer user-111', undefined, false)).toBe('a:111');
+    expect(await resolver().resolve('user-111', undefined, false)).toBe('a:111');
   });
 
   it('answers a cached token synchronously without a second upstream call', async () => {
     const r = resolver();
-    expect(await r.resolve('Bearer user-222', undefined, false)).toBe('a:222');
-    const second = r.resolve('Bearer user-222', undefined, false);
+    expect(await r.resolve('user-222', undefined, false)).toBe('a:222');
+    const second = r.resolve('user-222', undefined, false);
     expect(second).toBe('a:222'); // a plain value, not a Promise
     expect(server.calls.get('user-222')).toBe(1);
   });
 
   it('asks again once the cache entry has expired', async () => {
     const r = resolver(60_000);
-    await r.resolve('Bearer user-333', undefined, false);
+    await r.resolve('user-333', undefined, false);
     clock += 59_999;
-    expect(r.resolve('Bearer user-333', undefined, false)).toBe('a:333');
+    expect(r.resolve('user-333', undefined, false)).toBe('a:333');
     clock += 1;
-    expect(await r.resolve('Bearer user-333', undefined, false)).toBe('a:333');
+    expect(await r.resolve('user-333', undefined, false)).toBe('a:333');
     expect(server.calls.get('user-333')).toBe(2);
   });
 
   it('100 concurrent first requests for one token make exactly one upstream call', async () => {
     const r = resolver();
-    const keys = await Promise.all(Array.from({ length: 100 }, () => r.resolve('Bearer user-444', undefined, false)));
+    const keys = await Promise.all(Array.from({ length: 100 }, () => r.resolve('user-444', undefined, false)));
     expect(new Set(keys)).toEqual(new Set(['a:444']));
     expect(server.calls.get('user-444')).toBe(1);
   });
 
   it('an app-only token (401) has no account, and that answer is cached for at most 10 s', async () => {
     const r = resolver(300_000);
-    expect(await r.resolve('Bearer app', undefined, false)).toBeNull();
+    expect(await r.resolve('app', undefined, false)).toBeNull();
     const before = server.calls.get('app') ?? 0;
-    expect(r.resolve('Bearer app', undefined, false)).toBeNull();
+    expect(r.resolve('app', undefined, false)).toBeNull();
     expect(server.calls.get('app')).toBe(before);
     clock += 10_000;
-    expect(await r.resolve('Bearer app', undefined, false)).toBeNull();
+    expect(await r.resolve('app', undefined, false)).toBeNull();
     expect(server.calls.get('app')).toBe(before + 1);
   });
 
   it('an upstream failure cannot be used to dodge the account bucket: 500 falls back to the digest key, uncached', async () => {
     const r = resolver();
-    expect(await r.resolve('Bearer boom', undefined, false)).toBe(`t:${sha('boom')}`);
-    expect(await r.resolve('Bearer boom', undefined, false)).toBe(`t:${sha('boom')}`);
+    expect(await r.resolve('boom', undefined, false)).toBe(`t:${sha('boom')}`);
+    expect(await r.resolve('boom', undefined, false)).toBe(`t:${sha('boom')}`);
     expect(server.calls.get('boom')).toBe(2);
   });
 
   it('a timeout falls back to the digest key', async () => {
-    expect(await resolver().resolve('Bearer slow', undefined, false)).toBe(`t:${sha('slow')}`);
+    expect(await resolver().resolve('slow', undefined, false)).toBe(`t:${sha('slow')}`);
   });
 
   it('a refused connection falls back to the digest key', async () => {
@@ -212,7 +196,7 @@ describe('account by introspection over HTTP', () => {
         introspect: createHttpIntrospector({ dispatcher: refused, origin, path: PATH, timeoutMs: 1_000 }),
         cacheTtlMs: 60_000,
       });
-      expect(await r.resolve('Bearer user-1', undefined, false)).toBe(`t:${sha('user-1')}`);
+      expect(await r.resolve('user-1', undefined, false)).toBe(`t:${sha('user-1')}`);
     } finally {
       await refused.destroy();
     }
@@ -220,9 +204,9 @@ describe('account by introspection over HTTP', () => {
 
   it('a flood of random tokens cannot grow the cache past its bound', async () => {
     const r = resolver(300_000, 2);
-    for (const t of ['user-a1', 'user-a2', 'user-a3']) await r.resolve(`Bearer ${t}`, undefined, false);
-    expect(r.resolve('Bearer user-a3', undefined, false)).toBe('a:a3'); // still cached
-    expect(await r.resolve('Bearer user-a1', undefined, false)).toBe('a:a1'); // evicted, asked again
+    for (const t of ['user-a1', 'user-a2', 'user-a3']) await r.resolve(t, undefined, false);
+    expect(r.resolve('user-a3', undefined, false)).toBe('a:a3'); // still cached
+    expect(await r.resolve('user-a1', undefined, false)).toBe('a:a1'); // evicted, asked again
     expect(server.calls.get('user-a1')).toBe(2);
     expect(server.calls.get('user-a3')).toBe(1);
   });
@@ -231,7 +215,7 @@ describe('account by introspection over HTTP', () => {
     const r = resolver();
     const tokens = ['user-9f8e7d6c5b4a', 'app', 'boom', 'badjson', 'noid', 'unknown-token-zzz'];
     const keys: AccountKey[] = [];
-    for (const t of tokens) keys.push(await r.resolve(`Bearer ${t}`, undefined, false));
+    for (const t of tokens) keys.push(await r.resolve(t, undefined, false));
     for (const [i, k] of keys.entries()) {
       const t = tokens[i]!;
       if (k !== null) expect(k.includes(t), `${t} → ${k}`).toBe(false);

@@ -3,7 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { continueNow, takeOverExpectContinue } from '../../src/server/expect-continue.js';
+import { continueNow } from '../../src/server/expect-continue.js';
 
 let server: http.Server;
 let port: number;
@@ -21,7 +21,7 @@ beforeAll(async () => {
     req.on('end', () => res.end(JSON.stringify({ bytes })));
   };
   server = http.createServer(handler);
-  takeOverExpectContinue(server, handler);
+  server.on('checkContinue', handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as AddressInfo).port;
 });
