@@ -2,7 +2,7 @@
  * @module Bytes per distinct client held by the memory store and what sits in front of it on the request
  * path (IP resolver cache, key building), heap and RSS, for N distinct IPv4 clients (default 150 000).
  *
- *   node --expose-gc --import tsx bench/memory-per-client.ts [N] [--blocked]
+ *   node --import tsx bench/memory-per-client.ts [N] [--blocked]      (or '{"clients":N}', from run.ts)
  *
  * Method, in one process with a fake clock:
  *   1. warm-up: N requests cycling over 20 000 clients, more than the IP resolver caches, so that the
@@ -17,19 +17,20 @@
  * Prints one JSON line last (for bench/run.ts).
  */
 import { readFileSync } from 'node:fs';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { parseConfig } from '../src/config/index.js';
 import { createBlockedCacheStore } from '../src/limiter/blocked.js';
 import { MemoryStore } from '../src/limiter/memory.js';
 import type { Store } from '../src/limiter/types.js';
 import { bucketsFor, buildRequestPolicy } from '../src/server/policy.js';
 
-const N = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 150_000);
-const BLOCKED = process.argv.includes('--blocked');
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) {
-  console.error('run with node --expose-gc');
-  process.exit(2);
-}
+const json = process.argv[2]?.startsWith('{') ? (JSON.parse(process.argv[2]) as { clients?: number; blocked?: boolean }) : {};
+const N = json.clients ?? Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 150_000);
+const BLOCKED = json.blocked === true || process.argv.includes('--blocked');
+// A full GC on demand without asking for --expose-gc on the command line.
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
 
 let now = Date.UTC(2026, 10, 21, 19, 0, 0);
 const snapshot = parseConfig(readFileSync('config/limits.yaml', 'utf8'), 'config/limits.yaml');
@@ -43,7 +44,7 @@ interface Sample {
   rss: number;
 }
 function sample(): Sample {
-  for (let i = 0; i < 3; i++) gc!();
+  for (let i = 0; i < 3; i++) gc();
   const m = process.memoryUsage();
   return { heap: m.heapUsed + m.external, rss: m.rss };
 }

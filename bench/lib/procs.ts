@@ -1,6 +1,6 @@
 /** @module Child processes for the bench: servers on free ports, load-generator children, cleanup. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 
 export interface Proc {
@@ -40,14 +40,17 @@ export function freePort(): Promise<number> {
   });
 }
 
-export function start(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `stdoutFile`: stdout goes to that file instead of a pipe to the bench (an access log's lines). */
+export function start(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}, stdoutFile?: string): Proc {
+  const fd = stdoutFile === undefined ? undefined : openSync(stdoutFile, 'w');
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', fd ?? 'pipe', 'pipe'] });
+  if (fd !== undefined) closeSync(fd);
   if (child.pid === undefined) throw new Error(`${name}: could not start ${cmd}`);
   let out = '';
   const keep = (d: Buffer): void => {
     out = (out + d.toString()).slice(-8192);
   };
-  child.stdout!.on('data', keep);
+  child.stdout?.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, sig) => resolve(code ?? sig ?? -1)));
   const proc: Proc = {
