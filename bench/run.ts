@@ -57,9 +57,10 @@ if (argv.instructions === true) SKIP.delete('instructions');
 const BUILD = path.join('bench', '.build', 'dist');
 const RESULTS = path.join('bench', 'results');
 const BENCH_CONFIG = 'bench/limits.bench.yaml';
+const PROFILE_MARKER = '<!-- hand-written from here on: kept when the bench rewrites the profiles above -->';
 const SEED_CONFIG = 'config/limits.yaml';
 
-type SystemKey = 'direct' | 'thin' | 'nginx' | 'haproxy' | 'fastify' | 'rategate-memory' | 'rategate-memory-log' | 'rategate-redis';
+type SystemKey = 'direct' | 'thin' | 'nginx' | 'haproxy' | 'fastify' | 'rategate-memory' | 'rategate-memory-log' | 'rategate-memory-deferred' | 'rategate-redis';
 const LABELS: Record<SystemKey, string> = {
   direct: 'upstream (direct)',
   thin: 'thin forwarder',
@@ -68,9 +69,12 @@ const LABELS: Record<SystemKey, string> = {
   fastify: 'fastify+rate-limit (Redis)',
   'rategate-memory': 'rategate memory',
   'rategate-memory-log': 'rategate memory, access log',
+  'rategate-memory-deferred': 'rategate memory, deferred',
   'rategate-redis': 'rategate Redis',
 };
-const ORDER: SystemKey[] = ['direct', 'thin', 'nginx', 'haproxy', 'fastify', 'rategate-memory', 'rategate-memory-log', 'rategate-redis'];
+const ORDER: SystemKey[] = ['direct', 'thin', 'nginx', 'haproxy', 'fastify', 'rategate-memory', 'rategate-memory-log', 'rategate-memory-deferred', 'rategate-redis'];
+/** Diagnostic systems: run only when named in --only. */
+const DIAGNOSTIC = new Set<SystemKey>(['rategate-memory-deferred']);
 /** Debian installs haproxy in /usr/sbin, which is not on every user's PATH. */
 const HAPROXY = ['haproxy', '/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((c) => !spawnSync(c, ['-v']).error) ?? null;
 
@@ -96,6 +100,9 @@ interface LoadResult {
 interface CpuPerRequest {
   /** The system under test (null for the upstream reached directly: it is the upstream). */
   system: number | null;
+  /** Of `system`: user-space and kernel (system calls: sockets) time. */
+  systemUser?: number | null;
+  systemKernel?: number | null;
   upstream: number;
   redis: number | null;
   loadGenerator: number;
@@ -215,7 +222,8 @@ async function startRedis(): Promise<Server | null> {
 }
 
 /** `accessLog`: the default `info` level (one JSON line per request, to a temp file) instead of warn. */
-async function startGateway(key: string, config: string, store: string, cpuProfDir?: string, accessLog = false, wrap: string[] = []): Promise<Server> {
+/** `wrap`: a command to run the gateway under (valgrind); `launcher`: `wrap` replaces node and cli.js. */
+async function startGateway(key: string, config: string, store: string, cpuProfDir?: string, accessLog = false, wrap: string[] = [], launcher = false): Promise<Server> {
   const port = await freePort();
   const adminPort = await freePort();
   const args = [
@@ -235,10 +243,10 @@ async function startGateway(key: string, config: string, store: string, cpuProfD
   ];
   // Access log off (warn level), as nginx's and fastify's are; or on, written to a file as to a log volume.
   const logFile = accessLog ? path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-bench-log-')), 'access.log') : undefined;
-  const [cmd, ...pre] = wrap.length > 0 ? [...wrap, process.execPath] : [process.execPath];
-  const proc = start(key, cmd!, [...pre, ...args], { RATEGATE_LOG_LEVEL: accessLog ? 'info' : 'warn' }, logFile);
+  const [cmd, ...pre] = launcher ? wrap : wrap.length > 0 ? [...wrap, process.execPath] : [process.execPath];
+  const proc = start(key, cmd!, [...pre, ...(launcher ? args.filter((a) => a !== CLI) : args)], { RATEGATE_LOG_LEVEL: accessLog ? 'info' : 'warn' }, logFile);
   // Under valgrind, Node takes a minute or more to start.
-  await waitForPort(proc, port, wrap.length > 0 ? 300_000 : 30_000);
+  await waitForPort(proc, port, wrap.length > 0 && !launcher ? 300_000 : 30_000);
   if (store !== 'memory') {
     const until = Date.now() + 10_000;
     for (;;) {
@@ -394,7 +402,8 @@ async function load(port: number, pathname: string, countRedis: boolean, extra: 
     ...extra,
   };
   const snap: { before?: Promise<RedisCounts> } = {};
-  const cpuSnap = (): number[] => (cpuOf ? [cpuOf.system, cpuOf.upstream, cpuOf.redis].map((p) => (p === null ? 0 : cpuMsOfTree(p))) : []);
+  const cpuSnap = (): number[] =>
+    cpuOf ? [...[cpuOf.system, cpuOf.upstream, cpuOf.redis].map((p) => (p === null ? 0 : cpuMsOfTree(p))), cpuOf.system === null ? 0 : cpuMsOfTree(cpuOf.system, 'user')] : [];
   let cpuBefore: number[] = [];
   let cpuAfter: number[] = [];
   const r = await runScript<LoadResult>('bench/load.ts', spec, (DURATION + WARMUP + 60) * 1000, (line) => {
@@ -410,10 +419,12 @@ async function load(port: number, pathname: string, countRedis: boolean, extra: 
     r.redisCallsPerRequest = r.requests > 0 ? (a.all - b.all) / r.requests : NaN;
     r.redisScriptCallsPerRequest = r.requests > 0 ? (a.scripts - b.scripts) / r.requests : NaN;
   }
-  if (cpuOf && cpuAfter.length === 3 && r.requests > 0) {
+  if (cpuOf && cpuAfter.length === 4 && r.requests > 0) {
     const per = (i: number): number => ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / r.requests;
     const c: CpuPerRequest = {
       system: cpuOf.system === null ? null : per(0),
+      systemUser: cpuOf.system === null ? null : per(3),
+      systemKernel: cpuOf.system === null ? null : per(0) - per(3),
       upstream: per(1),
       redis: cpuOf.redis === null ? null : per(2),
       loadGenerator: ((r.loadGeneratorCpuMs ?? NaN) * 1000) / r.requests,
@@ -437,7 +448,7 @@ function mixSpec(): MixSpec {
   return { statusId: FX.statusId, appToken: FX.appToken, userTokens: FX.userTokens, takenUsername: FX.takenUsername, ipPool: 20_000 };
 }
 
-const want = (k: SystemKey): boolean => ONLY === null || ONLY.has(k);
+const want = (k: SystemKey): boolean => (ONLY === null ? !DIAGNOSTIC.has(k) : ONLY.has(k));
 
 async function startSystem(key: SystemKey, config = BENCH_CONFIG): Promise<Server | null> {
   switch (key) {
@@ -455,6 +466,8 @@ async function startSystem(key: SystemKey, config = BENCH_CONFIG): Promise<Serve
       return startGateway(key, config, 'memory');
     case 'rategate-memory-log':
       return startGateway(key, config, 'memory', undefined, true);
+    case 'rategate-memory-deferred':
+      return startGateway(key, config, 'memory', undefined, false, [process.execPath, 'bench/deferred-memory.mjs', path.dirname(CLI)], true);
     case 'rategate-redis':
       return startGateway(key, config, redisUrl!);
   }
@@ -665,11 +678,14 @@ function perfCountsInstructions(): boolean {
  * Instructions per forwarded request of the gateway process: with perf where it counts, else under
  * `valgrind --tool=callgrind` (instrumentation switched on after start-up, counters zeroed after a
  * warm-up, so the count is the measured requests' only). About 50× slower than native: a few hundred
- * requests, 8 connections, each system started alone. Deterministic to a few per cent, unlike req/s.
+ * requests, 8 connections, each system started alone. Counts user-space instructions of every thread
+ * (V8's compiler and GC threads too), none of the kernel's: socket syscalls show in the CPU table's
+ * system time instead. Much steadier than req/s on a shared machine.
  */
 async function benchInstructions(key: 'thin' | 'rategate-memory' | 'rategate-redis', usePerf: boolean): Promise<InstructionsResult | null> {
-  const warm = QUICK ? 200 : 400;
-  const measured = QUICK ? 300 : 600;
+  // V8 keeps optimizing (on threads callgrind also counts) for the first thousand requests or so.
+  const warm = QUICK ? 300 : 1500;
+  const measured = QUICK ? 300 : 500;
   const target = { path: `/api/v1/statuses/${FX.statusId}`, headers: { authorization: `Bearer ${FX.userToken}` }, clients: 1, connections: 8, depth: 1 };
   if (key === 'rategate-redis') await redis!.flushall();
   const wrap = usePerf ? [] : ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${path.join(os.tmpdir(), 'rategate-bench-cg.%p')}`];
@@ -734,6 +750,8 @@ async function profileGateway(key: 'rategate-memory' | 'rategate-redis'): Promis
       (PROFILE_SEC + 60) * 1000,
     );
     process.stdout.write(`${fmtInt(r.rps)} req/s (profiling slows it)\n`);
+    // For bench/profile-diff.ts: how many requests the profile covers.
+    writeFileSync(path.join(dir, 'load.json'), `${JSON.stringify({ requests: r.requests, rps: r.rps, seconds: PROFILE_SEC })}\n`);
   } finally {
     await stopServer(gw);
   }
@@ -857,14 +875,14 @@ function cpuTable(): string {
   const us = (x: number | null | undefined): string => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(1));
   const lines = [
     `CPU time per forwarded request, µs (measured phase, ${CONNECTIONS} connections; ${cores} cores ⇒ at most ${cores} × 10⁶ / total req/s with every core busy)`,
-    `${'system'.padEnd(28)} ${'itself'.padStart(7)} ${'upstream'.padStart(9)} ${'redis'.padStart(7)} ${'load gen'.padStart(9)} ${'total'.padStart(7)} ${'cores busy'.padStart(11)}`,
+    `${'system'.padEnd(28)} ${'itself'.padStart(7)} ${'(user'.padStart(6)} ${'+ kernel)'.padStart(9)} ${'upstream'.padStart(9)} ${'redis'.padStart(7)} ${'load gen'.padStart(9)} ${'total'.padStart(7)} ${'cores busy'.padStart(11)}`,
   ];
   for (const k of ORDER) {
     const f = results[k]?.forwarded;
     const c = f?.cpuUsPerRequest;
     if (!f || !c) continue;
     lines.push(
-      `${LABELS[k].padEnd(28)} ${us(c.system).padStart(7)} ${us(c.upstream).padStart(9)} ${us(c.redis).padStart(7)} ${us(c.loadGenerator).padStart(9)} ${us(c.total).padStart(7)} ${((c.total * f.rps) / 1e6).toFixed(2).padStart(11)}`,
+      `${LABELS[k].padEnd(28)} ${us(c.system).padStart(7)} ${us(c.systemUser).padStart(6)} ${us(c.systemKernel).padStart(9)} ${us(c.upstream).padStart(9)} ${us(c.redis).padStart(7)} ${us(c.loadGenerator).padStart(9)} ${us(c.total).padStart(7)} ${((c.total * f.rps) / 1e6).toFixed(2).padStart(11)}`,
     );
   }
   return lines.join('\n');
@@ -1084,7 +1102,10 @@ async function main(): Promise<void> {
       '',
       ...Object.entries(profiles).map(([k, s]) => toMarkdown(LABELS[k as SystemKey], s)),
     ].join('\n');
-    writeFileSync('bench/profile.md', md);
+    // The hand-written analysis below the marker (the Redis path's breakdown) survives a regeneration.
+    const old = existsSync('bench/profile.md') ? readFileSync('bench/profile.md', 'utf8') : '';
+    const kept = old.indexOf(PROFILE_MARKER);
+    writeFileSync('bench/profile.md', kept >= 0 ? `${md}\n${old.slice(kept)}` : md);
     for (const [k, s] of Object.entries(profiles)) {
       console.log(`\ntop self time, ${LABELS[k as SystemKey]} (of ${(s.busyMs / 1000).toFixed(1)} s busy):`);
       s.functions.slice(0, 15).forEach((f, i) => console.log(`  ${String(i + 1).padStart(2)}. ${f.pct.toFixed(1).padStart(5)}%  ${f.name.slice(0, 40).padEnd(40)} ${f.location}`));

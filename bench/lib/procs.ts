@@ -144,10 +144,10 @@ export async function runScript<T>(script: string, spec: unknown, timeoutMs: num
 const CLOCK_TICKS_PER_SEC = 100; // USER_HZ: 100 on Linux for every architecture Node runs on
 
 /**
- * CPU time (user + system, in ms) used so far by `pid` and its descendants (nginx's workers; node's
- * cluster workers), from /proc; NaN where /proc is not available. Resolution 10 ms.
+ * CPU time (user + system, in ms; or only `user`) used so far by `pid` and its descendants (nginx's
+ * workers; node's cluster workers), from /proc; NaN where /proc is not available. Resolution 10 ms.
  */
-export function cpuMsOfTree(pid: number): number {
+export function cpuMsOfTree(pid: number, which: 'all' | 'user' = 'all'): number {
   let ticks = 0;
   const visit = (p: number): void => {
     let stat: string;
@@ -158,7 +158,7 @@ export function cpuMsOfTree(pid: number): number {
     }
     // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(f[11]) + Number(f[12]);
+    ticks += Number(f[11]) + (which === 'all' ? Number(f[12]) : 0);
     let children = '';
     try {
       for (const tid of readdirSync(`/proc/${p}/task`)) children += `${readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8')} `;
