@@ -780,6 +780,11 @@ function statusSummary(s: Record<string, number>): string {
 interface Ratio {
   name: string;
   value: number | null;
+  /**
+   * The same throughput ratio estimated from CPU time: with every core busy, req/s ≈ cores / total CPU
+   * per request, so a/b ≈ total(b) / total(a). Steadier than req/s on a shared machine.
+   */
+  byCpu?: number | null;
   target: string;
   pass: boolean | null;
   detail: string;
@@ -790,13 +795,14 @@ function ratios(perClient: PerClientResult | null): Ratio[] {
   const rps = (k: SystemKey, s: 'forwarded' | 'rejected'): number | null => results[k]?.[s]?.rps ?? null;
   const div = (a: number | null, b: number | null): number | null => (a !== null && b !== null && b > 0 ? a / b : null);
   const out: Ratio[] = [];
-  const ratio = (name: string, value: number | null, min: number, missing: string): void => {
-    out.push({ name, value, target: `≥ ${min}`, pass: value === null ? null : value >= min, detail: value === null ? missing : '' });
+  const total = (k: SystemKey, s: 'forwarded' | 'rejected' = 'forwarded'): number | null => results[k]?.[s]?.cpuUsPerRequest?.total ?? null;
+  const ratio = (name: string, value: number | null, min: number, missing: string, byCpu: number | null = null): void => {
+    out.push({ name, value, byCpu, target: `≥ ${min}`, pass: value === null ? null : value >= min, detail: value === null ? missing : '' });
   };
   const why = (...keys: SystemKey[]): string => keys.map((k) => results[k]?.skipped).filter(Boolean).join('; ') || 'not measured';
-  ratio('rategate memory / bare forwarder (forwarded req/s)', div(rps('rategate-memory', 'forwarded'), rps('thin', 'forwarded')), 0.9, why('rategate-memory', 'thin'));
-  ratio('rategate Redis / bare forwarder (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')), 0.8, why('rategate-redis', 'thin'));
-  ratio('rategate Redis / fastify peer (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('fastify', 'forwarded')), 1.6, why('rategate-redis', 'fastify'));
+  ratio('rategate memory / bare forwarder (forwarded req/s)', div(rps('rategate-memory', 'forwarded'), rps('thin', 'forwarded')), 0.9, why('rategate-memory', 'thin'), div(total('thin'), total('rategate-memory')));
+  ratio('rategate Redis / bare forwarder (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')), 0.8, why('rategate-redis', 'thin'), div(total('thin'), total('rategate-redis')));
+  ratio('rategate Redis / fastify peer (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('fastify', 'forwarded')), 1.6, why('rategate-redis', 'fastify'), div(total('fastify'), total('rategate-redis')));
   ratio('rejected / forwarded req/s (rategate Redis)', div(rps('rategate-redis', 'rejected'), rps('rategate-redis', 'forwarded')), 2, why('rategate-redis'));
   ratio('rejected / forwarded req/s (rategate memory)', div(rps('rategate-memory', 'rejected'), rps('rategate-memory', 'forwarded')), 2, why('rategate-memory'));
   ratio(
@@ -804,6 +810,7 @@ function ratios(perClient: PerClientResult | null): Ratio[] {
     div(rps('rategate-memory-log', 'forwarded'), rps('rategate-memory', 'forwarded')),
     0.9,
     why('rategate-memory-log', 'rategate-memory'),
+    div(total('rategate-memory'), total('rategate-memory-log')),
   );
   const bpc = perClient?.rssBytesPerClient ?? null;
   out.push({
@@ -1077,10 +1084,13 @@ async function main(): Promise<void> {
         `heap used ${memory.heapUsedBeforeMB?.toFixed(0)} → ${memory.heapUsedAfterMB?.toFixed(0)} MB (no forced GC), ${memory.seconds.toFixed(0)} s at ${fmtInt(memory.rps)} req/s`,
     );
   }
-  console.log('\nissue 14 goals (one run, interleaved rounds):');
+  console.log('\nissue 14 goals (one run, interleaved rounds; "by CPU": the throughput ratio the CPU table predicts, total(b) / total(a)):');
   for (const r of rs) {
     const v = r.value === null ? 'n/a' : r.value.toFixed(r.name.includes('bytes') ? 0 : r.name.includes('commands') ? 3 : 2);
-    console.log(`  ${r.name.padEnd(62)} ${v.padStart(7)}  ${r.target.padEnd(12)} ${r.pass === null ? `SKIP (${r.detail.slice(0, 80)})` : r.pass ? 'PASS' : 'MISS'}`);
+    const cpu = r.byCpu === undefined ? '' : r.byCpu === null ? '(by CPU: n/a)' : `(by CPU: ${r.byCpu.toFixed(2)})`;
+    console.log(
+      `  ${r.name.padEnd(62)} ${v.padStart(7)}  ${r.target.padEnd(12)} ${(r.pass === null ? `SKIP (${r.detail.slice(0, 80)})` : r.pass ? 'PASS' : 'MISS').padEnd(5)} ${cpu}`,
+    );
   }
   const thin = results.thin?.forwarded?.rps;
   const fast = results.fastify?.forwarded?.rps;
