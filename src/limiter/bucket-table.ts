@@ -40,6 +40,11 @@ export class BucketTable {
   private readonly prefixes = new Map<string, number>();
   private readonly longKeys = new Map<number, string>();
   private readonly scratch = new Uint8Array(KEY);
+  /**
+   * A random start for the hash: a client who can choose keys (account header values) must not be able
+   * to precompute keys that all land in one probe run, which would make every lookup a long scan.
+   */
+  private readonly seed = (Math.random() * 0x100000000) >>> 0;
   /** Length byte of the key last packed by `pack` (LONG when it did not pack), and its hash. */
   private packed = 0;
   private packedHash = 0;
@@ -121,11 +126,11 @@ export class BucketTable {
     this.resize(MIN_ROWS);
   }
 
-  /** Packs `key` into `scratch` and returns its hash (FNV-1a over the packed bytes, or the string's code units). */
+  /** Packs `key` into `scratch` and returns its hash (seeded FNV-1a over the packed bytes, or the string's code units). */
   private pack(key: string): number {
     const n = this.packKey(key);
     this.packed = n;
-    let h = 0x811c9dc5;
+    let h = this.seed ^ 0x811c9dc5;
     if (n === LONG) {
       for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
     } else {
@@ -133,6 +138,12 @@ export class BucketTable {
       s[0] = n;
       for (let i = 0; i <= n; i++) h = Math.imul(h ^ s[i]!, 0x01000193);
     }
+    // murmur3's finalizer: the index uses the low bits, which FNV alone mixes poorly.
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
     return (this.packedHash = h >>> 0);
   }
 
