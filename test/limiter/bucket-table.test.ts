@@ -74,6 +74,16 @@ describe('the bucket table', () => {
     expect(table.find('a:{ip:1.2.3.5}')).toBe(-1);
   });
 
+  it('keeps the buckets of many rules apart, beyond the prefixes it finds without a lookup', () => {
+    const table = new BucketTable();
+    const keys = Array.from({ length: 40 }, (_, i) => `rule-${i}:{ip:192.0.2.1}`);
+    keys.forEach((k, i) => (table.state[table.insert(k) * ROW] = i + 1));
+    expect(table.size).toBe(40);
+    keys.forEach((k, i) => expect(table.state[table.find(k) * ROW]).toBe(i + 1));
+    expect(table.find('rule-40:{ip:192.0.2.1}')).toBe(-1);
+    expect(table.find('rule-1:{ip:192.0.2.2}')).toBe(-1);
+  });
+
   it('gives the memory back when the clients of a busy period have expired', () => {
     const clock = new FakeClock();
     const store = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
