@@ -688,7 +688,11 @@ async function benchInstructions(key: 'thin' | 'rategate-memory' | 'rategate-red
   const measured = QUICK ? 300 : 500;
   const target = { path: `/api/v1/statuses/${FX.statusId}`, headers: { authorization: `Bearer ${FX.userToken}` }, clients: 1, connections: 8, depth: 1 };
   if (key === 'rategate-redis') await redis!.flushall();
-  const wrap = usePerf ? [] : ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${path.join(os.tmpdir(), 'rategate-bench-cg.%p')}`];
+  // The dumps stay in bench/.build/callgrind/<system>/ for callgrind_annotate (native code and V8 builtins are named; JIT code is not).
+  const cgDir = path.resolve('bench', '.build', 'callgrind', key);
+  rmSync(cgDir, { recursive: true, force: true });
+  mkdirSync(cgDir, { recursive: true });
+  const wrap = usePerf ? [] : ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${path.join(cgDir, 'callgrind.out.%p')}`];
   process.stdout.write(`${LABELS[key].padEnd(28)} instructions per request (${usePerf ? 'perf stat' : 'callgrind'}) … `);
   let server: Server;
   if (key === 'thin') {
@@ -715,16 +719,16 @@ async function benchInstructions(key: 'thin' | 'rategate-memory' | 'rategate-red
     } else {
       control('-z');
       await runScript('bench/million.ts', { port: server.port, n: measured, ...target }, 600_000);
-      const before = new Set(readdirSync(os.tmpdir()).filter((f) => f.startsWith(`rategate-bench-cg.${pid}`)));
+      const before = new Set(readdirSync(cgDir));
       control('-d');
       const until = Date.now() + 30_000;
       let file: string | undefined;
       while (file === undefined && Date.now() < until) {
         await sleep(200);
-        file = readdirSync(os.tmpdir()).find((f) => f.startsWith(`rategate-bench-cg.${pid}`) && !before.has(f));
+        file = readdirSync(cgDir).find((f) => !before.has(f));
       }
       await sleep(500);
-      const text = file === undefined ? '' : readFileSync(path.join(os.tmpdir(), file), 'utf8');
+      const text = file === undefined ? '' : readFileSync(path.join(cgDir, file), 'utf8');
       count = Number(/^totals:\s+(\d+)/m.exec(text)?.[1] ?? NaN);
     }
     const perRequest = count / measured;
@@ -732,7 +736,6 @@ async function benchInstructions(key: 'thin' | 'rategate-memory' | 'rategate-red
     return Number.isFinite(perRequest) ? { tool: usePerf ? 'perf' : 'callgrind', requests: measured, perRequest } : null;
   } finally {
     await stopServer(server);
-    for (const f of readdirSync(os.tmpdir())) if (f.startsWith(`rategate-bench-cg.${pid}`)) rmSync(path.join(os.tmpdir(), f), { force: true });
   }
 }
 
