@@ -1058,7 +1058,7 @@ async function main(): Promise<void> {
         const s = await profileGateway(k);
         if (s) profiles[k] = s;
       }
-    } else note('CPU profiles skipped (--quick skips them; run the full bench)');
+    } else note('CPU profiles skipped (--skip profile; --quick skips them)');
   } finally {
     await stopServer(upstream);
     redis?.disconnect();
