@@ -16,6 +16,8 @@ interface Spec {
   path: string;
   n: number;
   offset?: number;
+  /** Distinct clients to cycle through (default n: every request from a new client). */
+  clients?: number;
   connections?: number;
   depth?: number;
   headers?: Record<string, string>;
@@ -24,12 +26,13 @@ interface Spec {
 const spec = JSON.parse(process.argv[2] ?? '{}') as Spec;
 const host = spec.host ?? '127.0.0.1';
 const offset = spec.offset ?? 0;
+const clients = spec.clients ?? spec.n;
 let extra = '';
 for (const [k, v] of Object.entries(spec.headers ?? {})) extra += `${k}: ${v}\r\n`;
 const prefix = `GET ${spec.path} HTTP/1.1\r\nHost: ${host}:${spec.port}\r\n${extra}X-Forwarded-For: `;
 
 function request(i: number): string {
-  const k = i + offset;
+  const k = (i % clients) + offset;
   return `${prefix}${40 + (k >>> 16)}.${(k >>> 8) & 255}.${k & 255}.9\r\n\r\n`;
 }
 

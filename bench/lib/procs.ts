@@ -1,6 +1,6 @@
 /** @module Child processes for the bench: servers on free ports, load-generator children, cleanup. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 
 export interface Proc {
@@ -40,14 +40,17 @@ export function freePort(): Promise<number> {
   });
 }
 
-export function start(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `stdoutFile`: stdout goes to that file instead of a pipe to the bench (an access log's lines). */
+export function start(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}, stdoutFile?: string): Proc {
+  const fd = stdoutFile === undefined ? undefined : openSync(stdoutFile, 'w');
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', fd ?? 'pipe', 'pipe'] });
+  if (fd !== undefined) closeSync(fd);
   if (child.pid === undefined) throw new Error(`${name}: could not start ${cmd}`);
   let out = '';
   const keep = (d: Buffer): void => {
     out = (out + d.toString()).slice(-8192);
   };
-  child.stdout!.on('data', keep);
+  child.stdout?.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, sig) => resolve(code ?? sig ?? -1)));
   const proc: Proc = {
@@ -141,10 +144,10 @@ export async function runScript<T>(script: string, spec: unknown, timeoutMs: num
 const CLOCK_TICKS_PER_SEC = 100; // USER_HZ: 100 on Linux for every architecture Node runs on
 
 /**
- * CPU time (user + system, in ms) used so far by `pid` and its descendants (nginx's workers; node's
- * cluster workers), from /proc; NaN where /proc is not available. Resolution 10 ms.
+ * CPU time (user + system, in ms; or only `user`) used so far by `pid` and its descendants (nginx's
+ * workers; node's cluster workers), from /proc; NaN where /proc is not available. Resolution 10 ms.
  */
-export function cpuMsOfTree(pid: number): number {
+export function cpuMsOfTree(pid: number, which: 'all' | 'user' = 'all'): number {
   let ticks = 0;
   const visit = (p: number): void => {
     let stat: string;
@@ -155,7 +158,7 @@ export function cpuMsOfTree(pid: number): number {
     }
     // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(f[11]) + Number(f[12]);
+    ticks += Number(f[11]) + (which === 'all' ? Number(f[12]) : 0);
     let children = '';
     try {
       for (const tid of readdirSync(`/proc/${p}/task`)) children += `${readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8')} `;
