@@ -15,6 +15,7 @@ import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
 import { createAdminServer } from './admin/server.js';
+import { createDrain } from './server/drain.js';
 import { Gateway, respondError } from './server/gateway.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
 import { startUpstream, type RunningUpstream } from './upstream/index.js';
@@ -91,7 +92,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     wantsRecords: () => log.isLevelEnabled(requestLogLevel()),
   });
 
-  const server = createProxyServer(cfg.server, gateway.handle, metrics);
+  const drain = createDrain();
+  const server = createProxyServer(cfg.server, gateway.handle, metrics, drain.ServerResponse);
   const upgrades = createUpgradeHandler({ origin, gateway, policy: () => policy, metrics });
   server.on('upgrade', upgrades);
   const listen = parseHostPort(cfg.listen)!;
@@ -173,16 +175,9 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       watcher.stop();
       gateway.startDraining();
       log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const timer = setTimeout(() => {
-        log.warn('drain time over: closing remaining connections');
-        server.closeAllConnections();
-      }, graceMs);
       // WebSockets have no natural end: they get the drain time, then are closed.
       const wsTimer = setTimeout(() => upgrades.closeAll(), graceMs);
-      await closed;
-      clearTimeout(timer);
+      await drain.run(server, graceMs, () => log.warn('drain time over: closing remaining connections'));
       clearTimeout(wsTimer);
       upgrades.closeAll();
       if (runAdmin) {
@@ -204,9 +199,15 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
  * (slowloris) and the whole request (408), a connection cap, and garbage on the socket answered 400 and
  * closed. None of these costs other clients anything.
  */
-function createProxyServer(s: Snapshot['config']['server'], handler: http.RequestListener, metrics: Metrics): http.Server {
+function createProxyServer(
+  s: Snapshot['config']['server'],
+  handler: http.RequestListener,
+  metrics: Metrics,
+  ServerResponse: typeof http.ServerResponse,
+): http.Server {
   const server = http.createServer(
     {
+      ServerResponse,
       maxHeaderSize: s.maxHeaderSize,
       headersTimeout: s.headersTimeout,
       requestTimeout: s.requestTimeout,
