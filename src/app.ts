@@ -6,11 +6,12 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { ConfigError, parseConfig, parseHostPort, type ConfigOverrides, type Snapshot } from './config/index.js';
 import { ConfigWatcher } from './config/watch.js';
 import { createHttpIntrospector } from './identity/index.js';
 import { createStoreFor, type StoreHandle } from './limiter/factory.js';
+import { createProcessLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
@@ -25,7 +26,10 @@ export interface GatewaySettings {
   configPath: string;
   /** Flags and environment, which win over the file. */
   overrides?: ConfigOverrides;
-  /** Default: pino at the config's log.level, to stdout. */
+  /**
+   * Default: pino JSON lines on stdout, buffered (log.ts). Its level is set here, at start and on every
+   * reload alike, to the config's `log.level` (which `overrides.logLevel`, RATEGATE_LOG_LEVEL, replaces).
+   */
   logger?: Logger;
   /** Tests only: the store's clock (the memory store's, or the Redis scripts' clock override). */
   now?: () => number;
@@ -57,7 +61,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const initialText = await readFile(settings.configPath, 'utf8');
   const snapshot = parseConfig(initialText, settings.configPath, overrides);
   const cfg = snapshot.config;
-  const log = settings.logger ?? pino({ level: cfg.log.level });
+  const log = settings.logger ?? createProcessLogger();
+  log.level = cfg.log.level;
 
   let builtin: RunningUpstream | undefined;
   let origin = cfg.upstream.url;
@@ -157,6 +162,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     { listen: url, admin: adminUrl, store: storeHandle.kind, upstream: upstreamText, rules: snapshot.rules.length },
     `rategate listening on ${url}, admin ${runAdmin ? `on ${adminUrl}` : 'in the primary'}, store ${storeHandle.kind}, upstream ${upstreamText}, ${snapshot.rules.length} rules from ${settings.configPath}`,
   );
+  log.flush();
 
   return {
     url,
@@ -175,6 +181,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       watcher.stop();
       gateway.startDraining();
       log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
+      log.flush();
       // WebSockets have no natural end: they get the drain time, then are closed.
       const wsTimer = setTimeout(() => upgrades.closeAll(), graceMs);
       await drain.run(server, graceMs, () => log.warn('drain time over: closing remaining connections'));
@@ -190,6 +197,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       await storeHandle.store.close();
       await builtin?.close();
       log.info('stopped');
+      log.flush();
     },
   };
 }

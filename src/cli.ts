@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /** @module The command line: `serve`, `check`, `upstream`. The only place that calls process.exit. */
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
 import { ConfigError, formatRulesTable, formatSummary, loadConfigFile, parseHostPort, type ConfigOverrides } from './config/index.js';
+import { createProcessLogger } from './log.js';
 
 const USAGE = `Usage:
   rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
@@ -10,7 +10,8 @@ const USAGE = `Usage:
   rategate check    [--config FILE]
   rategate upstream [--listen HOST:PORT]
 
-Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE.
+Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE,
+RATEGATE_LOG_LEVEL (wins over the file's log.level).
 Default config: config/limits.yaml.`;
 
 const DEFAULT_CONFIG = 'config/limits.yaml';
@@ -54,6 +55,8 @@ function overridesFrom(values: Record<string, unknown>): ConfigOverrides {
   const adminListen = pick(values['admin-listen'], 'RATEGATE_ADMIN_LISTEN');
   const up = pick(values.upstream, 'RATEGATE_UPSTREAM');
   const store = pick(values.store, 'RATEGATE_STORE');
+  const logLevel = pick(undefined, 'RATEGATE_LOG_LEVEL');
+  if (logLevel !== undefined) o.logLevel = logLevel;
   if (listen !== undefined) o.listen = listen;
   if (adminListen !== undefined) o.adminListen = adminListen;
   if (up !== undefined) o.upstream = up;
@@ -96,7 +99,7 @@ async function serve(args: string[]): Promise<number> {
     workers: { type: 'string' },
   });
   if (values.help) return (console.log(USAGE), 0);
-  const logger = pino({ level: process.env.RATEGATE_LOG_LEVEL ?? 'info' });
+  const logger = createProcessLogger();
   const workersFlag = typeof values.workers === 'string' ? values.workers : '1';
   const { workerCount, runPrimary, WorkersRefused, serveWorkerMetrics } = await import('./workers.js');
   const workers = workerCount(workersFlag);

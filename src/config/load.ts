@@ -15,6 +15,8 @@ export interface ConfigOverrides {
   upstream?: string;
   /** `memory` or a Redis URL. */
   store?: string;
+  /** `log.level` (RATEGATE_LOG_LEVEL): wins over the file at start and on every reload alike. */
+  logLevel?: string;
 }
 
 export type ValidationResult = { readonly ok: true; readonly config: Config } | { readonly ok: false; readonly errors: string[] };
@@ -48,6 +50,7 @@ const OVERRIDE_PATHS: Record<keyof ConfigOverrides, readonly string[]> = {
   adminListen: ['admin', 'listen'],
   upstream: ['upstream', 'url'],
   store: ['store', 'url'],
+  logLevel: ['log', 'level'],
 };
 
 function isRecord(v: unknown): v is Record<string, unknown> {
