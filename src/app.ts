@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { ConfigError, parseConfig, parseHostPort, type ConfigOverrides, type Snapshot } from './config/index.js';
+import { configChanges } from './config/changes.js';
 import { ConfigWatcher } from './config/watch.js';
 import { createHttpIntrospector } from './identity/index.js';
 import { createStoreFor, type StoreHandle } from './limiter/factory.js';
@@ -73,6 +74,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   origin = new URL(origin).origin;
 
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
+  metrics.configLoaded(true, false);
   const storeHandle = await createStoreFor(cfg.store, metrics, settings.now ? { now: settings.now } : {});
   const forwarder = new Forwarder(
     { origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout },
@@ -106,13 +108,21 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 
   let draining = false;
   const upstreamProbe = cachedProbe(origin);
+  const storeProbe = cached(() => storeHandle.reachable());
+  metrics.storeProbe = storeProbe;
   const admin = createAdminServer({
     metrics,
     policy: () => policy,
     store: storeHandle.store,
     ready: async () => {
-      const checks = { config: true, serving: !draining, store: await storeHandle.ready(), upstream: await upstreamProbe() };
-      return { ready: Object.values(checks).every(Boolean), checks };
+      // Readiness means "can serve": a store that does not answer leaves the gateway serving under its
+      // onError policy (and every route no rule matches), so it fails readiness only when asked to.
+      const reachable = await storeProbe();
+      const storeCfg = policy.snapshot.config.store;
+      const checks: Record<string, boolean> = { config: true, serving: !draining, upstream: await upstreamProbe() };
+      if (storeCfg.failReadiness) checks.store = reachable;
+      const store = { kind: storeHandle.kind, reachable, fallbackActive: storeHandle.fallbackActive(), onError: storeCfg.onError };
+      return { ready: Object.values(checks).every(Boolean), checks, details: { store } };
     },
   });
   const runAdmin = settings.admin ?? true;
@@ -128,20 +138,23 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       next = parseConfig(text, settings.configPath, overrides);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      metrics.configReloads.labels('error').inc();
+      metrics.configLoaded(false);
       log.error({ errors: err.errors, source: settings.configPath }, 'config reload refused; the previous limit table stays in force');
       return false;
     }
-    const before = policy.snapshot.config;
-    for (const key of ['listen', 'admin', 'upstream', 'store'] as const) {
-      if (JSON.stringify(before[key]) !== JSON.stringify(next.config[key])) {
-        log.warn({ section: key }, `config section "${key}" changed: it applies at the next restart, not on reload`);
-      }
-    }
+    const changes = configChanges(policy.snapshot.config, next.config);
     policy = buildRequestPolicy(next, introspect, policy);
     log.level = next.config.log.level;
-    metrics.configReloads.labels('success').inc();
-    log.info({ rules: next.rules.length, source: settings.configPath }, `config reloaded: ${next.rules.length} rules`);
+    metrics.configLoaded(true);
+    // Say exactly what happened: key names only (never values: admin.token is one of them).
+    const applied = changes.live.length > 0 ? `; in force now: ${changes.live.join(', ')}` : '; nothing changed';
+    log.info({ rules: next.rules.length, source: settings.configPath, applied: changes.live }, `config reloaded: ${next.rules.length} rules${applied}`);
+    if (changes.atRestart.length > 0) {
+      log.warn(
+        { atRestart: changes.atRestart },
+        `config reloaded, but these changes apply only at the next restart (the running values stay until then): ${changes.atRestart.join(', ')}`,
+      );
+    }
     return true;
   }
 
@@ -261,17 +274,25 @@ function cachedProbe(origin: string): () => Promise<boolean> {
   const u = new URL(origin);
   const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
   const host = u.hostname.replace(/^\[|\]$/g, '');
+  return cached(
+    () =>
+      new Promise<boolean>((resolve) => {
+        const s = net.connect({ host, port, timeout: 1000 });
+        s.once('connect', () => (s.destroy(), resolve(true)));
+        s.once('error', () => resolve(false));
+        s.once('timeout', () => (s.destroy(), resolve(false)));
+      }),
+  );
+}
+
+/** A probe asked at most once a second, whatever the rate of probes and scrapes. */
+function cached(probe: () => Promise<boolean>): () => Promise<boolean> {
   let last = 0;
   let value = true;
   return async () => {
     if (Date.now() - last < 1000) return value;
     last = Date.now();
-    value = await new Promise<boolean>((resolve) => {
-      const s = net.connect({ host, port, timeout: 1000 });
-      s.once('connect', () => (s.destroy(), resolve(true)));
-      s.once('error', () => resolve(false));
-      s.once('timeout', () => (s.destroy(), resolve(false)));
-    });
+    value = await probe();
     return value;
   };
 }

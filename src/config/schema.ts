@@ -126,6 +126,10 @@ const storeShape = {
   onError: onError
     .default('local')
     .describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
+  failReadiness: z
+    .boolean()
+    .default(false)
+    .describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
 };
 const accountShape = {
   from: z

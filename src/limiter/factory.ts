@@ -14,8 +14,10 @@ export interface StoreHandle {
   readonly store: Store;
   /** `memory`, `redis` or `redis-cluster`, for the startup line and /readyz. */
   readonly kind: 'memory' | 'redis' | 'redis-cluster';
-  /** True when decisions can be made: Redis answers, or its fallback policy (local/allow) is in force. */
-  ready(): Promise<boolean>;
+  /** Does the store answer now? (A bounded ping; always true for memory.) /readyz and rategate_store_up. */
+  reachable(): Promise<boolean>;
+  /** True while decisions are made by the fault policy (onError) instead of the store. */
+  fallbackActive(): boolean;
 }
 
 export interface StoreFactoryOptions {
@@ -28,7 +30,7 @@ export interface StoreFactoryOptions {
 export async function createStoreFor(storeConfig: Config['store'], metrics: Metrics, opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
   if (storeConfig.url === 'memory') {
     const store = new MemoryStore(opts.now ? { now: opts.now } : {});
-    return { store, kind: 'memory', ready: async () => true };
+    return { store, kind: 'memory', reachable: async () => true, fallbackActive: () => false };
   }
   const redis = createRedisStore({
     url: storeConfig.url,
@@ -50,13 +52,10 @@ export async function createStoreFor(storeConfig: Config['store'], metrics: Metr
   return {
     store: createBlockedCacheStore(resilient),
     kind,
-    ready: async () => {
-      try {
-        await redis.ping();
-        return true;
-      } catch {
-        return storeConfig.onError !== 'deny';
-      }
-    },
+    reachable: () => redis.ping().then(
+      () => true,
+      () => false,
+    ),
+    fallbackActive: () => resilient.fallbackActive,
   };
 }
