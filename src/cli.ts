@@ -3,15 +3,17 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, formatRulesTable, formatSummary, loadConfigFile, parseHostPort, type ConfigOverrides } from './config/index.js';
 import { createProcessLogger } from './log.js';
+import { VERSION } from './version.js';
 
 const USAGE = `Usage:
   rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
                     [--upstream URL|builtin] [--store memory|URL] [--workers N|auto]
   rategate check    [--config FILE]
   rategate upstream [--listen HOST:PORT]
+  rategate --version
 
 Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE,
-RATEGATE_LOG_LEVEL (wins over the file's log.level).
+RATEGATE_LOG_LEVEL (wins over the file's log.level). check applies them as serve does.
 Default config: config/limits.yaml.`;
 
 const DEFAULT_CONFIG = 'config/limits.yaml';
@@ -25,6 +27,11 @@ async function main(argv: string[]): Promise<number> {
       return check(rest);
     case 'upstream':
       return upstream(rest);
+    case '--version':
+    case '-v':
+    case 'version':
+      console.log(VERSION);
+      return 0;
     case undefined:
     case '-h':
     case '--help':
@@ -80,7 +87,8 @@ async function check(args: string[]): Promise<number> {
   const { values } = parse(args, { config: { type: 'string', short: 'c' } });
   if (values.help) return (console.log(USAGE), 0);
   try {
-    const snapshot = await loadConfigFile(configPath(values));
+    // Exactly what serve would load: the same file with the same RATEGATE_* overrides.
+    const snapshot = await loadConfigFile(configPath(values), overridesFrom(values));
     console.log(formatRulesTable(snapshot));
     console.log(formatSummary(snapshot));
     return 0;

@@ -19,6 +19,8 @@ export interface ConfigOverrides {
   logLevel?: string;
 }
 
+export const EMPTY_FILE = '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")';
+
 export type ValidationResult = { readonly ok: true; readonly config: Config } | { readonly ok: false; readonly errors: string[] };
 
 /** Parses YAML into plain data; a syntax error throws ConfigError with `line L, column C: …`. */
@@ -135,6 +137,8 @@ function issuesOf(error: z.ZodError): PathIssue[] {
 
 /** Validates plain data (from YAML or elsewhere) after applying overrides. Never throws. */
 export function validateConfig(input: unknown, overrides?: ConfigOverrides): ValidationResult {
+  // An empty file (or one of comments only) is more likely a broken deploy than a wish for no limits.
+  if (input === null || input === undefined) return { ok: false, errors: [EMPTY_FILE] };
   const { raw, paths } = applyOverrides(input === null || input === undefined ? {} : input, overrides);
   const parsed = configSchema.safeParse(raw, { error: configErrorMap });
   const issues = [...(parsed.success ? [] : issuesOf(parsed.error)), ...crossFieldIssues(raw)];

@@ -2,8 +2,9 @@
 import { z } from 'zod';
 import { parsePattern } from '../routing/pattern.js';
 import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
-import { formatPath, show, type PathItem } from './errors.js';
+import { closest, formatPath, show, type PathItem } from './errors.js';
 import {
+  checkCustomMethod,
   checkIpOrCidr,
   checkListen,
   checkStoreUrl,
@@ -12,6 +13,7 @@ import {
   HEADER_NAME,
   parseHostPort,
   sameSocket,
+  STANDARD_METHODS,
 } from './validators.js';
 
 /** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
@@ -214,6 +216,13 @@ const logShape = {
     .describe('Level of the one JSON line logged per request (the access log); below `level` hides it.'),
 };
 
+const methodsShape = {
+  custom: z
+    .array(checked(checkCustomMethod))
+    .default([])
+    .describe('Methods beyond the standard ones (GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH) that match: may name, e.g. PURGE.'),
+};
+
 export const topShape = {
   listen: checked(checkListen).default('0.0.0.0:8080').describe('HOST:PORT the gateway listens on ([::]:8080 for IPv6).'),
   admin: z.object(adminShape).strict().prefault({}).describe('The admin listener.'),
@@ -224,6 +233,7 @@ export const topShape = {
   exempt: z.object(exemptShape).strict().prefault({}).describe('Clients never limited.'),
   log: z.object(logShape).strict().prefault({}).describe('Logging.'),
   server: z.object(serverShape).strict().prefault({}).describe('Protection of the proxy listener against hostile clients.'),
+  methods: z.object(methodsShape).strict().prefault({}).describe('HTTP methods that patterns may name.'),
   limits: z
     .array(rule)
     // `limits:` with every rule commented out reads as null: an empty table, not an error.
@@ -252,6 +262,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   log: Object.keys(logShape),
   server: Object.keys(serverShape),
   'server.bodyLimits': Object.keys(bodyLimitShape),
+  methods: Object.keys(methodsShape),
   limits: Object.keys(ruleShape),
 };
 
@@ -302,6 +313,15 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
     }
   }
 
+  const customRaw = record(top.methods)?.custom;
+  const custom = Array.isArray(customRaw) ? customRaw.filter((m): m is string => typeof m === 'string') : [];
+  const known = [...STANDARD_METHODS, ...custom];
+  const matchLists: Array<[readonly PathItem[], unknown]> = [];
+  if (Array.isArray(top.limits)) top.limits.forEach((r, i) => matchLists.push([['limits', i, 'match'], record(r)?.match]));
+  const bodyLimits = record(top.server)?.bodyLimits;
+  if (Array.isArray(bodyLimits)) bodyLimits.forEach((r, i) => matchLists.push([['server', 'bodyLimits', i, 'match'], record(r)?.match]));
+  for (const [path, match] of matchLists) issues.push(...unknownMethodIssues(path, match, known));
+
   const limits = Array.isArray(top.limits) ? (top.limits as unknown[]) : [];
   const firstIndex = new Map<string, number>();
   limits.forEach((item, i) => {
@@ -326,6 +346,24 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
         });
       }
     }
+  });
+  return issues;
+}
+
+/** A pattern whose method is neither standard nor listed in methods.custom could never be what was meant. */
+function unknownMethodIssues(path: readonly PathItem[], match: unknown, known: readonly string[]): PathIssue[] {
+  const list = typeof match === 'string' ? [match] : Array.isArray(match) ? match : [];
+  const issues: PathIssue[] = [];
+  list.forEach((p, i) => {
+    if (typeof p !== 'string') return;
+    const parsed = parsePattern(p);
+    const method = parsed.ok ? parsed.pattern.method : null;
+    if (method === null || known.includes(method)) return;
+    const hint = closest(method, known);
+    issues.push({
+      path: typeof match === 'string' ? path : [...path, i],
+      message: `unknown method "${method}" (${hint !== undefined ? `did you mean "${hint}"? ` : ''}a custom method must be listed in methods.custom)`,
+    });
   });
   return issues;
 }

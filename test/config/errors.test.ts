@@ -8,6 +8,12 @@ const DIR = fileURLToPath(new URL('../fixtures/config/errors/', import.meta.url)
 
 /** Fixture file → the one error it must produce, exactly as an operator reads it. */
 const EXPECTED: Record<string, string> = {
+  'match-unknown-method.yaml': 'limits[0].match: unknown method "GETT" (did you mean "GET"? a custom method must be listed in methods.custom)',
+  'match-custom-method-unlisted.yaml': 'limits[0].match[1]: unknown method "PURGE" (a custom method must be listed in methods.custom)',
+  'methods-custom-unreceivable.yaml': 'methods.custom[1]: "BREW" is not a method the gateway can receive (node:http answers 400 to it), so no rule could match it',
+  'body-limit-unknown-method.yaml': 'server.bodyLimits[0].match: unknown method "POTS" (did you mean "POST"? a custom method must be listed in methods.custom)',
+  'empty-file.yaml': '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")',
+  'comments-only.yaml': '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")',
   'account-cache-ttl-invalid.yaml': 'clients.account.cacheTtl: invalid duration "5 minutes" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',
   'account-from-invalid.yaml': 'clients.account.from: must be one of introspect, token, header (got "cookie")',
   'account-header-required.yaml': 'clients.account.header: required when from is "header"',

@@ -34,6 +34,7 @@ const DEFAULTS: Config = {
   admin: { listen: '127.0.0.1:9464', token: null },
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
   store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false },
+  methods: { custom: [] },
   clients: {
     trustedProxies: ['loopback', 'private'],
     ipv6Prefix: 64,
@@ -55,15 +56,18 @@ const DEFAULTS: Config = {
 };
 
 describe('defaults', () => {
-  it('an empty file gives every default and no rules', () => {
-    const snap = parseConfig('', 'empty.yaml');
+  it('an empty limit table, said so, gives every default and no rules', () => {
+    const snap = parseConfig('limits: []', 'empty.yaml');
     expect(snap.config).toEqual(DEFAULTS);
     expect(snap.rules).toEqual([]);
     expect(snap.source).toBe('empty.yaml');
   });
 
-  it('a file of comments only gives every default', async () => {
-    expect((await loadConfigFile(`${FIXTURES}defaults.yaml`)).config).toEqual(DEFAULTS);
+  it('an empty file is refused, with or without overrides, and so is one of comments only', async () => {
+    const message = '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")';
+    expect(errorsOf('')).toEqual([message]);
+    expect(errorsOf('\n  \n', { store: 'memory' })).toEqual([message]);
+    await expect(loadConfigFile(`${FIXTURES}defaults.yaml`)).rejects.toThrow(message);
   });
 
   it('a partly written section keeps the defaults of its other keys', () => {
@@ -118,6 +122,7 @@ describe('a fully written file', () => {
         maxBodySize: 1024 * 1024,
         bodyLimits: [{ match: ['POST /api/v1/media', 'POST /api/v2/media'], maxBodySize: 40 * 1024 * 1024 }],
       },
+      methods: { custom: ['PURGE'] },
       limits: [
         {
           name: 'burst.v2',
@@ -130,6 +135,7 @@ describe('a fully written file', () => {
           shadow: true,
           onStoreError: 'allow',
         },
+        { name: 'cache-purge', match: ['PURGE /cache/*'], per: 'ip', limit: 10, period: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false },
       ],
     });
     expect(snap.rules[0]).toMatchObject({ index: 0, periodMs: 250, onStoreError: 'allow', policyItem: '"burst.v2";q=100;w=1' });
@@ -268,7 +274,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, log, server, limits)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, log, server, methods, limits)',
     ]);
   });
 
@@ -298,7 +304,7 @@ describe('overrides', () => {
   });
 
   it('apply to sections the file does not have', () => {
-    const cfg = parseConfig('', 't', { adminListen: '[::1]:9000', store: 'rediss://cache:6380' }).config;
+    const cfg = parseConfig('limits: []', 't', { adminListen: '[::1]:9000', store: 'rediss://cache:6380' }).config;
     expect(cfg.admin).toEqual({ listen: '[::1]:9000', token: null });
     expect(cfg.store.url).toBe('rediss://cache:6380');
   });
