@@ -147,7 +147,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     log.level = next.config.log.level;
     metrics.configLoaded(true);
     // Say exactly what happened: key names only (never values: admin.token is one of them).
-    const applied = changes.live.length > 0 ? `; in force now: ${changes.live.join(', ')}` : '; nothing changed';
+    const applied =
+      changes.live.length > 0 ? `; in force now: ${changes.live.join(', ')}` : changes.atRestart.length > 0 ? '; nothing in force changed' : '; nothing changed';
     log.info({ rules: next.rules.length, source: settings.configPath, applied: changes.live }, `config reloaded: ${next.rules.length} rules${applied}`);
     if (changes.atRestart.length > 0) {
       log.warn(

@@ -2,9 +2,9 @@
 import { z } from 'zod';
 import { parsePattern } from '../routing/pattern.js';
 import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
-import { closest, formatPath, show, type PathItem } from './errors.js';
+import { formatPath, show, type PathItem } from './errors.js';
+import { checkCustomMethod, methodIssues } from './methods.js';
 import {
-  checkCustomMethod,
   checkIpOrCidr,
   checkListen,
   checkStoreUrl,
@@ -13,7 +13,6 @@ import {
   HEADER_NAME,
   parseHostPort,
   sameSocket,
-  STANDARD_METHODS,
 } from './validators.js';
 
 /** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
@@ -313,14 +312,7 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
     }
   }
 
-  const customRaw = record(top.methods)?.custom;
-  const custom = Array.isArray(customRaw) ? customRaw.filter((m): m is string => typeof m === 'string') : [];
-  const known = [...STANDARD_METHODS, ...custom];
-  const matchLists: Array<[readonly PathItem[], unknown]> = [];
-  if (Array.isArray(top.limits)) top.limits.forEach((r, i) => matchLists.push([['limits', i, 'match'], record(r)?.match]));
-  const bodyLimits = record(top.server)?.bodyLimits;
-  if (Array.isArray(bodyLimits)) bodyLimits.forEach((r, i) => matchLists.push([['server', 'bodyLimits', i, 'match'], record(r)?.match]));
-  for (const [path, match] of matchLists) issues.push(...unknownMethodIssues(path, match, known));
+  issues.push(...methodIssues(top));
 
   const limits = Array.isArray(top.limits) ? (top.limits as unknown[]) : [];
   const firstIndex = new Map<string, number>();
@@ -350,20 +342,3 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
   return issues;
 }
 
-/** A pattern whose method is neither standard nor listed in methods.custom could never be what was meant. */
-function unknownMethodIssues(path: readonly PathItem[], match: unknown, known: readonly string[]): PathIssue[] {
-  const list = typeof match === 'string' ? [match] : Array.isArray(match) ? match : [];
-  const issues: PathIssue[] = [];
-  list.forEach((p, i) => {
-    if (typeof p !== 'string') return;
-    const parsed = parsePattern(p);
-    const method = parsed.ok ? parsed.pattern.method : null;
-    if (method === null || known.includes(method)) return;
-    const hint = closest(method, known);
-    issues.push({
-      path: typeof match === 'string' ? path : [...path, i],
-      message: `unknown method "${method}" (${hint !== undefined ? `did you mean "${hint}"? ` : ''}a custom method must be listed in methods.custom)`,
-    });
-  });
-  return issues;
-}

@@ -1,5 +1,4 @@
 /** @module Checks for the config's string formats (addresses, URLs, CIDRs); each returns an error or null. */
-import { METHODS } from 'node:http';
 import ipaddr from 'ipaddr.js';
 
 export interface HostPort {
@@ -107,17 +106,4 @@ export function sameSocket(a: HostPort, b: HostPort): boolean {
   if (a.port === 0 || a.port !== b.port) return false;
   const any = (h: string): boolean => h === '0.0.0.0' || h === '::';
   return a.host === b.host || any(a.host) || any(b.host);
-}
-
-/** The methods of RFC 9110 and PATCH (RFC 5789): what `match:` accepts without `methods.custom`. */
-export const STANDARD_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'];
-
-/**
- * An entry of `methods.custom`: node:http's parser refuses (400) any method outside its own list, so a
- * rule for another one could never match.
- */
-export function checkCustomMethod(value: string): string | null {
-  if (METHODS.includes(value)) return null;
-  if (METHODS.includes(value.toUpperCase())) return `method "${value}" must be uppercase ("${value.toUpperCase()}")`;
-  return `"${value}" is not a method the gateway can receive (node:http answers 400 to it), so no rule could match it`;
 }

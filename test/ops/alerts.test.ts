@@ -82,6 +82,8 @@ describe.skipIf(missing.length > 0)('a real Prometheus with the shipped rules', 
     healthy = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
     broken = await startTestGateway(`store: { onError: local }\n${SEED_TABLE}`, { upstream: upstream.url, store: 'redis://127.0.0.1:9' });
     const target = (gw: TestGateway) => new URL(gw.adminUrl).host;
+    const healthyAt = target(healthy);
+    const brokenAt = target(broken);
 
     const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-prom-'));
     writeFileSync(
@@ -90,7 +92,7 @@ describe.skipIf(missing.length > 0)('a real Prometheus with the shipped rules', 
         'global: { scrape_interval: 1s, evaluation_interval: 1s }',
         `rule_files: [${JSON.stringify(path.resolve(RULES))}]`,
         'scrape_configs:',
-        `  - { job_name: rategate, static_configs: [{ targets: [${JSON.stringify(target(healthy))}, ${JSON.stringify(target(broken))}] }] }`,
+        `  - { job_name: rategate, static_configs: [{ targets: [${JSON.stringify(healthyAt)}, ${JSON.stringify(brokenAt)}] }] }`,
         '',
       ].join('\n'),
     );
@@ -110,14 +112,14 @@ describe.skipIf(missing.length > 0)('a real Prometheus with the shipped rules', 
     const degraded = await until('RategateStoreDegraded pending for the gateway without Redis', 10_000, async () =>
       (await alerts(base)).find((a) => a.labels.alertname === 'RategateStoreDegraded'),
     );
-    expect(degraded).toMatchObject({ state: 'pending', labels: { instance: target(broken) } });
-    expect((await alerts(base)).filter((a) => a.labels.instance === target(healthy))).toEqual([]);
+    expect(degraded).toMatchObject({ state: 'pending', labels: { instance: brokenAt } });
+    expect((await alerts(base)).filter((a) => a.labels.instance === healthyAt)).toEqual([]);
 
     writeFileSync(healthy.configPath, 'limits:\n  - { name: broken, match: nope, per: ip, limit: -1, period: 5x }\n');
     expect(await healthy.reload()).toBe(false);
     const failed = await until('RategateConfigReloadFailed pending after the broken edit', 10_000, async () =>
       (await alerts(base)).find((a) => a.labels.alertname === 'RategateConfigReloadFailed'),
     );
-    expect(failed).toMatchObject({ state: 'pending', labels: { instance: target(healthy), severity: 'warning' } });
+    expect(failed).toMatchObject({ state: 'pending', labels: { instance: healthyAt, severity: 'warning' } });
   }, 60_000);
 });
