@@ -5,15 +5,30 @@
  *   node --import tsx bench/access-log.ts [--cli dist/cli.js] [--cli /tmp/other/dist/cli.js] [--requests 60000] [--rounds 3]
  * Several --cli compare builds (e.g. before/after a change); rounds are interleaved, each figure is the
  * best round (least CPU per request).
+ * `--callgrind`: runs each gateway under valgrind's callgrind and reports instructions per request
+ * (counters zeroed after the warm-up, dumped after the measured requests): slow, but independent of
+ * what else the machine is doing, which CPU time on a shared 2-core machine is not.
  */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { cpuMsOfTree, freePort, killAll, start, waitForPort, type Proc } from './lib/procs.js';
 
 const { values } = parseArgs({
-  options: { cli: { type: 'string', multiple: true }, requests: { type: 'string' }, rounds: { type: 'string' }, connections: { type: 'string' } },
+  options: {
+    cli: { type: 'string', multiple: true },
+    requests: { type: 'string' },
+    rounds: { type: 'string' },
+    connections: { type: 'string' },
+    callgrind: { type: 'boolean' },
+  },
 });
+const CALLGRIND = values.callgrind === true;
+const CG_DIR = CALLGRIND ? mkdtempSync(path.join(os.tmpdir(), 'rategate-cg-')) : '';
 const CLIS = values.cli ?? ['dist/cli.js'];
 const REQUESTS = Number(values.requests ?? 60_000);
 const ROUNDS = Number(values.rounds ?? 3);
@@ -41,17 +56,17 @@ const variants: Variant[] = CLIS.flatMap((cli) => [
 async function startGateway(v: Variant): Promise<{ proc: Proc; url: string; lines: () => number }> {
   const port = await freePort();
   const admin = await freePort();
-  const proc = start(
-    v.name,
-    process.execPath,
-    [v.cli, 'serve', '--config', 'bench/limits.bench.yaml', '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstreamUrl, '--store', 'memory'],
-    { RATEGATE_LOG_LEVEL: v.log ? 'info' : 'warn' },
-  );
+  const gatewayArgs = [v.cli, 'serve', '--config', 'bench/limits.bench.yaml', '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstreamUrl, '--store', 'memory'];
+  const env = { RATEGATE_LOG_LEVEL: v.log ? 'info' : 'warn' };
+  const out = path.join(CG_DIR, `${variants.indexOf(v)}.cg`);
+  const proc = CALLGRIND
+    ? start(v.name, 'valgrind', ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, ...gatewayArgs], env)
+    : start(v.name, process.execPath, gatewayArgs, env);
   let lines = 0;
   proc.child.stdout!.on('data', (d: Buffer) => {
     for (const b of d) if (b === 10) lines++;
   });
-  await waitForPort(proc, port);
+  await waitForPort(proc, port, CALLGRIND ? 300_000 : 30_000);
   return { proc, url: `http://127.0.0.1:${port}`, lines: () => lines };
 }
 
@@ -61,8 +76,32 @@ function load(url: string, amount: number): Promise<autocannon.Result> {
   });
 }
 
+/** Instructions the gateway ran for `amount` requests, from callgrind's counters. */
+async function instructionsPerRequest(v: Variant, gw: Awaited<ReturnType<typeof startGateway>>, amount: number): Promise<number> {
+  const ctl = (arg: string) => spawnSync('callgrind_control', [arg, String(gw.proc.pid)], { encoding: 'utf8' });
+  ctl('-z');
+  const r = await load(gw.url, amount);
+  await new Promise((res) => setTimeout(res, 400));
+  ctl('-d');
+  const prefix = `${variants.indexOf(v)}.cg`;
+  const dumps = readdirSync(CG_DIR).filter((f) => f.startsWith(prefix)).sort();
+  const text = readFileSync(path.join(CG_DIR, dumps[dumps.length - 1]!), 'utf8');
+  const total = Number(/^(?:summary|totals): (\d+)/m.exec(text)?.[1]);
+  return total / r.requests.total;
+}
+
 const best = new Map<string, { usPerReq: number; rps: number; lines: number }>();
 try {
+  if (CALLGRIND) {
+    for (const v of variants) {
+      const gw = await startGateway(v);
+      await load(gw.url, 2_000); // warm-up (JIT)
+      const ipr = await instructionsPerRequest(v, gw, REQUESTS);
+      console.log(`${v.name.padEnd(40)} ${Math.round(ipr).toString().padStart(9)} instructions/req  ${gw.lines()} log lines`);
+      await gw.proc.stop('SIGTERM', 60_000);
+    }
+    process.exit(0);
+  }
   const running = new Map<string, Awaited<ReturnType<typeof startGateway>>>();
   for (const v of variants) running.set(v.name, await startGateway(v));
   for (const v of variants) await load(running.get(v.name)!.url, 5_000); // warm-up (JIT)
