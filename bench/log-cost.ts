@@ -5,7 +5,7 @@
  * Prints CPU µs per line (user + system, all threads) to stderr.
  */
 import { pino } from 'pino';
-import { createProcessLogger } from '../src/log.js';
+import { createAccessLog, createProcessLogger } from '../src/log.js';
 
 const N = Number(process.env.N ?? 200_000);
 const record = {
@@ -17,14 +17,16 @@ const record = {
   ms: 1.234,
 };
 
-async function measure(name: string, log: pino.Logger): Promise<void> {
-  for (let i = 0; i < 20_000; i++) log.info(record, 'request'); // warm-up
+async function measure(name: string, log: pino.Logger, direct = false): Promise<void> {
+  const access = createAccessLog(log);
+  const line = direct ? () => access('info', record) : () => log.info(record, 'request');
+  for (let i = 0; i < 20_000; i++) line(); // warm-up
   await new Promise((r) => setTimeout(r, 300));
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   // Batches with a turn of the event loop between them, as requests come: async writes can complete.
   for (let i = 0; i < N; i += 100) {
-    for (let j = 0; j < 100; j++) log.info(record, 'request');
+    for (let j = 0; j < 100; j++) line();
     if (i % 1000 === 0) await new Promise((r) => setImmediate(r));
   }
   await new Promise<void>((r) => log.flush(() => r()));
@@ -35,7 +37,8 @@ async function measure(name: string, log: pino.Logger): Promise<void> {
 
 const which = process.argv[2] ?? 'both';
 if (which !== 'buffered') await measure('sync pino destination (before)', pino({ level: 'info' }, pino.destination({ dest: 1, sync: true })));
-if (which !== 'sync') await measure('buffered destination, src/log.ts (after)', createProcessLogger('info'));
+if (which !== 'sync') await measure('pino to the buffered destination of src/log.ts', createProcessLogger('info'));
+if (which !== 'sync') await measure('access writer + buffered destination, src/log.ts (after)', createProcessLogger('info'), true);
 if (which === 'both' || which === 'off') {
   const off = createProcessLogger('warn');
   const cpu0 = process.cpuUsage();

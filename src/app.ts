@@ -12,7 +12,7 @@ import { configChanges } from './config/changes.js';
 import { ConfigWatcher } from './config/watch.js';
 import { createHttpIntrospector } from './identity/index.js';
 import { createStoreFor, type StoreHandle } from './limiter/factory.js';
-import { createProcessLogger } from './log.js';
+import { createAccessLog, createProcessLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { createUpgradeHandler } from './proxy/websocket.js';
@@ -90,12 +90,13 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 
   let policy: RequestPolicy = buildRequestPolicy(snapshot, introspect);
   const requestLogLevel = () => policy.snapshot.config.log.requests;
+  const accessLog = createAccessLog(log);
   const gateway = new Gateway({
     policy: () => policy,
     store: storeHandle.store,
     forwarder,
     metrics,
-    onRequest: (r) => log[requestLogLevel()]?.(r, 'request'),
+    onRequest: (r) => accessLog(requestLogLevel(), r),
     wantsRecords: () => log.isLevelEnabled(requestLogLevel()),
   });
 

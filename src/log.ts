@@ -67,3 +67,20 @@ export function createProcessLogger(level = 'info', fd = 1): Logger {
   process.on('exit', () => dest.flushSync());
   return pino({ level }, dest);
 }
+
+/**
+ * The access log's writer: the same JSON line pino would write (level, time, the logger's bindings, the
+ * record's fields, `"msg":"request"`), built with the engine's JSON.stringify straight into the logger's
+ * destination. pino's generic serializer spent ~5 µs per line in the gateway's profile (its per-key
+ * escaping and safe-stable-stringify for the rule list); this is a fraction of that. The caller checks
+ * `isLevelEnabled` first, as before. Any record shape works: the fields are not known here.
+ */
+export function createAccessLog(log: Logger): (level: string, record: object) => void {
+  const stream = (log as unknown as Record<symbol, { write(s: string): unknown }>)[pino.symbols.streamSym]!;
+  const bindings = (log as unknown as Record<symbol, string>)[pino.symbols.chindingsSym] ?? '';
+  return (level, record) => {
+    const fields = JSON.stringify(record);
+    const value = log.levels.values[level] ?? 30;
+    stream.write(`{"level":${value},"time":${Date.now()}${bindings}${fields.length > 2 ? ',' + fields.slice(1, -1) : ''},"msg":"request"}\n`);
+  };
+}

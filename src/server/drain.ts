@@ -28,10 +28,12 @@ export function createDrain(): Drain {
   // head is written, and nothing is allocated or registered per request.
   class DrainAwareResponse extends http.ServerResponse {}
   const writeHead = http.ServerResponse.prototype.writeHead;
-  DrainAwareResponse.prototype.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
+  const base = writeHead as (this: http.ServerResponse, a: unknown, b: unknown, c: unknown) => http.ServerResponse;
+  // writeHead(status, message?, headers?): three fixed arguments, so no rest array per response.
+  DrainAwareResponse.prototype.writeHead = function (this: http.ServerResponse, a: unknown, b: unknown, c: unknown) {
     // Read by node:http when it stores the head: `Connection: close`, and the socket ends after.
     if (draining) this.shouldKeepAlive = false;
-    return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
+    return base.call(this, a, b, c);
   } as typeof writeHead;
 
   return {
