@@ -6,16 +6,19 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { ConfigError, parseConfig, parseHostPort, type ConfigOverrides, type Snapshot } from './config/index.js';
+import { configChanges } from './config/changes.js';
 import { ConfigWatcher } from './config/watch.js';
 import { createHttpIntrospector } from './identity/index.js';
 import { createStoreFor, type StoreHandle } from './limiter/factory.js';
+import { createAccessLog, createProcessLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { Tunnel } from './proxy/tunnel.js';
 import { createAdminServer } from './admin/server.js';
 import { isLoopbackListen, loadAdminToken } from './admin/token.js';
+import { createDrain } from './server/drain.js';
 import { Gateway } from './server/gateway.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
@@ -26,7 +29,10 @@ export interface GatewaySettings {
   configPath: string;
   /** Flags and environment, which win over the file. */
   overrides?: ConfigOverrides;
-  /** Default: pino at the config's log.level, to stdout. */
+  /**
+   * Default: pino JSON lines on stdout, buffered (log.ts). Its level is set here, at start and on every
+   * reload alike, to the config's `log.level` (which `overrides.logLevel`, RATEGATE_LOG_LEVEL, replaces).
+   */
   logger?: Logger;
   /** Tests only: the store's clock (the memory store's, or the Redis scripts' clock override). */
   now?: () => number;
@@ -58,7 +64,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const initialText = await readFile(settings.configPath, 'utf8');
   const snapshot = parseConfig(initialText, settings.configPath, overrides);
   const cfg = snapshot.config;
-  const log = settings.logger ?? pino({ level: cfg.log.level });
+  const log = settings.logger ?? createProcessLogger();
+  log.level = cfg.log.level;
 
   let builtin: RunningUpstream | undefined;
   let origin = cfg.upstream.url;
@@ -69,6 +76,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   origin = new URL(origin).origin;
 
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
+  metrics.configLoaded(true, false);
   const storeHandle = await createStoreFor(cfg.store, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
   const forwarder = new Forwarder({ origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout });
   const introspect = createHttpIntrospector({
@@ -81,6 +89,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 
   let policy: RequestPolicy = buildRequestPolicy(snapshot, introspect);
   const requestLogLevel = () => policy.snapshot.config.log.requests;
+  const accessLog = createAccessLog(log);
   const gateway = new Gateway({
     policy: () => policy,
     store: storeHandle.store,
@@ -88,11 +97,12 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     tunnel: new Tunnel(origin),
     metrics,
     now: settings.now ?? Date.now,
-    onRequest: (r) => log[requestLogLevel()]?.(r, 'request'),
+    onRequest: (r) => accessLog(requestLogLevel(), r),
     wantsRecords: () => log.isLevelEnabled(requestLogLevel()),
   });
 
-  const server = createProxyServer(cfg.server, gateway.handle, metrics);
+  const drain = createDrain();
+  const server = createProxyServer(cfg.server, gateway.handle, metrics, drain.ServerResponse);
   server.on('checkContinue', gateway.handle);
   server.on('upgrade', gateway.handleUpgrade);
   const listen = parseHostPort(cfg.listen)!;
@@ -104,6 +114,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
   let adminToken = runAdmin ? await loadAdminToken(cfg.admin, settings.configPath) : null;
   const adminLoopbackOnly = isLoopbackListen(cfg.admin.listen);
+  const storeProbe = cached(() => storeHandle.reachable());
+  metrics.storeProbe = storeProbe;
   const admin = createAdminServer({
     token: () => adminToken,
     loopbackOnly: adminLoopbackOnly,
@@ -111,8 +123,14 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     policy: () => policy,
     store: storeHandle.store,
     ready: async () => {
-      const checks = { config: true, serving: !draining, store: await storeHandle.ready(), upstream: await upstreamProbe() };
-      return { ready: Object.values(checks).every(Boolean), checks };
+      // Readiness means "can serve": a store that does not answer leaves the gateway serving under its
+      // onError policy (and every route no rule matches), so it fails readiness only when asked to.
+      const reachable = await storeProbe();
+      const storeCfg = policy.snapshot.config.store;
+      const checks: Record<string, boolean> = { config: true, serving: !draining, upstream: await upstreamProbe() };
+      if (storeCfg.failReadiness) checks.store = reachable;
+      const store = { kind: storeHandle.kind, reachable, fallbackActive: storeHandle.fallbackActive(), onError: storeCfg.onError };
+      return { ready: Object.values(checks).every(Boolean), checks, details: { store } };
     },
   });
   if (runAdmin) {
@@ -135,23 +153,25 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       nextToken = runAdmin ? await loadAdminToken(next.config.admin, settings.configPath) : null;
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      metrics.configReloads.labels('error').inc();
+      metrics.configLoaded(false);
       log.error({ errors: err.errors, source: settings.configPath }, 'config reload refused; the previous limit table stays in force');
       return false;
     }
-    const before = policy.snapshot.config;
-    for (const key of ['listen', 'admin', 'upstream', 'store'] as const) {
-      // The admin token applies on reload; only the admin listen address waits for a restart.
-      const was = key === 'admin' ? before.admin.listen : before[key];
-      if (JSON.stringify(was) !== JSON.stringify(key === 'admin' ? next.config.admin.listen : next.config[key])) {
-        log.warn({ section: key }, `config section "${key}" changed: it applies at the next restart, not on reload`);
-      }
-    }
+    const changes = configChanges(policy.snapshot.config, next.config);
     policy = buildRequestPolicy(next, introspect, policy);
     adminToken = nextToken;
     log.level = next.config.log.level;
-    metrics.configReloads.labels('success').inc();
-    log.info({ rules: next.rules.length, source: settings.configPath }, `config reloaded: ${next.rules.length} rules`);
+    metrics.configLoaded(true);
+    // Say exactly what happened: key names only (never values: admin.token is one of them).
+    const applied =
+      changes.live.length > 0 ? `; in force now: ${changes.live.join(', ')}` : changes.atRestart.length > 0 ? '; nothing in force changed' : '; nothing changed';
+    log.info({ rules: next.rules.length, source: settings.configPath, applied: changes.live }, `config reloaded: ${next.rules.length} rules${applied}`);
+    if (changes.atRestart.length > 0) {
+      log.warn(
+        { atRestart: changes.atRestart },
+        `config reloaded, but these changes apply only at the next restart (the running values stay until then): ${changes.atRestart.join(', ')}`,
+      );
+    }
     return true;
   }
 
@@ -172,6 +192,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     { listen: url, admin: adminUrl, store: storeHandle.kind, upstream: upstreamText, rules: snapshot.rules.length },
     `rategate listening on ${url}, admin ${runAdmin ? `on ${adminUrl}` : 'in the primary'}, store ${storeHandle.kind}, upstream ${upstreamText}, ${snapshot.rules.length} rules from ${settings.configPath}`,
   );
+  log.flush();
 
   return {
     url,
@@ -190,16 +211,10 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       watcher.stop();
       gateway.startDraining();
       log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const timer = setTimeout(() => {
-        log.warn('drain time over: closing remaining connections');
-        server.closeAllConnections();
-      }, graceMs);
+      log.flush();
       // WebSockets have no natural end: they get the drain time, then are closed.
       const wsTimer = setTimeout(() => gateway.closeTunnels(), graceMs);
-      await closed;
-      clearTimeout(timer);
+      await drain.run(server, graceMs, () => log.warn('drain time over: closing remaining connections'));
       clearTimeout(wsTimer);
       gateway.closeTunnels();
       if (runAdmin) {
@@ -212,6 +227,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       await storeHandle.store.close();
       await builtin?.close();
       log.info('stopped');
+      log.flush();
     },
   };
 }
@@ -221,9 +237,15 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
  * (slowloris) and the whole request (408), a connection cap, and garbage on the socket answered 400 and
  * closed. None of these costs other clients anything.
  */
-function createProxyServer(s: Snapshot['config']['server'], handler: http.RequestListener, metrics: Metrics): http.Server {
+function createProxyServer(
+  s: Snapshot['config']['server'],
+  handler: http.RequestListener,
+  metrics: Metrics,
+  ServerResponse: typeof http.ServerResponse,
+): http.Server {
   const server = http.createServer(
     {
+      ServerResponse,
       maxHeaderSize: s.maxHeaderSize,
       headersTimeout: s.headersTimeout,
       requestTimeout: s.requestTimeout,
@@ -265,17 +287,25 @@ function cachedProbe(origin: string): () => Promise<boolean> {
   const u = new URL(origin);
   const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
   const host = u.hostname.replace(/^\[|\]$/g, '');
+  return cached(
+    () =>
+      new Promise<boolean>((resolve) => {
+        const s = net.connect({ host, port, timeout: 1000 });
+        s.once('connect', () => (s.destroy(), resolve(true)));
+        s.once('error', () => resolve(false));
+        s.once('timeout', () => (s.destroy(), resolve(false)));
+      }),
+  );
+}
+
+/** A probe asked at most once a second, whatever the rate of probes and scrapes. */
+function cached(probe: () => Promise<boolean>): () => Promise<boolean> {
   let last = 0;
   let value = true;
   return async () => {
     if (Date.now() - last < 1000) return value;
     last = Date.now();
-    value = await new Promise<boolean>((resolve) => {
-      const s = net.connect({ host, port, timeout: 1000 });
-      s.once('connect', () => (s.destroy(), resolve(true)));
-      s.once('error', () => resolve(false));
-      s.once('timeout', () => (s.destroy(), resolve(false)));
-    });
+    value = await probe();
     return value;
   };
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /** @module The command line: `serve`, `check`, `upstream`. The only place that calls process.exit. */
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
 import { ConfigError, formatRulesTable, formatSummary, loadConfigFile, parseHostPort, type ConfigOverrides } from './config/index.js';
+import { createProcessLogger } from './log.js';
+import { VERSION } from './version.js';
 
 const USAGE = `Usage:
   rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
@@ -10,8 +11,10 @@ const USAGE = `Usage:
   rategate check    [--config FILE]
   rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"]
   rategate upstream [--listen HOST:PORT]
+  rategate --version
 
-Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE;
+Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE,
+RATEGATE_LOG_LEVEL (wins over the file's log.level); check applies them as serve does.
 RATEGATE_ADMIN_TOKEN (the admin API's bearer token).
 Default config: config/limits.yaml.`;
 
@@ -28,6 +31,11 @@ async function main(argv: string[]): Promise<number> {
       return upstream(rest);
     case 'explain':
       return explainCommand(rest);
+    case '--version':
+    case '-v':
+    case 'version':
+      console.log(VERSION);
+      return 0;
     case undefined:
     case '-h':
     case '--help':
@@ -58,6 +66,8 @@ function overridesFrom(values: Record<string, unknown>): ConfigOverrides {
   const adminListen = pick(values['admin-listen'], 'RATEGATE_ADMIN_LISTEN');
   const up = pick(values.upstream, 'RATEGATE_UPSTREAM');
   const store = pick(values.store, 'RATEGATE_STORE');
+  const logLevel = pick(undefined, 'RATEGATE_LOG_LEVEL');
+  if (logLevel !== undefined) o.logLevel = logLevel;
   if (listen !== undefined) o.listen = listen;
   if (adminListen !== undefined) o.adminListen = adminListen;
   if (up !== undefined) o.upstream = up;
@@ -85,7 +95,8 @@ async function check(args: string[]): Promise<number> {
   const { values } = parse(args, { config: { type: 'string', short: 'c' } });
   if (values.help) return (console.log(USAGE), 0);
   try {
-    const snapshot = await loadConfigFile(configPath(values));
+    // Exactly what serve would load: the same file with the same RATEGATE_* overrides.
+    const snapshot = await loadConfigFile(configPath(values), overridesFrom(values));
     console.log(formatRulesTable(snapshot));
     console.log(formatSummary(snapshot));
     return 0;
@@ -139,7 +150,7 @@ async function serve(args: string[]): Promise<number> {
     workers: { type: 'string' },
   });
   if (values.help) return (console.log(USAGE), 0);
-  const logger = pino({ level: process.env.RATEGATE_LOG_LEVEL ?? 'info' });
+  const logger = createProcessLogger();
   const workersFlag = typeof values.workers === 'string' ? values.workers : '1';
   const { workerCount, runPrimary, WorkersRefused, serveWorkerMetrics } = await import('./workers.js');
   const workers = workerCount(workersFlag);

@@ -2,8 +2,17 @@
 import client from 'prom-client';
 import { FastHistogram } from './histogram.js';
 import type { LocalRejectionSource, StoreObserver } from './limiter/types.js';
+import { VERSION } from './version.js';
 
 export type Decision = 'allowed' | 'limited' | 'shadow_limited';
+
+/**
+ * Label values known in advance: their series exist at 0 from the start, so that an alert on
+ * `increase(...)` sees the first failure (a series born at 1 has no increase to show).
+ */
+export const STORE_ERROR_REASONS = ['timeout', 'connection', 'script', 'circuit_open'] as const;
+export const UPSTREAM_ERROR_REASONS = ['unreachable', 'reset', 'timeout', 'bad_request'] as const;
+export const RELOAD_RESULTS = ['success', 'error'] as const;
 
 /**
  * Per-rule decision counts as plain numbers: the request path adds to them, and a scrape hands the
@@ -92,6 +101,39 @@ export class Metrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  // -- Operations (SPEC §6): reload state, store state and build, for alerts. In `--workers` mode the
+  // primary sums series over workers; these say how to combine theirs instead.
+  readonly configLastReloadSuccessful = new client.Gauge({
+    name: 'rategate_config_last_reload_successful',
+    help: '1 when the last config load or reload succeeded, 0 when it was refused (the previous table stays in force).',
+    registers: [this.registry],
+    aggregator: 'min',
+  });
+  readonly configLastReloadSuccessTimestamp = new client.Gauge({
+    name: 'rategate_config_last_reload_success_timestamp_seconds',
+    help: 'Unix time of the last successful config load or reload.',
+    registers: [this.registry],
+    aggregator: 'min',
+  });
+  readonly buildInfo = new client.Gauge({
+    name: 'rategate_build_info',
+    help: 'Always 1; the labels say which rategate and which Node.js run.',
+    labelNames: ['version', 'node'] as const,
+    registers: [this.registry],
+    aggregator: 'first',
+  });
+  /** Asked at each scrape for rategate_store_up (set by the composition root: a bounded, cached ping). */
+  storeProbe: (() => Promise<boolean>) | undefined;
+  readonly storeUp: client.Gauge = new client.Gauge({
+    name: 'rategate_store_up',
+    help: '1 while the store answers (always, for memory), 0 while it does not (decisions then follow onError).',
+    registers: [this.registry],
+    aggregator: 'min',
+    collect: async () => {
+      if (this.storeProbe) this.storeUp.set((await this.storeProbe()) ? 1 : 0);
+    },
+  });
+
   readonly gatewayResponses = new client.Counter({
     name: 'rategate_gateway_responses_total',
     help: 'Responses the gateway made itself (not the upstream), by status code.',
@@ -112,6 +154,19 @@ export class Metrics {
     if (opts.collectDefault ?? true) client.collectDefaultMetrics({ register: this.registry });
     // Known label values start at 0, so an alert on increase() sees the first event.
     for (const source of ['blocked_cache', 'fallback'] as const) this.storeLocalRejections.inc({ source }, 0);
+    for (const reason of STORE_ERROR_REASONS) this.storeErrors.inc({ reason }, 0);
+    for (const reason of UPSTREAM_ERROR_REASONS) this.upstreamErrors.inc({ reason }, 0);
+    for (const result of RELOAD_RESULTS) this.configReloads.inc({ result }, 0);
+    this.buildInfo.set({ version: VERSION, node: process.version }, 1);
+    this.storeFallbackActive.set(0);
+    this.storeUp.set(1);
+  }
+
+  /** The config was loaded (at start: `reload` false) or a reload was tried: `ok` false when refused. */
+  configLoaded(ok: boolean, reload = true): void {
+    if (reload) this.configReloads.inc({ result: ok ? 'success' : 'error' });
+    this.configLastReloadSuccessful.set(ok ? 1 : 0);
+    if (ok) this.configLastReloadSuccessTimestamp.setToCurrentTime();
   }
 
   /** What the limiter reports, as metrics (limiter/ knows nothing of Prometheus). */

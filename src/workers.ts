@@ -31,6 +31,7 @@ export async function runPrimary(opts: {
   const { log } = opts;
   const snapshot = await loadConfigFile(opts.configPath, opts.overrides);
   const cfg = snapshot.config;
+  log.level = cfg.log.level;
   if (cfg.store.url === 'memory') {
     throw new WorkersRefused(
       `--workers ${opts.workers} needs a shared store: with store.url memory every worker would count on its own and admit up to ${opts.workers}× each limit. Use --store redis://… (or one worker per process and several replicas behind Redis).`,

@@ -8,8 +8,8 @@ import { bucketsEndpoint } from './buckets.js';
 
 export interface AdminOptions {
   metrics: Metrics;
-  /** Config loaded, upstream and store reachable (or the store's fallback in force), not draining. */
-  ready: () => Promise<{ ready: boolean; checks: Record<string, boolean> }>;
+  /** Config loaded, upstream reachable, not draining (and the store, when asked); `details` go into the body. */
+  ready: () => Promise<{ ready: boolean; checks: Record<string, boolean>; details?: Record<string, unknown> }>;
   policy: () => RequestPolicy;
   store: Store;
   /** The admin token in force (see admin/token.ts), read per request so a reload can rotate it. */
@@ -46,7 +46,7 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
   if (req.method === 'GET' && path === '/healthz') return json(res, 200, { status: 'ok' });
   if (req.method === 'GET' && path === '/readyz') {
     const r = await opts.ready();
-    return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks });
+    return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks, ...r.details });
   }
   if (path === '/admin/buckets') {
     const policy = opts.policy();

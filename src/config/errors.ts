@@ -96,18 +96,22 @@ function distance(a: string, b: string): number {
   return at(a.length, b.length);
 }
 
-export function unknownKeyMessage(key: string, known: readonly string[]): string {
+/** The known word `value` is most likely a typo of, if any is close enough. */
+export function closest(value: string, known: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestD = Infinity;
   for (const k of known) {
-    const d = distance(key.toLowerCase(), k.toLowerCase());
+    const d = distance(value.toLowerCase(), k.toLowerCase());
     if (d < bestD) {
       bestD = d;
       best = k;
     }
   }
-  if (best !== undefined && bestD <= Math.max(1, Math.floor(best.length / 3))) {
-    return `unknown key (did you mean "${best}"?)`;
-  }
+  return best !== undefined && bestD <= Math.max(1, Math.floor(best.length / 3)) ? best : undefined;
+}
+
+export function unknownKeyMessage(key: string, known: readonly string[]): string {
+  const best = closest(key, known);
+  if (best !== undefined) return `unknown key (did you mean "${best}"?)`;
   return known.length > 0 ? `unknown key (expected one of: ${known.join(', ')})` : 'unknown key';
 }

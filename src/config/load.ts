@@ -17,7 +17,11 @@ export interface ConfigOverrides {
   upstream?: string;
   /** `memory` or a Redis URL. */
   store?: string;
+  /** `log.level` (RATEGATE_LOG_LEVEL): wins over the file at start and on every reload alike. */
+  logLevel?: string;
 }
+
+export const EMPTY_FILE = '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")';
 
 export type ValidationResult = { readonly ok: true; readonly config: Config } | { readonly ok: false; readonly errors: string[] };
 
@@ -51,6 +55,7 @@ const OVERRIDE_PATHS: Record<keyof ConfigOverrides, readonly string[]> = {
   adminToken: ['admin', 'token'],
   upstream: ['upstream', 'url'],
   store: ['store', 'url'],
+  logLevel: ['log', 'level'],
 };
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -135,6 +140,8 @@ function issuesOf(error: z.ZodError): PathIssue[] {
 
 /** Validates plain data (from YAML or elsewhere) after applying overrides. Never throws. */
 export function validateConfig(input: unknown, overrides?: ConfigOverrides): ValidationResult {
+  // An empty file (or one of comments only) is more likely a broken deploy than a wish for no limits.
+  if (input === null || input === undefined) return { ok: false, errors: [EMPTY_FILE] };
   const { raw, paths } = applyOverrides(input === null || input === undefined ? {} : input, overrides);
   const parsed = configSchema.safeParse(raw, { error: configErrorMap });
   const issues = [...(parsed.success ? [] : issuesOf(parsed.error)), ...crossFieldIssues(raw)];

@@ -4,6 +4,7 @@ import { parsePattern } from '../routing/pattern.js';
 import { checkPer, overrideIssues, PER, PER_HINT } from './limit-model.js';
 import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
 import { formatPath, show, type PathItem } from './errors.js';
+import { checkCustomMethod, methodIssues } from './methods.js';
 import {
   checkIpOrCidr,
   checkListen,
@@ -181,6 +182,10 @@ const storeShape = {
   onError: onError
     .default('local')
     .describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
+  failReadiness: z
+    .boolean()
+    .default(false)
+    .describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
 };
 const accountShape = {
   from: z
@@ -271,6 +276,13 @@ const logShape = {
     .describe('Level of the one JSON line logged per request (the access log); below `level` hides it.'),
 };
 
+const methodsShape = {
+  custom: z
+    .array(checked(checkCustomMethod))
+    .default([])
+    .describe('Methods beyond the standard ones (GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH) that match: may name, e.g. PURGE.'),
+};
+
 export const topShape = {
   listen: checked(checkListen).default('0.0.0.0:8080').describe('HOST:PORT the gateway listens on ([::]:8080 for IPv6).'),
   admin: z.object(adminShape).strict().prefault({}).describe('The admin listener.'),
@@ -282,6 +294,7 @@ export const topShape = {
   block: z.object(blockShape).strict().prefault({}).describe('Clients refused (403) before anything else.'),
   log: z.object(logShape).strict().prefault({}).describe('Logging.'),
   server: z.object(serverShape).strict().prefault({}).describe('Protection of the proxy listener against hostile clients.'),
+  methods: z.object(methodsShape).strict().prefault({}).describe('HTTP methods that patterns may name.'),
   limits: z
     .array(rule)
     // `limits:` with every rule commented out reads as null: an empty table, not an error.
@@ -313,6 +326,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   log: Object.keys(logShape),
   server: Object.keys(serverShape),
   'server.bodyLimits': Object.keys(bodyLimitShape),
+  methods: Object.keys(methodsShape),
   limits: Object.keys(ruleShape),
 };
 
@@ -366,6 +380,8 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
       });
     }
   }
+
+  issues.push(...methodIssues(top));
 
   const limits = Array.isArray(top.limits) ? (top.limits as unknown[]) : [];
   const firstIndex = new Map<string, number>();

@@ -19,8 +19,10 @@ export interface StoreHandle {
   readonly store: Store;
   /** `memory`, `redis` or `redis-cluster`, for the startup line and /readyz. */
   readonly kind: 'memory' | 'redis' | 'redis-cluster';
-  /** True when decisions can be made: Redis answers, or its fallback policy (local/allow) is in force. */
-  ready(): Promise<boolean>;
+  /** Does the store answer now? (A bounded ping; always true for memory.) /readyz and rategate_store_up. */
+  reachable(): Promise<boolean>;
+  /** True while decisions are made by the fault policy (onError) instead of the store. */
+  fallbackActive(): boolean;
 }
 
 export interface StoreFactoryOptions {
@@ -40,13 +42,13 @@ export interface StoreFactoryOptions {
 /** A failed refund is logged at most this often (with the count since), so a dead slot cannot flood the log. */
 const REFUND_LOG_INTERVAL_MS = 10_000;
 
-export async function createStoreFor(storeConfig: Config['store'], opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
+export async function createStoreFor(storeConfig: Pick<Config['store'], 'url' | 'prefix' | 'timeout' | 'onError'>, opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
   const url = parseStoreUrl(storeConfig.url);
   const observer = opts.observer ?? {};
   const log = opts.log;
   if (url.kind === 'memory') {
     const store = new MemoryStore(opts.now ? { now: opts.now } : {});
-    return { store, kind: 'memory', ready: async () => true };
+    return { store, kind: 'memory', reachable: async () => true, fallbackActive: () => false };
   }
   const where = { store: url.kind, url: redactStoreUrl(storeConfig.url) };
   const redis = createRedisStore({
@@ -89,14 +91,11 @@ export async function createStoreFor(storeConfig: Config['store'], opts: StoreFa
       ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
     }),
     kind: url.kind,
-    ready: async () => {
-      try {
-        await redis.ping();
-        return true;
-      } catch {
-        return storeConfig.onError !== 'deny';
-      }
-    },
+    reachable: () => redis.ping().then(
+      () => true,
+      () => false,
+    ),
+    fallbackActive: () => resilient.fallbackActive,
   };
 }
 

@@ -21,7 +21,7 @@ describe('formatRulesTable', () => {
   });
 
   it('says so when there are no rules', () => {
-    expect(formatRulesTable(parseConfig('', 'empty.yaml'))).toBe('(no rules: every request passes uncounted)');
+    expect(formatRulesTable(parseConfig('limits: []', 'empty.yaml'))).toBe('(no rules: every request passes uncounted)');
   });
 
   it('shows shadow rules, odd periods and other algorithms', () => {

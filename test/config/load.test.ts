@@ -33,7 +33,8 @@ const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',
   admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null },
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
-  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local' },
+  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false },
+  methods: { custom: [] },
   clients: {
     trustedProxies: ['loopback', 'private'],
     ipv6Prefix: 64,
@@ -57,20 +58,23 @@ const DEFAULTS: Config = {
 };
 
 describe('defaults', () => {
-  it('an empty file gives every default and no rules', () => {
-    const snap = parseConfig('', 'empty.yaml');
+  it('an empty limit table, said so, gives every default and no rules', () => {
+    const snap = parseConfig('limits: []', 'empty.yaml');
     expect(snap.config).toEqual(DEFAULTS);
     expect(snap.rules).toEqual([]);
     expect(snap.source).toBe('empty.yaml');
   });
 
-  it('a file of comments only gives every default', async () => {
-    expect((await loadConfigFile(`${FIXTURES}defaults.yaml`)).config).toEqual(DEFAULTS);
+  it('an empty file is refused, with or without overrides, and so is one of comments only', async () => {
+    const message = '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")';
+    expect(errorsOf('')).toEqual([message]);
+    expect(errorsOf('\n  \n', { store: 'memory' })).toEqual([message]);
+    await expect(loadConfigFile(`${FIXTURES}defaults.yaml`)).rejects.toThrow(message);
   });
 
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
-    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local' });
+    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false });
     expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000 });
   });
 
@@ -102,7 +106,7 @@ describe('a fully written file', () => {
       listen: '[::]:8081',
       admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null },
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
-      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny' },
+      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true },
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
         ipv6Prefix: 56,
@@ -122,6 +126,7 @@ describe('a fully written file', () => {
         bodyLimits: [{ match: ['POST /api/v1/media', 'POST /api/v2/media'], maxBodySize: 40 * 1024 * 1024 }],
         paramPeekBytes: 64 * 1024,
       },
+      methods: { custom: ['PURGE'] },
       limits: [
         {
           name: 'burst.v2',
@@ -134,6 +139,7 @@ describe('a fully written file', () => {
           shadow: true,
           onStoreError: 'allow',
         },
+        { name: 'cache-purge', match: ['PURGE /cache/*'], per: 'ip', limit: 10, period: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false },
       ],
     });
     expect(snap.rules[0]).toMatchObject({ index: 0, periodMs: 250, onStoreError: 'allow', policyItem: '"burst.v2";q=100;w=1' });
@@ -272,7 +278,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, block, log, server, limits)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, block, log, server, methods, limits)',
     ]);
   });
 
@@ -302,7 +308,7 @@ describe('overrides', () => {
   });
 
   it('apply to sections the file does not have', () => {
-    const cfg = parseConfig('', 't', { adminListen: '[::1]:9000', store: 'rediss://cache:6380' }).config;
+    const cfg = parseConfig('limits: []', 't', { adminListen: '[::1]:9000', store: 'rediss://cache:6380' }).config;
     expect(cfg.admin).toEqual({ listen: '[::1]:9000', token: null, tokenFile: null });
     expect(cfg.store.url).toBe('rediss://cache:6380');
   });
@@ -365,7 +371,7 @@ describe('robustness', () => {
         listen: leaf,
         admin: fc.oneof(section(['listen', 'token']), leaf),
         upstream: section(['url', 'timeout', 'connectTimeout']),
-        store: section(['url', 'prefix', 'timeout', 'onError']),
+        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness']),
         clients: fc.record({ trustedProxies: leaf, ipv6Prefix: leaf, account: section(['from', 'path', 'cacheTtl', 'header']) }, {
           requiredKeys: [],
         }),

@@ -3,7 +3,7 @@
  * Redis dying mid-traffic handled by the fault policy without a hanging request.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
@@ -124,6 +124,11 @@ describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on 
       const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
       expect(metrics).toContain('rategate_requests_total{rule="shared",decision="allowed"} 50');
       expect(metrics).toContain('rategate_requests_total{rule="shared",decision="limited"} 150');
+      // Operations series combine over workers as one gateway's would: zeros summed, state by min, build once.
+      expect(metrics).toContain('rategate_config_reloads_total{result="error"} 0');
+      expect(metrics).toContain('rategate_config_last_reload_successful 1');
+      expect(metrics).toContain(`rategate_build_info{version="${(JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version}",node="${process.version}"} 1`);
+      expect(metrics).toContain('rategate_store_up 1');
     } finally {
       await stop(gw);
     }

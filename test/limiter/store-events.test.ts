@@ -207,7 +207,7 @@ describe.skipIf(skipRedis('the store event tests'))('the store stack over a real
     // The warning is there by the time start-up goes on (after connectWaitMs, 3 s by default).
     expect(log.count('warn', /store unreachable at start/)).toBe(1);
     expect(log.lines[0]!.msg).toContain('onError: local');
-    expect(await handle.ready()).toBe(true); // local fallback: still can serve
+    expect(await handle.reachable()).toBe(false); // down, and still serving under the local fallback
     await redis.node.restart();
     await log.waitFor(/store connected/);
     expect((await handle.store.consume([spec()])).allowed).toBe(true);

@@ -85,7 +85,7 @@ describe('hot reload', () => {
     symlinkSync('..data/limits.yaml', path.join(dir, 'limits.yaml'));
     gw = await startGateway({
       configPath: path.join(dir, 'limits.yaml'),
-      overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: upstream.url },
+      overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: upstream.url, logLevel: 'silent' },
       logger: pino({ level: 'silent' }),
       defaultMetrics: false,
     });

@@ -1,6 +1,7 @@
 /** Graceful shutdown of the real process: SIGTERM drains in-flight requests and exits 0. */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { freePort } from '../support/servers.js';
 import { SEED_TABLE } from '../support/gateway.js';
+import { spawnServe } from './process.js';
 
 let upstream: RecordingUpstream;
 beforeAll(async () => {
@@ -18,7 +20,36 @@ beforeAll(async () => {
       res.end('{"slow":true}');
     }, 800);
   });
+  upstream.route('/api/v1/slower', (_req, res) => {
+    setTimeout(() => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"slower":true}');
+    }, 1500);
+  });
 });
+
+/** A raw keep-alive connection: sends one request, resolves with the response head and body once complete. */
+function rawRequest(port: number, path: string): { socket: net.Socket; answer: Promise<{ head: string; body: string }>; closed: Promise<number> } {
+  const socket = net.connect(port, '127.0.0.1');
+  let data = '';
+  const answer = new Promise<{ head: string; body: string }>((resolve, reject) => {
+    socket.on('data', (d) => {
+      data += d;
+      const end = data.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = data.slice(0, end);
+      const body = data.slice(end + 4);
+      if (/transfer-encoding: chunked/i.test(head)) {
+        // One chunk then the last: enough for these small JSON answers.
+        if (body.endsWith('0\r\n\r\n')) resolve({ head, body: body.split('\r\n')[1] ?? '' });
+      } else if (body.length >= Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0)) resolve({ head, body });
+    });
+    socket.on('error', reject);
+  });
+  const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now())));
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: gw\r\nConnection: keep-alive\r\n\r\n`);
+  return { socket, answer, closed };
+}
 afterAll(async () => upstream.close());
 
 describe('graceful shutdown', () => {
@@ -54,5 +85,33 @@ describe('graceful shutdown', () => {
     expect(answer.body).toBe('{"slow":true}');
     expect(answer.headers['x-ratelimit-limit']).toBe('300');
     expect(await exited).toBe(0);
+  });
+
+  it('ends the drain when the last in-flight request is done: Connection: close on it, idle keep-alive connections closed, exit well within the grace period', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-drain-'));
+    writeFileSync(path.join(dir, 'limits.yaml'), SEED_TABLE);
+    const gw = await spawnServe(['--config', path.join(dir, 'limits.yaml'), '--upstream', upstream.url]);
+    const port = Number(new URL(gw.url).port);
+
+    // An idle keep-alive connection: one answered request, then nothing.
+    const idle = rawRequest(port, '/api/v1/statuses/1');
+    expect((await idle.answer).head).toMatch(/^HTTP\/1\.1 200/);
+    expect((await idle.answer).head).toMatch(/connection: keep-alive/i);
+    const busy = rawRequest(port, '/api/v1/slower');
+    await new Promise((r) => setTimeout(r, 200));
+
+    const signalled = Date.now();
+    gw.child.kill('SIGTERM');
+    const idleClosedAt = await idle.closed;
+    expect(idleClosedAt - signalled).toBeLessThan(500);
+
+    const answer = await busy.answer;
+    expect(answer.head).toMatch(/^HTTP\/1\.1 200/);
+    expect(answer.head).toMatch(/connection: close/i);
+    expect(answer.body).toBe('{"slower":true}');
+    await busy.closed;
+    expect(await gw.exited).toBe(0);
+    // The request had ~1.3 s left: the process must not wait out the 10 s grace period.
+    expect(Date.now() - signalled).toBeLessThan(2_500);
   });
 });

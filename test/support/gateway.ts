@@ -19,7 +19,15 @@ export async function startTestGateway(yaml: string, opts: { upstream: string; n
   writeFileSync(configPath, yaml);
   const gw = await startGateway({
     configPath,
-    overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: opts.upstream, ...(opts.store ? { store: opts.store } : {}) },
+    // The gateway sets its logger's level from the config: silent keeps test output readable, unless a
+    // test brings a logger to read (then the file's log.level applies, info by default).
+    overrides: {
+      listen: '127.0.0.1:0',
+      adminListen: '127.0.0.1:0',
+      upstream: opts.upstream,
+      ...(opts.logger ? {} : { logLevel: 'silent' }),
+      ...(opts.store ? { store: opts.store } : {}),
+    },
     logger: opts.logger ?? pino({ level: 'silent' }),
     defaultMetrics: false,
     ...(opts.now ? { now: opts.now } : {}),

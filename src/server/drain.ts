@@ -1,0 +1,65 @@
+/**
+ * @module Graceful drain of the proxy listener: once draining, every response whose head is still to be
+ * written says `Connection: close` (and its socket closes after it), idle keep-alive connections are
+ * closed as they appear, and the drain ends when the last connection does — the grace period is an
+ * upper bound, not a wait.
+ */
+import http from 'node:http';
+
+export interface Drain {
+  /** Given to `http.createServer({ ServerResponse })`: the response class that knows about the drain. */
+  readonly ServerResponse: typeof http.ServerResponse;
+  readonly draining: boolean;
+  /**
+   * Stops accepting and resolves when every connection of `server` has closed, or after `graceMs`
+   * (then the rest are closed, and `onTimeout` is called first). Idempotent.
+   */
+  run(server: http.Server, graceMs: number, onTimeout: () => void): Promise<void>;
+}
+
+/** How often idle connections are looked for while draining: a response can end at any moment. */
+const IDLE_SWEEP_MS = 50;
+
+export function createDrain(): Drain {
+  let draining = false;
+  let running: Promise<void> | undefined;
+
+  // One class per listener, made at start: the check costs the request path one boolean read when the
+  // head is written, and nothing is allocated or registered per request.
+  class DrainAwareResponse extends http.ServerResponse {}
+  const writeHead = http.ServerResponse.prototype.writeHead;
+  const base = writeHead as (this: http.ServerResponse, a: unknown, b: unknown, c: unknown) => http.ServerResponse;
+  // writeHead(status, message?, headers?): three fixed arguments, so no rest array per response.
+  DrainAwareResponse.prototype.writeHead = function (this: http.ServerResponse, a: unknown, b: unknown, c: unknown) {
+    // Read by node:http when it stores the head: `Connection: close`, and the socket ends after.
+    if (draining) this.shouldKeepAlive = false;
+    return base.call(this, a, b, c);
+  } as typeof writeHead;
+
+  return {
+    ServerResponse: DrainAwareResponse as typeof http.ServerResponse,
+    get draining() {
+      return draining;
+    },
+    run(server, graceMs, onTimeout) {
+      if (running) return running;
+      draining = true;
+      running = new Promise<void>((resolve) => {
+        // close() also closes the connections idle right now; the sweep catches those that become idle
+        // later, e.g. one whose response head went out (keep-alive) before the drain began.
+        const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+        const timer = setTimeout(() => {
+          onTimeout();
+          server.closeAllConnections();
+        }, graceMs);
+        server.close(() => {
+          clearInterval(sweep);
+          clearTimeout(timer);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      return running;
+    },
+  };
+}

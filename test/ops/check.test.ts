@@ -1,0 +1,72 @@
+/** `rategate check` is exactly as strict as `serve`, and `rategate --version` says which rategate this is. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { send } from '../support/http.js';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { startTestGateway, SEED_TABLE } from '../support/gateway.js';
+import { runCli, spawnServe } from './process.js';
+
+const VERSION = (await import('../../package.json', { with: { type: 'json' } })).default.version;
+
+function configFile(text: string): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-check-')), 'limits.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+let upstream: RecordingUpstream;
+beforeAll(async () => {
+  upstream = await startRecordingUpstream();
+});
+afterAll(async () => upstream.close());
+
+describe('rategate check', () => {
+  it('refuses a rule for a method that does not exist, as serve does', async () => {
+    const file = configFile('limits:\n  - { name: api, match: GETT /api/*, per: ip, limit: 10, period: 1m }\n');
+    const message = 'limits[0].match: unknown method "GETT" (did you mean "GET"? a custom method must be listed in methods.custom)';
+    const check = await runCli(['check', '--config', file]);
+    expect(check.code).toBe(1);
+    expect(check.stderr).toContain(message);
+    await expect(spawnServe(['--config', file])).rejects.toThrow(message);
+  });
+
+  it('refuses an empty file with a clear message', async () => {
+    const check = await runCli(['check', '--config', configFile('')]);
+    expect(check.code).toBe(1);
+    expect(check.stderr).toContain('(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")');
+  });
+
+  it('applies the RATEGATE_* overrides serve applies: a bad RATEGATE_STORE fails it', async () => {
+    const file = configFile(SEED_TABLE);
+    expect((await runCli(['check', '--config', file])).code).toBe(0);
+    const bad = await runCli(['check', '--config', file], { RATEGATE_STORE: 'mongodb://db:27017' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('store.url: invalid store "mongodb://db:27017"');
+    expect(bad.stderr).toContain('(set by an override)');
+    expect((await runCli(['check', '--config', file], { RATEGATE_LOG_LEVEL: 'loud' })).code).toBe(1);
+  });
+
+  it('accepts a custom method listed in methods.custom, and the rule then limits it', async () => {
+    const table = 'methods: { custom: [PURGE] }\nlimits:\n  - { name: purge, match: PURGE /cache/*, per: ip, limit: 1, period: 1h }\n';
+    expect((await runCli(['check', '--config', configFile(table)])).code).toBe(0);
+    const gw = await startTestGateway(table, { upstream: upstream.url });
+    try {
+      expect((await send(gw.url, { method: 'PURGE', path: '/cache/a' })).status).toBe(200);
+      expect((await send(gw.url, { method: 'PURGE', path: '/cache/a' })).status).toBe(429);
+    } finally {
+      await gw.shutdown(500);
+    }
+  });
+});
+
+describe('rategate --version', () => {
+  it('prints the package version, as -v does', async () => {
+    for (const flag of ['--version', '-v']) {
+      const r = await runCli([flag]);
+      expect(r.code).toBe(0);
+      expect(r.stdout.trim()).toBe(VERSION);
+    }
+  });
+});
