@@ -37,8 +37,11 @@ export function isClientFault(code: GatewayErrorCode): boolean {
   return code === 'PAYLOAD_TOO_LARGE' || code === 'PARAM_AFTER_FILE';
 }
 
+/** The `reason` labels of `rategate_upstream_errors_total`, all known in advance (so they start at 0). */
+export const UPSTREAM_ERROR_REASONS = ['unreachable', 'reset', 'timeout', 'bad_request'] as const;
+
 /** The `reason` label of `rategate_upstream_errors_total` for an upstream failure. */
-export function upstreamErrorReason(code: GatewayErrorCode): 'timeout' | 'reset' | 'bad_request' | 'unreachable' {
+export function upstreamErrorReason(code: GatewayErrorCode): (typeof UPSTREAM_ERROR_REASONS)[number] {
   return code === 'UPSTREAM_TIMEOUT' ? 'timeout' : code === 'UPSTREAM_RESET' ? 'reset' : code === 'BAD_REQUEST' ? 'bad_request' : 'unreachable';
 }
 

@@ -1,6 +1,8 @@
 /** @module Every Prometheus metric of the gateway, defined in one place. Labels never carry an IP, a token or an account. */
 import client from 'prom-client';
+import { UPSTREAM_ERROR_REASONS } from './errors.js';
 import { FastHistogram } from './histogram.js';
+import { STORE_ERROR_REASONS } from './limiter/errors.js';
 import type { LocalRejectionSource, StoreObserver } from './limiter/types.js';
 import { VERSION } from './version.js';
 
@@ -10,8 +12,6 @@ export type Decision = 'allowed' | 'limited' | 'shadow_limited';
  * Label values known in advance: their series exist at 0 from the start, so that an alert on
  * `increase(...)` sees the first failure (a series born at 1 has no increase to show).
  */
-export const STORE_ERROR_REASONS = ['timeout', 'connection', 'script', 'circuit_open'] as const;
-export const UPSTREAM_ERROR_REASONS = ['unreachable', 'reset', 'timeout', 'bad_request'] as const;
 export const RELOAD_RESULTS = ['success', 'error'] as const;
 
 /**
@@ -154,7 +154,7 @@ export class Metrics {
     if (opts.collectDefault ?? true) client.collectDefaultMetrics({ register: this.registry });
     // Known label values start at 0, so an alert on increase() sees the first event.
     for (const source of ['blocked_cache', 'fallback'] as const) this.storeLocalRejections.inc({ source }, 0);
-    for (const reason of STORE_ERROR_REASONS) this.storeErrors.inc({ reason }, 0);
+    for (const reason of [...STORE_ERROR_REASONS, 'circuit_open']) this.storeErrors.inc({ reason }, 0);
     for (const reason of UPSTREAM_ERROR_REASONS) this.upstreamErrors.inc({ reason }, 0);
     for (const result of RELOAD_RESULTS) this.configReloads.inc({ result }, 0);
     this.buildInfo.set({ version: VERSION, node: process.version }, 1);

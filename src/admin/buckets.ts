@@ -4,9 +4,9 @@
  * bucket key exactly as the request path does it.
  */
 import { ipBucketKey, accountKeyNamedBy } from '../identity/index.js';
-import type { BucketSpec, Store } from '../limiter/types.js';
+import type { Store } from '../limiter/types.js';
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
-import type { RequestPolicy } from '../server/policy.js';
+import { bucketSpec, type RequestPolicy } from '../server/policy.js';
 import { valueDigest } from '../server/rule-facts.js';
 import { iso8601Micro } from '../server/ratelimit-headers.js';
 
@@ -45,15 +45,7 @@ export async function bucketsEndpoint(
     if (digest === null) return { status: 400, body: { error: `key must be the ${rule.per === 'token' ? "token's SHA-256 digest" : 'value'} for rule ${rule.name} (per: ${rule.per})` } };
   }
   const prefix = ruleKeyPrefix(rule.name);
-  const spec: BucketSpec = {
-    key: bucketKey(prefix, rule.per, ipKey, accountKey, digest)!,
-    limit: rule.limit,
-    periodMs: rule.periodMs,
-    algorithm: rule.algorithm,
-    cost: rule.cost,
-    shadow: rule.shadow,
-    onError: policy.onError[rule.index]!,
-  };
+  const spec = bucketSpec(policy, rule, bucketKey(prefix, rule.per, ipKey, accountKey, digest)!);
 
   if (method === 'DELETE') {
     await store.reset(spec);

@@ -115,3 +115,9 @@ export function unknownKeyMessage(key: string, known: readonly string[]): string
   if (best !== undefined) return `unknown key (did you mean "${best}"?)`;
   return known.length > 0 ? `unknown key (expected one of: ${known.join(', ')})` : 'unknown key';
 }
+
+/** One problem found outside the schema, with its place. */
+export interface PathIssue {
+  readonly path: readonly PathItem[];
+  readonly message: string;
+}

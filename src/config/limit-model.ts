@@ -4,7 +4,7 @@
  */
 import { parseKey } from '../rack-params.js';
 import { show } from './errors.js';
-import type { PathIssue } from './schema.js';
+import type { PathIssue } from './errors.js';
 import { HEADER_NAME } from './validators.js';
 
 /** `per:` as written; `header:` and `param:` carry a name. checkPer then reads the name. */

@@ -3,8 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { buildSnapshot } from './compile.js';
-import { ConfigError, configErrorMap, formatPath, unknownKeyMessage, type PathItem } from './errors.js';
-import { configSchema, crossFieldIssues, knownKeysAt, type Config, type PathIssue } from './schema.js';
+import { ConfigError, configErrorMap, formatPath, unknownKeyMessage, type PathIssue, type PathItem } from './errors.js';
+import { crossFieldIssues } from './cross-field.js';
+import { configSchema, knownKeysAt, type Config } from './schema.js';
 import type { Snapshot } from './types.js';
 
 /** Process settings from flags and environment; they replace the file's values before validation. */

@@ -1,10 +1,10 @@
-/** @module The zod schema of `limits.yaml` (SPEC §3): defaults, formats, and the TS types derived from it. */
+/** @module The zod schema of `limits.yaml` (SPEC §3): its sections, defaults and the TS types derived from it; value formats live in formats.ts, checks across fields in cross-field.ts. */
 import { z } from 'zod';
 import { parsePattern } from '../routing/pattern.js';
-import { checkPer, overrideIssues, PER, PER_HINT } from './limit-model.js';
-import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
-import { formatPath, show, type PathItem } from './errors.js';
-import { checkCustomMethod, methodIssues } from './methods.js';
+import { checkPer, PER, PER_HINT } from './limit-model.js';
+import { show, type PathItem } from './errors.js';
+import { accountId, checked, duration, positiveInt, size } from './formats.js';
+import { checkCustomMethod } from './methods.js';
 import {
   checkIpOrCidr,
   checkListen,
@@ -12,56 +12,12 @@ import {
   checkTrustedProxy,
   checkUpstreamUrl,
   HEADER_NAME,
-  parseHostPort,
-  sameSocket,
 } from './validators.js';
 
 /** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
 export const RULE_NAME = /^[A-Za-z0-9_.-]+$/;
 /** `{` `}` would change Redis Cluster hash slots, spaces and quotes break key readability. */
 const PREFIX = /^[A-Za-z0-9_.:-]+$/;
-
-/** A string check that reports the checker's message as a custom issue. */
-function checked(check: (v: string) => string | null): z.ZodString {
-  return z.string().superRefine((v, ctx) => {
-    const error = check(v);
-    if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
-  });
-}
-
-/** Written as `30s`, `5m`, `1h30m`, `250ms` or integer milliseconds; parsed to milliseconds. */
-function duration(minMs: number) {
-  const invalid = (input: unknown): string =>
-    input === undefined ? 'required' : `invalid duration ${show(input)} (${DURATION_HINT})`;
-  // Zod reports the issue of the one option whose type matched, so each option carries the message.
-  const error = (iss: { input?: unknown }): string => invalid(iss.input);
-  return z
-    .union(
-      [
-        z.string().regex(new RegExp(DURATION_PATTERN), { error }),
-        z.number().int({ error }).nonnegative({ error }),
-      ],
-      { error },
-    )
-    .transform((v, ctx) => {
-      const ms = parseDuration(v);
-      if (ms === undefined) {
-        ctx.issues.push({ code: 'custom', message: invalid(v), input: v });
-        return z.NEVER;
-      }
-      if (ms < minMs) {
-        ctx.issues.push({ code: 'custom', message: `must be at least ${formatDuration(minMs)}, got ${show(v)}`, input: v });
-        return z.NEVER;
-      }
-      return ms;
-    });
-}
-
-const positiveInt = () =>
-  z
-    .number()
-    .int()
-    .positive({ error: (iss) => `must be a positive integer, got ${show(iss.input)}` });
 
 const onError = z.enum(['local', 'allow', 'deny']);
 
@@ -220,34 +176,10 @@ const responsesShape = {
     .default({ error: 'Too many requests' })
     .describe('JSON body of a 429 answer.'),
 };
-/** Account ids are opaque strings; YAML reads `123` as a number, which is accepted while exact. */
-const accountIdError = (iss: { input?: unknown }): string =>
-  typeof iss.input === 'number'
-    ? `account id ${show(iss.input)} is not an integer YAML can read exactly (quote it)`
-    : `expected an account id, got ${show(iss.input)}`;
-const accountId = z
-  .union([z.string().min(1), z.number().int({ error: accountIdError }).nonnegative({ error: accountIdError })], {
-    error: accountIdError,
-  })
-  .transform((v): string => String(v));
 const exemptShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs never limited.'),
   accounts: z.array(accountId).default([]).describe('Account ids never limited.'),
 };
-/** Sizes as `512`, `16kB`, `10MB`, `1GB` (powers of 1024; `KiB`, `MiB`, `GiB` too); 0 means no limit. */
-const SIZE = /^([0-9]+)\s*(B|kB|KB|KiB|MB|MiB|GB|GiB)?$/;
-const SIZE_UNITS: Record<string, number> = { B: 1, kB: 1024, KB: 1024, KiB: 1024, MB: 1024 ** 2, MiB: 1024 ** 2, GB: 1024 ** 3, GiB: 1024 ** 3 };
-function size() {
-  const invalid = (input: unknown) => `invalid size ${show(input)} (use bytes, or 16kB, 10MB, 1GB)`;
-  return z
-    .union([z.number().int().nonnegative(), z.string().regex(SIZE)], { error: (iss) => invalid(iss.input) })
-    .transform((v): number => {
-      if (typeof v === 'number') return v;
-      const m = SIZE.exec(v)!;
-      return Number(m[1]) * SIZE_UNITS[m[2] ?? 'B']!;
-    });
-}
-
 const bodyLimitShape = {
   match: patterns.describe('Pattern(s) as in limits[].match.'),
   maxBodySize: size().describe('Largest request body for these routes (bytes, 16kB, 10MB, 1GB); 0: no limit.'),
@@ -333,82 +265,3 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
 export function knownKeysAt(path: readonly PathItem[]): readonly string[] {
   return KNOWN_KEYS[path.filter((p) => typeof p === 'string').join('.')] ?? [];
 }
-
-export interface PathIssue {
-  readonly path: readonly PathItem[];
-  readonly message: string;
-}
-
-function record(v: unknown): Record<string, unknown> | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-}
-
-/**
- * Checks that relate several fields. They run on the raw input, field by field defensively, so they
- * are reported together with the schema's errors instead of only once those are fixed.
- */
-export function crossFieldIssues(raw: unknown): PathIssue[] {
-  const issues: PathIssue[] = [];
-  const top = record(raw);
-  if (top === undefined) return issues;
-
-  const listen = typeof top.listen === 'string' ? top.listen : '0.0.0.0:8080';
-  const adminRaw = record(top.admin);
-  const adminListen = typeof adminRaw?.listen === 'string' ? adminRaw.listen : '127.0.0.1:9464';
-  const a = parseHostPort(listen);
-  const b = parseHostPort(adminListen);
-  if (a !== undefined && b !== undefined && sameSocket(a, b)) {
-    issues.push({
-      path: ['admin', 'listen'],
-      message: `"${adminListen}" overlaps listen "${listen}" (the admin API must have its own port)`,
-    });
-  }
-
-  if (adminRaw !== undefined && adminRaw.token != null && adminRaw.tokenFile != null) {
-    issues.push({ path: ['admin', 'tokenFile'], message: 'set either admin.token (or RATEGATE_ADMIN_TOKEN) or admin.tokenFile, not both' });
-  }
-
-  const account = record(record(top.clients)?.account);
-  if (account !== undefined) {
-    const from = account.from ?? 'introspect';
-    if (from === 'header' && account.header === undefined) {
-      issues.push({ path: ['clients', 'account', 'header'], message: 'required when from is "header"' });
-    } else if (typeof from === 'string' && from !== 'header' && account.header !== undefined) {
-      issues.push({
-        path: ['clients', 'account', 'header'],
-        message: `only used with from: header (from is "${from}")`,
-      });
-    }
-  }
-
-  issues.push(...methodIssues(top));
-
-  const limits = Array.isArray(top.limits) ? (top.limits as unknown[]) : [];
-  const firstIndex = new Map<string, number>();
-  limits.forEach((item, i) => {
-    const r = record(item);
-    if (r === undefined) return;
-    if (typeof r.name === 'string') {
-      const first = firstIndex.get(r.name);
-      if (first === undefined) firstIndex.set(r.name, i);
-      else {
-        issues.push({
-          path: ['limits', i, 'name'],
-          message: `duplicate rule name "${r.name}" (first used at ${formatPath(['limits', first, 'name'])})`,
-        });
-      }
-    }
-    const { limit, cost } = r;
-    if (typeof limit === 'number' && typeof cost === 'number' && Number.isInteger(limit) && Number.isInteger(cost)) {
-      if (limit > 0 && cost > limit) {
-        issues.push({
-          path: ['limits', i, 'cost'],
-          message: `cost ${cost} exceeds limit ${limit} (no request could ever be admitted)`,
-        });
-      }
-    }
-    overrideIssues(r, i, issues);
-  });
-  return issues;
-}
-

@@ -1,7 +1,9 @@
 /** @module Typed failures of a remote store, so the fault policy and metrics can tell them apart. */
 
 /** Why a store call failed: the `reason` label of `rategate_store_errors_total`. */
-export type StoreErrorReason = 'timeout' | 'connection' | 'script';
+/** Why a store call failed: the `reason` labels of `rategate_store_errors_total` (with the breaker's `circuit_open`). */
+export const STORE_ERROR_REASONS = ['timeout', 'connection', 'script'] as const;
+export type StoreErrorReason = (typeof STORE_ERROR_REASONS)[number];
 
 /** A store call that produced no decision. The fault policy (resilient.ts) turns it into one. */
 export class StoreError extends Error {

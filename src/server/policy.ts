@@ -186,15 +186,7 @@ export function bucketsFor(policy: RequestPolicy, rules: readonly CompiledRule[]
     }
     const key = bucketKey(prefix, rule.per, ipKey, accountKey, digest);
     if (key === null) continue;
-    specs.push({
-      key,
-      limit: rule.limit,
-      periodMs: rule.periodMs,
-      algorithm: rule.algorithm,
-      cost: rule.cost,
-      shadow: rule.shadow,
-      onError: policy.onError[rule.index]!,
-    });
+    specs.push(bucketSpec(policy, rule, key));
     used.push(rule);
   }
   return { specs, rules: used };
@@ -209,4 +201,17 @@ export function overrideFor(overrides: readonly OverrideMatch[], address: string
     if (o.keys !== null && digest !== null && o.keys.has(digest)) return j;
   }
   return -1;
+}
+
+/** A rule's bucket under `key`, with the store-error policy in force for it (the request path and the admin API). */
+export function bucketSpec(policy: RequestPolicy, rule: CompiledRule, key: string): BucketSpec {
+  return {
+    key,
+    limit: rule.limit,
+    periodMs: rule.periodMs,
+    algorithm: rule.algorithm,
+    cost: rule.cost,
+    shadow: rule.shadow,
+    onError: policy.onError[rule.index]!,
+  };
 }

@@ -1,0 +1,79 @@
+/** @module Config checks that relate several fields, run on the raw input beside the schema's own. */
+import { formatPath, type PathIssue } from './errors.js';
+import { overrideIssues } from './limit-model.js';
+import { methodIssues } from './methods.js';
+import { parseHostPort, sameSocket } from './validators.js';
+
+function record(v: unknown): Record<string, unknown> | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+/**
+ * Checks that relate several fields. They run on the raw input, field by field defensively, so they
+ * are reported together with the schema's errors instead of only once those are fixed.
+ */
+export function crossFieldIssues(raw: unknown): PathIssue[] {
+  const issues: PathIssue[] = [];
+  const top = record(raw);
+  if (top === undefined) return issues;
+
+  const listen = typeof top.listen === 'string' ? top.listen : '0.0.0.0:8080';
+  const adminRaw = record(top.admin);
+  const adminListen = typeof adminRaw?.listen === 'string' ? adminRaw.listen : '127.0.0.1:9464';
+  const a = parseHostPort(listen);
+  const b = parseHostPort(adminListen);
+  if (a !== undefined && b !== undefined && sameSocket(a, b)) {
+    issues.push({
+      path: ['admin', 'listen'],
+      message: `"${adminListen}" overlaps listen "${listen}" (the admin API must have its own port)`,
+    });
+  }
+
+  if (adminRaw !== undefined && adminRaw.token != null && adminRaw.tokenFile != null) {
+    issues.push({ path: ['admin', 'tokenFile'], message: 'set either admin.token (or RATEGATE_ADMIN_TOKEN) or admin.tokenFile, not both' });
+  }
+
+  const account = record(record(top.clients)?.account);
+  if (account !== undefined) {
+    const from = account.from ?? 'introspect';
+    if (from === 'header' && account.header === undefined) {
+      issues.push({ path: ['clients', 'account', 'header'], message: 'required when from is "header"' });
+    } else if (typeof from === 'string' && from !== 'header' && account.header !== undefined) {
+      issues.push({
+        path: ['clients', 'account', 'header'],
+        message: `only used with from: header (from is "${from}")`,
+      });
+    }
+  }
+
+  issues.push(...methodIssues(top));
+
+  const limits = Array.isArray(top.limits) ? (top.limits as unknown[]) : [];
+  const firstIndex = new Map<string, number>();
+  limits.forEach((item, i) => {
+    const r = record(item);
+    if (r === undefined) return;
+    if (typeof r.name === 'string') {
+      const first = firstIndex.get(r.name);
+      if (first === undefined) firstIndex.set(r.name, i);
+      else {
+        issues.push({
+          path: ['limits', i, 'name'],
+          message: `duplicate rule name "${r.name}" (first used at ${formatPath(['limits', first, 'name'])})`,
+        });
+      }
+    }
+    const { limit, cost } = r;
+    if (typeof limit === 'number' && typeof cost === 'number' && Number.isInteger(limit) && Number.isInteger(cost)) {
+      if (limit > 0 && cost > limit) {
+        issues.push({
+          path: ['limits', i, 'cost'],
+          message: `cost ${cost} exceeds limit ${limit} (no request could ever be admitted)`,
+        });
+      }
+    }
+    overrideIssues(r, i, issues);
+  });
+  return issues;
+}
+
