@@ -8,7 +8,7 @@ import { VERSION } from './version.js';
 const USAGE = `Usage:
   rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
                     [--upstream URL|builtin] [--store memory|URL] [--workers N|auto]
-  rategate check    [--config FILE]
+  rategate check    [--config FILE | FILE]
   rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"]
   rategate upstream [--listen HOST:PORT]
   rategate --version
@@ -92,11 +92,22 @@ function reportConfigError(err: unknown): number {
 }
 
 async function check(args: string[]): Promise<number> {
-  const { values } = parse(args, { config: { type: 'string', short: 'c' } });
+  // `rategate check FILE` reads as naturally as `--config FILE`; one file either way.
+  const { values, positionals } = parseArgs({
+    args,
+    options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } },
+    strict: true,
+    allowPositionals: true,
+  });
   if (values.help) return (console.log(USAGE), 0);
+  if (positionals.length > 1 || (positionals.length === 1 && values.config !== undefined)) {
+    console.error(`rategate: check takes one config file (got ${[values.config, ...positionals].filter(Boolean).join(', ')})\n\n${USAGE}`);
+    return 1;
+  }
+  const file = positionals[0] ?? configPath(values);
   try {
     // Exactly what serve would load: the same file with the same RATEGATE_* overrides.
-    const snapshot = await loadConfigFile(configPath(values), overridesFrom(values));
+    const snapshot = await loadConfigFile(file, overridesFrom(values));
     console.log(formatRulesTable(snapshot));
     console.log(formatSummary(snapshot));
     return 0;

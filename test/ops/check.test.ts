@@ -23,6 +23,16 @@ beforeAll(async () => {
 afterAll(async () => upstream.close());
 
 describe('rategate check', () => {
+  it('takes the file as an argument too, and checks the shipped Mastodon example clean', async () => {
+    const ok = await runCli(['check', 'config/examples/mastodon.yaml']);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain('password-resets-email');
+    const bad = await runCli(['check', configFile('limits:\n  - { name: api, match: GETT /api/*, per: ip, limit: 10, period: 1m }\n')]);
+    expect(bad.code).toBe(1);
+    expect((await runCli(['check', 'a.yaml', 'b.yaml'])).code).toBe(1);
+    expect((await runCli(['check', '--config', 'a.yaml', 'b.yaml'])).code).toBe(1);
+  });
+
   it('refuses a rule for a method that does not exist, as serve does', async () => {
     const file = configFile('limits:\n  - { name: api, match: GETT /api/*, per: ip, limit: 10, period: 1m }\n');
     const message = 'limits[0].match: unknown method "GETT" (did you mean "GET"? a custom method must be listed in methods.custom)';
