@@ -190,17 +190,27 @@ class Resilient implements ResilientStore {
     this.failures++;
     this.probing = false;
     if (this.state === 'half-open' || this.failures >= this.threshold) this.open();
+    else this.scheduleProbe();
   }
 
   private open(): void {
     this.openUntil = this.clock.now() + this.openMs;
     this.setState('open');
     this.stopProbe();
-    if (typeof this.primary.ping !== 'function' || this.closed) return;
-    // Probe in the background so that recovery does not wait for (or cost) a request.
+    this.scheduleProbe();
+  }
+
+  /**
+   * Probes in the background, one openMs from now, so that recovery neither waits for nor costs a
+   * request: with the breaker open, and also while the fault policy answers below its threshold (the
+   * requests that would notice may never come, e.g. clients the blocked cache answers locally).
+   */
+  private scheduleProbe(): void {
+    if (typeof this.primary.ping !== 'function' || this.closed || this.cancelProbe !== undefined) return;
     this.cancelProbe = this.clock.after(this.openMs, () => {
       this.cancelProbe = undefined;
-      if (this.state !== 'open' || this.closed || !this.admit()) return;
+      if (this.closed) return;
+      if (this.state === 'open' ? !this.admit() : this.state !== 'closed' || !this.fallbackOn) return;
       this.primary.ping!().then(
         () => this.succeeded(),
         (err: unknown) => this.failed('ping', err),

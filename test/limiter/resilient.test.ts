@@ -190,6 +190,27 @@ describe('the fault policy', () => {
     await store.close();
   });
 
+  it('probes in the background while the fault policy answers below the threshold, so recovery needs no request', async () => {
+    const primary = new ScriptedPrimary();
+    const { store, events, clock } = setup({ failureThreshold: 5, openMs: 100 }, primary);
+    const b = spec({ limit: 100 });
+    primary.mode = 'fail';
+    await store.consume([b]); // one failure: the fallback answers, the breaker stays closed
+    expect(store.circuit).toBe('closed');
+    expect(store.fallbackActive).toBe(true);
+    primary.mode = 'ok';
+    clock.advance(100);
+    await settle();
+    // No request came (a client the blocked cache answers sends none): the probe alone saw the store back.
+    expect(primary.pings).toBe(1);
+    expect(store.fallbackActive).toBe(false);
+    expect(events.filter((e) => e.type === 'fallback_active').map((e) => (e as { active: boolean }).active)).toEqual([true, false]);
+    clock.advance(1_000);
+    await settle();
+    expect(primary.pings).toBe(1); // healthy again: no more probes
+    await store.close();
+  });
+
   it('counts only consecutive failures towards opening the circuit', async () => {
     const primary = new ScriptedPrimary();
     const { store } = setup({ failureThreshold: 3, openMs: 100 }, primary);
