@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { fromJson, ParamError, type ParamHash } from '../rack-params.js';
 import { startMultipartPeek, type MultipartPeek } from './multipart-peek.js';
 import { ReplayBody } from './replay-body.js';
+import { declaresBody } from '../proxy/forward.js';
 import { formValues, valuesOf, type WantedParams } from './request-params.js';
 
 /** How Rails reads a body, from its Content-Type (and method: Rack reads a typeless POST as a form). */
@@ -60,7 +61,7 @@ export function beyondMessage(maxBytes: number, multipart: boolean): string {
  */
 export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyPeek> {
   const kind = bodyKindOf(req.method ?? 'GET', req.headers['content-type']);
-  if (kind === 'opaque' || !hasBody(req)) return Promise.resolve({ kind: 'opaque', body: req });
+  if (kind === 'opaque' || !declaresBody(req)) return Promise.resolve({ kind: 'opaque', body: req });
   if (kind === 'multipart') return peekMultipart(req, opts);
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > opts.maxBytes) {
@@ -102,9 +103,24 @@ export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyP
 
 const ABORTED: BodyPeek = Object.freeze({ kind: 'malformed', status: 400, message: 'Request body was not received in full' });
 
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
+/**
+ * Listens to `req`'s body: each chunk, its end, and an error or a close before the end (an abort).
+ * Returns what removes the four listeners again.
+ */
+function onBody(req: IncomingMessage, onData: (chunk: Buffer) => void, onEnd: () => void, onAbort: () => void): () => void {
+  const onClose = (): void => {
+    if (!req.complete) onAbort();
+  };
+  req.on('data', onData);
+  req.on('end', onEnd);
+  req.on('error', onAbort);
+  req.on('close', onClose);
+  return () => {
+    req.off('data', onData);
+    req.off('end', onEnd);
+    req.off('error', onAbort);
+    req.off('close', onClose);
+  };
 }
 
 /** The whole body if it fits in `max` bytes; 'over' (reading stopped, `req` paused) if not. */
@@ -113,10 +129,7 @@ function readAll(req: IncomingMessage, max: number): Promise<Buffer[] | 'over' |
     const chunks: Buffer[] = [];
     let size = 0;
     const done = (r: Buffer[] | 'over' | 'aborted'): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onAbort);
-      req.off('close', onClose);
+      stop();
       resolve(r);
     };
     const onData = (chunk: Buffer): void => {
@@ -126,15 +139,7 @@ function readAll(req: IncomingMessage, max: number): Promise<Buffer[] | 'over' |
         done('over');
       } else chunks.push(chunk);
     };
-    const onEnd = (): void => done(chunks);
-    const onAbort = (): void => done('aborted');
-    const onClose = (): void => {
-      if (!req.complete) onAbort();
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onAbort);
-    req.on('close', onClose);
+    const stop = onBody(req, onData, () => done(chunks), () => done('aborted'));
   });
 }
 
@@ -156,10 +161,7 @@ function peekMultipart(req: IncomingMessage, opts: PeekOptions): Promise<BodyPee
     const finish = (r: BodyPeek): void => {
       if (settled) return;
       settled = true;
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onAbort);
-      req.off('close', onClose);
+      stop();
       if (r.kind !== 'read') watch.dispose();
       resolve(r);
     };
@@ -201,13 +203,6 @@ function peekMultipart(req: IncomingMessage, opts: PeekOptions): Promise<BodyPee
       watch.end();
       settle(true);
     };
-    const onAbort = (): void => finish(ABORTED);
-    const onClose = (): void => {
-      if (!req.complete) onAbort();
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onAbort);
-    req.on('close', onClose);
+    const stop = onBody(req, onData, onEnd, () => finish(ABORTED));
   });
 }
