@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 export const GATEWAY_ERRORS = {
   BAD_PATH: { status: 400, message: 'Bad request path' },
   BAD_REQUEST: { status: 400, message: 'Bad request' },
+  QUERY_CONFLICT: { status: 400, message: 'Bad request: the query string has conflicting parameters' },
   FORBIDDEN: { status: 403, message: 'Forbidden' },
   REQUEST_TIMEOUT: { status: 408, message: 'Request timeout' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },
@@ -29,7 +30,7 @@ export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
 /** Pre-serialized bodies: the error path allocates no JSON per request. */
 export const ERROR_BODIES: Record<GatewayErrorCode, Buffer> = Object.fromEntries(
-  Object.entries(GATEWAY_ERRORS).map(([code, e]) => [code, Buffer.from(JSON.stringify({ error: e.message }))]),
+  Object.entries(GATEWAY_ERRORS).map(([code, e]) => [code, errorBody(e.message)]),
 ) as Record<GatewayErrorCode, Buffer>;
 
 /** Failures of the client's own request found while forwarding it: not the upstream's fault. */
@@ -74,7 +75,17 @@ export function respondOnSocket(socket: Duplex, status: number, body: Buffer, ex
   socket.end(Buffer.concat([Buffer.from(`${head}\r\n`), body]));
 }
 
+/** A `{"error": …}` body for a message made per request (a reason, a parameter name). */
+export function errorBody(message: string): Buffer {
+  return Buffer.from(JSON.stringify({ error: message }));
+}
+
 /** A body for a bad path, naming what was wrong with it. */
 export function badPathBody(reason: string): Buffer {
-  return Buffer.from(JSON.stringify({ error: `${GATEWAY_ERRORS.BAD_PATH.message}: ${reason}` }));
+  return errorBody(`${GATEWAY_ERRORS.BAD_PATH.message}: ${reason}`);
+}
+
+/** The message for a counted parameter given twice with different values (query and body, or twice). */
+export function paramConflictMessage(name: string): string {
+  return `Bad request: ${name} is given twice with different values`;
 }

@@ -43,7 +43,7 @@ const NO_BUCKET: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, '
 const BAD_QUERY: Decision = Object.freeze({
   admit: false,
   status: 400,
-  body: Buffer.from(JSON.stringify({ error: 'Bad request: the query string has conflicting parameters' })),
+  body: ERROR_BODIES.QUERY_CONFLICT,
   headers: NO_HEADERS,
   rules: NO_RULES,
   rejectedBy: undefined,

@@ -14,7 +14,7 @@ import { normalizePath } from '../routing/index.js';
 import { declaresBody, type Forwarder, type ForwardResult } from '../proxy/forward.js';
 import { forwardedAsXff, forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
-import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, isClientFault, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../errors.js';
+import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, errorBody, isClientFault, paramConflictMessage, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../errors.js';
 import { bodyCanDecide, decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
 import { continueNow } from './expect-continue.js';
 import { readRequestParams, type RequestParams } from './read-params.js';
@@ -183,13 +183,13 @@ export class Gateway {
     const rawQuery = target.query.length > 1 ? target.query.slice(1) : '';
     const read = readRequestParams(req, rawQuery, { wanted: policy.wantedParams, maxBytes: policy.paramPeekBytes, readBody });
     const params = read instanceof Promise ? await read : read;
-    if (!params.ok) return refused(gatewayAnswer(params.status, Buffer.from(JSON.stringify({ error: params.message }))), path, peer);
+    if (!params.ok) return refused(gatewayAnswer(params.status, errorBody(params.message)), path, peer);
     const p = params.params;
     const token = p.token.kind === 'token' ? p.token.token : null;
     // `param:` rules: their values from the query and the body together (two different ones: 400).
     const values = policy.paramNames.length > 0 ? ruleParamValues(p, policy.paramNames) : undefined;
     if (typeof values === 'string') {
-      return refused(gatewayAnswer(400, Buffer.from(JSON.stringify({ error: `Bad request: ${values} is given twice with different values` }))), path, peer);
+      return refused(gatewayAnswer(400, errorBody(paramConflictMessage(values))), path, peer);
     }
     const decision = await decide(this.opts, req, policy, peer, p.method, path, token, target.query, values);
     return { decision, path, target: path + target.query, peer, maxBody, body: p.body, dropOverrideHeader: p.dropOverrideHeader };

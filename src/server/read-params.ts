@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
+import { GATEWAY_ERRORS, paramConflictMessage } from '../errors.js';
 import { peekBody } from './body-peek.js';
 import {
   doorkeeperToken,
@@ -73,7 +74,7 @@ function firstHeader(v: string | string[] | undefined): string | undefined {
  */
 export function readRequestParams(req: IncomingMessage, rawQuery: string, opts: ReadParamsOptions): ReadParams | Promise<ReadParams> {
   const query = rawQuery.length === 0 ? NO_VALUES : queryValues(rawQuery, opts.wanted);
-  if (query === null) return { ok: false, status: 400, message: 'Bad request: the query string has conflicting parameters' };
+  if (query === null) return { ok: false, status: 400, message: GATEWAY_ERRORS.QUERY_CONFLICT.message };
   if (!opts.readBody) return finish(req, query, NO_VALUES, false, null);
   return peekBody(req, opts).then((peek): ReadParams => {
     if (peek.kind === 'beyond') return { ok: false, status: 400, message: peek.message };
@@ -88,7 +89,7 @@ function finish(req: IncomingMessage, query: ParamValues, body: ParamValues, for
   const override = resolveMethodOverride(original, firstHeader(req.headers['x-http-method-override']), form ? body.get(METHOD_PARAM) : undefined);
   const token = doorkeeperToken(req.headers.authorization, query, body);
   if (token.kind === 'conflict') {
-    return { ok: false, status: 400, message: `Bad request: ${token.param} is given twice with different values` };
+    return { ok: false, status: 400, message: paramConflictMessage(token.param) };
   }
   return { ok: true, params: new Params(override.method, override.dropHeader, token, query, body, forward) };
 }
