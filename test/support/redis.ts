@@ -17,7 +17,11 @@ export interface RedisNode {
   host: string;
   port: number;
   url: string;
-  /** Kills the server (SIGKILL: no goodbye to clients), for fault tests. No-op for external servers. */
+  /**
+   * Kills the server (SIGKILL: no goodbye to clients), for fault tests. No-op for external servers. A
+   * binary-backed node keeps its port meanwhile (a listener that resets every connection), so no
+   * other test's server can take it before restart().
+   */
   kill(): Promise<void>;
   /** Starts it again on the same port. */
   restart(): Promise<void>;
@@ -102,7 +106,7 @@ export async function startRedis(serverArgs: string[] = []): Promise<RedisHandle
       url: node.url,
       node,
       stop: async () => {
-        await node.kill();
+        await node.stop();
         rmSync(dir, { recursive: true, force: true });
       },
     };
@@ -126,7 +130,7 @@ export async function startRedisCluster(opts: { password?: string } = {}): Promi
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-cluster-'));
   const auth = opts.password === undefined ? [] : ['--requirepass', opts.password, '--masterauth', opts.password];
-  const nodes: RedisNode[] = [];
+  const nodes: (RedisNode & { stop(): Promise<void> })[] = [];
   for (let i = 0; i < 3; i++) {
     nodes.push(
       await startBinaryNode(dir, ['--cluster-enabled', 'yes', '--cluster-node-timeout', '2000', ...auth], (port) => [
@@ -141,7 +145,7 @@ export async function startRedisCluster(opts: { password?: string } = {}): Promi
     url: `redis-cluster://${nodes.map((n) => `${n.host}:${n.port}`).join(',')}`,
     nodes,
     stop: async () => {
-      await Promise.all(nodes.map((n) => n.kill()));
+      await Promise.all(nodes.map((n) => n.stop()));
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -161,42 +165,69 @@ async function startBinaryNode(
   dir: string,
   extra: string[],
   perPort: (port: number) => string[] = () => [],
-): Promise<RedisNode> {
+): Promise<RedisNode & { stop(): Promise<void> }> {
   const port = await freePort();
   let child: ChildProcess | undefined;
+  let holder: net.Server | undefined;
   const launch = async () => {
-    child = spawn(
+    const c = spawn(
       'redis-server',
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra, ...perPort(port)],
       { stdio: 'ignore' },
     );
-    await waitForPing('127.0.0.1', port, 10_000);
+    child = c;
+    // Our own server must be the one answering: one that failed to bind exits, and another test's may answer.
+    await waitForPing('127.0.0.1', port, 10_000, () => c.exitCode === null && c.signalCode === null);
+  };
+  const killChild = async () => {
+    const c = child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      c.once('exit', () => resolve());
+      c.kill('SIGKILL');
+    });
+  };
+  const release = async () => {
+    const h = holder;
+    holder = undefined;
+    if (h) await new Promise<void>((resolve) => h.close(() => resolve()));
   };
   await launch();
-  const node: RedisNode = {
+  return {
     host: '127.0.0.1',
     port,
     url: `redis://127.0.0.1:${port}`,
     kill: async () => {
-      const c = child;
-      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      await killChild();
+      if (holder) return;
+      // Hold the port while the server is down: clients see their connections reset, as with a dead
+      // server, and the port cannot go to another test's server started meanwhile.
+      const h = net.createServer((socket) => socket.resetAndDestroy());
       await new Promise<void>((resolve) => {
-        c.once('exit', () => resolve());
-        c.kill('SIGKILL');
+        h.once('error', () => resolve()); // already taken: nothing to hold
+        h.listen(port, '127.0.0.1', () => {
+          holder = h;
+          resolve();
+        });
       });
     },
     restart: async () => {
-      await node.kill();
+      await killChild();
+      await release();
       await launch();
     },
+    stop: async () => {
+      await killChild();
+      await release();
+    },
   };
-  return node;
 }
 
-/** Sends PING until the server answers PONG. */
-async function waitForPing(host: string, port: number, timeoutMs: number): Promise<void> {
+/** Sends PING until the server answers PONG; fails at once when `alive` says the server is gone. */
+async function waitForPing(host: string, port: number, timeoutMs: number, alive: () => boolean = () => true): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    if (!alive()) throw new Error(`redis-server on ${host}:${port} exited before answering (was the port taken?)`);
     const ok = await new Promise<boolean>((resolve) => {
       const s = net.connect(port, host);
       s.setTimeout(500);
