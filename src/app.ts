@@ -23,6 +23,8 @@ import { Gateway } from './server/gateway.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
 import { startUpstream, type RunningUpstream } from './upstream/index.js';
+import { createGuard, type Guard } from './guard/index.js';
+import { displayKey } from './guard/top-keys.js';
 
 export interface GatewaySettings {
   /** Path of limits.yaml. */
@@ -52,6 +54,8 @@ export interface RunningGateway {
   readonly store: StoreHandle;
   readonly metrics: Metrics;
   readonly server: http.Server;
+  /** Runtime blocks, exemptions, bans, in-flight slots and the triage sketch. */
+  readonly guard: Guard;
   snapshot(): Snapshot;
   /** Re-reads the config file now; resolves true when the new table is in force. */
   reload(): Promise<boolean>;
@@ -88,6 +92,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   });
 
   let policy: RequestPolicy = buildRequestPolicy(snapshot, introspect);
+  const guard = await createGuard({ store: cfg.store, registry: metrics.registry, log, config: () => policy.snapshot.config });
   const requestLogLevel = () => policy.snapshot.config.log.requests;
   const accessLog = createAccessLog(log);
   const gateway = new Gateway({
@@ -99,6 +104,9 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     now: settings.now ?? Date.now,
     onRequest: (r) => accessLog(requestLogLevel(), r),
     wantsRecords: () => log.isLevelEnabled(requestLogLevel()),
+    guard,
+    runtimeExempt: (address) => guard.runtimeExempts()?.contains(address) === true,
+    onLimited: (rule, key) => guard.top.add(rule, displayKey(key)),
   });
 
   const drain = createDrain();
@@ -122,6 +130,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     metrics,
     policy: () => policy,
     store: storeHandle.store,
+    guard,
     ready: async () => {
       // Readiness means "can serve": a store that does not answer leaves the gateway serving under its
       // onError policy (and every route no rule matches), so it fails readiness only when asked to.
@@ -201,6 +210,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     store: storeHandle,
     metrics,
     server,
+    guard,
     snapshot: () => policy.snapshot,
     async reload() {
       await watcher.reloadNow();
@@ -225,6 +235,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       }
       await forwarder.close();
       await storeHandle.store.close();
+      await guard.close();
       await builtin?.close();
       log.info('stopped');
       log.flush();

@@ -1,12 +1,16 @@
 /**
- * @module `/admin/buckets?rule=NAME&key=IP-OR-ACCOUNT`: GET shows one bucket, DELETE resets it. The key
- * is what an operator knows (an IP, an account id or header value, a token digest), turned into the
- * bucket key exactly as the request path does it.
+ * @module `/admin/buckets?rule=NAME&key=IP-OR-ACCOUNT[&override=N]`: GET shows one bucket, DELETE resets
+ * it. The key is what an operator knows (an IP, an account id or header value, a token digest), turned
+ * into the bucket key exactly as the request path does it, an override's bucket included (named by
+ * `override=N`, or found from the key as a request would find it). A missing parameter is answered 400
+ * with what can be asked: the rules, and a rule's recently limited keys.
  */
 import { ipBucketKey, accountKeyNamedBy } from '../identity/index.js';
 import type { Store } from '../limiter/types.js';
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
-import { bucketSpec, type RequestPolicy } from '../server/policy.js';
+import { bucketSpec, overrideFor, type RequestPolicy } from '../server/policy.js';
+import type { TopLimited } from '../guard/top-keys.js';
+import { formatDuration } from '../config/duration.js';
 import { valueDigest } from '../server/rule-facts.js';
 import { iso8601Micro } from '../server/ratelimit-headers.js';
 
@@ -17,13 +21,32 @@ export async function bucketsEndpoint(
   params: URLSearchParams,
   policy: RequestPolicy,
   store: Store,
+  top?: TopLimited,
 ): Promise<BucketsAnswer> {
   const ruleName = params.get('rule');
-  const rule = policy.snapshot.rules.find((r) => r.name === ruleName);
+  const rules = policy.snapshot.rules.map((r) => ({ name: r.name, per: r.per === 'header' || r.per === 'param' ? `${r.per}:${r.keyName}` : r.per, limit: r.limit, period: formatDuration(r.periodMs), overrides: r.overrides.length }));
+  if (ruleName === null || ruleName === '') {
+    return { status: 400, body: { error: 'missing rule: use /admin/buckets?rule=NAME&key=IP-OR-ACCOUNT (one of the rules below)', rules } };
+  }
+  let rule = policy.snapshot.rules.find((r) => r.name === ruleName);
   if (!rule) {
     return { status: 404, body: { error: `unknown rule ${JSON.stringify(ruleName)}`, rules: policy.snapshot.rules.map((r) => r.name) } };
   }
   const key = params.get('key') ?? '';
+  if (key === '' && rule.per !== 'global') {
+    return {
+      status: 400,
+      body: { error: `missing key: the client of rule ${rule.name} (per: ${rule.per}), e.g. &key=203.0.113.7`, recentlyLimited: top?.top(rule.name, 20) ?? [] },
+    };
+  }
+  const overrideParam = params.get('override');
+  let override = -1;
+  if (overrideParam !== null) {
+    override = Number(overrideParam);
+    if (!Number.isInteger(override) || override < 0 || override >= rule.overrides.length) {
+      return { status: 400, body: { error: `override must be an index of rule ${rule.name}'s overrides (it has ${rule.overrides.length})` } };
+    }
+  }
   let ipKey = '';
   let accountKey: string | null = null;
   if (rule.per === 'ip') {
@@ -44,7 +67,11 @@ export async function bucketsEndpoint(
     digest = rule.per === 'token' && /^[0-9a-f]{64}$/i.test(key) ? key.toLowerCase() : key.trim() === '' ? null : valueDigest(key.trim());
     if (digest === null) return { status: 400, body: { error: `key must be the ${rule.per === 'token' ? "token's SHA-256 digest" : 'value'} for rule ${rule.name} (per: ${rule.per})` } };
   }
-  const prefix = ruleKeyPrefix(rule.name);
+  // As a request would: the client an override names counts in that override's bucket.
+  if (override < 0) override = overrideFor(policy.overrides[rule.index] ?? [], rule.per === 'ip' ? key : '', accountKey, digest);
+  const base = rule;
+  if (override >= 0) rule = base.overrides[override]!.rule;
+  const prefix = ruleKeyPrefix(rule.name, override);
   const spec = bucketSpec(policy, rule, bucketKey(prefix, rule.per, ipKey, accountKey, digest)!);
 
   if (method === 'DELETE') {
@@ -58,6 +85,7 @@ export async function bucketsEndpoint(
     body: {
       rule: rule.name,
       key: spec.key,
+      ...(override >= 0 ? { override } : {}),
       algorithm: rule.algorithm,
       limit: rule.limit,
       periodMs: rule.periodMs,

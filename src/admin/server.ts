@@ -1,10 +1,12 @@
-/** @module The admin listener (never the proxy port): /metrics, /healthz, /readyz, /admin/buckets. */
+/** @module The admin listener (never the proxy port): /metrics, /healthz, /readyz, and the token-guarded /admin/* API. */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Store } from '../limiter/types.js';
 import type { Metrics } from '../metrics.js';
 import type { RequestPolicy } from '../server/policy.js';
 import { bucketsEndpoint } from './buckets.js';
+import { guardEndpoint } from './guard-api.js';
+import type { Guard } from '../guard/guard.js';
 
 export interface AdminOptions {
   metrics: Metrics;
@@ -12,6 +14,8 @@ export interface AdminOptions {
   ready: () => Promise<{ ready: boolean; checks: Record<string, boolean>; details?: Record<string, unknown> }>;
   policy: () => RequestPolicy;
   store: Store;
+  /** Runtime blocks, exemptions, bans and triage (absent: those endpoints answer 404). */
+  guard?: Guard;
   /** The admin token in force (see admin/token.ts), read per request so a reload can rotate it. */
   token: () => string | null;
   /** Whether the listener accepts connections from this host only (see isLoopbackListen). */
@@ -48,7 +52,7 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
     const r = await opts.ready();
     return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks, ...r.details });
   }
-  if (path === '/admin/buckets') {
+  if (path.startsWith('/admin/')) {
     const policy = opts.policy();
     const token = opts.token();
     if (token === null && !opts.loopbackOnly) return json(res, 403, { error: NO_TOKEN_OFF_LOOPBACK });
@@ -58,8 +62,12 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
     }
     // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
     const params = new URLSearchParams(q === -1 ? '' : target.slice(q + 1));
-    const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store);
-    return json(res, a.status, a.body);
+    if (path === '/admin/buckets') {
+      const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store, opts.guard?.top);
+      return json(res, a.status, a.body);
+    }
+    const g = opts.guard ? await guardEndpoint(req, path, params, policy, opts.guard) : null;
+    if (g !== null) return json(res, g.status, g.body);
   }
   json(res, 404, { error: 'Not found' });
 }

@@ -74,6 +74,20 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
     }
     overrideIssues(r, i, issues);
   });
+  for (const section of ['bans', 'concurrency'] as const) uniqueNames(top[section], section, issues);
   return issues;
 }
 
+
+/** Ban and in-flight rule names key store entries and metric labels: each unique in its section. */
+function uniqueNames(list: unknown, section: 'bans' | 'concurrency', issues: PathIssue[]): void {
+  if (!Array.isArray(list)) return;
+  const first = new Map<string, number>();
+  list.forEach((item, i) => {
+    const name = record(item)?.name;
+    if (typeof name !== 'string') return;
+    const j = first.get(name);
+    if (j === undefined) first.set(name, i);
+    else issues.push({ path: [section, i, 'name'], message: `duplicate name "${name}" (first used at ${formatPath([section, j, 'name'])})` });
+  });
+}

@@ -5,6 +5,7 @@ import { checkPer, PER, PER_HINT } from './limit-model.js';
 import { show, type PathItem } from './errors.js';
 import { accountId, checked, duration, positiveInt, size } from './formats.js';
 import { checkCustomMethod } from './methods.js';
+import { guardShapes } from './guard-schema.js';
 import {
   checkIpOrCidr,
   checkListen,
@@ -104,6 +105,7 @@ export const ruleShape = {
     .describe('Clients with their own limit for this rule (own bucket, same period and algorithm); the first match wins.'),
 };
 const rule = z.object(ruleShape).strict();
+const guard = guardShapes({ match: ruleShape.match, per: ruleShape.per, when: ruleShape.when });
 
 const adminShape = {
   listen: checked(checkListen).default('127.0.0.1:9464').describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
@@ -206,6 +208,10 @@ const logShape = {
   requests: logLevel
     .default('info')
     .describe('Level of the one JSON line logged per request (the access log); below `level` hides it.'),
+  client: z
+    .enum(['off', 'digest', 'clear'])
+    .default('off')
+    .describe('The client IP in the access log: off (default), digest (a SHA-256 prefix, stable per IP) or clear.'),
 };
 
 const methodsShape = {
@@ -234,6 +240,7 @@ export const topShape = {
     .transform((v) => v ?? [])
     .prefault([])
     .describe('The limit table; every matching rule counts a request.'),
+  ...guard.top,
 };
 
 export const configSchema = z.object(topShape).strict().describe('rategate limit table and settings');
@@ -260,6 +267,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   'server.bodyLimits': Object.keys(bodyLimitShape),
   methods: Object.keys(methodsShape),
   limits: Object.keys(ruleShape),
+  ...guard.knownKeys,
 };
 
 export function knownKeysAt(path: readonly PathItem[]): readonly string[] {

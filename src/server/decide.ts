@@ -17,7 +17,7 @@ import { declaresBody } from '../proxy/forward.js';
 import { bodyKindOf } from './body-peek.js';
 
 /** How the decision went, as the access log names it. */
-export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'store_unavailable';
+export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';
 
 export interface Decision {
   readonly admit: boolean;
@@ -57,6 +57,10 @@ export interface DecideContext {
   readonly metrics: Metrics;
   /** Epoch ms; the store's clock as near as the gateway knows it (for an early refusal's headers). */
   readonly now: () => number;
+  /** Runtime exemptions (the admin API's), beside `exempt.ips`. */
+  readonly runtimeExempt?: (address: string) => boolean;
+  /** Told the rule and bucket key of each request limited (the triage sketch). */
+  readonly onLimited?: (rule: string, bucketKey: string) => void;
 }
 
 /**
@@ -81,6 +85,7 @@ export async function decide(
   if (matched.length === 0) return UNMATCHED;
   const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
   if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) return EXEMPT;
+  if (ctx.runtimeExempt?.(client.address) === true) return EXEMPT;
   let facts: RequestFacts | null = null;
   if (anyNeedsFacts(matched)) {
     facts = new RequestFacts(req.headers, query, () => token, body);
@@ -117,6 +122,7 @@ export async function decide(
   countDecision(metrics, rules, outcome);
   const headers = rateLimitHeaders(policy, rules, outcome);
   if (outcome.allowed) return admitted(headers, rules, true, 'allowed');
+  noteLimited(ctx, rules, specs, outcome);
   return limited(policy, headers, rules, outcome);
 }
 
@@ -136,7 +142,16 @@ async function refuseEarly(ctx: DecideContext, policy: RequestPolicy, matched: r
   const outcome: ConsumeOutcome = { allowed: false, now: ctx.now(), buckets };
   if (rejecting(rules, outcome) === undefined) return null;
   countDecision(ctx.metrics, rules, outcome);
+  noteLimited(ctx, rules, specs, outcome);
   return limited(policy, rateLimitHeaders(policy, rules, outcome), rules, outcome);
+}
+
+/** The rejecting bucket, for triage (only on a 429: an allowed request costs nothing here). */
+function noteLimited(ctx: DecideContext, rules: readonly CompiledRule[], specs: readonly { key: string }[], outcome: ConsumeOutcome): void {
+  if (ctx.onLimited === undefined) return;
+  for (let i = 0; i < rules.length; i++) {
+    if (outcome.buckets[i]!.limited && !rules[i]!.shadow) return ctx.onLimited(rules[i]!.name, specs[i]!.key);
+  }
 }
 
 function rateLimitHeaders(policy: RequestPolicy, rules: readonly CompiledRule[], outcome: ConsumeOutcome): string[] {
@@ -179,7 +194,16 @@ export function bodyCanDecide(req: http.IncomingMessage, policy: RequestPolicy, 
   }
   // A `param:` rule reads the body; an account or a `per: token` rule reads the token, which may be there.
   for (const r of matched) if (r.per === 'param') return true;
+  if (policy.guard.paramNames.length > 0 && guardReadsBody(policy, method, path)) return true;
   return (needsAccount(matched) || keysOnToken(matched)) && doorkeeperHeaderToken(req.headers.authorization) === null;
+}
+
+/** A ban or in-flight rule of this route keyed on a parameter (rare: checked only when the table has one). */
+function guardReadsBody(policy: RequestPolicy, method: string, path: string): boolean {
+  const g = policy.guard;
+  for (const r of g.banMatcher?.match(method, path) ?? []) if (r.per === 'param') return true;
+  for (const r of g.concurrencyMatcher?.match(method, path) ?? []) if (r.per === 'param') return true;
+  return false;
 }
 
 function keysOnToken(rules: readonly CompiledRule[]): boolean {

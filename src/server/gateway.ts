@@ -19,6 +19,10 @@ import { bodyCanDecide, decide, firstHeader, type Decision, type DecisionKind } 
 import { continueNow } from './expect-continue.js';
 import { readRequestParams, type RequestParams } from './read-params.js';
 import type { RequestPolicy } from './policy.js';
+import type { Guard, Release } from '../guard/guard.js';
+import { countBans, guardEarly, guardStage, whenDone, type BanHit } from './guard-stage.js';
+import { NO_GUARD_RULES } from '../guard/rules.js';
+import { clientField } from './client-field.js';
 
 /** One line per request for the access log; no token, no account, no client IP. */
 export interface RequestRecord {
@@ -32,6 +36,8 @@ export interface RequestRecord {
   /** On a 429: the rule that rejected it. */
   rule?: string;
   decision: DecisionKind;
+  /** `log.client: digest | clear`: the client IP's digest prefix, or the IP itself. */
+  client?: string;
   /** Milliseconds from the request's arrival to its answer's head, to the microsecond. */
   ms: number;
   error?: string;
@@ -49,6 +55,10 @@ export interface GatewayOptions {
   onRequest?: (record: RequestRecord) => void;
   /** Whether onRequest wants records now: when not, none is built (the access log level may be off). */
   wantsRecords?: () => boolean;
+  /** Runtime blocks, exemptions, bans and in-flight slots (absent: none of them). */
+  guard?: Guard;
+  runtimeExempt?: (address: string) => boolean;
+  onLimited?: (rule: string, bucketKey: string) => void;
 }
 
 /** What the stages before the ending found: a refusal to write, or what the ending needs. */
@@ -64,6 +74,8 @@ interface Screened {
   readonly body: Readable | null;
   /** X-HTTP-Method-Override is not what Rails routes by: it must not reach the upstream. */
   readonly dropOverrideHeader: boolean;
+  /** Bans the request matched, counted once its answer is known; null: none. */
+  readonly banHits?: readonly BanHit[] | null;
 }
 
 /** How an exchange ended, for `finish()`: a gateway answer carries no `result`. */
@@ -122,7 +134,7 @@ export class Gateway {
 
   private async forward(req: http.IncomingMessage, res: http.ServerResponse, started: number): Promise<void> {
     const id = requestId(req);
-    const s = await this.screen(req, res);
+    const s = await this.screen(req, res, (release) => whenDone(res, req, release));
     const d = s.decision;
     if (!d.admit) {
       // A request body the gateway will not read: answering early closes the connection, not drains it.
@@ -144,7 +156,7 @@ export class Gateway {
 
   private async tunnel(req: http.IncomingMessage, socket: Duplex, head: Buffer, started: number): Promise<void> {
     const id = requestId(req);
-    const s = await this.screen(req, undefined);
+    const s = await this.screen(req, undefined, (release) => (socket.destroyed ? release() : socket.once('close', release)));
     const d = s.decision;
     if (!d.admit) {
       respondOnSocket(socket, d.status, d.body!, d.headers);
@@ -159,13 +171,18 @@ export class Gateway {
    * there when a body may be read (not for an upgrade): a client waiting on `Expect: 100-continue`
    * is then told to send it.
    */
-  private async screen(req: http.IncomingMessage, res: http.ServerResponse | undefined): Promise<Screened> {
+  private async screen(req: http.IncomingMessage, res: http.ServerResponse | undefined, onEnd: (release: Release) => void): Promise<Screened> {
     const policy = this.opts.policy();
     const peer = policy.resolveIp.peer(req.socket.remoteAddress);
     const method = req.method ?? 'GET';
     // Decided before anything else: a blocked client is never counted, never forwarded.
     if (policy.blockIps !== null && policy.blockIps.contains(policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded).address)) {
       return refused(BLOCKED, req.url ?? '', peer);
+    }
+    const guard = this.opts.guard;
+    if (guard !== undefined && guard.hasEarly()) {
+      const early = guardEarly(guard, policy, policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded));
+      if (early !== null) return refused(early, req.url ?? '', peer);
     }
     if (this.draining) return refused(SHUTTING_DOWN, req.url ?? '', peer);
     const target = normalizePath(req.url ?? '');
@@ -191,8 +208,16 @@ export class Gateway {
     if (typeof values === 'string') {
       return refused(gatewayAnswer(400, errorBody(paramConflictMessage(values))), path, peer);
     }
+    let banHits: readonly BanHit[] | null = null;
+    if (guard !== undefined && policy.guard !== NO_GUARD_RULES) {
+      // Bans on other keys and in-flight slots: before any counting.
+      const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
+      const g = await guardStage(guard, policy, { req, peer, client, method: p.method, path, token, query: target.query, values, onEnd });
+      if (g.refusal !== null) return refused(g.refusal, path, peer);
+      banHits = g.banHits;
+    }
     const decision = await decide(this.opts, req, policy, peer, p.method, path, token, target.query, values);
-    return { decision, path, target: path + target.query, peer, maxBody, body: p.body, dropOverrideHeader: p.dropOverrideHeader };
+    return { decision, path, target: path + target.query, peer, maxBody, body: p.body, dropOverrideHeader: p.dropOverrideHeader, banHits };
   }
 
   /**
@@ -227,6 +252,7 @@ export class Gateway {
       metrics.upstreamErrors.labels(upstreamErrorReason(r.error)).inc();
       metrics.gatewayResponses.labels(String(r.status)).inc();
     }
+    if (s.banHits && this.opts.guard) countBans(this.opts.guard, s.banHits, end.status);
     if (this.opts.onRequest === undefined || this.opts.wantsRecords?.() === false) return;
     const d = s.decision;
     const record: RequestRecord = {
@@ -240,6 +266,11 @@ export class Gateway {
     };
     if (d.rejectedBy !== undefined) record.rule = d.rejectedBy.name;
     if (r?.error !== undefined) record.error = r.error;
+    const policy = this.opts.policy();
+    const clientLog = policy.snapshot.config.log.client;
+    if (clientLog !== 'off') {
+      record.client = clientField(clientLog, policy.resolveIp.behind(s.peer, req.headers['x-forwarded-for'], req.headers.forwarded).address);
+    }
     this.opts.onRequest(record);
   }
 

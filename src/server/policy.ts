@@ -18,6 +18,7 @@ import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import type { BucketSpec } from '../limiter/types.js';
 import { compileMatcher, type RuleMatcher } from '../routing/index.js';
 import { compileWantedParams, METHOD_PARAM, TOKEN_PARAMS, type WantedParams } from './request-params.js';
+import { compileGuardRules, type GuardRules } from '../guard/rules.js';
 
 export interface RequestPolicy {
   readonly snapshot: Snapshot;
@@ -46,6 +47,8 @@ export interface RequestPolicy {
   readonly wantedParams: WantedParams;
   /** `server.paramPeekBytes`: how much of a body is held to read them. */
   readonly paramPeekBytes: number;
+  /** `bans:` and `concurrency:`, compiled (NO_GUARD_RULES when there are none). */
+  readonly guard: GuardRules;
   /** Largest request body for (method, path), in bytes; Infinity for no limit. */
   maxBodySize(method: string, path: string): number;
 }
@@ -81,6 +84,8 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
       : acct.from === 'header'
         ? createAccountResolver({ from: 'header', header: acct.header ?? 'x-account-id' })
         : createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: acct.cacheTtl });
+  const guard = compileGuardRules(cfg);
+  const params = [...new Set([...paramNames(snapshot.rules), ...guard.paramNames])];
   return {
     snapshot,
     trustedProxies,
@@ -92,11 +97,12 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     blockIps: cfg.block.ips.length ? compileCidrs(cfg.block.ips) : null,
     overrides: snapshot.rules.map((r) => r.overrides.map((o) => compileOverride(r, o))),
     overridePrefix: snapshot.rules.map((r) => r.overrides.map((_, j) => ruleKeyPrefix(r.name, j))),
-    paramNames: paramNames(snapshot.rules),
+    paramNames: params,
+    guard,
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
-    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...paramNames(snapshot.rules)]),
+    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...params]),
     paramPeekBytes: cfg.server.paramPeekBytes,
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
   };

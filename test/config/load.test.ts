@@ -43,7 +43,7 @@ const DEFAULTS: Config = {
   responses: { reset: 'iso8601', standardHeaders: true, body: { error: 'Too many requests' } },
   exempt: { ips: [], accounts: [] },
   block: { ips: [] },
-  log: { level: 'info', requests: 'info' },
+  log: { level: 'info', requests: 'info', client: 'off' },
   server: {
     maxHeaderSize: 16_384,
     headersTimeout: 10_000,
@@ -55,6 +55,8 @@ const DEFAULTS: Config = {
     paramPeekBytes: 64 * 1024,
   },
   limits: [],
+  bans: [],
+  concurrency: [],
 };
 
 describe('defaults', () => {
@@ -115,7 +117,9 @@ describe('a fully written file', () => {
       responses: { reset: 'unix', standardHeaders: false, body: { error: 'Slow down', code: 429 } },
       exempt: { ips: ['203.0.113.7', '2001:db8::/64'], accounts: ['109367461358294711', '42'] },
       block: { ips: [] },
-      log: { level: 'debug', requests: 'info' },
+      log: { level: 'debug', requests: 'info', client: 'off' },
+      bans: [],
+      concurrency: [],
       server: {
         maxHeaderSize: 8192,
         headersTimeout: 5_000,
@@ -278,7 +282,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, block, log, server, methods, limits)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, block, log, server, methods, limits, bans, concurrency)',
     ]);
   });
 

@@ -1,0 +1,70 @@
+/**
+ * @module The `bans:` and `concurrency:` sections of `limits.yaml` (SPEC §3.2): kept apart from schema.ts
+ * so the attack-day features hook into the table with two lines there.
+ */
+import { z } from 'zod';
+import { show } from './errors.js';
+import { duration, positiveInt } from './formats.js';
+
+/** `match`, `per` and `when` exactly as a limit rule takes them (schema.ts hands them in: no import cycle). */
+export interface RuleMatchShape {
+  readonly match: z.ZodType<string[], unknown>;
+  readonly per: z.ZodType<string, unknown>;
+  readonly when: z.ZodType<{ authenticated?: boolean | undefined; query?: string[] | undefined } | undefined, unknown>;
+}
+
+const name = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]+$/, { error: (iss) => `invalid name ${show(iss.input)} (use letters, digits, "_", "." and "-")` });
+
+const status = z.number().int().min(100).max(599);
+
+/** The two sections' shapes, built around the rule's own `match`/`per`/`when`. */
+export function guardShapes(ruleMatchShape: RuleMatchShape) {
+  const banShape = {
+    name: name.describe('Unique ban name; used in metrics, logs and the admin API.'),
+    ...ruleMatchShape,
+    on: z
+      .object({ status: z.array(status).min(1).describe('Count only answers with these statuses (e.g. [401, 422]).') })
+      .strict()
+      .optional()
+      .describe('Count only some answers (Fail2Ban); without it every matching request counts (Allow2Ban).'),
+    limit: positiveInt().describe('Counted requests allowed in `period` before the key is banned.'),
+    period: duration(1).describe('The counting window (findtime).'),
+    ban: duration(1000).describe('How long the key stays banned (bantime).'),
+  };
+
+  const concurrencyShape = {
+    name: name.describe('Unique in-flight rule name; used in metrics and logs.'),
+    ...ruleMatchShape,
+    max: positiveInt().describe('Requests of one key in flight at once; more are answered 429 with Retry-After: 1.'),
+    scope: z
+      .enum(['local', 'store'])
+      .default('local')
+      .describe('local: per gateway process; store: shared through the store with leases that expire if a replica dies.'),
+  };
+
+  const top = {
+    bans: z
+      .array(z.object(banShape).strict())
+      .nullable()
+      .transform((v) => v ?? [])
+      .prefault([])
+      .describe('Automatic bans (Fail2Ban / Allow2Ban): a key that passes `limit` in `period` is refused 403 for `ban`.'),
+    concurrency: z
+      .array(z.object(concurrencyShape).strict())
+      .nullable()
+      .transform((v) => v ?? [])
+      .prefault([])
+      .describe('In-flight limits: at most `max` requests of one key in flight.'),
+  };
+
+  const knownKeys: Record<string, readonly string[]> = {
+    bans: Object.keys(banShape),
+    'bans.on': ['status'],
+    'bans.when': ['authenticated', 'query'],
+    concurrency: Object.keys(concurrencyShape),
+    'concurrency.when': ['authenticated', 'query'],
+  };
+  return { top, knownKeys };
+}

@@ -1,0 +1,46 @@
+/**
+ * @module Builds the process's Guard for the store `store.url` names: shared through Redis, or local to
+ * the process with the memory store (said at start), with its metrics on the gateway's registry.
+ */
+import type client from 'prom-client';
+import type { Config } from '../config/schema.js';
+import { parseStoreUrl } from '../config/store-url.js';
+import type { StoreLog } from '../limiter/types.js';
+import { Guard } from './guard.js';
+import { GuardMetrics } from './metrics.js';
+import { RedisGuardState } from './redis-state.js';
+import { MemoryGuardState } from './state.js';
+
+export { Guard } from './guard.js';
+
+export interface GuardSetup {
+  readonly store: Pick<Config['store'], 'url' | 'prefix' | 'timeout'>;
+  readonly registry: client.Registry;
+  readonly log: StoreLog;
+  /** The config in force now (read at scrape time for the config-side gauges and ban names). */
+  readonly config: () => Pick<Config, 'bans' | 'block' | 'exempt'>;
+}
+
+export async function createGuard(s: GuardSetup): Promise<Guard> {
+  const url = parseStoreUrl(s.store.url);
+  const state = url.kind === 'memory' ? new MemoryGuardState() : new RedisGuardState({ url: s.store.url, prefix: s.store.prefix, timeoutMs: s.store.timeout });
+  const guard = new Guard(state, s.log);
+  guard.metrics = new GuardMetrics(
+    s.registry,
+    () => ({
+      bansActive: () => {
+        const now = Date.now();
+        const view = guard.current();
+        return new Map([...view.byBan.keys()].map((ban) => [ban, view.activeBans(ban, now)]));
+      },
+      blocksActive: () => ({ config: s.config().block.ips.length, runtime: guard.current().blocks?.entries.length ?? 0 }),
+      exemptionsActive: () => ({ config: s.config().exempt.ips.length, runtime: guard.current().exempts?.entries.length ?? 0 }),
+    }),
+    () => s.config().bans.map((b) => b.name),
+  );
+  if (state.scope === 'memory') {
+    s.log.info({ guard: 'memory' }, 'runtime blocks, exemptions and bans are local to this process (memory store): other replicas do not see them');
+  }
+  await guard.refresh();
+  return guard;
+}

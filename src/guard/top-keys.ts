@@ -1,0 +1,119 @@
+/**
+ * @module Triage: the keys most limited recently, per rule, in bounded memory. A Space-Saving sketch
+ * (Metwally et al.) of `capacity` counters per rule finds every key limited more than 1/capacity of the
+ * time, with counts that overestimate by at most the smallest counter; two generations that rotate
+ * every `windowMs` make "recently" mean the last one to two windows.
+ */
+
+export interface TopKey {
+  readonly key: string;
+  readonly count: number;
+  /** How much `count` may overstate (Space-Saving's error bound for this key). */
+  readonly error: number;
+}
+
+class SpaceSaving {
+  readonly counts = new Map<string, { count: number; error: number }>();
+  constructor(private readonly capacity: number) {}
+
+  add(key: string): void {
+    const c = this.counts.get(key);
+    if (c !== undefined) return void c.count++;
+    if (this.counts.size < this.capacity) return void this.counts.set(key, { count: 1, error: 0 });
+    // Replace the smallest counter: the newcomer inherits its count as its possible error.
+    let minKey = '';
+    let min = Infinity;
+    for (const [k, v] of this.counts) if (v.count < min) ((min = v.count), (minKey = k));
+    this.counts.delete(minKey);
+    this.counts.set(key, { count: min + 1, error: min });
+  }
+}
+
+export class TopLimited {
+  private current = new Map<string, SpaceSaving>();
+  private previous = new Map<string, SpaceSaving>();
+  private rotatedAt: number;
+
+  constructor(
+    private readonly capacity = 128,
+    private readonly windowMs = 5 * 60_000,
+    private readonly now: () => number = Date.now,
+    /** Rules tracked at most (names come from the table, so this only bounds a pathological one). */
+    private readonly maxRules = 1_000,
+  ) {
+    this.rotatedAt = now();
+  }
+
+  add(rule: string, key: string): void {
+    this.rotate();
+    let s = this.current.get(rule);
+    if (s === undefined) {
+      if (this.current.size >= this.maxRules) return;
+      this.current.set(rule, (s = new SpaceSaving(this.capacity)));
+    }
+    s.add(key);
+  }
+
+  /** The `n` keys most limited for `rule` over the current and previous windows, highest first. */
+  top(rule: string, n: number): TopKey[] {
+    this.rotate();
+    const merged = new Map<string, { count: number; error: number }>();
+    for (const gen of [this.previous, this.current]) {
+      for (const [k, v] of gen.get(rule)?.counts ?? []) {
+        const m = merged.get(k);
+        if (m === undefined) merged.set(k, { ...v });
+        else ((m.count += v.count), (m.error += v.error));
+      }
+    }
+    return [...merged].map(([key, v]) => ({ key, count: v.count, error: v.error })).sort((a, b) => b.count - a.count).slice(0, n);
+  }
+
+  /** Rules with something recorded recently. */
+  rules(): string[] {
+    this.rotate();
+    return [...new Set([...this.previous.keys(), ...this.current.keys()])];
+  }
+
+  private rotate(): void {
+    const t = this.now();
+    if (t - this.rotatedAt < this.windowMs) return;
+    // Two windows without a rotation: the previous one is stale too.
+    this.previous = t - this.rotatedAt < 2 * this.windowMs ? this.current : new Map();
+    this.current = new Map();
+    this.rotatedAt = t;
+  }
+}
+
+/**
+ * A bucket key as the operator knows the client: `sign-up:{ip:203.0.113.7}` → `203.0.113.7`,
+ * `{acct:a:42}` → `account 42`, a digest → its first 16 hex digits; an override's bucket says so.
+ */
+export function displayKey(bucketKey: string): string {
+  const open = bucketKey.indexOf('{');
+  const override = /:o(\d+):\{/.exec(bucketKey);
+  const tag = open < 0 ? bucketKey : bucketKey.slice(open + 1, -1);
+  const colon = tag.indexOf(':');
+  const kind = colon < 0 ? tag : tag.slice(0, colon);
+  const value = colon < 0 ? '' : tag.slice(colon + 1);
+  let shown: string;
+  switch (kind) {
+    case 'ip':
+      shown = value;
+      break;
+    case 'acct':
+      shown = value.startsWith('a:') ? `account ${value.slice(2)}` : value.startsWith('h:') ? `account ${value.slice(2)}` : `token ${value.slice(2, 18)}`;
+      break;
+    case 'tok':
+      shown = `token ${value.slice(0, 16)}`;
+      break;
+    case 'hdr':
+      shown = `header ${value.slice(0, 16)}`;
+      break;
+    case 'prm':
+      shown = `param ${value.slice(0, 16)}`;
+      break;
+    default:
+      shown = tag;
+  }
+  return override ? `${shown} (override ${override[1]})` : shown;
+}
