@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-/** @module The command line: `serve`, `check`, `upstream`. The only place that calls process.exit. */
+/** @module The command line: `serve`, `check`, `explain`, `upstream`, and the admin clients `block`, `exempt`, `bans` (cli-guard.ts). The only place that calls process.exit. */
 import { parseArgs } from 'node:util';
 import { ConfigError, formatRulesTable, formatSummary, loadConfigFile, parseHostPort, type ConfigOverrides } from './config/index.js';
 import { createProcessLogger } from './log.js';
 import { VERSION } from './version.js';
+import { GUARD_USAGE } from './cli-guard.js';
 
 const USAGE = `Usage:
   rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
@@ -11,11 +12,12 @@ const USAGE = `Usage:
   rategate check    [--config FILE | FILE]
   rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"]
   rategate upstream [--listen HOST:PORT]
+${GUARD_USAGE}
   rategate --version
 
 Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE,
 RATEGATE_LOG_LEVEL (wins over the file's log.level); check applies them as serve does.
-RATEGATE_ADMIN_TOKEN (the admin API's bearer token).
+RATEGATE_ADMIN_TOKEN (the admin API's bearer token); RATEGATE_ADMIN_URL (block, exempt, bans: default http://127.0.0.1:9464).
 Default config: config/limits.yaml.`;
 
 const DEFAULT_CONFIG = 'config/limits.yaml';
@@ -31,6 +33,12 @@ async function main(argv: string[]): Promise<number> {
       return upstream(rest);
     case 'explain':
       return explainCommand(rest);
+    case 'block':
+    case 'exempt':
+    case 'bans': {
+      const { guardCommand } = await import('./cli-guard.js');
+      return guardCommand(command, rest);
+    }
     case '--version':
     case '-v':
     case 'version':

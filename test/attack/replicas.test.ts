@@ -1,0 +1,192 @@
+/**
+ * The day of an attack, through real processes: two gateway processes sharing a real Redis. Failed
+ * logins ban an IP on both replicas within 1 s and the ban ends by itself; a runtime block made with the
+ * CLI applies on both within 1 s and expires; `scope: store` in-flight slots are shared.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { freePort } from '../support/servers.js';
+
+const TOKEN = 'attack-test-admin-token';
+const run = promisify(execFile);
+
+interface Proc {
+  url: string;
+  adminUrl: string;
+  child: ChildProcess;
+  out: () => string;
+}
+
+async function spawnGateway(configPath: string, store: string, upstream: string): Promise<Proc> {
+  const port = await freePort();
+  const admin = await freePort();
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli.ts', 'serve', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstream, '--store', store],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RATEGATE_LOG_LEVEL: 'warn', RATEGATE_ADMIN_TOKEN: TOKEN } },
+  );
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const started = Date.now();
+  for (;;) {
+    try {
+      await fetch(`http://127.0.0.1:${admin}/healthz`);
+      break;
+    } catch {
+      if (Date.now() - started > 30_000 || child.exitCode !== null) throw new Error(`gateway did not start: ${out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return { url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child, out: () => out };
+}
+
+async function stop(p: Proc): Promise<void> {
+  if (p.child.exitCode !== null) return;
+  await new Promise<void>((r) => {
+    p.child.once('exit', () => r());
+    p.child.kill('SIGTERM');
+  });
+}
+
+function tableFile(yaml: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-attack-'));
+  writeFileSync(path.join(dir, 'limits.yaml'), yaml);
+  return path.join(dir, 'limits.yaml');
+}
+
+async function status(url: string, ip: string, init: RequestInit = {}): Promise<number> {
+  const r = await fetch(url, { ...init, headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) } });
+  await r.arrayBuffer();
+  return r.status;
+}
+
+/** Polls until every URL answers `want` for `ip`; returns the ms it took (throws after `withinMs`). */
+async function until(urls: string[], ip: string, want: number, withinMs: number): Promise<number> {
+  const t0 = Date.now();
+  const pending = new Set(urls);
+  while (pending.size > 0) {
+    for (const u of [...pending]) if ((await status(u, ip)) === want) pending.delete(u);
+    if (pending.size === 0) break;
+    if (Date.now() - t0 > withinMs) throw new Error(`${[...pending].join(', ')} did not answer ${want} for ${ip} within ${withinMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return Date.now() - t0;
+}
+
+function cli(args: string[]): Promise<{ code: number; out: string }> {
+  return run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env: { ...process.env, RATEGATE_ADMIN_TOKEN: TOKEN } }).then(
+    (r) => ({ code: 0, out: r.stdout + r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
+  );
+}
+
+const BANS = `limits:
+  - { name: ip-access, match: /api/*, per: ip, limit: 1000, period: 5m }
+bans:
+  - name: login-failures
+    match: POST /auth/sign_in(.:format)
+    per: ip
+    on: { status: [401, 422] }
+    limit: 10
+    period: 10m
+    ban: 3s
+store: { timeout: 2s }
+`;
+
+describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway processes sharing a Redis', () => {
+  let redis: RedisHandle;
+  let upstream: RecordingUpstream;
+  let gws: Proc[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+    upstream = await startRecordingUpstream();
+    upstream.route('/auth/sign_in', (req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end('{"error":"Invalid Email or password."}');
+      });
+    });
+    const config = tableFile(BANS);
+    gws = await Promise.all([0, 1].map(() => spawnGateway(config, redis.url, upstream.url)));
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(gws.map(stop));
+    await upstream?.close();
+    await redis?.stop();
+  });
+
+  it('ban an IP on both replicas within 1 s of its 10th failed login; others pass; the ban ends by itself', async () => {
+    const attacker = '203.0.113.66';
+    const other = '198.51.100.7';
+    const urls = gws.map((g) => g.url);
+    const login = { method: 'POST', body: 'user[email]=a@example.com&user[password]=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+    for (let i = 0; i < 9; i++) expect(await status(`${urls[i % 2]}/auth/sign_in`, attacker, login)).toBe(401);
+    // Not banned before the 10th.
+    expect(await status(`${urls[0]}/api/v1/timelines/home`, attacker)).toBe(200);
+    expect(await status(`${urls[1]}/auth/sign_in`, attacker, login)).toBe(401);
+    const took = await until(urls.map((u) => `${u}/api/v1/timelines/home`), attacker, 403, 1_000);
+    const seenBefore = upstream.forwarded().filter((s) => s.headers['x-forwarded-for']?.toString().startsWith(attacker)).length;
+    // Everything from it is refused, on every route, on both replicas, never forwarded.
+    for (const u of urls) {
+      const r = await fetch(`${u}/auth/sign_in`, { ...login, headers: { ...login.headers, 'x-forwarded-for': attacker } });
+      expect(r.status).toBe(403);
+      expect(await r.json()).toEqual({ error: 'Forbidden' });
+      expect(await status(`${u}/anything/else`, attacker)).toBe(403);
+      expect(await status(`${u}/api/v1/timelines/home`, other)).toBe(200);
+    }
+    expect(upstream.forwarded().filter((s) => s.headers['x-forwarded-for']?.toString().startsWith(attacker)).length).toBe(seenBefore);
+
+    const metrics = await Promise.all(gws.map(async (g) => (await fetch(`${g.adminUrl}/metrics`)).text()));
+    for (const m of metrics) {
+      expect(m).toContain('rategate_bans_active{ban="login-failures"} 1');
+      expect(m).toMatch(/rategate_banned_requests_total\{ban="login-failures"\} [1-9]/);
+    }
+    expect(metrics.join('\n')).toContain('rategate_bans_started_total{ban="login-failures"} 1');
+    // Listed by the admin API and the CLI, with its ban and key.
+    const listed = await cli(['bans', 'list', '--admin', gws[1]!.adminUrl]);
+    expect(listed.code).toBe(0);
+    expect(listed.out).toMatch(new RegExp(`login-failures\\s+ip:${attacker.replace(/\./g, '\\.')}`));
+    // Logged once, on the replica that started it.
+    const started = gws.map((g) => (g.out().match(/ban started/g) ?? []).length);
+    expect(started.reduce((a, b) => a + b)).toBe(1);
+
+    // It ends by itself (ban: 3s), on both.
+    await until(urls.map((u) => `${u}/api/v1/timelines/home`), attacker, 200, 5_000);
+    console.log(`ban applied on both replicas ${took} ms after the 10th failed login`);
+    for (const g of gws) expect(g.child.exitCode).toBeNull();
+  }, 30_000);
+
+  it('a runtime block made with the CLI applies on both replicas within 1 s and expires; rm lifts one at once', async () => {
+    const urls = gws.map((g) => `${g.url}/api/v1/timelines/home`);
+    const ip = '192.0.2.77';
+    expect(await status(urls[0]!, ip)).toBe(200);
+    const add = await cli(['block', 'add', ip, '--for', '2s', '--reason', 'scraper', '--admin', gws[0]!.adminUrl]);
+    expect(add.code).toBe(0);
+    expect(add.out).toContain(`blocked ${ip} until`);
+    const took = await until(urls, ip, 403, 1_000);
+    // Listed on the other replica with source, reason and expiry.
+    const list = await cli(['block', 'list', '--admin', gws[1]!.adminUrl]);
+    expect(list.out).toMatch(new RegExp(`runtime\\s+${ip.replace(/\./g, '\\.')}\\s+\\S+Z \\(in [0-9]s\\)\\s+scraper`));
+    await until(urls, ip, 200, 4_000);
+
+    // A CIDR, removed by hand before its time.
+    await cli(['block', 'add', '192.0.2.0/28', '--for', '1h', '--admin', gws[1]!.adminUrl]);
+    await until(urls, '192.0.2.5', 403, 1_000);
+    const rm = await cli(['block', 'rm', '192.0.2.0/28', '--admin', gws[0]!.adminUrl]);
+    expect(rm.out).toContain('removed block 192.0.2.0/28');
+    await until(urls, '192.0.2.5', 200, 1_000);
+    // A bad address is refused with the API's message, and the CLI exits 1.
+    const bad = await cli(['block', 'add', 'not-an-ip', '--admin', gws[0]!.adminUrl]);
+    expect(bad.code).toBe(1);
+    expect(bad.out).toContain('invalid IP address or CIDR "not-an-ip"');
+    console.log(`runtime block applied on both replicas ${took} ms after the CLI returned`);
+  }, 30_000);
+});
