@@ -38,6 +38,7 @@ export async function createGuard(s: GuardSetup): Promise<Guard> {
     }),
     () => s.config().bans.map((b) => b.name),
   );
+  if (state instanceof RedisGuardState) await state.ready(3_000);
   if (state.scope === 'memory') {
     s.log.info({ guard: 'memory' }, 'runtime blocks, exemptions and bans are local to this process (memory store): other replicas do not see them');
   }

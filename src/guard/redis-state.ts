@@ -83,6 +83,20 @@ export class RedisGuardState implements GuardState {
     this.timer.unref();
   }
 
+  /** Resolves once connected, or after `waitMs` either way (the gateway then starts with what it has). */
+  ready(waitMs: number): Promise<void> {
+    if (this.client.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.client.off('ready', done);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      this.client.once('ready', done);
+    });
+  }
+
   async list(): Promise<GuardEntry[]> {
     const all = await this.bounded(this.client.hgetall(this.entriesKey), 2_000);
     const t = this.now();

@@ -1,0 +1,76 @@
+/**
+ * `scope: store` in-flight limits on a real Redis: two gateways share the slots of one key, and a
+ * lease a dead replica never released frees itself when it runs out.
+ */
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { RedisGuardState } from '../../src/guard/redis-state.js';
+
+describe.skipIf(skipRedis('store-scope in-flight limits'))('scope: store', () => {
+  let redis: RedisHandle;
+  let upstream: RecordingUpstream;
+  const held: http.ServerResponse[] = [];
+  let gws: TestGateway[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+    upstream = await startRecordingUpstream();
+    upstream.route('/api/v2/media', (req, res) => {
+      req.resume();
+      held.push(res);
+    });
+    const table = `concurrency:
+  - { name: uploads, match: POST /api/v2/media, per: ip, max: 2, scope: store }
+store: { timeout: 2s }
+`;
+    gws = [await startTestGateway(table, { upstream: upstream.url, store: redis.url }), await startTestGateway(table, { upstream: upstream.url, store: redis.url })];
+  });
+  afterAll(async () => {
+    for (const r of held) r.destroy();
+    await Promise.all(gws.map((g) => g.shutdown(100)));
+    await upstream?.close();
+    await redis?.stop();
+  });
+
+  it('two gateways share max 2: of 5 parallel uploads spread over both, 2 are forwarded and 3 refused', async () => {
+    const post = (i: number) =>
+      fetch(`${gws[i % 2]!.url}/api/v2/media`, { method: 'POST', headers: { 'x-forwarded-for': '203.0.113.30' }, body: 'x' }).then(async (r) => {
+        await r.arrayBuffer();
+        return { status: r.status, retryAfter: r.headers.get('retry-after') };
+      });
+    const answers = Array.from({ length: 5 }, (_, i) => post(i));
+    const settled: { status: number; retryAfter: string | null }[] = [];
+    for (const a of answers) void a.then((r) => settled.push(r));
+    const t0 = Date.now();
+    while (held.length < 2 || settled.length < 3) {
+      if (Date.now() - t0 > 10_000) throw new Error(`held ${held.length}, settled ${settled.length}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(held).toHaveLength(2);
+    expect(settled).toEqual([0, 1, 2].map(() => ({ status: 429, retryAfter: '1' })));
+    for (const r of held.splice(0)) r.end('{}');
+    expect((await Promise.all(answers)).filter((r) => r.status === 200)).toHaveLength(2);
+    // Released: both slots free again.
+    const again = [post(0), post(1)];
+    while (held.length < 2) await new Promise((r) => setTimeout(r, 10));
+    for (const r of held.splice(0)) r.end('{}');
+    expect((await Promise.all(again)).map((r) => r.status)).toEqual([200, 200]);
+  });
+
+  it('a lease never released (its replica died) expires by itself', async () => {
+    let t = 1_000_000;
+    const state = new RedisGuardState({ url: redis.url, prefix: 'lease-test', timeoutMs: 2_000, now: () => t });
+    try {
+      await state.ready(5_000);
+      const a = await state.acquire('k:{ip:x}', 1, 500);
+      expect(a).not.toBeNull();
+      expect(await state.acquire('k:{ip:x}', 1, 500)).toBeNull();
+      t += 501; // the holder is gone and renews nothing
+      expect(await state.acquire('k:{ip:x}', 1, 500)).not.toBeNull();
+    } finally {
+      await state.close();
+    }
+  });
+});
