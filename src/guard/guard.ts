@@ -62,7 +62,8 @@ export class Guard {
   /** The view in force, rebuilt locally when a block or exemption expires (no store call). */
   current(): GuardView {
     const v = this.view;
-    if (this.now() >= v.nextExpiry) this.view = new GuardView(v.entries, this.now());
+    // Nothing that expires (the usual case): no clock read on the request path.
+    if (v.nextExpiry !== Infinity && this.now() >= v.nextExpiry) this.view = new GuardView(v.entries, this.now());
     return this.view;
   }
 

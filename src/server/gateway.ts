@@ -266,11 +266,8 @@ export class Gateway {
     };
     if (d.rejectedBy !== undefined) record.rule = d.rejectedBy.name;
     if (r?.error !== undefined) record.error = r.error;
-    const policy = this.opts.policy();
-    const clientLog = policy.snapshot.config.log.client;
-    if (clientLog !== 'off') {
-      record.client = clientField(clientLog, policy.resolveIp.behind(s.peer, req.headers['x-forwarded-for'], req.headers.forwarded).address);
-    }
+    const client = clientField(this.opts.policy(), s.peer, req);
+    if (client !== undefined) record.client = client;
     this.opts.onRequest(record);
   }
 

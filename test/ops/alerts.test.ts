@@ -31,7 +31,7 @@ const rules = (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Ru
 describe('the alert rules file', () => {
   it('holds the alerts operators need, each with a summary, a description and a runbook that exists', () => {
     expect(rules.map((r) => r.alert)).toEqual(
-      expect.arrayContaining(['RategateConfigReloadFailed', 'RategateStoreDegraded', 'RategateUpstreamErrors', 'RategateHighRejectionRatio', 'RategateStoreSlow']),
+      expect.arrayContaining(['RategateConfigReloadFailed', 'RategateStoreDegraded', 'RategateUpstreamErrors', 'RategateHighRejectionRatio', 'RategateStoreSlow', 'RategateBanWave', 'RategateRuntimeBlocksInForce']),
     );
     const readme = readFileSync('README.md', 'utf8');
     for (const r of rules) {

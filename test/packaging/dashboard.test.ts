@@ -1,6 +1,7 @@
 /** @module The Grafana dashboard: it parses, uses the datasource variable, and queries only metrics that exist. */
 import client from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { GuardMetrics } from '../../src/guard/metrics.js';
 import { Metrics } from '../../src/metrics.js';
 import { read } from './support.js';
 
@@ -28,7 +29,12 @@ const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.exp
 const variableQueries = dashboard.templating.list.map((v) => v.definition ?? '');
 
 /** Metric names the gateway registers (src/metrics.ts), read from a live registry. */
-const defined = new Set(new Metrics({ collectDefault: false }).registry.getMetricsAsArray().map((m) => m.name));
+const defined = (() => {
+  const metrics = new Metrics({ collectDefault: false });
+  // The attack-day metrics (src/guard/metrics.ts) register on the same registry.
+  new GuardMetrics(metrics.registry, () => null, () => []);
+  return new Set(metrics.registry.getMetricsAsArray().map((m) => m.name));
+})();
 
 /** Names a PromQL expression selects: identifiers followed by `{`, `[` or `)` that are not functions or labels. */
 function metricsIn(expr: string): string[] {
@@ -104,6 +110,6 @@ describe('the Grafana dashboard', () => {
   it('groups only by labels the metrics carry, never by an IP, token or account', () => {
     const groupings = exprs.flatMap((e) => [...e.matchAll(/by \(([^)]*)\)/g)].map((m) => m[1] ?? ''));
     const labels = new Set(groupings.flatMap((g) => g.split(',').map((l) => l.trim())));
-    for (const label of labels) expect(['rule', 'decision', 'reason', 'result', 'status_class', 'code', 'le', 'instance']).toContain(label);
+    for (const label of labels) expect(['rule', 'decision', 'reason', 'result', 'status_class', 'code', 'le', 'instance', 'ban', 'source']).toContain(label);
   });
 });
