@@ -1,0 +1,102 @@
+/** Pure logic of the attack-day features: the triage sketch, key display, and the config sections' validation. */
+import { describe, expect, it } from 'vitest';
+import { displayKey, TopLimited } from '../../src/guard/top-keys.js';
+import { ConfigError, parseConfig } from '../../src/config/index.js';
+import { MemoryGuardState } from '../../src/guard/state.js';
+
+function errors(yaml: string): string[] {
+  try {
+    parseConfig(yaml, 'limits.yaml', {});
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigError) return err.errors.map((e) => (typeof e === 'string' ? e : `${(e as { path: string }).path}: ${(e as { message: string }).message}`));
+    throw err;
+  }
+}
+
+describe('TopLimited (Space-Saving)', () => {
+  it('finds the heavy hitter among many one-off keys, in bounded memory', () => {
+    const t = new TopLimited(16, 60_000, () => 0);
+    for (let i = 0; i < 10_000; i++) {
+      t.add('r', `noise-${i}`);
+      if (i % 4 === 0) t.add('r', 'abuser');
+    }
+    const top = t.top('r', 3);
+    expect(top[0]!.key).toBe('abuser');
+    // Never under-counted; over-counted by at most its error.
+    expect(top[0]!.count).toBeGreaterThanOrEqual(2_500);
+    expect(top[0]!.count - top[0]!.error).toBeLessThanOrEqual(2_500);
+    expect(t.top('r', 100).length).toBeLessThanOrEqual(16);
+  });
+
+  it('forgets what is older than two windows', () => {
+    let now = 0;
+    const t = new TopLimited(8, 1_000, () => now);
+    t.add('r', 'old');
+    now = 1_500;
+    t.add('r', 'new');
+    expect(t.top('r', 5).map((k) => k.key).sort()).toEqual(['new', 'old']);
+    now = 3_200;
+    expect(t.top('r', 5).map((k) => k.key)).toEqual(['new']);
+    now = 10_000;
+    expect(t.top('r', 5)).toEqual([]);
+  });
+
+  it('shows keys as the operator knows them', () => {
+    expect(displayKey('ip-access:{ip:203.0.113.7}')).toBe('203.0.113.7');
+    expect(displayKey('ip-access:{ip:2001:db8::/64}')).toBe('2001:db8::/64');
+    expect(displayKey('account-access:{acct:a:42}')).toBe('account 42');
+    expect(displayKey(`per-token:{tok:${'ab'.repeat(32)}}`)).toBe(`token ${'ab'.repeat(8)}`);
+    expect(displayKey('sign-up:o1:{ip:192.0.2.1}')).toBe('192.0.2.1 (override 1)');
+    expect(displayKey('all:{global}')).toBe('global');
+  });
+});
+
+describe('MemoryGuardState bans', () => {
+  it('bans at the limit within the period, not before, and the ban ends by itself', async () => {
+    let now = 1_000;
+    const s = new MemoryGuardState(() => now);
+    const c = { id: 'b/ip:1.2.3.4', limit: 3, periodMs: 10_000, banMs: 5_000, reason: 'x' };
+    expect(await s.countBan(c, now)).toBeNull();
+    expect(await s.countBan(c, now)).toBeNull();
+    now = 12_000; // the window passed: counting starts again
+    expect(await s.countBan(c, now)).toBeNull();
+    expect(await s.countBan(c, now)).toBeNull();
+    expect(await s.countBan(c, now)).toMatchObject({ kind: 'ban', id: 'b/ip:1.2.3.4', expiresAt: 17_000 });
+    expect((await s.list()).map((e) => e.id)).toEqual(['b/ip:1.2.3.4']);
+    now = 17_000;
+    expect(await s.list()).toEqual([]);
+  });
+});
+
+describe('config: bans and concurrency', () => {
+  it('accepts the SPEC examples', () => {
+    expect(
+      errors(`bans:
+  - { name: login-failures, match: "POST /auth/sign_in(.:format)", per: ip, on: { status: [401, 422] }, limit: 10, period: 10m, ban: 1h }
+concurrency:
+  - { name: uploads, match: POST /api/v2/media, per: account, max: 2 }
+  - { name: search, match: GET /api/v2/search, per: ip, max: 4, scope: store }
+log: { client: digest }
+`),
+    ).toEqual([]);
+  });
+
+  it('reports every error with its place', () => {
+    const e = errors(`bans:
+  - { name: a, match: /x, per: ip, limit: 0, period: 1m, ban: 10ms, on: { status: [99] } }
+  - { name: a, match: /y, per: bogus, limit: 1, period: 1m, ban: 1h, bantime: 1h }
+concurrency:
+  - { name: c, match: /z, per: ip, max: 2, scope: cluster }
+log: { client: yes }
+`).join('\n');
+    expect(e).toMatch(/bans\[0\]\.limit/);
+    expect(e).toMatch(/bans\[0\]\.ban: must be at least 1s/);
+    expect(e).toMatch(/bans\[0\]\.on\.status\[0\]/);
+    expect(e).toMatch(/bans\[1\]\.per/);
+    expect(e).toMatch(/bans\[1\]\.bantime: unknown key/);
+    expect(e).toMatch(/bans\[1\]\.name: duplicate name "a"/);
+    expect(e).toMatch(/concurrency\[0\]\.scope/);
+    expect(e).toMatch(/log\.client/);
+  });
+});
