@@ -66,7 +66,8 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
       const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store, opts.guard?.top);
       return json(res, a.status, a.body);
     }
-    const g = opts.guard ? await guardEndpoint(req, path, params, policy, opts.guard) : null;
+    // A store that does not answer is the store's trouble, not the admin API's: 503 with its message.
+    const g = opts.guard ? await guardEndpoint(req, path, params, policy, opts.guard).catch((err: Error) => ({ status: 503, body: { error: `store: ${err.message}` } })) : null;
     if (g !== null) return json(res, g.status, g.body);
   }
   json(res, 404, { error: 'Not found' });

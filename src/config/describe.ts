@@ -18,8 +18,14 @@ export function formatSummary(snapshot: Snapshot): string {
   return (
     `${snapshot.source}: ${n} rule${n === 1 ? '' : 's'}` +
     (shadow > 0 ? ` (${shadow} shadow)` : '') +
+    (snapshot.config.bans.length > 0 ? `, ${count(snapshot.config.bans.length, 'ban')}` : '') +
+    (snapshot.config.concurrency.length > 0 ? `, ${count(snapshot.config.concurrency.length, 'in-flight rule')}` : '') +
     `, store ${redactUrl(store.url)}, upstream ${upstream.url}`
   );
+}
+
+function count(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? '' : 's'}`;
 }
 
 /** `per:` as written (`ip`, `header:x-app-id`, `param:user[email]`), plus a mark for `when` and overrides. */
