@@ -25,11 +25,17 @@ beforeAll(async () => {
     res.on('close', () => held.splice(held.indexOf(res), 1));
   });
   upstream.route('/api/v1/broken', (req) => req.socket.destroy());
+  upstream.route('/api/v2/media', (req, res) => {
+    req.resume();
+    held.push(res);
+    res.on('close', () => held.splice(held.indexOf(res), 1));
+  });
   gw = await startTestGateway(
     `limits:
   - { name: ip-access, match: /api/*, per: ip, limit: 100000, period: 1h }
 concurrency:
   - { name: slow, match: [/api/v1/slow, /api/v1/broken], per: ip, max: 2 }
+  - { name: uploads, match: POST /api/v2/media, per: account, max: 1 }
 `,
     { upstream: upstream.url },
   );
@@ -119,4 +125,20 @@ describe('concurrency: max 2 per IP', () => {
     const m = await (await fetch(`${gw.adminUrl}/metrics`)).text();
     expect(m).toMatch(/rategate_concurrency_limited_total\{rule="slow"\} [1-9]/);
   }, 60_000);
+
+  it('per: account counts one account across IPs (the account found by introspection); other accounts pass', async () => {
+    const upload = (token: string, ip: string) =>
+      fetch(`${gw.url}/api/v2/media`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': ip }, body: 'x' }).then(async (r) => {
+        await r.arrayBuffer();
+        return r.status;
+      });
+    const first = upload('user-7', '198.51.100.1');
+    await eventually(() => held.length === 1, 'the first upload held upstream');
+    expect(await upload('user-7', '198.51.100.2')).toBe(429);
+    const other = upload('user-8', '198.51.100.1');
+    await eventually(() => held.length === 2, "another account's upload forwarded");
+    releaseAll();
+    expect([await first, await other]).toEqual([200, 200]);
+    await eventually(() => gw.guard.inFlight('uploads:{acct:a:7}') === 0, 'slot released');
+  });
 });
