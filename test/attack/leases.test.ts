@@ -5,7 +5,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { RedisGuardState } from '../../src/guard/redis-state.js';
 
@@ -73,4 +73,38 @@ store: { timeout: 2s }
       await state.close();
     }
   });
+});
+
+describe.skipIf(skipCluster('guard state on a Redis Cluster'))('guard state on a Redis Cluster', () => {
+  let cluster: ClusterHandle;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 60_000);
+  afterAll(async () => cluster?.stop());
+
+  it('stores entries, starts bans and leases slots on a cluster (the entries share one hash slot)', async () => {
+    const a = new RedisGuardState({ url: cluster.url, prefix: 'rg', timeoutMs: 2_000 });
+    const b = new RedisGuardState({ url: cluster.url, prefix: 'rg', timeoutMs: 2_000, pollMs: 50 });
+    try {
+      await Promise.all([a.ready(10_000), b.ready(10_000)]);
+      let changed = 0;
+      b.onChange(() => changed++);
+      await a.put({ kind: 'block', id: '203.0.113.0/24', reason: 'r', createdAt: Date.now(), expiresAt: Date.now() + 60_000 });
+      const c = { id: 'login/ip:198.51.100.1', limit: 2, periodMs: 60_000, banMs: 60_000, reason: 'x' };
+      expect(await a.countBan(c, Date.now())).toBeNull();
+      expect(await b.countBan(c, Date.now())).toMatchObject({ kind: 'ban', id: c.id });
+      expect((await b.list()).map((e) => `${e.kind}|${e.id}`).sort()).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
+      const t0 = Date.now();
+      while (changed === 0 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
+      expect(changed).toBeGreaterThan(0);
+      const lease = await a.acquire('uploads:{acct:a:1}', 1, 10_000);
+      expect(lease).not.toBeNull();
+      expect(await b.acquire('uploads:{acct:a:1}', 1, 10_000)).toBeNull();
+      await a.release('uploads:{acct:a:1}', lease!);
+      expect(await b.acquire('uploads:{acct:a:1}', 1, 10_000)).not.toBeNull();
+      expect(await a.remove('block', '203.0.113.0/24')).toBe(true);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 30_000);
 });
