@@ -199,5 +199,13 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
     expect(bad.code).toBe(1);
     expect(bad.out).toContain('invalid IP address or CIDR "not-an-ip"');
     console.log(`runtime block applied on both replicas ${took} ms after the CLI returned`);
+
+    // Exemptions through the CLI, listed on the other replica; the API wants the admin token.
+    const ex = await cli(['exempt', 'add', '100.64.0.0/24', '--for', '30m', '--reason', 'office', '--admin', gws[0]!.adminUrl]);
+    expect(ex.out).toContain('exempted 100.64.0.0/24 until');
+    const exList = await cli(['exempt', 'list', '--admin', gws[1]!.adminUrl]);
+    expect(exList.out).toMatch(/runtime\s+100\.64\.0\.0\/24\s+\S+Z \(in (29m|30m)\S*\)\s+office/);
+    const anonymous = await fetch(`${gws[0]!.adminUrl}/admin/blocks`, { method: 'POST', body: '{"ip":"192.0.2.1"}' });
+    expect(anonymous.status).toBe(401);
   }, 30_000);
 });
