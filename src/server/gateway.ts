@@ -177,6 +177,7 @@ export class Gateway {
     const method = req.method ?? 'GET';
     // Decided before anything else: a blocked client is never counted, never forwarded.
     if (policy.blockIps !== null && policy.blockIps.contains(policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded).address)) {
+      this.opts.guard?.metrics?.blockedRequests.labels('config').inc();
       return refused(BLOCKED, req.url ?? '', peer);
     }
     const guard = this.opts.guard;

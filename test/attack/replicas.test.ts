@@ -194,6 +194,7 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
     const rm = await cli(['block', 'rm', '192.0.2.0/28', '--admin', gws[0]!.adminUrl]);
     expect(rm.out).toContain('removed block 192.0.2.0/28');
     await until(urls, '192.0.2.5', 200, 1_000);
+    expect(await (await fetch(`${gws[1]!.adminUrl}/metrics`)).text()).toMatch(/rategate_blocked_requests_total\{source="runtime"\} [1-9]/);
     // A bad address is refused with the API's message, and the CLI exits 1.
     const bad = await cli(['block', 'add', 'not-an-ip', '--admin', gws[0]!.adminUrl]);
     expect(bad.code).toBe(1);
