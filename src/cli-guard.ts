@@ -13,7 +13,7 @@ const DEFAULT_ADMIN = 'http://127.0.0.1:9464';
 
 type Print = { out: (line: string) => void; err: (line: string) => void };
 
-/** Runs one of the three commands; returns the exit code. `fetchFn` is the global fetch (real HTTP). */
+/** Runs one of the three commands over HTTP; returns the exit code. */
 export async function guardCommand(command: 'block' | 'exempt' | 'bans', args: string[], print: Print = { out: console.log, err: console.error }): Promise<number> {
   const { values, positionals } = parseArgs({
     args,

@@ -3,9 +3,10 @@
  * replica. Entries are one hash (field `<kind>|<id>`, value JSON with the expiry) beside a version
  * counter bumped on every change; each replica polls the version (one GET per interval, whatever the
  * traffic) and re-reads the hash only when it moved, so a change reaches every replica within one poll
- * interval plus a round trip, and a refused request costs the store nothing. Keys share one hash tag, so
- * the scripts work on a cluster too. Leases are sorted sets scored by expiry: a dead replica's slots
- * free themselves when its leases run out.
+ * interval plus a round trip, and a refused request costs the store nothing. The entries, version and
+ * ban counters share one hash tag, so their scripts work on a cluster too. Leases are sorted sets scored
+ * by expiry, under their slot key's own hash tag (spread over a cluster): a dead replica's slots free
+ * themselves when its leases run out.
  */
 import type { Redis, Cluster } from 'ioredis';
 import { parseStoreUrl } from '../config/store-url.js';
