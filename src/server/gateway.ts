@@ -18,6 +18,7 @@ import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, errorBody, isClientFault, pa
 import { bodyCanDecide, decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
 import { continueNow } from './expect-continue.js';
 import { readRequestParams, type RequestParams } from './read-params.js';
+import { duplicatedHeader } from './request-params.js';
 import type { RequestPolicy } from './policy.js';
 
 /** One line per request for the access log; no token, no account, no client IP. */
@@ -76,6 +77,8 @@ const NO_HEADERS: readonly string[] = Object.freeze([]);
 const NOTHING_CHARGED = { headers: NO_HEADERS, rules: Object.freeze([]), rejectedBy: undefined, matched: false } as const;
 const SHUTTING_DOWN: Decision = Object.freeze(gatewayAnswer(503, ERROR_BODIES.SHUTTING_DOWN));
 const TOO_LARGE: Decision = Object.freeze(gatewayAnswer(413, ERROR_BODIES.PAYLOAD_TOO_LARGE));
+const DUPLICATE_CONTENT_TYPE: Decision = Object.freeze(gatewayAnswer(400, ERROR_BODIES.DUPLICATE_CONTENT_TYPE));
+const DUPLICATE_AUTHORIZATION: Decision = Object.freeze(gatewayAnswer(400, ERROR_BODIES.DUPLICATE_AUTHORIZATION));
 /** `block.ips`: Mastodon's IP blocks answer 403 with this body. */
 const BLOCKED: Decision = Object.freeze({ ...gatewayAnswer(403, ERROR_BODIES.FORBIDDEN), kind: 'blocked' });
 /** A request id from the client is kept when it is a plain token of sane length, else replaced. */
@@ -171,6 +174,8 @@ export class Gateway {
     const target = normalizePath(req.url ?? '');
     if (!target.ok) return refused(gatewayAnswer(400, badPathBody(target.reason)), req.url ?? '', peer);
     const path = target.path;
+    const dup = duplicatedHeader(req.rawHeaders);
+    if (dup !== null) return refused(dup === 'content-type' ? DUPLICATE_CONTENT_TYPE : DUPLICATE_AUTHORIZATION, path, peer);
     // Refused before counting: a request that will not be served must not spend anyone's tokens.
     const maxBody = policy.maxBodySize(method, path);
     const declared = req.headers['content-length'];

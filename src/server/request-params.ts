@@ -199,3 +199,23 @@ export function resolveMethodOverride(method: string, header: string | undefined
   const valid = OVERRIDABLE_METHODS.has(upper);
   return { method: valid ? upper : method, dropHeader: header !== undefined && (formMethod !== undefined || !valid) };
 }
+
+/**
+ * Which of Content-Type and Authorization appears more than once in the raw header list, or null.
+ * Security: Node keeps the first of each, while Puma joins repeated headers and Rack then reads the
+ * last boundary or media type, and Doorkeeper a joined Authorization: a second header would let the
+ * upstream read a body or token the gateway never counted. Allocates nothing.
+ */
+export function duplicatedHeader(raw: readonly string[]): 'content-type' | 'authorization' | null {
+  let type = 0;
+  let auth = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 12 && name.toLowerCase() === 'content-type') {
+      if (++type > 1) return 'content-type';
+    } else if (name.length === 13 && name.toLowerCase() === 'authorization') {
+      if (++auth > 1) return 'authorization';
+    }
+  }
+  return null;
+}
