@@ -12,7 +12,7 @@ import { accountKeyFromHeader, compileCidrs, ipBucketKey, tokenDigest } from '..
 import { doorkeeperHeaderToken } from './request-params.js';
 import { fromJson, lookUp, ParamError, parseUrlEncoded, type ParamHash } from '../rack-params.js';
 import { compileMatcher, normalizePath } from '../routing/index.js';
-import { RequestFacts, ruleValueDigest, whenFails } from './rule-facts.js';
+import { normalizedKey, RequestFacts, ruleValueDigest, whenFails } from './rule-facts.js';
 import { buildRequestPolicy, overrideFor } from './policy.js';
 
 export interface ExplainRequest {
@@ -113,7 +113,7 @@ function applies(
     default: {
       const what = rule.per === 'token' ? 'token' : rule.per === 'header' ? `header ${rule.keyName}` : `parameter ${rule.keyName}`;
       if (digest === null) return `no (no key: the request has no ${what})`;
-      key = `${what}, digest ${digest.slice(0, 12)}…`;
+      key = `${what}${shownKey(rule, facts)}, digest ${digest.slice(0, 12)}…`;
     }
   }
   let effective = rule;
@@ -122,6 +122,16 @@ function applies(
   applied.push(effective);
   const limit = `${effective.limit}/${formatDuration(rule.periodMs)}${j >= 0 ? ` (overrides[${j}], own bucket)` : ''}`;
   return `yes, per ${perLabel(rule)}, ${limit}, key: ${key}${rule.shadow ? ' [shadow: counted, never rejects]' : ''}`;
+}
+
+/**
+ * The normalized value a header or parameter rule keys on, as digested (`Victim@Example.COM ` shows
+ * as "victim@example.com"): the operator typed it, so showing it leaks nothing. A token is never shown.
+ */
+function shownKey(rule: CompiledRule, facts: RequestFacts): string {
+  const v = rule.per === 'header' ? facts.header(rule.keyName) : rule.per === 'param' ? facts.param(rule.keyName, rule.paramPath!) : undefined;
+  if (v === undefined || (rule.per !== 'header' && rule.per !== 'param')) return '';
+  return ` ${JSON.stringify(normalizedKey(rule.per, v))}`;
 }
 
 /** The request's account as the gateway would find it, and how to say it. */

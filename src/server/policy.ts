@@ -3,7 +3,7 @@
  * once when a config is loaded so that the request path only looks things up.
  */
 import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
-import { paramNames, ruleValueDigest, valueDigest, whenFails, type RequestFacts } from './rule-facts.js';
+import { keyValueDigest, paramNames, ruleValueDigest, valueDigest, whenFails, type RequestFacts } from './rule-facts.js';
 import {
   accountKeysNamedBy,
   compileCidrs,
@@ -121,7 +121,8 @@ function compileOverride(rule: CompiledRule, o: RuleOverride): OverrideMatch {
       // Operators name tokens by digest (as everywhere else); a raw token given here works too.
       if (/^[0-9a-f]{64}$/i.test(k)) keys.add(k.toLowerCase());
       keys.add(valueDigest(k));
-    } else keys.add(valueDigest(k.trim()));
+    } else if (rule.per === 'header' || rule.per === 'param') keys.add(keyValueDigest(rule.per, k));
+    else keys.add(valueDigest(k.trim()));
   }
   return {
     ips: o.ips.length ? compileCidrs(o.ips) : null,

@@ -8,6 +8,7 @@ import { tokenDigest } from '../identity/index.js';
 import { isHash, lookUp, ParamError, parseUrlEncoded, type ParamHash, type ParamValue } from '../rack-params.js';
 import type { CompiledRule } from '../config/types.js';
 import { paramPath } from '../config/limit-model.js';
+import { normalizeParamKey } from '../identity/key-normalize.js';
 
 /** The `param:` values the pipeline read (query and body together, server/read-params.ts), by name as written. */
 export type BodyParams = ReadonlyMap<string, string>;
@@ -56,17 +57,15 @@ export class RequestFacts {
   }
 
   /**
-   * A parameter's value as one scalar, trimmed; undefined when absent, blank, or not one value (an array
-   * or hash where one value is named). The query string is read first, then the body, as Rails merges
-   * them for `params` (the query wins).
+   * A parameter's value as one scalar, as sent (keyValueDigest normalizes it); undefined when absent,
+   * blank (Rails' `presence`), or not one value (an array or hash where one value is named). The query
+   * string is read first, then the body, as Rails merges them for `params` (the query wins).
    */
   param(name: string, path: readonly string[]): string | undefined {
     const q = scalar(lookUp(this.query(), path));
     if (q !== undefined) return q;
     const b = this.body.get(name);
-    if (b === undefined) return undefined;
-    const t = b.trim();
-    return t === '' ? undefined : t;
+    return b === undefined || b.trim() === '' ? undefined : b;
   }
 
   /** Any of `names` is in the query string with a non-blank value (Rails' `present?`). */
@@ -103,8 +102,8 @@ export class RequestFacts {
 
 function scalar(v: ParamValue | undefined): string | undefined {
   if (v === undefined || v === null || typeof v === 'object') return undefined;
-  const t = String(v).trim();
-  return t === '' ? undefined : t;
+  const s = String(v);
+  return s.trim() === '' ? undefined : s;
 }
 
 /** Whether a rule reads a request parameter (the body peek must then look at a form or JSON body). */
@@ -125,6 +124,22 @@ export function valueDigest(value: string): string {
 }
 
 /**
+ * The key value a `per: header | param` rule digests, normalized. `param:` as Rack::Attack's default
+ * discriminator normalizer and Devise read it (Ruby `strip`, NUL included, then `downcase`): every
+ * capitalisation of an e-mail address is one bucket. `header:` only trimmed, case kept: API keys and
+ * similar header values are case-sensitive, and folding them would let one client spend another's
+ * budget. One place for the request path, overrides' keys and the admin API alike.
+ */
+export function normalizedKey(per: 'header' | 'param', value: string): string {
+  return per === 'param' ? normalizeParamKey(value) : value.trim();
+}
+
+/** The digest of a header or parameter key value, normalized (see normalizedKey). */
+export function keyValueDigest(per: 'header' | 'param', value: string): string {
+  return valueDigest(normalizedKey(per, value));
+}
+
+/**
  * The digest a `per: token | header | param` rule keys this request on, or null when the request has
  * no such value (the rule is then skipped). Other kinds: null.
  */
@@ -134,11 +149,11 @@ export function ruleValueDigest(rule: CompiledRule, facts: RequestFacts): string
       return facts.tokenDigest();
     case 'header': {
       const v = facts.header(rule.keyName);
-      return v === undefined ? null : valueDigest(v);
+      return v === undefined ? null : keyValueDigest('header', v);
     }
     case 'param': {
       const v = facts.param(rule.keyName, rule.paramPath!);
-      return v === undefined ? null : valueDigest(v);
+      return v === undefined ? null : keyValueDigest('param', v);
     }
     default:
       return null;
