@@ -76,6 +76,8 @@ export async function decide(
   query = '',
   /** The `param:` names' values (query and body together), by name as written. */
   body?: BodyParams,
+  /** Every wanted name the body peek found, the body alone (for `when.query`). */
+  form?: BodyParams,
 ): Promise<Decision> {
   const matched = policy.snapshot.matcher.match(method, path);
   if (matched.length === 0) return UNMATCHED;
@@ -83,7 +85,7 @@ export async function decide(
   if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) return EXEMPT;
   let facts: RequestFacts | null = null;
   if (anyNeedsFacts(matched)) {
-    facts = new RequestFacts(req.headers, query, () => token, body);
+    facts = new RequestFacts(req.headers, query, () => token, body, form);
     // A query Rails would refuse is refused here (400) rather than read one way by us and another by Rails.
     if (anyReadsQuery(matched) && !facts.queryReadable()) return BAD_QUERY;
   }
@@ -177,8 +179,9 @@ export function bodyCanDecide(req: http.IncomingMessage, policy: RequestPolicy, 
     // The matcher returns one frozen array per rule set, so identity says "the same rules".
     for (const m of OVERRIDABLE_METHODS) if (m !== 'POST' && matcher.match(m, path) !== matched) return true;
   }
-  // A `param:` rule reads the body; an account or a `per: token` rule reads the token, which may be there.
-  for (const r of matched) if (r.per === 'param') return true;
+  // A `param:` or `when.query` rule reads the body (Rack's params merge it, a GET's included); an
+  // account or a `per: token` rule reads the token, which may be there.
+  for (const r of matched) if (r.per === 'param' || r.whenQuery !== null) return true;
   return (needsAccount(matched) || keysOnToken(matched)) && doorkeeperHeaderToken(req.headers.authorization) === null;
 }
 

@@ -55,7 +55,8 @@ export function explain(snapshot: Snapshot, r: ExplainRequest): string[] {
   const token = doorkeeperHeaderToken(typeof headers.authorization === 'string' ? headers.authorization : undefined);
   const { accountKey, account } = accountOf(snapshot, headers, token);
   out.push(`  account: ${account}`);
-  const facts = new RequestFacts(headers, target.query, () => token, bodyValues(snapshot, r.body));
+  const fromBody = bodyValues(snapshot, r.body);
+  const facts = new RequestFacts(headers, target.query, () => token, fromBody, fromBody);
   if (!facts.queryReadable()) out.push('  the query string has conflicting parameters: a rule that reads it makes the gateway answer 400');
   const applied: CompiledRule[] = [];
   snapshot.rules.forEach((rule, i) => {
@@ -158,10 +159,14 @@ function bodyValues(snapshot: Snapshot, body: string | undefined): Map<string, s
     if (err instanceof ParamError || err instanceof SyntaxError) throw new Error(`--body: ${err.message}`);
     throw err;
   }
+  const named: Array<[string, readonly string[]]> = [];
   for (const rule of snapshot.rules) {
-    if (rule.paramPath === null) continue;
-    const v = lookUp(tree, rule.paramPath);
-    if (v !== undefined && v !== null && typeof v !== 'object') values.set(rule.keyName, String(v));
+    if (rule.paramPath !== null) named.push([rule.keyName, rule.paramPath]);
+    rule.whenQuery?.forEach((q, i) => named.push([q, rule.whenQueryPaths![i]!]));
+  }
+  for (const [name, path] of named) {
+    const v = lookUp(tree, path);
+    if (v !== undefined && v !== null && typeof v !== 'object') values.set(name, String(v));
   }
   return values;
 }

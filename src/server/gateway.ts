@@ -196,7 +196,7 @@ export class Gateway {
     if (typeof values === 'string') {
       return refused(gatewayAnswer(400, errorBody(paramConflictMessage(values))), path, peer);
     }
-    const decision = await decide(this.opts, req, policy, peer, p.method, path, token, target.query, values);
+    const decision = await decide(this.opts, req, policy, peer, p.method, path, token, target.query, values, p.bodyValues);
     return { decision, path, target: path + target.query, peer, maxBody, body: p.body, dropOverrideHeader: p.dropOverrideHeader };
   }
 

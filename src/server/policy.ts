@@ -3,7 +3,7 @@
  * once when a config is loaded so that the request path only looks things up.
  */
 import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
-import { keyValueDigest, paramNames, ruleValueDigest, valueDigest, whenFails, type RequestFacts } from './rule-facts.js';
+import { keyValueDigest, paramNames, ruleValueDigest, valueDigest, whenFails, whenQueryNames, type RequestFacts } from './rule-facts.js';
 import {
   accountKeysNamedBy,
   compileCidrs,
@@ -96,7 +96,7 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
-    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...paramNames(snapshot.rules)]),
+    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...paramNames(snapshot.rules), ...whenQueryNames(snapshot.rules)]),
     paramPeekBytes: cfg.server.paramPeekBytes,
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
   };

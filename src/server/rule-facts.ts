@@ -31,6 +31,8 @@ export class RequestFacts {
     private readonly rawQuery: string,
     private readonly token: () => string | null,
     private readonly body: BodyParams = NO_BODY,
+    /** What the body peek found of every wanted name (`when.query` names too), the body alone. */
+    private readonly form: BodyParams = NO_BODY,
   ) {}
 
   /** The token's SHA-256 hex digest, or null without a token. */
@@ -68,11 +70,16 @@ export class RequestFacts {
     return b === undefined || b.trim() === '' ? undefined : b;
   }
 
-  /** Any of `names` is in the query string with a non-blank value (Rails' `present?`). */
-  queryHasAny(names: readonly string[]): boolean {
+  /**
+   * Any of `names` (bracket `paths`, compiled at load) has a non-blank value (Rails' `present?`) in the
+   * query string or the body: Rack's `params` is GET merged with POST, and a GET's form body is read too.
+   */
+  queryHasAny(names: readonly string[], paths: readonly (readonly string[])[]): boolean {
     const tree = this.query();
-    for (const name of names) {
-      const v = lookUp(tree, paramPath(name) ?? [name]);
+    for (let i = 0; i < names.length; i++) {
+      const b = this.form.get(names[i]!);
+      if (b !== undefined && b.trim() !== '') return true;
+      const v = lookUp(tree, paths[i]!);
       if (v === undefined || v === null) continue;
       if (typeof v === 'string' ? v.trim() !== '' : Array.isArray(v) ? v.length > 0 : isHash(v) ? Object.keys(v).length > 0 : true) return true;
     }
@@ -115,6 +122,13 @@ export function readsParams(rule: CompiledRule): boolean {
 export function paramNames(rules: readonly CompiledRule[]): string[] {
   const names = new Set<string>();
   for (const r of rules) if (r.per === 'param') names.add(r.keyName);
+  return [...names];
+}
+
+/** Every `when.query` name that names one value in Rack notation: the body peek looks for them too. */
+export function whenQueryNames(rules: readonly CompiledRule[]): string[] {
+  const names = new Set<string>();
+  for (const r of rules) for (const q of r.whenQuery ?? []) if (paramPath(q) !== undefined) names.add(q);
   return [...names];
 }
 
@@ -165,8 +179,8 @@ export function whenFails(rule: CompiledRule, facts: RequestFacts | null, authen
   if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== authenticated) {
     return rule.whenAuthenticated ? 'when.authenticated: the request has no account' : 'when.authenticated: false, and the request has an account';
   }
-  if (rule.whenQuery !== null && (facts === null || !facts.queryHasAny(rule.whenQuery))) {
-    return `when.query: none of ${rule.whenQuery.join(', ')} is in the query string`;
+  if (rule.whenQuery !== null && (facts === null || !facts.queryHasAny(rule.whenQuery, rule.whenQueryPaths!))) {
+    return `when.query: none of ${rule.whenQuery.join(', ')} is in the query string or a form body`;
   }
   return null;
 }

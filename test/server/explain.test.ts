@@ -16,7 +16,7 @@ describe('rategate explain', () => {
     expect(lines[1]).toBe('  account: none (no bearer token)');
     expect(lines).toContain('   1. authenticated-api: no (path: not /api/*)');
     expect(lines).toContain('   7. authenticated-paging: no (when.authenticated: the request has no account)');
-    expect(lines).toContain('   8. unauthenticated-paging: no (when.query: none of page, min_id, max_id, since_id is in the query string)');
+    expect(lines).toContain('   8. unauthenticated-paging: no (when.query: none of page, min_id, max_id, since_id is in the query string or a form body)');
     expect(lines).toContain('  11. password-resets-ip: yes, per ip, 25/5m, key: ip 203.0.113.9');
     expect(lines.find((l) => l.startsWith('  12.'))).toMatch(/^ {2}12\. password-resets-email: yes, per param:user\[email\], 5\/30m, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…$/);
     // The digest is the normalized value's: every capitalisation and NUL-padded variant is one bucket.
