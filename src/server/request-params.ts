@@ -2,7 +2,7 @@
  * @module The request parameters the gateway reads as Rails would: wanted names in Rack bracket
  * notation, the query string's values, where Doorkeeper finds the token, and Rack's method override.
  */
-import { lookUp, parseKey, parseUrlEncoded, ParamError, type ParamHash } from '../rack-params.js';
+import { formPairs, lookUp, pairsToHash, parseKey, parseUrlEncoded, ParamError, rack2Path, sameInRack2And3, type ParamHash } from '../rack-params.js';
 
 /** Doorkeeper's token parameters, in the order it tries them after the Authorization header. */
 export const TOKEN_PARAMS: readonly string[] = Object.freeze(['access_token', 'bearer_token']);
@@ -63,17 +63,32 @@ function mayName(text: string, wanted: WantedParams): boolean {
  * The wanted values of URL-encoded text, or 'ambiguous'. Security: Rails 8 splits a query on `&` and
  * `;`, Rack 3.1 (whose `req.POST` Rack::MethodOverride reads) a form body on `&` only; since the last
  * value of a name wins, `_method=delete&x=1;_method=get` reads as DELETE to one and GET to the other.
- * Both splits are made, and a wanted value they disagree on is ambiguous: refused, never guessed.
+ * Both splits are made, and a wanted value they disagree on is ambiguous: refused, never guessed;
+ * so is a wanted name Rack 2 and Rack 3 nest differently (nestsDifferently).
  * Throws ParamError where Rails would refuse the text.
  */
 export function formValues(text: string, wanted: WantedParams): ParamValues | 'ambiguous' {
   if (!mayName(text, wanted)) return NO_VALUES;
-  const both = valuesOf(parseUrlEncoded(text), wanted);
+  const pairs = formPairs(text);
+  for (const [key] of pairs) if (nestsDifferently(key, wanted)) return 'ambiguous';
+  const both = valuesOf(pairsToHash(pairs), wanted);
   if (text.indexOf(';') === -1) return both;
   const ampOnly = valuesOf(parseUrlEncoded(text, undefined, false), wanted);
   if (ampOnly.size !== both.size) return 'ambiguous';
   for (const [name, value] of both) if (ampOnly.get(name) !== value) return 'ambiguous';
   return both;
+}
+
+/**
+ * Security: Rack 2 skips leading brackets (`[access_token]` is `access_token` to it), Rack 3 does not;
+ * a name the two nest differently, under a wanted top-level key of either, is ambiguous.
+ */
+export function nestsDifferently(key: string, wanted: WantedParams): boolean {
+  if (key.indexOf('[') === -1 && key.indexOf(']') === -1) return false;
+  if (sameInRack2And3(key)) return false;
+  const top2 = rack2Path(key)?.[0];
+  const top3 = parseKey(key)?.[0];
+  return (top2 !== undefined && wanted.tops.has(top2)) || (top3 !== undefined && wanted.tops.has(top3));
 }
 
 /**

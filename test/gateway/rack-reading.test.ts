@@ -108,3 +108,61 @@ describe('when.query reads the query and a form body, as Rack params (GET merged
     expect(await raw(gw.url, ['GET /api/v1/timelines/public HTTP/1.1', 'Content-Type: application/x-www-form-urlencoded'], 'local=1')).toBe(200);
   });
 });
+
+describe('multipart part headers are read as Rack reads them', () => {
+  const part = (disposition: string, value: string, extra = '') => `--B\r\nContent-Disposition: ${disposition}\r\n${extra}\r\n${value}\r\n`;
+  const close = '--B--\r\n';
+  const post = (path: string, body: string, auth?: string) =>
+    raw(gw.url, [`POST ${path} HTTP/1.1`, 'Content-Type: multipart/form-data; boundary=B', ...(auth ? [`Authorization: ${auth}`] : [])], body);
+
+  it.each([
+    ['attachment; name="_method"'],
+    ['; name=_method'],
+    ['"form-data"; name=_method'],
+    ['form-data=x; name=_method'],
+    ['form-data; name="x"; name="_method"'],
+    ['form-data; name="_met\\hod"'],
+  ])('Content-Disposition: %s — the DELETE counts against the deletion rule', async (disposition) => {
+    gw = await startTestGateway(DELETION, { upstream: upstream.url });
+    const body = part(disposition, 'delete') + close;
+    expect(await post('/api/v1/statuses/1', body)).toBe(200);
+    expect(await post('/api/v1/statuses/1', body)).toBe(429);
+    await alive();
+  });
+
+  it('a named part with Content-Type application/octet-stream and no filename is a field: its access_token counts for the account', async () => {
+    gw = await startTestGateway(`limits:\n  - { name: media, match: POST /api/v1/media, per: account, limit: 1, period: 30m }\n`, { upstream: upstream.url });
+    const body = part('form-data; name="access_token"', 'user-31', 'Content-Type: application/octet-stream\r\n') + part('form-data; name="file"; filename="a.png"', 'PNG', 'Content-Type: image/png\r\n') + close;
+    expect(await post('/api/v1/media', body)).toBe(200);
+    expect(await post('/api/v1/media', body)).toBe(429);
+  });
+
+  it('an attachment-typed user[email] part counts against the per-e-mail login limit', async () => {
+    gw = await startTestGateway(`limits:\n  - { name: login, match: POST /auth/sign_in, per: "param:user[email]", limit: 1, period: 5m }\n`, { upstream: upstream.url });
+    const body = part('attachment; name="user[email]"', 'Victim@example.com') + close;
+    expect(await post('/auth/sign_in', body)).toBe(200);
+    expect(await post('/auth/sign_in', body)).toBe(429);
+  });
+
+  it.each([
+    ['a name only Rack 2 reads (NAME=)', part('form-data; NAME="_method"', 'delete') + close],
+    ['a boundary inside a part without the CRLF before it (Rack 2 splits there)', part('form-data; name="x"', 'a--B\r\nContent-Disposition: form-data; name="_method"\r\n\r\ndelete') + close],
+    ['a part after a broken closing line (Rack 2 reads on)', part('form-data; name="x"', '1') + '--B--junk\r\n' + part('form-data; name="_method"', 'delete') + close],
+    ['a counted field sent as a file', part('form-data; name="_method"; filename="m.txt"', 'delete') + close],
+    ['a name in brackets ([_method] is _method to Rack 2)', part('form-data; name="[_method]"', 'delete') + close],
+  ])('%s: refused with 400, never forwarded', async (_what, body) => {
+    gw = await startTestGateway(DELETION, { upstream: upstream.url });
+    const before = upstream.forwarded().length;
+    expect(await post('/api/v1/statuses/1', body)).toBe(400);
+    expect(upstream.forwarded().length).toBe(before);
+    await alive();
+  });
+
+  it('a URL-encoded [access_token] (Rack 2 reads access_token) is refused with 400', async () => {
+    gw = await startTestGateway(`limits:\n  - { name: acct, match: /api/*, per: account, limit: 5, period: 5m }\n`, { upstream: upstream.url });
+    const before = upstream.forwarded().length;
+    expect(await raw(gw.url, ['POST /api/v1/statuses HTTP/1.1', 'Content-Type: application/x-www-form-urlencoded'], '%5Baccess_token%5D=user-9')).toBe(400);
+    expect(await raw(gw.url, ['GET /api/v1/timelines/home?[access_token]=user-9 HTTP/1.1'])).toBe(400);
+    expect(upstream.forwarded().length).toBe(before);
+  });
+});
