@@ -179,9 +179,10 @@ export function bodyCanDecide(req: http.IncomingMessage, policy: RequestPolicy, 
     // The matcher returns one frozen array per rule set, so identity says "the same rules".
     for (const m of OVERRIDABLE_METHODS) if (m !== 'POST' && matcher.match(m, path) !== matched) return true;
   }
-  // A `param:` or `when.query` rule reads the body (Rack's params merge it, a GET's included); an
-  // account or a `per: token` rule reads the token, which may be there.
-  for (const r of matched) if (r.per === 'param' || r.whenQuery !== null) return true;
+  // A `param:` rule reads the body; a `when.query` rule a form body (Rack's params merge GET and POST,
+  // a GET's form included; Rack parses no JSON, so a JSON body alone is not held for it); an account or
+  // a `per: token` rule reads the token, which may be there.
+  for (const r of matched) if (r.per === 'param' || (r.whenQuery !== null && kind !== 'json')) return true;
   return (needsAccount(matched) || keysOnToken(matched)) && doorkeeperHeaderToken(req.headers.authorization) === null;
 }
 

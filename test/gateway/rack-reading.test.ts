@@ -96,6 +96,17 @@ describe('param: keys are normalized as Rack::Attack and Devise read them (strip
   });
 });
 
+describe('override keys of a param: rule are normalized like the request value', () => {
+  it('an override naming VIP@Example.com applies to " vip@example.COM\\0"', async () => {
+    gw = await startTestGateway(
+      `limits:\n  - name: login\n    match: POST /auth/sign_in\n    per: "param:user[email]"\n    limit: 1\n    period: 5m\n    overrides: [{ keys: ["VIP@Example.com"], limit: 3 }]\n`,
+      { upstream: upstream.url },
+    );
+    const send = () => raw(gw.url, ['POST /auth/sign_in HTTP/1.1', 'Content-Type: application/x-www-form-urlencoded'], 'user[email]=+vip%40example.COM%00');
+    expect([await send(), await send(), await send(), await send()]).toEqual([200, 200, 200, 429]);
+  });
+});
+
 describe('when.query reads the query and a form body, as Rack params (GET merged with POST)', () => {
   const PAGING = `limits:\n  - { name: paging, match: GET /api/v1/timelines/*, per: ip, limit: 1, period: 5m, when: { query: [max_id, min_id] } }\n`;
   it('a GET with max_id in its form body is counted by the paging rule', async () => {
