@@ -13,5 +13,9 @@ export function strictBoundary(contentType: string): string | null {
   const m = all[0]!;
   const value = m[2] ?? m[1] ?? '';
   if (!/^[0-9A-Za-z'()+_\-./:=? ]{1,70}$/.test(value) || value.endsWith(' ')) return null;
-  return value;
+  // And exactly what Rack 2.2 (`multipart/.*?boundary(\s*)="?([^";,]+)`) and Rack 3.2
+  // (`multipart/.*boundary="?([^";,]+)`) take: `boundary=abc def` is `abc def` to them.
+  const rack2 = /^multipart\/.*?boundary[ \t\n\v\f\r]*="?([^";,]+)/i.exec(contentType)?.[1];
+  const rack3 = /^multipart\/.*boundary="?([^";,]+)/i.exec(contentType)?.[1];
+  return rack2 === value && rack3 === value ? value : null;
 }

@@ -30,7 +30,10 @@ type Phase = 'preamble' | 'head' | 'body' | 'epilogue' | 'failed';
  */
 export class PartSplitter {
   private readonly dash: Buffer;
-  private buf: Buffer = Buffer.alloc(0);
+  /** Unread bytes are store[from, to): one growing buffer, so tiny chunks cost no re-copying. */
+  private store: Buffer = Buffer.alloc(0);
+  private from = 0;
+  private to = 0;
   private phase: Phase = 'preamble';
   /** The stream's first byte is in `buf` (a delimiter at offset 0 needs no CRLF before it). */
   private atStart = true;
@@ -54,7 +57,7 @@ export class PartSplitter {
 
   write(chunk: Buffer): void {
     if (this.phase === 'failed') return;
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    this.append(chunk);
     this.run(false);
   }
 
@@ -67,7 +70,8 @@ export class PartSplitter {
 
   private fail(reason: string): void {
     this.phase = 'failed';
-    this.buf = Buffer.alloc(0);
+    this.store = Buffer.alloc(0);
+    this.from = this.to = 0;
     this.collected = [];
     this.events.malformed(reason);
   }
@@ -98,7 +102,7 @@ export class PartSplitter {
         }
         if (end > MAX_HEAD) return this.fail('a part header is too long');
         const head = this.buf.toString('latin1', 0, end + 2);
-        this.buf = this.buf.subarray(end + 4);
+        this.consume(end + 4);
         this.atStart = false;
         this.phase = 'body';
         this.collecting = this.events.head(head);
@@ -132,7 +136,7 @@ export class PartSplitter {
         this.finishPart();
         skip = 2 + this.dash.length + 2;
       }
-      this.buf = this.buf.subarray(skip);
+      this.consume(skip);
       this.atStart = false;
       this.phase = close ? 'epilogue' : 'head';
     }
@@ -150,10 +154,36 @@ export class PartSplitter {
         this.collectedSize += piece.length;
       }
     }
-    this.buf = this.buf.subarray(n);
+    this.consume(n);
     this.atStart = false;
-    // Never hold on to a large chunk for a few carried bytes.
-    if (this.buf.length < 4096) this.buf = Buffer.from(this.buf);
+  }
+
+  private get buf(): Buffer {
+    return this.store.subarray(this.from, this.to);
+  }
+
+  private append(chunk: Buffer): void {
+    const live = this.to - this.from;
+    if (this.to + chunk.length > this.store.length) {
+      if (live + chunk.length <= this.store.length) this.store.copyWithin(0, this.from, this.to);
+      else {
+        const grown = Buffer.allocUnsafe(Math.max(live + chunk.length, this.store.length * 2, 4096));
+        this.store.copy(grown, 0, this.from, this.to);
+        this.store = grown;
+      }
+      this.from = 0;
+      this.to = live;
+    }
+    chunk.copy(this.store, this.to);
+    this.to += chunk.length;
+  }
+
+  private consume(n: number): void {
+    this.from += n;
+    if (this.from < this.to) return;
+    this.from = this.to = 0;
+    // A big chunk once must not keep a big buffer for the rest of a long upload.
+    if (this.store.length > 256 * 1024) this.store = Buffer.alloc(0);
   }
 
   private keep(n: number): void {

@@ -16,3 +16,12 @@ describe('strictBoundary', () => {
   });
 });
 
+
+describe('strictBoundary and Rack', () => {
+  it('refuses a boundary Rack 2.2 or 3.2 would read otherwise', () => {
+    expect(strictBoundary('multipart/form-data; boundary=abc def')).toBeNull();
+    expect(strictBoundary('multipart/form-data; boundary = abc')).toBeNull();
+    expect(strictBoundary('multipart/form-data, x; boundary=abc')).toBe('abc');
+    expect(strictBoundary('text/plain; boundary=abc')).toBeNull();
+  });
+});
