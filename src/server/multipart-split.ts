@@ -24,8 +24,8 @@ type Phase = 'preamble' | 'head' | 'body' | 'epilogue' | 'failed';
  * Security: Rack 2.2 ends a part at `--boundary` even without the CRLF before it, Rack 3 and busboy
  * only after `\r\n`; Rack 2 reads the preamble and the line after a closing delimiter line by line, so
  * a `--boundary--junk` line lets it go on to more parts that others never see; an empty head makes
- * Rack swallow the next part. So every occurrence of `--boundary` must be a proper delimiter (at the
- * start or after CRLF, followed by CRLF or `--`), none may fall in a head or after the close, and a
+ * Rack swallow the next part. So a `--boundary` that Rack 2 would take for a delimiter must be one for
+ * all (at the start or after CRLF), none may fall in the preamble, a head or after the close, and a
  * part's head must not be empty. Such bodies are never sent by a form; they are refused.
  */
 export class PartSplitter {
@@ -111,24 +111,11 @@ export class PartSplitter {
         this.truncated = false;
         continue;
       }
-      // preamble or body: look for the next `--boundary`.
-      const at = this.buf.indexOf(this.dash);
-      if (at === -1) {
-        this.take(Math.max(0, this.buf.length - (this.dash.length + 3)));
-        return;
-      }
+      // preamble or body: look for the next `--boundary` that any Rack would take for a delimiter.
+      const found = this.nextDelimiter(phase, ended);
+      if (found === 'wait' || found === 'failed') return;
+      const { at, close } = found;
       const after = at + this.dash.length;
-      if (this.buf.length < after + 2) {
-        if (!ended) {
-          this.take(Math.max(0, at - 2));
-          return;
-        }
-        return this.fail('the body ends inside a boundary');
-      }
-      if (!this.delimiterStart(at)) return this.fail('the boundary occurs inside a part');
-      const close = this.buf[after] === 0x2d && this.buf[after + 1] === 0x2d;
-      const next = this.buf[after] === 0x0d && this.buf[after + 1] === 0x0a;
-      if (!close && !next) return this.fail('the boundary occurs inside a part');
       if (phase === 'preamble' && close) return this.fail('the body starts with its closing boundary');
       let skip = after + 2;
       if (phase === 'body') {
@@ -139,6 +126,45 @@ export class PartSplitter {
       this.consume(skip);
       this.atStart = false;
       this.phase = close ? 'epilogue' : 'head';
+    }
+  }
+
+  /**
+   * The next delimiter in `buf`, or 'wait' (bytes before a possible one passed on), or 'failed'.
+   * `--boundary` followed by CRLF or `--` ends a part for Rack 2.2 wherever it is; Rack 3 and busboy
+   * need the CRLF before it too: without it the readings differ, so the body is refused. Followed by
+   * anything else it is content to every Rack (in a part's body); in the preamble, which Rack reads
+   * line by line (`--boundary ` with a trailing space starts the parts there), any is refused.
+   */
+  private nextDelimiter(phase: Phase, ended: boolean): { at: number; close: boolean } | 'wait' | 'failed' {
+    const buf = this.buf;
+    for (let from = 0; ; ) {
+      const at = buf.indexOf(this.dash, from);
+      if (at === -1) {
+        this.take(Math.max(0, buf.length - (this.dash.length + 3)));
+        return 'wait';
+      }
+      const after = at + this.dash.length;
+      if (buf.length < after + 2) {
+        if (!ended) {
+          this.take(Math.max(0, at - 2));
+          return 'wait';
+        }
+        this.fail('the body ends inside a boundary');
+        return 'failed';
+      }
+      const close = buf[after] === 0x2d && buf[after + 1] === 0x2d;
+      const next = buf[after] === 0x0d && buf[after + 1] === 0x0a;
+      if (close || next) {
+        if (this.delimiterStart(at)) return { at, close };
+        this.fail('the boundary occurs inside a part without the line break before it');
+        return 'failed';
+      }
+      if (phase === 'preamble') {
+        this.fail('the boundary occurs in the preamble not as a delimiter line');
+        return 'failed';
+      }
+      from = at + 1;
     }
   }
 

@@ -89,11 +89,20 @@ describe('PartSplitter', () => {
       `--${BOUNDARY}\r\nContent-Disposition: form-data; name=a\r\n\r\nx--${BOUNDARY}\r\n--${BOUNDARY}--\r\n`,
       `--${BOUNDARY}\r\n\r\nvalue\r\n--${BOUNDARY}--\r\n`,
       `--${BOUNDARY}\r\nContent-Disposition: form-data; name=a\r\n\r\n1\r\n--${BOUNDARY}--junk\r\n--${BOUNDARY}\r\n`,
-      `--${BOUNDARY}\r\nContent-Disposition: form-data; name=a\r\n\r\n1\r\n--${BOUNDARY}x\r\n--${BOUNDARY}--\r\n`,
+      `x --${BOUNDARY}\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name=a\r\n\r\n1\r\n--${BOUNDARY}--\r\n`,
       `--${BOUNDARY}\r\nContent-Disposition: form-data; name=a\r\n\r\n1`,
     ]) {
       expect(split(BOUNDARY, Buffer.from(bad, 'latin1'), 3).malformed, JSON.stringify(bad)).not.toBeNull();
     }
+  });
+
+  it('keeps a boundary followed by anything but CRLF or "--" as content, as every Rack does', () => {
+    const body = `--${BOUNDARY}\r\nContent-Disposition: form-data; name=a\r\n\r\n1\r\n--${BOUNDARY}x--${BOUNDARY}y\r\n--${BOUNDARY}--\r\n`;
+    expect(split(BOUNDARY, Buffer.from(body, 'latin1'), 2)).toEqual({
+      heads: ['Content-Disposition: form-data; name=a\r\n'],
+      fields: [`1\r\n--${BOUNDARY}x--${BOUNDARY}y`],
+      malformed: null,
+    });
   });
 });
 
