@@ -1,7 +1,8 @@
 /**
  * Differential test against real Rack (Debian's ruby-rack, run as a child process by rack-read.rb):
  * generated Content-Types, multipart bodies with hostile part heads and URL-encoded bodies go to both
- * the gateway's readers and Rack. Wherever the gateway reads a body (does not refuse it), every counted
+ * the gateway's readers and Rack, and generated key values to Ruby's strip.downcase. Wherever the gateway
+ * reads a body (does not refuse it), every counted
  * name must have the value Rack gives it. Under CI=true a missing ruby/rack fails; elsewhere it skips,
  * loudly.
  */
@@ -13,6 +14,7 @@ import { bodyKindOf, mediaTypeOf } from '../../src/server/body-peek.js';
 import { startMultipartPeek } from '../../src/server/multipart-peek.js';
 import { compileWantedParams, formValues } from '../../src/server/request-params.js';
 import { ParamError } from '../../src/rack-params.js';
+import { normalizeParamKey } from '../../src/identity/key-normalize.js';
 
 const SCRIPT = fileURLToPath(new URL('./rack-read.rb', import.meta.url));
 const rackPresent = spawnSync('ruby', ['-e', 'require "rack"; print Rack.release'], { encoding: 'utf8' });
@@ -146,6 +148,18 @@ describeRack(`differential: the gateway reads what Rack ${rackRelease ?? '(missi
     if (process.env.DIFFERENTIAL_REPORT) console.log(`multipart: ${read} read, ${refused} refused`);
     expect(read).toBeGreaterThan(100);
     expect(refused).toBeGreaterThan(100);
+  });
+
+  it("param: key normalization is Ruby's `strip.downcase` (Rack::Attack's discriminator normalizer)", () => {
+    const unit = fc.constantFrom('a', 'Z', ' ', '\0', '\t', '\n', '\v', '\f', '\r', '\u00a0', '\u2003', '\ufeff', 'Σ', 'İ', 'ẞ', 'Ǆ', 'É', '@', '.');
+    const values = fc.sample(fc.string({ unit, maxLength: 8 }), { numRuns: 500, seed: 21 });
+    const r = spawnSync('ruby', ['-rjson', '-e', 'puts JSON.generate(JSON.parse($stdin.read).map { |s| s.strip.downcase })'], {
+      input: JSON.stringify(values),
+      encoding: 'utf8',
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const ruby = JSON.parse(r.stdout) as string[];
+    values.forEach((v, i) => expect(normalizeParamKey(v), JSON.stringify(v)).toBe(ruby[i]));
   });
 
   it('URL-encoded: where the gateway reads a body or query, each counted name has the value Rack gives it', () => {
