@@ -1,10 +1,9 @@
 /**
  * Differential test against real Rack (Debian's ruby-rack, run as a child process by rack-read.rb):
  * generated Content-Types, multipart bodies with hostile part heads and URL-encoded bodies go to both
- * the gateway's readers and Rack, and generated key values to Ruby's strip.downcase. Wherever the gateway
- * reads a body (does not refuse it), every counted
- * name must have the value Rack gives it. Under CI=true a missing ruby/rack fails; elsewhere it skips,
- * loudly.
+ * the gateway's readers and Rack, and generated key values to Ruby's strip.downcase. Wherever the
+ * gateway reads a body (does not refuse it), every counted name must have the value Rack gives it.
+ * Under CI=true a missing ruby/rack fails; elsewhere it skips, loudly.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
