@@ -226,11 +226,20 @@ export function duplicatedHeader(raw: readonly string[]): 'content-type' | 'auth
   let auth = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
-    if (name.length === 12 && name.toLowerCase() === 'content-type') {
+    if (name.length === 12 && sameLetters(name, 'content-type')) {
       if (++type > 1) return 'content-type';
-    } else if (name.length === 13 && name.toLowerCase() === 'authorization') {
+    } else if (name.length === 13 && sameLetters(name, 'authorization')) {
       if (++auth > 1) return 'authorization';
     }
   }
   return null;
+}
+
+/**
+ * `name` equals `lower` (letters and `-` only) ignoring case, without allocating: setting bit 0x20
+ * lower-cases a letter and leaves `-` as it is (only CR, which no header name holds, would also map to `-`).
+ */
+function sameLetters(name: string, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) if ((name.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
+  return true;
 }
