@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { mediaTypeOf } from '../../src/server/body-peek.js';
 import { PartSplitter } from '../../src/server/multipart-split.js';
 import { rack2Reading, rack3Reading } from '../../src/server/rack-part-head.js';
+import { startMultipartPeek } from '../../src/server/multipart-peek.js';
+import { compileWantedParams } from '../../src/server/request-params.js';
 
 describe('mediaTypeOf', () => {
   it("is Rails' /^([^,;]*)/, trimmed and lower-cased, for any header value", () => {
@@ -160,6 +162,27 @@ describe('part-head readings', () => {
         expect(rack3Reading(head(`form-data; name="${escaped}"`))).toEqual({ kind: 'field', name });
       }),
       { numRuns: 1000 },
+    );
+  });
+});
+
+describe('the multipart peek on hostile bytes', () => {
+  const wanted = compileWantedParams(['access_token', '_method', 'user[email]']);
+  const piece = fc.constantFrom(
+    '--B', '--B--', '\r\n', '\r\n\r\n', 'Content-Disposition: form-data; name=_method', 'Content-Disposition: attachment; name="access_token"; filename="f"',
+    'Content-Type: access_token', '; NAME=user[email]', '"', '\\', 'x', '\0', '\xff',
+  );
+  it('never throws, whatever the bytes and chunking, and ends read, done or refused', () => {
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 30 }), fc.integer({ min: 1, max: 17 }), (pieces, step) => {
+        const body = Buffer.from(pieces.join(''), 'latin1');
+        const peek = startMultipartPeek({ 'content-type': 'multipart/form-data; boundary=B' }, wanted, 256);
+        for (let i = 0; i < body.length; i += step) peek.write(body.subarray(i, i + step), () => undefined);
+        peek.end();
+        expect(['done', 'beyond', 'malformed']).toContain(peek.state().kind);
+        if (peek.state().kind === 'done') peek.values();
+      }),
+      { numRuns: 1500 },
     );
   });
 });
