@@ -11,6 +11,9 @@ export const GATEWAY_ERRORS = {
   BAD_PATH: { status: 400, message: 'Bad request path' },
   BAD_REQUEST: { status: 400, message: 'Bad request' },
   QUERY_CONFLICT: { status: 400, message: 'Bad request: the query string has conflicting parameters' },
+  /** server/gateway.ts: Node reads the first of two, Puma joins them and Rack reads the last; none is guessed. */
+  DUPLICATE_CONTENT_TYPE: { status: 400, message: 'Bad request: the Content-Type header is given more than once' },
+  DUPLICATE_AUTHORIZATION: { status: 400, message: 'Bad request: the Authorization header is given more than once' },
   FORBIDDEN: { status: 403, message: 'Forbidden' },
   REQUEST_TIMEOUT: { status: 408, message: 'Request timeout' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },

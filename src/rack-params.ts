@@ -63,6 +63,42 @@ export function parseKey(key: string): string[] | undefined {
   return segments;
 }
 
+/**
+ * How Rack 2.2's `normalize_params` nests a name (`''` for an array step); undefined when it drops the
+ * pair. Looser than Rack 3 (parseKey): leading brackets are skipped, so `[access_token]` and
+ * `]access_token` are `access_token` to Rack 2. Used only to find names the two read differently.
+ */
+export function rack2Path(name: string): string[] | undefined {
+  const out: string[] = [];
+  let rest = name;
+  for (let depth = 0; depth <= MAX_DEPTH; depth++) {
+    const m = /^[[\]]*([^[\]]+)\]*/.exec(rest);
+    if (m === null) return out.length === 0 ? undefined : out; // an empty key: Rack 2 drops (or stops) here
+    const k = m[1]!;
+    const after = rest.slice(m[0].length);
+    if (after === '') return [...out, k];
+    if (after === '[') return [...out, rest];
+    if (after === '[]') return [...out, k, ''];
+    const child = /^\[\]\[([^[\]]+)\]$/.exec(after) ?? /^\[\](.+)$/.exec(after);
+    if (child !== null) {
+      out.push(k, '');
+      rest = child[1]!;
+    } else {
+      out.push(k);
+      rest = after;
+    }
+  }
+  return undefined;
+}
+
+/** Whether Rack 2 and Rack 3 nest `name` the same way. */
+export function sameInRack2And3(name: string): boolean {
+  const a = rack2Path(name);
+  const b = parseKey(name);
+  if (a === undefined || b === undefined) return a === b;
+  return a.length === b.length && a.every((seg, i) => seg === b[i]);
+}
+
 export function kindOf(v: ParamValue): string {
   if (v === null) return 'Null';
   if (Array.isArray(v)) return 'Array';

@@ -11,7 +11,7 @@ import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import { bucketSpec, overrideFor, type RequestPolicy } from '../server/policy.js';
 import type { TopLimited } from '../guard/top-keys.js';
 import { formatDuration } from '../config/duration.js';
-import { valueDigest } from '../server/rule-facts.js';
+import { keyValueDigest, valueDigest } from '../server/rule-facts.js';
 import { iso8601Micro } from '../server/ratelimit-headers.js';
 
 export type BucketsAnswer = { status: number; body: unknown };
@@ -64,7 +64,14 @@ export async function bucketsEndpoint(
   let digest: string | null = null;
   if (rule.per === 'token' || rule.per === 'header' || rule.per === 'param') {
     // Tokens are named by their digest (as exempt.accounts names them); header and parameter values as sent.
-    digest = rule.per === 'token' && /^[0-9a-f]{64}$/i.test(key) ? key.toLowerCase() : key.trim() === '' ? null : valueDigest(key.trim());
+    digest =
+      rule.per === 'token' && /^[0-9a-f]{64}$/i.test(key)
+        ? key.toLowerCase()
+        : key.trim() === ''
+          ? null
+          : rule.per === 'token'
+            ? valueDigest(key.trim())
+            : keyValueDigest(rule.per, key);
     if (digest === null) return { status: 400, body: { error: `key must be the ${rule.per === 'token' ? "token's SHA-256 digest" : 'value'} for rule ${rule.name} (per: ${rule.per})` } };
   }
   // As a request would: the client an override names counts in that override's bucket.

@@ -51,7 +51,9 @@ const whenShape = {
     .array(z.string().min(1))
     .min(1)
     .optional()
-    .describe('Only requests whose query string has any of these parameters, non-empty (e.g. [page, min_id, max_id, since_id]).'),
+    .describe(
+      "Only requests with any of these parameters, non-empty, in the query string or a form body (Rack's params: GET merged with POST), e.g. [page, min_id, max_id, since_id].",
+    ),
 };
 
 const overrideShape = {

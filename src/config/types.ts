@@ -34,6 +34,8 @@ export interface CompiledRule {
   readonly whenAuthenticated: boolean | undefined;
   /** `when.query`, null when the rule does not care. */
   readonly whenQuery: readonly string[] | null;
+  /** `when.query`'s bracket paths, same order, compiled at load (a name Rack reads literally: itself). */
+  readonly whenQueryPaths: readonly (readonly string[])[] | null;
   /** Whether deciding this rule's bucket needs the account (per account, when.authenticated, account overrides). */
   readonly needsAccount: boolean;
   /** Whether it reads more than the route, the client IP and the account (a token, header, parameter, the query, overrides). */

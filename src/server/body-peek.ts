@@ -13,11 +13,24 @@ import { formValues, valuesOf, type WantedParams } from './request-params.js';
 /** How Rails reads a body, from its Content-Type (and method: Rack reads a typeless POST as a form). */
 export type BodyKind = 'form' | 'multipart' | 'json' | 'opaque';
 
+/**
+ * The media type as Rack (split on `[;,]`) and Rails (`^([^,;]*)`) read it: everything before
+ * the first `;` or `,`, trimmed and lower-cased. Security: `application/json, x` is JSON to both.
+ */
+export function mediaTypeOf(contentType: string): string {
+  let end = 0;
+  while (end < contentType.length) {
+    const c = contentType.charCodeAt(end);
+    if (c === 0x3b /* ; */ || c === 0x2c /* , */) break;
+    end++;
+  }
+  return (end === contentType.length ? contentType : contentType.slice(0, end)).trim().toLowerCase();
+}
+
 /** Rack::Request's FORM_DATA and PARSEABLE_DATA media types, and the JSON types Rails parses (a superset: reading more is safe, less is not). */
 export function bodyKindOf(method: string, contentType: string | undefined): BodyKind {
   if (contentType === undefined) return method === 'POST' ? 'form' : 'opaque';
-  const semi = contentType.indexOf(';');
-  const type = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+  const type = mediaTypeOf(contentType);
   if (type === 'application/x-www-form-urlencoded') return 'form';
   if (type === 'multipart/form-data' || type === 'multipart/related' || type === 'multipart/mixed') return 'multipart';
   if (type === 'application/json' || type === 'text/x-json' || type === 'application/jsonrequest' || type.endsWith('+json')) return 'json';

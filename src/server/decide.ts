@@ -80,6 +80,8 @@ export async function decide(
   query = '',
   /** The `param:` names' values (query and body together), by name as written. */
   body?: BodyParams,
+  /** Every wanted name the body peek found, the body alone (for `when.query`). */
+  form?: BodyParams,
 ): Promise<Decision> {
   const matched = policy.snapshot.matcher.match(method, path);
   if (matched.length === 0) return UNMATCHED;
@@ -88,7 +90,7 @@ export async function decide(
   if (ctx.runtimeExempt?.(client.address) === true) return EXEMPT;
   let facts: RequestFacts | null = null;
   if (anyNeedsFacts(matched)) {
-    facts = new RequestFacts(req.headers, query, () => token, body);
+    facts = new RequestFacts(req.headers, query, () => token, body, form);
     // A query Rails would refuse is refused here (400) rather than read one way by us and another by Rails.
     if (anyReadsQuery(matched) && !facts.queryReadable()) return BAD_QUERY;
   }
@@ -192,8 +194,10 @@ export function bodyCanDecide(req: http.IncomingMessage, policy: RequestPolicy, 
     // The matcher returns one frozen array per rule set, so identity says "the same rules".
     for (const m of OVERRIDABLE_METHODS) if (m !== 'POST' && matcher.match(m, path) !== matched) return true;
   }
-  // A `param:` rule reads the body; an account or a `per: token` rule reads the token, which may be there.
-  for (const r of matched) if (r.per === 'param') return true;
+  // A `param:` rule reads the body; a `when.query` rule a form body (Rack's params merge GET and POST,
+  // a GET's form included; Rack parses no JSON, so a JSON body alone is not held for it); an account or
+  // a `per: token` rule reads the token, which may be there.
+  for (const r of matched) if (r.per === 'param' || (r.whenQuery !== null && kind !== 'json')) return true;
   if (policy.guard.paramNames.length > 0 && guardReadsBody(policy, method, path)) return true;
   return (needsAccount(matched) || keysOnToken(matched)) && doorkeeperHeaderToken(req.headers.authorization) === null;
 }

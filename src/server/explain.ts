@@ -12,7 +12,7 @@ import { accountKeyFromHeader, compileCidrs, ipBucketKey, tokenDigest } from '..
 import { doorkeeperHeaderToken } from './request-params.js';
 import { fromJson, lookUp, ParamError, parseUrlEncoded, type ParamHash } from '../rack-params.js';
 import { compileMatcher, normalizePath } from '../routing/index.js';
-import { RequestFacts, ruleValueDigest, whenFails } from './rule-facts.js';
+import { normalizedKey, RequestFacts, ruleValueDigest, whenFails } from './rule-facts.js';
 import { buildRequestPolicy, overrideFor } from './policy.js';
 
 export interface ExplainRequest {
@@ -55,7 +55,8 @@ export function explain(snapshot: Snapshot, r: ExplainRequest): string[] {
   const token = doorkeeperHeaderToken(typeof headers.authorization === 'string' ? headers.authorization : undefined);
   const { accountKey, account } = accountOf(snapshot, headers, token);
   out.push(`  account: ${account}`);
-  const facts = new RequestFacts(headers, target.query, () => token, bodyValues(snapshot, r.body));
+  const fromBody = bodyValues(snapshot, r.body);
+  const facts = new RequestFacts(headers, target.query, () => token, fromBody, fromBody);
   if (!facts.queryReadable()) out.push('  the query string has conflicting parameters: a rule that reads it makes the gateway answer 400');
   const applied: CompiledRule[] = [];
   snapshot.rules.forEach((rule, i) => {
@@ -113,7 +114,7 @@ function applies(
     default: {
       const what = rule.per === 'token' ? 'token' : rule.per === 'header' ? `header ${rule.keyName}` : `parameter ${rule.keyName}`;
       if (digest === null) return `no (no key: the request has no ${what})`;
-      key = `${what}, digest ${digest.slice(0, 12)}…`;
+      key = `${what}${shownKey(rule, facts)}, digest ${digest.slice(0, 12)}…`;
     }
   }
   let effective = rule;
@@ -122,6 +123,16 @@ function applies(
   applied.push(effective);
   const limit = `${effective.limit}/${formatDuration(rule.periodMs)}${j >= 0 ? ` (overrides[${j}], own bucket)` : ''}`;
   return `yes, per ${perLabel(rule)}, ${limit}, key: ${key}${rule.shadow ? ' [shadow: counted, never rejects]' : ''}`;
+}
+
+/**
+ * The normalized value a header or parameter rule keys on, as digested (`Victim@Example.COM ` shows
+ * as "victim@example.com"): the operator typed it, so showing it leaks nothing. A token is never shown.
+ */
+function shownKey(rule: CompiledRule, facts: RequestFacts): string {
+  const v = rule.per === 'header' ? facts.header(rule.keyName) : rule.per === 'param' ? facts.param(rule.keyName, rule.paramPath!) : undefined;
+  if (v === undefined || (rule.per !== 'header' && rule.per !== 'param')) return '';
+  return ` ${JSON.stringify(normalizedKey(rule.per, v))}`;
 }
 
 /** The request's account as the gateway would find it, and how to say it. */
@@ -148,10 +159,14 @@ function bodyValues(snapshot: Snapshot, body: string | undefined): Map<string, s
     if (err instanceof ParamError || err instanceof SyntaxError) throw new Error(`--body: ${err.message}`);
     throw err;
   }
+  const named: Array<[string, readonly string[]]> = [];
   for (const rule of snapshot.rules) {
-    if (rule.paramPath === null) continue;
-    const v = lookUp(tree, rule.paramPath);
-    if (v !== undefined && v !== null && typeof v !== 'object') values.set(rule.keyName, String(v));
+    if (rule.paramPath !== null) named.push([rule.keyName, rule.paramPath]);
+    rule.whenQuery?.forEach((q, i) => named.push([q, rule.whenQueryPaths![i]!]));
+  }
+  for (const [name, path] of named) {
+    const v = lookUp(tree, path);
+    if (v !== undefined && v !== null && typeof v !== 'object') values.set(name, String(v));
   }
   return values;
 }

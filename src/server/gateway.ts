@@ -18,6 +18,7 @@ import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, errorBody, isClientFault, pa
 import { bodyCanDecide, decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
 import { continueNow } from './expect-continue.js';
 import { readRequestParams, type RequestParams } from './read-params.js';
+import { duplicatedHeader } from './request-params.js';
 import type { RequestPolicy } from './policy.js';
 import type { Guard, Release } from '../guard/guard.js';
 import { countBans, guardEarly, guardStage, whenDone, type BanHit } from './guard-stage.js';
@@ -88,6 +89,8 @@ const NO_HEADERS: readonly string[] = Object.freeze([]);
 const NOTHING_CHARGED = { headers: NO_HEADERS, rules: Object.freeze([]), rejectedBy: undefined, matched: false } as const;
 const SHUTTING_DOWN: Decision = Object.freeze(gatewayAnswer(503, ERROR_BODIES.SHUTTING_DOWN));
 const TOO_LARGE: Decision = Object.freeze(gatewayAnswer(413, ERROR_BODIES.PAYLOAD_TOO_LARGE));
+const DUPLICATE_CONTENT_TYPE: Decision = Object.freeze(gatewayAnswer(400, ERROR_BODIES.DUPLICATE_CONTENT_TYPE));
+const DUPLICATE_AUTHORIZATION: Decision = Object.freeze(gatewayAnswer(400, ERROR_BODIES.DUPLICATE_AUTHORIZATION));
 /** `block.ips`: Mastodon's IP blocks answer 403 with this body. */
 const BLOCKED: Decision = Object.freeze({ ...gatewayAnswer(403, ERROR_BODIES.FORBIDDEN), kind: 'blocked' });
 /** A request id from the client is kept when it is a plain token of sane length, else replaced. */
@@ -189,6 +192,8 @@ export class Gateway {
     const target = normalizePath(req.url ?? '');
     if (!target.ok) return refused(gatewayAnswer(400, badPathBody(target.reason)), req.url ?? '', peer);
     const path = target.path;
+    const dup = duplicatedHeader(req.rawHeaders);
+    if (dup !== null) return refused(dup === 'content-type' ? DUPLICATE_CONTENT_TYPE : DUPLICATE_AUTHORIZATION, path, peer);
     // Refused before counting: a request that will not be served must not spend anyone's tokens.
     const maxBody = policy.maxBodySize(method, path);
     const declared = req.headers['content-length'];
@@ -213,11 +218,11 @@ export class Gateway {
     if (guard !== undefined && policy.guard !== NO_GUARD_RULES) {
       // Bans on other keys and in-flight slots: before any counting.
       const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
-      const g = await guardStage(guard, policy, { req, peer, client, method: p.method, path, token, query: target.query, values, onEnd });
+      const g = await guardStage(guard, policy, { req, peer, client, method: p.method, path, token, query: target.query, values, form: p.bodyValues, onEnd });
       if (g.refusal !== null) return refused(g.refusal, path, peer);
       banHits = g.banHits;
     }
-    const decision = await decide(this.opts, req, policy, peer, p.method, path, token, target.query, values);
+    const decision = await decide(this.opts, req, policy, peer, p.method, path, token, target.query, values, p.bodyValues);
     return { decision, path, target: path + target.query, peer, maxBody, body: p.body, dropOverrideHeader: p.dropOverrideHeader, banHits };
   }
 

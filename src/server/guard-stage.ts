@@ -60,6 +60,8 @@ export interface GuardInputs {
   /** The query string with its `?` (or ''). */
   readonly query: string;
   readonly values: BodyParams | undefined;
+  /** What the body peek found in the body alone (`when.query` reads a form body as Rack's params do). */
+  readonly form: BodyParams | undefined;
   /** Registers what to run when the exchange ends, however it ends (at once if it already has). */
   readonly onEnd: (release: Release) => void;
 }
@@ -79,7 +81,7 @@ export async function guardStage(guard: Guard, policy: RequestPolicy, g: GuardIn
   let who: GuardWho | undefined;
   const whoFor = async (): Promise<GuardWho> => {
     if (who !== undefined) return who;
-    const facts = new RequestFacts(g.req.headers, g.query, () => g.token, g.values);
+    const facts = new RequestFacts(g.req.headers, g.query, () => g.token, g.values, g.form);
     let account: string | null | undefined;
     if (rules.needsAccount) {
       const header = policy.accountHeader !== undefined ? firstHeader(g.req.headers[policy.accountHeader]) : undefined;

@@ -1,12 +1,13 @@
 /**
- * @module A multipart body seen through busboy as it streams: the fields before the first file part,
- * and a watch on the rest that refuses a wanted field arriving after it.
+ * @module A multipart body read as it streams, part by part as Rack reads it: the fields before the
+ * first file part, and a watch on the rest that refuses a counted field arriving after it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import busboy from 'busboy';
-import { pairsToHash, ParamError, parseKey } from '../rack-params.js';
+import { pairsToHash, ParamError, parseKey, rack2Path } from '../rack-params.js';
 import { valuesOf, type WantedParams } from './request-params.js';
-import { candidateNames, nameParamCount, PartHeadScanner, strictBoundary } from './multipart-names.js';
+import { strictBoundary } from './multipart-names.js';
+import { PartSplitter } from './multipart-split.js';
+import { candidateNames, rack2Reading, rack3Reading, type PartReading } from './rack-part-head.js';
 
 export type MultipartState =
   /** Before the first file part: fields are being collected. */
@@ -20,7 +21,7 @@ export type MultipartState =
   | { readonly kind: 'malformed'; readonly status: 400 | 413; readonly message: string };
 
 export interface MultipartPeek {
-  /** Feeds the parser; `processed` runs once it has seen the chunk (fields before it emitted). */
+  /** Feeds the parser; `processed` runs once it has seen the chunk (fields before it read). */
   write(chunk: Buffer, processed: () => void): void;
   end(): void;
   state(): MultipartState;
@@ -36,111 +37,97 @@ const TAIL: MultipartState = Object.freeze({ kind: 'tail' });
 const DONE: MultipartState = Object.freeze({ kind: 'done' });
 const BEYOND: MultipartState = Object.freeze({ kind: 'beyond' });
 
-/** The top-level key of a field name as Rack nests it (`user` of `user[email]`). */
-function topOf(name: string | undefined): string {
-  // busboy reports a part without a name (`Content-Disposition: form-data`) with an undefined name.
-  if (typeof name !== 'string') return '';
-  return parseKey(name)?.[0] ?? name;
+/** The top-level keys a name could be filed under: Rack 3's and Rack 2's nesting. */
+function topsOf(name: string): string[] {
+  return [parseKey(name)?.[0] ?? name, rack2Path(name)?.[0] ?? name];
+}
+
+/** The same part as both Racks read it: one field name, or not a field for either. */
+function agreed(a: PartReading, b: PartReading): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === 'error' || b.kind === 'error') return true;
+  const pa = rack2Path(a.name);
+  const pb = parseKey(b.name);
+  return a.name === b.name && pa !== undefined && pb !== undefined && pa.length === pb.length && pa.every((s, i) => s === pb[i]);
 }
 
 /**
- * Throws (busboy's message) when the headers are not a multipart form with a boundary. Rack parses
+ * Throws when the headers are not a multipart form with one plain boundary. Rack parses
  * multipart/related and multipart/mixed like form-data, so those are read as form-data too.
  */
 export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedParams, maxBytes: number): MultipartPeek {
-  const type = headers['content-type'] ?? '';
-  const boundary = strictBoundary(type);
+  const boundary = strictBoundary(headers['content-type'] ?? '');
   if (boundary === null) throw new Error('the boundary is missing, repeated or unusual');
-  const semi = type.indexOf(';');
-  const asForm = semi === -1 ? 'multipart/form-data' : `multipart/form-data${type.slice(semi)}`;
-  const parser = busboy({
-    headers: { ...headers, 'content-type': asForm },
-    defParamCharset: 'utf8',
-    // No part or field count limits: a limit would make busboy stop reporting fields, and a wanted
-    // field past it would go unseen. Field values are bounded (a longer wanted one is refused).
-    limits: { fieldNameSize: 1024, fieldSize: maxBytes },
-  });
   let state: MultipartState = HEAD;
   let why = '';
   const pairs: Array<[string, string]> = [];
+  let pending: string | null = null;
+  const counted = (name: string): boolean => topsOf(name).some((t) => wanted.tops.has(t));
+  const refuse = (next: MultipartState, message: string): false => {
+    if (state.kind !== 'beyond' && state.kind !== 'malformed') {
+      state = next;
+      why = message;
+    }
+    return false;
+  };
+
+  const splitter = new PartSplitter(
+    boundary,
+    {
+      head(head) {
+        if (state.kind === 'beyond' || state.kind === 'malformed') return false;
+        const r2 = rack2Reading(head);
+        const r3 = rack3Reading(head);
+        const names = [r2, r3].flatMap((r) => (r.kind === 'error' ? [] : [r.name]));
+        const mentions = names.some(counted) || candidateNames(head).some(counted);
+        const field = r2.kind === 'field' && r3.kind === 'field' && agreed(r2, r3) ? r2.name : null;
+        const fileLike = r2.kind !== 'field' || r3.kind !== 'field';
+        if (mentions) {
+          // Security: a counted name is read only where both Racks read the same field by it.
+          if (state === TAIL) return refuse(BEYOND, 'a counted multipart field comes after a file part; send it before the first file');
+          if (field === null || !counted(field)) {
+            const message = fileLike && field === null && agreed(r2, r3)
+              ? 'Malformed multipart body: a counted field is sent as a file'
+              : 'Malformed multipart body: a part names a counted field in a way Rack versions read differently';
+            return refuse({ kind: 'malformed', status: 400, message }, message);
+          }
+        }
+        if (fileLike) {
+          if (state === HEAD) state = TAIL;
+          return false;
+        }
+        if (state !== HEAD || field === null) return false;
+        pending = field;
+        return true;
+      },
+      field(body, truncated) {
+        const name = pending!;
+        pending = null;
+        if (state !== HEAD) return;
+        if (truncated && counted(name)) {
+          refuse(BEYOND, `the multipart field ${JSON.stringify(name.slice(0, 64))} is longer than ${maxBytes} bytes`);
+          return;
+        }
+        pairs.push([name, body.toString('utf8')]);
+      },
+      malformed(reason) {
+        refuse({ kind: 'malformed', status: 400, message: `Malformed multipart body: ${reason}` }, `Malformed multipart body: ${reason}`);
+      },
+    },
+    maxBytes,
+  );
+
   let disposed = false;
-  /** A file part's head was seen by the raw scan (it runs ahead of busboy's events). */
-  let scanPastFile = false;
-
-  // Security: busboy reads a part's first `name=`, Rack's regex reads the last (and Rack 2 falls back
-  // to Content-ID). The raw heads are checked so that no part can carry a counted name that busboy
-  // does not report: ambiguous ones are refused, and after a file part any mention refuses the body.
-  const scanner = new PartHeadScanner(boundary, (head) => {
-    if (state.kind === 'beyond' || state.kind === 'malformed') return;
-    if (head === null) {
-      state = { kind: 'malformed', status: 400, message: 'Malformed multipart body: a part header is too long' };
-      why = state.message;
-      return;
-    }
-    const mentionsWanted = candidateNames(head).some((n) => wanted.tops.has(topOf(n)));
-    if (mentionsWanted) {
-      if (scanPastFile || state === TAIL) {
-        state = BEYOND;
-        why = 'a counted multipart field comes after a file part; send it before the first file';
-        return;
-      }
-      if (nameParamCount(head) !== 1) {
-        state = { kind: 'malformed', status: 400, message: 'Malformed multipart body: a part names a counted field ambiguously' };
-        why = state.message;
-        return;
-      }
-    }
-    if (/(?:^|[;\s])filename\*?\s*=/i.test(head) || /(?:^|\r\n)content-type:\s*application\/octet-stream/i.test(head)) scanPastFile = true;
-  });
-
-  parser.on('field', (name: string | undefined, value: string, info: busboy.FieldInfo) => {
-    if (typeof name !== 'string') return; // Rack drops a part without a name too
-    const isWanted = wanted.tops.has(topOf(name));
-    if (state === HEAD) {
-      if (info.valueTruncated && isWanted) {
-        state = BEYOND;
-        why = `the multipart field ${JSON.stringify(name.slice(0, 64))} is longer than ${maxBytes} bytes`;
-        return;
-      }
-      pairs.push([name, value]);
-    } else if (state === TAIL && isWanted) {
-      state = BEYOND;
-      why = `the multipart field ${JSON.stringify(name.slice(0, 64))} comes after a file part; send it before the first file`;
-    }
-  });
-  parser.on('file', (_name: string, stream: NodeJS.ReadableStream) => {
-    // File contents are never held: read and dropped (the upstream gets them from the replayed body).
-    stream.resume();
-    if (state === HEAD) state = TAIL;
-  });
-  parser.on('close', () => {
-    if (state === HEAD || state === TAIL) state = DONE;
-  });
-  parser.on('error', (err: Error) => {
-    if (state.kind === 'beyond' || state.kind === 'malformed') return;
-    state = { kind: 'malformed', status: 400, message: `Malformed multipart body: ${err.message}` };
-    why = state.message;
-  });
-
   return {
     write(chunk, processed) {
-      if (disposed || parser.destroyed) {
-        process.nextTick(processed);
-        return;
-      }
-      scanner.write(chunk);
-      try {
-        parser.write(chunk, () => processed());
-      } catch (err) {
-        // A throw from inside the parser must not leave the caller waiting for `processed`.
-        state = { kind: 'malformed', status: 400, message: `Malformed multipart body: ${(err as Error).message}` };
-        why = state.message;
-        process.nextTick(processed);
-      }
+      if (!disposed) splitter.write(chunk);
+      // Asynchronous, as a stream parser's callback: the caller's flow does not depend on the timing.
+      process.nextTick(processed);
     },
     end() {
-      scanner.end();
-      if (!disposed && !parser.destroyed) parser.end();
+      if (disposed) return;
+      splitter.end();
+      if (state === HEAD || state === TAIL) state = DONE;
     },
     state: () => state,
     values() {
@@ -154,12 +141,7 @@ export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedP
     },
     error: () => why,
     dispose() {
-      if (disposed) return;
       disposed = true;
-      parser.removeAllListeners('field');
-      parser.removeAllListeners('file');
-      parser.on('error', () => undefined);
-      parser.destroy();
     },
   };
 }

@@ -3,7 +3,7 @@
  * once when a config is loaded so that the request path only looks things up.
  */
 import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
-import { paramNames, ruleValueDigest, valueDigest, whenFails, type RequestFacts } from './rule-facts.js';
+import { keyValueDigest, paramNames, ruleValueDigest, valueDigest, whenFails, whenQueryNames, type RequestFacts } from './rule-facts.js';
 import {
   accountKeysNamedBy,
   compileCidrs,
@@ -102,7 +102,7 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
-    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...params]),
+    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...params, ...whenQueryNames(snapshot.rules)]),
     paramPeekBytes: cfg.server.paramPeekBytes,
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
   };
@@ -127,7 +127,8 @@ function compileOverride(rule: CompiledRule, o: RuleOverride): OverrideMatch {
       // Operators name tokens by digest (as everywhere else); a raw token given here works too.
       if (/^[0-9a-f]{64}$/i.test(k)) keys.add(k.toLowerCase());
       keys.add(valueDigest(k));
-    } else keys.add(valueDigest(k.trim()));
+    } else if (rule.per === 'header' || rule.per === 'param') keys.add(keyValueDigest(rule.per, k));
+    else keys.add(valueDigest(k.trim()));
   }
   return {
     ips: o.ips.length ? compileCidrs(o.ips) : null,

@@ -40,6 +40,8 @@ export interface RequestParams {
   readonly token: Exclude<TokenPick, { kind: 'conflict' }>;
   /** A wanted name's value from the query and the body together. */
   param(name: string): ParamPick;
+  /** Every wanted name's value in the body alone (`when.query` reads the body's too). */
+  readonly bodyValues: ParamValues;
   /** Forward this instead of `req` (the held bytes, then the rest); null: forward `req` itself. */
   readonly body: Readable | null;
 }
@@ -55,7 +57,7 @@ class Params implements RequestParams {
     readonly dropOverrideHeader: boolean,
     readonly token: Exclude<TokenPick, { kind: 'conflict' }>,
     private readonly query: ParamValues,
-    private readonly bodyValues: ParamValues,
+    readonly bodyValues: ParamValues,
     readonly body: Readable | null,
   ) {}
 

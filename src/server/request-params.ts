@@ -2,7 +2,7 @@
  * @module The request parameters the gateway reads as Rails would: wanted names in Rack bracket
  * notation, the query string's values, where Doorkeeper finds the token, and Rack's method override.
  */
-import { lookUp, parseKey, parseUrlEncoded, ParamError, type ParamHash } from '../rack-params.js';
+import { formPairs, lookUp, pairsToHash, parseKey, parseUrlEncoded, ParamError, rack2Path, sameInRack2And3, type ParamHash } from '../rack-params.js';
 
 /** Doorkeeper's token parameters, in the order it tries them after the Authorization header. */
 export const TOKEN_PARAMS: readonly string[] = Object.freeze(['access_token', 'bearer_token']);
@@ -63,17 +63,32 @@ function mayName(text: string, wanted: WantedParams): boolean {
  * The wanted values of URL-encoded text, or 'ambiguous'. Security: Rails 8 splits a query on `&` and
  * `;`, Rack 3.1 (whose `req.POST` Rack::MethodOverride reads) a form body on `&` only; since the last
  * value of a name wins, `_method=delete&x=1;_method=get` reads as DELETE to one and GET to the other.
- * Both splits are made, and a wanted value they disagree on is ambiguous: refused, never guessed.
+ * Both splits are made, and a wanted value they disagree on is ambiguous: refused, never guessed;
+ * so is a wanted name Rack 2 and Rack 3 nest differently (nestsDifferently).
  * Throws ParamError where Rails would refuse the text.
  */
 export function formValues(text: string, wanted: WantedParams): ParamValues | 'ambiguous' {
   if (!mayName(text, wanted)) return NO_VALUES;
-  const both = valuesOf(parseUrlEncoded(text), wanted);
+  const pairs = formPairs(text);
+  for (const [key] of pairs) if (nestsDifferently(key, wanted)) return 'ambiguous';
+  const both = valuesOf(pairsToHash(pairs), wanted);
   if (text.indexOf(';') === -1) return both;
   const ampOnly = valuesOf(parseUrlEncoded(text, undefined, false), wanted);
   if (ampOnly.size !== both.size) return 'ambiguous';
   for (const [name, value] of both) if (ampOnly.get(name) !== value) return 'ambiguous';
   return both;
+}
+
+/**
+ * Security: Rack 2 skips leading brackets (`[access_token]` is `access_token` to it), Rack 3 does not;
+ * a name the two nest differently, under a wanted top-level key of either, is ambiguous.
+ */
+export function nestsDifferently(key: string, wanted: WantedParams): boolean {
+  if (key.indexOf('[') === -1 && key.indexOf(']') === -1) return false;
+  if (sameInRack2And3(key)) return false;
+  const top2 = rack2Path(key)?.[0];
+  const top3 = parseKey(key)?.[0];
+  return (top2 !== undefined && wanted.tops.has(top2)) || (top3 !== undefined && wanted.tops.has(top3));
 }
 
 /**
@@ -198,4 +213,33 @@ export function resolveMethodOverride(method: string, header: string | undefined
   const upper = named.toUpperCase();
   const valid = OVERRIDABLE_METHODS.has(upper);
   return { method: valid ? upper : method, dropHeader: header !== undefined && (formMethod !== undefined || !valid) };
+}
+
+/**
+ * Which of Content-Type and Authorization appears more than once in the raw header list, or null.
+ * Security: Node keeps the first of each, while Puma joins repeated headers and Rack then reads the
+ * last boundary or media type, and Doorkeeper a joined Authorization: a second header would let the
+ * upstream read a body or token the gateway never counted. Allocates nothing.
+ */
+export function duplicatedHeader(raw: readonly string[]): 'content-type' | 'authorization' | null {
+  let type = 0;
+  let auth = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 12 && sameLetters(name, 'content-type')) {
+      if (++type > 1) return 'content-type';
+    } else if (name.length === 13 && sameLetters(name, 'authorization')) {
+      if (++auth > 1) return 'authorization';
+    }
+  }
+  return null;
+}
+
+/**
+ * `name` equals `lower` (letters and `-` only) ignoring case, without allocating: setting bit 0x20
+ * lower-cases a letter and leaves `-` as it is (only CR, which no header name holds, would also map to `-`).
+ */
+function sameLetters(name: string, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) if ((name.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
+  return true;
 }

@@ -8,6 +8,7 @@ import { tokenDigest } from '../identity/index.js';
 import { isHash, lookUp, ParamError, parseUrlEncoded, type ParamHash, type ParamValue } from '../rack-params.js';
 import type { CompiledRule } from '../config/types.js';
 import { paramPath } from '../config/limit-model.js';
+import { normalizeParamKey } from '../identity/key-normalize.js';
 
 /** The `param:` values the pipeline read (query and body together, server/read-params.ts), by name as written. */
 export type BodyParams = ReadonlyMap<string, string>;
@@ -30,6 +31,8 @@ export class RequestFacts {
     private readonly rawQuery: string,
     private readonly token: () => string | null,
     private readonly body: BodyParams = NO_BODY,
+    /** What the body peek found of every wanted name (`when.query` names too), the body alone. */
+    private readonly form: BodyParams = NO_BODY,
   ) {}
 
   /** The token's SHA-256 hex digest, or null without a token. */
@@ -56,24 +59,27 @@ export class RequestFacts {
   }
 
   /**
-   * A parameter's value as one scalar, trimmed; undefined when absent, blank, or not one value (an array
-   * or hash where one value is named). The query string is read first, then the body, as Rails merges
-   * them for `params` (the query wins).
+   * A parameter's value as one scalar, as sent (keyValueDigest normalizes it); undefined when absent,
+   * blank (Rails' `presence`), or not one value (an array or hash where one value is named). The query
+   * string is read first, then the body, as Rails merges them for `params` (the query wins).
    */
   param(name: string, path: readonly string[]): string | undefined {
     const q = scalar(lookUp(this.query(), path));
     if (q !== undefined) return q;
     const b = this.body.get(name);
-    if (b === undefined) return undefined;
-    const t = b.trim();
-    return t === '' ? undefined : t;
+    return b === undefined || b.trim() === '' ? undefined : b;
   }
 
-  /** Any of `names` is in the query string with a non-blank value (Rails' `present?`). */
-  queryHasAny(names: readonly string[]): boolean {
+  /**
+   * Any of `names` (bracket `paths`, compiled at load) has a non-blank value (Rails' `present?`) in the
+   * query string or the body: Rack's `params` is GET merged with POST, and a GET's form body is read too.
+   */
+  queryHasAny(names: readonly string[], paths: readonly (readonly string[])[]): boolean {
     const tree = this.query();
-    for (const name of names) {
-      const v = lookUp(tree, paramPath(name) ?? [name]);
+    for (let i = 0; i < names.length; i++) {
+      const b = this.form.get(names[i]!);
+      if (b !== undefined && b.trim() !== '') return true;
+      const v = lookUp(tree, paths[i]!);
       if (v === undefined || v === null) continue;
       if (typeof v === 'string' ? v.trim() !== '' : Array.isArray(v) ? v.length > 0 : isHash(v) ? Object.keys(v).length > 0 : true) return true;
     }
@@ -103,8 +109,8 @@ export class RequestFacts {
 
 function scalar(v: ParamValue | undefined): string | undefined {
   if (v === undefined || v === null || typeof v === 'object') return undefined;
-  const t = String(v).trim();
-  return t === '' ? undefined : t;
+  const s = String(v);
+  return s.trim() === '' ? undefined : s;
 }
 
 /** Whether a rule reads a request parameter (the body peek must then look at a form or JSON body). */
@@ -119,9 +125,32 @@ export function paramNames(rules: readonly CompiledRule[]): string[] {
   return [...names];
 }
 
+/** Every `when.query` name that names one value in Rack notation: the body peek looks for them too. */
+export function whenQueryNames(rules: readonly CompiledRule[]): string[] {
+  const names = new Set<string>();
+  for (const r of rules) for (const q of r.whenQuery ?? []) if (paramPath(q) !== undefined) names.add(q);
+  return [...names];
+}
+
 /** SHA-256 hex of a key value: tokens are secrets and e-mail addresses personal data; neither is kept. */
 export function valueDigest(value: string): string {
   return tokenDigest(value);
+}
+
+/**
+ * The key value a `per: header | param` rule digests, normalized. `param:` as Rack::Attack's default
+ * discriminator normalizer and Devise read it (Ruby `strip`, NUL included, then `downcase`): every
+ * capitalisation of an e-mail address is one bucket. `header:` only trimmed, case kept: API keys and
+ * similar header values are case-sensitive, and folding them would let one client spend another's
+ * budget. One place for the request path, overrides' keys and the admin API alike.
+ */
+export function normalizedKey(per: 'header' | 'param', value: string): string {
+  return per === 'param' ? normalizeParamKey(value) : value.trim();
+}
+
+/** The digest of a header or parameter key value, normalized (see normalizedKey). */
+export function keyValueDigest(per: 'header' | 'param', value: string): string {
+  return valueDigest(normalizedKey(per, value));
 }
 
 /**
@@ -134,11 +163,11 @@ export function ruleValueDigest(rule: CompiledRule, facts: RequestFacts): string
       return facts.tokenDigest();
     case 'header': {
       const v = facts.header(rule.keyName);
-      return v === undefined ? null : valueDigest(v);
+      return v === undefined ? null : keyValueDigest('header', v);
     }
     case 'param': {
       const v = facts.param(rule.keyName, rule.paramPath!);
-      return v === undefined ? null : valueDigest(v);
+      return v === undefined ? null : keyValueDigest('param', v);
     }
     default:
       return null;
@@ -150,8 +179,8 @@ export function whenFails(rule: CompiledRule, facts: RequestFacts | null, authen
   if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== authenticated) {
     return rule.whenAuthenticated ? 'when.authenticated: the request has no account' : 'when.authenticated: false, and the request has an account';
   }
-  if (rule.whenQuery !== null && (facts === null || !facts.queryHasAny(rule.whenQuery))) {
-    return `when.query: none of ${rule.whenQuery.join(', ')} is in the query string`;
+  if (rule.whenQuery !== null && (facts === null || !facts.queryHasAny(rule.whenQuery, rule.whenQueryPaths!))) {
+    return `when.query: none of ${rule.whenQuery.join(', ')} is in the query string or a form body`;
   }
   return null;
 }

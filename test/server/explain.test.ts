@@ -1,4 +1,5 @@
 /** `rategate explain`: the rules a described request would be counted by, and why the others would not. */
+import { createHash } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -10,14 +11,17 @@ const mastodon = await loadConfigFile(EXAMPLE);
 
 describe('rategate explain', () => {
   it('lists every rule in table order: the ones that count the request with their key, the others with why not', () => {
-    const lines = explain(mastodon, { request: 'POST /auth/password.json', headers: [], ip: '203.0.113.9', body: '{"user":{"email":"a@example.com"}}' });
+    const lines = explain(mastodon, { request: 'POST /auth/password.json', headers: [], ip: '203.0.113.9', body: '{"user":{"email":" A@Example.COM\\u0000"}}' });
     expect(lines[0]).toBe('POST /auth/password.json  from 203.0.113.9');
     expect(lines[1]).toBe('  account: none (no bearer token)');
     expect(lines).toContain('   1. authenticated-api: no (path: not /api/*)');
     expect(lines).toContain('   7. authenticated-paging: no (when.authenticated: the request has no account)');
-    expect(lines).toContain('   8. unauthenticated-paging: no (when.query: none of page, min_id, max_id, since_id is in the query string)');
+    expect(lines).toContain('   8. unauthenticated-paging: no (when.query: none of page, min_id, max_id, since_id is in the query string or a form body)');
     expect(lines).toContain('  11. password-resets-ip: yes, per ip, 25/5m, key: ip 203.0.113.9');
-    expect(lines.find((l) => l.startsWith('  12.'))).toMatch(/^ {2}12\. password-resets-email: yes, per param:user\[email\], 5\/30m, key: parameter user\[email\], digest [0-9a-f]{12}…$/);
+    expect(lines.find((l) => l.startsWith('  12.'))).toMatch(/^ {2}12\. password-resets-email: yes, per param:user\[email\], 5\/30m, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…$/);
+    // The digest is the normalized value's: every capitalisation and NUL-padded variant is one bucket.
+    const digest = createHash('sha256').update('a@example.com').digest('hex').slice(0, 12);
+    expect(lines.find((l) => l.startsWith('  12.'))).toContain(`digest ${digest}…`);
     // The rule order is the table's: 18 rules, then the headers.
     expect(lines.filter((l) => /^ +\d+\. /.test(l))).toHaveLength(18);
     expect(lines.at(-2)).toBe('  headers: X-RateLimit-* of password-resets-email (limit 5) while buckets are fresh; at run time the one closest to exhaustion');
@@ -49,7 +53,7 @@ describe('rategate explain', () => {
       '  RateLimit-Policy: "api";q=3000;w=300',
     ]);
     const withHeader = explain(snap, { request: 'GET /api/v1/statuses/1', headers: ['X-App-Id: a1'], ip: '198.51.100.1' });
-    expect(withHeader[2]).toMatch(/^ {3}1\. apps: yes, per header:x-app-id, 10\/5m, key: header x-app-id, digest [0-9a-f]{12}…$/);
+    expect(withHeader[2]).toMatch(/^ {3}1\. apps: yes, per header:x-app-id, 10\/5m, key: header x-app-id "[^"]+", digest [0-9a-f]{12}…$/);
   });
 
   it('says a blocked client is refused before any rule', () => {
@@ -82,7 +86,7 @@ describe('the command line', () => {
     expect(check.stdout).toContain('password-resets-email');
     expect(explained.code).toBe(0);
     expect(explained.stdout).toContain('  16. login-attempts-ip: yes, per ip, 25/5m, key: ip 203.0.113.4');
-    expect(explained.stdout).toMatch(/ {2}17\. login-attempts-email: yes, per param:user\[email\], 25\/1h, key: parameter user\[email\], digest [0-9a-f]{12}…/);
+    expect(explained.stdout).toMatch(/ {2}17\. login-attempts-email: yes, per param:user\[email\], 25\/1h, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…/);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('rategate explain: expected "METHOD /path?query", got "nonsense"');
   }, 30_000);

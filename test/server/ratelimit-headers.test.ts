@@ -22,6 +22,7 @@ function rule(index: number, name: string, limit: number, over: Partial<Compiled
     paramPath: null,
     whenAuthenticated: undefined,
     whenQuery: null,
+    whenQueryPaths: null,
     needsAccount: false,
     needsFacts: false,
     overrides: [],

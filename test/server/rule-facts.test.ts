@@ -41,8 +41,12 @@ describe('request facts', () => {
   it('holds when.query for any listed parameter present and not blank, and when.authenticated as given', () => {
     expect(whenFails(paging, facts('?page=2'), false)).toBeNull();
     expect(whenFails(paging, facts('?x=1&max_id=9'), false)).toBeNull();
-    expect(whenFails(paging, facts('?page=&max_id=%20'), false)).toBe('when.query: none of page, max_id is in the query string');
+    expect(whenFails(paging, facts('?page=&max_id=%20'), false)).toBe('when.query: none of page, max_id is in the query string or a form body');
     expect(whenFails(paging, facts('?page=2'), true)).toBe('when.authenticated: false, and the request has an account');
+    // Rack's params merge a form body (a GET's too): a paging name there holds when.query.
+    const fromBody = (form: Map<string, string>) => new RequestFacts({}, '', () => null, new Map(), form);
+    expect(whenFails(paging, fromBody(new Map([['max_id', '9']])), false)).toBeNull();
+    expect(whenFails(paging, fromBody(new Map([['max_id', ' ']])), false)).not.toBeNull();
   });
 
   it('finds a query Rails would refuse unreadable, and reads no value from it', () => {
