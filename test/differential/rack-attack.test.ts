@@ -123,8 +123,9 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
     const steps: Step[] = [];
     for (const a of actions) {
       const req = build(a, cookies);
-      const r = await send(rack.url, { method: req.method, path: req.path, headers: req.headers, body: req.body });
-      const g = await send(gw.url, { method: req.method, path: req.path, headers: req.headers, body: req.body });
+      const wire = { method: req.method, path: req.path, headers: req.headers, ...(req.body === undefined ? {} : { body: req.body }) };
+      const r = await send(rack.url, wire);
+      const g = await send(gw.url, wire);
       steps.push({ req, ruby: verdict(r.status, 'ruby'), gate: verdict(g.status, 'gate'), rubyThrottle: String(r.headers['x-throttle'] ?? '') });
     }
     return steps;

@@ -18,8 +18,8 @@ describe('rategate explain', () => {
     expect(lines).toContain('   8. unauthenticated-paging: no (when.query: none of page, min_id, max_id, since_id is in the query string)');
     expect(lines).toContain('  11. password-resets-ip: yes, per ip, 25/5m, key: ip 203.0.113.9');
     expect(lines.find((l) => l.startsWith('  12.'))).toMatch(/^ {2}12\. password-resets-email: yes, per param:user\[email\], 5\/30m, key: parameter user\[email\], digest [0-9a-f]{12}…$/);
-    // The rule order is the table's: 18 rules, then the headers.
-    expect(lines.filter((l) => /^ +\d+\. /.test(l))).toHaveLength(18);
+    // The rule order is the table's: 19 rules, then the headers.
+    expect(lines.filter((l) => /^ +\d+\. /.test(l))).toHaveLength(19);
     expect(lines.at(-2)).toBe('  headers: X-RateLimit-* of password-resets-email (limit 5) while buckets are fresh; at run time the one closest to exhaustion');
     expect(lines.at(-1)).toBe('  RateLimit-Policy: "password-resets-ip";q=25;w=300, "password-resets-email";q=5;w=1800');
   });
