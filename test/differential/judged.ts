@@ -76,6 +76,18 @@ export const deliberate: readonly Judged[] = [
       'never makes a request "authenticated" for the other rules (Mastodon counts a signed-in web page per user, rategate per IP)',
     explains: (step, before) => (['made-up-cookie', 'second-session', 'session-elsewhere'] as const).some((t) => tagged(t)(step, before)),
   },
+  {
+    id: 'session-and-token-of-one-user',
+    why:
+      "Mastodon counts a user's password changes in one bucket whether they come with the web session or a token " +
+      '(authenticated_user_id); rategate cannot tell whose a session is, so it counts the session per cookie and the token per account',
+    explains: (step, before) => {
+      const account = step.req.account;
+      if (account === null) return false;
+      const mine = [...before, step].filter((s) => s.req.account === account);
+      return mine.some((s) => s.req.tags.includes('session')) && mine.some((s) => s.req.token !== null);
+    },
+  },
 ];
 
 /**

@@ -10,7 +10,7 @@ import { freePort } from '../support/servers.js';
 export const APP_DIR = fileURLToPath(new URL('./rack-app/', import.meta.url));
 
 /** The libraries the app loads, as Debian packages them (`.ci/run` installs them). */
-const REQUIRES = ['rack', 'rack/attack', 'action_dispatch', 'action_dispatch/middleware/remote_ip', 'warden', 'doorkeeper/oauth/token', 'active_support/cache'];
+const REQUIRES = ['rack', 'rack/attack', 'action_dispatch', 'action_dispatch/middleware/remote_ip', 'warden', 'active_support', 'doorkeeper/oauth/token', 'doorkeeper/grape/authorization_decorator', 'active_support/cache'];
 
 /** Null when ruby, puma and every library load; otherwise why not. */
 export function whyUnavailable(): string | null {

@@ -14,14 +14,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { serve, type Running } from '../support/servers.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { judged, type Step, type Verdict } from './judged.js';
-import { BLOCKED, build, IPS, SESSION_COOKIE, SESSIONS, sequence, TOKENS, type Action, type Kind, type Cred } from './requests.js';
+import { deliberate, judged, pendingFixes, type Judged, type Step, type Verdict } from './judged.js';
+import { BLOCKED, build, IPS, SESSION_COOKIE, SESSIONS, sequenceOf, TOKENS, type Action, type Kind, type Cred, type Tag } from './requests.js';
 import { sessionCookie, setClock, startRackApp, whyUnavailable, type RackApp } from './rack-app.js';
 
 /** The table under test: the shipped example, or another one to compare (e.g. an older example). */
 const EXAMPLE = process.env.RATEGATE_DIFF_CONFIG ?? fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url));
 const SEED = Number(process.env.RATEGATE_DIFF_SEED ?? 2111);
 const RUNS = Number(process.env.RATEGATE_DIFF_RUNS ?? 200);
+
+/** Tags allowed in the strict sequences below: bugs being fixed elsewhere, and a plain session cookie. */
+const PENDING_TAGS: ReadonlySet<Tag> = new Set<Tag>(['email-case', 'paging-in-form', 'session']);
+/**
+ * What may explain a disagreement of a sequence without deliberate differences: all-or-nothing charging,
+ * one user's session and token in one sequence, and the pending fixes.
+ */
+const STRICT: readonly Judged[] = [...deliberate.filter((j) => j.id === 'all-or-nothing' || j.id === 'session-and-token-of-one-user'), ...pendingFixes];
 
 /** Mastodon's limits (MASTODON.md's table), by throttle. */
 const MASTODON: Record<string, number> = {
@@ -94,11 +102,17 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
         res.end('{}');
       });
     });
-    const table = parse(readFileSync(EXAMPLE, 'utf8')) as { limits: { limit: number }[]; block?: { ips?: string[] } };
+    gw = await startTestGateway(scaledTable(), { upstream: upstream.url, now: () => nowMs });
+  }, 60_000);
+
+  /** The table under test with its limits scaled as Rack::Attack's are, and the same IP blocks; `drop`: rules left out. */
+  function scaledTable(drop: readonly string[] = []): string {
+    const table = parse(readFileSync(EXAMPLE, 'utf8')) as { limits: { name: string; limit: number }[]; block?: { ips?: string[] } };
+    table.limits = table.limits.filter((r) => !drop.includes(r.name));
     for (const rule of table.limits) rule.limit = scale(rule.limit);
     table.block = { ...(table.block ?? {}), ips: BLOCKED };
-    gw = await startTestGateway(stringify(table), { upstream: upstream.url, now: () => nowMs });
-  }, 60_000);
+    return stringify(table);
+  }
 
   afterAll(async () => {
     await gw?.shutdown(1000);
@@ -118,14 +132,14 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
     return status === 429 ? '429' : status === 403 ? '403' : status === 200 ? 'pass' : (`${prefix}-${status}` as Verdict);
   }
 
-  async function run(actions: readonly Action[]): Promise<Step[]> {
+  async function run(actions: readonly Action[], gate: TestGateway = gw): Promise<Step[]> {
     await nextWindow();
     const steps: Step[] = [];
     for (const a of actions) {
       const req = build(a, cookies);
       const wire = { method: req.method, path: req.path, headers: req.headers, ...(req.body === undefined ? {} : { body: req.body }) };
       const r = await send(rack.url, wire);
-      const g = await send(gw.url, wire);
+      const g = await send(gate.url, wire);
       steps.push({ req, ruby: verdict(r.status, 'ruby'), gate: verdict(g.status, 'gate'), rubyThrottle: String(r.headers['x-throttle'] ?? '') });
     }
     return steps;
@@ -165,30 +179,39 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
     ];
   }
 
-  it('agrees with Rack::Attack on every request but the judged differences', async () => {
-    const sequences = [...directed(), ...fc.sample(sequence, { numRuns: RUNS, seed: SEED })];
+  /** Runs the sequences and sorts every disagreement: explained by which judged differences, or not at all. */
+  async function compare(sequences: readonly (readonly Action[])[], gate: TestGateway = gw, allowed: readonly Judged[] = judged) {
     const all: Step[] = [];
     const unexplained: string[] = [];
     const explainedBy = new Map<string, number>();
+    let onlyPending = 0;
     for (const actions of sequences) {
-      const steps = await run(actions);
+      const steps = await run(actions, gate);
       steps.forEach((step, i) => {
         all.push(step);
         if (step.ruby === step.gate) return;
         const before = steps.slice(0, i);
-        const by = judged.filter((j) => j.explains(step, before)).map((j) => j.id);
+        const by = allowed.filter((j) => j.explains(step, before)).map((j) => j.id);
         if (by.length === 0) {
           const trail = before.map((s) => `      ${s.ruby}/${s.gate} ${s.req.label}`).join('\n');
           unexplained.push(`Rack::Attack ${step.ruby}${step.rubyThrottle ? ` (${step.rubyThrottle})` : ''}, rategate ${step.gate}: ${step.req.label}\n${trail}`);
         }
+        if (by.length > 0 && by.every((id) => pendingFixes.some((p) => p.id === id))) onlyPending += 1;
         for (const id of by) explainedBy.set(id, (explainedBy.get(id) ?? 0) + 1);
       });
     }
+    return { all, unexplained, explainedBy, onlyPending };
+  }
+
+  it('agrees with Rack::Attack on every request but the judged differences', async () => {
+    const sequences = [...directed(), ...fc.sample(sequenceOf(), { numRuns: RUNS, seed: SEED })];
+    const { all, unexplained, explainedBy, onlyPending } = await compare(sequences);
     const agree = all.filter((s) => s.ruby === s.gate).length;
     const judgedOnly = [...explainedBy].map(([id, n]) => `${id} ${n}`).join(', ');
     console.log(
       `rack-attack differential (${EXAMPLE.split('/').pop()}, seed ${SEED}): ${agree}/${all.length} verdicts agree ` +
-        `(${((100 * agree) / all.length).toFixed(1)} %); disagreements judged: ${judgedOnly || 'none'}; unexplained: ${unexplained.length}`,
+        `(${((100 * agree) / all.length).toFixed(1)} %); disagreements judged: ${judgedOnly || 'none'} ` +
+        `(${onlyPending} explained only by pending fixes); unexplained: ${unexplained.length}`,
     );
 
     // Every throttle refused something in Rack::Attack, and the gateway refused that same request.
@@ -201,4 +224,28 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
 
     expect(unexplained.slice(0, 10), `${unexplained.length} disagreements no judged difference explains`).toEqual([]);
   }, 120_000);
+
+  it("agrees on every request of sequences without a deliberate difference, but for all-or-nothing charging and a user's session beside a token", async () => {
+    const strict = sequenceOf({ allowedTags: PENDING_TAGS });
+    const { all, unexplained, explainedBy } = await compare(fc.sample(strict, { numRuns: RUNS, seed: SEED + 1 }), gw, STRICT);
+    const agree = all.filter((s) => s.ruby === s.gate).length;
+    console.log(
+      `rack-attack differential, no deliberate differences: ${agree}/${all.length} verdicts agree; judged: ` +
+        `${[...explainedBy].map(([id, n]) => `${id} ${n}`).join(', ') || 'none'}; unexplained: ${unexplained.length}`,
+    );
+    expect(all.filter((s) => s.ruby === '429').length).toBeGreaterThan(20);
+    expect(unexplained.slice(0, 10), `${unexplained.length} disagreements no judged difference explains`).toEqual([]);
+  }, 120_000);
+
+  it('fails on a difference nobody judged: a table without the per-e-mail login rule disagrees, unexplained', async () => {
+    const broken = await startTestGateway(scaledTable(['login-attempts-email']), { upstream: upstream.url, now: () => nowMs });
+    try {
+      const act = (ip: number): Action => ({ kind: 'login', cred: 'none', ip, email: 0, json: false });
+      const { unexplained } = await compare([[0, 1, 2, 3, 4].map(act)], broken);
+      expect(unexplained).toHaveLength(1);
+      expect(unexplained[0]).toMatch(/^Rack::Attack 429 \(throttle_login_attempts\/email\), rategate pass: POST \/auth\/sign_in /);
+    } finally {
+      await broken.shutdown(1000);
+    }
+  });
 });

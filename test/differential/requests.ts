@@ -18,6 +18,7 @@ export type Tag =
   | 'rails-404' // a path Rails would answer 404
   | 'made-up-cookie' // a session cookie the app never issued
   | 'second-session' // a second session of a user who has another one
+  | 'session' // a real session cookie (of a signed-in Warden user)
   | 'session-elsewhere' // a real session cookie on a request Mastodon's other throttles read it for
   | 'email-case' // an e-mail address not as Devise stores it (capitals, surrounding blanks)
   | 'paging-in-form'; // a paging parameter in a form body
@@ -183,6 +184,7 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
     } else {
       headers.Cookie = `${SESSION_COOKIE}=${cookies[sid]}`;
       account = SESSIONS[sid]!;
+      tags.push('session');
       if (sid === 's1b') tags.push('second-session');
       if (!a.kind.startsWith('password-change')) tags.push('session-elsewhere');
     }
@@ -232,25 +234,41 @@ export const action: fc.Arbitrary<Action> = fc.record({
   json: fc.boolean(),
 });
 
+/** The tags a drawn request carries (they do not depend on the session cookies' values). */
+export function tagsOf(a: Action): Tag[] {
+  return build(a, { s1: 'x', s1b: 'y', s2: 'z' }).tags;
+}
+
+/** Kinds and credentials that bring no deliberate difference of their own (judged.ts). */
+const PLAIN_KINDS = KINDS.filter((k) => k !== 'media-odd' && k !== 'delete-odd' && k !== 'login-json');
+const PLAIN_CREDS: Cred[] = ['none', 'header:tokA', 'header:tokA2', 'header:tokB', 'header:appTok', 'lowerBearer:tokB', 'session:s1', 'session:s2'];
+
 /**
- * A sequence that draws from a narrow pool (one or two kinds, two IPs, two credentials), so limits of
- * 2 to 12 are reached and refusals compared, not only admissions.
+ * Sequences that draw from a narrow pool (one to three kinds, one or two IPs, one or two credentials),
+ * so limits of 2 to 12 are reached and refusals compared, not only admissions. `plain`: only requests
+ * whose tags are in `allowedTags` (a session cookie where it would bring another tag is left off).
  */
-export const sequence: fc.Arbitrary<Action[]> = fc
-  .record({
-    kinds: fc.uniqueArray(fc.constantFrom(...KINDS), { minLength: 1, maxLength: 3 }),
-    ips: fc.uniqueArray(action.map((a) => a.ip), { minLength: 1, maxLength: 2 }),
-    creds: fc.uniqueArray(fc.constantFrom(...CREDS), { minLength: 1, maxLength: 2 }),
-  })
-  .chain(({ kinds, ips, creds }) =>
-    fc.array(
-      fc.record({
-        kind: fc.constantFrom(...kinds),
-        ip: fc.constantFrom(...ips),
-        cred: fc.constantFrom(...creds),
-        email: fc.nat({ max: EMAILS.length - 1 }),
-        json: fc.boolean(),
-      }),
-      { minLength: 4, maxLength: 16 },
-    ),
-  );
+export function sequenceOf(plain?: { allowedTags: ReadonlySet<Tag> }): fc.Arbitrary<Action[]> {
+  const kindPool = plain ? PLAIN_KINDS : [...KINDS];
+  const credPool = plain ? PLAIN_CREDS : CREDS;
+  return fc
+    .record({
+      kinds: fc.uniqueArray(fc.constantFrom(...kindPool), { minLength: 1, maxLength: 3 }),
+      ips: fc.uniqueArray(action.map((a) => a.ip), { minLength: 1, maxLength: 2 }),
+      creds: fc.uniqueArray(fc.constantFrom(...credPool), { minLength: 1, maxLength: 2 }),
+    })
+    .chain(({ kinds, ips, creds }) =>
+      fc.array(
+        fc
+          .record({
+            kind: fc.constantFrom(...kinds),
+            ip: fc.constantFrom(...ips),
+            cred: fc.constantFrom(...creds),
+            email: fc.nat({ max: EMAILS.length - 1 }),
+            json: fc.boolean(),
+          })
+          .map((a): Action => (plain && !tagsOf(a).every((t) => plain.allowedTags.has(t)) ? { ...a, cred: 'none' } : a)),
+        { minLength: 4, maxLength: 16 },
+      ),
+    );
+}

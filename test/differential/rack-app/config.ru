@@ -22,9 +22,12 @@ require 'action_dispatch/middleware/remote_ip'
 require 'action_dispatch/journey/router/utils' # Rack::Attack normalizes paths with it when it is loaded
 require 'rack/attack'
 require 'warden'
-# Doorkeeper's token extraction, loadable alone (the rest of Doorkeeper needs a Rails app and a database):
-# the same methods Mastodon's throttles call, on the same request object.
+# Doorkeeper's token extraction, loadable alone (the rest of Doorkeeper needs a Rails app, its engine and
+# an ActiveRecord database): Token.from_request with the access-token methods, on the request wrapped in
+# Doorkeeper's Grape decorator, which gives a plain Rack request `authorization` (the header) and
+# `parameters` (Rack's params, String keys, while Doorkeeper asks for :access_token / :bearer_token).
 require 'doorkeeper/oauth/token'
+require 'doorkeeper/grape/authorization_decorator'
 
 LIMITS = JSON.parse(ENV.fetch('RA_LIMITS'))
 TOKENS = JSON.parse(ENV.fetch('RA_TOKENS'))
@@ -46,17 +49,6 @@ class << Time
 end
 
 class Rack::Attack::Request
-  # What Doorkeeper's from_bearer_authorization reads (ActionDispatch::Request has it; Rack's has not).
-  def authorization
-    get_header('HTTP_AUTHORIZATION')
-  end
-
-  # What Doorkeeper's from_access_token_param / from_bearer_param read: here Rack's params, whose keys
-  # are Strings, while Doorkeeper asks for Symbols. That is how Mastodon's throttles see a token.
-  def parameters
-    params
-  end
-
   def remote_ip
     @remote_ip ||= (get_header('action_dispatch.remote_ip') || ip).to_s
   end
@@ -70,10 +62,12 @@ class Rack::Attack::Request
   end
 
   # The token Doorkeeper extracts with the access-token methods Mastodon configures (header, then the
-  # access_token and bearer_token parameters), when it exists.
+  # access_token and bearer_token parameters), when it exists. Token.authenticate would look it up in
+  # the database; RA_TOKENS stands for that table.
   def authenticated_token
     return @authenticated_token if defined?(@authenticated_token)
-    raw = Doorkeeper::OAuth::Token.from_request(self, :from_bearer_authorization, :from_access_token_param, :from_bearer_param)
+    request = Doorkeeper::Grape::AuthorizationDecorator.new(self)
+    raw = Doorkeeper::OAuth::Token.from_request(request, :from_bearer_authorization, :from_access_token_param, :from_bearer_param)
     @authenticated_token = raw.present? && TOKENS.key?(raw) ? raw : nil
   end
 
