@@ -131,7 +131,7 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
     case 'api-get': path = '/api/v1/timelines/home'; break;
     case 'api-paging': path = '/api/v1/timelines/home'; query.push(a.json ? 'since_id=3' : 'max_id=5'); break;
     case 'web-paging': path = '/explore'; query.push('page=2'); break;
-    case 'paging-form': method = 'POST'; path = '/api/v1/lists/1/accounts'; form.push('min_id=4'); tags.push('paging-in-form'); break;
+    case 'paging-form': method = 'POST'; path = '/filters'; form.push(a.json ? 'min_id=4' : 'page=2'); tags.push('paging-in-form'); break;
     case 'media': method = 'POST'; path = a.json ? '/api/v2/media' : '/api/v1/media'; form.push('description=x'); break;
     case 'media-odd': method = 'POST'; path = a.json ? '/api/v3/media' : '/API/V1/MEDIA'; tags.push('rails-404'); break;
     case 'media-proxy': path = '/media_proxy/1/original'; break;
