@@ -2,6 +2,7 @@
  * `per: cookie:NAME` (SPEC §3.2) through the real gateway: a rule keyed on a session cookie's value
  * (digested), which never makes a request "authenticated" and never lets a client out of a per-IP rule.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { explain } from '../../src/server/explain.js';
@@ -70,6 +71,34 @@ describe('per: cookie:NAME', () => {
     const odd = await put('203.0.113.52', { Cookie: `_mastodon_session=%E0%A4%A; ;=;_mastodon_session;${'a'.repeat(4000)}` });
     expect(odd.status).toBe(200);
     expect((await put('203.0.113.53')).status).toBe(200);
+  });
+});
+
+describe('per: cookie:NAME overrides and the admin bucket API', () => {
+  it('gives a session named in overrides.keys its own limit, and finds a session bucket by the cookie value', async () => {
+    const own = await startTestGateway(
+      `limits:
+  - name: session
+    match: PUT /auth
+    per: "cookie:sid"
+    limit: 1
+    period: 10m
+    overrides: [{ keys: [trusted-session], limit: 3 }]
+`,
+      { upstream: upstream.url, now: new FakeClock().now },
+    );
+    try {
+      const put1 = (sid: string) => send(own.url, { method: 'PUT', path: '/auth', headers: { 'X-Forwarded-For': '198.51.100.9', Cookie: `sid=${sid}` } });
+      expect((await put1('plain')).status).toBe(200);
+      expect((await put1('plain')).status).toBe(429);
+      for (let i = 0; i < 3; i++) expect((await put1('trusted-session')).headers['x-ratelimit-limit']).toBe('3');
+      expect((await put1('trusted-session')).status).toBe(429);
+      const digest = createHash('sha256').update('plain').digest('hex');
+      const bucket = await (await fetch(`${own.adminUrl}/admin/buckets?rule=session&key=plain`)).json();
+      expect(bucket).toMatchObject({ key: `session:{ck:${digest}}`, remaining: 0 });
+    } finally {
+      await own.shutdown(1000);
+    }
   });
 });
 
