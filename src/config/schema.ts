@@ -62,7 +62,7 @@ const overrideShape = {
   keys: z
     .array(z.string().min(1))
     .default([])
-    .describe('Key values of a token/header/param rule: the header or parameter value as sent, or the token’s SHA-256 digest.'),
+    .describe('Key values of a token/header/param/cookie rule: the header, parameter or cookie value as sent, or the token’s SHA-256 digest.'),
   limit: positiveInt().describe('Requests allowed per period for these clients.'),
 };
 
