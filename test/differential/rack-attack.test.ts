@@ -161,6 +161,7 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
       times(6, () => act('web-paging', 'none', 4)), // unauthenticated paging (5)
       times(5, (i) => act(i % 2 ? 'unreblog' : 'delete', alt(i))), // API delete (4), both routes
       times(5, (i) => act(i % 2 ? 'delete-override-form' : 'delete-override-header', 'header:tokB')), // method override
+      times(5, (i) => act(i % 2 ? 'override-in-query' : 'override-on-get', 'header:tokA')), // overrides Rack ignores
       times(5, (i) => act('sign-up-web', 'none', 0, 3 + (i % 4), i % 2 === 1)), // sign-up attempts (4)
       times(5, (i) => act('password-reset', 'none', 1, 3 + (i % 4), i % 2 === 1)), // password resets per IP (4)
       times(3, (i) => act('password-reset', 'none', i % 5, 0, i % 2 === 1)), // password resets per e-mail (2)

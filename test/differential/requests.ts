@@ -62,6 +62,8 @@ export const KINDS = [
   'unreblog',
   'delete-override-form',
   'delete-override-header',
+  'override-in-query',
+  'override-on-get',
   'sign-up-web',
   'password-reset',
   'confirmation',
@@ -141,6 +143,9 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
     case 'unreblog': method = 'POST'; path = '/api/v1/statuses/12/unreblog'; break;
     case 'delete-override-form': method = 'POST'; path = '/api/v1/statuses/7'; form.push('_method=delete'); break;
     case 'delete-override-header': method = 'POST'; path = '/api/v1/statuses/7'; headers['X-HTTP-Method-Override'] = 'DELETE'; break;
+    // Rack overrides only a POST, and reads `_method` from the form body only.
+    case 'override-in-query': method = 'POST'; path = '/api/v1/statuses/7'; query.push('_method=delete'); break;
+    case 'override-on-get': method = 'GET'; path = '/api/v1/statuses/7'; headers['X-HTTP-Method-Override'] = 'DELETE'; break;
     case 'sign-up-web': method = 'POST'; path = `/auth${fmt}`; withEmail(); break;
     case 'password-reset': method = 'POST'; path = `/auth/password${fmt}`; withEmail(); break;
     case 'confirmation': method = 'POST'; path = `/auth/confirmation${fmt}`; withEmail(); break;
