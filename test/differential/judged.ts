@@ -43,8 +43,11 @@ export const deliberate: readonly Judged[] = [
     id: 'all-or-nothing',
     why:
       'rategate charges a request all-or-nothing; Rack::Attack counts it in every throttle before the one that refuses it, ' +
-      'so after a refusal Rack::Attack has spent more of the related budgets and refuses sooner',
-    explains: (step, before) => step.ruby === '429' && step.gate === 'pass' && before.some((s) => s.ruby === '429' && related(s.req, step.req)),
+      'so after a refusal Rack::Attack has spent more of the related budgets and refuses sooner; and a request it refused ' +
+      'sooner that rategate admitted is charged by rategate in buckets Rack::Attack never reached, which rategate then refuses sooner',
+    explains: (step, before) =>
+      (step.ruby === '429' && step.gate === 'pass' && before.some((s) => s.ruby === '429' && related(s.req, step.req))) ||
+      (step.ruby === 'pass' && step.gate === '429' && before.some((s) => s.ruby === '429' && s.gate === 'pass' && related(s.req, step.req))),
   },
   {
     id: 'token-as-parameter',
