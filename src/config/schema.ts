@@ -65,7 +65,7 @@ const overrideShape = {
   keys: z
     .array(z.string().min(1))
     .default([])
-    .describe('Key values of a token/header/param rule: the header or parameter value as sent, or the token’s SHA-256 digest.'),
+    .describe('Key values of a token/header/param/cookie rule: the header, parameter or cookie value as sent, or the token’s SHA-256 digest.'),
   limit: positiveInt().describe('Requests allowed per period for these clients.'),
 };
 
@@ -89,7 +89,7 @@ export const ruleShape = {
       if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
     })
     .describe(
-      'Whose bucket: ip, account (skipped without one), global (one for everyone), token (the bearer token digest), header:NAME or param:NAME (the value, trimmed and digested; skipped without one).',
+      'Whose bucket: ip, account (skipped without one), global (one for everyone), token (the bearer token digest), header:NAME, param:NAME or cookie:NAME (the value, trimmed and digested; skipped without one; a cookie never makes a request authenticated).',
     ),
   limit: positiveInt().describe('Requests allowed per period.'),
   period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
