@@ -5,6 +5,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { ConfigError, parseConfig, parseHostPort, type ConfigOverrides, type Snapshot } from './config/index.js';
@@ -20,6 +21,7 @@ import { createAdminServer } from './admin/server.js';
 import { isLoopbackListen, loadAdminToken } from './admin/token.js';
 import { createDrain } from './server/drain.js';
 import { Gateway } from './server/gateway.js';
+import { isWebSocketUpgrade, serveAsPlainRequest } from './server/plain-upgrade.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
 import { startUpstream, type RunningUpstream } from './upstream/index.js';
@@ -104,7 +106,10 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const drain = createDrain();
   const server = createProxyServer(cfg.server, gateway.handle, metrics, drain.ServerResponse);
   server.on('checkContinue', gateway.handle);
-  server.on('upgrade', gateway.handleUpgrade);
+  // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head),
+  );
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
 
