@@ -17,6 +17,7 @@ import { createAccessLog, createProcessLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { Tunnel } from './proxy/tunnel.js';
+import { UpstreamRoutes } from './proxy/routes.js';
 import { createAdminServer } from './admin/server.js';
 import { isLoopbackListen, loadAdminToken } from './admin/token.js';
 import { createDrain } from './server/drain.js';
@@ -89,6 +90,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     timeoutMs: Math.min(cfg.upstream.timeout, 5_000),
   });
 
+  // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
+  const routes = UpstreamRoutes.build(cfg);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, introspect);
   const requestLogLevel = () => policy.snapshot.config.log.requests;
   const accessLog = createAccessLog(log);
@@ -97,6 +100,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     store: storeHandle.store,
     forwarder,
     tunnel: new Tunnel(origin),
+    routes,
     metrics,
     now: settings.now ?? Date.now,
     onRequest: (r) => accessLog(requestLogLevel(), r),
@@ -229,6 +233,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
         });
       }
       await forwarder.close();
+      await routes?.close();
       await storeHandle.store.close();
       await builtin?.close();
       log.info('stopped');
