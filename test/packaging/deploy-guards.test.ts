@@ -154,3 +154,18 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
     expect(render({ ...MASTODON, configCheck: { enabled: false } }).manifests.some((m) => m.object.kind === 'Job')).toBe(false);
   });
 });
+
+describeRendered('the PrometheusRule links runbooks absolutely and watches the chart’s own job', () => {
+  it('rewrites runbook_url to prometheusRule.runbookBaseUrl and the availability rules to the metrics Service’s job', () => {
+    const rulesOf = (o: object): K8sObject[] => find(render({ ...MASTODON, prometheusRule: { enabled: true, ...o } }), 'PrometheusRule').spec.groups.flatMap((g: K8sObject) => g.rules);
+    const byDefault = rulesOf({});
+    for (const r of byDefault) expect(r.annotations.runbook_url).toBe(`https://github.com/rategate/rategate/blob/main/README.md#${String(r.alert).toLowerCase()}`);
+    const wiki = rulesOf({ runbookBaseUrl: 'https://wiki.example.org/ops/rategate' });
+    for (const r of wiki) expect(r.annotations.runbook_url).toBe(`https://wiki.example.org/ops/rategate#${String(r.alert).toLowerCase()}`);
+    const down = byDefault.find((r) => r.alert === 'RategateDown');
+    const absent = byDefault.find((r) => r.alert === 'RategateAbsent');
+    expect(down.expr).toBe('up{job="edge-rategate-metrics"} == 0');
+    expect(absent.expr).toBe('absent(up{job="edge-rategate-metrics"})');
+    expect(schemaErrors({ ...MASTODON, prometheusRule: { runbookBaseUrl: 'README.md' } })).not.toEqual([]);
+  });
+});
