@@ -26,7 +26,7 @@ export function mergeUpstreamLimits(
     // The upstream refused: its own headers say why; the gateway's bucket (still open) would contradict it.
     for (const h of upstream) out.push(h);
     if (!hasRetryAfter) {
-      const at = resetTime(valueOf(upstream, 'x-ratelimit-reset'), now);
+      const at = resetTime(valueOf(upstream, 'x-ratelimit-reset'));
       if (at !== undefined && at > now) out.push('Retry-After', String(secondsUntil(at, now)));
     }
     return;
@@ -70,7 +70,7 @@ function count(v: string | undefined): number | undefined {
  * time (Mastodon's), or Unix seconds (a number of 10 digits or more). A small number could be a delta or
  * a timestamp: left unread, so no Retry-After is made up.
  */
-export function resetTime(v: string | undefined, _now: number): number | undefined {
+export function resetTime(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const s = v.trim();
   if (ISO_TIME.test(s)) {

@@ -100,6 +100,18 @@ describe('checking routes', () => {
     expect(check.stderr + check.stdout).toContain(message);
   });
 
+  it('rategate check prints the routes in order; changing upstreams or routes applies at restart', async () => {
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-routes-')), 'limits.yaml');
+    writeFileSync(file, table('http://127.0.0.1:4000'));
+    const check = await runCli(['check', file]);
+    expect(check.code).toBe(0);
+    expect(check.stdout).toContain('; routes: /api/v1/streaming/* → streaming (http://127.0.0.1:4000), /api/v1/streaming → streaming (http://127.0.0.1:4000)');
+    const { configChanges } = await import('../../src/config/changes.js');
+    const before = parseConfig(table('http://127.0.0.1:4000'), 'a.yaml').config;
+    const after = parseConfig(table('http://127.0.0.1:4001').replace('/api/v1/streaming/*', '/api/v2/streaming/*'), 'b.yaml').config;
+    expect(configChanges(before, after)).toEqual({ live: [], atRestart: ['upstreams.streaming.url', 'routes'] });
+  });
+
   it('refuses builtin and a URL with a path as a named upstream', () => {
     expect(() => parseConfig('upstreams:\n  s: { url: builtin }\n', 'l.yaml')).toThrow(/upstreams\.s\.url/);
     expect(() => parseConfig('upstreams:\n  s: { url: "http://x:1/base" }\n', 'l.yaml')).toThrow(/upstreams\.s\.url/);
