@@ -3,6 +3,7 @@
  * URL) is served as an ordinary HTTP/1.1 request: the server may ignore an upgrade (RFC 9110 §7.8).
  */
 import { execFile } from 'node:child_process';
+import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
@@ -61,5 +62,31 @@ describe('an Upgrade other than websocket', () => {
     const limited = await curl(['--http2', '-w', '\n%{http_code}', `${gw.url}/api/v1/x`]);
     expect(limited.out.split('\n').at(-1)).toBe('429');
     expect((await fetch(`${gw.url}/other`)).status).toBe(200);
+  });
+
+  it('re-parses the head as strictly as any request: a smuggling attempt is refused 400, a pipelined request behind an upgrade is served', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const { port } = new URL(gw.url);
+    const exchange = (text: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        // Written, not ended: a client's half-close aborts its in-flight requests in node:http. Each
+        // exchange ends with the server closing (a 400, or `Connection: close` on the last request).
+        const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(text));
+        let out = '';
+        socket.on('data', (c) => (out += c));
+        socket.once('close', () => resolve(out));
+        socket.once('error', reject);
+      });
+    const smuggle = await exchange(
+      'POST /api/v1/statuses HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: foo\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /api/v1/hidden HTTP/1.1\r\nHost: x\r\n\r\n',
+    );
+    expect(smuggle).toMatch(/^HTTP\/1\.1 400 /);
+    expect(upstream.forwarded().some((s) => s.url === '/api/v1/hidden')).toBe(false);
+    const pipelined = await exchange(
+      'GET /api/v1/first HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\nGET /api/v1/second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    );
+    expect(pipelined.match(/HTTP\/1\.1 200 /g)?.length, pipelined).toBe(2);
+    expect(upstream.forwarded().map((s) => s.url)).toEqual(expect.arrayContaining(['/api/v1/first', '/api/v1/second']));
+    expect((await fetch(`${gw.url}/api/v1/alive`)).status).toBe(200);
   });
 });
