@@ -5,6 +5,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { ConfigError, parseConfig, parseHostPort, type ConfigOverrides, type Snapshot } from './config/index.js';
@@ -16,10 +17,12 @@ import { createAccessLog, createProcessLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { Tunnel } from './proxy/tunnel.js';
+import { UpstreamRoutes } from './proxy/routes.js';
 import { createAdminServer } from './admin/server.js';
 import { isLoopbackListen, loadAdminToken } from './admin/token.js';
 import { createDrain } from './server/drain.js';
 import { Gateway } from './server/gateway.js';
+import { isWebSocketUpgrade, serveAsPlainRequest } from './server/plain-upgrade.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
 import { startUpstream, type RunningUpstream } from './upstream/index.js';
@@ -91,6 +94,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     timeoutMs: Math.min(cfg.upstream.timeout, 5_000),
   });
 
+  // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
+  const routes = UpstreamRoutes.build(cfg);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, introspect);
   const guard = await createGuard({ store: cfg.store, registry: metrics.registry, log, config: () => policy.snapshot.config });
   const requestLogLevel = () => policy.snapshot.config.log.requests;
@@ -100,6 +105,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     store: storeHandle.store,
     forwarder,
     tunnel: new Tunnel(origin),
+    routes,
     metrics,
     now: settings.now ?? Date.now,
     onRequest: (r) => accessLog(requestLogLevel(), r),
@@ -112,7 +118,10 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const drain = createDrain();
   const server = createProxyServer(cfg.server, gateway.handle, metrics, drain.ServerResponse);
   server.on('checkContinue', gateway.handle);
-  server.on('upgrade', gateway.handleUpgrade);
+  // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head),
+  );
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
 
@@ -234,6 +243,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
         });
       }
       await forwarder.close();
+      await routes?.close();
       await storeHandle.store.close();
       await guard.close();
       await builtin?.close();

@@ -11,6 +11,8 @@ export const RESTART_ONLY: readonly string[] = [
   'listen',
   'admin.listen',
   'upstream',
+  'upstreams',
+  'routes',
   'store.url',
   'store.prefix',
   'store.timeout',
@@ -23,7 +25,7 @@ export const RESTART_ONLY: readonly string[] = [
 ];
 
 /** Values compared whole (lists and free-form mappings), not key by key. */
-const WHOLE = new Set(['limits', 'responses.body', 'server.bodyLimits', 'clients.trustedProxies', 'exempt.ips', 'exempt.accounts']);
+const WHOLE = new Set(['limits', 'routes', 'responses.body', 'server.bodyLimits', 'clients.trustedProxies', 'exempt.ips', 'exempt.accounts']);
 
 export interface ConfigChanges {
   /** Changed keys now in force, e.g. `admin.token`, `store.onError`, `limits`. */

@@ -9,6 +9,7 @@ import { guardShapes } from './guard-schema.js';
 import {
   checkIpOrCidr,
   checkListen,
+  checkNamedUpstreamUrl,
   checkStoreUrl,
   checkTrustedProxy,
   checkUpstreamUrl,
@@ -129,6 +130,17 @@ const upstreamShape = {
   timeout: duration(1).prefault('30s').describe('Upper bound for an upstream response to start.'),
   connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to the upstream.'),
 };
+/** SPEC §3.2: named upstreams and the routes to them; applied at restart (each has its own connection pool). */
+export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
+const namedUpstreamShape = {
+  url: checked(checkNamedUpstreamUrl).describe('The http(s) URL of this upstream (scheme, host and port only).'),
+  timeout: duration(0).prefault('30s').describe('Upper bound for a response to start, and between its chunks; 0: none (long-lived streams such as Mastodon’s streaming API).'),
+  connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to this upstream.'),
+};
+const routeShape = {
+  match: patterns.describe('Pattern(s) as in limits[].match; the first route that matches wins.'),
+  upstream: z.string().min(1).describe('The name of an entry of `upstreams` (or `default`: the top-level `upstream`).'),
+};
 const storeShape = {
   url: checked(checkStoreUrl)
     .default('memory')
@@ -226,7 +238,12 @@ const methodsShape = {
 export const topShape = {
   listen: checked(checkListen).default('0.0.0.0:8080').describe('HOST:PORT the gateway listens on ([::]:8080 for IPv6).'),
   admin: z.object(adminShape).strict().prefault({}).describe('The admin listener.'),
-  upstream: z.object(upstreamShape).strict().prefault({}).describe('Where allowed requests go.'),
+  upstream: z.object(upstreamShape).strict().prefault({}).describe('Where allowed requests go (those no route sends elsewhere).'),
+  upstreams: z
+    .record(z.string().regex(UPSTREAM_NAME, { error: (iss) => `invalid upstream name ${show(iss.input)} (use letters, digits, "_" and "-")` }), z.object(namedUpstreamShape).strict())
+    .default({})
+    .describe('More upstreams, by name, for `routes`.'),
+  routes: z.array(z.object(routeShape).strict()).default([]).describe('Requests sent to a named upstream, by path; the first match wins, the rest go to `upstream`. Rules apply whatever the route.'),
   store: z.object(storeShape).strict().prefault({}).describe('Where counters live.'),
   clients: z.object(clientsShape).strict().prefault({}).describe('How clients are identified.'),
   responses: z.object(responsesShape).strict().prefault({}).describe('What limited answers look like.'),
@@ -256,6 +273,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   '': Object.keys(topShape),
   admin: Object.keys(adminShape),
   upstream: Object.keys(upstreamShape),
+  routes: Object.keys(routeShape),
   store: Object.keys(storeShape),
   clients: Object.keys(clientsShape),
   'clients.account': Object.keys(accountShape),

@@ -8,6 +8,7 @@ import { Pool, errors as undiciErrors } from 'undici';
 import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
 import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../errors.js';
+import { mergeUpstreamLimits } from './upstream-limits.js';
 
 export interface ForwarderOptions {
   /** `http://host:port` of the upstream. */
@@ -36,7 +37,7 @@ export interface ForwardRequest {
   readonly forwarded: ForwardedHeaders;
   /** Flat name/value pairs added to the client's response: the rate-limit headers. */
   readonly extraHeaders: readonly string[];
-  /** A rule matched: the gateway's rate-limit headers replace any the upstream sent. */
+  /** A rule matched: the gateway's rate-limit headers are merged with any the upstream sent (upstream-limits.ts). */
   readonly dropUpstreamRateLimitHeaders: boolean;
   /** Largest body for the route (a chunked body is cut past it); Infinity for none. */
   readonly maxBodySize: number;
@@ -147,8 +148,7 @@ function onUpstreamHeaders(data: { statusCode: number; headers: Record<string, s
     ctx.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
     return res; // undici sees it closed and aborts the upstream body
   }
-  const out = clientResponseHeaders(data.headers, ctx.dropUpstreamRateLimitHeaders);
-  for (const h of ctx.extraHeaders) out.push(h);
+  const out = clientResponseHeaders(data.statusCode, data.headers, ctx.dropUpstreamRateLimitHeaders, ctx.extraHeaders);
   res.writeHead(data.statusCode, out);
   ctx.resolve({ status: data.statusCode, error: undefined, seconds });
   return res;
@@ -250,16 +250,33 @@ function upstreamRequestHeaders(
   return out;
 }
 
-function clientResponseHeaders(headers: Record<string, string | string[] | undefined>, dropRateLimit: boolean): string[] {
+/**
+ * The upstream's head for the client, with the gateway's rate-limit headers (`extra`). On a matched route
+ * (`merge`) the upstream's own rate-limit headers are set aside and merged (upstream-limits.ts); the
+ * common case, an upstream that sends none, costs nothing more than appending the gateway's.
+ */
+export function clientResponseHeaders(
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+  merge: boolean,
+  extra: readonly string[],
+): string[] {
   const listed = connectionListed(headers.connection);
   const out: string[] = [];
+  let upstreamLimits: string[] | null = null;
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || isHopByHop(name, listed)) continue;
-    // The gateway's own rate-limit headers replace any the upstream sent, so clients see one truth.
-    if (dropRateLimit && isRateLimitHeader(name)) continue;
+    if (merge && isRateLimitHeader(name)) {
+      upstreamLimits ??= [];
+      upstreamLimits.push(name, Array.isArray(value) ? value.join(', ') : value);
+      continue;
+    }
     if (Array.isArray(value)) for (const v of value) out.push(name, v);
     else out.push(name, value);
   }
+  if (merge && (upstreamLimits !== null || status === 429)) {
+    mergeUpstreamLimits(out, status, upstreamLimits ?? [], extra, headers['retry-after'] !== undefined, Date.now());
+  } else for (const h of extra) out.push(h);
   return out;
 }

@@ -32,6 +32,8 @@ function errorsOf(text: string, overrides?: Parameters<typeof parseConfig>[2]): 
 const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',
   admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null },
+  upstreams: {},
+  routes: [],
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
   store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false },
   methods: { custom: [] },
@@ -108,6 +110,8 @@ describe('a fully written file', () => {
       listen: '[::]:8081',
       admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null },
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
+      upstreams: { streaming: { url: 'http://127.0.0.1:4000', timeout: 0, connectTimeout: 5_000 } },
+      routes: [{ match: ['/api/v1/streaming/*'], upstream: 'streaming' }],
       store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true },
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
@@ -282,7 +286,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, block, log, server, methods, limits, bans, concurrency)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, upstreams, routes, store, clients, responses, exempt, block, log, server, methods, limits, bans, concurrency)',
     ]);
   });
 
