@@ -36,6 +36,8 @@ const TAIL: MultipartState = Object.freeze({ kind: 'tail' });
 const DONE: MultipartState = Object.freeze({ kind: 'done' });
 const BEYOND: MultipartState = Object.freeze({ kind: 'beyond' });
 
+function ignore(): void {}
+
 /** The top-level key of a field name as Rack nests it (`user` of `user[email]`). */
 function topOf(name: string | undefined): string {
   // busboy reports a part without a name (`Content-Disposition: form-data`) with an undefined name.
@@ -110,6 +112,9 @@ export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedP
   });
   parser.on('file', (_name: string, stream: NodeJS.ReadableStream) => {
     // File contents are never held: read and dropped (the upstream gets them from the replayed body).
+    // A body cut inside a file part errors this stream ('Unexpected end of file'): without a listener
+    // that error would end the process (issue 18); the parser's own 'error' is what tells us.
+    stream.on('error', ignore);
     stream.resume();
     if (state === HEAD) state = TAIL;
   });
@@ -158,7 +163,7 @@ export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedP
       disposed = true;
       parser.removeAllListeners('field');
       parser.removeAllListeners('file');
-      parser.on('error', () => undefined);
+      parser.on('error', ignore);
       parser.destroy();
     },
   };

@@ -1,0 +1,184 @@
+/**
+ * Issue 18: attacks against the REAL process (`rategate serve` as a child): after each one it must be
+ * alive and answer within 2 s, on the proxy listener and on the admin listener.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../support/recording-upstream.js';
+import { SEED_TABLE } from '../support/gateway.js';
+import { spawnServe, stop, type GatewayProcess } from '../ops/process.js';
+
+/** GET `path`, failing unless the whole answer arrives within `ms`. */
+function answerWithin(url: string, pathAndQuery: string, ms = 2000, headers: http.OutgoingHttpHeaders = {}): Promise<{ status: number; body: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: u.hostname, port: Number(u.port), path: pathAndQuery, headers, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    const timer = setTimeout(() => {
+      r.destroy();
+      reject(new Error(`no answer to ${pathAndQuery} within ${ms} ms`));
+    }, ms);
+    r.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    r.end();
+  });
+}
+
+/** The process is running and answers a plain request and its readiness probe within 2 s each. */
+async function expectAlive(gw: GatewayProcess, paths = ['/api/v1/statuses/1']): Promise<void> {
+  const why = (): string => `gateway output:\n${gw.output().slice(-3000)}`;
+  try {
+    for (const p of paths) expect((await answerWithin(gw.url, p)).status, p).toBeLessThan(500);
+    expect((await answerWithin(gw.adminUrl, '/healthz')).status).toBe(200);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${why()}`);
+  }
+  expect(gw.child.exitCode, why()).toBeNull();
+}
+
+function configFile(yaml: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-hostile-'));
+  const file = path.join(dir, 'limits.yaml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+/** Opens a raw connection, writes `bytes`, and resolves once they are flushed; the caller ends it. */
+function rawConnection(url: string, bytes: Buffer): Promise<net.Socket> {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const s = net.connect(Number(u.port), u.hostname, () => s.write(bytes, () => resolve(s)));
+    // The gateway may answer and close first (a refused body): that is its right.
+    s.on('error', () => resolve(s));
+  });
+}
+
+function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m![1]) * 1024;
+}
+
+let upstream: RecordingUpstream;
+beforeAll(async () => {
+  upstream = await startRecordingUpstream();
+  // Answers before reading the body (as most Node servers can), then reads nothing more.
+  upstream.route('/api/v1/early', (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': 2 });
+    res.end('{}');
+  });
+  // Answers its head at once and the rest of its body once the request body ended (or failed).
+  upstream.route('/api/v1/streaming-early', (req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.write('{');
+    req.resume();
+    req.on('end', () => res.end('}'));
+    req.on('close', () => res.end('}'));
+  });
+});
+afterAll(async () => upstream.close());
+
+describe('the default table', () => {
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    gw = await spawnServe(['--config', configFile(`${SEED_TABLE}server: { maxBodySize: 1MB, bodyLimits: [{ match: [POST /api/v1/early, POST /api/v1/streaming-early], maxBodySize: 4kB }] }\n`), '--upstream', upstream.url]);
+  });
+  afterAll(async () => {
+    await stop(gw);
+  });
+
+  it('survives multipart uploads hung up at every kind of byte offset (item 1)', async () => {
+    const boundary = 'XyZzY';
+    const body = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="description"\r\n\r\nhello\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n` +
+        `${'P'.repeat(3000)}\r\n--${boundary}--\r\n`,
+    );
+    const head = `POST /api/v1/media HTTP/1.1\r\nHost: gw\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const offsets: number[] = [];
+    for (let at = 1; at < body.length; at += at < 200 ? 7 : 257) offsets.push(at);
+    // In waves, so that each cut lands while the gateway is reading that request.
+    for (let i = 0; i < offsets.length; i += 16) {
+      const sockets = await Promise.all(offsets.slice(i, i + 16).map((at) => rawConnection(gw.url, Buffer.concat([Buffer.from(head), body.subarray(0, at)]))));
+      await new Promise((r) => setTimeout(r, 30));
+      for (const s of sockets) s.destroy();
+    }
+    await expectAlive(gw);
+  });
+
+  it('survives a chunked body that passes server.maxBodySize after the upstream has answered (item 4)', async () => {
+    for (const target of ['/api/v1/early', '/api/v1/streaming-early', '/api/v1/early', '/api/v1/streaming-early']) {
+      const u = new URL(gw.url);
+      const status = await new Promise<number>((resolve) => {
+        const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: target, agent: false, headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': 'application/octet-stream' } }, (res) => {
+          res.resume();
+          // The upstream answered: now send past the route's 4 kB.
+          const more = Buffer.alloc(1024, 120);
+          let n = 0;
+          const pump = (): void => {
+            while (n < 16 && !r.destroyed) {
+              n++;
+              if (!r.write(more)) return void r.once('drain', pump);
+            }
+            r.end();
+          };
+          pump();
+          resolve(res.statusCode ?? 0);
+        });
+        r.on('error', () => resolve(0));
+        r.write(Buffer.alloc(512, 120));
+      });
+      expect(status).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+      await expectAlive(gw);
+    }
+  });
+
+  it('survives a client that hangs up mid-body after the upstream has answered', async () => {
+    const u = new URL(gw.url);
+    for (const chunked of [false, true]) {
+      await new Promise<void>((resolve) => {
+        const headers: http.OutgoingHttpHeaders = { 'Content-Type': 'application/octet-stream' };
+        if (chunked) headers['Transfer-Encoding'] = 'chunked';
+        else headers['Content-Length'] = 100_000;
+        const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: '/api/v1/streaming-early', agent: false, headers }, () => {
+          r.destroy();
+          resolve();
+        });
+        r.on('error', () => resolve());
+        r.write(Buffer.alloc(1000, 120));
+      });
+      await expectAlive(gw);
+    }
+  });
+
+  it('survives a chunked multipart body whose counted field after the file is found while it streams', async () => {
+    const boundary = 'QqQ';
+    const u = new URL(gw.url);
+    const status = await new Promise<number>((resolve) => {
+      const r = http.request(
+        { host: u.hostname, port: Number(u.port), method: 'POST', path: '/api/v1/media', agent: false, headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': `multipart/form-data; boundary=${boundary}` } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      r.on('error', () => resolve(0));
+      r.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n${'P'.repeat(2000)}\r\n`);
+      setTimeout(() => r.end(`--${boundary}\r\nContent-Disposition: form-data; name="access_token"\r\n\r\nuser-1\r\n--${boundary}--\r\n`), 100);
+    });
+    expect([0, 400]).toContain(status);
+    await expectAlive(gw);
+  });
+});
