@@ -182,3 +182,90 @@ describe('the default table', () => {
     await expectAlive(gw);
   });
 });
+
+/** Runs `task(i)` for i < n, `width` at a time. */
+async function inWaves<T>(n: number, width: number, task: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < n; i += width) out.push(...(await Promise.all(Array.from({ length: Math.min(width, n - i) }, (_, k) => task(i + k)))));
+  return out;
+}
+
+function post(url: string, pathAndQuery: string, body: string, headers: http.OutgoingHttpHeaders): Promise<number> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: pathAndQuery, agent: false, headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body), ...headers } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    r.on('error', reject);
+    r.end(body);
+  });
+}
+
+/** A fresh token of `n` characters, all in Doorkeeper's set. */
+function junkToken(n: number): string {
+  let s = '';
+  while (s.length < n) s += Math.random().toString(36).slice(2);
+  return s.slice(0, n);
+}
+
+describe('tokens introspection cannot take (items 2 and 8)', () => {
+  let gw: GatewayProcess;
+  let verify: RecordingUpstream;
+  beforeAll(async () => {
+    verify = await startRecordingUpstream();
+    // As nginx in front of Mastodon does for a huge junk token: 400 (Node's own server says 431).
+    verify.route(VERIFY, (req, res) => {
+      const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      const [status, body] = token.startsWith('user-') ? [200, { id: token.slice(5) }] : token.startsWith('junk') ? [400, { error: 'Bad Request' }] : [401, { error: 'The access token is invalid' }];
+      res.writeHead(status, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(body));
+    });
+    const table = `limits:
+  - name: unauthenticated
+    match: /api/*
+    per: ip
+    when: { authenticated: false }
+    limit: 3
+    period: 5m
+  - name: account-access
+    match: /api/*
+    per: account
+    limit: 300
+    period: 5m
+`;
+    gw = await spawnServe(['--config', configFile(table), '--upstream', verify.url]);
+  });
+  afterAll(async () => {
+    await stop(gw);
+    await verify.close();
+  });
+
+  it('a token with non-ASCII or control characters is no account, and the wedge sequence x3 the pool size leaves every path answering (item 2)', async () => {
+    const odd = ['%E2%82%AC', '%00', '%01', '%7F', '%0D%0A', '%C3%A9', '%FF'];
+    // 3 x 128: the proxy's pool size, and more than 3 x introspection's own pool (32 by default).
+    const statuses = await inWaves(3 * 128, 32, (i) =>
+      answerWithin(gw.url, `/api/v1/statuses/1?access_token=${odd[i % odd.length]}${i}`, 5000, { 'X-Forwarded-For': `10.9.${i >> 8}.${i & 255}` }).then((a) => a.status),
+    );
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    // Counted as unauthenticated, per IP: the fourth from one address is refused.
+    const one = await inWaves(4, 1, (i) => answerWithin(gw.url, `/api/v1/statuses/1?access_token=%E2%82%AC${i}`, 2000, { 'X-Forwarded-For': '10.10.0.1' }));
+    expect(one.map((a) => a.status)).toEqual([200, 200, 200, 429]);
+    expect(verify.seen.filter((s) => s.url === VERIFY && !/^Bearer (user-|junk)/.test(String(s.headers.authorization)))).toHaveLength(0);
+    // Introspection and forwarding both still work, on every path.
+    await expectAlive(gw, ['/api/v1/statuses/1', '/api/v1/timelines/public', '/health']);
+    expect((await answerWithin(gw.url, '/api/v1/statuses/2', 2000, { Authorization: 'Bearer user-77', 'X-Forwarded-For': '10.11.0.1' })).status).toBe(200);
+    expect(verify.seen.some((s) => s.url === VERIFY && s.headers.authorization === 'Bearer user-77')).toBe(true);
+  });
+
+  it('a token the upstream refuses with a 4xx (400, 431) is no account: counted per IP, not as a fresh account each time (item 8)', async () => {
+    for (const [ip, make] of [
+      ['10.20.0.1', () => junkToken(20_000)], // over 4096 characters: never introspected
+      ['10.20.0.2', () => `junk${junkToken(1000)}`], // introspected: the upstream answers 400
+    ] as const) {
+      const statuses = await inWaves(5, 1, () => post(gw.url, '/api/v1/statuses', `status=hi&access_token=${make()}`, { 'X-Forwarded-For': ip }));
+      expect(statuses, ip).toEqual([200, 200, 200, 429, 429]);
+    }
+    await expectAlive(gw);
+  });
+});
