@@ -3,10 +3,11 @@
  * dropped, X-Forwarded-* set, timeouts, client aborts propagated, failures mapped to 502/504.
  */
 import type http from 'node:http';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
+import { BodyTooLargeError, upstreamBody } from './upstream-body.js';
 import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../errors.js';
 
 export interface ForwarderOptions {
@@ -81,6 +82,7 @@ export class Forwarder {
           path: out.pathAndQuery,
           method: req.method as 'GET',
           headers: upstreamRequestHeaders(req, out.forwarded, hasBody, out.dropOverrideHeader),
+          // A declared length was checked before; a chunked body is counted as it streams.
           body: hasBody ? upstreamBody(out.body ?? req, req.headers['content-length'] === undefined ? out.maxBodySize : Infinity) : null,
         },
         ctx,
@@ -91,19 +93,6 @@ export class Forwarder {
   close(): Promise<void> {
     return this.pool.close();
   }
-}
-
-/**
- * The request body for undici. Security: the source's errors (a client that hangs up, a refused
- * multipart field) must reach undici, which then fails the exchange once; `pipe` does not pass them
- * on, and an 'error' nobody listens to ends the process. A chunked body is counted as it streams (a
- * declared length was checked before).
- */
-function upstreamBody(source: Readable, max: number): Readable {
-  if (max === Infinity) return source;
-  const limit = new BodyLimit(max);
-  source.once('error', (err) => limit.destroy(err));
-  return source.pipe(limit);
 }
 
 /**
@@ -203,23 +192,6 @@ function clientFault(err: Error): GatewayErrorCode | undefined {
     if ((e as { code?: unknown } | undefined)?.code === 'PARAM_BEYOND_PEEK') return 'PARAM_AFTER_FILE';
   }
   return undefined;
-}
-
-export class BodyTooLargeError extends Error {
-  readonly code = 'BODY_TOO_LARGE';
-}
-
-/** Passes a chunked body through, failing once it exceeds `max` bytes: nothing is buffered. */
-class BodyLimit extends Transform {
-  private seen = 0;
-  constructor(private readonly max: number) {
-    super();
-  }
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.seen += chunk.length;
-    if (this.seen > this.max) done(new BodyTooLargeError(`request body over ${this.max} bytes`));
-    else done(null, chunk);
-  }
 }
 
 /** Whether a request comes with a body: a non-zero Content-Length, or chunked. */
