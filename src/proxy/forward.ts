@@ -113,7 +113,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.aborted = true;
     this.controller?.abort(CLIENT_GONE);
   };
-  private readonly onDrain = (): void => this.controller?.resume();
+  /** Made on the first backpressure only: a plain answer that never fills the socket costs no closure. */
+  private onDrain: (() => void) | null = null;
 
   constructor(
     readonly res: http.ServerResponse,
@@ -142,20 +143,23 @@ class Exchange implements Dispatcher.DispatchHandler {
     const out = clientResponseHeaders(headers, this.dropUpstreamRateLimitHeaders);
     for (const h of this.extraHeaders) out.push(h);
     res.writeHead(statusCode, out);
-    res.on('drain', this.onDrain);
     this.resolve({ status: statusCode, error: undefined, seconds });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.ended) return;
-    if (!this.res.write(chunk)) controller.pause();
+    if (this.ended || this.res.write(chunk)) return;
+    controller.pause();
+    if (this.onDrain === null) {
+      this.onDrain = () => this.controller?.resume();
+      this.res.on('drain', this.onDrain);
+    }
   }
 
   onResponseEnd(): void {
     if (this.ended) return;
     this.ended = true;
     this.res.off('close', this.onClose);
-    this.res.off('drain', this.onDrain);
+    if (this.onDrain !== null) this.res.off('drain', this.onDrain);
     this.res.end();
   }
 
@@ -165,7 +169,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.ended = true;
     const { res } = this;
     res.off('close', this.onClose);
-    res.off('drain', this.onDrain);
+    if (this.onDrain !== null) res.off('drain', this.onDrain);
     if (this.status !== 0) {
       // Reset mid-body: the status is already sent, so the only honest signal is to cut the connection.
       res.destroy();
