@@ -147,14 +147,19 @@ describe('the default table', () => {
 
   it('survives a client that hangs up mid-body after the upstream has answered', async () => {
     const u = new URL(gw.url);
-    for (const chunked of [false, true]) {
+    for (const [chunked, target] of [
+      [false, '/api/v1/streaming-early'],
+      [true, '/api/v1/streaming-early'],
+      [false, '/api/v1/early'],
+      [true, '/api/v1/early'],
+    ] as const) {
       await new Promise<void>((resolve) => {
         const headers: http.OutgoingHttpHeaders = { 'Content-Type': 'application/octet-stream' };
         if (chunked) headers['Transfer-Encoding'] = 'chunked';
-        else headers['Content-Length'] = 100_000;
-        const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: '/api/v1/streaming-early', agent: false, headers }, () => {
-          r.destroy();
-          resolve();
+        else headers['Content-Length'] = 3500;
+        const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: target, agent: false, headers }, () => {
+          // Some more body after the answer, then hang up.
+          r.write(Buffer.alloc(1000, 120), () => setTimeout(() => (r.destroy(), resolve()), 20));
         });
         r.on('error', () => resolve());
         r.write(Buffer.alloc(1000, 120));
