@@ -151,6 +151,9 @@ const accountShape = {
   path: z
     .string()
     .startsWith('/', { error: (iss) => `must be a path starting with "/", got ${show(iss.input)}` })
+    // Printable ASCII only (percent-encode the rest): undici refuses other paths, and a refused request
+    // must never reach introspection's pool (a refusal leaks a connection slot).
+    .regex(/^[\x21-\x7e]+$/, { error: (iss) => `must be printable ASCII without spaces (percent-encode the rest), got ${show(iss.input)}` })
     .default('/api/v1/accounts/verify_credentials')
     .describe('Upstream path answering the token’s account (from: introspect).'),
   cacheTtl: duration(0).prefault('5m').describe('How long an introspected token→account answer is cached.'),

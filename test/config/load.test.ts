@@ -72,6 +72,12 @@ describe('defaults', () => {
     await expect(loadConfigFile(`${FIXTURES}defaults.yaml`)).rejects.toThrow(message);
   });
 
+  it('refuses an introspection path undici would refuse (a refused request leaks a pool slot) and a pool of 0', () => {
+    expect(errorsOf('clients: { account: { path: "/api/v1/verify credentials" } }\nlimits: []').join('\n')).toMatch(/clients\.account\.path: must be printable ASCII/);
+    expect(errorsOf('clients: { account: { path: "/api/v1/€" } }\nlimits: []').join('\n')).toMatch(/clients\.account\.path/);
+    expect(errorsOf('clients: { account: { connections: 0 } }\nlimits: []').join('\n')).toMatch(/clients\.account\.connections/);
+  });
+
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
     expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false });
