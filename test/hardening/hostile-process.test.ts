@@ -341,3 +341,49 @@ describe('one-byte chunks from many connections (item 3)', () => {
     await expectAlive(gw);
   });
 });
+
+describe('odd bytes in the path and headers, more times than the proxy pool has connections', () => {
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    gw = await spawnServe(['--config', configFile('limits: []\n'), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+  });
+  afterAll(async () => {
+    await stop(gw);
+  });
+
+  /** Sends `bytes` on a fresh connection; the status line of the answer ('' when none). */
+  function statusLine(bytes: Buffer): Promise<string> {
+    const u = new URL(gw.url);
+    return new Promise((resolve) => {
+      let text = '';
+      const s = net.connect(Number(u.port), u.hostname, () => s.write(bytes));
+      s.on('data', (d) => {
+        text += d.toString('latin1');
+        if (text.includes('\r\n')) s.destroy();
+      });
+      s.on('close', () => resolve(text.split('\r\n')[0]!));
+      s.on('error', () => undefined);
+    });
+  }
+
+  it('never lets a request the HTTP client would refuse leak a connection of the proxy pool', async () => {
+    const euro = Buffer.from([0xe2, 0x82, 0xac]);
+    const get = (...parts: (string | Buffer)[]): Buffer => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : p)));
+    const cases = [
+      get('GET /api/v1/statuses/%E2%82%AC HTTP/1.1\r\nHost: x\r\n\r\n'),
+      get('GET /api/v1/statuses/', euro, ' HTTP/1.1\r\nHost: x\r\n\r\n'),
+      get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-A: a', euro, '\r\n\r\n'),
+      get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-A: a\x7fb\r\n\r\n'),
+      get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x', euro, '\r\n\r\n'),
+      get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ', euro, '\r\n\r\n'),
+      get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.0.1', euro, '\r\nX-Forwarded-Host: h', euro, '\r\n\r\n'),
+      get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-Request-Id: ', euro, '\r\n\r\n'),
+    ];
+    for (const bytes of cases) {
+      const answers = await inWaves(130, 26, () => statusLine(bytes));
+      // Answered one way or the other (forwarded, or refused 400 by the parser), never left hanging.
+      expect(answers.every((a) => /^HTTP\/1\.1 (200|400) /.test(a)), answers.find((a) => !/^HTTP\/1\.1 (200|400) /.test(a))).toBe(true);
+      await expectAlive(gw);
+    }
+  });
+});
