@@ -70,6 +70,36 @@ function rssBytes(pid: number): number {
   return Number(m![1]) * 1024;
 }
 
+/**
+ * Multipart uploads to /api/v1/media without a token (the body is peeked for one), each hung up at
+ * another byte offset: in the field part, in the file part's head, in its contents, in the boundary.
+ */
+async function interruptedUploads(gw: GatewayProcess, extraHead = ''): Promise<void> {
+  const boundary = 'XyZzY';
+  const body = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="description"\r\n\r\nhello\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n` +
+      `${'P'.repeat(3000)}\r\n--${boundary}--\r\n`,
+  );
+  const head = `POST /api/v1/media HTTP/1.1\r\nHost: gw\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\n${extraHead}\r\n`;
+  const offsets: number[] = [];
+  for (let at = 1; at < body.length; at += at < 200 ? 7 : 257) offsets.push(at);
+  // In waves, so that each cut lands while the gateway is reading that request.
+  for (let i = 0; i < offsets.length; i += 16) {
+    const sockets = await Promise.all(offsets.slice(i, i + 16).map((at) => rawConnection(gw.url, Buffer.concat([Buffer.from(head), body.subarray(0, at)]))));
+    await new Promise((r) => setTimeout(r, 30));
+    for (const s of sockets) s.destroy();
+  }
+}
+
+/** Requests whose token has a non-ASCII or control character, each from its own address. */
+async function wedgeSequence(gw: GatewayProcess, n: number): Promise<number[]> {
+  const odd = ['%E2%82%AC', '%00', '%01', '%7F', '%0D%0A', '%C3%A9', '%FF'];
+  return inWaves(n, 32, (i) =>
+    answerWithin(gw.url, `/api/v1/statuses/1?access_token=${odd[i % odd.length]}${i}`, 5000, { 'X-Forwarded-For': `10.9.${i >> 8}.${i & 255}` }).then((a) => a.status),
+  );
+}
+
 let upstream: RecordingUpstream;
 beforeAll(async () => {
   upstream = await startRecordingUpstream();
@@ -99,21 +129,7 @@ describe('the default table', () => {
   });
 
   it('survives multipart uploads hung up at every kind of byte offset (item 1)', async () => {
-    const boundary = 'XyZzY';
-    const body = Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="description"\r\n\r\nhello\r\n` +
-        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n` +
-        `${'P'.repeat(3000)}\r\n--${boundary}--\r\n`,
-    );
-    const head = `POST /api/v1/media HTTP/1.1\r\nHost: gw\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\n\r\n`;
-    const offsets: number[] = [];
-    for (let at = 1; at < body.length; at += at < 200 ? 7 : 257) offsets.push(at);
-    // In waves, so that each cut lands while the gateway is reading that request.
-    for (let i = 0; i < offsets.length; i += 16) {
-      const sockets = await Promise.all(offsets.slice(i, i + 16).map((at) => rawConnection(gw.url, Buffer.concat([Buffer.from(head), body.subarray(0, at)]))));
-      await new Promise((r) => setTimeout(r, 30));
-      for (const s of sockets) s.destroy();
-    }
+    await interruptedUploads(gw);
     await expectAlive(gw);
   });
 
@@ -247,11 +263,8 @@ describe('tokens introspection cannot take (items 2 and 8)', () => {
   });
 
   it('a token with non-ASCII or control characters is no account, and the wedge sequence x3 the pool size leaves every path answering (item 2)', async () => {
-    const odd = ['%E2%82%AC', '%00', '%01', '%7F', '%0D%0A', '%C3%A9', '%FF'];
     // 3 x 128: the proxy's pool size, and more than 3 x introspection's own pool (32 by default).
-    const statuses = await inWaves(3 * 128, 32, (i) =>
-      answerWithin(gw.url, `/api/v1/statuses/1?access_token=${odd[i % odd.length]}${i}`, 5000, { 'X-Forwarded-For': `10.9.${i >> 8}.${i & 255}` }).then((a) => a.status),
-    );
+    const statuses = await wedgeSequence(gw, 3 * 128);
     expect(statuses.every((s) => s === 200)).toBe(true);
     // Counted as unauthenticated, per IP: the fourth from one address is refused.
     const one = await inWaves(4, 1, (i) => answerWithin(gw.url, `/api/v1/statuses/1?access_token=%E2%82%AC${i}`, 2000, { 'X-Forwarded-For': '10.10.0.1' }));
@@ -385,5 +398,24 @@ describe('odd bytes in the path and headers, more times than the proxy pool has 
       expect(answers.every((a) => /^HTTP\/1\.1 (200|400) /.test(a)), answers.find((a) => !/^HTTP\/1\.1 (200|400) /.test(a))).toBe(true);
       await expectAlive(gw);
     }
+  });
+});
+
+describe('config/examples/mastodon.yaml', () => {
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    gw = await spawnServe(['--config', 'config/examples/mastodon.yaml', '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+  });
+  afterAll(async () => {
+    await stop(gw);
+  });
+
+  it('survives interrupted uploads and the wedge sequence', async () => {
+    // From an address the example does not exempt (it exempts loopback, as Mastodon does).
+    await interruptedUploads(gw, 'X-Forwarded-For: 10.30.0.1\r\n');
+    await expectAlive(gw);
+    const statuses = await wedgeSequence(gw, 3 * 128);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    await expectAlive(gw, ['/api/v1/statuses/1', '/api/v1/timelines/public', '/health']);
   });
 });
