@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { ConfigError, parseConfig, parseHostPort, type ConfigOverrides, type Snapshot } from './config/index.js';
 import { configChanges } from './config/changes.js';
 import { ConfigWatcher } from './config/watch.js';
-import { createHttpIntrospector } from './identity/index.js';
+import { createHttpIntrospector, createIntrospectionPool } from './identity/index.js';
 import { createStoreFor, type StoreHandle } from './limiter/factory.js';
 import { createAccessLog, createProcessLogger } from './log.js';
 import { Metrics } from './metrics.js';
@@ -86,13 +86,15 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   metrics.configLoaded(true, false);
   const storeHandle = await createStoreFor(cfg.store, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
   const forwarder = new Forwarder({ origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout });
-  const introspect = createHttpIntrospector({
-    dispatcher: forwarder.pool,
-    origin,
-    path: cfg.clients.account.path,
-    // Introspection delays the request it serves: bound it well below the upstream timeout.
-    timeoutMs: Math.min(cfg.upstream.timeout, 5_000),
+  // Introspection delays the request it serves: bound it well below the upstream timeout. Its pool is
+  // its own, so nothing introspection does can hold the proxy's connections (issue 18).
+  const introspectTimeoutMs = Math.min(cfg.upstream.timeout, 5_000);
+  const introspectionPool = createIntrospectionPool(origin, {
+    connections: cfg.clients.account.connections,
+    timeoutMs: introspectTimeoutMs,
+    connectTimeoutMs: cfg.upstream.connectTimeout,
   });
+  const introspect = createHttpIntrospector({ dispatcher: introspectionPool, origin, path: cfg.clients.account.path, timeoutMs: introspectTimeoutMs });
 
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg);
@@ -244,6 +246,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       }
       await forwarder.close();
       await routes?.close();
+      await introspectionPool.close();
       await storeHandle.store.close();
       await guard.close();
       await builtin?.close();

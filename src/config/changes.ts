@@ -17,6 +17,7 @@ export const RESTART_ONLY: readonly string[] = [
   'store.prefix',
   'store.timeout',
   'clients.account.path',
+  'clients.account.connections',
   'server.maxHeaderSize',
   'server.headersTimeout',
   'server.requestTimeout',

@@ -167,9 +167,19 @@ const accountShape = {
   path: z
     .string()
     .startsWith('/', { error: (iss) => `must be a path starting with "/", got ${show(iss.input)}` })
+    // Printable ASCII only (percent-encode the rest): undici refuses other paths, and a refused request
+    // must never reach introspection's pool (a refusal leaks a connection slot).
+    .regex(/^[\x21-\x7e]+$/, { error: (iss) => `must be printable ASCII without spaces (percent-encode the rest), got ${show(iss.input)}` })
     .default('/api/v1/accounts/verify_credentials')
     .describe('Upstream path answering the token’s account (from: introspect).'),
   cacheTtl: duration(0).prefault('5m').describe('How long an introspected token→account answer is cached.'),
+  connections: z
+    .number()
+    .int()
+    .min(1)
+    .max(1024)
+    .default(32)
+    .describe('Connections of introspection’s own pool to the upstream (never the proxy’s); calls beyond wait, within the introspection deadline.'),
   header: z
     .string()
     .regex(HEADER_NAME, { error: (iss) => `invalid header name ${show(iss.input)}` })

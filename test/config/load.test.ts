@@ -40,7 +40,7 @@ const DEFAULTS: Config = {
   clients: {
     trustedProxies: ['loopback', 'private'],
     ipv6Prefix: 64,
-    account: { from: 'introspect', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000 },
+    account: { from: 'introspect', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 },
   },
   responses: { reset: 'iso8601', standardHeaders: true, body: { error: 'Too many requests' } },
   exempt: { ips: [], accounts: [] },
@@ -76,10 +76,16 @@ describe('defaults', () => {
     await expect(loadConfigFile(`${FIXTURES}defaults.yaml`)).rejects.toThrow(message);
   });
 
+  it('refuses an introspection path undici would refuse (a refused request leaks a pool slot) and a pool of 0', () => {
+    expect(errorsOf('clients: { account: { path: "/api/v1/verify credentials" } }\nlimits: []').join('\n')).toMatch(/clients\.account\.path: must be printable ASCII/);
+    expect(errorsOf('clients: { account: { path: "/api/v1/€" } }\nlimits: []').join('\n')).toMatch(/clients\.account\.path/);
+    expect(errorsOf('clients: { account: { connections: 0 } }\nlimits: []').join('\n')).toMatch(/clients\.account\.connections/);
+  });
+
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
     expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false });
-    expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000 });
+    expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 });
   });
 
   it('limits may be missing, an empty list, or left empty in YAML', () => {
@@ -116,7 +122,7 @@ describe('a fully written file', () => {
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
         ipv6Prefix: 56,
-        account: { from: 'header', header: 'X-Account-Id', path: '/api/v1/accounts/verify_credentials', cacheTtl: 5_400_000 },
+        account: { from: 'header', header: 'X-Account-Id', path: '/api/v1/accounts/verify_credentials', cacheTtl: 5_400_000, connections: 8 },
       },
       responses: { reset: 'unix', standardHeaders: false, body: { error: 'Slow down', code: 429 } },
       exempt: { ips: ['203.0.113.7', '2001:db8::/64'], accounts: ['109367461358294711', '42'] },
