@@ -74,7 +74,7 @@ USER 10001:10001
 EXPOSE 8080 9464
 # Exec form, no shell: probes the admin port named by RATEGATE_ADMIN_LISTEN (2 s timeout, exit 0/1).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
-  CMD ["node", "dist/healthcheck.js", "/healthz"]
+  CMD ["node", "dist/cli/healthcheck.js", "/healthz"]
 # Exec form: node is PID 1 and receives SIGTERM itself, which starts the graceful drain.
-ENTRYPOINT ["node", "dist/cli.js"]
+ENTRYPOINT ["node", "dist/cli/index.js"]
 CMD ["serve", "--config", "/etc/rategate/limits.yaml"]

@@ -2,7 +2,7 @@
  * @module Gateway CPU per request with the access log on (`log.requests: info`, the default) and off
  * (`log.level: warn`), memory store, the bench table (two rules match an anonymous
  * `GET /api/v1/statuses/1`). The gateway's stdout is a pipe this process drains, as in a container.
- *   node --import tsx bench/access-log.ts [--cli dist/cli.js] [--cli /tmp/before/dist/cli.js] [--requests 8000] [--slices 12]
+ *   node --import tsx bench/access-log.ts [--cli dist/cli/index.js] [--cli /tmp/before/dist/cli/index.js] [--requests 8000] [--slices 12]
  * On a shared machine CPU time per request moves with the load of other processes far more than the
  * log costs, so the two are measured in ONE process per build: the log level is switched by a config
  * reload between short slices (on, off, on, off, …), every build's slices interleaved, and the figure is
@@ -20,7 +20,7 @@ import { cpuMsOfTree, freePort, killAll, start, waitForPort, type Proc } from '.
 const { values } = parseArgs({
   options: { cli: { type: 'string', multiple: true }, requests: { type: 'string' }, slices: { type: 'string' }, connections: { type: 'string' } },
 });
-const CLIS = values.cli ?? ['dist/cli.js'];
+const CLIS = values.cli ?? ['dist/cli/index.js'];
 const REQUESTS = Number(values.requests ?? 8_000);
 const SLICES = Number(values.slices ?? 12);
 const CONNECTIONS = Number(values.connections ?? 32);

@@ -5,7 +5,7 @@
  * Prints CPU µs per line (user + system, all threads) to stderr.
  */
 import { pino } from 'pino';
-import { createAccessLog, createProcessLogger } from '../src/log.js';
+import { createAccessLog, createProcessLogger } from '../src/observability/log.js';
 
 const N = Number(process.env.N ?? 200_000);
 const record = {

@@ -8,7 +8,7 @@
 import { parseConfig } from '../src/config/index.js';
 import { readFileSync } from 'node:fs';
 import { MemoryStore } from '../src/limiter/memory.js';
-import { bucketsFor, buildRequestPolicy } from '../src/server/policy.js';
+import { bucketsFor, buildRequestPolicy } from '../src/pipeline/policy.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);
 let now = Date.UTC(2026, 10, 21, 19, 0, 0);

@@ -23,7 +23,7 @@ import { parseConfig } from '../src/config/index.js';
 import { createBlockedCacheStore } from '../src/limiter/blocked.js';
 import { MemoryStore } from '../src/limiter/memory.js';
 import type { Store } from '../src/limiter/types.js';
-import { bucketsFor, buildRequestPolicy } from '../src/server/policy.js';
+import { bucketsFor, buildRequestPolicy } from '../src/pipeline/policy.js';
 
 const json = process.argv[2]?.startsWith('{') ? (JSON.parse(process.argv[2]) as { clients?: number; blocked?: boolean }) : {};
 const N = json.clients ?? Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 150_000);

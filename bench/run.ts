@@ -170,7 +170,7 @@ function machine(): Record<string, unknown> {
 
 /** Compiles src/ to bench/.build/dist with source maps (so profiles map back to src/*.ts), when stale. */
 function build(): string {
-  const cli = path.join(BUILD, 'cli.js');
+  const cli = path.join(BUILD, 'cli', 'index.js');
   const newest = (dir: string): number => {
     let t = 0;
     for (const e of readdirSync(dir, { withFileTypes: true })) {

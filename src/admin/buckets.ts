@@ -8,11 +8,11 @@
 import { ipBucketKey, accountKeyNamedBy } from '../identity/index.js';
 import type { Store } from '../limiter/types.js';
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
-import { bucketSpec, overrideFor, type RequestPolicy } from '../server/policy.js';
+import { bucketSpec, overrideFor, type RequestPolicy } from '../pipeline/policy.js';
 import type { TopLimited } from '../guard/top-keys.js';
 import { formatDuration } from '../config/duration.js';
-import { keyValueDigest, valueDigest } from '../server/rule-facts.js';
-import { iso8601Micro } from '../server/ratelimit-headers.js';
+import { keyValueDigest, valueDigest } from '../rails/rule-facts.js';
+import { iso8601Micro } from '../pipeline/ratelimit-headers.js';
 
 export type BucketsAnswer = { status: number; body: unknown };
 

@@ -8,7 +8,7 @@ import { parseDuration, formatDuration } from '../config/duration.js';
 import { checkIpOrCidr } from '../config/validators.js';
 import type { Guard } from '../guard/guard.js';
 import type { EntryKind, GuardEntry } from '../guard/state.js';
-import type { RequestPolicy } from '../server/policy.js';
+import type { RequestPolicy } from '../pipeline/policy.js';
 
 export type AdminAnswer = { status: number; body: unknown };
 

@@ -2,8 +2,8 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Store } from '../limiter/types.js';
-import type { Metrics } from '../metrics.js';
-import type { RequestPolicy } from '../server/policy.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { RequestPolicy } from '../pipeline/policy.js';
 import { bucketsEndpoint } from './buckets.js';
 import { guardEndpoint } from './guard-api.js';
 import type { Guard } from '../guard/guard.js';

@@ -8,7 +8,7 @@ import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
 import { BodyTooLargeError, upstreamBody } from './upstream-body.js';
-import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../errors.js';
+import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../http/errors.js';
 import { mergeUpstreamLimits } from './upstream-limits.js';
 
 export interface ForwarderOptions {

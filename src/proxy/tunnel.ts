@@ -6,7 +6,7 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
-import { respondOnSocket, ERROR_BODIES, GATEWAY_ERRORS } from '../errors.js';
+import { respondOnSocket, ERROR_BODIES, GATEWAY_ERRORS } from '../http/errors.js';
 import { classifyUpstreamError, type ForwardResult } from './forward.js';
 import { CLIENT_IP_CLAIMS, type ForwardedHeaders } from './client-ip-headers.js';
 import { isRateLimitHeader } from './hop-by-hop.js';

@@ -29,7 +29,7 @@ async function spawnGateway(configPath: string, store: string, upstream: string)
   const admin = await freePort();
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', 'serve', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstream, '--store', store],
+    ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstream, '--store', store],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RATEGATE_LOG_LEVEL: 'warn', RATEGATE_ADMIN_TOKEN: TOKEN } },
   );
   let out = '';
@@ -82,7 +82,7 @@ async function until(urls: string[], ip: string, want: number, withinMs: number)
 }
 
 function cli(args: string[]): Promise<{ code: number; out: string }> {
-  return run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env: { ...process.env, RATEGATE_ADMIN_TOKEN: TOKEN } }).then(
+  return run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { env: { ...process.env, RATEGATE_ADMIN_TOKEN: TOKEN } }).then(
     (r) => ({ code: 0, out: r.stdout + r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
   );

@@ -84,7 +84,7 @@ describe('the store URL parser', () => {
     writeFileSync(config, 'store:\n  url: "redis-cluster://a:7000,b"\n');
     const run = (args: string[]) =>
       new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+        const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
         let stderr = '';
         child.stderr!.on('data', (d) => (stderr += d));
         child.once('exit', (code) => resolve({ code, stderr }));

@@ -9,9 +9,9 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bodyKindOf, mediaTypeOf } from '../../src/server/body-peek.js';
-import { startMultipartPeek } from '../../src/server/multipart-peek.js';
-import { compileWantedParams, formValues } from '../../src/server/request-params.js';
+import { bodyKindOf, mediaTypeOf } from '../../src/rails/body-peek.js';
+import { startMultipartPeek } from '../../src/rails/multipart-peek.js';
+import { compileWantedParams, formValues } from '../../src/rails/request-params.js';
 import { ParamError } from '../../src/rack-params.js';
 import { normalizeParamKey } from '../../src/identity/key-normalize.js';
 

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { explain } from '../../src/server/explain.js';
+import { explain } from '../../src/cli/explain.js';
 import { FakeClock } from '../support/clock.js';
 import { send } from '../support/http.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';

@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startUpstream, type RunningUpstream } from '../../src/upstream/index.js';
+import { startUpstream, type RunningUpstream } from '../../src/mastodon/index.js';
 import { FakeClock } from '../support/clock.js';
 import { send, type Answer } from '../support/http.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';

@@ -113,7 +113,7 @@ describe('config/examples/mastodon.yaml', () => {
   });
 });
 
-// Body parameters reach `param:` rules through the body peek (src/server/param-stage.ts → read-params.ts).
+// Body parameters reach `param:` rules through the body peek (src/rails/param-stage.ts → read-params.ts).
 describe('password resets per e-mail from the request body', () => {
   it('counts the e-mail of URL-encoded and JSON bodies in one bucket, across IPs, at /auth/password(.json)', async () => {
     const bodies = [

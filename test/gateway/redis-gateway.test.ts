@@ -29,7 +29,7 @@ async function spawnGateway(configPath: string, store: string, extra: string[] =
   const admin = await freePort();
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', 'serve', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstream.url, '--store', store, ...extra],
+    ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstream.url, '--store', store, ...extra],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RATEGATE_LOG_LEVEL: 'warn' } },
   );
   let out = '';

@@ -8,7 +8,7 @@ import { StoreError } from '../../src/limiter/errors.js';
 import { createStoreFor, refundReporter, type StoreHandle } from '../../src/limiter/factory.js';
 import type { BucketSpec, StoreLog } from '../../src/limiter/types.js';
 import { StoreStateLog } from '../../src/limiter/state-log.js';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../src/observability/metrics.js';
 import { FakeClock } from '../support/clock.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 

@@ -1,6 +1,6 @@
 import client from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { FastHistogram } from '../../src/histogram.js';
+import { FastHistogram } from '../../src/observability/histogram.js';
 
 const BOUNDS = [0.001, 0.005, 0.01, 0.1, 1];
 const SAMPLES = [0.0005, 0.001, 0.002, 0.0099, 0.05, 0.5, 2, 7, 0.001, 0.3];

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { BufferedFd, createAccessLog } from '../../src/log.js';
+import { BufferedFd, createAccessLog } from '../../src/observability/log.js';
 
 function tempFd(): { fd: number; read: () => string } {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-logbuf-')), 'out.log');

@@ -2,7 +2,7 @@
 import client from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { GuardMetrics } from '../../src/guard/metrics.js';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../src/observability/metrics.js';
 import { read } from './support.js';
 
 interface Target {
@@ -28,7 +28,7 @@ const dashboard = JSON.parse(read('helm/rategate/dashboards/rategate.json')) as 
 const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
 const variableQueries = dashboard.templating.list.map((v) => v.definition ?? '');
 
-/** Metric names the gateway registers (src/metrics.ts), read from a live registry. */
+/** Metric names the gateway registers (src/observability/metrics.ts), read from a live registry. */
 const defined = (() => {
   const metrics = new Metrics({ collectDefault: false });
   // The attack-day metrics (src/guard/metrics.ts) register on the same registry.
@@ -71,7 +71,7 @@ describe('the Grafana dashboard', () => {
     }
   });
 
-  it('queries only rategate metrics defined in src/metrics.ts', () => {
+  it('queries only rategate metrics defined in src/observability/metrics.ts', () => {
     expect(defined.size).toBeGreaterThanOrEqual(8);
     const queried = [...exprs, ...variableQueries].flatMap(metricsIn).filter((n) => n.startsWith('rategate_'));
     expect(queried.length).toBeGreaterThan(0);

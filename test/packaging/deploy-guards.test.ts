@@ -136,7 +136,7 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
     let out = '';
     let code = 0;
     try {
-      execFileSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...job.spec.template.spec.containers[0].args.slice(0, 2), file], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', stdio: 'pipe' });
+      execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...job.spec.template.spec.containers[0].args.slice(0, 2), file], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', stdio: 'pipe' });
     } catch (err) {
       code = (err as { status: number }).status;
       out = String((err as { stderr: string }).stderr);
@@ -147,7 +147,7 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
     // The good table passes the same check.
     const good = hookOf(render(MASTODON)).map.data['limits.yaml'] as string;
     writeFileSync(file, good);
-    execFileSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'check', '--config', file], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', stdio: 'pipe' });
+    execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'check', '--config', file], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', stdio: 'pipe' });
   });
 
   it('can be turned off', () => {

@@ -100,7 +100,7 @@ describe('the Dockerfile', () => {
   });
 
   it('starts in exec form: node as PID 1 receives SIGTERM and drains', () => {
-    expect(execForm(last('ENTRYPOINT').args)).toEqual(['node', 'dist/cli.js']);
+    expect(execForm(last('ENTRYPOINT').args)).toEqual(['node', 'dist/cli/index.js']);
     const cmd = execForm(last('CMD').args);
     expect(cmd[0]).toBe('serve');
     // The config it names is the file the image ships.
@@ -121,9 +121,9 @@ describe('the Dockerfile', () => {
     const m = /\bCMD\s+(\[.*\])\s*$/.exec(hc);
     expect(m).not.toBeNull();
     const command = execForm(m?.[1] ?? '[]');
-    expect(command.slice(0, 2)).toEqual(['node', 'dist/healthcheck.js']);
-    // dist/healthcheck.js is what tsc (rootDir src, outDir dist) makes of src/healthcheck.ts.
-    expect(existsSync(`${ROOT}src/healthcheck.ts`)).toBe(true);
+    expect(command.slice(0, 2)).toEqual(['node', 'dist/cli/healthcheck.js']);
+    // dist/cli/healthcheck.js is what tsc (rootDir src, outDir dist) makes of src/cli/healthcheck.ts.
+    expect(existsSync(`${ROOT}src/cli/healthcheck.ts`)).toBe(true);
     const build = JSON.parse(read('tsconfig.build.json')) as { compilerOptions: { rootDir: string; outDir: string } };
     expect([build.compilerOptions.rootDir, build.compilerOptions.outDir]).toEqual(['src', 'dist']);
     expect(hc).toMatch(/--timeout=\d+s/);

@@ -1,4 +1,4 @@
-/** @module The container health check (src/healthcheck.ts), run as a real process against real servers. */
+/** @module The container health check (src/cli/healthcheck.ts), run as a real process against real servers. */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,13 +10,13 @@ interface Outcome {
   ms: number;
 }
 
-/** Runs the script through tsx (what `node dist/healthcheck.js` runs after the build). */
+/** Runs the script through tsx (what `node dist/cli/healthcheck.js` runs after the build). */
 function runHealthcheck(env: Record<string, string>, args: string[] = []): Promise<Outcome> {
   const started = Date.now();
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   if (!('RATEGATE_ADMIN_LISTEN' in env)) delete childEnv.RATEGATE_ADMIN_LISTEN;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/healthcheck.ts', ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/healthcheck.ts', ...args], {
       cwd: ROOT,
       env: childEnv,
       stdio: ['ignore', 'ignore', 'ignore'],
@@ -99,7 +99,7 @@ describe('the health check script', () => {
   });
 
   it('imports nothing but Node built-ins, so it stays cheap to start every few seconds', () => {
-    const imports = [...read('src/healthcheck.ts').matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)].map((m) => m[1]);
+    const imports = [...read('src/cli/healthcheck.ts').matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)].map((m) => m[1]);
     expect(imports.length).toBeGreaterThan(0);
     for (const specifier of imports) expect(specifier).toMatch(/^node:/);
   });

@@ -2,7 +2,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { BodyTooLargeError, upstreamBody } from '../../src/proxy/upstream-body.js';
-import { HeldBytes } from '../../src/server/held-bytes.js';
+import { HeldBytes } from '../../src/rails/held-bytes.js';
 
 /** The chunks as pushed ('data' events: an async iterator would join what is buffered). */
 function collect(r: Readable): Promise<Buffer[]> {

@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { request as undiciRequest } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { peekBody, ParamBeyondPeekError } from '../../src/server/body-peek.js';
-import { compileWantedParams } from '../../src/server/request-params.js';
+import { peekBody, ParamBeyondPeekError } from '../../src/rails/body-peek.js';
+import { compileWantedParams } from '../../src/rails/request-params.js';
 
 const MAX = 4096;
 const wanted = compileWantedParams(['access_token', 'bearer_token', '_method', 'user[email]']);

@@ -3,7 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { continueNow } from '../../src/server/expect-continue.js';
+import { continueNow } from '../../src/http/expect-continue.js';
 
 let server: http.Server;
 let port: number;

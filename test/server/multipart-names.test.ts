@@ -1,6 +1,6 @@
 /** The multipart boundary, read only when every parser reads it one way. */
 import { describe, expect, it } from 'vitest';
-import { strictBoundary } from '../../src/server/multipart-names.js';
+import { strictBoundary } from '../../src/rails/multipart-names.js';
 
 describe('strictBoundary', () => {
   it('reads one plain or quoted boundary', () => {

@@ -4,11 +4,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { mediaTypeOf } from '../../src/server/body-peek.js';
-import { PartSplitter } from '../../src/server/multipart-split.js';
-import { rack2Reading, rack3Reading } from '../../src/server/rack-part-head.js';
-import { startMultipartPeek } from '../../src/server/multipart-peek.js';
-import { compileWantedParams } from '../../src/server/request-params.js';
+import { mediaTypeOf } from '../../src/rails/body-peek.js';
+import { PartSplitter } from '../../src/rails/multipart-split.js';
+import { rack2Reading, rack3Reading } from '../../src/rails/rack-part-head.js';
+import { startMultipartPeek } from '../../src/rails/multipart-peek.js';
+import { compileWantedParams } from '../../src/rails/request-params.js';
 
 describe('mediaTypeOf', () => {
   it("is Rails' /^([^,;]*)/, trimmed and lower-cased, for any header value", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CompiledRule } from '../../src/config/types.js';
 import type { BucketState, ConsumeOutcome } from '../../src/limiter/types.js';
-import { appendRateLimitHeaders, formatReset, headlineBucket, iso8601Micro } from '../../src/server/ratelimit-headers.js';
+import { appendRateLimitHeaders, formatReset, headlineBucket, iso8601Micro } from '../../src/pipeline/ratelimit-headers.js';
 
 const NOW = Date.UTC(2026, 10, 21, 19, 10, 0);
 

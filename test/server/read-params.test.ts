@@ -2,8 +2,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readRequestParams } from '../../src/server/read-params.js';
-import { compileWantedParams, METHOD_PARAM, TOKEN_PARAMS } from '../../src/server/request-params.js';
+import { readRequestParams } from '../../src/rails/read-params.js';
+import { compileWantedParams, METHOD_PARAM, TOKEN_PARAMS } from '../../src/rails/request-params.js';
 import { send } from '../support/http.js';
 
 const wanted = compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, 'user[email]']);

@@ -8,7 +8,7 @@ import {
   queryValues,
   resolveMethodOverride,
   TOKEN_PARAMS,
-} from '../../src/server/request-params.js';
+} from '../../src/rails/request-params.js';
 
 const tokens = compileWantedParams(TOKEN_PARAMS);
 const q = (s: string): ReadonlyMap<string, string> => queryValues(s, tokens)!;

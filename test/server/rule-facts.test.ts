@@ -1,7 +1,7 @@
 /** What a request offers the rules: parameters in bracket notation, headers, paging queries, the token. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { RequestFacts, ruleValueDigest, whenFails } from '../../src/server/rule-facts.js';
+import { RequestFacts, ruleValueDigest, whenFails } from '../../src/rails/rule-facts.js';
 import { tokenDigest } from '../../src/identity/index.js';
 
 const snap = parseConfig(

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
-import { startGateway, type RunningGateway } from '../../src/app.js';
+import { startGateway, type RunningGateway } from '../../src/app/start.js';
 
 export interface TestGateway extends RunningGateway {
   configPath: string;

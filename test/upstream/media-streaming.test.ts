@@ -3,7 +3,7 @@ import http from 'node:http';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { startUpstream, type RunningUpstream } from '../../src/upstream/index.js';
+import { startUpstream, type RunningUpstream } from '../../src/mastodon/index.js';
 import { newUser, png } from './support.js';
 
 const MiB = 1024 * 1024;

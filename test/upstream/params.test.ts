@@ -22,8 +22,8 @@ import {
   ParamError,
   type IncomingFile,
   type ParamValue,
-} from '../../src/upstream/params.js';
-import { HttpError, sendJson } from '../../src/upstream/reply.js';
+} from '../../src/mastodon/params.js';
+import { HttpError, sendJson } from '../../src/mastodon/reply.js';
 
 /** Plain JSON copy of a parsed tree, so null-prototype objects compare with literals. */
 function plain(v: unknown): unknown {

@@ -4,7 +4,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createUpstreamHandler, startUpstream } from '../../src/upstream/index.js';
+import { createUpstreamHandler, startUpstream } from '../../src/mastodon/index.js';
 import { appToken, call, newUser, useUpstream } from './support.js';
 
 const server = useUpstream();

@@ -1,6 +1,6 @@
 /** @module Helpers for the built-in upstream's tests: a client, sign-up shortcuts and tiny media files. */
 import { afterAll, beforeAll } from 'vitest';
-import { startUpstream, type RunningUpstream, type UpstreamOptions } from '../../src/upstream/index.js';
+import { startUpstream, type RunningUpstream, type UpstreamOptions } from '../../src/mastodon/index.js';
 
 export interface Answer {
   status: number;

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 /** @module The command line: `serve`, `check`, `explain`, `upstream`, and the admin clients `block`, `exempt`, `bans` (cli-guard.ts). The only place that calls process.exit. */
 import { parseArgs } from 'node:util';
-import { ConfigError, formatRulesTable, formatSummary, loadConfigFile, parseHostPort, type ConfigOverrides } from './config/index.js';
-import { createProcessLogger } from './log.js';
-import { VERSION } from './version.js';
-import { GUARD_USAGE } from './cli-guard.js';
+import { ConfigError, formatRulesTable, formatSummary, loadConfigFile, parseHostPort, type ConfigOverrides } from '../config/index.js';
+import { createProcessLogger } from '../observability/log.js';
+import { VERSION } from '../observability/version.js';
+import { GUARD_USAGE } from './guard.js';
 
 const USAGE = `Usage:
   rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
@@ -36,7 +36,7 @@ async function main(argv: string[]): Promise<number> {
     case 'block':
     case 'exempt':
     case 'bans': {
-      const { guardCommand } = await import('./cli-guard.js');
+      const { guardCommand } = await import('./guard.js');
       return guardCommand(command, rest);
     }
     case '--version':
@@ -143,7 +143,7 @@ async function explainCommand(args: string[]): Promise<number> {
     console.error(`rategate explain: expected one request, e.g. "POST /auth/password?x=1"\n\n${USAGE}`);
     return 1;
   }
-  const { explain } = await import('./server/explain.js');
+  const { explain } = await import('./explain.js');
   try {
     const snapshot = await loadConfigFile(configPath(values));
     const lines = explain(snapshot, { request: positionals[0]!, headers: values.header ?? [], ip: values.ip ?? '192.0.2.1', body: values.body });
@@ -171,7 +171,7 @@ async function serve(args: string[]): Promise<number> {
   if (values.help) return (console.log(USAGE), 0);
   const logger = createProcessLogger();
   const workersFlag = typeof values.workers === 'string' ? values.workers : '1';
-  const { workerCount, runPrimary, WorkersRefused, serveWorkerMetrics } = await import('./workers.js');
+  const { workerCount, runPrimary, WorkersRefused, serveWorkerMetrics } = await import('../app/workers.js');
   const workers = workerCount(workersFlag);
   if (workers === null) {
     console.error(`rategate: --workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
@@ -190,7 +190,7 @@ async function serve(args: string[]): Promise<number> {
       throw err;
     }
   }
-  const { startGateway } = await import('./app.js');
+  const { startGateway } = await import('../app/start.js');
   let gateway;
   try {
     const overrides = overridesFrom(values);
@@ -219,7 +219,7 @@ async function upstream(args: string[]): Promise<number> {
     console.error(`rategate: --listen: invalid address "${String(values.listen)}" (use HOST:PORT)`);
     return 1;
   }
-  const { startUpstream } = await import('./upstream/index.js');
+  const { startUpstream } = await import('../mastodon/index.js');
   const running = await startUpstream({ host: listen.host, port: listen.port });
   console.log(`rategate built-in upstream listening on ${running.url}`);
   await waitForSignal();

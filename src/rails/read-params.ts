@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { GATEWAY_ERRORS, paramConflictMessage } from '../errors.js';
+import { GATEWAY_ERRORS, paramConflictMessage } from '../http/errors.js';
 import { peekBody } from './body-peek.js';
 import {
   doorkeeperToken,

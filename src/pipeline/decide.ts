@@ -7,14 +7,14 @@ import type http from 'node:http';
 import type { CompiledRule } from '../config/types.js';
 import type { Peer } from '../identity/index.js';
 import { StoreUnavailableError, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
-import type { Metrics } from '../metrics.js';
-import { ERROR_BODIES } from '../errors.js';
+import type { Metrics } from '../observability/metrics.js';
+import { ERROR_BODIES } from '../http/errors.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
 import { bucketsFor, isExemptAccount, type BucketInputs, type RequestPolicy } from './policy.js';
-import { RequestFacts, type BodyParams } from './rule-facts.js';
-import { doorkeeperHeaderToken, OVERRIDABLE_METHODS } from './request-params.js';
+import { RequestFacts, type BodyParams } from '../rails/rule-facts.js';
+import { doorkeeperHeaderToken, OVERRIDABLE_METHODS } from '../rails/request-params.js';
 import { declaresBody } from '../proxy/forward.js';
-import { bodyKindOf } from './body-peek.js';
+import { bodyKindOf } from '../rails/body-peek.js';
 
 /** How the decision went, as the access log names it. */
 export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';

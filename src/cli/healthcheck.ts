@@ -1,7 +1,7 @@
 /**
  * @module The container health check: GETs the admin listener's /healthz and exits 0 (healthy) or 1.
  *
- * Run by the Dockerfile's HEALTHCHECK as `node dist/healthcheck.js [PATH]`. It imports only node:http
+ * Run by the Dockerfile's HEALTHCHECK as `node dist/cli/healthcheck.js [PATH]`. It imports only node:http
  * on purpose: it starts every few seconds inside the container, so it must be cheap and must not load
  * the gateway (config, stores, prom-client). The admin address comes from RATEGATE_ADMIN_LISTEN (the
  * same variable the gateway reads), else 127.0.0.1:9464; a wildcard host (0.0.0.0, ::) is probed on

@@ -1,9 +1,9 @@
 /** @module Every Prometheus metric of the gateway, defined in one place. Labels never carry an IP, a token or an account. */
 import client from 'prom-client';
-import { UPSTREAM_ERROR_REASONS } from './errors.js';
+import { UPSTREAM_ERROR_REASONS } from '../http/errors.js';
 import { FastHistogram } from './histogram.js';
-import { STORE_ERROR_REASONS } from './limiter/errors.js';
-import type { LocalRejectionSource, StoreObserver } from './limiter/types.js';
+import { STORE_ERROR_REASONS } from '../limiter/errors.js';
+import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
 import { VERSION } from './version.js';
 
 export type Decision = 'allowed' | 'limited' | 'shadow_limited';

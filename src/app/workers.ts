@@ -9,8 +9,8 @@ import http from 'node:http';
 import os from 'node:os';
 import { AggregatorRegistry } from 'prom-client';
 import type { Logger } from 'pino';
-import { loadConfigFile, parseHostPort, type ConfigOverrides } from './config/index.js';
-import { startUpstream, type RunningUpstream } from './upstream/index.js';
+import { loadConfigFile, parseHostPort, type ConfigOverrides } from '../config/index.js';
+import { startUpstream, type RunningUpstream } from '../mastodon/index.js';
 
 export function workerCount(value: string): number | null {
   if (value === 'auto') return Math.max(1, os.availableParallelism());

@@ -6,11 +6,11 @@
  */
 import type http from 'node:http';
 import type { ClientIp, Peer } from '../identity/index.js';
-import { ERROR_BODIES } from '../errors.js';
+import { ERROR_BODIES } from '../http/errors.js';
 import type { Guard, Release } from '../guard/guard.js';
 import { guardKey, ipBanKey, NO_GUARD_RULES, type CompiledBan, type GuardWho } from '../guard/rules.js';
 import type { CompiledRule } from '../config/types.js';
-import { RequestFacts, type BodyParams } from './rule-facts.js';
+import { RequestFacts, type BodyParams } from '../rails/rule-facts.js';
 import type { Decision } from './decide.js';
 import { firstHeader } from './decide.js';
 import type { RequestPolicy } from './policy.js';
