@@ -1,17 +1,32 @@
-/** @module The admin listener (never the proxy port): /metrics, /healthz, /readyz, and the token-guarded /admin/* API. */
+/**
+ * @module The one admin router (never the proxy port), for a single process and the cluster primary alike:
+ * /metrics, /healthz, /readyz, and the token-guarded /admin/* API (single process only).
+ */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Store } from '../limiter/types.js';
-import type { Metrics } from '../observability/metrics.js';
 import type { RequestPolicy } from '../pipeline/policy.js';
 import { bucketsEndpoint } from './buckets.js';
 import { guardEndpoint } from './guard-api.js';
 import type { Guard } from '../guard/guard.js';
 
+/** What /metrics serves: this process's registry, or the cluster primary's aggregate of its workers. */
+export interface MetricsSource {
+  readonly contentType: string;
+  metrics(): Promise<string>;
+}
+
 export interface AdminOptions {
-  metrics: Metrics;
+  metrics: MetricsSource;
   /** Config loaded, upstream reachable, not draining (and the store, when asked); `details` go into the body. */
   ready: () => Promise<{ ready: boolean; checks: Record<string, boolean>; details?: Record<string, unknown> }>;
+  /** Extra fields of the /healthz body (the primary: how many workers listen). */
+  health?: () => Record<string, unknown>;
+  /** The /admin/* API; absent on the cluster primary, where those paths answer 404. */
+  api?: AdminApi;
+}
+
+export interface AdminApi {
   policy: () => RequestPolicy;
   store: Store;
   /** Runtime blocks, exemptions, bans and triage (absent: those endpoints answer 404). */
@@ -42,34 +57,40 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
   const q = target.indexOf('?');
   const path = q === -1 ? target : target.slice(0, q);
   if (req.method === 'GET' && path === '/metrics') {
-    const body = await opts.metrics.registry.metrics();
-    res.writeHead(200, { 'Content-Type': opts.metrics.registry.contentType });
+    const body = await opts.metrics.metrics();
+    res.writeHead(200, { 'Content-Type': opts.metrics.contentType });
     res.end(body);
     return;
   }
-  if (req.method === 'GET' && path === '/healthz') return json(res, 200, { status: 'ok' });
+  if (req.method === 'GET' && path === '/healthz') return json(res, 200, { status: 'ok', ...opts.health?.() });
   if (req.method === 'GET' && path === '/readyz') {
     const r = await opts.ready();
     return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks, ...r.details });
   }
   if (path.startsWith('/admin/')) {
-    const policy = opts.policy();
-    const token = opts.token();
-    if (token === null && !opts.loopbackOnly) return json(res, 403, { error: NO_TOKEN_OFF_LOOPBACK });
-    if (token !== null && !bearerMatches(req.headers.authorization, token)) {
-      res.setHeader('WWW-Authenticate', 'Bearer realm="rategate-admin"');
-      return json(res, 401, { error: 'admin token required' });
-    }
-    // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
-    const params = new URLSearchParams(q === -1 ? '' : target.slice(q + 1));
-    if (path === '/admin/buckets') {
-      const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store, opts.guard?.top);
-      return json(res, a.status, a.body);
-    }
-    // A store that does not answer is the store's trouble, not the admin API's: 503 with its message.
-    const g = opts.guard ? await guardEndpoint(req, path, params, policy, opts.guard).catch((err: Error) => ({ status: 503, body: { error: `store: ${err.message}` } })) : null;
-    if (g !== null) return json(res, g.status, g.body);
+    if (opts.api === undefined) return json(res, 404, { error: 'Not found (the buckets API is served by single-process mode only)' });
+    return api(opts.api, req, res, path, q === -1 ? '' : target.slice(q + 1));
   }
+  json(res, 404, { error: 'Not found' });
+}
+
+async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: string): Promise<void> {
+  const policy = opts.policy();
+  const token = opts.token();
+  if (token === null && !opts.loopbackOnly) return json(res, 403, { error: NO_TOKEN_OFF_LOOPBACK });
+  if (token !== null && !bearerMatches(req.headers.authorization, token)) {
+    res.setHeader('WWW-Authenticate', 'Bearer realm="rategate-admin"');
+    return json(res, 401, { error: 'admin token required' });
+  }
+  // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
+  const params = new URLSearchParams(query);
+  if (path === '/admin/buckets') {
+    const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store, opts.guard?.top);
+    return json(res, a.status, a.body);
+  }
+  // A store that does not answer is the store's trouble, not the admin API's: 503 with its message.
+  const g = opts.guard ? await guardEndpoint(req, path, params, policy, opts.guard).catch((err: Error) => ({ status: 503, body: { error: `store: ${err.message}` } })) : null;
+  if (g !== null) return json(res, g.status, g.body);
   json(res, 404, { error: 'Not found' });
 }
 

@@ -5,12 +5,13 @@
  * would count alone and a limit of N would admit N × workers, so that combination is refused.
  */
 import cluster from 'node:cluster';
-import http from 'node:http';
 import os from 'node:os';
 import { AggregatorRegistry } from 'prom-client';
 import type { Logger } from 'pino';
 import { loadConfigFile, parseHostPort, type ConfigOverrides } from '../config/index.js';
 import { startUpstream, type RunningUpstream } from '../mastodon/index.js';
+import { createAdminServer } from '../admin/server.js';
+import { listenOn } from '../http/listener.js';
 
 export function workerCount(value: string): number | null {
   if (value === 'auto') return Math.max(1, os.availableParallelism());
@@ -60,32 +61,18 @@ export async function runPrimary(opts: {
   });
   for (let i = 0; i < opts.workers; i++) fork();
 
+  // The same admin router as a single process: /metrics summed over the workers, no /admin/* API.
   const aggregator = new AggregatorRegistry();
-  const admin = http.createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path === '/metrics') {
-      aggregator.clusterMetrics().then(
-        (text) => {
-          res.writeHead(200, { 'Content-Type': aggregator.contentType });
-          res.end(text);
-        },
-        (err: Error) => {
-          res.writeHead(500, { 'Content-Type': 'application/json' });
-          res.end(JSON.stringify({ error: err.message }));
-        },
-      );
-      return;
-    }
-    const alive = listening.size;
-    if (path === '/healthz') return json(res, 200, { status: 'ok', workers: alive });
-    if (path === '/readyz') return json(res, alive > 0 && !stopping ? 200 : 503, { workers: alive, wanted: opts.workers });
-    json(res, 404, { error: 'Not found (the buckets API is served by single-process mode only)' });
+  const admin = createAdminServer({
+    metrics: { contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() },
+    health: () => ({ workers: listening.size }),
+    ready: async () => {
+      const checks = { workers: listening.size > 0, serving: !stopping };
+      return { ready: checks.workers && checks.serving, checks, details: { workers: listening.size, wanted: opts.workers } };
+    },
   });
   const adminAt = parseHostPort(cfg.admin.listen)!;
-  await new Promise<void>((resolve, reject) => {
-    admin.once('error', reject);
-    admin.listen(adminAt.port, adminAt.host, () => resolve());
-  });
+  await listenOn(admin, adminAt.host, adminAt.port);
   log.info({ workers: opts.workers, admin: cfg.admin.listen }, `rategate primary: ${opts.workers} workers, admin on ${cfg.admin.listen}`);
 
   await opts.waitForSignal();
@@ -111,8 +98,3 @@ export function serveWorkerMetrics(registry: import('prom-client').Registry): vo
   AggregatorRegistry.setRegistries([registry]);
 }
 
-function json(res: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}

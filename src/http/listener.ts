@@ -1,0 +1,59 @@
+/**
+ * @module The proxy's node:http listener, hardened against hostile clients, and the listen/address
+ * helpers every listener (proxy, admin, the cluster primary's admin) shares.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Snapshot } from '../config/index.js';
+import type { Metrics } from '../observability/metrics.js';
+import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
+
+/**
+ * The proxy listener, hardened against hostile clients: bounded head size (431), time to send the head
+ * (slowloris) and the whole request (408), a connection cap, and garbage on the socket answered 400 and
+ * closed. None of these costs other clients anything.
+ */
+export function createProxyServer(
+  s: Snapshot['config']['server'],
+  handler: http.RequestListener,
+  metrics: Metrics,
+  ServerResponse: typeof http.ServerResponse,
+): http.Server {
+  const server = http.createServer(
+    {
+      ServerResponse,
+      maxHeaderSize: s.maxHeaderSize,
+      headersTimeout: s.headersTimeout,
+      requestTimeout: s.requestTimeout,
+      keepAliveTimeout: s.keepAliveTimeout,
+      // Timeouts are enforced by a periodic sweep; the default 30 s would let slowloris hold sockets long.
+      connectionsCheckingInterval: Math.min(1000, s.headersTimeout),
+    },
+    handler,
+  );
+  server.maxConnections = s.maxConnections;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    const code: GatewayErrorCode =
+      err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST';
+    metrics.gatewayResponses.labels(String(GATEWAY_ERRORS[code].status)).inc();
+    if (err.code === 'ECONNRESET') socket.destroy();
+    else respondOnSocket(socket, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], []);
+  });
+  return server;
+}
+
+export function listenOn(server: http.Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+export function urlOf(server: http.Server): string {
+  const a = server.address() as AddressInfo;
+  const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+  return `http://${host}:${a.port}`;
+}
