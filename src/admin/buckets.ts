@@ -11,7 +11,7 @@ import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import { bucketSpec, overrideFor, type RequestPolicy } from '../pipeline/policy.js';
 import type { TopLimited } from '../guard/top-keys.js';
 import { formatDuration } from '../config/duration.js';
-import { keyValueDigest, valueDigest } from '../rails/rule-facts.js';
+import { keyValueDigest, valueDigest } from '../rails/index.js';
 import { iso8601Micro } from '../pipeline/ratelimit-headers.js';
 
 export type BucketsAnswer = { status: number; body: unknown };

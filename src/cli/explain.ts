@@ -9,10 +9,9 @@ import type { CompiledRule, Snapshot } from '../config/types.js';
 import { formatDuration } from '../config/duration.js';
 import { perLabel } from '../config/describe.js';
 import { accountKeyFromHeader, compileCidrs, ipBucketKey, tokenDigest } from '../identity/index.js';
-import { doorkeeperHeaderToken } from '../rails/request-params.js';
+import { doorkeeperHeaderToken, normalizedKey, RequestFacts, ruleValueDigest, whenFails } from '../rails/index.js';
 import { fromJson, lookUp, ParamError, parseUrlEncoded, type ParamHash } from '../rack-params.js';
 import { compileMatcher, normalizePath } from '../routing/index.js';
-import { normalizedKey, RequestFacts, ruleValueDigest, whenFails } from '../rails/rule-facts.js';
 import { buildRequestPolicy, overrideFor } from '../pipeline/policy.js';
 
 export interface ExplainRequest {

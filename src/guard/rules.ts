@@ -8,7 +8,7 @@ import type { Config } from '../config/schema.js';
 import type { CompiledRule } from '../config/types.js';
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import { compileMatcher, type RuleMatcher } from '../routing/index.js';
-import { ruleValueDigest, whenFails, type RequestFacts } from '../rails/rule-facts.js';
+import { ruleValueDigest, whenFails, type RequestFacts } from '../rails/index.js';
 
 export interface CompiledBan {
   readonly rule: CompiledRule;

@@ -11,10 +11,8 @@ import type { Metrics } from '../observability/metrics.js';
 import { ERROR_BODIES } from '../http/errors.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
 import { bucketsFor, isExemptAccount, type BucketInputs, type RequestPolicy } from './policy.js';
-import { RequestFacts, type BodyParams } from '../rails/rule-facts.js';
-import { doorkeeperHeaderToken, OVERRIDABLE_METHODS } from '../rails/request-params.js';
-import { declaresBody } from '../proxy/forward.js';
-import { bodyKindOf } from '../rails/body-peek.js';
+import { bodyKindOf, type BodyParams, doorkeeperHeaderToken, OVERRIDABLE_METHODS, RequestFacts } from '../rails/index.js';
+import { declaresBody, firstHeader } from '../http/message.js';
 
 /** How the decision went, as the access log names it. */
 export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';
@@ -228,10 +226,6 @@ function anyNeedsFacts(rules: readonly CompiledRule[]): boolean {
 function anyReadsQuery(rules: readonly CompiledRule[]): boolean {
   for (const r of rules) if (r.whenQuery !== null || r.per === 'param') return true;
   return false;
-}
-
-export function firstHeader(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }
 
 /**

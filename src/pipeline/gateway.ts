@@ -6,20 +6,19 @@
  */
 import type http from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
-import { randomUUID } from 'node:crypto';
 import type { Peer } from '../identity/index.js';
 import type { Store } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import { normalizePath } from '../routing/index.js';
-import { declaresBody, type Forwarder, type ForwardResult } from '../proxy/forward.js';
-import { forwardedAsXff, forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
+import type { Forwarder, ForwardResult } from '../proxy/forward.js';
+import { declaresBody, requestId } from '../http/message.js';
+import { forwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import type { UpstreamRoutes } from '../proxy/routes.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, errorBody, isClientFault, paramConflictMessage, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../http/errors.js';
-import { bodyCanDecide, decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
+import { bodyCanDecide, decide, type Decision, type DecisionKind } from './decide.js';
 import { continueNow } from '../http/expect-continue.js';
-import { readRequestParams, type RequestParams } from '../rails/read-params.js';
-import { duplicatedHeader } from '../rails/request-params.js';
+import { duplicatedHeader, readRequestParams, type RequestParams } from '../rails/index.js';
 import type { RequestPolicy } from './policy.js';
 import type { Guard, Release } from '../guard/guard.js';
 import { countBans, guardEarly, guardStage, whenDone, type BanHit } from './guard-stage.js';
@@ -96,8 +95,6 @@ const DUPLICATE_CONTENT_TYPE: Decision = Object.freeze(gatewayAnswer(400, ERROR_
 const DUPLICATE_AUTHORIZATION: Decision = Object.freeze(gatewayAnswer(400, ERROR_BODIES.DUPLICATE_AUTHORIZATION));
 /** `block.ips`: Mastodon's IP blocks answer 403 with this body. */
 const BLOCKED: Decision = Object.freeze({ ...gatewayAnswer(403, ERROR_BODIES.FORBIDDEN), kind: 'blocked' });
-/** A request id from the client is kept when it is a plain token of sane length, else replaced. */
-const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 export class Gateway {
   private draining = false;
@@ -152,7 +149,7 @@ export class Gateway {
     const forwarder = this.opts.routes?.pick(req.method ?? 'GET', s.path)?.forwarder ?? this.opts.forwarder;
     const result = await forwarder.forward(req, res, {
       pathAndQuery: s.target,
-      forwarded: this.forwarded(req, s.peer, id),
+      forwarded: forwardedHeaders(req, s.peer, id),
       extraHeaders: d.headers,
       dropUpstreamRateLimitHeaders: d.matched,
       maxBodySize: s.maxBody,
@@ -171,7 +168,7 @@ export class Gateway {
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
     const tunnel = this.opts.routes?.pick(req.method ?? 'GET', s.path)?.tunnel ?? this.opts.tunnel;
-    const result = await tunnel.open(req, socket, head, s.target, this.forwarded(req, s.peer, id), d.headers, d.matched);
+    const result = await tunnel.open(req, socket, head, s.target, forwardedHeaders(req, s.peer, id), d.headers, d.matched);
     this.finish(req, id, s, { status: result.status, result }, started);
   }
 
@@ -230,27 +227,6 @@ export class Gateway {
     }
     const decision = await decide(this.opts, req, policy, peer, p.method, path, token, target.query, values, p.bodyValues);
     return { decision, path, target: path + target.query, peer, maxBody, body: p.body, dropOverrideHeader: p.dropOverrideHeader, banHits };
-  }
-
-  /**
-   * X-Forwarded-* and X-Request-Id for the upstream. A trusted proxy's chain is kept and extended;
-   * anyone else's is a claim the upstream must not see.
-   */
-  private forwarded(req: http.IncomingMessage, peer: Peer, id: string): ForwardedHeaders {
-    const xff = req.headers['x-forwarded-for'];
-    const { trusted } = peer;
-    const fromTrusted = trusted && xff !== undefined;
-    const peerAddr = peer.client.address;
-    return {
-      for: fromTrusted
-        ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
-        : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr) ?? peerAddr),
-      proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
-      host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
-      trusted,
-      forwarded: forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr),
-      requestId: id,
-    };
   }
 
   /** The one place a request's answer is recorded: the response metric and the access-log line. */
@@ -315,10 +291,4 @@ function refused(decision: Decision, path: string, peer: Peer): Screened {
 
 function gatewayAnswer(status: number, body: Buffer): Decision {
   return { admit: false, status, body, kind: 'rejected', ...NOTHING_CHARGED };
-}
-
-/** The client's request id when it is usable, else a fresh one (which is then forwarded upstream). */
-function requestId(req: http.IncomingMessage): string {
-  const given = req.headers['x-request-id'];
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }

@@ -10,9 +10,9 @@ import { ERROR_BODIES } from '../http/errors.js';
 import type { Guard, Release } from '../guard/guard.js';
 import { guardKey, ipBanKey, NO_GUARD_RULES, type CompiledBan, type GuardWho } from '../guard/rules.js';
 import type { CompiledRule } from '../config/types.js';
-import { RequestFacts, type BodyParams } from '../rails/rule-facts.js';
+import { RequestFacts, type BodyParams } from '../rails/index.js';
 import type { Decision } from './decide.js';
-import { firstHeader } from './decide.js';
+import { firstHeader } from '../http/message.js';
 import type { RequestPolicy } from './policy.js';
 
 /** A ban the request matched, and its key: counted once its answer is known. */

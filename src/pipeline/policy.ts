@@ -3,7 +3,7 @@
  * once when a config is loaded so that the request path only looks things up.
  */
 import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
-import { keyValueDigest, paramNames, ruleValueDigest, valueDigest, whenFails, whenQueryNames, type RequestFacts } from '../rails/rule-facts.js';
+import { compileWantedParams, keyValueDigest, METHOD_PARAM, paramNames, type RequestFacts, ruleValueDigest, TOKEN_PARAMS, valueDigest, type WantedParams, whenFails, whenQueryNames } from '../rails/index.js';
 import {
   accountKeysNamedBy,
   compileCidrs,
@@ -17,7 +17,6 @@ import {
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import type { BucketSpec } from '../limiter/types.js';
 import { compileMatcher, type RuleMatcher } from '../routing/index.js';
-import { compileWantedParams, METHOD_PARAM, TOKEN_PARAMS, type WantedParams } from '../rails/request-params.js';
 import { compileGuardRules, type GuardRules } from '../guard/rules.js';
 
 export interface RequestPolicy {

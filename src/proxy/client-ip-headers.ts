@@ -2,11 +2,14 @@
  * @module Which client-IP headers reach the upstream: the X-Forwarded-* trio and `Forwarded` are
  * rebuilt by the gateway, other client-IP claims pass only from a trusted proxy.
  */
+import type http from 'node:http';
+import type { Peer } from '../identity/index.js';
 import { parseIp } from '../identity/cidr.js';
+import { firstHeader } from '../http/message.js';
 import { forwardedForList } from '../identity/forwarded.js';
 import { bareForwardedAddress } from '../identity/ip.js';
 
-/** What the gateway tells the upstream about the client (built per request by server/gateway.ts). */
+/** What the gateway tells the upstream about the client (built per request by forwardedHeaders). */
 export interface ForwardedHeaders {
   /** The X-Forwarded-For value to send: the trusted chain plus the peer, or the peer alone. */
   readonly for: string;
@@ -18,6 +21,27 @@ export interface ForwardedHeaders {
   readonly forwarded: string | undefined;
   /** Replaces any X-Request-Id the client sent (the same value when the client's was usable). */
   readonly requestId: string;
+}
+
+/**
+ * X-Forwarded-* and X-Request-Id for the upstream. A trusted proxy's chain is kept and extended;
+ * anyone else's is a claim the upstream must not see.
+ */
+export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: string): ForwardedHeaders {
+  const xff = req.headers['x-forwarded-for'];
+  const { trusted } = peer;
+  const fromTrusted = trusted && xff !== undefined;
+  const peerAddr = peer.client.address;
+  return {
+    for: fromTrusted
+      ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
+      : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr) ?? peerAddr),
+    proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
+    host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
+    trusted,
+    forwarded: forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr),
+    requestId: id,
+  };
 }
 
 /** Headers the gateway always drops from the client's request and writes itself. */

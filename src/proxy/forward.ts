@@ -10,6 +10,7 @@ import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.
 import { BodyTooLargeError, upstreamBody } from './upstream-body.js';
 import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../http/errors.js';
 import { mergeUpstreamLimits } from './upstream-limits.js';
+import { declaresBody } from '../http/message.js';
 
 export interface ForwarderOptions {
   /** `http://host:port` of the upstream. */
@@ -196,12 +197,6 @@ function clientFault(err: Error): GatewayErrorCode | undefined {
     if ((e as { code?: unknown } | undefined)?.code === 'PARAM_BEYOND_PEEK') return 'PARAM_AFTER_FILE';
   }
   return undefined;
-}
-
-/** Whether a request comes with a body: a non-zero Content-Length, or chunked. */
-export function declaresBody(req: http.IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
 }
 
 /** One place that turns undici and socket failures into gateway errors. */

@@ -8,7 +8,7 @@ import { fromJson, ParamError, type ParamHash } from '../rack-params.js';
 import { startMultipartPeek, type MultipartPeek } from './multipart-peek.js';
 import { ReplayBody } from './replay-body.js';
 import { HeldBytes } from './held-bytes.js';
-import { declaresBody } from '../proxy/forward.js';
+import { declaresBody } from '../http/message.js';
 import { formValues, valuesOf, type WantedParams } from './request-params.js';
 
 /** How Rails reads a body, from its Content-Type (and method: Rack reads a typeless POST as a form). */

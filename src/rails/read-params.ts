@@ -5,6 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { GATEWAY_ERRORS, paramConflictMessage } from '../http/errors.js';
+import { firstHeader } from '../http/message.js';
 import { peekBody } from './body-peek.js';
 import {
   doorkeeperToken,
@@ -64,10 +65,6 @@ class Params implements RequestParams {
   param(name: string): ParamPick {
     return pickParam(name, this.query, this.bodyValues);
   }
-}
-
-function firstHeader(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }
 
 /**

@@ -1,0 +1,23 @@
+/** @module Facts of one HTTP message that every stage reads the same way: does it carry a body, a header's first value, its request id. */
+import type http from 'node:http';
+import { randomUUID } from 'node:crypto';
+
+/** Whether a request comes with a body: a non-zero Content-Length, or chunked. */
+export function declaresBody(req: http.IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
+}
+
+/** A header's first value (node:http gives an array for the few headers it does not join). */
+export function firstHeader(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** A request id from the client is kept when it is a plain token of sane length, else replaced. */
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** The client's request id when it is usable, else a fresh one (which is then forwarded upstream). */
+export function requestId(req: http.IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
