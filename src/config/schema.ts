@@ -1,5 +1,6 @@
 /** @module The zod schema of `limits.yaml` (SPEC §3): its sections, defaults and the TS types derived from it; value formats live in formats.ts, checks across fields in cross-field.ts. */
 import { z } from 'zod';
+import { GATEWAY_ERRORS } from '../http/errors.js';
 import { parsePattern } from '../routing/pattern.js';
 import { checkPer, PER, PER_HINT } from './limit-model.js';
 import { show, type PathItem } from './errors.js';
@@ -199,7 +200,7 @@ const responsesShape = {
   standardHeaders: z.boolean().default(true).describe('Also send the IETF RateLimit and RateLimit-Policy fields.'),
   body: z
     .record(z.string(), z.unknown())
-    .default({ error: 'Too many requests' })
+    .default({ error: GATEWAY_ERRORS.RATE_LIMITED.message })
     .describe('JSON body of a 429 answer.'),
 };
 const exemptShape = {

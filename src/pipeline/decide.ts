@@ -9,45 +9,18 @@ import type { Peer } from '../identity/index.js';
 import { StoreUnavailableError, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ERROR_BODIES } from '../http/errors.js';
-import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
+import { admitted, NO_HEADERS, NO_RULES, refusal, type Decision } from './decision.js';
+import { rateLimited, rateLimitHeaders } from './rate-limited.js';
 import { bucketsFor, isExemptAccount, type BucketInputs, type RequestPolicy } from './policy.js';
 import { bodyKindOf, type BodyParams, doorkeeperHeaderToken, OVERRIDABLE_METHODS, RequestFacts } from '../rails/index.js';
 import { declaresBody, firstHeader } from '../http/message.js';
 
-/** How the decision went, as the access log names it. */
-export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';
+export type { Decision, DecisionKind } from './decision.js';
 
-export interface Decision {
-  readonly admit: boolean;
-  /** The gateway's answer when not admitted (429, 503). */
-  readonly status: number;
-  readonly body: Buffer | undefined;
-  /** Rate-limit headers for the answer, as flat name/value pairs. */
-  readonly headers: readonly string[];
-  /** The rules whose buckets were charged (or would have been), in table order. */
-  readonly rules: readonly CompiledRule[];
-  /** On a 429, the rule that rejected: the first non-shadow rule whose bucket had no room. */
-  readonly rejectedBy: CompiledRule | undefined;
-  /** Some rule matched the route: the upstream's own rate-limit headers are then replaced. */
-  readonly matched: boolean;
-  readonly kind: DecisionKind;
-}
-
-const NO_HEADERS: readonly string[] = Object.freeze([]);
-const NO_RULES: readonly CompiledRule[] = Object.freeze([]);
 const UNMATCHED: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, false, 'unmatched'));
 const EXEMPT: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'exempt'));
 const NO_BUCKET: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'unmatched'));
-const BAD_QUERY: Decision = Object.freeze({
-  admit: false,
-  status: 400,
-  body: ERROR_BODIES.QUERY_CONFLICT,
-  headers: NO_HEADERS,
-  rules: NO_RULES,
-  rejectedBy: undefined,
-  matched: false,
-  kind: 'rejected',
-} satisfies Decision);
+const BAD_QUERY: Decision = Object.freeze(refusal(400, ERROR_BODIES.QUERY_CONFLICT));
 
 /** What the decision needs besides the request: the store, the metrics, and the store's clock. */
 export interface DecideContext {
@@ -116,14 +89,13 @@ export async function decide(
     outcome = await store.consume(specs);
   } catch (err) {
     if (!(err instanceof StoreUnavailableError)) throw err;
-    return { admit: false, status: 503, body: ERROR_BODIES.STORE_UNAVAILABLE, headers: NO_HEADERS, rules, rejectedBy: undefined, matched: true, kind: 'store_unavailable' };
+    return { ...refusal(503, ERROR_BODIES.STORE_UNAVAILABLE, 'store_unavailable'), rules, matched: true };
   }
   metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
   countDecision(metrics, rules, outcome);
-  const headers = rateLimitHeaders(policy, rules, outcome);
-  if (outcome.allowed) return admitted(headers, rules, true, 'allowed');
+  if (outcome.allowed) return admitted(rateLimitHeaders(policy, rules, outcome), rules, true, 'allowed');
   noteLimited(ctx, rules, specs, outcome);
-  return limited(policy, headers, rules, outcome);
+  return rateLimited(policy, rejecting(rules, outcome), { rules, outcome });
 }
 
 /**
@@ -143,7 +115,7 @@ async function refuseEarly(ctx: DecideContext, policy: RequestPolicy, matched: r
   if (rejecting(rules, outcome) === undefined) return null;
   countDecision(ctx.metrics, rules, outcome);
   noteLimited(ctx, rules, specs, outcome);
-  return limited(policy, rateLimitHeaders(policy, rules, outcome), rules, outcome);
+  return rateLimited(policy, rejecting(rules, outcome), { rules, outcome });
 }
 
 /** The rejecting bucket, for triage (only on a 429: an allowed request costs nothing here). */
@@ -152,21 +124,6 @@ function noteLimited(ctx: DecideContext, rules: readonly CompiledRule[], specs: 
   for (let i = 0; i < rules.length; i++) {
     if (outcome.buckets[i]!.limited && !rules[i]!.shadow) return ctx.onLimited(rules[i]!.name, specs[i]!.key);
   }
-}
-
-function rateLimitHeaders(policy: RequestPolicy, rules: readonly CompiledRule[], outcome: ConsumeOutcome): string[] {
-  const headers: string[] = [];
-  const responses = policy.snapshot.config.responses;
-  appendRateLimitHeaders(headers, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
-  return headers;
-}
-
-function limited(policy: RequestPolicy, headers: readonly string[], rules: readonly CompiledRule[], outcome: ConsumeOutcome): Decision {
-  return { admit: false, status: 429, body: policy.limitedBody, headers, rules, rejectedBy: rejecting(rules, outcome), matched: true, kind: 'limited' };
-}
-
-function admitted(headers: readonly string[], rules: readonly CompiledRule[], matched: boolean, kind: DecisionKind): Decision {
-  return { admit: true, status: 0, body: undefined, headers, rules, rejectedBy: undefined, matched, kind };
 }
 
 function rejecting(rules: readonly CompiledRule[], outcome: ConsumeOutcome): CompiledRule | undefined {

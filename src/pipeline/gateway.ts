@@ -15,8 +15,9 @@ import { declaresBody, requestId } from '../http/message.js';
 import { forwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import type { UpstreamRoutes } from '../proxy/routes.js';
-import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, errorBody, isClientFault, paramConflictMessage, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../http/errors.js';
-import { bodyCanDecide, decide, type Decision, type DecisionKind } from './decide.js';
+import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, errorBody, isClientFault, paramConflictMessage, respondError, type GatewayErrorCode, respondJson, respondOnSocket, upstreamErrorReason } from '../http/errors.js';
+import { bodyCanDecide, decide } from './decide.js';
+import { NO_HEADERS, refusal, type Decision, type DecisionKind } from './decision.js';
 import { continueNow } from '../http/expect-continue.js';
 import { duplicatedHeader, readRequestParams, type RequestParams } from '../rails/index.js';
 import type { RequestPolicy } from './policy.js';
@@ -87,14 +88,12 @@ interface Ending {
   readonly result: ForwardResult | undefined;
 }
 
-const NO_HEADERS: readonly string[] = Object.freeze([]);
-const NOTHING_CHARGED = { headers: NO_HEADERS, rules: Object.freeze([]), rejectedBy: undefined, matched: false } as const;
-const SHUTTING_DOWN: Decision = Object.freeze(gatewayAnswer(503, ERROR_BODIES.SHUTTING_DOWN));
-const TOO_LARGE: Decision = Object.freeze(gatewayAnswer(413, ERROR_BODIES.PAYLOAD_TOO_LARGE));
-const DUPLICATE_CONTENT_TYPE: Decision = Object.freeze(gatewayAnswer(400, ERROR_BODIES.DUPLICATE_CONTENT_TYPE));
-const DUPLICATE_AUTHORIZATION: Decision = Object.freeze(gatewayAnswer(400, ERROR_BODIES.DUPLICATE_AUTHORIZATION));
+const SHUTTING_DOWN: Decision = Object.freeze(catalogued('SHUTTING_DOWN'));
+const TOO_LARGE: Decision = Object.freeze(catalogued('PAYLOAD_TOO_LARGE'));
+const DUPLICATE_CONTENT_TYPE: Decision = Object.freeze(catalogued('DUPLICATE_CONTENT_TYPE'));
+const DUPLICATE_AUTHORIZATION: Decision = Object.freeze(catalogued('DUPLICATE_AUTHORIZATION'));
 /** `block.ips`: Mastodon's IP blocks answer 403 with this body. */
-const BLOCKED: Decision = Object.freeze({ ...gatewayAnswer(403, ERROR_BODIES.FORBIDDEN), kind: 'blocked' });
+const BLOCKED: Decision = Object.freeze(catalogued('FORBIDDEN', 'blocked'));
 
 export class Gateway {
   private draining = false;
@@ -193,7 +192,7 @@ export class Gateway {
     }
     if (this.draining) return refused(SHUTTING_DOWN, req.url ?? '', peer);
     const target = normalizePath(req.url ?? '');
-    if (!target.ok) return refused(gatewayAnswer(400, badPathBody(target.reason)), req.url ?? '', peer);
+    if (!target.ok) return refused(refusal(GATEWAY_ERRORS.BAD_PATH.status, badPathBody(target.reason)), req.url ?? '', peer);
     const path = target.path;
     const dup = duplicatedHeader(req.rawHeaders);
     if (dup !== null) return refused(dup === 'content-type' ? DUPLICATE_CONTENT_TYPE : DUPLICATE_AUTHORIZATION, path, peer);
@@ -209,13 +208,13 @@ export class Gateway {
     const rawQuery = target.query.length > 1 ? target.query.slice(1) : '';
     const read = readRequestParams(req, rawQuery, { wanted: policy.wantedParams, maxBytes: policy.paramPeekBytes, readBody });
     const params = read instanceof Promise ? await read : read;
-    if (!params.ok) return refused(gatewayAnswer(params.status, errorBody(params.message)), path, peer);
+    if (!params.ok) return refused(refusal(params.status, errorBody(params.message)), path, peer);
     const p = params.params;
     const token = p.token.kind === 'token' ? p.token.token : null;
     // `param:` rules: their values from the query and the body together (two different ones: 400).
     const values = policy.paramNames.length > 0 ? ruleParamValues(p, policy.paramNames) : undefined;
     if (typeof values === 'string') {
-      return refused(gatewayAnswer(400, errorBody(paramConflictMessage(values))), path, peer);
+      return refused(refusal(GATEWAY_ERRORS.BAD_REQUEST.status, errorBody(paramConflictMessage(values))), path, peer);
     }
     let banHits: readonly BanHit[] | null = null;
     if (guard !== undefined && policy.guard !== NO_GUARD_RULES) {
@@ -289,6 +288,7 @@ function refused(decision: Decision, path: string, peer: Peer): Screened {
   return { decision, path, target: '', peer, maxBody: 0, body: null, dropOverrideHeader: false };
 }
 
-function gatewayAnswer(status: number, body: Buffer): Decision {
-  return { admit: false, status, body, kind: 'rejected', ...NOTHING_CHARGED };
+/** A refusal straight from the error catalogue: its status and its pre-serialized body. */
+function catalogued(code: GatewayErrorCode, kind: DecisionKind = 'rejected'): Decision {
+  return refusal(GATEWAY_ERRORS[code].status, ERROR_BODIES[code], kind);
 }

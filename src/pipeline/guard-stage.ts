@@ -11,7 +11,8 @@ import type { Guard, Release } from '../guard/guard.js';
 import { guardKey, ipBanKey, NO_GUARD_RULES, type CompiledBan, type GuardWho } from '../guard/rules.js';
 import type { CompiledRule } from '../config/types.js';
 import { RequestFacts, type BodyParams } from '../rails/index.js';
-import type { Decision } from './decide.js';
+import { NO_RULES, refusal, type Decision } from './decision.js';
+import { rateLimited } from './rate-limited.js';
 import { firstHeader } from '../http/message.js';
 import type { RequestPolicy } from './policy.js';
 
@@ -21,13 +22,9 @@ export interface BanHit {
   readonly key: string;
 }
 
-const NO_RULES: readonly CompiledRule[] = Object.freeze([]);
-const NO_HEADERS: readonly string[] = Object.freeze([]);
 /** Banned and blocked clients get Mastodon's IP-block answer: nothing tells them which. */
-const FORBIDDEN = { admit: false, status: 403, body: ERROR_BODIES.FORBIDDEN, headers: NO_HEADERS, rules: NO_RULES, rejectedBy: undefined, matched: false } as const;
-export const BLOCKED_RUNTIME: Decision = Object.freeze({ ...FORBIDDEN, kind: 'blocked' });
-export const BANNED: Decision = Object.freeze({ ...FORBIDDEN, kind: 'banned' });
-const RETRY_IN_A_SECOND: readonly string[] = Object.freeze(['Retry-After', '1']);
+export const BLOCKED_RUNTIME: Decision = Object.freeze(refusal(403, ERROR_BODIES.FORBIDDEN, 'blocked'));
+export const BANNED: Decision = Object.freeze(refusal(403, ERROR_BODIES.FORBIDDEN, 'banned'));
 
 function isExempt(guard: Guard, policy: RequestPolicy, address: string): boolean {
   if (policy.exemptIps !== null && policy.exemptIps.contains(address)) return true;
@@ -117,15 +114,11 @@ export async function guardStage(guard: Guard, policy: RequestPolicy, g: GuardIn
     const release = await guard.enter(c, `${c.prefix}{${key}}`);
     if (release === null) {
       guard.metrics?.concurrencyLimited.labels(r.name).inc();
-      return { refusal: inFlightLimited(policy, r), banHits: null };
+      return { refusal: rateLimited(policy, r, 'in-flight'), banHits: null };
     }
     g.onEnd(release);
   }
   return hits === null ? PASS : { refusal: null, banHits: hits };
-}
-
-function inFlightLimited(policy: RequestPolicy, rule: CompiledRule): Decision {
-  return { admit: false, status: 429, body: policy.limitedBody, headers: RETRY_IN_A_SECOND, rules: NO_RULES, rejectedBy: rule, matched: false, kind: 'limited' };
 }
 
 /** After the answer: counts the request in each ban it matched whose `on` takes this status. */

@@ -1,0 +1,33 @@
+/** @module What the stages before an ending decide about a request, and the shapes of the gateway's own answers. */
+import type { CompiledRule } from '../config/types.js';
+
+/** How the decision went, as the access log names it. */
+export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';
+
+export interface Decision {
+  readonly admit: boolean;
+  /** The gateway's answer when not admitted (429, 503). */
+  readonly status: number;
+  readonly body: Buffer | undefined;
+  /** Rate-limit headers for the answer, as flat name/value pairs. */
+  readonly headers: readonly string[];
+  /** The rules whose buckets were charged (or would have been), in table order. */
+  readonly rules: readonly CompiledRule[];
+  /** On a 429, the rule that rejected: the first non-shadow rule whose bucket had no room. */
+  readonly rejectedBy: CompiledRule | undefined;
+  /** Some rule matched the route: the upstream's own rate-limit headers are then replaced. */
+  readonly matched: boolean;
+  readonly kind: DecisionKind;
+}
+
+export const NO_HEADERS: readonly string[] = Object.freeze([]);
+export const NO_RULES: readonly CompiledRule[] = Object.freeze([]);
+
+export function admitted(headers: readonly string[], rules: readonly CompiledRule[], matched: boolean, kind: DecisionKind): Decision {
+  return { admit: true, status: 0, body: undefined, headers, rules, rejectedBy: undefined, matched, kind };
+}
+
+/** A gateway-made refusal that charged nothing (400, 403, 413, 503 …). */
+export function refusal(status: number, body: Buffer, kind: DecisionKind = 'rejected'): Decision {
+  return { admit: false, status, body, headers: NO_HEADERS, rules: NO_RULES, rejectedBy: undefined, matched: false, kind };
+}

@@ -1,0 +1,35 @@
+/**
+ * @module The one 429: its status (the error catalogue's RATE_LIMITED), its body (`responses.body`,
+ * whose default is the catalogue's message) and its headers, whether a bucket or an in-flight limit refused.
+ */
+import type { CompiledRule } from '../config/types.js';
+import type { ConsumeOutcome } from '../limiter/types.js';
+import { GATEWAY_ERRORS } from '../http/errors.js';
+import { NO_RULES, type Decision } from './decision.js';
+import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
+import type { RequestPolicy } from './policy.js';
+
+/** An in-flight limit frees a slot when a request ends: retrying a second later is the honest hint. */
+const RETRY_IN_A_SECOND: readonly string[] = Object.freeze(['Retry-After', '1']);
+
+/**
+ * The rate-limited answer. `limits`: the rules charged and the store's outcome (bucket limits: the
+ * rate-limit headers of the bucket that refused), or 'in-flight' (a concurrency rule: Retry-After 1).
+ */
+export function rateLimited(
+  policy: RequestPolicy,
+  rejectedBy: CompiledRule | undefined,
+  limits: { readonly rules: readonly CompiledRule[]; readonly outcome: ConsumeOutcome; readonly headers?: readonly string[] } | 'in-flight',
+): Decision {
+  const base = { admit: false, status: GATEWAY_ERRORS.RATE_LIMITED.status, body: policy.limitedBody, rejectedBy, kind: 'limited' } as const;
+  if (limits === 'in-flight') return { ...base, headers: RETRY_IN_A_SECOND, rules: NO_RULES, matched: false };
+  return { ...base, headers: limits.headers ?? rateLimitHeaders(policy, limits.rules, limits.outcome), rules: limits.rules, matched: true };
+}
+
+/** The rate-limit headers of any answer to a matched request (allowed or refused), as the config formats them. */
+export function rateLimitHeaders(policy: RequestPolicy, rules: readonly CompiledRule[], outcome: ConsumeOutcome): string[] {
+  const headers: string[] = [];
+  const responses = policy.snapshot.config.responses;
+  appendRateLimitHeaders(headers, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
+  return headers;
+}
