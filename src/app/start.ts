@@ -24,7 +24,7 @@ import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
 import type { Introspect } from '../identity/account.js';
 import { createReadiness } from './readiness.js';
 import { watchConfig } from './reload.js';
-import { startUpstream, type RunningUpstream } from '../mastodon/index.js';
+import { startUpstream } from '../mastodon/index.js';
 import { createGuard, type Guard } from '../guard/index.js';
 import { displayKey } from '../guard/top-keys.js';
 

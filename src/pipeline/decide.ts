@@ -3,17 +3,16 @@
  * bucket all-or-nothing, and build the rate-limit headers of the answer. Plain requests and WebSocket
  * upgrades both come through here, so they are limited the same way.
  */
-import type http from 'node:http';
 import type { CompiledRule } from '../config/types.js';
-import type { Peer } from '../identity/index.js';
 import { StoreUnavailableError, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ERROR_BODIES } from '../http/errors.js';
 import { admitted, NO_HEADERS, NO_RULES, refusal, type Decision } from './decision.js';
 import { rateLimited, rateLimitHeaders } from './rate-limited.js';
 import { bucketsFor, isExemptAccount, type BucketInputs, type RequestPolicy } from './policy.js';
-import { bodyKindOf, type BodyParams, doorkeeperHeaderToken, OVERRIDABLE_METHODS, RequestFacts } from '../rails/index.js';
-import { declaresBody, firstHeader } from '../http/message.js';
+import { bodyKindOf, doorkeeperHeaderToken, OVERRIDABLE_METHODS, type RequestFacts } from '../rails/index.js';
+import { declaresBody } from '../http/message.js';
+import type { RequestView } from './request-view.js';
 
 export type { Decision, DecisionKind } from './decision.js';
 
@@ -34,40 +33,22 @@ export interface DecideContext {
   readonly onLimited?: (rule: string, bucketKey: string) => void;
 }
 
-/**
- * `query` is the request's query string (with its `?`, or ''), read only when a matched rule needs it;
- * `body` the parameters the body peek found, by name.
- */
-export async function decide(
-  ctx: DecideContext,
-  req: http.IncomingMessage,
-  policy: RequestPolicy,
-  peer: Peer,
-  method: string,
-  path: string,
-  /** The token Doorkeeper will authenticate the request with, wherever it was sent; null: none. */
-  token: string | null,
-  /** The query string, with its `?` (or ''): read only when a matched rule needs it. */
-  query = '',
-  /** The `param:` names' values (query and body together), by name as written. */
-  body?: BodyParams,
-  /** Every wanted name the body peek found, the body alone (for `when.query`). */
-  form?: BodyParams,
-): Promise<Decision> {
-  const matched = policy.snapshot.matcher.match(method, path);
+/** The limit decision for the request `v` describes (its rules already matched by screen()). */
+export async function decide(ctx: DecideContext, v: RequestView): Promise<Decision> {
+  const { policy, matched, peer, token } = v;
   if (matched.length === 0) return UNMATCHED;
-  const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
+  const client = v.client;
   if (policy.exemptIps !== null && policy.exemptIps.contains(client.address)) return EXEMPT;
   if (ctx.runtimeExempt?.(client.address) === true) return EXEMPT;
   let facts: RequestFacts | null = null;
   if (anyNeedsFacts(matched)) {
-    facts = new RequestFacts(req.headers, query, () => token, body, form);
+    facts = v.facts();
     // A query Rails would refuse is refused here (400) rather than read one way by us and another by Rails.
     if (anyReadsQuery(matched) && !facts.queryReadable()) return BAD_QUERY;
   }
   let account: string | null = null;
   if (needsAccount(matched)) {
-    const headerValue = policy.accountHeader !== undefined ? firstHeader(req.headers[policy.accountHeader]) : undefined;
+    const headerValue = v.accountHeader();
     const known = policy.account.known(token, headerValue, peer.trusted);
     if (known !== undefined) account = known;
     else {
@@ -138,13 +119,13 @@ function rejecting(rules: readonly CompiledRule[], outcome: ConsumeOutcome): Com
  * reads `access_token` from the body too).
  * Plain GETs and requests with a bearer header on method-insensitive routes never pay for a peek.
  */
-export function bodyCanDecide(req: http.IncomingMessage, policy: RequestPolicy, method: string, path: string): boolean {
+export function bodyCanDecide(v: RequestView): boolean {
+  const { req, policy, method, path, matched } = v;
   if (!declaresBody(req)) return false;
   // A body Rails reads no parameters from (an image, octet-stream) holds neither a token nor `_method`.
   const kind = bodyKindOf(method, req.headers['content-type']);
   if (kind === 'opaque') return false;
   const matcher = policy.snapshot.matcher;
-  const matched = matcher.match(method, path);
   if (method === 'POST' && kind !== 'json') {
     // The matcher returns one frozen array per rule set, so identity says "the same rules".
     for (const m of OVERRIDABLE_METHODS) if (m !== 'POST' && matcher.match(m, path) !== matched) return true;

@@ -6,7 +6,6 @@
  */
 import type http from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
-import type { Peer } from '../identity/index.js';
 import type { Store } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import { normalizePath } from '../routing/index.js';
@@ -18,6 +17,7 @@ import type { UpstreamRoutes } from '../proxy/routes.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, errorBody, isClientFault, paramConflictMessage, respondError, type GatewayErrorCode, respondJson, respondOnSocket, upstreamErrorReason } from '../http/errors.js';
 import { bodyCanDecide, decide } from './decide.js';
 import { NO_HEADERS, refusal, type Decision, type DecisionKind } from './decision.js';
+import { RequestView } from './request-view.js';
 import { continueNow } from '../http/expect-continue.js';
 import { duplicatedHeader, readRequestParams, type RequestParams } from '../rails/index.js';
 import type { RequestPolicy } from './policy.js';
@@ -68,11 +68,10 @@ export interface GatewayOptions {
 /** What the stages before the ending found: a refusal to write, or what the ending needs. */
 interface Screened {
   readonly decision: Decision;
-  /** The normalized path (the raw target when it could not be normalized). */
-  readonly path: string;
+  /** The request, each fact found once (its path: the raw target when it could not be normalized). */
+  readonly view: RequestView;
   /** What goes upstream: the normalized path and the query. */
   readonly target: string;
-  readonly peer: Peer;
   readonly maxBody: number;
   /** What to forward instead of the request itself after a body peek; null: the request. */
   readonly body: Readable | null;
@@ -145,10 +144,10 @@ export class Gateway {
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
     continueNow(req, res);
-    const forwarder = this.opts.routes?.pick(req.method ?? 'GET', s.path)?.forwarder ?? this.opts.forwarder;
+    const forwarder = this.opts.routes?.pick(req.method ?? 'GET', s.view.path)?.forwarder ?? this.opts.forwarder;
     const result = await forwarder.forward(req, res, {
       pathAndQuery: s.target,
-      forwarded: forwardedHeaders(req, s.peer, id),
+      forwarded: forwardedHeaders(req, s.view.peer, id),
       extraHeaders: d.headers,
       dropUpstreamRateLimitHeaders: d.matched,
       maxBodySize: s.maxBody,
@@ -166,8 +165,8 @@ export class Gateway {
       respondOnSocket(socket, d.status, d.body!, d.headers);
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
-    const tunnel = this.opts.routes?.pick(req.method ?? 'GET', s.path)?.tunnel ?? this.opts.tunnel;
-    const result = await tunnel.open(req, socket, head, s.target, forwardedHeaders(req, s.peer, id), d.headers, d.matched);
+    const tunnel = this.opts.routes?.pick(req.method ?? 'GET', s.view.path)?.tunnel ?? this.opts.tunnel;
+    const result = await tunnel.open(req, socket, head, s.target, forwardedHeaders(req, s.view.peer, id), d.headers, d.matched);
     this.finish(req, id, s, { status: result.status, result }, started);
   }
 
@@ -178,54 +177,65 @@ export class Gateway {
    */
   private async screen(req: http.IncomingMessage, res: http.ServerResponse | undefined, onEnd: (release: Release) => void): Promise<Screened> {
     const policy = this.opts.policy();
-    const peer = policy.resolveIp.peer(req.socket.remoteAddress);
-    const method = req.method ?? 'GET';
+    const v = new RequestView(req, policy, policy.resolveIp.peer(req.socket.remoteAddress));
     // Decided before anything else: a blocked client is never counted, never forwarded.
-    if (policy.blockIps !== null && policy.blockIps.contains(policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded).address)) {
+    if (policy.blockIps !== null && policy.blockIps.contains(v.client.address)) {
       this.opts.guard?.metrics?.blockedRequests.labels('config').inc();
-      return refused(BLOCKED, req.url ?? '', peer);
+      return refused(BLOCKED, v);
     }
     const guard = this.opts.guard;
     if (guard !== undefined && guard.hasEarly()) {
-      const early = guardEarly(guard, policy, policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded));
-      if (early !== null) return refused(early, req.url ?? '', peer);
+      const early = guardEarly(guard, policy, v.client);
+      if (early !== null) return refused(early, v);
     }
-    if (this.draining) return refused(SHUTTING_DOWN, req.url ?? '', peer);
-    const target = normalizePath(req.url ?? '');
-    if (!target.ok) return refused(refusal(GATEWAY_ERRORS.BAD_PATH.status, badPathBody(target.reason)), req.url ?? '', peer);
-    const path = target.path;
+    if (this.draining) return refused(SHUTTING_DOWN, v);
+    const target = normalizePath(v.path);
+    if (!target.ok) return refused(refusal(GATEWAY_ERRORS.BAD_PATH.status, badPathBody(target.reason)), v);
+    const path = (v.path = target.path);
+    v.query = target.query;
     const dup = duplicatedHeader(req.rawHeaders);
-    if (dup !== null) return refused(dup === 'content-type' ? DUPLICATE_CONTENT_TYPE : DUPLICATE_AUTHORIZATION, path, peer);
+    if (dup !== null) return refused(dup === 'content-type' ? DUPLICATE_CONTENT_TYPE : DUPLICATE_AUTHORIZATION, v);
     // Refused before counting: a request that will not be served must not spend anyone's tokens.
-    const maxBody = policy.maxBodySize(method, path);
+    const maxBody = policy.maxBodySize(v.method, path);
     const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > maxBody) return refused(TOO_LARGE, path, peer);
+    if (declared !== undefined && Number(declared) > maxBody) return refused(TOO_LARGE, v);
+    v.matched = policy.snapshot.matcher.match(v.method, path);
 
-    // Count the request as Rails will see it: the method Rack's override names, the token wherever
-    // Doorkeeper finds it (reading the body only when that can change the decision).
-    const readBody = res !== undefined && bodyCanDecide(req, policy, method, path);
-    if (readBody) continueNow(req, res);
-    const rawQuery = target.query.length > 1 ? target.query.slice(1) : '';
-    const read = readRequestParams(req, rawQuery, { wanted: policy.wantedParams, maxBytes: policy.paramPeekBytes, readBody });
-    const params = read instanceof Promise ? await read : read;
-    if (!params.ok) return refused(refusal(params.status, errorBody(params.message)), path, peer);
-    const p = params.params;
-    const token = p.token.kind === 'token' ? p.token.token : null;
-    // `param:` rules: their values from the query and the body together (two different ones: 400).
-    const values = policy.paramNames.length > 0 ? ruleParamValues(p, policy.paramNames) : undefined;
-    if (typeof values === 'string') {
-      return refused(refusal(GATEWAY_ERRORS.BAD_REQUEST.status, errorBody(paramConflictMessage(values))), path, peer);
-    }
+    const read = await this.readParams(v, res);
+    if ('refusal' in read) return refused(read.refusal, v);
+    const p = read.params;
     let banHits: readonly BanHit[] | null = null;
     if (guard !== undefined && policy.guard !== NO_GUARD_RULES) {
       // Bans on other keys and in-flight slots: before any counting.
-      const client = policy.resolveIp.behind(peer, req.headers['x-forwarded-for'], req.headers.forwarded);
-      const g = await guardStage(guard, policy, { req, peer, client, method: p.method, path, token, query: target.query, values, form: p.bodyValues, onEnd });
-      if (g.refusal !== null) return refused(g.refusal, path, peer);
+      const g = await guardStage(guard, v, onEnd);
+      if (g.refusal !== null) return refused(g.refusal, v);
       banHits = g.banHits;
     }
-    const decision = await decide(this.opts, req, policy, peer, p.method, path, token, target.query, values, p.bodyValues);
-    return { decision, path, target: path + target.query, peer, maxBody, body: p.body, dropOverrideHeader: p.dropOverrideHeader, banHits };
+    const decision = await decide(this.opts, v);
+    return { decision, view: v, target: path + target.query, maxBody, body: p.body, dropOverrideHeader: p.dropOverrideHeader, banHits };
+  }
+
+  /**
+   * Reads the request as Rails will see it: the method Rack's override names, the token wherever
+   * Doorkeeper finds it (reading the body only when that can change the decision), the `param:` values.
+   */
+  private async readParams(v: RequestView, res: http.ServerResponse | undefined): Promise<{ refusal: Decision } | { params: RequestParams }> {
+    const { req, policy } = v;
+    const readBody = res !== undefined && bodyCanDecide(v);
+    if (readBody) continueNow(req, res);
+    const rawQuery = v.query.length > 1 ? v.query.slice(1) : '';
+    const read = readRequestParams(req, rawQuery, { wanted: policy.wantedParams, maxBytes: policy.paramPeekBytes, readBody });
+    const params = read instanceof Promise ? await read : read;
+    if (!params.ok) return { refusal: refusal(params.status, errorBody(params.message)) };
+    const p = params.params;
+    v.token = p.token.kind === 'token' ? p.token.token : null;
+    v.form = p.bodyValues;
+    v.routeAs(p.method);
+    // `param:` rules: their values from the query and the body together (two different ones: 400).
+    const values = policy.paramNames.length > 0 ? ruleParamValues(p, policy.paramNames) : undefined;
+    if (typeof values === 'string') return { refusal: refusal(GATEWAY_ERRORS.BAD_REQUEST.status, errorBody(paramConflictMessage(values))) };
+    v.values = values;
+    return { params: p };
   }
 
   /** The one place a request's answer is recorded: the response metric and the access-log line. */
@@ -245,7 +255,7 @@ export class Gateway {
     const record: RequestRecord = {
       id,
       method: req.method ?? '',
-      path: s.path,
+      path: s.view.path,
       status: end.status,
       rules: d.rules.map((rule) => rule.name),
       decision: d.kind,
@@ -253,7 +263,7 @@ export class Gateway {
     };
     if (d.rejectedBy !== undefined) record.rule = d.rejectedBy.name;
     if (r?.error !== undefined) record.error = r.error;
-    const client = clientField(this.opts.policy(), s.peer, req);
+    const client = clientField(s.view);
     if (client !== undefined) record.client = client;
     this.opts.onRequest(record);
   }
@@ -284,8 +294,8 @@ function ruleParamValues(p: RequestParams, names: readonly string[]): Map<string
   return values;
 }
 
-function refused(decision: Decision, path: string, peer: Peer): Screened {
-  return { decision, path, target: '', peer, maxBody: 0, body: null, dropOverrideHeader: false };
+function refused(decision: Decision, view: RequestView): Screened {
+  return { decision, view, target: '', maxBody: 0, body: null, dropOverrideHeader: false };
 }
 
 /** A refusal straight from the error catalogue: its status and its pre-serialized body. */

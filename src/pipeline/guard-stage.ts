@@ -5,15 +5,13 @@
  * in-flight rules and a store without runtime entries make both a couple of null checks.
  */
 import type http from 'node:http';
-import type { ClientIp, Peer } from '../identity/index.js';
+import type { ClientIp } from '../identity/index.js';
 import { ERROR_BODIES } from '../http/errors.js';
 import type { Guard, Release } from '../guard/guard.js';
 import { guardKey, ipBanKey, NO_GUARD_RULES, type CompiledBan, type GuardWho } from '../guard/rules.js';
-import type { CompiledRule } from '../config/types.js';
-import { RequestFacts, type BodyParams } from '../rails/index.js';
 import { NO_RULES, refusal, type Decision } from './decision.js';
 import { rateLimited } from './rate-limited.js';
-import { firstHeader } from '../http/message.js';
+import type { RequestView } from './request-view.js';
 import type { RequestPolicy } from './policy.js';
 
 /** A ban the request matched, and its key: counted once its answer is known. */
@@ -47,22 +45,6 @@ export function guardEarly(guard: Guard, policy: RequestPolicy, client: ClientIp
   return null;
 }
 
-export interface GuardInputs {
-  readonly req: http.IncomingMessage;
-  readonly peer: Peer;
-  readonly client: ClientIp;
-  readonly method: string;
-  readonly path: string;
-  readonly token: string | null;
-  /** The query string with its `?` (or ''). */
-  readonly query: string;
-  readonly values: BodyParams | undefined;
-  /** What the body peek found in the body alone (`when.query` reads a form body as Rack's params do). */
-  readonly form: BodyParams | undefined;
-  /** Registers what to run when the exchange ends, however it ends (at once if it already has). */
-  readonly onEnd: (release: Release) => void;
-}
-
 export interface GuardResult {
   readonly refusal: Decision | null;
   readonly banHits: readonly BanHit[] | null;
@@ -70,7 +52,9 @@ export interface GuardResult {
 
 const PASS: GuardResult = Object.freeze({ refusal: null, banHits: null });
 
-export async function guardStage(guard: Guard, policy: RequestPolicy, g: GuardInputs): Promise<GuardResult> {
+/** Bans on other keys and in-flight slots; `onEnd` registers what to run when the exchange ends, however it ends. */
+export async function guardStage(guard: Guard, g: RequestView, onEnd: (release: Release) => void): Promise<GuardResult> {
+  const { policy } = g;
   const rules = policy.guard;
   if (rules === NO_GUARD_RULES || isExempt(guard, policy, g.client.address)) return PASS;
   const bans = rules.banMatcher?.match(g.method, g.path) ?? NO_RULES;
@@ -78,10 +62,10 @@ export async function guardStage(guard: Guard, policy: RequestPolicy, g: GuardIn
   let who: GuardWho | undefined;
   const whoFor = async (): Promise<GuardWho> => {
     if (who !== undefined) return who;
-    const facts = new RequestFacts(g.req.headers, g.query, () => g.token, g.values, g.form);
+    const facts = g.facts();
     let account: string | null | undefined;
     if (rules.needsAccount) {
-      const header = policy.accountHeader !== undefined ? firstHeader(g.req.headers[policy.accountHeader]) : undefined;
+      const header = g.accountHeader();
       account = policy.account.known(g.token, header, g.peer.trusted);
       // Asked of the upstream only for a request a ban or in-flight rule of its route keys on the account.
       if (account === undefined && (bans.some((r) => r.needsAccount) || slots.some((r) => r.needsAccount))) {
@@ -116,7 +100,7 @@ export async function guardStage(guard: Guard, policy: RequestPolicy, g: GuardIn
       guard.metrics?.concurrencyLimited.labels(r.name).inc();
       return { refusal: rateLimited(policy, r, 'in-flight'), banHits: null };
     }
-    g.onEnd(release);
+    onEnd(release);
   }
   return hits === null ? PASS : { refusal: null, banHits: hits };
 }
