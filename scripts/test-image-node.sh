@@ -28,4 +28,4 @@ echo "test-image-node: Node $version (the image's runtime major)"
 "$node_bin" dist/cli/index.js --version >/dev/null
 # Vitest's forks run on the Node that started it (process.execPath).
 "$node_bin" node_modules/vitest/vitest.mjs run --reporter=default \
-  test/gateway test/packaging test/ops test/server test/upstream "$@"
+  test/gateway test/packaging test/ops test/app test/admin test/cli test/http test/pipeline test/rails test/observability test/mastodon "$@"

@@ -9,7 +9,7 @@ import { startUpstream, type RunningUpstream } from '../../src/mastodon/index.js
 import { FakeClock } from '../support/clock.js';
 import { send, type Answer } from '../support/http.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { newUser, call } from '../upstream/support.js';
+import { newUser, call } from '../mastodon/support.js';
 
 const T0 = Date.UTC(2026, 10, 21, 19, 0, 0);
 let upstream: RunningUpstream;

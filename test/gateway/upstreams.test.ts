@@ -9,7 +9,7 @@ import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
-import { runCli } from '../ops/process.js';
+import { runCli } from '../support/process.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

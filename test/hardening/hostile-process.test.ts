@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../support/recording-upstream.js';
 import { SEED_TABLE } from '../support/gateway.js';
-import { spawnServe, stop, type GatewayProcess } from '../ops/process.js';
+import { spawnServe, stop, type GatewayProcess } from '../support/process.js';
 
 /** GET `path`, failing unless the whole answer arrives within `ms`. */
 function answerWithin(url: string, pathAndQuery: string, ms = 2000, headers: http.OutgoingHttpHeaders = {}): Promise<{ status: number; body: string }> {

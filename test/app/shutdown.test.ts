@@ -9,7 +9,7 @@ import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { freePort } from '../support/servers.js';
 import { SEED_TABLE } from '../support/gateway.js';
-import { spawnServe } from './process.js';
+import { spawnServe } from '../support/process.js';
 
 let upstream: RecordingUpstream;
 beforeAll(async () => {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { SEED_TABLE } from '../support/gateway.js';
-import { spawnServe, waitFor, type GatewayProcess } from './process.js';
+import { spawnServe, waitFor, type GatewayProcess } from '../support/process.js';
 
 let upstream: RecordingUpstream;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 /** @module Spawns the real `rategate` command line (through tsx) for ops tests, and waits on its output. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from '../support/servers.js';
+import { freePort } from './servers.js';
 
 export interface GatewayProcess {
   readonly child: ChildProcess;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { startTestGateway, SEED_TABLE } from '../support/gateway.js';
-import { runCli, spawnServe } from './process.js';
+import { runCli, spawnServe } from '../support/process.js';
 
 const VERSION = (await import('../../package.json', { with: { type: 'json' } })).default.version;
 
