@@ -10,7 +10,7 @@ import type { Store } from '../limiter/types.js';
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import { bucketSpec, overrideFor, type RequestPolicy } from '../pipeline/policy.js';
 import type { TopLimited } from '../guard/top-keys.js';
-import { formatDuration } from '../config/duration.js';
+import { formatDuration } from '../config/fields/duration.js';
 import { keyValueDigest, valueDigest } from '../rails/index.js';
 import { iso8601Micro } from '../pipeline/ratelimit-headers.js';
 

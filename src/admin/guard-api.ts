@@ -4,8 +4,8 @@
  * every replica applies them within a second (with the memory store: this process only).
  */
 import type http from 'node:http';
-import { parseDuration, formatDuration } from '../config/duration.js';
-import { checkIpOrCidr } from '../config/validators.js';
+import { parseDuration, formatDuration } from '../config/fields/duration.js';
+import { checkIpOrCidr } from '../config/fields/validators.js';
 import type { Guard } from '../guard/guard.js';
 import type { EntryKind, GuardEntry } from '../guard/state.js';
 import type { RequestPolicy } from '../pipeline/policy.js';

@@ -6,7 +6,7 @@
  */
 import type http from 'node:http';
 import type { CompiledRule, Snapshot } from '../config/types.js';
-import { formatDuration } from '../config/duration.js';
+import { formatDuration } from '../config/fields/duration.js';
 import { perLabel } from '../config/describe.js';
 import { accountKeyFromHeader, compileCidrs, ipBucketKey, tokenDigest } from '../identity/index.js';
 import { doorkeeperHeaderToken, normalizedKey, RequestFacts, ruleValueDigest, whenFails } from '../rails/index.js';

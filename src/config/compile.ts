@@ -1,6 +1,6 @@
 /** @module Validated config → CompiledRules, matcher and the frozen Snapshot the request path reads. */
 import { compileMatcher } from '../routing/matcher.js';
-import { paramPath } from './limit-model.js';
+import { paramPath } from './fields/limit-model.js';
 import type { Config, LimitRule } from './schema.js';
 import type { CompiledRule, Per, RuleOverride, Snapshot } from './types.js';
 

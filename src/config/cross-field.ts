@@ -1,8 +1,8 @@
 /** @module Config checks that relate several fields, run on the raw input beside the schema's own. */
 import { formatPath, type PathIssue } from './errors.js';
-import { overrideIssues } from './limit-model.js';
-import { methodIssues } from './methods.js';
-import { parseHostPort, sameSocket } from './validators.js';
+import { overrideIssues } from './fields/limit-model.js';
+import { methodIssues } from './fields/methods.js';
+import { parseHostPort, sameSocket } from './fields/validators.js';
 
 function record(v: unknown): Record<string, unknown> | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;

@@ -1,5 +1,5 @@
 /** @module Human-readable views of a snapshot for `rategate check` and startup logs. */
-import { formatDuration } from './duration.js';
+import { formatDuration } from './fields/duration.js';
 import type { CompiledRule, Snapshot } from './types.js';
 import { redactStoreUrl as redactUrl } from './store-url.js';
 

@@ -2,11 +2,11 @@
 import { z } from 'zod';
 import { GATEWAY_ERRORS } from '../http/errors.js';
 import { parsePattern } from '../routing/pattern.js';
-import { checkPer, PER, PER_HINT } from './limit-model.js';
+import { checkPer, PER, PER_HINT } from './fields/limit-model.js';
 import { show, type PathItem } from './errors.js';
-import { accountId, checked, duration, positiveInt, size } from './formats.js';
-import { checkCustomMethod } from './methods.js';
-import { guardShapes } from './guard-schema.js';
+import { accountId, checked, duration, positiveInt, size } from './fields/formats.js';
+import { checkCustomMethod } from './fields/methods.js';
+import { guardShapes } from './fields/guard.js';
 import {
   checkIpOrCidr,
   checkListen,
@@ -15,7 +15,7 @@ import {
   checkTrustedProxy,
   checkUpstreamUrl,
   HEADER_NAME,
-} from './validators.js';
+} from './fields/validators.js';
 
 /** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
 export const RULE_NAME = /^[A-Za-z0-9_.-]+$/;

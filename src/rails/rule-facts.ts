@@ -7,7 +7,7 @@ import type http from 'node:http';
 import { tokenDigest } from '../identity/index.js';
 import { isHash, lookUp, ParamError, parseUrlEncoded, type ParamHash, type ParamValue } from '../rack-params.js';
 import type { CompiledRule } from '../config/types.js';
-import { paramPath } from '../config/limit-model.js';
+import { paramPath } from '../config/fields/limit-model.js';
 import { normalizeParamKey } from '../identity/key-normalize.js';
 
 /** The `param:` values the pipeline read (query and body together, server/read-params.ts), by name as written. */

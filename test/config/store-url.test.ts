@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { parseStoreUrl, StoreUrlError } from '../../src/config/store-url.js';
-import { checkStoreUrl } from '../../src/config/validators.js';
+import { checkStoreUrl } from '../../src/config/fields/validators.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
 import { createRedisStore } from '../../src/limiter/redis.js';
 

@@ -1,4 +1,4 @@
-import { checkIpOrCidr, checkTrustedProxy } from '../../src/config/validators.js';
+import { checkIpOrCidr, checkTrustedProxy } from '../../src/config/fields/validators.js';
 import { describe, expect, it } from 'vitest';
 import { compileCidrs, parseIp } from '../../src/identity/cidr.js';
 

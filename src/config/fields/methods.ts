@@ -3,8 +3,8 @@
  * `methods.custom` (an explicit opt-in, so a typo like `GETT` is an error, not a rule that never matches).
  */
 import { METHODS } from 'node:http';
-import { parsePattern } from '../routing/pattern.js';
-import { closest, type PathItem } from './errors.js';
+import { parsePattern } from '../../routing/pattern.js';
+import { closest, type PathItem } from '../errors.js';
 
 /** The methods of RFC 9110 and PATCH (RFC 5789): what `match:` accepts without `methods.custom`. */
 export const STANDARD_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'];

@@ -1,7 +1,7 @@
 /** @module Checks for the config's string formats (addresses, URLs, CIDRs); each returns an error or null. */
 import ipaddr from 'ipaddr.js';
-import { isCidrEntry } from '../identity/cidr.js';
-import { storeUrlProblem } from './store-url.js';
+import { isCidrEntry } from '../../identity/cidr.js';
+import { storeUrlProblem } from '../store-url.js';
 
 export interface HostPort {
   /** Without brackets for IPv6. */

@@ -1,7 +1,7 @@
 /** @module The value formats of the config schema (durations, sizes, positive integers, account ids, checked strings) as zod builders. */
 import { z } from 'zod';
 import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
-import { show } from './errors.js';
+import { show } from '../errors.js';
 
 /** A string check that reports the checker's message as a custom issue. */
 export function checked(check: (v: string) => string | null): z.ZodString {

@@ -3,7 +3,7 @@
  * so the attack-day features hook into the table with two lines there.
  */
 import { z } from 'zod';
-import { show } from './errors.js';
+import { show } from '../errors.js';
 import { duration, positiveInt } from './formats.js';
 
 /** `match`, `per` and `when` exactly as a limit rule takes them (schema.ts hands them in: no import cycle). */

@@ -2,9 +2,9 @@
  * @module The checks of SPEC §3.1's limit model that are more than a type: `per:` kinds with their
  * header or parameter name, and the overrides' relations to their rule. The schema (schema.ts) calls them.
  */
-import { parseKey } from '../rack-params.js';
-import { show } from './errors.js';
-import type { PathIssue } from './errors.js';
+import { parseKey } from '../../rack-params.js';
+import { show } from '../errors.js';
+import type { PathIssue } from '../errors.js';
 import { HEADER_NAME } from './validators.js';
 
 /** `per:` as written; `header:` and `param:` carry a name. checkPer then reads the name. */
