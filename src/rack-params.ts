@@ -2,6 +2,7 @@
  * @module Rack's request-parameter tree, shared by the gateway's body peek and the built-in upstream:
  * `a[b][]=c` keys, form pairs, JSON bodies, and looking a bracket name up in the tree.
  */
+import { RategateError } from './errors.js';
 
 export type ParamScalar = string | number | boolean | null;
 export type ParamValue = ParamScalar | ParamValue[] | ParamHash;
@@ -14,8 +15,8 @@ export interface ParamHash {
  * A parameter set Rails would refuse: 400 (type conflict, too deep, bad JSON) or 413 (too many). The
  * built-in upstream answers with it; the gateway's body peek reports it as malformed.
  */
-export class ParamError extends Error {
-  override readonly name = 'ParamError';
+export class ParamError extends RategateError {
+  readonly code = 'PARAM_INVALID';
   constructor(
     readonly status: 400 | 413,
     message: string,

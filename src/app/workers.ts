@@ -4,6 +4,7 @@
  * worker), and restarts workers that die. Only with a shared store: with the memory store each worker
  * would count alone and a limit of N would admit N × workers, so that combination is refused.
  */
+import { RategateError } from '../errors.js';
 import cluster from 'node:cluster';
 import os from 'node:os';
 import { AggregatorRegistry } from 'prom-client';
@@ -19,7 +20,9 @@ export function workerCount(value: string): number | null {
   return Number.isInteger(n) && n >= 1 && n <= 256 ? n : null;
 }
 
-export class WorkersRefused extends Error {}
+export class WorkersRefused extends RategateError {
+  readonly code = 'WORKERS_REFUSED';
+}
 
 /** Runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
 export async function runPrimary(opts: {

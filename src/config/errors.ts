@@ -1,9 +1,10 @@
 /** @module ConfigError and the wording of config errors: every message is `path: what is wrong`. */
+import { RategateError } from '../errors.js';
 import type { z } from 'zod';
 
 /** Thrown for any problem with a config; `errors` holds every problem found, each with its place. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
+export class ConfigError extends RategateError {
+  readonly code = 'CONFIG_INVALID';
   readonly errors: string[];
 
   constructor(source: string, errors: readonly string[]) {

@@ -1,4 +1,5 @@
 /** @module How the built-in upstream answers: the JSON writer and the one error type every layer throws. */
+import { RategateError } from '../errors.js';
 import type { ServerResponse } from 'node:http';
 
 /** A JSON object body; errors are `{"error": "…"}` plus optional fields (`details`, `error_description`). */
@@ -8,7 +9,8 @@ export type JsonBody = { readonly [key: string]: unknown };
  * An answer that ends the request early. `closeConnection` is set when the request body was left
  * unread on purpose (too large), so the socket must not be reused for a next request.
  */
-export class HttpError extends Error {
+export class HttpError extends RategateError {
+  readonly code = 'MASTODON_HTTP';
   readonly status: number;
   readonly body: JsonBody;
   readonly closeConnection: boolean;
@@ -16,7 +18,6 @@ export class HttpError extends Error {
   constructor(status: number, body: JsonBody | string, closeConnection = false) {
     const json = typeof body === 'string' ? { error: body } : body;
     super(typeof json['error'] === 'string' ? json['error'] : `HTTP ${status}`);
-    this.name = 'HttpError';
     this.status = status;
     this.body = json;
     this.closeConnection = closeConnection;

@@ -7,7 +7,8 @@ import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
-import { BodyTooLargeError, upstreamBody } from './upstream-body.js';
+import { upstreamBody } from './upstream-body.js';
+import { hasCode } from '../errors.js';
 import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../http/errors.js';
 import { mergeUpstreamLimits } from './upstream-limits.js';
 import { declaresBody } from '../http/message.js';
@@ -191,11 +192,9 @@ const CLIENT_GONE = new Error('client closed the connection');
 
 /** The request body itself failed while streaming: too large, or a counted field after a file part. */
 function clientFault(err: Error): GatewayErrorCode | undefined {
-  for (const e of [err, err.cause]) {
-    if (e instanceof BodyTooLargeError) return 'PAYLOAD_TOO_LARGE';
-    // body-peek's ParamBeyondPeekError, known by its code: proxy/ does not import server/.
-    if ((e as { code?: unknown } | undefined)?.code === 'PARAM_BEYOND_PEEK') return 'PARAM_AFTER_FILE';
-  }
+  if (hasCode(err, 'BODY_TOO_LARGE')) return 'PAYLOAD_TOO_LARGE';
+  // body-peek's ParamBeyondPeekError, known by its stable code: proxy/ does not import rails/.
+  if (hasCode(err, 'PARAM_BEYOND_PEEK')) return 'PARAM_AFTER_FILE';
   return undefined;
 }
 

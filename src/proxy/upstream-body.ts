@@ -2,9 +2,10 @@
  * @module The request body as handed to undici: counted against the route's limit, its errors passed
  * on, and small chunks coalesced so that memory per connection is bounded in bytes, not chunk count.
  */
+import { RategateError } from '../errors.js';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 
-export class BodyTooLargeError extends Error {
+export class BodyTooLargeError extends RategateError {
   readonly code = 'BODY_TOO_LARGE';
 }
 

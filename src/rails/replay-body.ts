@@ -1,10 +1,11 @@
 /** @module The body handed to the upstream after a peek: the held bytes, then the rest as it streams. */
+import { RategateError } from '../errors.js';
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { MultipartPeek } from './multipart-peek.js';
 
 /** A wanted multipart field came after the first file part, once the body was already streaming. */
-export class ParamBeyondPeekError extends Error {
+export class ParamBeyondPeekError extends RategateError {
   readonly code = 'PARAM_BEYOND_PEEK';
 }
 

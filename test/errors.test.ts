@@ -1,0 +1,39 @@
+/** @module The one base of thrown errors (src/errors.ts): each error class carries its stable code and its own name. */
+import { describe, expect, it } from 'vitest';
+import { ERROR_CODES, hasCode, RategateError } from '../src/errors.js';
+import { ConfigError } from '../src/config/errors.js';
+import { WorkersRefused } from '../src/app/workers.js';
+import { ParamError } from '../src/rack-params.js';
+import { ParamBeyondPeekError } from '../src/rails/replay-body.js';
+import { BodyTooLargeError } from '../src/proxy/upstream-body.js';
+import { HttpError } from '../src/mastodon/reply.js';
+
+describe('thrown errors', () => {
+  const made: [RategateError, string, string][] = [
+    [new ConfigError('t.yaml', ['limits: required']), 'CONFIG_INVALID', 'ConfigError'],
+    [new WorkersRefused('needs a shared store'), 'WORKERS_REFUSED', 'WorkersRefused'],
+    [new ParamError(400, 'bad key'), 'PARAM_INVALID', 'ParamError'],
+    [new ParamBeyondPeekError('after the file'), 'PARAM_BEYOND_PEEK', 'ParamBeyondPeekError'],
+    [new BodyTooLargeError('too large'), 'BODY_TOO_LARGE', 'BodyTooLargeError'],
+    [new HttpError(404, 'Record not found'), 'MASTODON_HTTP', 'HttpError'],
+  ];
+
+  it('share one base, each with a listed stable code and its class name', () => {
+    for (const [err, code, name] of made) {
+      expect(err).toBeInstanceOf(RategateError);
+      expect(err).toBeInstanceOf(Error);
+      expect(err.code).toBe(code);
+      expect(err.name).toBe(name);
+      expect(ERROR_CODES).toContain(err.code);
+    }
+    expect(new Set(made.map(([e]) => e.code)).size).toBe(made.length);
+  });
+
+  it('are found by code through the causes that wrap them', () => {
+    const inner = new BodyTooLargeError('too large');
+    const outer = new Error('request body failed', { cause: new Error('stream failed', { cause: inner }) });
+    expect(hasCode(outer, 'BODY_TOO_LARGE')).toBe(true);
+    expect(hasCode(outer, 'PARAM_BEYOND_PEEK')).toBe(false);
+    expect(hasCode('BODY_TOO_LARGE', 'BODY_TOO_LARGE')).toBe(false);
+  });
+});
