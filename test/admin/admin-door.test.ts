@@ -13,20 +13,10 @@ import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { ConfigError, type ConfigOverrides } from '../../src/config/index.js';
 import { isLoopbackListen } from '../../src/admin/token.js';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { freePort } from '../support/servers.js';
-import { SEED_TABLE } from '../support/gateway.js';
+import { SEED_TABLE, gatewayFixture } from '../support/gateway.js';
 
-let upstream: RecordingUpstream;
-let gw: RunningGateway | undefined;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-afterEach(async () => {
-  await gw?.shutdown(500);
-  gw = undefined;
-});
+const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
 
 function configFile(extra = ''): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-admin-'));
@@ -44,14 +34,14 @@ interface Logged {
 async function start(extra = '', overrides: ConfigOverrides = {}, adminListen = '0.0.0.0:0'): Promise<{ gw: RunningGateway; logs: Logged[] }> {
   const logs: Logged[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Logged) });
-  gw = await startGateway({
+  fx.gw = await startGateway({
     configPath: configFile(extra),
-    overrides: { listen: '127.0.0.1:0', adminListen, upstream: upstream.url, ...overrides },
+    overrides: { listen: '127.0.0.1:0', adminListen, upstream: fx.upstream.url, ...overrides },
     logger,
     defaultMetrics: false,
     watch: false,
   });
-  return { gw, logs };
+  return { gw: fx.gw, logs };
 }
 
 /** The admin URL as reached over loopback, whatever address the listener bound. */
@@ -147,7 +137,7 @@ describe('RATEGATE_ADMIN_TOKEN through the command line', () => {
     const adminPort = await freePort();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--config', configFile(), '--listen', `127.0.0.1:${port}`, '--admin-listen', `0.0.0.0:${adminPort}`, '--upstream', upstream.url],
+      ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--config', configFile(), '--listen', `127.0.0.1:${port}`, '--admin-listen', `0.0.0.0:${adminPort}`, '--upstream', fx.upstream.url],
       { env: { ...process.env, RATEGATE_ADMIN_TOKEN: 'cli-s3cret\n', RATEGATE_LOG_LEVEL: 'silent' }, stdio: 'ignore' },
     );
     try {

@@ -2,30 +2,20 @@
 import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { SEED_TABLE, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { SEED_TABLE, startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway | undefined;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-afterEach(async () => {
-  await gw?.shutdown(500);
-  gw = undefined;
-});
+const fx = gatewayFixture({ graceMs: 500 });
 
 async function metrics(): Promise<string> {
-  return (await fetch(`${gw!.adminUrl}/metrics`)).text();
+  return (await fetch(`${fx.gw!.adminUrl}/metrics`)).text();
 }
 
 describe('metrics', () => {
   it('count decisions per rule, near-limit requests, store and upstream timings, with no client identity in labels', async () => {
-    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
+    fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url });
     const ip = '198.51.100.77';
     for (let i = 0; i < 7; i++) {
-      await send(gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': ip, Authorization: 'Bearer app-secret-token' } });
+      await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': ip, Authorization: 'Bearer app-secret-token' } });
     }
     const m = await metrics();
     expect(m).toContain('rategate_requests_total{rule="sign-up",decision="allowed"} 5');
@@ -43,82 +33,82 @@ describe('metrics', () => {
   });
 
   it('count upstream errors by reason', async () => {
-    gw = await startTestGateway(SEED_TABLE, { upstream: 'http://127.0.0.1:9' });
-    await send(gw.url, { path: '/api/v1/statuses/1' });
+    fx.gw = await startTestGateway(SEED_TABLE, { upstream: 'http://127.0.0.1:9' });
+    await send(fx.gw.url, { path: '/api/v1/statuses/1' });
     expect(await metrics()).toContain('rategate_upstream_errors_total{reason="unreachable"} 1');
   });
 });
 
 describe('health', () => {
   it('is alive and ready with a reachable upstream, not ready when the upstream is down', async () => {
-    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
-    expect((await fetch(`${gw.adminUrl}/healthz`)).status).toBe(200);
-    const r = await fetch(`${gw.adminUrl}/readyz`);
+    fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url });
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+    const r = await fetch(`${fx.gw.adminUrl}/readyz`);
     expect(r.status).toBe(200);
     expect(await r.json()).toMatchObject({ status: 'ready', checks: { config: true, upstream: true }, store: { kind: 'memory', reachable: true } });
-    await gw.shutdown(500);
-    gw = await startTestGateway(SEED_TABLE, { upstream: 'http://127.0.0.1:9' });
-    const down = await fetch(`${gw.adminUrl}/readyz`);
+    await fx.gw.shutdown(500);
+    fx.gw = await startTestGateway(SEED_TABLE, { upstream: 'http://127.0.0.1:9' });
+    const down = await fetch(`${fx.gw.adminUrl}/readyz`);
     expect(down.status).toBe(503);
     expect(await down.json()).toMatchObject({ checks: { upstream: false } });
   });
 
   it('serves nothing of the admin API on the proxy port', async () => {
-    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
-    const a = await send(gw.url, { path: '/metrics' });
+    fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url });
+    const a = await send(fx.gw.url, { path: '/metrics' });
     expect(a.body).not.toContain('rategate_requests_total');
   });
 });
 
 describe('the buckets API', () => {
   it('shows a bucket and resets it', async () => {
-    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
-    for (let i = 0; i < 5; i++) await send(gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } });
-    const shown = await fetch(`${gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.5`);
+    fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url });
+    for (let i = 0; i < 5; i++) await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } });
+    const shown = await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.5`);
     expect(shown.status).toBe(200);
     expect(await shown.json()).toMatchObject({ rule: 'sign-up', key: 'sign-up:{ip:192.0.2.5}', limit: 5, remaining: 0, limited: true });
-    expect((await send(gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } })).status).toBe(429);
+    expect((await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } })).status).toBe(429);
 
-    const reset = await fetch(`${gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.5`, { method: 'DELETE' });
+    const reset = await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.5`, { method: 'DELETE' });
     expect(reset.status).toBe(200);
-    expect((await send(gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } })).status).toBe(200);
+    expect((await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } })).status).toBe(200);
   });
 
   it('finds an account bucket by account id, and says what a bad key or rule is', async () => {
-    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
-    await send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { Authorization: 'Bearer user-31' } });
-    const a = await (await fetch(`${gw.adminUrl}/admin/buckets?rule=uploading&key=31`)).json();
+    fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url });
+    await send(fx.gw.url, { method: 'POST', path: '/api/v1/media', headers: { Authorization: 'Bearer user-31' } });
+    const a = await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=uploading&key=31`)).json();
     expect(a).toMatchObject({ key: 'uploading:{acct:a:31}', remaining: 29 });
-    expect((await fetch(`${gw.adminUrl}/admin/buckets?rule=nope&key=1`)).status).toBe(404);
-    expect((await fetch(`${gw.adminUrl}/admin/buckets?rule=sign-up&key=not-an-ip`)).status).toBe(400);
+    expect((await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=nope&key=1`)).status).toBe(404);
+    expect((await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=sign-up&key=not-an-ip`)).status).toBe(400);
   });
 
   it('finds a parameter bucket by the value as sent and a token bucket by the token digest', async () => {
-    gw = await startTestGateway(
+    fx.gw = await startTestGateway(
       `limits:
   - { name: resets, match: POST /auth/password, per: "param:user[email]", limit: 5, period: 30m }
   - { name: per-token, match: /api/*, per: token, limit: 300, period: 5m }
 `,
-      { upstream: upstream.url },
+      { upstream: fx.upstream.url },
     );
-    await send(gw.url, { method: 'POST', path: '/auth/password?user[email]=a@example.com' });
-    await send(gw.url, { path: '/api/v1/x', headers: { Authorization: 'Bearer tok-9' } });
+    await send(fx.gw.url, { method: 'POST', path: '/auth/password?user[email]=a@example.com' });
+    await send(fx.gw.url, { path: '/api/v1/x', headers: { Authorization: 'Bearer tok-9' } });
     const digest = (v: string) => createHash('sha256').update(v).digest('hex');
-    const p = await (await fetch(`${gw.adminUrl}/admin/buckets?rule=resets&key=${encodeURIComponent('a@example.com')}`)).json();
+    const p = await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=resets&key=${encodeURIComponent('a@example.com')}`)).json();
     expect(p).toMatchObject({ key: `resets:{prm:${digest('a@example.com')}}`, remaining: 4 });
-    const t = await (await fetch(`${gw.adminUrl}/admin/buckets?rule=per-token&key=${digest('tok-9')}`)).json();
+    const t = await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=per-token&key=${digest('tok-9')}`)).json();
     expect(t).toMatchObject({ key: `per-token:{tok:${digest('tok-9')}}`, remaining: 299 });
-    expect((await fetch(`${gw.adminUrl}/admin/buckets?rule=resets&key=`)).status).toBe(400);
+    expect((await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=resets&key=`)).status).toBe(400);
   });
 
   it('requires the admin token when one is set', async () => {
-    gw = await startTestGateway(`${SEED_TABLE}\nadmin: { token: s3cret }\n`, { upstream: upstream.url });
-    const url = `${gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.6`;
+    fx.gw = await startTestGateway(`${SEED_TABLE}\nadmin: { token: s3cret }\n`, { upstream: fx.upstream.url });
+    const url = `${fx.gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.6`;
     expect((await fetch(url)).status).toBe(401);
     expect((await fetch(url, { headers: { Authorization: 'Bearer wrong' } })).status).toBe(401);
     expect((await fetch(url, { method: 'DELETE' })).status).toBe(401);
     expect((await fetch(url, { headers: { Authorization: 'Bearer s3cret' } })).status).toBe(200);
     // Probes and scrapes stay open.
-    expect((await fetch(`${gw.adminUrl}/healthz`)).status).toBe(200);
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
   });
 });

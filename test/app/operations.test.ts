@@ -10,30 +10,20 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { SEED_TABLE } from '../support/gateway.js';
+import { SEED_TABLE, gatewayFixture } from '../support/gateway.js';
 
 const VERSION = (await import('../../package.json', { with: { type: 'json' } })).default.version;
 
-let upstream: RecordingUpstream;
-let gw: RunningGateway | undefined;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-afterEach(async () => {
-  await gw?.shutdown(500);
-  gw = undefined;
-});
+const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
 
 /** A gateway on free ports whose log lines are kept (parsed) for the test to read. */
 async function start(yaml: string, overrides: { store?: string } = {}): Promise<{ file: string; lines: Array<Record<string, unknown>> }> {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-ops-')), 'limits.yaml');
   writeFileSync(file, yaml);
   const lines: Array<Record<string, unknown>> = [];
-  gw = await startGateway({
+  fx.gw = await startGateway({
     configPath: file,
-    overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: upstream.url, ...overrides },
+    overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: fx.upstream.url, ...overrides },
     logger: pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
     defaultMetrics: false,
     watch: false,
@@ -41,7 +31,7 @@ async function start(yaml: string, overrides: { store?: string } = {}): Promise<
   return { file, lines };
 }
 
-const metrics = async (): Promise<string> => (await fetch(`${gw!.adminUrl}/metrics`)).text();
+const metrics = async (): Promise<string> => (await fetch(`${fx.gw!.adminUrl}/metrics`)).text();
 const QUIET = 'log: { requests: debug }\n';
 
 describe('metrics an alert can rely on', () => {
@@ -67,14 +57,14 @@ describe('metrics an alert can rely on', () => {
   it('turns last_reload_successful to 0 after a broken edit, and back to 1 after a good one', async () => {
     const { file } = await start(QUIET + SEED_TABLE);
     writeFileSync(file, QUIET + 'limits:\n  - { name: broken, match: nope, per: ip, limit: -1, period: 5x }\n');
-    expect(await gw!.reload()).toBe(false);
+    expect(await fx.gw!.reload()).toBe(false);
     let m = await metrics();
     expect(m).toContain('rategate_config_last_reload_successful 0');
     expect(m).toContain('rategate_config_reloads_total{result="error"} 1');
     const failedAt = Number(/^rategate_config_last_reload_success_timestamp_seconds (\S+)$/m.exec(m)?.[1]);
     await new Promise((r) => setTimeout(r, 1100));
     writeFileSync(file, QUIET + SEED_TABLE);
-    expect(await gw!.reload()).toBe(true);
+    expect(await fx.gw!.reload()).toBe(true);
     m = await metrics();
     expect(m).toContain('rategate_config_last_reload_successful 1');
     expect(m).toContain('rategate_config_reloads_total{result="success"} 1');
@@ -88,20 +78,20 @@ describe('reload messages', () => {
   it('say admin.token and store.onError are in force at once, and they are', async () => {
     const { file, lines } = await start(QUIET + SEED_TABLE);
     writeFileSync(file, `${QUIET}admin: { token: t0p-s3cret }\nstore: { onError: deny }\n${SEED_TABLE}`);
-    expect(await gw!.reload()).toBe(true);
+    expect(await fx.gw!.reload()).toBe(true);
     const after = messages(lines).filter((m) => m.startsWith('config reloaded'));
     expect(after).toEqual(['config reloaded: 5 rules; in force now: admin.token, store.onError']);
     expect(lines.some((l) => JSON.stringify(l).includes('restart'))).toBe(false);
     expect(JSON.stringify(lines)).not.toContain('t0p-s3cret');
     // In force: the buckets API now wants the token.
-    expect((await fetch(`${gw!.adminUrl}/admin/buckets?rule=ip-access&key=1.2.3.4`)).status).toBe(401);
-    expect(gw!.snapshot().config.store.onError).toBe('deny');
+    expect((await fetch(`${fx.gw!.adminUrl}/admin/buckets?rule=ip-access&key=1.2.3.4`)).status).toBe(401);
+    expect(fx.gw!.snapshot().config.store.onError).toBe('deny');
   });
 
   it('name the changes that wait for a restart, apart from those in force', async () => {
     const { file, lines } = await start(QUIET + SEED_TABLE);
     writeFileSync(file, `${QUIET}store: { prefix: other, onError: allow }\nserver: { maxConnections: 5, maxBodySize: 1MB }\n${SEED_TABLE.replace('limit: 5\n', 'limit: 6\n')}`);
-    expect(await gw!.reload()).toBe(true);
+    expect(await fx.gw!.reload()).toBe(true);
     const after = lines.filter((l) => String(l.msg).startsWith('config reloaded'));
     expect(after.map((l) => l.msg)).toEqual([
       'config reloaded: 5 rules; in force now: store.onError, server.maxBodySize, limits',
@@ -113,7 +103,7 @@ describe('reload messages', () => {
   it('say so when nothing changed', async () => {
     const { file, lines } = await start(QUIET + SEED_TABLE);
     writeFileSync(file, `# a comment\n${QUIET}${SEED_TABLE}`);
-    expect(await gw!.reload()).toBe(true);
+    expect(await fx.gw!.reload()).toBe(true);
     expect(messages(lines)).toContain('config reloaded: 5 rules; nothing changed');
   });
 });
@@ -121,20 +111,20 @@ describe('reload messages', () => {
 describe('readiness', () => {
   it('stays ready with onError: deny and the store down, and reports the store in the body and in metrics', async () => {
     await start(`${QUIET}store: { onError: deny }\n${SEED_TABLE}`, { store: 'redis://127.0.0.1:9' });
-    const r = await fetch(`${gw!.adminUrl}/readyz`);
+    const r = await fetch(`${fx.gw!.adminUrl}/readyz`);
     const body = (await r.json()) as Record<string, unknown>;
     expect(r.status).toBe(200);
     expect(body).toMatchObject({ status: 'ready', store: { kind: 'redis', reachable: false, onError: 'deny' } });
     expect(body.checks).not.toHaveProperty('store');
     // It can serve: a route no rule matches is forwarded, a limited one gets 503.
-    expect((await send(gw!.url, { path: '/health' })).status).toBe(200);
-    expect((await send(gw!.url, { path: '/api/v1/statuses/1' })).status).toBe(503);
+    expect((await send(fx.gw!.url, { path: '/health' })).status).toBe(200);
+    expect((await send(fx.gw!.url, { path: '/api/v1/statuses/1' })).status).toBe(503);
     expect(await metrics()).toContain('rategate_store_up 0');
   });
 
   it('fails with the store down when store.failReadiness asks for it', async () => {
     await start(`${QUIET}store: { onError: local, failReadiness: true }\n${SEED_TABLE}`, { store: 'redis://127.0.0.1:9' });
-    const r = await fetch(`${gw!.adminUrl}/readyz`);
+    const r = await fetch(`${fx.gw!.adminUrl}/readyz`);
     expect(r.status).toBe(503);
     expect(await r.json()).toMatchObject({ status: 'not ready', checks: { store: false }, store: { reachable: false } });
   });

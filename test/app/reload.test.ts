@@ -6,19 +6,9 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { startTestGateway } from '../support/gateway.js';
+import { startTestGateway, gatewayFixture } from '../support/gateway.js';
 
-let upstream: RecordingUpstream;
-let gw: RunningGateway | undefined;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-afterEach(async () => {
-  await gw?.shutdown(500);
-  gw = undefined;
-});
+const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
 
 const table = (limit: number) => `limits:\n  - { name: everything, match: /x/*, per: global, limit: ${limit}, period: 1h }\n`;
 
@@ -60,16 +50,16 @@ async function waitFor(cond: () => boolean | Promise<boolean>, ms: number): Prom
 
 describe('hot reload', () => {
   it('applies a rewritten file within 2 s under load, without a failed request', async () => {
-    gw = await startTestGateway(table(1_000_000), { upstream: upstream.url });
-    const load = loadLoop(gw.url);
+    fx.gw = await startTestGateway(table(1_000_000), { upstream: fx.upstream.url });
+    const load = loadLoop(fx.gw.url);
     await waitFor(() => load.latestLimit() === '1000000', 2000);
-    writeFileSync((gw as { configPath: string } & RunningGateway).configPath, table(999_999));
+    writeFileSync((fx.gw as { configPath: string } & RunningGateway).configPath, table(999_999));
     const took = await waitFor(() => load.latestLimit() === '999999', 2000);
     const statuses = await load.stop();
     expect(took).toBeLessThan(2000);
     expect(statuses.length).toBeGreaterThan(20);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
-    expect(await (await fetch(`${gw.adminUrl}/metrics`)).text()).toContain('rategate_config_reloads_total{result="success"} 1');
+    expect(await (await fetch(`${fx.gw.adminUrl}/metrics`)).text()).toContain('rategate_config_reloads_total{result="success"} 1');
   });
 
   it('sees a Kubernetes ConfigMap update (the ..data symlink swap) within 2 s', async () => {
@@ -83,46 +73,46 @@ describe('hot reload', () => {
     };
     publish('..2026_11_21_1', 100);
     symlinkSync('..data/limits.yaml', path.join(dir, 'limits.yaml'));
-    gw = await startGateway({
+    fx.gw = await startGateway({
       configPath: path.join(dir, 'limits.yaml'),
-      overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: upstream.url, logLevel: 'silent' },
+      overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: fx.upstream.url, logLevel: 'silent' },
       logger: pino({ level: 'silent' }),
       defaultMetrics: false,
     });
-    expect((await send(gw.url, { path: '/x/1' })).headers['x-ratelimit-limit']).toBe('100');
+    expect((await send(fx.gw.url, { path: '/x/1' })).headers['x-ratelimit-limit']).toBe('100');
     publish('..2026_11_21_2', 7);
-    await waitFor(async () => (await send(gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '7', 2000);
+    await waitFor(async () => (await send(fx.gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '7', 2000);
   });
 
   it('refuses an invalid file, counts the error, and keeps the old table in force', async () => {
-    const t = await startTestGateway(table(50), { upstream: upstream.url });
-    gw = t;
+    const t = await startTestGateway(table(50), { upstream: fx.upstream.url });
+    fx.gw = t;
     writeFileSync(t.configPath, 'limits:\n  - { name: broken, match: nope, per: ip, limit: -1, period: 5x }\n');
-    expect(await gw.reload()).toBe(false);
-    const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+    expect(await fx.gw.reload()).toBe(false);
+    const metrics = await (await fetch(`${fx.gw.adminUrl}/metrics`)).text();
     expect(metrics).toContain('rategate_config_reloads_total{result="error"} 1');
-    expect((await send(gw.url, { path: '/x/1' })).headers['x-ratelimit-limit']).toBe('50');
+    expect((await send(fx.gw.url, { path: '/x/1' })).headers['x-ratelimit-limit']).toBe('50');
     // Fixed again: applies.
     writeFileSync(t.configPath, table(40));
-    expect(await gw.reload()).toBe(true);
-    expect((await send(gw.url, { path: '/x/1' })).headers['x-ratelimit-limit']).toBe('40');
+    expect(await fx.gw.reload()).toBe(true);
+    expect((await send(fx.gw.url, { path: '/x/1' })).headers['x-ratelimit-limit']).toBe('40');
   });
 
   it('reloads on SIGHUP', async () => {
-    const t = await startTestGateway(table(30), { upstream: upstream.url });
-    gw = t;
+    const t = await startTestGateway(table(30), { upstream: fx.upstream.url });
+    fx.gw = t;
     // Write without waiting for the watcher, then signal: the signal alone must be enough.
     writeFileSync(t.configPath, table(31));
     process.emit('SIGHUP', 'SIGHUP');
-    await waitFor(async () => (await send(gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '31', 2000);
+    await waitFor(async () => (await send(fx.gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '31', 2000);
   });
 
   it('keeps counts across a reload that leaves a rule unchanged', async () => {
-    const t = await startTestGateway(table(5), { upstream: upstream.url });
-    gw = t;
-    for (let i = 0; i < 3; i++) await send(gw.url, { path: '/x/1' });
+    const t = await startTestGateway(table(5), { upstream: fx.upstream.url });
+    fx.gw = t;
+    for (let i = 0; i < 3; i++) await send(fx.gw.url, { path: '/x/1' });
     writeFileSync(t.configPath, `${table(5)}\nresponses: { reset: unix }\n`);
-    expect(await gw.reload()).toBe(true);
-    expect((await send(gw.url, { path: '/x/1' })).headers['x-ratelimit-remaining']).toBe('1');
+    expect(await fx.gw.reload()).toBe(true);
+    expect((await send(fx.gw.url, { path: '/x/1' })).headers['x-ratelimit-remaining']).toBe('1');
   });
 });

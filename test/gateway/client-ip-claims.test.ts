@@ -4,8 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
 
 const RULE = `
 limits:
@@ -29,34 +28,24 @@ const CLAIMS = {
   'X-Forwarded-For': '198.51.100.6',
 };
 
-let upstream: RecordingUpstream;
-let gw: TestGateway | undefined;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-afterEach(async () => {
-  await gw?.shutdown(500);
-  gw = undefined;
-  upstream.seen.length = 0;
-});
+const fx = gatewayFixture({ graceMs: 500 });
 
 async function get(headers: Record<string, string>) {
-  const a = await send(gw!.url, { path: '/api/v1/timelines/public', headers });
+  const a = await send(fx.gw!.url, { path: '/api/v1/timelines/public', headers });
   expect(a.status).toBe(200);
-  return upstream.forwarded().at(-1)!.headers;
+  return fx.upstream.forwarded().at(-1)!.headers;
 }
 
 /** How many requests the per-ip bucket of `ip` has counted. */
 async function counted(ip: string): Promise<number> {
-  const r = await fetch(`${gw!.adminUrl}/admin/buckets?rule=per-ip&key=${encodeURIComponent(ip)}`);
+  const r = await fetch(`${fx.gw!.adminUrl}/admin/buckets?rule=per-ip&key=${encodeURIComponent(ip)}`);
   const b = (await r.json()) as { limit: number; remaining: number };
   return b.limit - b.remaining;
 }
 
 describe('from an untrusted peer', () => {
   it('drops Forwarded, X-Real-IP, True-Client-IP, Client-IP and X-Client-IP, and rebuilds X-Forwarded-For', async () => {
-    gw = await startTestGateway(UNTRUSTED, { upstream: upstream.url });
+    fx.gw = await startTestGateway(UNTRUSTED, { upstream: fx.upstream.url });
     const seen = await get(CLAIMS);
     for (const name of ['forwarded', 'x-real-ip', 'true-client-ip', 'client-ip', 'x-client-ip']) expect(seen[name], name).toBeUndefined();
     expect(seen['x-forwarded-for']).toBe('127.0.0.1');
@@ -67,7 +56,7 @@ describe('from an untrusted peer', () => {
 
 describe('from a trusted proxy', () => {
   it('passes X-Real-IP and the other claims on, as the proxy wrote them', async () => {
-    gw = await startTestGateway(TRUSTED, { upstream: upstream.url });
+    fx.gw = await startTestGateway(TRUSTED, { upstream: fx.upstream.url });
     const { Forwarded: _f, 'X-Forwarded-For': _x, ...claims } = CLAIMS;
     const seen = await get(claims);
     expect(seen['x-real-ip']).toBe('198.51.100.2');
@@ -75,7 +64,7 @@ describe('from a trusted proxy', () => {
   });
 
   it('counts by the Forwarded for= node, and tells the upstream the same chain plus its own hop', async () => {
-    gw = await startTestGateway(TRUSTED, { upstream: upstream.url });
+    fx.gw = await startTestGateway(TRUSTED, { upstream: fx.upstream.url });
     const seen = await get({ Forwarded: 'for=192.0.2.60;proto=http;by=203.0.113.43' });
     expect(await counted('192.0.2.60')).toBe(1);
     expect(await counted('127.0.0.1')).toBe(0);
@@ -85,7 +74,7 @@ describe('from a trusted proxy', () => {
   });
 
   it('reads a quoted IPv6 node with a port, and walks past trusted hops right to left', async () => {
-    gw = await startTestGateway(TRUSTED, { upstream: upstream.url });
+    fx.gw = await startTestGateway(TRUSTED, { upstream: fx.upstream.url });
     await get({ Forwarded: 'for="[2001:db8:cafe::17]:4711"' });
     expect(await counted('2001:db8:cafe::1')).toBe(1); // the same /64
     await get({ Forwarded: 'for=203.0.113.9, for=198.51.100.70, for=10.1.2.3' });
@@ -94,7 +83,7 @@ describe('from a trusted proxy', () => {
   });
 
   it('stops at unknown or obfuscated nodes: the hop that passed them is counted', async () => {
-    gw = await startTestGateway(TRUSTED, { upstream: upstream.url });
+    fx.gw = await startTestGateway(TRUSTED, { upstream: fx.upstream.url });
     await get({ Forwarded: 'for=198.51.100.80, for=unknown' });
     const seen = await get({ Forwarded: 'for=198.51.100.80, for=_gateway-7, for=10.9.9.9' });
     expect(await counted('10.9.9.9')).toBe(1);
@@ -105,7 +94,7 @@ describe('from a trusted proxy', () => {
   });
 
   it('lets X-Forwarded-For win over Forwarded, and then sends the upstream no Forwarded to disagree with it', async () => {
-    gw = await startTestGateway(TRUSTED, { upstream: upstream.url });
+    fx.gw = await startTestGateway(TRUSTED, { upstream: fx.upstream.url });
     const seen = await get({ Forwarded: 'for=198.51.100.90', 'X-Forwarded-For': '192.0.2.91' });
     expect(await counted('192.0.2.91')).toBe(1);
     expect(await counted('198.51.100.90')).toBe(0);

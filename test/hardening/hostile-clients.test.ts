@@ -3,20 +3,9 @@ import net from 'node:net';
 import http from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { SEED_TABLE, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { SEED_TABLE, startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway | undefined;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-afterEach(async () => {
-  await gw?.shutdown(200);
-  gw = undefined;
-  upstream.seen.length = 0;
-});
+const fx = gatewayFixture({ graceMs: 200 });
 
 /** Writes raw bytes and collects everything until the server closes (or `ms` passes). */
 function raw(url: string, chunks: (string | Buffer)[], ms = 3000, gapMs = 0): Promise<{ text: string; closed: boolean }> {
@@ -50,19 +39,19 @@ const limits = (server: string) => `${SEED_TABLE}\nserver: ${server}\n`;
 
 describe('hostile clients', () => {
   it('answers 431 to an oversized head and closes', async () => {
-    gw = await startTestGateway(limits('{ maxHeaderSize: 4096 }'), { upstream: upstream.url });
-    const a = await raw(gw.url, [`GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(8000)}\r\n\r\n`]);
+    fx.gw = await startTestGateway(limits('{ maxHeaderSize: 4096 }'), { upstream: fx.upstream.url });
+    const a = await raw(fx.gw.url, [`GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(8000)}\r\n\r\n`]);
     expect(a.text).toMatch(/^HTTP\/1\.1 431 /);
     expect(a.closed).toBe(true);
-    expect(upstream.seen).toHaveLength(0);
+    expect(fx.upstream.seen).toHaveLength(0);
   });
 
   it('drops a slowloris head after headersTimeout while other clients are served', async () => {
-    gw = await startTestGateway(limits('{ headersTimeout: 500ms }'), { upstream: upstream.url });
+    fx.gw = await startTestGateway(limits('{ headersTimeout: 500ms }'), { upstream: fx.upstream.url });
     const started = Date.now();
-    const slow = raw(gw.url, ['GET /api/v1/statuses/1 HTTP/1.1\r\n', 'Host: x\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n'], 8000, 400);
+    const slow = raw(fx.gw.url, ['GET /api/v1/statuses/1 HTTP/1.1\r\n', 'Host: x\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n'], 8000, 400);
     // Meanwhile a normal client is answered at once.
-    const ok = await send(gw.url, { path: '/api/v1/statuses/1' });
+    const ok = await send(fx.gw.url, { path: '/api/v1/statuses/1' });
     expect(ok.status).toBe(200);
     const a = await slow;
     expect(a.closed).toBe(true);
@@ -71,21 +60,21 @@ describe('hostile clients', () => {
   });
 
   it('answers 413 to a declared body over the route limit before counting or forwarding it', async () => {
-    gw = await startTestGateway(limits('{ maxBodySize: 1kB, bodyLimits: [{ match: POST /api/v1/media, maxBodySize: 64kB }] }'), { upstream: upstream.url });
-    const big = await send(gw.url, { method: 'POST', path: '/api/v1/statuses', body: 'x'.repeat(2048) });
+    fx.gw = await startTestGateway(limits('{ maxBodySize: 1kB, bodyLimits: [{ match: POST /api/v1/media, maxBodySize: 64kB }] }'), { upstream: fx.upstream.url });
+    const big = await send(fx.gw.url, { method: 'POST', path: '/api/v1/statuses', body: 'x'.repeat(2048) });
     expect(big.status).toBe(413);
     expect(big.json()).toEqual({ error: 'Payload too large' });
-    const media = await send(gw.url, { method: 'POST', path: '/api/v1/media', body: 'x'.repeat(32 * 1024) });
+    const media = await send(fx.gw.url, { method: 'POST', path: '/api/v1/media', body: 'x'.repeat(32 * 1024) });
     expect(media.status).toBe(200);
-    expect(upstream.forwarded()).toHaveLength(1);
+    expect(fx.upstream.forwarded()).toHaveLength(1);
     // The refused request spent nothing: ip-access shows only the media upload.
-    const next = await send(gw.url, { path: '/api/v1/statuses/1' });
+    const next = await send(fx.gw.url, { path: '/api/v1/statuses/1' });
     expect(next.headers['x-ratelimit-remaining']).toBe('298');
   });
 
   it('cuts a chunked body at the limit without buffering it, and answers 413', async () => {
-    gw = await startTestGateway(limits('{ maxBodySize: 1MB }'), { upstream: upstream.url });
-    const u = new URL(gw.url);
+    fx.gw = await startTestGateway(limits('{ maxBodySize: 1MB }'), { upstream: fx.upstream.url });
+    const u = new URL(fx.gw.url);
     const status = await new Promise<number>((resolve, reject) => {
       const r = http.request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/statuses', headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': 'application/octet-stream' } }, (res) => {
         res.resume();
@@ -105,16 +94,16 @@ describe('hostile clients', () => {
   });
 
   it('answers garbage on the socket with 400 and closes', async () => {
-    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
-    const a = await raw(gw.url, [Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00]), 'garbage\r\n\r\n']);
+    fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url });
+    const a = await raw(fx.gw.url, [Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00]), 'garbage\r\n\r\n']);
     expect(a.text).toMatch(/^HTTP\/1\.1 400 /);
     expect(a.closed).toBe(true);
-    expect((await send(gw.url, { path: '/api/v1/statuses/1' })).status).toBe(200);
+    expect((await send(fx.gw.url, { path: '/api/v1/statuses/1' })).status).toBe(200);
   });
 
   it('closes connections beyond maxConnections while the others keep working', async () => {
-    gw = await startTestGateway(limits('{ maxConnections: 5 }'), { upstream: upstream.url });
-    const u = new URL(gw.url);
+    fx.gw = await startTestGateway(limits('{ maxConnections: 5 }'), { upstream: fx.upstream.url });
+    const u = new URL(fx.gw.url);
     const held: net.Socket[] = [];
     for (let i = 0; i < 5; i++) {
       const s = net.connect(Number(u.port), u.hostname);
@@ -122,7 +111,7 @@ describe('hostile clients', () => {
       held.push(s);
     }
     await new Promise((r) => setTimeout(r, 100));
-    const extra = await raw(gw.url, ['GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\n\r\n'], 2000);
+    const extra = await raw(fx.gw.url, ['GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\n\r\n'], 2000);
     expect(extra.closed).toBe(true);
     expect(extra.text).toBe('');
     // One held connection is still served.

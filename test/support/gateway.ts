@@ -3,7 +3,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
+import { startRecordingUpstream, type RecordingUpstream } from './recording-upstream.js';
 
 export interface TestGateway extends RunningGateway {
   configPath: string;
@@ -45,3 +47,37 @@ export function capturingLogger(level = 'info'): { logger: Logger; lines: LogLin
 export type LogLine = { level: number; msg: string } & Record<string, unknown>;
 
 export { SEED_TABLE } from './seed-table.js';
+
+/** What `gatewayFixture` shares with a file's tests: one recording upstream, and the gateway of the test running. */
+export interface GatewayFixture<G extends { shutdown(graceMs?: number): Promise<void> } = TestGateway> {
+  /** Started once for the file; its record is emptied after each test. */
+  readonly upstream: RecordingUpstream;
+  /** The test's gateway: shut down (and unset) after each test. */
+  gw: G | undefined;
+}
+
+/**
+ * The "recording upstream + a gateway per test" setup in one place: registers the file's hooks (start
+ * the upstream before all tests, close it after; shut the test's gateway down after each test with
+ * `graceMs`, then empty the upstream's record). Call it at the top of a test file.
+ */
+export function gatewayFixture<G extends { shutdown(graceMs?: number): Promise<void> } = TestGateway>(opts: { graceMs?: number } = {}): GatewayFixture<G> {
+  let upstream: RecordingUpstream | undefined;
+  const fx: GatewayFixture<G> = {
+    get upstream(): RecordingUpstream {
+      if (upstream === undefined) throw new Error('the recording upstream starts in beforeAll: use it inside a test or hook');
+      return upstream;
+    },
+    gw: undefined,
+  };
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream();
+  });
+  afterAll(async () => upstream?.close());
+  afterEach(async () => {
+    await fx.gw?.shutdown(opts.graceMs ?? 500);
+    fx.gw = undefined;
+    if (upstream !== undefined) upstream.seen.length = 0;
+  });
+  return fx;
+}
