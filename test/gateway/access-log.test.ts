@@ -1,16 +1,8 @@
 /** The access log line: what an on-call engineer searches by (request id, the rejecting rule, a duration). */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { capturingLogger, startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-afterEach(async () => gw.shutdown(200));
+const fx = gatewayFixture({ graceMs: 200 });
 
 const TABLE = `limits:
   - { name: wide, match: /api/*, per: ip, limit: 100, period: 1h }
@@ -25,20 +17,20 @@ function accessLines(lines: Record<string, unknown>[]): Record<string, unknown>[
 describe('the access log', () => {
   it("keeps the client's X-Request-Id, logs it and forwards it upstream", async () => {
     const { logger, lines } = capturingLogger();
-    gw = await startTestGateway(TABLE, { upstream: upstream.url, logger });
-    const res = await fetch(`${gw.url}/api/v1/timelines/home`, { headers: { 'X-Request-Id': 'req-abc.123' } });
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url, logger });
+    const res = await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { 'X-Request-Id': 'req-abc.123' } });
     expect(res.status).toBe(200);
     expect(accessLines(lines).at(-1)!.id).toBe('req-abc.123');
-    expect(upstream.forwarded().at(-1)!.headers['x-request-id']).toBe('req-abc.123');
+    expect(fx.upstream.forwarded().at(-1)!.headers['x-request-id']).toBe('req-abc.123');
   });
 
   it('makes a request id when the client sent none (or an unusable one) and forwards that one', async () => {
     const { logger, lines } = capturingLogger();
-    gw = await startTestGateway(TABLE, { upstream: upstream.url, logger });
-    await fetch(`${gw.url}/api/v1/timelines/home`);
-    await fetch(`${gw.url}/api/v1/timelines/home`, { headers: { 'X-Request-Id': 'has spaces in it' } });
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url, logger });
+    await fetch(`${fx.gw.url}/api/v1/timelines/home`);
+    await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { 'X-Request-Id': 'has spaces in it' } });
     const [first, second] = accessLines(lines).slice(-2);
-    const seen = upstream.forwarded().slice(-2);
+    const seen = fx.upstream.forwarded().slice(-2);
     for (const [line, up] of [[first!, seen[0]!], [second!, seen[1]!]] as const) {
       expect(line.id).toMatch(/^[0-9a-f-]{36}$/);
       expect(up.headers['x-request-id']).toBe(line.id);
@@ -48,9 +40,9 @@ describe('the access log', () => {
 
   it('names, on a 429, the rule that rejected the request, and only that one', async () => {
     const { logger, lines } = capturingLogger();
-    gw = await startTestGateway(TABLE, { upstream: upstream.url, logger });
-    expect((await fetch(`${gw.url}/api/v1/statuses`, { method: 'POST' })).status).toBe(200);
-    expect((await fetch(`${gw.url}/api/v1/statuses`, { method: 'POST' })).status).toBe(429);
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url, logger });
+    expect((await fetch(`${fx.gw.url}/api/v1/statuses`, { method: 'POST' })).status).toBe(200);
+    expect((await fetch(`${fx.gw.url}/api/v1/statuses`, { method: 'POST' })).status).toBe(429);
     const [ok, limited] = accessLines(lines).slice(-2);
     expect(ok!.rule).toBeUndefined();
     expect(limited!.status).toBe(429);
@@ -61,8 +53,8 @@ describe('the access log', () => {
 
   it('prints durations in milliseconds to the microsecond, not as long floats', async () => {
     const { logger, lines } = capturingLogger();
-    gw = await startTestGateway(TABLE, { upstream: upstream.url, logger });
-    for (let i = 0; i < 5; i++) await fetch(`${gw.url}/api/v1/timelines/home`);
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url, logger });
+    for (let i = 0; i < 5; i++) await fetch(`${fx.gw.url}/api/v1/timelines/home`);
     for (const line of accessLines(lines)) {
       expect(typeof line.ms).toBe('number');
       expect(String(line.ms)).toMatch(/^\d+(\.\d{1,3})?$/);

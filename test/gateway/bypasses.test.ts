@@ -4,17 +4,10 @@
  */
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../support/recording-upstream.js';
+import { startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
+import { VERIFY } from '../support/recording-upstream.js';
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-afterEach(async () => gw.shutdown(200));
+const fx = gatewayFixture({ graceMs: 200 });
 
 /** Sends a head with `Expect: 100-continue`, then the body only if the gateway says 100. */
 async function expectContinue(url: string, path: string, body: Buffer): Promise<{ first: string; final: string }> {
@@ -49,26 +42,26 @@ describe('Expect: 100-continue', () => {
   const TABLE = `limits:\n  - { name: uploading, match: POST /api/v1/media, per: account, limit: 1, period: 30m }\n`;
 
   it('an admitted 2 MiB upload gets 100 Continue from the gateway, streams to the upstream, answers 200, and is charged once', async () => {
-    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
     const body = Buffer.alloc(2 * 1024 * 1024, 7);
-    const { first, final } = await expectContinue(gw.url, '/api/v1/media', body);
+    const { first, final } = await expectContinue(fx.gw.url, '/api/v1/media', body);
     expect(first).toMatch(/^HTTP\/1\.1 100 Continue\r\n/);
     expect(final).toMatch(/^HTTP\/1\.1 200 /);
     expect(final).toMatch(/x-ratelimit-remaining: 0/i);
-    const uploads = upstream.forwarded().filter((s) => s.url === '/api/v1/media');
+    const uploads = fx.upstream.forwarded().filter((s) => s.url === '/api/v1/media');
     expect(uploads.at(-1)!.bodyBytes).toBe(body.length);
     expect(uploads.at(-1)!.headers.expect).toBeUndefined();
   });
 
   it('over the limit, the first byte back is the 429, never a 100 Continue, and no body is read', async () => {
-    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
     const body = Buffer.alloc(2 * 1024 * 1024, 7);
-    await expectContinue(gw.url, '/api/v1/media', body);
-    const before = upstream.forwarded().length;
-    const { first } = await expectContinue(gw.url, '/api/v1/media', body);
+    await expectContinue(fx.gw.url, '/api/v1/media', body);
+    const before = fx.upstream.forwarded().length;
+    const { first } = await expectContinue(fx.gw.url, '/api/v1/media', body);
     expect(first).toMatch(/^HTTP\/1\.1 429 /);
     expect(first).toMatch(/retry-after: \d+/i);
-    expect(upstream.forwarded().length).toBe(before);
+    expect(fx.upstream.forwarded().length).toBe(before);
   });
 });
 
@@ -78,15 +71,15 @@ describe('a flood that is already refused costs the upstream nothing', () => {
   - { name: ip-access, match: /api/*, per: ip, limit: 2, period: 5m }
   - { name: account-access, match: /api/*, per: account, limit: 300, period: 5m }
 `;
-    gw = await startTestGateway(TABLE, { upstream: upstream.url });
-    const introspections = () => upstream.seen.filter((s) => s.url === VERIFY).length;
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
+    const introspections = () => fx.upstream.seen.filter((s) => s.url === VERIFY).length;
     for (const token of ['user-1', 'user-2']) {
-      const res = await fetch(`${gw.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer ${token}` } });
+      const res = await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer ${token}` } });
       expect(res.status).toBe(200);
     }
     const before = introspections();
     for (let i = 0; i < 20; i++) {
-      const res = await fetch(`${gw.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer user-${100 + i}` } });
+      const res = await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer user-${100 + i}` } });
       expect(res.status).toBe(429);
       expect(res.headers.get('x-ratelimit-limit')).toBe('2');
       expect(res.headers.get('x-ratelimit-remaining')).toBe('0');
@@ -100,8 +93,8 @@ describe('a flood that is already refused costs the upstream nothing', () => {
   - { name: ip-access, match: /api/*, per: ip, limit: 3, period: 5m }
   - { name: account-access, match: /api/*, per: account, limit: 1, period: 5m }
 `;
-    gw = await startTestGateway(TABLE, { upstream: upstream.url });
-    const get = (token: string) => fetch(`${gw.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer ${token}` } });
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
+    const get = (token: string) => fetch(`${fx.gw!.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer ${token}` } });
     expect((await get('user-50')).status).toBe(200);
     // The account bucket refuses: the IP bucket must not be charged for it.
     expect((await get('user-50')).status).toBe(429);
@@ -127,60 +120,60 @@ describe('a token sent outside the Authorization header counts for its account',
     }],
   ];
   it.each(sources)('in %s: the third request of one account is refused, the body forwarded byte for byte', async (_where, make) => {
-    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) {
       const [path, init] = make('user-77');
-      statuses.push((await fetch(gw.url + path, init)).status);
+      statuses.push((await fetch(fx.gw.url + path, init)).status);
     }
     expect(statuses).toEqual([200, 200, 429]);
-    const sent = upstream.forwarded().at(-1)!;
+    const sent = fx.upstream.forwarded().at(-1)!;
     if (sent.method === 'POST') {
       expect(sent.bodyBytes).toBeGreaterThan(0);
       expect(sent.bodyBytes).toBe(Number(sent.headers['content-length']));
     }
     const [path, init] = make('user-78');
-    expect((await fetch(gw.url + path, init)).status).toBe(200); // another account has its own bucket
+    expect((await fetch(fx.gw.url + path, init)).status).toBe(200); // another account has its own bucket
   });
 
   it('a token in a body past the peek bound is refused with 400, never forwarded uncounted', async () => {
-    gw = await startTestGateway(`server: { paramPeekBytes: 1kB }\n${TABLE}`, { upstream: upstream.url });
-    const before = upstream.forwarded().length;
-    const res = await fetch(`${gw.url}/api/v1/statuses`, {
+    fx.gw = await startTestGateway(`server: { paramPeekBytes: 1kB }\n${TABLE}`, { upstream: fx.upstream.url });
+    const before = fx.upstream.forwarded().length;
+    const res = await fetch(`${fx.gw.url}/api/v1/statuses`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: `status=${'x'.repeat(4000)}&access_token=user-79`,
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toMatch(/Authorization header/);
-    expect(upstream.forwarded().length).toBe(before);
+    expect(fx.upstream.forwarded().length).toBe(before);
   });
 });
 
 describe("Rack's method override is counted as the method Rails routes", () => {
   const TABLE = `limits:\n  - { name: deletion, match: DELETE /api/v1/statuses/:id, per: ip, limit: 1, period: 30m }\n`;
   it('a POST with X-HTTP-Method-Override: DELETE counts against the deletion limit, and keeps the header', async () => {
-    gw = await startTestGateway(TABLE, { upstream: upstream.url });
-    const del = () => fetch(`${gw.url}/api/v1/statuses/5`, { method: 'POST', headers: { 'X-HTTP-Method-Override': 'DELETE' } });
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
+    const del = () => fetch(`${fx.gw!.url}/api/v1/statuses/5`, { method: 'POST', headers: { 'X-HTTP-Method-Override': 'DELETE' } });
     expect((await del()).status).toBe(200);
-    expect(upstream.forwarded().at(-1)!.headers['x-http-method-override']).toBe('DELETE');
+    expect(fx.upstream.forwarded().at(-1)!.headers['x-http-method-override']).toBe('DELETE');
     expect((await del()).status).toBe(429);
   });
 
   it('a POST with _method=delete in its form body counts against the deletion limit', async () => {
-    gw = await startTestGateway(TABLE, { upstream: upstream.url });
-    const del = () => fetch(`${gw.url}/api/v1/statuses/6`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=delete' });
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
+    const del = () => fetch(`${fx.gw!.url}/api/v1/statuses/6`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=delete' });
     expect((await del()).status).toBe(200);
-    expect(upstream.forwarded().at(-1)!.bodyBytes).toBe('_method=delete'.length);
+    expect(fx.upstream.forwarded().at(-1)!.bodyBytes).toBe('_method=delete'.length);
     expect((await del()).status).toBe(429);
   });
 
   it('an override the gateway does not count by never reaches the upstream', async () => {
-    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
     // Rack honours the form field over the header, and no override on a GET: the header is dropped.
-    await fetch(`${gw.url}/api/v1/statuses/7`, { method: 'POST', headers: { 'X-HTTP-Method-Override': 'PATCH', 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=delete' });
-    expect(upstream.forwarded().at(-1)!.headers['x-http-method-override']).toBeUndefined();
-    await fetch(`${gw.url}/api/v1/statuses/8`, { headers: { 'X-HTTP-Method-Override': 'DELETE' } });
-    expect(upstream.forwarded().at(-1)!.headers['x-http-method-override']).toBeUndefined();
+    await fetch(`${fx.gw.url}/api/v1/statuses/7`, { method: 'POST', headers: { 'X-HTTP-Method-Override': 'PATCH', 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=delete' });
+    expect(fx.upstream.forwarded().at(-1)!.headers['x-http-method-override']).toBeUndefined();
+    await fetch(`${fx.gw.url}/api/v1/statuses/8`, { headers: { 'X-HTTP-Method-Override': 'DELETE' } });
+    expect(fx.upstream.forwarded().at(-1)!.headers['x-http-method-override']).toBeUndefined();
   });
 });
