@@ -1,0 +1,120 @@
+/**
+ * @module The local count of `onError: local` buckets while their Redis master fails, made so that it
+ * does not stack on what Redis already counted, neither during the outage nor after it.
+ *
+ * Seeding: a bucket first counted locally starts from what the store last reported for it on this
+ * gateway: its `remaining`, split by `store.gateways` (rounded up), so that the gateways together admit
+ * about what the store still had room for, not a fresh limit each on top of it. A bucket this gateway
+ * never saw (or whose reported window has ended) starts with its share of the limit.
+ *
+ * Write-back: what a bucket admitted locally is a debt, charged to the store (as a shadow charge: it
+ * never rejects, and it is capped at the room left) before the store's next decision for that bucket, so
+ * that after the master is back (or its replica promoted) the store does not hand out its own remaining
+ * room again. Then the local bucket is forgotten, and the next outage seeds afresh.
+ *
+ * Bounds: the last-seen table keeps at most `maxKeys` buckets (oldest first out); its cost on the hot
+ * path is one Map write per `local` bucket per store decision.
+ */
+import type { BucketSpec, ConsumeOutcome, Store } from './types.js';
+
+interface Seen {
+  readonly remaining: number;
+  /** Store clock: after this, the reported remaining no longer holds. */
+  readonly resetAt: number;
+}
+
+export interface Touched {
+  readonly spec: BucketSpec;
+  /** Cost admitted locally and not yet written to the store. */
+  debt: number;
+  flushing: boolean;
+  /** The seed charge, which every local count of this bucket waits for. */
+  readonly seeded: Promise<unknown>;
+}
+
+export class LocalFallback {
+  private readonly seen = new Map<string, Seen>();
+  private readonly touched = new Map<string, Touched>();
+  private readonly gateways: number;
+  private readonly maxKeys: number;
+
+  constructor(
+    /** A MemoryStore. */
+    readonly store: Store,
+    opts: { gateways?: number; maxKeys?: number; now?: () => number } = {},
+  ) {
+    this.gateways = Math.max(1, Math.floor(opts.gateways ?? 1));
+    this.maxKeys = Math.max(1, opts.maxKeys ?? 100_000);
+    this.now = opts.now ?? Date.now;
+  }
+
+  private readonly now: () => number;
+
+  /** Remembers what the store reported for the `local` buckets of a decision. */
+  remember(specs: readonly BucketSpec[], out: ConsumeOutcome): void {
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]!;
+      if (spec.onError !== 'local') continue;
+      const b = out.buckets[i];
+      if (b === undefined) continue;
+      if (this.seen.size >= this.maxKeys && !this.seen.has(spec.key)) this.seen.delete(this.seen.keys().next().value!);
+      this.seen.set(spec.key, { remaining: b.remaining, resetAt: b.resetAt });
+    }
+  }
+
+  /** Counts `specs` (all `local`) in the local store, seeding the buckets it meets for the first time. */
+  async consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    for (const spec of specs) await (this.touched.get(spec.key) ?? this.seed(spec)).seeded;
+    const out = await this.store.consume(specs);
+    if (out.allowed) for (const spec of specs) this.touched.get(spec.key)!.debt += spec.cost;
+    return out;
+  }
+
+  private seed(spec: BucketSpec): Touched {
+    const last = this.seen.get(spec.key);
+    const room = last !== undefined && last.resetAt > this.now() ? last.remaining : spec.limit;
+    const share = Math.ceil(Math.max(0, room) / this.gateways);
+    const used = spec.limit - share;
+    const t: Touched = { spec, debt: 0, flushing: false, seeded: used > 0 ? this.store.consume([{ ...spec, cost: used, shadow: true }]) : Promise.resolve() };
+    this.touched.set(spec.key, t);
+    return t;
+  }
+
+  /**
+   * The debts of these buckets, marked as being written (or null: nothing to write, the usual case).
+   * Call `written` or `unwritten` with the result once the store has (or has not) taken them.
+   */
+  debtsOf(specs: readonly BucketSpec[]): Touched[] | null {
+    if (this.touched.size === 0) return null;
+    let out: Touched[] | null = null;
+    for (const spec of specs) {
+      const t = this.touched.get(spec.key);
+      if (t === undefined || t.flushing) continue;
+      t.flushing = true;
+      (out ??= []).push(t);
+    }
+    return out;
+  }
+
+  /** The shadow charges that write these debts (only those with something to write). */
+  static charges(debts: readonly Touched[]): BucketSpec[] {
+    return debts.filter((t) => t.debt > 0).map((t) => ({ ...t.spec, cost: t.debt, shadow: true }));
+  }
+
+  /** The store has the debts: the local buckets are forgotten. */
+  async written(debts: readonly Touched[]): Promise<void> {
+    for (const t of debts) {
+      this.touched.delete(t.spec.key);
+      await this.store.reset(t.spec);
+    }
+  }
+
+  unwritten(debts: readonly Touched[]): void {
+    for (const t of debts) t.flushing = false;
+  }
+
+  /** Buckets counted locally and not yet handed back to the store. */
+  get pending(): number {
+    return this.touched.size;
+  }
+}
