@@ -5,6 +5,14 @@
  * The offline queue is off, so while Redis is unreachable calls fail at once instead of queueing; a
  * command in flight when the connection drops fails instead of being replayed late. Reconnection is
  * ioredis's business and happens by itself.
+ *
+ * Failover (SPEC §6: decisions resume within 2 s of Redis's promotion): ioredis's own retries are few
+ * and short (more would outlast `store.timeout` and report a dead node as a timeout), so a failure
+ * reaches the fault policy within the bound with its true reason; a cluster's slot map is refreshed
+ * every second and at once after a failure (redis-topology.ts), each refresh bounded well below the goal
+ * so that a frozen node cannot hold it; a Sentinel client subscribes to +switch-master (a frozen master
+ * never closes the connection, so waiting for a connection error would wait forever) and reconnects on
+ * READONLY (a demoted master).
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { StoreError } from './errors.js';
@@ -15,8 +23,21 @@ export type RedisClient = Redis | Cluster;
 export interface ConnectOptions {
   /** TCP connect timeout for (re)connection attempts; requests never wait for it. */
   readonly connectTimeoutMs: number;
-  /** The store call bound: a cluster's slot refresh is given at least this long. */
+  /** The store call bound: a cluster's slot refresh is given a few times this long. */
   readonly timeoutMs: number;
+  /** The sentinels' own password (`store.sentinelPassword`), when they require one. */
+  readonly sentinelPassword?: string;
+}
+
+/** How often a cluster's slot map is refreshed when nothing fails. */
+export const SLOTS_REFRESH_MS = 1_000;
+
+/**
+ * The bound of one slot-map query (CLUSTER SLOTS on one node; a frozen node is then skipped for the
+ * next): a few store timeouts, at least 250 ms (a fresh connection under load) and at most 1 s.
+ */
+export function slotsRefreshTimeout(timeoutMs: number): number {
+  return Math.min(1_000, Math.max(250, 4 * timeoutMs));
 }
 
 /**
@@ -40,23 +61,44 @@ export function createRedisClient(url: Exclude<StoreUrl, { kind: 'memory' }>, op
       enableOfflineQueue: false,
       enableAutoPipelining: AUTO_PIPELINING,
       clusterRetryStrategy: retry,
-      redisOptions: { ...auth, connectTimeout: opts.connectTimeoutMs, maxRetriesPerRequest: 0 },
-      slotsRefreshTimeout: Math.max(1_000, opts.timeoutMs),
-      // Redirect and failover retries happen inside ioredis; the store's deadline still bounds the call.
-      retryDelayOnFailover: 50,
-      retryDelayOnClusterDown: 50,
-      retryDelayOnTryAgain: 50,
+      redisOptions: { ...auth, connectTimeout: Math.min(opts.connectTimeoutMs, slotsRefreshTimeout(opts.timeoutMs)), maxRetriesPerRequest: 0 },
+      slotsRefreshTimeout: slotsRefreshTimeout(opts.timeoutMs),
+      slotsRefreshInterval: SLOTS_REFRESH_MS,
+      // Retries well inside the bound, and few of them, so that a failure comes back before the deadline
+      // with its own reason (not as a timeout): a closed connection (a node restarting; ioredis refreshes
+      // the slot map meanwhile) and TRYAGAIN (a slot migrating) wait a fifth of it; CLUSTERDOWN is not
+      // retried (coverage comes back by a promotion, which takes seconds; redis.ts refreshes the map).
+      retryDelayOnFailover: Math.max(1, Math.floor(opts.timeoutMs / 5)),
+      retryDelayOnClusterDown: 0,
+      retryDelayOnTryAgain: Math.max(1, Math.floor(opts.timeoutMs / 5)),
+      retryDelayOnMoved: 0,
+      maxRedirections: 3,
     };
     return new Cluster(
       url.nodes.map((n) => ({ host: n.host, port: n.port })),
       clusterOptions,
     );
   }
+  const where: RedisOptions =
+    url.kind === 'redis'
+      ? { host: url.node.host, port: url.node.port }
+      : {
+          sentinels: url.sentinels.map((n) => ({ host: n.host, port: n.port })),
+          name: url.name,
+          role: 'master',
+          ...(opts.sentinelPassword !== undefined ? { sentinelPassword: opts.sentinelPassword } : {}),
+          ...(url.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+          sentinelCommandTimeout: slotsRefreshTimeout(opts.timeoutMs),
+          sentinelRetryStrategy: retry,
+          failoverDetector: true,
+        };
   return new Redis({
     ...auth,
-    host: url.node.host,
-    port: url.node.port,
+    ...where,
     db: url.db,
+    // A demoted master answers writes with READONLY: reconnect (to the master the sentinels name), do
+    // not resend (the call has failed already and the fault policy decided it).
+    reconnectOnError: (err) => (/^READONLY\b/.test(err.message) ? 1 : false),
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

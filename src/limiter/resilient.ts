@@ -39,7 +39,7 @@ export type StoreEvent =
   /** One master's calls fail (its keys follow the fault policy) or succeed again. */
   | { readonly type: 'node'; readonly node: string; readonly failing: boolean; readonly circuit: CircuitState; readonly cause?: unknown }
   /** A replica took over from a master: `from`'s breaker is gone; `wasFailing`: its keys were on the fault policy. */
-  | { readonly type: 'promotion'; readonly from: string; readonly to: string; readonly wasFailing: boolean }
+  | { readonly type: 'promotion'; readonly from: string; readonly to: string; readonly node: string; readonly wasFailing: boolean }
   /** A request the fallback store rejected (onError: local) while its master failed. */
   | { readonly type: 'local_rejection' }
   | { readonly type: 'circuit'; readonly state: CircuitState; readonly node: string };
@@ -61,8 +61,11 @@ export type PrimaryStore = Store & {
   ping?(node?: string): Promise<unknown>;
   /** The master that decides these buckets (the owner of the first key's slot). */
   nodeOf?(specs: readonly BucketSpec[]): string;
-  /** Registers the listener told when a replica takes over a master (`from`, `to`: node names). */
-  onPromotion?(fn: (from: string, to: string) => void): void;
+  /**
+   * Registers the listener told when a replica takes over a master (`from`, `to`: for the log; `node`:
+   * the name whose breaker goes, as `nodeOf` gave it).
+   */
+  onPromotion?(fn: (from: string, to: string, node: string) => void): void;
 };
 
 export interface ResilientStore extends Store {
@@ -97,7 +100,7 @@ class Resilient implements ResilientStore {
     this.emit = o.onEvent ?? (() => {});
     this.clock = o.clock ?? systemClock;
     this.local = new LocalFallback(o.fallback, { ...(o.gateways !== undefined ? { gateways: o.gateways } : {}), now: () => this.clock.now() });
-    primary.onPromotion?.((from, to) => this.promoted(from, to));
+    primary.onPromotion?.((from, to, node) => this.promoted(from, to, node));
   }
 
   get fallbackActive(): boolean {
@@ -249,16 +252,16 @@ class Resilient implements ResilientStore {
     if (before !== after) this.emit(cause === undefined || !after ? { type: 'fallback_active', active: after } : { type: 'fallback_active', active: after, cause });
   }
 
-  /** A replica took over `from`: its keys are the new master's now, so `from`'s breaker goes. */
-  private promoted(from: string, to: string): void {
-    const b = this.breakers.get(from);
-    const wasFailing = this.failing.has(from);
+  /** A replica took over `from`: its keys are the new master's now, so the old breaker goes. */
+  private promoted(from: string, to: string, node: string): void {
+    const b = this.breakers.get(node);
+    const wasFailing = this.failing.has(node);
     if (b !== undefined) {
       b.close();
-      this.breakers.delete(from);
+      this.breakers.delete(node);
     }
-    this.emit({ type: 'promotion', from, to, wasFailing });
-    if (wasFailing) this.nodeFailing(from, false, undefined, 'closed');
+    this.emit({ type: 'promotion', from, to, node, wasFailing });
+    if (wasFailing) this.nodeFailing(node, false, undefined, 'closed');
   }
 
   /** Applies each bucket's onError to a request the primary could not decide. */

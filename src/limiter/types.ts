@@ -77,6 +77,10 @@ export interface StoreObserver {
   localRejection(source: LocalRejectionSource): void;
   /** The batcher sent one script call carrying this many requests. */
   batchSent(requests: number): void;
+  /** One Redis master's calls succeed (true) or fail, its keys then following the fault policy (false). */
+  nodeUp(node: string, up: boolean): void;
+  /** A master was replaced by its promoted replica: its series goes. */
+  nodeGone(node: string): void;
 }
 
 /** The logger calls the limiter makes: a pino Logger fits. */

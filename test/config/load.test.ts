@@ -33,7 +33,7 @@ const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',
   admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null },
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
-  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false },
+  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, gateways: 2, sentinelPassword: null },
   methods: { custom: [] },
   clients: {
     trustedProxies: ['loopback', 'private'],
@@ -74,7 +74,7 @@ describe('defaults', () => {
 
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
-    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false });
+    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, gateways: 2, sentinelPassword: null });
     expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000 });
   });
 
@@ -106,7 +106,7 @@ describe('a fully written file', () => {
       listen: '[::]:8081',
       admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null },
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
-      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true },
+      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true, gateways: 2, sentinelPassword: null },
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
         ipv6Prefix: 56,
@@ -316,7 +316,7 @@ describe('overrides', () => {
   it('are validated like the file, and say they came from an override', () => {
     expect(errorsOf(file, { listen: 'localhost', store: 'memcached://x' })).toEqual([
       'listen: invalid address "localhost" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080) (set by an override)',
-      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT or rediss-cluster://… for TLS) (set by an override)',
+      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS) (set by an override)',
     ]);
   });
 
@@ -371,7 +371,7 @@ describe('robustness', () => {
         listen: leaf,
         admin: fc.oneof(section(['listen', 'token']), leaf),
         upstream: section(['url', 'timeout', 'connectTimeout']),
-        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness']),
+        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness', 'gateways', 'sentinelPassword']),
         clients: fc.record({ trustedProxies: leaf, ipv6Prefix: leaf, account: section(['from', 'path', 'cacheTtl', 'header']) }, {
           requiredKeys: [],
         }),

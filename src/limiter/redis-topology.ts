@@ -1,0 +1,110 @@
+/**
+ * @module Which Redis master decides a key, and when that changes: the node names the fault policy
+ * keeps a breaker per (resilient.ts), the promotions it is told of, and the slot-map refreshes that make
+ * a failover noticed within a bound.
+ *
+ * Cluster: a key's master is the first node of its slot in ioredis's slot map. The map is refreshed
+ * every second by ioredis, and here also at once after a failed call and then every 250 ms while calls
+ * fail (at most one refresh in flight), so that a promotion is seen within about a refresh of Redis
+ * making it, even when the dead master's keys send no call (their breaker is open). Each refresh is
+ * compared with the last: a slot whose master is now what was its replica is a promotion.
+ *
+ * Single Redis: one node, `host:port`. Sentinel: one node named by the master name, whose address is
+ * read at every (re)connection; a new address is a promotion (the sentinels named another master).
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { keySlot } from './slot.js';
+
+/** How often the slot map is refreshed while calls fail. */
+const TROUBLE_REFRESH_MS = 250;
+/** How long after the last failure the fast refreshes go on. */
+const TROUBLE_MS = 5_000;
+const SLOTS = 16_384;
+
+export type PromotionListener = (from: string, to: string, node: string) => void;
+
+export interface Topology {
+  /** The master deciding `key` (a full key, prefix included). */
+  nodeOf(key: string): string;
+  /** A call failed: look for a new master soon. */
+  troubled(): void;
+  /** True when every key has a master to go to (cluster: all slots covered). */
+  covered(): boolean;
+  onPromotion(fn: PromotionListener): void;
+  close(): void;
+}
+
+export function clusterTopology(client: Cluster, now: () => number = Date.now): Topology {
+  const listeners: PromotionListener[] = [];
+  let last: readonly (readonly string[] | undefined)[] = [];
+  let troubleUntil = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let lastRefresh = 0;
+
+  const refresh = (): void => {
+    lastRefresh = now();
+    client.refreshSlotsCache();
+  };
+  client.on('refresh', () => {
+    const slots = client.slots;
+    const seen = new Set<string>();
+    for (let i = 0; i < SLOTS; i++) {
+      const before = last[i];
+      const from = before?.[0];
+      const to = slots[i]?.[0];
+      if (from === undefined || to === undefined || from === to || !before!.includes(to)) continue;
+      const pair = `${from}>${to}`;
+      if (seen.has(pair)) continue;
+      seen.add(pair);
+      for (const fn of listeners) fn(from, to, from);
+    }
+    last = slots.map((s) => (s === undefined ? undefined : [...s]));
+  });
+
+  return {
+    nodeOf: (key) => client.slots[keySlot(key)]?.[0] ?? 'unassigned',
+    troubled() {
+      troubleUntil = now() + TROUBLE_MS;
+      if (now() - lastRefresh >= TROUBLE_REFRESH_MS / 2) refresh();
+      if (timer !== undefined) return;
+      timer = setInterval(() => {
+        if (now() > troubleUntil) {
+          clearInterval(timer);
+          timer = undefined;
+        } else refresh();
+      }, TROUBLE_REFRESH_MS);
+      timer.unref();
+    },
+    covered() {
+      const slots = client.slots;
+      for (let i = 0; i < SLOTS; i++) if (slots[i]?.[0] === undefined) return false;
+      return true;
+    },
+    onPromotion: (fn) => void listeners.push(fn),
+    close() {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}
+
+/** A single Redis (`node`: its `host:port`), or a Sentinel-managed master (`node`: its name). */
+export function singleTopology(client: Redis, node: string, sentinel: boolean): Topology {
+  const listeners: PromotionListener[] = [];
+  let address: string | undefined;
+  if (sentinel) {
+    client.on('ready', () => {
+      const s = client.stream;
+      const now = s?.remoteAddress === undefined ? undefined : `${s.remoteAddress}:${s.remotePort}`;
+      if (address !== undefined && now !== undefined && now !== address) for (const fn of listeners) fn(`${node} at ${address}`, `${node} at ${now}`, node);
+      address = now ?? address;
+    });
+  }
+  return {
+    nodeOf: () => node,
+    troubled: () => {},
+    covered: () => client.status === 'ready',
+    onPromotion: (fn) => void listeners.push(fn),
+    close: () => {},
+  };
+}
