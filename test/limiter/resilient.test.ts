@@ -300,7 +300,6 @@ describe.skipIf(skipRedis('the Redis fault tests'))('the fault policy over a rea
       breaker: { failureThreshold: 1, openMs: 50 },
       onEvent: (e) => {
         events.push(e);
-        if (process.env.DBG) console.log(Date.now() % 100000, JSON.stringify(e));
         if (e.type === 'fallback_active' && !e.active) recovered();
       },
     });
