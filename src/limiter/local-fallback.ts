@@ -3,7 +3,7 @@
  * does not stack on what Redis already counted, neither during the outage nor after it.
  *
  * Seeding: a bucket first counted locally starts from what the store last reported for it on this
- * gateway: its `remaining`, split by `store.gateways` (rounded up), so that the gateways together admit
+ * gateway: its `remaining`, split by `store.gateways` (rounded down), so that the gateways together admit
  * about what the store still had room for, not a fresh limit each on top of it. A bucket this gateway
  * never saw (or whose reported window has ended) starts with its share of the limit.
  *
@@ -72,8 +72,10 @@ export class LocalFallback {
 
   private seed(spec: BucketSpec): Touched {
     const last = this.seen.get(spec.key);
-    const room = last !== undefined && last.resetAt > this.now() ? last.remaining : spec.limit;
-    const share = Math.ceil(Math.max(0, room) / this.gateways);
+    // Rounded down when the store's answer is known (the gateways' shares never add up to more than
+    // it had left), up for an unknown bucket (so that a limit below the gateway count still admits).
+    const known = last !== undefined && last.resetAt > this.now();
+    const share = known ? Math.floor(Math.max(0, last.remaining) / this.gateways) : Math.ceil(spec.limit / this.gateways);
     const used = spec.limit - share;
     const t: Touched = { spec, debt: 0, flushing: false, seeded: used > 0 ? this.store.consume([{ ...spec, cost: used, shadow: true }]) : Promise.resolve() };
     this.touched.set(spec.key, t);

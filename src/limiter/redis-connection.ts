@@ -27,6 +27,8 @@ export interface ConnectOptions {
   readonly timeoutMs: number;
   /** The sentinels' own password (`store.sentinelPassword`), when they require one. */
   readonly sentinelPassword?: string;
+  /** Sentinel: maps a master address a lagging sentinel may still give to its replacement (sentinel-watch.ts). */
+  readonly natMap?: (key: string) => { host: string; port: number } | null;
 }
 
 /** How often a cluster's slot map is refreshed when nothing fails. */
@@ -91,10 +93,16 @@ export function createRedisClient(url: Exclude<StoreUrl, { kind: 'memory' }>, op
           sentinelCommandTimeout: slotsRefreshTimeout(opts.timeoutMs),
           sentinelRetryStrategy: retry,
           failoverDetector: true,
+          ...(opts.natMap !== undefined ? { natMap: opts.natMap as NonNullable<RedisOptions['natMap']> } : {}),
+          // While the master is gone, ask the sentinels again soon: the new master is named ~1 s after
+          // the promotion, and a 1 s back-off would add up to as much again.
+          retryStrategy: (times: number) => Math.min(times * 50, 250),
+          // On +switch-master the old connection is ended; a frozen master never closes its side, so
+          // do not wait the default 2 s before dropping it.
+          disconnectTimeout: 100,
         };
   return new Redis({
     ...auth,
-    ...where,
     db: url.db,
     // A demoted master answers writes with READONLY: reconnect (to the master the sentinels name), do
     // not resend (the call has failed already and the fault policy decided it).
@@ -105,6 +113,7 @@ export function createRedisClient(url: Exclude<StoreUrl, { kind: 'memory' }>, op
     enableAutoPipelining: AUTO_PIPELINING,
     connectTimeout: opts.connectTimeoutMs,
     retryStrategy: retry,
+    ...where,
   });
 }
 

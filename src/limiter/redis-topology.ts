@@ -13,6 +13,7 @@
  * read at every (re)connection; a new address is a promotion (the sentinels named another master).
  */
 import type { Cluster, Redis } from 'ioredis';
+import type { SentinelWatch } from './sentinel-watch.js';
 import { keySlot } from './slot.js';
 
 /** How often the slot map is refreshed while calls fail. */
@@ -88,11 +89,17 @@ export function clusterTopology(client: Cluster, now: () => number = Date.now): 
   };
 }
 
-/** A single Redis (`node`: its `host:port`), or a Sentinel-managed master (`node`: its name). */
-export function singleTopology(client: Redis, node: string, sentinel: boolean): Topology {
+/**
+ * A single Redis (`node`: its `host:port`), or a Sentinel-managed master (`node`: its name; `watch`
+ * follows the sentinels' announcements: a client still on a replaced master reconnects at once).
+ */
+export function singleTopology(client: Redis, node: string, watch?: SentinelWatch): Topology {
   const listeners: PromotionListener[] = [];
   let address: string | undefined;
-  if (sentinel) {
+  if (watch !== undefined) {
+    watch.start((to) => {
+      if (client.status === 'ready' && address !== undefined && address !== to) client.disconnect(true);
+    });
     client.on('ready', () => {
       const s = client.stream;
       const now = s?.remoteAddress === undefined ? undefined : `${s.remoteAddress}:${s.remotePort}`;
@@ -105,6 +112,6 @@ export function singleTopology(client: Redis, node: string, sentinel: boolean): 
     troubled: () => {},
     covered: () => client.status === 'ready',
     onPromotion: (fn) => void listeners.push(fn),
-    close: () => {},
+    close: () => watch?.close(),
   };
 }

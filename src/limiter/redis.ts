@@ -19,6 +19,7 @@ import { StoreError, StoreTimeoutError, toStoreError } from './errors.js';
 import { batchArgs, consumeArgs, luaScripts, parseBatch, parsePeek, parsePlain, type Arg } from './redis-codec.js';
 import { createRedisClient, isCluster, whenReady, type RedisClient } from './redis-connection.js';
 import { clusterTopology, singleTopology, type PromotionListener, type Topology } from './redis-topology.js';
+import { SentinelWatch } from './sentinel-watch.js';
 import { keySlot } from './slot.js';
 import { parseStoreUrl, StoreUrlError } from '../config/store-url.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
@@ -88,15 +89,20 @@ export class RedisStore implements Store {
     this.prefix = `${opts.prefix}:`;
     this.timeoutMs = opts.timeoutMs;
     this.now = opts.now;
+    const watch =
+      url.kind === 'redis-sentinel'
+        ? new SentinelWatch(url.name, url.sentinels, { ...(opts.sentinelPassword !== undefined ? { password: opts.sentinelPassword } : {}), ...(url.tls ? { tls: {} } : {}) })
+        : undefined;
     this.client = createRedisClient(url, {
       connectTimeoutMs: opts.connectTimeoutMs ?? 2_000,
       timeoutMs: opts.timeoutMs,
       ...(opts.sentinelPassword !== undefined ? { sentinelPassword: opts.sentinelPassword } : {}),
+      ...(watch !== undefined ? { natMap: watch.map } : {}),
     });
     this.topology =
       url.kind === 'redis-cluster'
         ? clusterTopology(this.client as Cluster)
-        : singleTopology(this.client as Redis, url.kind === 'redis' ? `${url.node.host}:${url.node.port}` : url.name, url.kind === 'redis-sentinel');
+        : singleTopology(this.client as Redis, url.kind === 'redis' ? `${url.node.host}:${url.node.port}` : url.name, watch);
     // Without a listener an 'error' event would crash the process; reconnection is automatic.
     this.client.on('error', (err: Error) => {
       this.lastError = err;

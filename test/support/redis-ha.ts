@@ -83,6 +83,11 @@ export interface SentinelGroup {
   readonly replica: Node;
   readonly sentinels: readonly { readonly port: number; stop(): Promise<void> }[];
   promotedAt(replica: RedisNode, timeoutMs?: number): Promise<number>;
+  /**
+   * Subscribes now to a sentinel's +switch-master (the moment Sentinel names the new master, after it
+   * has seen the replica take the role); resolves with the time of the first one.
+   */
+  watchSwitch(): Promise<{ readonly at: Promise<number> }>;
   /** ROLE of a data node: 'master' or 'slave'. */
   role(node: RedisNode): Promise<string>;
   stop(): Promise<void>;
@@ -152,6 +157,19 @@ export async function startSentinelGroup(opts: { password?: string; sentinelPass
     replica,
     sentinels,
     promotedAt: (r, timeoutMs) => roleMasterAt(r, opts.password, timeoutMs),
+    watchSwitch: async () => {
+      const sub = new Redis({ host: '127.0.0.1', port: sentinels[0]!.port, ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }) });
+      await sub.subscribe('+switch-master');
+      // Wrapped: a promise returned from an async function would be waited for.
+      return {
+        at: new Promise<number>((resolve) => {
+          sub.once('message', () => {
+            resolve(Date.now());
+            sub.disconnect();
+          });
+        }),
+      };
+    },
     role: async (n) => {
       const c = ask(n, opts.password);
       try {
