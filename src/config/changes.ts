@@ -14,6 +14,8 @@ export const RESTART_ONLY: readonly string[] = [
   'store.url',
   'store.prefix',
   'store.timeout',
+  'store.gateways',
+  'store.sentinelPassword',
   'clients.account.path',
   'server.maxHeaderSize',
   'server.headersTimeout',
