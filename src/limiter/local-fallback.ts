@@ -5,7 +5,9 @@
  * Seeding: a bucket first counted locally starts from what the store last reported for it on this
  * gateway: its `remaining`, split by `store.gateways` (rounded down), so that the gateways together admit
  * about what the store still had room for, not a fresh limit each on top of it. A bucket this gateway
- * never saw (or whose reported window has ended) starts with its share of the limit.
+ * never saw (or whose reported window has ended) starts with its share of the limit. Every later
+ * window of the outage gives each gateway its share too: the local count runs at limit ÷ gateways
+ * (rounded up), so a fleet admits about the limit per window however long the master is out.
  *
  * Write-back: what a bucket admitted locally is a debt, charged to the store (as a shadow charge: it
  * never rejects, and it is capped at the room left) before the store's next decision for that bucket, so
@@ -27,6 +29,8 @@ export interface Touched {
   readonly spec: BucketSpec;
   /** Cost admitted locally and not yet written to the store. */
   debt: number;
+  /** Fixed window: the end of the window the debt was admitted in. */
+  window: number | undefined;
   flushing: boolean;
   /** The seed charge, which every local count of this bucket waits for. */
   readonly seeded: Promise<unknown>;
@@ -62,22 +66,47 @@ export class LocalFallback {
     }
   }
 
-  /** Counts `specs` (all `local`) in the local store, seeding the buckets it meets for the first time. */
+  /**
+   * Counts `specs` (all `local`) in the local store, each at this gateway's share of its limit
+   * (limit ÷ gateways, rounded up: an outage longer than a window does not give every gateway the whole
+   * limit in each new window), seeding the buckets it meets for the first time.
+   */
   async consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
-    for (const spec of specs) await (this.touched.get(spec.key) ?? this.seed(spec)).seeded;
-    const out = await this.store.consume(specs);
-    if (out.allowed) for (const spec of specs) this.touched.get(spec.key)!.debt += spec.cost;
+    const shares = specs.map((s) => this.shareOf(s));
+    for (const spec of shares) await (this.touched.get(spec.key) ?? this.seed(spec)).seeded;
+    const out = await this.store.consume(shares);
+    if (!out.allowed) return out;
+    for (let i = 0; i < shares.length; i++) {
+      const t = this.touched.get(shares[i]!.key)!;
+      const resetAt = out.buckets[i]!.resetAt;
+      // A fixed window's debt is owed to its own window only: a new window starts it afresh.
+      if (shares[i]!.algorithm === 'fixed-window' && resetAt !== t.window) {
+        t.window = resetAt;
+        t.debt = 0;
+      }
+      t.debt += shares[i]!.cost;
+    }
     return out;
   }
 
+  private shareOf(spec: BucketSpec): BucketSpec {
+    return this.gateways === 1 ? spec : { ...spec, limit: Math.ceil(spec.limit / this.gateways) };
+  }
+
+  /** `spec` is at this gateway's share already. */
   private seed(spec: BucketSpec): Touched {
     const last = this.seen.get(spec.key);
-    // Rounded down when the store's answer is known (the gateways' shares never add up to more than
-    // it had left), up for an unknown bucket (so that a limit below the gateway count still admits).
-    const known = last !== undefined && last.resetAt > this.now();
-    const share = known ? Math.floor(Math.max(0, last.remaining) / this.gateways) : Math.ceil(spec.limit / this.gateways);
-    const used = spec.limit - share;
-    const t: Touched = { spec, debt: 0, flushing: false, seeded: used > 0 ? this.store.consume([{ ...spec, cost: used, shadow: true }]) : Promise.resolve() };
+    // What the store had left, split between the gateways and rounded down (their shares never add up
+    // to more than it had); a bucket never reported (or whose window has ended) starts with its share.
+    const share = last !== undefined && last.resetAt > this.now() ? Math.floor(Math.max(0, last.remaining) / this.gateways) : spec.limit;
+    const used = spec.limit - Math.min(spec.limit, share);
+    const t: Touched = {
+      spec,
+      debt: 0,
+      window: undefined,
+      flushing: false,
+      seeded: used > 0 ? this.store.consume([{ ...spec, cost: used, shadow: true }]) : Promise.resolve(),
+    };
     this.touched.set(spec.key, t);
     return t;
   }
@@ -99,8 +128,15 @@ export class LocalFallback {
   }
 
   /** The shadow charges that write these debts (only those with something to write). */
-  static charges(debts: readonly Touched[]): BucketSpec[] {
-    return debts.filter((t) => t.debt > 0).map((t) => ({ ...t.spec, cost: t.debt, shadow: true }));
+  static charges(debts: readonly Touched[], specs: readonly BucketSpec[]): BucketSpec[] {
+    const out: BucketSpec[] = [];
+    for (const t of debts) {
+      if (t.debt <= 0) continue;
+      // Charged with the request's own spec (the full limit), not the local share.
+      const spec = specs.find((s) => s.key === t.spec.key) ?? t.spec;
+      out.push({ ...spec, cost: t.debt, shadow: true });
+    }
+    return out;
   }
 
   /** The store has the debts: the local buckets are forgotten. */

@@ -35,11 +35,12 @@ export interface ConnectOptions {
 export const SLOTS_REFRESH_MS = 1_000;
 
 /**
- * The bound of one slot-map query (CLUSTER SLOTS on one node; a frozen node is then skipped for the
- * next): a few store timeouts, at least 250 ms (a fresh connection under load) and at most 1 s.
+ * The bound of one slot-map query (CLUSTER SLOTS on one node over a fresh connection; a frozen node is
+ * then skipped for the next): two store timeouts, at least 200 ms (a loaded machine), at most 500 ms
+ * (a refresh that meets the frozen node first must still leave the 2 s goal room).
  */
 export function slotsRefreshTimeout(timeoutMs: number): number {
-  return Math.min(1_000, Math.max(250, 4 * timeoutMs));
+  return Math.min(500, Math.max(200, 2 * timeoutMs));
 }
 
 /**

@@ -199,7 +199,7 @@ class Resilient implements ResilientStore {
    * then asks for the decision: a recovered master does not hand out again the room already used.
    */
   private async writeBackThen(debts: readonly Touched[], specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
-    const charges = LocalFallback.charges(debts);
+    const charges = LocalFallback.charges(debts, specs);
     if (charges.length > 0) {
       const first = await this.primary.consume(charges);
       // A shadow charge larger than the room left is not taken at all: take the room instead.
@@ -260,8 +260,8 @@ class Resilient implements ResilientStore {
       b.close();
       this.breakers.delete(node);
     }
-    this.emit({ type: 'promotion', from, to, node, wasFailing });
     if (wasFailing) this.nodeFailing(node, false, undefined, 'closed');
+    this.emit({ type: 'promotion', from, to, node, wasFailing });
   }
 
   /** Applies each bucket's onError to a request the primary could not decide. */

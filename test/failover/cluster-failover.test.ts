@@ -66,13 +66,25 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
         const [deadIp, ...healthyIps] = ips as [string, string, string];
         // 6 requests every 50 ms: 120 req/s, 20 per second per key and rule (each window sees 40 for a limit of 10).
         const load = startLoad({ gateways: gws.map((g) => g.url), ips, rules: ['loc', 'den'], everyMs: 50 });
-        await sleep(3_000); // whole windows before the fault: the exact counts to compare with
+        await sleep(4_200); // at least one whole 2 s window before the fault: the exact counts to compare with
         const faultAt = Date.now();
         if (how === 'killed') await victim.kill();
         else victim.freeze();
+        // rategate_store_up's answer (decisions come from the store), sampled through the outage.
+        const ups: { at: number; up: boolean }[] = [];
+        let polling = true;
+        const poll = (async () => {
+          while (polling) {
+            const up = await gws[0]!.store.reachable();
+            ups.push({ at: Date.now(), up });
+            await sleep(100);
+          }
+        })();
         const promotedAt = await cluster.promotedAt(replica);
         await sleep(4_000);
         const samples = await load.stop();
+        polling = false;
+        await poll;
 
         const report = summarize(samples, { deadIp, healthyIps, faultAt, promotedAt });
         console.log(`cluster failover, ${how} master: ${JSON.stringify(report)}`);
@@ -90,6 +102,13 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
         expect(report.beforeFault.every((c) => c === LIMIT)).toBe(true);
 
         const victimName = `${victim.host}:${victim.port}`;
+        // Not "up" while the dead master's keys were on the fault policy; up again after the promotion.
+        expect(ups.some((u) => u.at < promotedAt && !u.up), JSON.stringify(ups)).toBe(true);
+        expect(ups.at(-1)!.up, JSON.stringify(ups)).toBe(true);
+        // The replaced master's per-node series is gone; no healthy master's reads 0.
+        const metrics = await gws[0]!.metrics.registry.metrics();
+        expect(metrics).not.toContain(`rategate_store_node_up{node="${victimName}"}`);
+        expect(metrics).not.toMatch(/rategate_store_node_up\{[^}]*\} 0/);
         const replicaName = `${replica.host}:${replica.port}`;
         for (const { lines } of logs) {
           const story = storeLines(lines);

@@ -319,6 +319,21 @@ describe('the fault policy', () => {
     await store.close();
   });
 
+  it('gives each gateway its share of the limit in every window of an outage longer than a window', async () => {
+    const primary = new ScriptedPrimary();
+    const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0));
+    const store = createResilientStore(primary, { fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }), gateways: 2, breaker: { failureThreshold: 100, openMs: 60_000 }, clock });
+    const b = spec({ limit: 10, periodMs: 1_000 });
+    primary.mode = 'fail';
+    for (let w = 0; w < 3; w++) {
+      let admitted = 0;
+      for (let i = 0; i < 20; i++) if ((await store.consume([b])).allowed) admitted++;
+      expect(admitted, `window ${w}`).toBe(5);
+      clock.advance(1_000);
+    }
+    await store.close();
+  });
+
   it('applies the policy to peeks and resets the local count along with the shared one', async () => {
     const primary = new ScriptedPrimary();
     const { store } = setup({ failureThreshold: 100, openMs: 100 }, primary);
