@@ -13,6 +13,11 @@ export type StoreErrorReason = (typeof STORE_ERROR_REASONS)[number];
 /** A store call that produced no decision. The fault policy (resilient.ts) turns it into one. */
 export class StoreError extends Error {
   readonly code: string = 'STORE_ERROR';
+  /**
+   * For a request whose buckets span masters: the masters that failed or did not answer (the others
+   * answered), so that only their breakers count the failure. Unset: every master of the request.
+   */
+  nodes: readonly string[] | undefined;
   constructor(
     readonly reason: StoreErrorReason,
     message: string,

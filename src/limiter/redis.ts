@@ -128,6 +128,7 @@ export class RedisStore implements Store {
       clock: () => this.clockArg(),
       bounded: (p, what) => this.bounded(p, what),
       timeoutMs: opts.timeoutMs,
+      nodeOfKey: (key) => this.topology.nodeOf(key),
       ...(opts.onRefundError ? { onRefundError: opts.onRefundError } : {}),
     });
     this.client.connect().catch((err: unknown) => {
@@ -180,9 +181,20 @@ export class RedisStore implements Store {
     }
   }
 
-  /** The master that decides these buckets: the owner of the first key's slot (see redis-topology.ts). */
-  nodeOf(specs: readonly BucketSpec[]): string {
-    return specs.length === 0 ? 'store' : this.topology.nodeOf(this.prefix + specs[0]!.key);
+  /**
+   * The masters that decide these buckets (see redis-topology.ts): the owner of their slot, or on a
+   * cluster, for buckets in several slots, each slot's owner once.
+   */
+  nodesOf(specs: readonly BucketSpec[]): readonly string[] {
+    if (specs.length === 0) return ['store'];
+    const first = this.topology.nodeOf(this.prefix + specs[0]!.key);
+    if (this.kind !== 'redis-cluster' || specs.length === 1) return [first];
+    let out: string[] | undefined;
+    for (let i = 1; i < specs.length; i++) {
+      const n = this.topology.nodeOf(this.prefix + specs[i]!.key);
+      if (n !== first && !(out ??= [first]).includes(n)) out.push(n);
+    }
+    return out ?? [first];
   }
 
   /** Tells `fn` of every promotion seen (a replica that took over a master's slots, or a new Sentinel master). */

@@ -10,10 +10,12 @@
  * In one request, deny wins over everything; otherwise local buckets are counted locally (and may
  * reject) and allow buckets are skipped.
  *
- * Failure is per master (breaker.ts): the primary says which master decides a request (`nodeOf`: the
+ * Failure is per master (breaker.ts): the primary says which master decides a request (`nodesOf`: the
  * owner of its slot in the cluster's slot map; one node for a single or Sentinel-managed Redis), and
  * only that master's breaker counts the failure, so a dead master sends only its own keys to the fault
- * policy. When the primary reports a promotion (a replica took over a master's slots), the old master's
+ * policy. A request whose buckets span masters goes to the store only while all their breakers are
+ * closed (probing is a single master's business), and its failure counts only against the masters
+ * that failed (the store names them; the others answered). When the primary reports a promotion (a replica took over a master's slots), the old master's
  * breaker is dropped: its keys are decided by the new master, whose breaker starts closed.
  *
  * Waiting: this layer adds none. The primary must bound its own calls (RedisStore does, by
@@ -21,7 +23,7 @@
  */
 import { Breaker, DEFAULT_BREAKER, type BreakerOptions, type CircuitState, type StoreOp } from './breaker.js';
 import { systemClock, type Clock } from './clock.js';
-import type { StoreErrorReason } from './errors.js';
+import { StoreError, type StoreErrorReason } from './errors.js';
 import { LocalFallback, type Touched } from './local-fallback.js';
 import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from './types.js';
 
@@ -59,11 +61,11 @@ export interface ResilientStoreOptions {
 export type PrimaryStore = Store & {
   /** A cheap health check of one master (all of them when no node is named): the half-open probe. */
   ping?(node?: string): Promise<unknown>;
-  /** The master that decides these buckets (the owner of the first key's slot). */
-  nodeOf?(specs: readonly BucketSpec[]): string;
+  /** The masters that decide these buckets (each slot's owner, once; usually one). */
+  nodesOf?(specs: readonly BucketSpec[]): readonly string[];
   /**
    * Registers the listener told when a replica takes over a master (`from`, `to`: for the log; `node`:
-   * the name whose breaker goes, as `nodeOf` gave it).
+   * the name whose breaker goes, as `nodesOf` gave it).
    */
   onPromotion?(fn: (from: string, to: string, node: string) => void): void;
 };
@@ -79,6 +81,7 @@ export interface ResilientStore extends Store {
 
 /** The node name of a store that has only one. */
 const ONE_NODE = 'store';
+const ONE: readonly string[] = [ONE_NODE];
 
 class Resilient implements ResilientStore {
   private readonly breakers = new Map<string, Breaker>();
@@ -146,9 +149,10 @@ class Resilient implements ResilientStore {
   /** Resets the local count too; fails (503 for the admin API) when the shared bucket could not be reset. */
   async reset(spec: BucketSpec): Promise<void> {
     await this.local.store.reset(spec);
-    const breaker = this.breakerFor([spec]);
+    const node = this.nodesOf([spec])[0]!;
+    const breaker = this.breaker(node);
     if (!breaker.admit()) {
-      this.emit({ type: 'error', op: 'reset', reason: 'circuit_open', node: this.nodeOf([spec]) });
+      this.emit({ type: 'error', op: 'reset', reason: 'circuit_open', node });
       throw new StoreUnavailableError('store unavailable (circuit open): bucket not reset');
     }
     try {
@@ -177,9 +181,11 @@ class Resilient implements ResilientStore {
     degraded: (err: unknown) => Promise<T>,
     answered?: (out: T) => void,
   ): Promise<T> {
-    const breaker = this.breakerFor(specs);
+    const nodes = this.nodesOf(specs);
+    if (nodes.length > 1) return this.viaMasters(nodes, op, call, degraded, answered);
+    const breaker = this.breaker(nodes[0]!);
     if (!breaker.admit()) {
-      this.emit({ type: 'error', op, reason: 'circuit_open', node: this.nodeOf(specs) });
+      this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[0]! });
       if (op === 'consume') breaker.skipped();
       return degraded(undefined);
     }
@@ -190,6 +196,36 @@ class Resilient implements ResilientStore {
       return out;
     } catch (err) {
       breaker.failed(op, err);
+      return degraded(err);
+    }
+  }
+
+  /** A request whose buckets span masters: only while every one of their breakers is closed. */
+  private async viaMasters<T>(
+    nodes: readonly string[],
+    op: 'consume' | 'peek',
+    call: () => Promise<T>,
+    degraded: (err: unknown) => Promise<T>,
+    answered?: (out: T) => void,
+  ): Promise<T> {
+    const breakers = nodes.map((n) => this.breaker(n));
+    const shut = breakers.findIndex((b) => b.circuit !== 'closed');
+    if (shut !== -1) {
+      this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[shut]! });
+      if (op === 'consume') breakers[shut]!.skipped();
+      return degraded(undefined);
+    }
+    try {
+      const out = await call();
+      for (const b of breakers) b.succeeded();
+      answered?.(out);
+      return out;
+    } catch (err) {
+      const failed = err instanceof StoreError && err.nodes !== undefined ? err.nodes : nodes;
+      for (let i = 0; i < nodes.length; i++) {
+        if (failed.includes(nodes[i]!)) breakers[i]!.failed(op, err);
+        else breakers[i]!.succeeded();
+      }
       return degraded(err);
     }
   }
@@ -213,12 +249,11 @@ class Resilient implements ResilientStore {
     return this.primary.consume(specs);
   }
 
-  private nodeOf(specs: readonly BucketSpec[]): string {
-    return this.primary.nodeOf?.(specs) ?? ONE_NODE;
+  private nodesOf(specs: readonly BucketSpec[]): readonly string[] {
+    return this.primary.nodesOf?.(specs) ?? ONE;
   }
 
-  private breakerFor(specs: readonly BucketSpec[]): Breaker {
-    const node = this.nodeOf(specs);
+  private breaker(node: string): Breaker {
     let b = this.breakers.get(node);
     if (b === undefined) {
       b = this.newBreaker(node);

@@ -258,12 +258,18 @@ describe('the fault policy', () => {
     const primary = new ScriptedPrimary();
     const dead = new Set<string>();
     let promote: (from: string, to: string, node: string) => void = () => {};
-    const routed: Store & { nodeOf(s: readonly BucketSpec[]): string; ping(node?: string): Promise<void>; onPromotion(fn: typeof promote): void } = {
-      consume: (s) => (dead.has(nodeOf(s)) ? Promise.reject(new StoreError('connection', 'down')) : primary.consume(s)),
+    const routed: Store & { nodesOf(s: readonly BucketSpec[]): string[]; ping(node?: string): Promise<void>; onPromotion(fn: typeof promote): void } = {
+      consume: (s) => {
+        const down = [...new Set(s.map((b) => nodeOf([b])))].filter((n) => dead.has(n));
+        if (down.length === 0) return primary.consume(s);
+        const err = new StoreError('connection', 'down');
+        err.nodes = down;
+        return Promise.reject(err);
+      },
       peek: (s) => primary.peek(s),
       reset: (s) => primary.reset(s),
       close: () => primary.close(),
-      nodeOf: (s) => nodeOf(s),
+      nodesOf: (s) => [...new Set(s.map((b) => nodeOf([b])))],
       ping: (node) => (node !== undefined && dead.has(node) ? Promise.reject(new StoreError('timeout', 'frozen')) : Promise.resolve()),
       onPromotion: (fn) => void (promote = fn),
     };
@@ -274,6 +280,10 @@ describe('the fault policy', () => {
     const onA = spec({ key: 'a1:{ip:192.0.2.1}', onError: 'deny' });
     const onB = spec({ key: 'b1:{ip:192.0.2.2}', onError: 'deny', limit: 100 });
     dead.add('A');
+    // Requests on both masters fail (A is down) but count against A only: B's breaker stays closed.
+    const both = spec({ key: 'b2:{ip:192.0.2.3}', onError: 'local', limit: 100 });
+    const onA2 = spec({ key: 'a2:{ip:192.0.2.4}', onError: 'local', limit: 100 });
+    for (let i = 0; i < 10; i++) await store.consume([both, onA2]);
     for (let i = 0; i < 3; i++) await expect(store.consume([onA])).rejects.toBeInstanceOf(StoreUnavailableError);
     for (let i = 0; i < 20; i++) expect((await store.consume([onB])).allowed).toBe(true); // B is fine: no 503
     expect(store.failingNodes).toEqual(['A']);
