@@ -7,7 +7,8 @@
  * every second by ioredis, and here also at once after a failed call and then every 250 ms while calls
  * fail (at most one refresh in flight), so that a promotion is seen within about a refresh of Redis
  * making it, even when the dead master's keys send no call (their breaker is open). Each refresh is
- * compared with the last: a slot whose master is now what was its replica is a promotion.
+ * compared with the last known owner of each slot: a master that owns no slot any more, its slots now
+ * another node's (its promoted replica's), was replaced.
  *
  * Single Redis: one node, `host:port`. Sentinel: one node named by the master name, whose address is
  * read at every (re)connection; a new address is a promotion (the sentinels named another master).
@@ -48,18 +49,20 @@ export function clusterTopology(client: Cluster, now: () => number = Date.now): 
   };
   client.on('refresh', () => {
     const slots = client.slots;
-    const seen = new Set<string>();
+    // Owner changes, from the last known owner of each slot (a refresh that saw a slot without a
+    // master, between a master's failure and its replica's promotion, does not forget who it was).
+    const moved = new Map<string, string>();
+    const owners = new Set<string>();
     for (let i = 0; i < SLOTS; i++) {
-      const before = last[i];
-      const from = before?.[0];
       const to = slots[i]?.[0];
-      if (from === undefined || to === undefined || from === to || !before!.includes(to)) continue;
-      const pair = `${from}>${to}`;
-      if (seen.has(pair)) continue;
-      seen.add(pair);
-      for (const fn of listeners) fn(from, to, from);
+      if (to === undefined) continue;
+      owners.add(to);
+      const from = last[i]?.[0];
+      if (from !== undefined && from !== to && !moved.has(from)) moved.set(from, to);
     }
-    last = slots.map((s) => (s === undefined ? undefined : [...s]));
+    // A master that owns no slot any more was replaced: its breaker can go.
+    for (const [from, to] of moved) if (!owners.has(from)) for (const fn of listeners) fn(from, to, from);
+    last = slots.map((s, i) => (s?.[0] === undefined ? last[i] : [...s]));
   });
 
   return {
