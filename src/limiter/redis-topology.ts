@@ -10,8 +10,9 @@
  * compared with the last known owner of each slot: a master that owns no slot any more, its slots now
  * another node's (its promoted replica's), was replaced.
  *
- * Single Redis: one node, `host:port`. Sentinel: one node named by the master name, whose address is
- * read at every (re)connection; a new address is a promotion (the sentinels named another master).
+ * Single Redis: one node, `host:port`. Sentinel: one node named by the master name; a promotion is
+ * what the sentinels announce (+switch-master, sentinel-watch.ts) or a reconnection that lands on
+ * another address, whichever comes first.
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { SentinelWatch } from './sentinel-watch.js';
@@ -99,14 +100,22 @@ export function clusterTopology(client: Cluster, now: () => number = Date.now): 
 export function singleTopology(client: Redis, node: string, watch?: SentinelWatch): Topology {
   const listeners: PromotionListener[] = [];
   let address: string | undefined;
+  /** The last new master announced: the sentinels' message and the reconnection say it once between them. */
+  let announced: string | undefined;
+  const announce = (from: string, to: string): void => {
+    if (to === announced) return;
+    announced = to;
+    for (const fn of listeners) fn(`${node} at ${from}`, `${node} at ${to}`, node);
+  };
   if (watch !== undefined) {
-    watch.start((to) => {
+    watch.start((to, from) => {
+      announce(from, to);
       if (client.status === 'ready' && address !== undefined && address !== to) client.disconnect(true);
     });
     client.on('ready', () => {
       const s = client.stream;
       const now = s?.remoteAddress === undefined ? undefined : `${s.remoteAddress}:${s.remotePort}`;
-      if (address !== undefined && now !== undefined && now !== address) for (const fn of listeners) fn(`${node} at ${address}`, `${node} at ${now}`, node);
+      if (address !== undefined && now !== undefined && now !== address) announce(address, now);
       address = now ?? address;
     });
   }

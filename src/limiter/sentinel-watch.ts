@@ -18,7 +18,7 @@ export class SentinelWatch {
   /** Replaced address → its replacement, as `host:port`. */
   private readonly replaced = new Map<string, string>();
   private readonly subscribers: Redis[] = [];
-  private onSwitch: ((to: string) => void) | undefined;
+  private onSwitch: ((to: string, from: string) => void) | undefined;
 
   constructor(
     private readonly name: string,
@@ -34,8 +34,8 @@ export class SentinelWatch {
     return { host: to.slice(0, colon), port: Number(to.slice(colon + 1)) };
   };
 
-  /** Subscribes on every sentinel; `switched` is told the new master's address. */
-  start(switched: (to: string) => void): void {
+  /** Subscribes on every sentinel; `switched` is told the new master's address and the replaced one's. */
+  start(switched: (to: string, from: string) => void): void {
     this.onSwitch = switched;
     for (const s of this.sentinels) {
       const sub = new Redis({
@@ -69,7 +69,7 @@ export class SentinelWatch {
     this.replaced.delete(to);
     for (const [k, v] of this.replaced) if (v === from) this.replaced.set(k, to);
     this.replaced.set(from, to);
-    this.onSwitch?.(to);
+    this.onSwitch?.(to, from);
   }
 
   close(): void {
