@@ -64,7 +64,7 @@ export function createRedisClient(url: Exclude<StoreUrl, { kind: 'memory' }>, op
       enableOfflineQueue: false,
       enableAutoPipelining: AUTO_PIPELINING,
       clusterRetryStrategy: retry,
-      redisOptions: { ...auth, connectTimeout: Math.min(opts.connectTimeoutMs, slotsRefreshTimeout(opts.timeoutMs)), maxRetriesPerRequest: 0 },
+      redisOptions: { ...auth, connectTimeout: opts.connectTimeoutMs, maxRetriesPerRequest: 0 },
       slotsRefreshTimeout: slotsRefreshTimeout(opts.timeoutMs),
       slotsRefreshInterval: SLOTS_REFRESH_MS,
       // Retries well inside the bound, and few of them, so that a failure comes back before the deadline
