@@ -14,10 +14,13 @@
  * that after the master is back (or its replica promoted) the store does not hand out its own remaining
  * room again. Then the local bucket is forgotten, and the next outage seeds afresh.
  *
+ * The policy itself (`decideWithoutStore`): in one request `deny` wins (StoreUnavailableError: the
+ * gateway answers 503), then `local` buckets are counted here, and `allow` buckets are reported full.
+ *
  * Bounds: the last-seen table keeps at most `maxKeys` buckets (oldest first out); its cost on the hot
  * path is one Map write per `local` bucket per store decision.
  */
-import type { BucketSpec, ConsumeOutcome, Store } from './types.js';
+import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from './types.js';
 
 interface Seen {
   readonly remaining: number;
@@ -155,4 +158,47 @@ export class LocalFallback {
   get pending(): number {
     return this.touched.size;
   }
+}
+
+/**
+ * Applies each bucket's onError to a request the store could not decide: deny wins (throws), local
+ * buckets are counted in `local`, allow buckets fail open. `rejected` is told of a local rejection.
+ */
+export async function decideWithoutStore(
+  local: LocalFallback,
+  specs: readonly BucketSpec[],
+  cause: unknown,
+  now: number,
+  rejected: () => void,
+): Promise<ConsumeOutcome> {
+  let n = 0;
+  for (const spec of specs) {
+    if (spec.onError === 'deny') throw unavailable(cause);
+    if (spec.onError === 'local') n++;
+  }
+  if (n === 0) return { allowed: true, now, buckets: specs.map((s) => openState(s, now)) };
+  const out = await local.consume(n === specs.length ? specs : specs.filter((s) => s.onError === 'local'));
+  if (!out.allowed) rejected();
+  if (n === specs.length) return out;
+  let k = 0;
+  const buckets = specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
+  return { allowed: out.allowed, now: out.now, buckets };
+}
+
+/** A peek the store could not answer, by the bucket's onError. */
+export function peekWithoutStore(local: LocalFallback, spec: BucketSpec, cause: unknown, now: number): Promise<BucketState> {
+  if (spec.onError === 'deny') return Promise.reject(unavailable(cause));
+  if (spec.onError === 'local') return local.store.peek(spec);
+  return Promise.resolve(openState(spec, now));
+}
+
+/** Fail open: the bucket is not counted and is reported full. */
+function openState(spec: BucketSpec, now: number): BucketState {
+  return { remaining: spec.limit, resetAt: now, limited: false, retryAt: now };
+}
+
+function unavailable(cause: unknown): StoreUnavailableError {
+  return cause === undefined
+    ? new StoreUnavailableError('store unavailable (circuit open) and a matched rule has onError: deny')
+    : new StoreUnavailableError('store unavailable and a matched rule has onError: deny', { cause });
 }

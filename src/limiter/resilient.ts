@@ -24,27 +24,11 @@
 import { Breaker, DEFAULT_BREAKER, type BreakerOptions, type CircuitState, type StoreOp } from './breaker.js';
 import { systemClock, type Clock } from './clock.js';
 import { StoreError, type StoreErrorReason } from './errors.js';
-import { LocalFallback, type Touched } from './local-fallback.js';
-import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from './types.js';
+import { decideWithoutStore, LocalFallback, peekWithoutStore, type Touched } from './local-fallback.js';
+import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type PrimaryStore, type Store, type StoreEvent } from './types.js';
 
 export type { BreakerOptions, CircuitState, StoreOp } from './breaker.js';
-
-/** What the metrics layer and the state log need, without this module knowing about Prometheus. */
-export type StoreEvent =
-  /** A request that could not use its master: why (`circuit_open`: the breaker skipped it). */
-  | { readonly type: 'error'; readonly op: StoreOp | 'ping'; readonly reason: StoreErrorReason | 'circuit_open'; readonly node: string }
-  /**
-   * Some decisions are (true) or no decision is any longer (false) made by the fault policy: the
-   * fallback gauge. `cause`: the failure that turned it on (none when a breaker did).
-   */
-  | { readonly type: 'fallback_active'; readonly active: boolean; readonly cause?: unknown }
-  /** One master's calls fail (its keys follow the fault policy) or succeed again. */
-  | { readonly type: 'node'; readonly node: string; readonly failing: boolean; readonly circuit: CircuitState; readonly cause?: unknown }
-  /** A replica took over from a master: `from`'s breaker is gone; `wasFailing`: its keys were on the fault policy. */
-  | { readonly type: 'promotion'; readonly from: string; readonly to: string; readonly node: string; readonly wasFailing: boolean }
-  /** A request the fallback store rejected (onError: local) while its master failed. */
-  | { readonly type: 'local_rejection' }
-  | { readonly type: 'circuit'; readonly state: CircuitState; readonly node: string };
+export type { PrimaryStore, StoreEvent } from './types.js';
 
 export interface ResilientStoreOptions {
   /** Where `onError: local` buckets are counted while the primary fails: a MemoryStore. */
@@ -56,19 +40,6 @@ export interface ResilientStoreOptions {
   /** The breakers' time and timers (tests: a fake clock). */
   readonly clock?: Clock;
 }
-
-/** What a primary may offer beyond the Store contract: per-node routing, probes and promotions. */
-export type PrimaryStore = Store & {
-  /** A cheap health check of one master (all of them when no node is named): the half-open probe. */
-  ping?(node?: string): Promise<unknown>;
-  /** The masters that decide these buckets (each slot's owner, once; usually one). */
-  nodesOf?(specs: readonly BucketSpec[]): readonly string[];
-  /**
-   * Registers the listener told when a replica takes over a master (`from`, `to`: for the log; `node`:
-   * the name whose breaker goes, as `nodesOf` gave it).
-   */
-  onPromotion?(fn: (from: string, to: string, node: string) => void): void;
-};
 
 export interface ResilientStore extends Store {
   /** True while some decisions are made by the fault policy (a master is failing or its breaker open). */
@@ -299,45 +270,17 @@ class Resilient implements ResilientStore {
     this.emit({ type: 'promotion', from, to, node, wasFailing });
   }
 
-  /** Applies each bucket's onError to a request the primary could not decide. */
-  private async degradedConsume(specs: readonly BucketSpec[], cause: unknown): Promise<ConsumeOutcome> {
-    let local = 0;
-    for (const spec of specs) {
-      if (spec.onError === 'deny') throw unavailable(cause);
-      if (spec.onError === 'local') local++;
-    }
-    if (local === specs.length) return this.local.consume(specs).then(this.counted);
-    const now = this.clock.now();
-    if (local === 0) return { allowed: true, now, buckets: specs.map((s) => openState(s, now)) };
-    const localSpecs = specs.filter((s) => s.onError === 'local');
-    const out = this.counted(await this.local.consume(localSpecs));
-    let k = 0;
-    const buckets = specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
-    return { allowed: out.allowed, now: out.now, buckets };
+  /** Applies each bucket's onError to a request the primary could not decide (local-fallback.ts). */
+  private degradedConsume(specs: readonly BucketSpec[], cause: unknown): Promise<ConsumeOutcome> {
+    return decideWithoutStore(this.local, specs, cause, this.clock.now(), this.rejected);
   }
 
   private degradedPeek(spec: BucketSpec, cause: unknown): Promise<BucketState> {
-    if (spec.onError === 'deny') return Promise.reject(unavailable(cause));
-    if (spec.onError === 'local') return this.local.store.peek(spec);
-    return Promise.resolve(openState(spec, this.clock.now()));
+    return peekWithoutStore(this.local, spec, cause, this.clock.now());
   }
 
   /** Reports a local rejection of the fallback. */
-  private readonly counted = (out: ConsumeOutcome): ConsumeOutcome => {
-    if (!out.allowed) this.emit({ type: 'local_rejection' });
-    return out;
-  };
-}
-
-/** Fail open: the bucket is not counted and is reported full. */
-function openState(spec: BucketSpec, now: number): BucketState {
-  return { remaining: spec.limit, resetAt: now, limited: false, retryAt: now };
-}
-
-function unavailable(cause: unknown): StoreUnavailableError {
-  return cause === undefined
-    ? new StoreUnavailableError('store unavailable (circuit open) and a matched rule has onError: deny')
-    : new StoreUnavailableError('store unavailable and a matched rule has onError: deny', { cause });
+  private readonly rejected = (): void => this.emit({ type: 'local_rejection' });
 }
 
 export function createResilientStore(primary: PrimaryStore, opts: ResilientStoreOptions): ResilientStore {
