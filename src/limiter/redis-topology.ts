@@ -29,6 +29,8 @@ export type PromotionListener = (from: string, to: string, node: string) => void
 export interface Topology {
   /** The master deciding `key` (a full key, prefix included). */
   nodeOf(key: string): string;
+  /** The masters deciding these buckets (keys `prefix + spec.key`): each slot's owner, once; usually one. */
+  nodesOf(prefix: string, specs: readonly { readonly key: string }[]): readonly string[];
   /** A call failed: look for a new master soon. */
   troubled(): void;
   /** True when every key has a master to go to (cluster: all slots covered). */
@@ -66,8 +68,19 @@ export function clusterTopology(client: Cluster, now: () => number = Date.now): 
     last = slots.map((s, i) => (s?.[0] === undefined ? last[i] : [...s]));
   });
 
+  const nodeOf = (key: string): string => client.slots[keySlot(key)]?.[0] ?? 'unassigned';
   return {
-    nodeOf: (key) => client.slots[keySlot(key)]?.[0] ?? 'unassigned',
+    nodeOf,
+    nodesOf(prefix, specs) {
+      if (specs.length === 0) return ['unassigned'];
+      const first = nodeOf(prefix + specs[0]!.key);
+      let out: string[] | undefined;
+      for (let i = 1; i < specs.length; i++) {
+        const n = nodeOf(prefix + specs[i]!.key);
+        if (n !== first && !(out ??= [first]).includes(n)) out.push(n);
+      }
+      return out ?? [first];
+    },
     troubled() {
       troubleUntil = now() + TROUBLE_MS;
       if (now() - lastRefresh >= TROUBLE_REFRESH_MS / 2) refresh();
@@ -119,8 +132,10 @@ export function singleTopology(client: Redis, node: string, watch?: SentinelWatc
       address = now ?? address;
     });
   }
+  const one = [node];
   return {
     nodeOf: () => node,
+    nodesOf: () => one,
     troubled: () => {},
     covered: () => client.status === 'ready',
     onPromotion: (fn) => void listeners.push(fn),

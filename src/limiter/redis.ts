@@ -181,20 +181,9 @@ export class RedisStore implements Store {
     }
   }
 
-  /**
-   * The masters that decide these buckets (see redis-topology.ts): the owner of their slot, or on a
-   * cluster, for buckets in several slots, each slot's owner once.
-   */
+  /** The masters that decide these buckets: each slot's owner, once (see redis-topology.ts). */
   nodesOf(specs: readonly BucketSpec[]): readonly string[] {
-    if (specs.length === 0) return ['store'];
-    const first = this.topology.nodeOf(this.prefix + specs[0]!.key);
-    if (this.kind !== 'redis-cluster' || specs.length === 1) return [first];
-    let out: string[] | undefined;
-    for (let i = 1; i < specs.length; i++) {
-      const n = this.topology.nodeOf(this.prefix + specs[i]!.key);
-      if (n !== first && !(out ??= [first]).includes(n)) out.push(n);
-    }
-    return out ?? [first];
+    return this.topology.nodesOf(this.prefix, specs);
   }
 
   /** Tells `fn` of every promotion seen (a replica that took over a master's slots, or a new Sentinel master). */
