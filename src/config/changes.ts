@@ -16,6 +16,8 @@ export const RESTART_ONLY: readonly string[] = [
   'store.url',
   'store.prefix',
   'store.timeout',
+  'store.gateways',
+  'store.sentinelPassword',
   'clients.account.path',
   'clients.account.connections',
   'server.maxHeaderSize',

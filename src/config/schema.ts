@@ -145,7 +145,7 @@ const routeShape = {
 const storeShape = {
   url: checked(checkStoreUrl)
     .default('memory')
-    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], or redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT.'),
+    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, or redis[s]-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB].'),
   prefix: z
     .string()
     .regex(PREFIX, { error: (iss) => `invalid prefix ${show(iss.input)} (use letters, digits, "_", ".", ":" and "-")` })
@@ -159,6 +159,19 @@ const storeShape = {
     .boolean()
     .default(false)
     .describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
+  gateways: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(2)
+    .describe('Gateway replicas sharing the store: while a master fails, each counts a bucket locally from this share of what the store last had left.'),
+  sentinelPassword: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe('The sentinels\' own password (redis-sentinel:// URLs), when they require one; the URL\'s credentials are the master\'s.'),
 };
 const accountShape = {
   from: z

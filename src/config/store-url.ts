@@ -6,7 +6,10 @@
  *
  * Accepted: `memory`; `redis://` or `rediss://` (TLS) `[USER[:PASSWORD]@]HOST[:PORT][/DB]`;
  * `redis-cluster://` or `rediss-cluster://` (TLS) `[USER[:PASSWORD]@]HOST:PORT,HOST:PORT…` (seed nodes,
- * each with its port; a cluster has only database 0, so no `/DB`). Credentials are percent-decoded.
+ * each with its port; a cluster has only database 0, so no `/DB`); `redis-sentinel://` or
+ * `rediss-sentinel://` (TLS) `[USER[:PASSWORD]@]HOST[:PORT],HOST[:PORT]…/MASTERNAME[/DB]` (the sentinels,
+ * port 26379 by default, and the name they monitor the master by; the credentials are the master's,
+ * the sentinels' own password is `store.sentinelPassword`). Credentials are percent-decoded.
  * Query strings are refused rather than ignored: ioredis would read some of them, this parser would not.
  */
 import { isIP } from 'node:net';
@@ -20,7 +23,8 @@ export interface StoreNode {
 export type StoreUrl =
   | { readonly kind: 'memory' }
   | (RedisTarget & { readonly kind: 'redis'; readonly node: StoreNode; readonly db: number })
-  | (RedisTarget & { readonly kind: 'redis-cluster'; readonly nodes: readonly StoreNode[] });
+  | (RedisTarget & { readonly kind: 'redis-cluster'; readonly nodes: readonly StoreNode[] })
+  | (RedisTarget & { readonly kind: 'redis-sentinel'; readonly sentinels: readonly StoreNode[]; readonly name: string; readonly db: number });
 
 interface RedisTarget {
   readonly tls: boolean;
@@ -30,7 +34,7 @@ interface RedisTarget {
 
 /** The forms `store.url` takes, as every refusal states them. */
 export const STORE_URL_FORMS =
-  'use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT or rediss-cluster://… for TLS';
+  'use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS';
 
 /** A `store.url` that names no store rategate can connect to. The message is the same wherever it is raised. */
 export class StoreUrlError extends Error {
@@ -44,9 +48,11 @@ function storeUrlMessage(url: string, detail: string): string {
   return `invalid store "${redactStoreUrl(url)}": ${detail} (${STORE_URL_FORMS})`;
 }
 
-const SCHEME = /^(rediss?)(-cluster)?:\/\/(.*)$/s;
+const SCHEME = /^(rediss?)(-cluster|-sentinel)?:\/\/(.*)$/s;
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*$/;
 const DEFAULT_PORT = 6379;
+const SENTINEL_PORT = 26379;
+const MASTER_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** Parses a store URL; throws StoreUrlError (with the one message) for anything else. */
 export function parseStoreUrl(url: string): StoreUrl {
@@ -54,7 +60,8 @@ export function parseStoreUrl(url: string): StoreUrl {
   const m = SCHEME.exec(url);
   if (!m) throw new StoreUrlError(url, 'unknown scheme');
   const tls = m[1] === 'rediss';
-  const cluster = m[2] !== undefined;
+  const cluster = m[2] === '-cluster';
+  const sentinel = m[2] === '-sentinel';
   let rest = m[3]!;
   if (/[?#]/.test(rest)) throw new StoreUrlError(url, 'a query or fragment is not supported');
   const out: { tls: boolean; username?: string; password?: string } = { tls };
@@ -75,6 +82,13 @@ export function parseStoreUrl(url: string): StoreUrl {
     const nodes = hosts.split(',').map((hp) => parseNode(url, hp, true));
     return { kind: 'redis-cluster', ...out, nodes };
   }
+  if (sentinel) {
+    const [name = '', db = '', ...more] = path.split('/');
+    if (!MASTER_NAME.test(name)) throw new StoreUrlError(url, name === '' ? 'a Sentinel URL needs /MASTERNAME' : `invalid master name "${name}"`);
+    if (more.length > 0 || (db !== '' && !/^[0-9]{1,5}$/.test(db))) throw new StoreUrlError(url, `database "${[db, ...more].join('/')}" is not a number`);
+    const sentinels = hosts.split(',').map((hp) => parseNode(url, hp, false, SENTINEL_PORT));
+    return { kind: 'redis-sentinel', ...out, sentinels, name, db: db === '' ? 0 : Number(db) };
+  }
   if (hosts.includes(',')) throw new StoreUrlError(url, 'several hosts need redis-cluster://');
   if (path !== '' && !/^[0-9]{1,5}$/.test(path)) throw new StoreUrlError(url, `database "${path}" is not a number`);
   return { kind: 'redis', ...out, node: parseNode(url, hosts, false), db: path === '' ? 0 : Number(path) };
@@ -92,7 +106,7 @@ export function storeUrlProblem(url: string): string | null {
 }
 
 /** `HOST:PORT` or `[IPv6]:PORT` (the port optional unless `needPort`). */
-function parseNode(url: string, hp: string, needPort: boolean): StoreNode {
+function parseNode(url: string, hp: string, needPort: boolean, defaultPort = DEFAULT_PORT): StoreNode {
   let host: string;
   let port: string | undefined;
   if (hp.startsWith('[')) {
@@ -111,7 +125,7 @@ function parseNode(url: string, hp: string, needPort: boolean): StoreNode {
   }
   if (port === undefined) {
     if (needPort) throw new StoreUrlError(url, `cluster node "${hp}" has no port`);
-    return { host, port: DEFAULT_PORT };
+    return { host, port: defaultPort };
   }
   if (!/^[0-9]{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) throw new StoreUrlError(url, `invalid port in "${hp}"`);
   return { host, port: Number(port) };
