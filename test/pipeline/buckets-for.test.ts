@@ -1,0 +1,48 @@
+/** @module bucketsFor (pipeline/policy.ts): which buckets a request is charged in, and under which rule. */
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/index.js';
+import { bucketsFor, buildRequestPolicy, type BucketInputs } from '../../src/pipeline/policy.js';
+import { RequestFacts } from '../../src/rails/index.js';
+
+const policy = buildRequestPolicy(
+  parseConfig(
+    `limits:
+  - { name: by-ip, match: /api/*, per: ip, limit: 10, period: 1m, overrides: [{ ips: [192.0.2.0/24], limit: 100 }] }
+  - { name: by-account, match: /api/*, per: account, limit: 20, period: 1m }
+  - { name: anon, match: /api/*, when: { authenticated: false }, per: ip, limit: 3, period: 1m }
+  - { name: by-app, match: /api/*, per: "header:X-App-Id", limit: 5, period: 1m }
+`,
+    't.yaml',
+  ),
+  async () => ({ kind: 'anonymous' }),
+);
+const rules = policy.snapshot.rules;
+const facts = (headers: Record<string, string> = {}) => new RequestFacts(headers, '', () => null);
+const who = (o: Partial<BucketInputs>): BucketInputs => ({ ipKey: '198.51.100.1', address: '198.51.100.1', accountKey: null, accountKnown: true, facts: facts(), ...o });
+const names = (r: { rules: readonly { name: string; limit: number }[] }) => r.rules.map((x) => `${x.name}:${x.limit}`);
+
+describe('bucketsFor', () => {
+  it('charges an anonymous client per IP, in the anonymous rule, and skips account and absent-header rules', () => {
+    const r = bucketsFor(policy, rules, who({}));
+    expect(names(r)).toEqual(['by-ip:10', 'anon:3']);
+    expect(r.specs).toHaveLength(2);
+    expect(new Set(r.specs.map((s) => s.key)).size).toBe(2);
+  });
+
+  it('charges a signed-in client per account too, not in the anonymous rule, and per header value when sent', () => {
+    const r = bucketsFor(policy, rules, who({ accountKey: 'a:42', facts: facts({ 'x-app-id': 'app-1' }) }));
+    expect(names(r)).toEqual(['by-ip:10', 'by-account:20', 'by-app:5']);
+  });
+
+  it('leaves out the rules that need the account while it is not known yet (the early refusal), when.authenticated included', () => {
+    const r = bucketsFor(policy, rules, who({ accountKnown: false }));
+    expect(names(r)).toEqual(['by-ip:10']);
+  });
+
+  it('counts a client an override names under the override’s limit, in a bucket of its own', () => {
+    const plain = bucketsFor(policy, rules, who({}));
+    const named = bucketsFor(policy, rules, who({ ipKey: '192.0.2.7', address: '192.0.2.7' }));
+    expect(names(named)[0]).toBe('by-ip:100');
+    expect(named.specs[0]!.key).not.toBe(plain.specs[0]!.key);
+  });
+});
