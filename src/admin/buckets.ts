@@ -7,6 +7,7 @@
  */
 import { ipBucketKey, accountKeyNamedBy } from '../identity/index.js';
 import type { Store } from '../limiter/types.js';
+import type { CompiledRule } from '../config/types.js';
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import { bucketSpec, overrideFor, type RequestPolicy } from '../pipeline/policy.js';
 import type { TopLimited } from '../guard/top-keys.js';
@@ -47,34 +48,9 @@ export async function bucketsEndpoint(
       return { status: 400, body: { error: `override must be an index of rule ${rule.name}'s overrides (it has ${rule.overrides.length})` } };
     }
   }
-  let ipKey = '';
-  let accountKey: string | null = null;
-  if (rule.per === 'ip') {
-    const k = ipBucketKey(key, policy.snapshot.config.clients.ipv6Prefix);
-    if (k === null) return { status: 400, body: { error: `key must be an IP address for rule ${rule.name} (per: ip)` } };
-    ipKey = k;
-  } else if (rule.per === 'account') {
-    const from = policy.snapshot.config.clients.account.from;
-    accountKey = accountKeyNamedBy(from, key);
-    if (accountKey === null) {
-      const hint = from === 'token' ? "the token's SHA-256 digest (hex)" : from === 'header' ? 'the account header value' : 'the account id';
-      return { status: 400, body: { error: `key must be ${hint} for rule ${rule.name} (per: account)` } };
-    }
-  }
-  let digest: string | null = null;
-  if (rule.per === 'token' || rule.per === 'header' || rule.per === 'param' || rule.per === 'cookie') {
-    // Tokens are named by their digest (as exempt.accounts names them); header, parameter and cookie values as sent
-    // (cookie values keep their case: a session id is not an e-mail address).
-    digest =
-      rule.per === 'token' && /^[0-9a-f]{64}$/i.test(key)
-        ? key.toLowerCase()
-        : key.trim() === ''
-          ? null
-          : rule.per === 'token' || rule.per === 'cookie'
-            ? valueDigest(key.trim())
-            : keyValueDigest(rule.per, key);
-    if (digest === null) return { status: 400, body: { error: `key must be the ${rule.per === 'token' ? "token's SHA-256 digest" : 'value'} for rule ${rule.name} (per: ${rule.per})` } };
-  }
+  const named = clientNamedBy(rule, key, policy);
+  if ('status' in named) return named;
+  const { ipKey, accountKey, digest } = named;
   // As a request would: the client an override names counts in that override's bucket.
   if (override < 0) override = overrideFor(policy.overrides[rule.index] ?? [], rule.per === 'ip' ? key : '', accountKey, digest);
   const base = rule;
@@ -103,4 +79,37 @@ export async function bucketsEndpoint(
       retryAt: iso8601Micro(state.retryAt),
     },
   };
+}
+
+/** The parts of a bucket key that an operator's `key=` names for this rule, or the 400 that says what it must be. */
+function clientNamedBy(rule: CompiledRule, key: string, policy: RequestPolicy): { ipKey: string; accountKey: string | null; digest: string | null } | BucketsAnswer {
+  let ipKey = '';
+  let accountKey: string | null = null;
+  if (rule.per === 'ip') {
+    const k = ipBucketKey(key, policy.snapshot.config.clients.ipv6Prefix);
+    if (k === null) return { status: 400, body: { error: `key must be an IP address for rule ${rule.name} (per: ip)` } };
+    ipKey = k;
+  } else if (rule.per === 'account') {
+    const from = policy.snapshot.config.clients.account.from;
+    accountKey = accountKeyNamedBy(from, key);
+    if (accountKey === null) {
+      const hint = from === 'token' ? "the token's SHA-256 digest (hex)" : from === 'header' ? 'the account header value' : 'the account id';
+      return { status: 400, body: { error: `key must be ${hint} for rule ${rule.name} (per: account)` } };
+    }
+  }
+  let digest: string | null = null;
+  if (rule.per === 'token' || rule.per === 'header' || rule.per === 'param' || rule.per === 'cookie') {
+    // Tokens are named by their digest (as exempt.accounts names them); header, parameter and cookie values as sent
+    // (cookie values keep their case: a session id is not an e-mail address).
+    digest =
+      rule.per === 'token' && /^[0-9a-f]{64}$/i.test(key)
+        ? key.toLowerCase()
+        : key.trim() === ''
+          ? null
+          : rule.per === 'token' || rule.per === 'cookie'
+            ? valueDigest(key.trim())
+            : keyValueDigest(rule.per, key);
+    if (digest === null) return { status: 400, body: { error: `key must be the ${rule.per === 'token' ? "token's SHA-256 digest" : 'value'} for rule ${rule.name} (per: ${rule.per})` } };
+  }
+  return { ipKey, accountKey, digest };
 }

@@ -33,50 +33,13 @@ export async function guardCommand(command: 'block' | 'exempt' | 'bans', args: s
     return values.help ? 0 : 1;
   }
   const admin = (values.admin ?? process.env.RATEGATE_ADMIN_URL ?? DEFAULT_ADMIN).replace(/\/+$/, '');
-  const section = command === 'block' ? 'blocks' : command === 'exempt' ? 'exemptions' : 'bans';
   const fail = (msg: string): number => (print.err(`rategate ${command} ${action}: ${msg}`), 1);
 
-  let method = 'GET';
-  let path = `/admin/${section}`;
-  let body: string | undefined;
-  if (command === 'bans') {
-    if (action === 'lift') {
-      if (rest.length !== 2) return fail('expected BAN KEY (as `rategate bans list` shows them)');
-      method = 'DELETE';
-      path += `/${encodeURIComponent(rest[0]!)}/${encodeURIComponent(rest[1]!)}`;
-    } else if (action !== 'list' || rest.length > 0) return fail('expected `list` or `lift BAN KEY`');
-  } else if (action === 'add') {
-    if (rest.length !== 1) return fail('expected one IP or CIDR');
-    method = 'POST';
-    const target = rest[0]!;
-    body = JSON.stringify({ [target.includes('/') ? 'cidr' : 'ip']: target, ...(values.for ? { for: values.for } : {}), ...(values.reason ? { reason: values.reason } : {}) });
-  } else if (action === 'rm') {
-    if (rest.length !== 1) return fail('expected one IP or CIDR');
-    method = 'DELETE';
-    path += `/${encodeURIComponent(rest[0]!)}`;
-  } else if (action !== 'list' || rest.length > 0) return fail('expected `add IP|CIDR`, `list` or `rm IP|CIDR`');
-
-  const headers: Record<string, string> = {};
-  const token = process.env.RATEGATE_ADMIN_TOKEN?.trim();
-  if (token) headers.authorization = `Bearer ${token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  let res: Response;
-  try {
-    res = await fetch(admin + path, { method, headers, ...(body !== undefined ? { body } : {}), signal: AbortSignal.timeout(10_000) });
-  } catch (err) {
-    return fail(`cannot reach the admin API at ${admin}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
-  }
-  const text = await res.text();
-  let answer: Record<string, unknown>;
-  try {
-    answer = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return fail(`HTTP ${res.status} from ${admin}: ${text.slice(0, 200)}`);
-  }
-  if (!res.ok) {
-    const hint = res.status === 401 ? ' (set RATEGATE_ADMIN_TOKEN)' : '';
-    return fail(`${String(answer.error ?? `HTTP ${res.status}`)}${hint}`);
-  }
+  const call = requestFor(command, action, rest, values);
+  if (typeof call === 'string') return fail(call);
+  const answer = await callAdmin(admin, call);
+  if (typeof answer === 'string') return fail(answer);
+  const { method } = call;
   if (values.json) return (print.out(JSON.stringify(answer, null, 2)), 0);
   if (method === 'GET') {
     const rows = (command === 'bans' ? answer.bans : answer.entries) as Record<string, unknown>[];
@@ -88,6 +51,63 @@ export async function guardCommand(command: 'block' | 'exempt' | 'bans', args: s
   else if (method === 'DELETE') print.out(`removed ${command === 'block' ? 'block' : 'exemption'} ${rest[0]}`);
   else print.out(`${command === 'block' ? 'blocked' : 'exempted'} ${rest[0]} until ${String(answer.expiresAt)}${answer.scope === 'memory' ? ' (this process only: memory store)' : ' (every replica within 1 s)'}`);
   return 0;
+}
+
+interface AdminCall {
+  readonly method: string;
+  readonly path: string;
+  readonly body: string | undefined;
+}
+
+/** The admin API call a command line names, or what is wrong with it. */
+function requestFor(command: 'block' | 'exempt' | 'bans', action: string, rest: string[], values: { for?: string | undefined; reason?: string | undefined }): AdminCall | string {
+  const path = `/admin/${command === 'block' ? 'blocks' : command === 'exempt' ? 'exemptions' : 'bans'}`;
+  if (command === 'bans') {
+    if (action === 'lift') {
+      if (rest.length !== 2) return 'expected BAN KEY (as `rategate bans list` shows them)';
+      return { method: 'DELETE', path: `${path}/${encodeURIComponent(rest[0]!)}/${encodeURIComponent(rest[1]!)}`, body: undefined };
+    }
+    if (action !== 'list' || rest.length > 0) return 'expected `list` or `lift BAN KEY`';
+    return { method: 'GET', path, body: undefined };
+  }
+  if (action === 'add') {
+    if (rest.length !== 1) return 'expected one IP or CIDR';
+    const target = rest[0]!;
+    const body = JSON.stringify({ [target.includes('/') ? 'cidr' : 'ip']: target, ...(values.for ? { for: values.for } : {}), ...(values.reason ? { reason: values.reason } : {}) });
+    return { method: 'POST', path, body };
+  }
+  if (action === 'rm') {
+    if (rest.length !== 1) return 'expected one IP or CIDR';
+    return { method: 'DELETE', path: `${path}/${encodeURIComponent(rest[0]!)}`, body: undefined };
+  }
+  if (action !== 'list' || rest.length > 0) return 'expected `add IP|CIDR`, `list` or `rm IP|CIDR`';
+  return { method: 'GET', path, body: undefined };
+}
+
+/** Calls the admin API with the token from the environment; its JSON answer, or the message to fail with. */
+async function callAdmin(admin: string, call: AdminCall): Promise<Record<string, unknown> | string> {
+  const headers: Record<string, string> = {};
+  const token = process.env.RATEGATE_ADMIN_TOKEN?.trim();
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (call.body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(admin + call.path, { method: call.method, headers, ...(call.body !== undefined ? { body: call.body } : {}), signal: AbortSignal.timeout(10_000) });
+  } catch (err) {
+    return `cannot reach the admin API at ${admin}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`;
+  }
+  const text = await res.text();
+  let answer: Record<string, unknown>;
+  try {
+    answer = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return `HTTP ${res.status} from ${admin}: ${text.slice(0, 200)}`;
+  }
+  if (!res.ok) {
+    const hint = res.status === 401 ? ' (set RATEGATE_ADMIN_TOKEN)' : '';
+    return `${String(answer.error ?? `HTTP ${res.status}`)}${hint}`;
+  }
+  return answer;
 }
 
 function entryTable(rows: Record<string, unknown>[]): string {
