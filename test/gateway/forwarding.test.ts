@@ -99,15 +99,18 @@ describe('client aborts', () => {
   it('aborts the upstream request when the client goes away', async () => {
     const gw = await gateway();
     let upstreamClosed: () => void = () => {};
+    let upstreamGotIt: () => void = () => {};
     const closed = new Promise<void>((r) => (upstreamClosed = r));
+    const arrived = new Promise<void>((r) => (upstreamGotIt = r));
     upstream.route('/api/v1/hang', (req, res) => {
       res.on('close', () => upstreamClosed());
+      upstreamGotIt();
     });
     const u = new URL(gw.url);
     const sock = net.connect(Number(u.port), u.hostname);
     await new Promise((r) => sock.once('connect', r));
     sock.write('GET /api/v1/hang HTTP/1.1\r\nHost: x\r\n\r\n');
-    await new Promise((r) => setTimeout(r, 200));
+    await arrived;
     sock.destroy();
     await expect(Promise.race([closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 3000))])).resolves.toBe('closed');
   });

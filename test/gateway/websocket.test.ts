@@ -8,6 +8,12 @@ import { capturingLogger, startTestGateway, type TestGateway } from '../support/
 let wss: WebSocketServer;
 let upstreamUrl: string;
 let serverSockets: WebSocket[] = [];
+
+/** The upstream side of the n-th tunnel of the test, once the upstream has accepted it (the client's open can come first). */
+async function upstreamSocket(n: number): Promise<WebSocket> {
+  while (serverSockets.length < n) await new Promise((r) => setImmediate(r));
+  return serverSockets[n - 1]!;
+}
 let gw: TestGateway;
 
 beforeAll(async () => {
@@ -76,16 +82,15 @@ describe('WebSocket upgrades', () => {
   it('closes the upstream socket when the client closes, and the client socket when the upstream closes', async () => {
     gw = await startTestGateway(TABLE, { upstream: upstreamUrl });
     const a = await connect('/api/v1/streaming');
-    await new Promise((r) => setTimeout(r, 50));
-    const upstreamSide = serverSockets.at(-1)!;
+    const upstreamSide = await upstreamSocket(1);
     const upstreamClosed = new Promise((r) => upstreamSide.once('close', r));
     a.ws.terminate();
     await upstreamClosed;
 
     const b = await connect('/api/v1/streaming');
-    await new Promise((r) => setTimeout(r, 50));
+    const upstreamOfB = await upstreamSocket(2);
     const clientClosed = new Promise((r) => b.ws.once('close', r));
-    serverSockets.at(-1)!.terminate();
+    upstreamOfB.terminate();
     await clientClosed;
   });
 });

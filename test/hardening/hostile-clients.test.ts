@@ -110,7 +110,9 @@ describe('hostile clients', () => {
       await new Promise((r) => s.once('connect', r));
       held.push(s);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    // Until the gateway has accepted all five (a client's 'connect' can come before the server's accept).
+    const server = fx.gw.server;
+    while ((await new Promise<number>((r) => server.getConnections((_e, n) => r(n)))) < 5) await new Promise((r) => setImmediate(r));
     const extra = await raw(fx.gw.url, ['GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\n\r\n'], 2000);
     expect(extra.closed).toBe(true);
     expect(extra.text).toBe('');
