@@ -68,6 +68,13 @@ export function parsePattern(source: string): PatternResult {
     return fail(`"${FORMAT_SUFFIX}" must follow a literal or :name segment, in "${parts[parts.length - 1]}"`);
   }
 
+  const segments = parseSegments(path);
+  if (typeof segments === 'string') return fail(segments);
+  return { ok: true, pattern: { source, method, segments, format } };
+}
+
+/** The segments of a pattern's path (after its method and `(.:format)`), or what is wrong with one. */
+function parseSegments(path: string): Segment[] | string {
   const raw = path.slice(1).split('/');
   const segments: Segment[] = [];
   for (let i = 0; i < raw.length; i++) {
@@ -76,19 +83,19 @@ export function parsePattern(source: string): PatternResult {
     if (seg === '') {
       if (raw.length === 1) break; // the pattern `/`
       // Request paths are normalized before matching, so this segment could never match.
-      return fail(`empty segment in "${path}" (request paths have no "//" or trailing "/")`);
+      return `empty segment in "${path}" (request paths have no "//" or trailing "/")`;
     }
     if (seg === '*') {
-      if (!last) return fail(`"*" is only allowed as the last segment, in "${path}"`);
+      if (!last) return `"*" is only allowed as the last segment, in "${path}"`;
       segments.push({ kind: 'rest' });
       continue;
     }
-    if (seg.includes('*')) return fail(`"*" must be a whole segment, in "${path}"`);
+    if (seg.includes('*')) return `"*" must be a whole segment, in "${path}"`;
     if (seg.startsWith(':')) {
       const name = seg.slice(1);
-      if (name === '') return fail(`empty parameter name ":" in "${path}"`);
+      if (name === '') return `empty parameter name ":" in "${path}"`;
       if (!PARAM_NAME.test(name)) {
-        return fail(`invalid parameter name ":${name}" in "${path}" (letters, digits and _, not starting with a digit)`);
+        return `invalid parameter name ":${name}" in "${path}" (letters, digits and _, not starting with a digit)`;
       }
       segments.push({ kind: 'param', name });
       continue;
@@ -96,11 +103,11 @@ export function parsePattern(source: string): PatternResult {
     // Literals are compared with normalized request paths, so normalize them the same way:
     // `%61pi` means `api`, and a segment the normalizer rejects could never match.
     const norm = normalizePath('/' + seg);
-    if (!norm.ok) return fail(`invalid segment "${seg}" in "${path}": ${norm.reason}`);
+    if (!norm.ok) return `invalid segment "${seg}" in "${path}": ${norm.reason}`;
     if (norm.path === '/' || norm.path.indexOf('/', 1) >= 0) {
-      return fail(`invalid segment "${seg}" in "${path}"`);
+      return `invalid segment "${seg}" in "${path}"`;
     }
     segments.push({ kind: 'literal', value: norm.path.slice(1) });
   }
-  return { ok: true, pattern: { source, method, segments, format } };
+  return segments;
 }
