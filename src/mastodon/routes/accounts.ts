@@ -1,5 +1,5 @@
 /** @module Sign-up (`POST /api/v1/accounts`) with Mastodon's per-field error codes, and `verify_credentials`. */
-import type { Handler } from '../context.js';
+import type { Handler, RouteContext } from '../context.js';
 import { credentialAccountEntity, tokenEntity } from '../entities.js';
 import { getBool, getString, type ParamHash } from '../params.js';
 import { HttpError } from '../reply.js';
@@ -88,6 +88,33 @@ function blank(v: string | undefined): v is undefined {
   return v === undefined || v.trim() === '';
 }
 
+function checkUsername(username: string | undefined, store: RouteContext['store'], details: Details): void {
+  if (blank(username)) return details.add('username', 'ERR_BLANK', "can't be blank");
+  if (!USERNAME.test(username)) details.add('username', 'ERR_INVALID', 'must contain only letters, numbers and underscores');
+  if (username.length > MAX_USERNAME) {
+    details.add('username', 'ERR_TOO_LONG', `is too long (maximum is ${MAX_USERNAME} characters)`);
+  }
+  if (RESERVED_USERNAMES.has(username.toLowerCase())) details.add('username', 'ERR_RESERVED', 'is reserved');
+  else if (store.accountsByUsername.has(username.toLowerCase())) {
+    details.add('username', 'ERR_TAKEN', 'has already been taken');
+  }
+}
+
+function checkEmail(email: string | undefined, store: RouteContext['store'], details: Details): void {
+  if (blank(email)) details.add('email', 'ERR_BLANK', "can't be blank");
+  else if (!EMAIL.test(email.trim())) details.add('email', 'ERR_INVALID', 'is invalid');
+  else if (store.accountsByEmail.has(email.trim().toLowerCase())) details.add('email', 'ERR_TAKEN', 'has already been taken');
+}
+
+function checkPassword(password: string | undefined, details: Details): void {
+  if (password === undefined || password === '') details.add('password', 'ERR_BLANK', "can't be blank");
+  else if ([...password].length < MIN_PASSWORD) {
+    details.add('password', 'ERR_TOO_SHORT', `is too short (minimum is ${MIN_PASSWORD} characters)`);
+  } else if ([...password].length > MAX_PASSWORD) {
+    details.add('password', 'ERR_TOO_LONG', `is too long (maximum is ${MAX_PASSWORD} characters)`);
+  }
+}
+
 export const signUp: Handler = async (ctx) => {
   const caller = ctx.requireToken();
   const { params } = await ctx.params();
@@ -95,36 +122,11 @@ export const signUp: Handler = async (ctx) => {
   const { store } = ctx;
 
   const username = textField(params, 'username', details);
-  if (username !== null) {
-    if (blank(username)) details.add('username', 'ERR_BLANK', "can't be blank");
-    else {
-      if (!USERNAME.test(username)) details.add('username', 'ERR_INVALID', 'must contain only letters, numbers and underscores');
-      if (username.length > MAX_USERNAME) {
-        details.add('username', 'ERR_TOO_LONG', `is too long (maximum is ${MAX_USERNAME} characters)`);
-      }
-      if (RESERVED_USERNAMES.has(username.toLowerCase())) details.add('username', 'ERR_RESERVED', 'is reserved');
-      else if (store.accountsByUsername.has(username.toLowerCase())) {
-        details.add('username', 'ERR_TAKEN', 'has already been taken');
-      }
-    }
-  }
-
+  if (username !== null) checkUsername(username, store, details);
   const email = textField(params, 'email', details);
-  if (email !== null) {
-    if (blank(email)) details.add('email', 'ERR_BLANK', "can't be blank");
-    else if (!EMAIL.test(email.trim())) details.add('email', 'ERR_INVALID', 'is invalid');
-    else if (store.accountsByEmail.has(email.trim().toLowerCase())) details.add('email', 'ERR_TAKEN', 'has already been taken');
-  }
-
+  if (email !== null) checkEmail(email, store, details);
   const password = textField(params, 'password', details);
-  if (password !== null) {
-    if (password === undefined || password === '') details.add('password', 'ERR_BLANK', "can't be blank");
-    else if ([...password].length < MIN_PASSWORD) {
-      details.add('password', 'ERR_TOO_SHORT', `is too short (minimum is ${MIN_PASSWORD} characters)`);
-    } else if ([...password].length > MAX_PASSWORD) {
-      details.add('password', 'ERR_TOO_LONG', `is too long (maximum is ${MAX_PASSWORD} characters)`);
-    }
-  }
+  if (password !== null) checkPassword(password, details);
 
   let agreement: boolean | undefined;
   try {
