@@ -68,29 +68,14 @@ export function forwardedForNodes(header: string): (string | null)[] | null {
       i++; // '='
       let value: string;
       if (i < n && header.charCodeAt(i) === C.QUOTE) {
-        i++;
-        let v = '';
-        let closed = false;
-        while (i < n) {
-          const c = header.charCodeAt(i);
-          if (c === C.BACKSLASH && i + 1 < n) {
-            v += header[i + 1];
-            i += 2;
-          } else if (c === C.QUOTE) {
-            i++;
-            closed = true;
-            break;
-          } else {
-            v += header[i];
-            i++;
-          }
-        }
-        if (!closed) {
+        const q = readQuoted(header, i + 1);
+        if (q === null) {
           // An unterminated quote swallows the rest of the header: nothing after it can be read.
           out.push(null);
           return out;
         }
-        value = v;
+        value = q.value;
+        i = q.end;
       } else {
         const start = i;
         while (i < n && isTchar(header.charCodeAt(i))) i++;
@@ -111,15 +96,7 @@ export function forwardedForNodes(header: string): (string | null)[] | null {
     if (bad) {
       malformed = true;
       out.push(null);
-      // Resynchronise at the next comma outside quotes.
-      let quoted = false;
-      while (i < n) {
-        const c = header.charCodeAt(i);
-        if (c === C.BACKSLASH && quoted) i++;
-        else if (c === C.QUOTE) quoted = !quoted;
-        else if (c === C.COMMA && !quoted) break;
-        i++;
-      }
+      i = nextComma(header, i);
     } else if (forValue !== undefined) {
       out.push(forValue);
     }
@@ -127,6 +104,40 @@ export function forwardedForNodes(header: string): (string | null)[] | null {
     i++; // ','
   }
   return out.length === 0 && !malformed ? null : out;
+}
+
+/** A quoted-string's value from just after its opening quote, and the index after its closing one; null when it never closes. */
+function readQuoted(header: string, from: number): { value: string; end: number } | null {
+  const n = header.length;
+  let v = '';
+  for (let i = from; i < n; ) {
+    const c = header.charCodeAt(i);
+    if (c === C.BACKSLASH && i + 1 < n) {
+      v += header[i + 1];
+      i += 2;
+    } else if (c === C.QUOTE) {
+      return { value: v, end: i + 1 };
+    } else {
+      v += header[i];
+      i++;
+    }
+  }
+  return null;
+}
+
+/** Resynchronises after a malformed element: the index of the next comma outside quotes (or the end). */
+function nextComma(header: string, from: number): number {
+  const n = header.length;
+  let quoted = false;
+  let i = from;
+  while (i < n) {
+    const c = header.charCodeAt(i);
+    if (c === C.BACKSLASH && quoted) i++;
+    else if (c === C.QUOTE) quoted = !quoted;
+    else if (c === C.COMMA && !quoted) break;
+    i++;
+  }
+  return i;
 }
 
 /**
