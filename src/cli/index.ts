@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** @module The command line: `serve`, `check`, `explain`, `upstream`, and the admin clients `block`, `exempt`, `bans` (cli-guard.ts). The only place that calls process.exit. */
+/** @module The command line: `serve`, `check`, `explain`, `upstream`, and the admin clients `block`, `exempt`, `bans` (cli/guard.ts). The only place that calls process.exit. */
 import { parseArgs } from 'node:util';
 import { ConfigError, formatRulesTable, formatSummary, loadConfigFile, parseHostPort, type ConfigOverrides } from '../config/index.js';
 import { createProcessLogger } from '../observability/log.js';

@@ -2,7 +2,7 @@
  * @module What a reload changed, split by when it takes effect. Keys read once at start (listeners,
  * the upstream client, the store connection, the proxy server's limits, the introspection path) apply
  * at the next restart; everything else is read through the request policy or the snapshot and applies
- * at once. Keep RESTART_ONLY in step with app.ts when a setting moves from one side to the other.
+ * at once. Keep RESTART_ONLY in step with app/start.ts when a setting moves from one side to the other.
  */
 import type { Config } from './schema.js';
 

@@ -11,13 +11,13 @@ export const GATEWAY_ERRORS = {
   BAD_PATH: { status: 400, message: 'Bad request path' },
   BAD_REQUEST: { status: 400, message: 'Bad request' },
   QUERY_CONFLICT: { status: 400, message: 'Bad request: the query string has conflicting parameters' },
-  /** server/gateway.ts: Node reads the first of two, Puma joins them and Rack reads the last; none is guessed. */
+  /** pipeline/gateway.ts: Node reads the first of two, Puma joins them and Rack reads the last; none is guessed. */
   DUPLICATE_CONTENT_TYPE: { status: 400, message: 'Bad request: the Content-Type header is given more than once' },
   DUPLICATE_AUTHORIZATION: { status: 400, message: 'Bad request: the Authorization header is given more than once' },
   FORBIDDEN: { status: 403, message: 'Forbidden' },
   REQUEST_TIMEOUT: { status: 408, message: 'Request timeout' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },
-  /** server/body-peek.ts: a counted multipart field (token, _method, param: rule) came after the first file part. */
+  /** rails/body-peek.ts: a counted multipart field (token, _method, param: rule) came after the first file part. */
   PARAM_AFTER_FILE: { status: 400, message: 'Request body not accepted: send access_token, bearer_token, _method and other counted fields before the first file part' },
   HEADERS_TOO_LARGE: { status: 431, message: 'Request header fields too large' },
   RATE_LIMITED: { status: 429, message: 'Too many requests' },

@@ -51,7 +51,7 @@ export interface AccountResolver {
   readonly header: string | undefined;
   /**
    * `token` is the token Doorkeeper will authenticate the request with, wherever it was sent (see
-   * server/request-params.ts `doorkeeperToken`), null for none; `headerValue` the configured account
+   * rails/request-params.ts `doorkeeperToken`), null for none; `headerValue` the configured account
    * header, `peerTrusted` whether the TCP peer is a trusted proxy. Answers synchronously whenever no
    * I/O is needed (token and header modes, introspection cache hits), so the hot path can skip an await.
    */

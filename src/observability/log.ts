@@ -1,7 +1,7 @@
 /**
  * @module The process logger: pino JSON lines on stdout through a buffered destination, so an access
  * line costs its serialization and a string append instead of a write(2) each. Lines reach stdout when
- * BUFFER_CHARS are buffered, at the latest after FLUSH_MS, when the gateway drains (app.ts calls
+ * BUFFER_CHARS are buffered, at the latest after FLUSH_MS, when the gateway drains (app/start.ts calls
  * `flush`), and on process exit, so no line is lost on SIGTERM.
  */
 import { writeSync } from 'node:fs';
@@ -60,7 +60,7 @@ export class BufferedFd {
   }
 }
 
-/** Starts at `info` until the config is read: the gateway then applies the one level rule (app.ts). */
+/** Starts at `info` until the config is read: the gateway then applies the one level rule (app/start.ts). */
 export function createProcessLogger(level = 'info', fd = 1): Logger {
   const dest = new BufferedFd(fd);
   setInterval(() => dest.flushSync(), FLUSH_MS).unref();

@@ -10,7 +10,7 @@ import type { CompiledRule } from '../config/types.js';
 import { paramPath } from '../config/fields/limit-model.js';
 import { normalizeParamKey } from '../identity/key-normalize.js';
 
-/** The `param:` values the pipeline read (query and body together, server/read-params.ts), by name as written. */
+/** The `param:` values the pipeline read (query and body together, rails/read-params.ts), by name as written. */
 export type BodyParams = ReadonlyMap<string, string>;
 
 const EMPTY_HASH: ParamHash = Object.freeze(Object.create(null) as ParamHash);
