@@ -135,19 +135,20 @@ export class Gateway {
   }
 
   private async forward(req: http.IncomingMessage, res: http.ServerResponse, started: number): Promise<void> {
-    const id = requestId(req);
     const s = await this.screen(req, res, (release) => whenDone(res, req, release));
     const d = s.decision;
+    const id = requestId(req);
     if (!d.admit) {
       // A request body the gateway will not read: answering early closes the connection, not drains it.
       respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || (!req.complete && declaresBody(req)));
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
-    continueNow(req, res);
     const forwarder = this.opts.routes?.pick(req.method ?? 'GET', s.view.path)?.forwarder ?? this.opts.forwarder;
+    const forwarded = forwardedHeaders(req, s.view.peer, id);
+    continueNow(req, res);
     const result = await forwarder.forward(req, res, {
       pathAndQuery: s.target,
-      forwarded: forwardedHeaders(req, s.view.peer, id),
+      forwarded,
       extraHeaders: d.headers,
       dropUpstreamRateLimitHeaders: d.matched,
       maxBodySize: s.maxBody,
@@ -158,9 +159,9 @@ export class Gateway {
   }
 
   private async tunnel(req: http.IncomingMessage, socket: Duplex, head: Buffer, started: number): Promise<void> {
-    const id = requestId(req);
     const s = await this.screen(req, undefined, (release) => (socket.destroyed ? release() : socket.once('close', release)));
     const d = s.decision;
+    const id = requestId(req);
     if (!d.admit) {
       respondOnSocket(socket, d.status, d.body!, d.headers);
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
@@ -240,8 +241,11 @@ export class Gateway {
 
   /** The one place a request's answer is recorded: the response metric and the access-log line. */
   private finish(req: http.IncomingMessage, id: string, s: Screened, end: Ending, started: number): void {
-    const { metrics } = this.opts;
     const r = end.result;
+    // The access-log line first (its duration ends here), then what the answer counts.
+    const record = this.opts.onRequest !== undefined && this.opts.wantsRecords?.() !== false ? recordOf(req, id, s, end, started) : undefined;
+    if (s.banHits && this.opts.guard) countBans(this.opts.guard, s.banHits, end.status);
+    const { metrics } = this.opts;
     if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
     else if (r.error === undefined) metrics.observeUpstream(r.status, r.seconds);
     else if (r.error !== 'CLIENT_ABORTED' && isClientFault(r.error)) metrics.gatewayResponses.labels(String(r.status)).inc();
@@ -249,23 +253,7 @@ export class Gateway {
       metrics.upstreamErrors.labels(upstreamErrorReason(r.error)).inc();
       metrics.gatewayResponses.labels(String(r.status)).inc();
     }
-    if (s.banHits && this.opts.guard) countBans(this.opts.guard, s.banHits, end.status);
-    if (this.opts.onRequest === undefined || this.opts.wantsRecords?.() === false) return;
-    const d = s.decision;
-    const record: RequestRecord = {
-      id,
-      method: req.method ?? '',
-      path: s.view.path,
-      status: end.status,
-      rules: d.rules.map((rule) => rule.name),
-      decision: d.kind,
-      ms: Math.round((performance.now() - started) * 1000) / 1000,
-    };
-    if (d.rejectedBy !== undefined) record.rule = d.rejectedBy.name;
-    if (r?.error !== undefined) record.error = r.error;
-    const client = clientField(s.view);
-    if (client !== undefined) record.client = client;
-    this.opts.onRequest(record);
+    if (record !== undefined) this.opts.onRequest!(record);
   }
 
   private logFailure(req: http.IncomingMessage, err: unknown, started: number): void {
@@ -281,6 +269,25 @@ export class Gateway {
       error: err instanceof Error ? err.message : String(err),
     });
   }
+}
+
+/** The access-log line of a finished exchange. */
+function recordOf(req: http.IncomingMessage, id: string, s: Screened, end: Ending, started: number): RequestRecord {
+  const d = s.decision;
+  const record: RequestRecord = {
+    id,
+    method: req.method ?? '',
+    path: s.view.path,
+    status: end.status,
+    rules: d.rules.map((rule) => rule.name),
+    decision: d.kind,
+    ms: Math.round((performance.now() - started) * 1000) / 1000,
+  };
+  if (d.rejectedBy !== undefined) record.rule = d.rejectedBy.name;
+  if (end.result?.error !== undefined) record.error = end.result.error;
+  const client = clientField(s.view);
+  if (client !== undefined) record.client = client;
+  return record;
 }
 
 /** The `param:` names' values, by name; the name of one given twice with different values instead. */

@@ -32,6 +32,7 @@ export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: stri
   const { trusted } = peer;
   const fromTrusted = trusted && xff !== undefined;
   const peerAddr = peer.client.address;
+  const forwarded = forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr);
   return {
     for: fromTrusted
       ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
@@ -39,7 +40,7 @@ export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: stri
     proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
     host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
     trusted,
-    forwarded: forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr),
+    forwarded,
     requestId: id,
   };
 }
