@@ -86,7 +86,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const gateway = buildGateway({ policy: () => policy, storeHandle, forwarder: upstream.forwarder, origin, routes, metrics, log, guard, now: settings.now });
 
   const drain = createDrain();
-  const server = createProxyServer(cfg.server, gateway.handle, metrics, drain.ServerResponse);
+  const server = createProxyServer(cfg.server, gateway.handle, (status) => metrics.gatewayResponses.labels(String(status)).inc(), drain.ServerResponse);
   server.on('checkContinue', gateway.handle);
   // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>

@@ -4,8 +4,6 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Snapshot } from '../config/index.js';
-import type { Metrics } from '../observability/metrics.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
 
 /**
@@ -13,10 +11,20 @@ import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } 
  * (slowloris) and the whole request (408), a connection cap, and garbage on the socket answered 400 and
  * closed. None of these costs other clients anything.
  */
+/** The listener's limits (the config's `server:` section). */
+export interface ListenerLimits {
+  readonly maxHeaderSize: number;
+  readonly headersTimeout: number;
+  readonly requestTimeout: number;
+  readonly keepAliveTimeout: number;
+  readonly maxConnections: number;
+}
+
+/** `onRefused`: told the status of each answer to a client error (the response metric). */
 export function createProxyServer(
-  s: Snapshot['config']['server'],
+  s: ListenerLimits,
   handler: http.RequestListener,
-  metrics: Metrics,
+  onRefused: (status: number) => void,
   ServerResponse: typeof http.ServerResponse,
 ): http.Server {
   const server = http.createServer(
@@ -35,7 +43,7 @@ export function createProxyServer(
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     const code: GatewayErrorCode =
       err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST';
-    metrics.gatewayResponses.labels(String(GATEWAY_ERRORS[code].status)).inc();
+    onRefused(GATEWAY_ERRORS[code].status);
     if (err.code === 'ECONNRESET') socket.destroy();
     else respondOnSocket(socket, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], []);
   });

@@ -1,4 +1,4 @@
-/** @module Facts of one HTTP message that every stage reads the same way: does it carry a body, a header's first value, its request id. */
+/** @module Facts of one HTTP message that every stage reads and writes the same way: does it carry a body, a header's first value, its request id, a Retry-After value. */
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 
@@ -20,4 +20,9 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 export function requestId(req: http.IncomingMessage): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** Retry-After: whole seconds, rounded up, until `at`; at least 1 so that a client never retries at once. */
+export function secondsUntil(at: number, now: number): number {
+  return Math.max(1, Math.ceil((at - now) / 1000));
 }

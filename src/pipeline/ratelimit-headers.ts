@@ -4,6 +4,7 @@
  */
 import type { CompiledRule } from '../config/types.js';
 import type { ConsumeOutcome } from '../limiter/types.js';
+import { secondsUntil } from '../http/message.js';
 
 export type ResetFormat = 'iso8601' | 'unix' | 'delta';
 
@@ -50,11 +51,6 @@ export function formatReset(format: ResetFormat, resetAt: number, now: number): 
     case 'delta':
       return String(Math.max(0, Math.ceil((resetAt - now) / 1000)));
   }
-}
-
-/** Whole seconds, rounded up, until `at`; at least 1 so that a client never retries at once. */
-export function secondsUntil(at: number, now: number): number {
-  return Math.max(1, Math.ceil((at - now) / 1000));
 }
 
 /**

@@ -3,7 +3,7 @@
  * answers): an upstream 429 keeps the upstream's headers (its refusal, not the gateway's bucket), with a
  * Retry-After only when its reset can be read; any other answer shows the tighter X-RateLimit-* triple.
  */
-import { secondsUntil } from '../pipeline/ratelimit-headers.js';
+import { secondsUntil } from '../http/message.js';
 
 const TRIPLE = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'] as const;
 /** Mastodon's reset format (ISO 8601, any fraction) or an RFC 3339 time with an offset. */
