@@ -2,7 +2,8 @@
  * Several gateway processes sharing Redis (and Redis Cluster): exact counts under concurrency, and
  * Redis dying mid-traffic handled by the fault policy without a hanging request.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawnServe } from '../support/process.js';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +11,6 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
-import { freePort } from '../support/servers.js';
 import { capturingLogger, startTestGateway } from '../support/gateway.js';
 
 let upstream: RecordingUpstream;
@@ -25,27 +25,8 @@ interface Proc {
 }
 
 async function spawnGateway(configPath: string, store: string, extra: string[] = []): Promise<Proc & { adminUrl: string }> {
-  const port = await freePort();
-  const admin = await freePort();
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstream.url, '--store', store, ...extra],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RATEGATE_LOG_LEVEL: 'warn' } },
-  );
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const started = Date.now();
-  for (;;) {
-    try {
-      await fetch(`http://127.0.0.1:${admin}/healthz`);
-      break;
-    } catch {
-      if (Date.now() - started > 20_000 || child.exitCode !== null) throw new Error(`gateway did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  return { url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
+  const p = await spawnServe(['--config', configPath, '--upstream', upstream.url, '--store', store, ...extra], { RATEGATE_LOG_LEVEL: 'warn' });
+  return { url: p.url, adminUrl: p.adminUrl, child: p.child };
 }
 
 async function stop(p: Proc): Promise<void> {

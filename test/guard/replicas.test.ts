@@ -3,7 +3,8 @@
  * logins ban an IP on both replicas within 1 s and the ban ends by itself; a runtime block made with the
  * CLI applies on both within 1 s and expires; `scope: store` in-flight slots are shared.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { spawnServe } from '../support/process.js';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,7 +12,6 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
-import { freePort } from '../support/servers.js';
 import { Redis } from 'ioredis';
 
 const TOKEN = 'attack-test-admin-token';
@@ -25,27 +25,8 @@ interface Proc {
 }
 
 async function spawnGateway(configPath: string, store: string, upstream: string): Promise<Proc> {
-  const port = await freePort();
-  const admin = await freePort();
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--config', configPath, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstream, '--store', store],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RATEGATE_LOG_LEVEL: 'warn', RATEGATE_ADMIN_TOKEN: TOKEN } },
-  );
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const started = Date.now();
-  for (;;) {
-    try {
-      await fetch(`http://127.0.0.1:${admin}/healthz`);
-      break;
-    } catch {
-      if (Date.now() - started > 30_000 || child.exitCode !== null) throw new Error(`gateway did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  return { url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child, out: () => out };
+  const p = await spawnServe(['--config', configPath, '--upstream', upstream, '--store', store], { RATEGATE_LOG_LEVEL: 'warn', RATEGATE_ADMIN_TOKEN: TOKEN }, 30_000);
+  return { url: p.url, adminUrl: p.adminUrl, child: p.child, out: p.output };
 }
 
 async function stop(p: Proc): Promise<void> {

@@ -12,7 +12,7 @@ export interface GatewayProcess {
 }
 
 /** Runs `rategate serve` on free loopback ports; resolves once the admin listener answers. */
-export async function spawnServe(args: string[], env: Record<string, string> = {}): Promise<GatewayProcess> {
+export async function spawnServe(args: string[], env: Record<string, string> = {}, startMs = 20_000): Promise<GatewayProcess> {
   const port = await freePort();
   const adminPort = await freePort();
   const child = spawn(
@@ -31,7 +31,7 @@ export async function spawnServe(args: string[], env: Record<string, string> = {
       await fetch(`${adminUrl}/healthz`);
       break;
     } catch {
-      if (Date.now() - started > 20_000 || child.exitCode !== null) throw new Error(`gateway did not start: ${out}`);
+      if (Date.now() - started > startMs || child.exitCode !== null) throw new Error(`gateway did not start: ${out}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
