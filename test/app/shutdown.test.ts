@@ -9,7 +9,7 @@ import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { freePort } from '../support/servers.js';
 import { SEED_TABLE } from '../support/gateway.js';
-import { spawnServe } from '../support/process.js';
+import { spawnServe, waitFor } from '../support/process.js';
 
 let upstream: RecordingUpstream;
 beforeAll(async () => {
@@ -76,8 +76,9 @@ describe('graceful shutdown', () => {
 
     const url = `http://127.0.0.1:${port}`;
     const slow = send(url, { path: '/api/v1/slow' });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => upstream.seen.some((r) => r.url === '/api/v1/slow'), 5_000, 'the slow request at the upstream');
     child.kill('SIGTERM');
+    // The signal's delivery and the listener's close cannot be awaited from here: a short wait, then the check.
     await new Promise((r) => setTimeout(r, 100));
     await expect(send(url, { path: '/api/v1/statuses/1' })).rejects.toThrow();
     const answer = await slow;
@@ -98,7 +99,7 @@ describe('graceful shutdown', () => {
     expect((await idle.answer).head).toMatch(/^HTTP\/1\.1 200/);
     expect((await idle.answer).head).toMatch(/connection: keep-alive/i);
     const busy = rawRequest(port, '/api/v1/slower');
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => upstream.seen.some((r) => r.url === '/api/v1/slower'), 5_000, 'the slower request at the upstream');
 
     const signalled = Date.now();
     gw.child.kill('SIGTERM');

@@ -71,6 +71,7 @@ describe('soak', () => {
       });
     // Warm up so pools and caches exist before the baseline.
     for (let i = 0; i < 50; i++) await abortOne();
+    // A wait that stays: the warm-up's sockets close asynchronously on both hops, with no event to await here.
     await new Promise((r) => setTimeout(r, 300));
     const baseline = handles();
     global.gc?.();

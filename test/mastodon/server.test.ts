@@ -174,6 +174,7 @@ describe('startUpstream and createUpstreamHandler', () => {
       req.on('error', reject);
     });
     req.write('status=half');
+    // A wait that stays: the half body must be in the server's hands before close() (no event says so).
     await new Promise((resolve) => setTimeout(resolve, 30));
     const started = Date.now();
     const closing = up.close();
