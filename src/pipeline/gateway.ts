@@ -24,26 +24,9 @@ import type { RequestPolicy } from './policy.js';
 import type { Guard, Release } from '../guard/guard.js';
 import { countBans, guardEarly, guardStage, whenDone, type BanHit } from './guard-stage.js';
 import { NO_GUARD_RULES } from '../guard/rules.js';
-import { clientField } from './client-field.js';
+import { recordOf, type RequestRecord } from './access-record.js';
 
-/** One line per request for the access log; no token, no account, no client IP. */
-export interface RequestRecord {
-  /** The request's `X-Request-Id`, or the one the gateway made and forwarded. */
-  id: string;
-  method: string;
-  path: string;
-  status: number;
-  /** The rules whose buckets the request was counted in. */
-  rules: readonly string[];
-  /** On a 429: the rule that rejected it. */
-  rule?: string;
-  decision: DecisionKind;
-  /** `log.client: digest | clear`: the client IP's digest prefix, or the IP itself. */
-  client?: string;
-  /** Milliseconds from the request's arrival to its answer's head, to the microsecond. */
-  ms: number;
-  error?: string;
-}
+export type { RequestRecord } from './access-record.js';
 
 export interface GatewayOptions {
   policy: () => RequestPolicy;
@@ -243,7 +226,7 @@ export class Gateway {
   private finish(req: http.IncomingMessage, id: string, s: Screened, end: Ending, started: number): void {
     const r = end.result;
     // The access-log line first (its duration ends here), then what the answer counts.
-    const record = this.opts.onRequest !== undefined && this.opts.wantsRecords?.() !== false ? recordOf(req, id, s, end, started) : undefined;
+    const record = this.opts.onRequest !== undefined && this.opts.wantsRecords?.() !== false ? recordOf(req, id, s.view, s.decision, { status: end.status, error: r?.error }, started) : undefined;
     if (s.banHits && this.opts.guard) countBans(this.opts.guard, s.banHits, end.status);
     const { metrics } = this.opts;
     if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
@@ -269,25 +252,6 @@ export class Gateway {
       error: err instanceof Error ? err.message : String(err),
     });
   }
-}
-
-/** The access-log line of a finished exchange. */
-function recordOf(req: http.IncomingMessage, id: string, s: Screened, end: Ending, started: number): RequestRecord {
-  const d = s.decision;
-  const record: RequestRecord = {
-    id,
-    method: req.method ?? '',
-    path: s.view.path,
-    status: end.status,
-    rules: d.rules.map((rule) => rule.name),
-    decision: d.kind,
-    ms: Math.round((performance.now() - started) * 1000) / 1000,
-  };
-  if (d.rejectedBy !== undefined) record.rule = d.rejectedBy.name;
-  if (end.result?.error !== undefined) record.error = end.result.error;
-  const client = clientField(s.view);
-  if (client !== undefined) record.client = client;
-  return record;
 }
 
 /** The `param:` names' values, by name; the name of one given twice with different values instead. */

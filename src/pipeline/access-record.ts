@@ -1,0 +1,54 @@
+/** @module The access log's line of one request, and its `log.client` field (off by default; a digest names a client without storing its IP). */
+import { createHash } from 'node:crypto';
+import type http from 'node:http';
+import type { RequestView } from './request-view.js';
+import type { Decision, DecisionKind } from './decision.js';
+
+/**
+ * The client field for the access log, or undefined (`off`). `digest`: the first 16 hex digits of the
+ * address's SHA-256 (stable per IP, enough to group lines); `clear`: the address.
+ */
+export function clientField(v: RequestView): string | undefined {
+  const mode = v.policy.snapshot.config.log.client;
+  if (mode === 'off') return undefined;
+  const address = v.client.address;
+  return mode === 'clear' ? address : createHash('sha256').update(address).digest('hex').slice(0, 16);
+}
+
+/** One line per request for the access log; no token, no account, no client IP. */
+export interface RequestRecord {
+  /** The request's `X-Request-Id`, or the one the gateway made and forwarded. */
+  id: string;
+  method: string;
+  path: string;
+  status: number;
+  /** The rules whose buckets the request was counted in. */
+  rules: readonly string[];
+  /** On a 429: the rule that rejected it. */
+  rule?: string;
+  decision: DecisionKind;
+  /** `log.client: digest | clear`: the client IP's digest prefix, or the IP itself. */
+  client?: string;
+  /** Milliseconds from the request's arrival to its answer's head, to the microsecond. */
+  ms: number;
+  error?: string;
+}
+
+/** The access-log line of a finished exchange. */
+/** `end`: the answer's status, and the forwarding's error when it failed. */
+export function recordOf(req: http.IncomingMessage, id: string, view: RequestView, d: Decision, end: { readonly status: number; readonly error: string | undefined }, started: number): RequestRecord {
+  const record: RequestRecord = {
+    id,
+    method: req.method ?? '',
+    path: view.path,
+    status: end.status,
+    rules: d.rules.map((rule) => rule.name),
+    decision: d.kind,
+    ms: Math.round((performance.now() - started) * 1000) / 1000,
+  };
+  if (d.rejectedBy !== undefined) record.rule = d.rejectedBy.name;
+  if (end.error !== undefined) record.error = end.error;
+  const client = clientField(view);
+  if (client !== undefined) record.client = client;
+  return record;
+}
