@@ -14,6 +14,7 @@ export const RESTART_ONLY: readonly string[] = [
   'store.url',
   'store.prefix',
   'store.timeout',
+  'store.lease',
   'clients.account.path',
   'server.maxHeaderSize',
   'server.headersTimeout',

@@ -132,7 +132,7 @@ const upstreamShape = {
 const storeShape = {
   url: checked(checkStoreUrl)
     .default('memory')
-    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], or redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT.'),
+    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], redis+unix:///PATH/TO/redis.sock, or redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT.'),
   prefix: z
     .string()
     .regex(PREFIX, { error: (iss) => `invalid prefix ${show(iss.input)} (use letters, digits, "_", ".", ":" and "-")` })
@@ -146,6 +146,10 @@ const storeShape = {
     .boolean()
     .default(false)
     .describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
+  lease: z
+    .boolean()
+    .default(true)
+    .describe('Redis stores: take leases of several tokens per store call for busy keys and admit from them locally, never over the limit (docs/leases.md). false: every request asks the store.'),
 };
 const accountShape = {
   from: z

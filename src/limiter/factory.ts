@@ -8,6 +8,7 @@ import type { Config } from '../config/types.js';
 import { createBlockedCacheStore } from './blocked.js';
 import type { Clock } from './clock.js';
 import type { StoreError } from './errors.js';
+import { createLeaseStore } from './lease.js';
 import { MemoryStore } from './memory.js';
 import { createRedisStore } from './redis.js';
 import { createResilientStore, type BreakerOptions, type StoreEvent } from './resilient.js';
@@ -42,7 +43,10 @@ export interface StoreFactoryOptions {
 /** A failed refund is logged at most this often (with the count since), so a dead slot cannot flood the log. */
 const REFUND_LOG_INTERVAL_MS = 10_000;
 
-export async function createStoreFor(storeConfig: Pick<Config['store'], 'url' | 'prefix' | 'timeout' | 'onError'>, opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
+/** `lease` defaults to on; `gateways` (the replicas sharing the store) sizes leases, default 2. */
+export type StoreSettings = Pick<Config['store'], 'url' | 'prefix' | 'timeout' | 'onError'> & { readonly lease?: boolean; readonly gateways?: number };
+
+export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
   const url = parseStoreUrl(storeConfig.url);
   const observer = opts.observer ?? {};
   const log = opts.log;
@@ -85,11 +89,21 @@ export async function createStoreFor(storeConfig: Pick<Config['store'], 'url' | 
       if (!resilient.fallbackActive) states?.recovered('store connected');
     });
   }
+  const blocked = createBlockedCacheStore(resilient, {
+    ...(opts.now ? { now: opts.now } : {}),
+    ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
+  });
   return {
-    store: createBlockedCacheStore(resilient, {
-      ...(opts.now ? { now: opts.now } : {}),
-      ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
-    }),
+    // Leases sit outside the fault policy: a fallback answer grants none, and tokens already counted
+    // by the store stay spendable while it fails. Give-backs go straight to Redis (best effort).
+    store:
+      storeConfig.lease === false
+        ? blocked
+        : createLeaseStore(blocked, {
+            giveBack: (spec, tokens, chargedAt) => redis.giveBack(spec, tokens, chargedAt),
+            ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
+            ...(opts.clock ? { clock: opts.clock } : {}),
+          }),
     kind: url.kind,
     reachable: () => redis.ping().then(
       () => true,

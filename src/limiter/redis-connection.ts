@@ -54,8 +54,7 @@ export function createRedisClient(url: Exclude<StoreUrl, { kind: 'memory' }>, op
   }
   return new Redis({
     ...auth,
-    host: url.node.host,
-    port: url.node.port,
+    ...(url.socket !== undefined ? { path: url.socket } : { host: url.node.host, port: url.node.port }),
     db: url.db,
     lazyConnect: true,
     enableOfflineQueue: false,

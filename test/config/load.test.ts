@@ -33,7 +33,7 @@ const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',
   admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null },
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
-  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false },
+  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true },
   methods: { custom: [] },
   clients: {
     trustedProxies: ['loopback', 'private'],
@@ -76,7 +76,7 @@ describe('defaults', () => {
 
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
-    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false });
+    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true });
     expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000 });
   });
 
@@ -108,7 +108,7 @@ describe('a fully written file', () => {
       listen: '[::]:8081',
       admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null },
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
-      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true },
+      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true, lease: true },
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
         ipv6Prefix: 56,
@@ -375,7 +375,7 @@ describe('robustness', () => {
         listen: leaf,
         admin: fc.oneof(section(['listen', 'token']), leaf),
         upstream: section(['url', 'timeout', 'connectTimeout']),
-        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness']),
+        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness', 'lease']),
         clients: fc.record({ trustedProxies: leaf, ipv6Prefix: leaf, account: section(['from', 'path', 'cacheTtl', 'header']) }, {
           requiredKeys: [],
         }),

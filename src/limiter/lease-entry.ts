@@ -1,0 +1,93 @@
+/**
+ * @module One key's lease (lease.ts): the tokens this gateway holds, until when they may be spent, what
+ * the store said last, and this gateway's rate on the key, which sizes the next lease.
+ */
+import type { BucketSpec, BucketState } from './types.js';
+
+/** Same rule shape: a lease taken under one rule is never spent under another (a reload changed it). */
+export function sameRule(a: BucketSpec, b: BucketSpec): boolean {
+  return a === b || (a.limit === b.limit && a.periodMs === b.periodMs && a.algorithm === b.algorithm && a.cost === b.cost && a.shadow === b.shadow);
+}
+
+/** The fixed window a store time falls in (fixed and sliding windows count per window of the period). */
+export function windowStart(spec: BucketSpec, storeMs: number): number {
+  return storeMs - (storeMs % spec.periodMs);
+}
+
+export class LeaseEntry {
+  /** Tokens held and not spent. */
+  tokens = 0;
+  /** Local time until which the tokens may be spent (0: none may). */
+  validUntil = 0;
+  /** Store time of the charge of the oldest tokens held: the give-back needs it. */
+  chargedAt = 0;
+  /** The store's remaining after the last charge (which counts every lease as spent). */
+  storeRemaining = 0;
+  resetAt = 0;
+  /** Local time of the last store call for the key (−1: none yet) and requests admitted here since. */
+  lastCallAt = -1;
+  hits = 0;
+  lastUsed: number;
+  /** A call asking for a lease is in flight: others meanwhile do not ask too. */
+  pending = false;
+
+  constructor(
+    readonly spec: BucketSpec,
+    now: number,
+  ) {
+    this.lastUsed = now;
+  }
+
+  /**
+   * Extra tokens to ask for with this request: this gateway's rate on the key since the last store call
+   * (the requests admitted here, plus this one) times `targetMs`, less what is still held. None for a key
+   * seen once, or seen less often than once per `targetMs`.
+   */
+  want(now: number, targetMs: number, spec: BucketSpec): number {
+    if (this.pending || this.lastCallAt < 0) return 0;
+    const perMs = (this.hits + 1) / Math.max(1, now - this.lastCallAt);
+    const stock = Math.min(spec.limit, Math.floor(perMs * targetMs) * spec.cost);
+    const held = this.validUntil > now ? this.tokens : 0;
+    return Math.max(0, stock - held);
+  }
+
+  /** A store call for the key answered at local time `at`. */
+  called(at: number): void {
+    this.lastCallAt = at;
+    this.lastUsed = at;
+    this.hits = 0;
+  }
+
+  /**
+   * The store charged `extra` tokens for this gateway beyond the request (`b`: the bucket after them,
+   * at store time `storeNow`); `since` is the local time the call was made, which maps the store's
+   * times to local ones conservatively (the charge happened after it).
+   */
+  granted(extra: number, b: BucketState, storeNow: number, since: number, maxAgeMs: number): void {
+    this.storeRemaining = b.remaining;
+    this.resetAt = b.resetAt;
+    if (extra <= 0) return;
+    const spec = this.spec;
+    const windows = spec.algorithm !== 'token-bucket';
+    // Tokens of another window cannot be mixed in: what was held is dropped (its window is over).
+    if (this.tokens > 0 && windows && windowStart(spec, this.chargedAt) !== windowStart(spec, storeNow)) this.tokens = 0;
+    if (this.tokens <= 0) {
+      this.tokens = 0;
+      this.chargedAt = storeNow;
+      let until = since + maxAgeMs;
+      // A window's tokens are spent in that window only: its end, mapped to the local clock.
+      if (windows) until = Math.min(until, since + (windowStart(spec, storeNow) + spec.periodMs - storeNow));
+      this.validUntil = until;
+    }
+    this.tokens += extra;
+  }
+
+  /** Does giving the tokens back at store time `storeNow` still change a count? */
+  worthGivingBack(storeNow: number): boolean {
+    const spec = this.spec;
+    if (spec.algorithm === 'token-bucket') return true; // refund.lua gives back what the charge still weighs
+    const end = windowStart(spec, this.chargedAt) + spec.periodMs;
+    // A sliding window's count still weighs through the next window; a fixed window's ends with it.
+    return storeNow < (spec.algorithm === 'sliding-window' ? end + spec.periodMs : end);
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * @module Leased quotas: a gateway takes several tokens of a bucket from the shared store in one call
+ * (the store counts them as consumed at once) and admits the next requests from them locally, so a busy
+ * key costs the store one call per lease instead of one per request.
+ *
+ * A request is admitted here when every one of its buckets holds a valid lease with at least its cost;
+ * all are then charged locally. Otherwise the request goes to the inner store, which charges it (all or
+ * nothing, as always) and adds to each bucket the extra tokens this gateway asks for, as far as they fit
+ * (redis-codec.ts / lua/lib.lua): never more than what remains after the charge ÷ `share` (2 × the
+ * number of gateways), so as a bucket nears its limit leases shrink and the last tokens go one by one.
+ * The size asked for follows this gateway's rate on the key (lease-entry.ts). A store that grants
+ * nothing (the memory fallback of the fault policy, the blocked-bucket cache) simply leaves the lease
+ * empty: no decision here ever spends a token the store did not count.
+ *
+ * Lifetimes (bounds in docs/leases.md): a lease of a window algorithm is spent only in the window it was
+ * counted in; any lease at most `maxAgeMs` after its first tokens were counted. Unspent tokens go back
+ * to the store (refund.lua, which never gives back more than the charge still weighs) when the lease
+ * expires, when the key is idle for `idleMs`, when the rule changed (reload), and when the store closes
+ * (drain). A failed give-back only leaves tokens stranded until the window or refill passes them.
+ */
+import { systemClock, type Clock } from './clock.js';
+import { LeaseEntry, sameRule } from './lease-entry.js';
+import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
+
+export interface LeaseOptions {
+  /** Gateway replicas sharing the store (`store.gateways`): a lease is at most remaining ÷ (2 × gateways). */
+  readonly gateways?: number;
+  /** Returns unspent tokens to the store; best effort (a failure strands them, never over-admits). */
+  readonly giveBack: (spec: BucketSpec, tokens: number, chargedAt: number) => Promise<unknown>;
+  /** The local clock and timers (tests: a fake clock). */
+  readonly clock?: Clock;
+  /** A lease aims at this many ms of this gateway's traffic on the key (default 100). */
+  readonly targetMs?: number;
+  /** A lease is spent at most this long after its first tokens were counted (default 1000). */
+  readonly maxAgeMs?: number;
+  /** Unspent tokens of a key without traffic for this long are given back (default 1000). */
+  readonly idleMs?: number;
+  /** Keys tracked at most; beyond, new keys are decided by the store alone (default 100 000). */
+  readonly maxEntries?: number;
+}
+
+export interface LeaseStore extends Store {
+  /** Requests admitted from leases without a store call, since start. */
+  readonly localAdmissions: number;
+  /** Tokens held now, over all keys (tests, metrics). */
+  heldTokens(): number;
+  /** Gives back what expired or idled now (the timer calls it; tests call it after moving the clock). */
+  sweep(): void;
+}
+
+/** The leases found by the fast path; reused, since the path is synchronous. */
+const found: LeaseEntry[] = [];
+
+class Leases implements LeaseStore {
+  localAdmissions = 0;
+  private readonly entries = new Map<string, LeaseEntry>();
+  private readonly clock: Clock;
+  private readonly share: number;
+  private readonly targetMs: number;
+  private readonly maxAgeMs: number;
+  private readonly idleMs: number;
+  private readonly maxEntries: number;
+  /** Store clock − local clock, as of the last answer. */
+  private offset = 0;
+  private cancelSweep: (() => void) | null = null;
+  private readonly pendingGiveBacks = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly inner: Store,
+    private readonly opts: LeaseOptions,
+  ) {
+    this.clock = opts.clock ?? systemClock;
+    this.share = 2 * Math.max(1, opts.gateways ?? 2);
+    this.targetMs = opts.targetMs ?? 100;
+    this.maxAgeMs = opts.maxAgeMs ?? 1_000;
+    this.idleMs = opts.idleMs ?? 1_000;
+    this.maxEntries = opts.maxEntries ?? 100_000;
+    this.scheduleSweep();
+  }
+
+  heldTokens(): number {
+    let n = 0;
+    for (const e of this.entries.values()) n += e.tokens;
+    return n;
+  }
+
+  consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    const n = specs.length;
+    const now = this.clock.now();
+    if (n > 0 && this.entries.size > 0) {
+      let all = true;
+      for (let i = 0; i < n; i++) {
+        const spec = specs[i]!;
+        const e = this.entries.get(spec.key);
+        if (e === undefined || e.tokens < spec.cost || e.validUntil <= now || !sameRule(e.spec, spec)) {
+          all = false;
+          break;
+        }
+        found[i] = e;
+      }
+      if (all) return Promise.resolve(this.admitLocally(specs, now));
+    }
+    return this.viaStore(specs, now);
+  }
+
+  /** Every bucket had a lease: spend them and answer from what the store said last, plus what is held. */
+  private admitLocally(specs: readonly BucketSpec[], now: number): ConsumeOutcome {
+    this.localAdmissions++;
+    const storeNow = now + this.offset;
+    const buckets: BucketState[] = new Array(specs.length);
+    for (let i = 0; i < specs.length; i++) {
+      const e = found[i]!;
+      e.tokens -= specs[i]!.cost;
+      e.hits++;
+      e.lastUsed = now;
+      buckets[i] = { remaining: e.storeRemaining + e.tokens, resetAt: e.resetAt, limited: false, retryAt: storeNow };
+    }
+    return { allowed: true, now: storeNow, buckets };
+  }
+
+  /** One store call: charges this request and asks for the leases this gateway's rate calls for. */
+  private async viaStore(specs: readonly BucketSpec[], now: number): Promise<ConsumeOutcome> {
+    const n = specs.length;
+    const asked: BucketSpec[] = new Array(n);
+    const entries: (LeaseEntry | undefined)[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const spec = specs[i]!;
+      let e = this.entries.get(spec.key);
+      if (e !== undefined && !sameRule(e.spec, spec)) {
+        // The rule changed (a reload): what the old lease holds goes back, the key starts afresh.
+        this.release(e, now);
+        this.entries.delete(spec.key);
+        e = undefined;
+      }
+      if (e !== undefined && e.validUntil <= now) this.release(e, now);
+      if (e === undefined && this.entries.size < this.maxEntries) {
+        e = new LeaseEntry(spec, now);
+        this.entries.set(spec.key, e);
+      }
+      entries[i] = e;
+      const want = e === undefined ? 0 : e.want(now, this.targetMs, spec);
+      asked[i] = want > 0 ? { ...spec, lease: want, leaseShare: this.share } : spec;
+      if (e !== undefined && want > 0) e.pending = true;
+    }
+    let out: ConsumeOutcome;
+    try {
+      out = await this.inner.consume(asked);
+    } finally {
+      for (let i = 0; i < n; i++) if (asked[i] !== specs[i]) entries[i]!.pending = false;
+    }
+    const at = this.clock.now();
+    this.offset = out.now - at;
+    let buckets = out.buckets as BucketState[];
+    let copied = false;
+    for (let i = 0; i < n; i++) {
+      const e = entries[i];
+      if (e === undefined) continue;
+      const b = buckets[i]!;
+      e.called(at);
+      if (out.allowed) e.granted(b.leased ?? 0, b, out.now, now, this.maxAgeMs);
+      if (e.tokens > 0) {
+        // What this gateway holds is remaining too; the store's figure already counts it as spent.
+        if (!copied) {
+          buckets = buckets.slice();
+          copied = true;
+        }
+        buckets[i] = { remaining: b.remaining + e.tokens, resetAt: b.resetAt, limited: b.limited, retryAt: b.retryAt };
+      }
+    }
+    return copied ? { allowed: out.allowed, now: out.now, buckets } : out;
+  }
+
+  peek(spec: BucketSpec): Promise<BucketState> {
+    return this.inner.peek(spec);
+  }
+
+  reset(spec: BucketSpec): Promise<void> {
+    this.entries.delete(spec.key);
+    return this.inner.reset(spec);
+  }
+
+  sweep(): void {
+    const now = this.clock.now();
+    for (const [key, e] of this.entries) {
+      const idle = now - e.lastUsed >= this.idleMs;
+      if (e.tokens > 0 && (idle || e.validUntil <= now)) this.release(e, now);
+      if (idle && !e.pending) this.entries.delete(key);
+    }
+  }
+
+  /** Drain: every unspent token goes back before the inner store closes (bounded by its timeout). */
+  async close(): Promise<void> {
+    this.cancelSweep?.();
+    this.cancelSweep = null;
+    const now = this.clock.now();
+    for (const e of this.entries.values()) this.release(e, now);
+    this.entries.clear();
+    if (this.pendingGiveBacks.size > 0) await Promise.all(this.pendingGiveBacks);
+    await this.inner.close();
+  }
+
+  /** Takes the lease's tokens out of use and gives them back where that still changes a count. */
+  private release(e: LeaseEntry, now: number): void {
+    const tokens = e.tokens;
+    e.tokens = 0;
+    e.validUntil = 0;
+    if (tokens <= 0 || !e.worthGivingBack(now + this.offset)) return;
+    const p = this.opts.giveBack(e.spec, tokens, e.chargedAt).catch(() => undefined);
+    this.pendingGiveBacks.add(p);
+    void p.then(() => this.pendingGiveBacks.delete(p));
+  }
+
+  private scheduleSweep(): void {
+    const every = Math.max(50, Math.min(this.idleMs, this.maxAgeMs) / 4);
+    this.cancelSweep = this.clock.after(every, () => {
+      this.sweep();
+      this.scheduleSweep();
+    });
+  }
+}
+
+export function createLeaseStore(inner: Store, opts: LeaseOptions): LeaseStore {
+  return new Leases(inner, opts);
+}
