@@ -6,7 +6,7 @@
  */
 import type { Config } from '../config/types.js';
 import { createBlockedCacheStore } from './blocked.js';
-import type { Clock } from './clock.js';
+import { systemClock, type Clock } from './clock.js';
 import type { StoreError } from './errors.js';
 import { createLeaseStore } from './lease.js';
 import { MemoryStore } from './memory.js';
@@ -102,7 +102,8 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
         : createLeaseStore(blocked, {
             giveBack: (spec, tokens, chargedAt) => redis.giveBack(spec, tokens, chargedAt),
             ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
-            ...(opts.clock ? { clock: opts.clock } : {}),
+            // Tests that script the store's time script the leases' too (a lease must not outlive its window).
+            ...(opts.clock ? { clock: opts.clock } : opts.now ? { clock: { now: opts.now, after: systemClock.after } } : {}),
           }),
     kind: url.kind,
     reachable: () => redis.ping().then(

@@ -42,10 +42,12 @@ export interface LeaseOptions {
 export interface LeaseStore extends Store {
   /** Requests admitted from leases without a store call, since start. */
   readonly localAdmissions: number;
-  /** Tokens held now, over all keys (tests, metrics). */
-  heldTokens(): number;
+  /** Tokens held now, for one bucket key or over all keys (tests, metrics). */
+  heldTokens(key?: string): number;
   /** Gives back what expired or idled now (the timer calls it; tests call it after moving the clock). */
   sweep(): void;
+  /** Resolves when the give-backs sent so far have been answered (or failed). */
+  settled(): Promise<void>;
 }
 
 /** The leases found by the fast path; reused, since the path is synchronous. */
@@ -78,10 +80,15 @@ class Leases implements LeaseStore {
     this.scheduleSweep();
   }
 
-  heldTokens(): number {
+  heldTokens(key?: string): number {
+    if (key !== undefined) return this.entries.get(key)?.tokens ?? 0;
     let n = 0;
     for (const e of this.entries.values()) n += e.tokens;
     return n;
+  }
+
+  async settled(): Promise<void> {
+    await Promise.all(this.pendingGiveBacks);
   }
 
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
