@@ -28,8 +28,11 @@ export class LeaseEntry {
   lastCallAt = -1;
   hits = 0;
   lastUsed: number;
-  /** A call asking for a lease is in flight: others meanwhile do not ask too. */
-  pending = false;
+  /**
+   * A call asking for a lease is in flight (settles when it is answered, never rejects): requests for
+   * the key meanwhile wait for it and try the lease again rather than each call the store.
+   */
+  pending: Promise<void> | null = null;
 
   constructor(
     readonly spec: BucketSpec,
@@ -44,7 +47,7 @@ export class LeaseEntry {
    * seen once, or seen less often than once per `targetMs`.
    */
   want(now: number, targetMs: number, spec: BucketSpec): number {
-    if (this.pending || this.lastCallAt < 0) return 0;
+    if (this.pending !== null || this.lastCallAt < 0) return 0;
     const perMs = (this.hits + 1) / Math.max(1, now - this.lastCallAt);
     const stock = Math.min(spec.limit, Math.floor(perMs * targetMs) * spec.cost);
     const held = this.validUntil > now ? this.tokens : 0;

@@ -92,6 +92,11 @@ class Leases implements LeaseStore {
   }
 
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    return this.decide(specs, false);
+  }
+
+  /** `waited`: this request already waited once for a lease in flight; it goes to the store now. */
+  private decide(specs: readonly BucketSpec[], waited: boolean): Promise<ConsumeOutcome> {
     const n = specs.length;
     const now = this.clock.now();
     if (n > 0 && this.entries.size > 0) {
@@ -100,6 +105,9 @@ class Leases implements LeaseStore {
         const spec = specs[i]!;
         const e = this.entries.get(spec.key);
         if (e === undefined || e.tokens < spec.cost || e.validUntil <= now || !sameRule(e.spec, spec)) {
+          // A lease for this bucket is on its way: wait for it (no longer than that store call) rather
+          // than make a store call of our own, which would cost as long and the store more.
+          if (e !== undefined && e.pending !== null && !waited) return e.pending.then(() => this.decide(specs, true));
           all = false;
           break;
         }
@@ -147,26 +155,40 @@ class Leases implements LeaseStore {
       entries[i] = e;
       const want = e === undefined ? 0 : e.want(now, this.targetMs, spec);
       asked[i] = want > 0 ? { ...spec, lease: want, leaseShare: this.share } : spec;
-      if (e !== undefined && want > 0) e.pending = true;
     }
-    let out: ConsumeOutcome;
+    // Requests for these keys meanwhile wait for this answer (settled once the leases are in place).
+    let settle: (() => void) | null = null;
+    let answered: Promise<void> | null = null;
+    for (let i = 0; i < n; i++) {
+      if (asked[i] === specs[i]) continue;
+      answered ??= new Promise<void>((resolve) => (settle = resolve));
+      entries[i]!.pending = answered;
+    }
     try {
-      out = await this.inner.consume(asked);
+      const out = await this.inner.consume(asked);
+      return this.granted(specs, entries, out, now);
     } finally {
-      for (let i = 0; i < n; i++) if (asked[i] !== specs[i]) entries[i]!.pending = false;
+      if (answered !== null) {
+        for (let i = 0; i < n; i++) if (entries[i]?.pending === answered) entries[i]!.pending = null;
+        settle!();
+      }
     }
+  }
+
+  /** Takes in what the store granted, and reports what this gateway holds as remaining too. */
+  private granted(specs: readonly BucketSpec[], entries: readonly (LeaseEntry | undefined)[], out: ConsumeOutcome, sentAt: number): ConsumeOutcome {
     const at = this.clock.now();
     this.offset = out.now - at;
     let buckets = out.buckets as BucketState[];
     let copied = false;
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < specs.length; i++) {
       const e = entries[i];
       if (e === undefined) continue;
       const b = buckets[i]!;
       e.called(at);
-      if (out.allowed) e.granted(b.leased ?? 0, b, out.now, now, this.maxAgeMs);
+      if (out.allowed) e.granted(b.leased ?? 0, b, out.now, sentAt, this.maxAgeMs);
       if (e.tokens > 0) {
-        // What this gateway holds is remaining too; the store's figure already counts it as spent.
+        // The store's figure already counts what this gateway holds as spent.
         if (!copied) {
           buckets = buckets.slice();
           copied = true;
@@ -191,7 +213,7 @@ class Leases implements LeaseStore {
     for (const [key, e] of this.entries) {
       const idle = now - e.lastUsed >= this.idleMs;
       if (e.tokens > 0 && (idle || e.validUntil <= now)) this.release(e, now);
-      if (idle && !e.pending) this.entries.delete(key);
+      if (idle && e.pending === null) this.entries.delete(key);
     }
   }
 

@@ -23,9 +23,9 @@ describe('a lease entry', () => {
     // 9 requests admitted here and this one in 10 ms: 1 per ms → 100 for 100 ms.
     e.hits = 9;
     expect(e.want(1_010, 100, s)).toBe(100);
-    e.pending = true;
+    e.pending = Promise.resolve();
     expect(e.want(1_010, 100, s)).toBe(0);
-    e.pending = false;
+    e.pending = null;
     // A slow key (one request per second) gets no lease.
     e.called(2_000);
     expect(e.want(3_000, 100, s)).toBe(0);
