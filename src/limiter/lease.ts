@@ -29,7 +29,7 @@ export interface LeaseOptions {
   readonly giveBack: (spec: BucketSpec, tokens: number, chargedAt: number) => Promise<unknown>;
   /** The local clock and timers (tests: a fake clock). */
   readonly clock?: Clock;
-  /** A lease aims at this many ms of this gateway's traffic on the key (default 100). */
+  /** A lease aims at this many ms of this gateway's traffic on the key (default 500). */
   readonly targetMs?: number;
   /** A lease is spent at most this long after its first tokens were counted (default 1000). */
   readonly maxAgeMs?: number;
@@ -73,7 +73,7 @@ class Leases implements LeaseStore {
   ) {
     this.clock = opts.clock ?? systemClock;
     this.share = 2 * Math.max(1, opts.gateways ?? 2);
-    this.targetMs = opts.targetMs ?? 100;
+    this.targetMs = opts.targetMs ?? 500;
     this.maxAgeMs = opts.maxAgeMs ?? 1_000;
     this.idleMs = opts.idleMs ?? 1_000;
     this.maxEntries = opts.maxEntries ?? 100_000;
