@@ -200,6 +200,36 @@ describe.skipIf(skipRedis('the lease tests'))('leases on one Redis', () => {
   });
 });
 
+describe.skipIf(skipRedis('the lease fault tests'))('leases while Redis fails', () => {
+  for (const onError of ['deny', 'local'] as const) {
+    it(`spends what it holds (counted before the failure), then follows onError: ${onError}, and the fallback grants no lease`, async () => {
+      const redis = await startRedis();
+      const h = await createStoreFor({ url: redis.url, prefix: 'lf', timeout: 200, onError, lease: true, gateways: 1 }, { connectWaitMs: 5_000 });
+      try {
+        const spec = { ...bucket('fixed-window', 10_000), onError };
+        for (let i = 0; i < 50; i++) expect((await h.store.consume([spec])).allowed).toBe(true);
+        const held = leases(h).heldTokens(spec.key);
+        expect(held).toBeGreaterThan(0);
+        await redis.node.kill();
+        let fromLease = 0;
+        for (let i = 0; i < held; i++) if ((await h.store.consume([spec])).allowed) fromLease++;
+        expect(fromLease).toBe(held);
+        expect(leases(h).heldTokens(spec.key)).toBe(0);
+        if (onError === 'deny') {
+          await expect(h.store.consume([spec])).rejects.toThrow(/unavailable|store/i);
+        } else {
+          for (let i = 0; i < 20; i++) expect((await h.store.consume([spec])).allowed).toBe(true);
+          expect(h.fallbackActive()).toBe(true);
+          expect(leases(h).heldTokens(spec.key)).toBe(0);
+        }
+      } finally {
+        await h.store.close();
+        await redis.stop();
+      }
+    }, 30_000);
+  }
+});
+
 describe.skipIf(skipCluster('the lease cluster test'))('leases on a Redis Cluster', () => {
   let cluster: ClusterHandle;
   beforeAll(async () => {
