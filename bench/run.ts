@@ -676,8 +676,9 @@ const MANY_CLIENTS_EACH = 3;
  * help, this is the store's per-request path). Each system alone, started fresh (Redis flushed).
  */
 async function benchManyClients(key: 'thin' | 'rategate-memory' | 'rategate-redis'): Promise<void> {
-  const r = results[key];
-  if (!r || r.skipped !== undefined) return;
+  // Also run with --skip load, which leaves the system without a result yet.
+  const r = (results[key] ??= { label: LABELS[key] });
+  if (r.skipped !== undefined || unavailable(key) !== null) return;
   if (key === 'rategate-redis') await redis!.flushall();
   const server = await startSystem(key);
   try {
