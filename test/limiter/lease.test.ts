@@ -136,6 +136,33 @@ describe.skipIf(skipRedis('the lease tests'))('leases on one Redis', () => {
     }
   });
 
+  it('with two gateways, a store-decided Remaining never over-states and under-states by at most the other gateway’s lease', async () => {
+    const clock = new FakeClock();
+    const hs = await gateways(redis.url, 2, { clock });
+    try {
+      for (const algorithm of ALGORITHMS) {
+        const spec = bucket(algorithm, 200);
+        let admitted = 0;
+        let checked = 0;
+        for (let i = 0; i < 260; i++) {
+          const [self, other] = i % 2 === 0 ? [hs[0]!, hs[1]!] : [hs[1]!, hs[0]!];
+          const before = leases(self).localAdmissions;
+          const out = await self.store.consume([spec]);
+          if (out.allowed) admitted++;
+          if (leases(self).localAdmissions !== before || !out.allowed) continue;
+          const truth = 200 - admitted;
+          expect(out.buckets[0]!.remaining).toBeLessThanOrEqual(truth);
+          expect(out.buckets[0]!.remaining).toBeGreaterThanOrEqual(truth - leases(other).heldTokens(spec.key));
+          checked++;
+        }
+        expect(admitted).toBe(200);
+        expect(checked).toBeGreaterThan(2);
+      }
+    } finally {
+      await closeAll(hs);
+    }
+  });
+
   it('a lease taken in one window is never spent in the next (fixed window): the next window admits exactly the limit', async () => {
     const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0, 900));
     const hs = await gateways(redis.url, 2, { clock });
