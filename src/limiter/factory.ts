@@ -8,7 +8,7 @@ import type { Config } from '../config/types.js';
 import { createBlockedCacheStore } from './blocked.js';
 import { systemClock, type Clock } from './clock.js';
 import type { StoreError } from './errors.js';
-import { createLeaseStore } from './lease.js';
+import { createLeaseStore, type LeaseStore } from './lease.js';
 import { MemoryStore } from './memory.js';
 import { createRedisStore } from './redis.js';
 import { createResilientStore, type BreakerOptions, type StoreEvent } from './resilient.js';
@@ -24,6 +24,8 @@ export interface StoreHandle {
   reachable(): Promise<boolean>;
   /** True while decisions are made by the fault policy (onError) instead of the store. */
   fallbackActive(): boolean;
+  /** The lease layer (docs/leases.md), when `store.lease` is on for a Redis store. */
+  readonly leases?: LeaseStore;
 }
 
 export interface StoreFactoryOptions {
@@ -89,22 +91,24 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
       if (!resilient.fallbackActive) states?.recovered('store connected');
     });
   }
-  const blocked = createBlockedCacheStore(resilient, {
-    ...(opts.now ? { now: opts.now } : {}),
-    ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
-  });
+  // Leases sit inside the blocked-bucket cache (a flood of rejections never reaches them) and outside
+  // the fault policy: a fallback answer grants none, and tokens already counted by the store stay
+  // spendable while it fails. Give-backs go straight to Redis (best effort).
+  const leases =
+    storeConfig.lease === false
+      ? undefined
+      : createLeaseStore(resilient, {
+          giveBack: (spec, tokens, chargedAt) => redis.giveBack(spec, tokens, chargedAt),
+          ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
+          // Tests that script the store's time script the leases' too (a lease must not outlive its window).
+          ...(opts.clock ? { clock: opts.clock } : opts.now ? { clock: { now: opts.now, after: systemClock.after } } : {}),
+        });
   return {
-    // Leases sit outside the fault policy: a fallback answer grants none, and tokens already counted
-    // by the store stay spendable while it fails. Give-backs go straight to Redis (best effort).
-    store:
-      storeConfig.lease === false
-        ? blocked
-        : createLeaseStore(blocked, {
-            giveBack: (spec, tokens, chargedAt) => redis.giveBack(spec, tokens, chargedAt),
-            ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
-            // Tests that script the store's time script the leases' too (a lease must not outlive its window).
-            ...(opts.clock ? { clock: opts.clock } : opts.now ? { clock: { now: opts.now, after: systemClock.after } } : {}),
-          }),
+    store: createBlockedCacheStore(leases ?? resilient, {
+      ...(opts.now ? { now: opts.now } : {}),
+      ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
+    }),
+    ...(leases ? { leases } : {}),
     kind: url.kind,
     reachable: () => redis.ping().then(
       () => true,

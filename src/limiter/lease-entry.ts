@@ -17,6 +17,11 @@ export function windowStart(spec: BucketSpec, storeMs: number): number {
 export class LeaseEntry {
   /** Tokens held and not spent. */
   tokens = 0;
+  /**
+   * Counts the stocks of tokens this entry has held: a new stock, or the end of one, changes it, so a
+   * token reserved for a request in flight goes back only into the stock it came from.
+   */
+  stock = 0;
   /** Local time until which the tokens may be spent (0: none may). */
   validUntil = 0;
   /** Store time of the charge of the oldest tokens held: the give-back needs it. */
@@ -76,6 +81,7 @@ export class LeaseEntry {
     if (this.tokens > 0 && windows && windowStart(spec, this.chargedAt) !== windowStart(spec, storeNow)) this.tokens = 0;
     if (this.tokens <= 0) {
       this.tokens = 0;
+      this.stock++;
       this.chargedAt = storeNow;
       let until = since + maxAgeMs;
       // A window's tokens are spent in that window only: its end, mapped to the local clock.

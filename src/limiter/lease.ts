@@ -133,11 +133,18 @@ class Leases implements LeaseStore {
     return { allowed: true, now: storeNow, buckets };
   }
 
-  /** One store call: charges this request and asks for the leases this gateway's rate calls for. */
-  private async viaStore(specs: readonly BucketSpec[], now: number): Promise<ConsumeOutcome> {
+  /**
+   * One store call for the buckets without a lease, asking for the leases this gateway's rate calls for;
+   * the buckets with one are charged from it (reserved during the call, put back if the request is
+   * refused), so a token this gateway holds is never kept from a request the store would admit.
+   */
+  private async viaStore(specs: readonly BucketSpec[], now: number, retried = false): Promise<ConsumeOutcome> {
     const n = specs.length;
-    const asked: BucketSpec[] = new Array(n);
     const entries: (LeaseEntry | undefined)[] = new Array(n);
+    /** Per bucket: the stock its cost was reserved from, or −1 when it goes to the store. */
+    const reserved: number[] = new Array(n);
+    const asked: BucketSpec[] = [];
+    const index: number[] = [];
     for (let i = 0; i < n; i++) {
       const spec = specs[i]!;
       let e = this.entries.get(spec.key);
@@ -153,20 +160,37 @@ class Leases implements LeaseStore {
         this.entries.set(spec.key, e);
       }
       entries[i] = e;
+      if (e !== undefined && e.tokens >= spec.cost) {
+        e.tokens -= spec.cost;
+        reserved[i] = e.stock;
+        continue;
+      }
+      reserved[i] = -1;
       const want = e === undefined ? 0 : e.want(now, this.targetMs, spec);
-      asked[i] = want > 0 ? { ...spec, lease: want, leaseShare: this.share } : spec;
+      asked.push(want > 0 ? { ...spec, lease: want, leaseShare: this.share } : spec);
+      index.push(i);
     }
     // Requests for these keys meanwhile wait for this answer (settled once the leases are in place).
     let settle: (() => void) | null = null;
     let answered: Promise<void> | null = null;
-    for (let i = 0; i < n; i++) {
-      if (asked[i] === specs[i]) continue;
+    for (let k = 0; k < asked.length; k++) {
+      const i = index[k]!;
+      if (asked[k] === specs[i]) continue;
       answered ??= new Promise<void>((resolve) => (settle = resolve));
       entries[i]!.pending = answered;
     }
     try {
-      const out = await this.inner.consume(asked);
-      return this.granted(specs, entries, out, now);
+      // Every bucket had tokens after all (a waiter whose lease arrived): no store call.
+      const out = asked.length === 0 ? { allowed: true, now: now + this.offset, buckets: [] } : await this.inner.consume(asked);
+      if (!out.allowed) this.unreserve(specs, entries, reserved);
+      const outcome = this.granted(specs, entries, reserved, index, out, now);
+      // Refused for a bucket whose lease arrived meanwhile (an earlier call's answer): the tokens are
+      // here, so try once more rather than strand them behind the blocked-bucket cache.
+      if (!outcome.allowed && !retried && this.leaseArrived(specs, entries, index, out)) return this.viaStore(specs, this.clock.now(), true);
+      return outcome;
+    } catch (err) {
+      this.unreserve(specs, entries, reserved);
+      throw err;
     } finally {
       if (answered !== null) {
         for (let i = 0; i < n; i++) if (entries[i]?.pending === answered) entries[i]!.pending = null;
@@ -175,28 +199,58 @@ class Leases implements LeaseStore {
     }
   }
 
-  /** Takes in what the store granted, and reports what this gateway holds as remaining too. */
-  private granted(specs: readonly BucketSpec[], entries: readonly (LeaseEntry | undefined)[], out: ConsumeOutcome, sentAt: number): ConsumeOutcome {
-    const at = this.clock.now();
-    this.offset = out.now - at;
-    let buckets = out.buckets as BucketState[];
-    let copied = false;
+  /** Does a bucket the store refused now hold a lease for the request's cost? */
+  private leaseArrived(specs: readonly BucketSpec[], entries: readonly (LeaseEntry | undefined)[], index: readonly number[], out: ConsumeOutcome): boolean {
+    for (let k = 0; k < index.length; k++) {
+      const i = index[k]!;
+      const e = entries[i];
+      if (out.buckets[k]!.limited && e !== undefined && e.tokens >= specs[i]!.cost) return true;
+    }
+    return false;
+  }
+
+  /** The request was not admitted: reserved tokens go back to their stock, if it is still the current one. */
+  private unreserve(specs: readonly BucketSpec[], entries: readonly (LeaseEntry | undefined)[], reserved: readonly number[]): void {
     for (let i = 0; i < specs.length; i++) {
       const e = entries[i];
-      if (e === undefined) continue;
-      const b = buckets[i]!;
-      e.called(at);
-      if (out.allowed) e.granted(b.leased ?? 0, b, out.now, sentAt, this.maxAgeMs);
-      if (e.tokens > 0) {
-        // The store's figure already counts what this gateway holds as spent.
-        if (!copied) {
-          buckets = buckets.slice();
-          copied = true;
-        }
-        buckets[i] = { remaining: b.remaining + e.tokens, resetAt: b.resetAt, limited: b.limited, retryAt: b.retryAt };
-      }
+      if (e !== undefined && reserved[i]! >= 0 && e.stock === reserved[i]) e.tokens += specs[i]!.cost;
     }
-    return copied ? { allowed: out.allowed, now: out.now, buckets } : out;
+  }
+
+  /** Takes in what the store granted, and reports every bucket (this gateway's holding counts as remaining). */
+  private granted(
+    specs: readonly BucketSpec[],
+    entries: readonly (LeaseEntry | undefined)[],
+    reserved: readonly number[],
+    index: readonly number[],
+    out: ConsumeOutcome,
+    sentAt: number,
+  ): ConsumeOutcome {
+    const at = this.clock.now();
+    this.offset = out.now - at;
+    const n = specs.length;
+    const buckets: BucketState[] = new Array(n);
+    for (let k = 0; k < index.length; k++) {
+      const i = index[k]!;
+      const e = entries[i];
+      const b = out.buckets[k]!;
+      if (e !== undefined) {
+        e.called(at);
+        if (out.allowed) e.granted(b.leased ?? 0, b, out.now, sentAt, this.maxAgeMs);
+      }
+      // The store's figure already counts what this gateway holds as spent.
+      buckets[i] = e === undefined || e.tokens === 0 ? b : { remaining: b.remaining + e.tokens, resetAt: b.resetAt, limited: b.limited, retryAt: b.retryAt };
+    }
+    for (let i = 0; i < n; i++) {
+      if (reserved[i]! < 0) continue;
+      const e = entries[i]!;
+      if (out.allowed) {
+        e.hits++;
+        e.lastUsed = at;
+      }
+      buckets[i] = { remaining: e.storeRemaining + e.tokens, resetAt: e.resetAt, limited: false, retryAt: out.now };
+    }
+    return { allowed: out.allowed, now: out.now, buckets };
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {
@@ -233,6 +287,7 @@ class Leases implements LeaseStore {
     const tokens = e.tokens;
     e.tokens = 0;
     e.validUntil = 0;
+    e.stock++;
     if (tokens <= 0 || !e.worthGivingBack(now + this.offset)) return;
     const p = this.opts.giveBack(e.spec, tokens, e.chargedAt).catch(() => undefined);
     this.pendingGiveBacks.add(p);
