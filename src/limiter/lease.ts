@@ -4,13 +4,14 @@
  * key costs the store one call per lease instead of one per request.
  *
  * A request is admitted here when every one of its buckets holds a valid lease with at least its cost;
- * all are then charged locally. Otherwise the request goes to the inner store, which charges it (all or
- * nothing, as always) and adds to each bucket the extra tokens this gateway asks for, as far as they fit
- * (redis-codec.ts / lua/lib.lua): never more than what remains after the charge ÷ `share` (2 × the
- * number of gateways), so as a bucket nears its limit leases shrink and the last tokens go one by one.
- * The size asked for follows this gateway's rate on the key (lease-entry.ts). A store that grants
- * nothing (the memory fallback of the fault policy, the blocked-bucket cache) simply leaves the lease
- * empty: no decision here ever spends a token the store did not count.
+ * all are then charged locally. Otherwise the buckets without one go to the inner store, which charges
+ * them (the request stays all-or-nothing: the leased buckets' tokens are reserved meanwhile) and adds
+ * the extra tokens this gateway asks for, as far as they fit (redis-codec.ts / lua/lib.lua): never more
+ * than what remains after the charge ÷ `share` (2 × the number of gateways), so as a bucket nears its
+ * limit leases shrink and the last tokens go one by one. The size asked for follows this gateway's rate
+ * on the key (lease-entry.ts). A store that grants nothing (the fault policy's fallback) leaves the
+ * lease empty: no decision here ever spends a token the store did not count. The blocked-bucket cache
+ * sits in front, so a flood of refusals never reaches this layer.
  *
  * Lifetimes (bounds in docs/leases.md): a lease of a window algorithm is spent only in the window it was
  * counted in; any lease at most `maxAgeMs` after its first tokens were counted. Unspent tokens go back
