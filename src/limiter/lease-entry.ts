@@ -100,3 +100,29 @@ export class LeaseEntry {
     return storeNow < (spec.algorithm === 'sliding-window' ? end + spec.periodMs : end);
   }
 }
+
+/**
+ * When keys without a lease were last sent to the store, in a fixed table indexed by a hash of the key
+ * (collisions only make a rate look higher or lower, and a lease is bounded by the store anyway). A key
+ * gets a LeaseEntry only when it comes back within the lease target: a client seen once, or seldom,
+ * costs no object, no map entry and no sweep (the many-client case).
+ */
+export class RecentKeys {
+  private readonly at: Float64Array;
+  private readonly mask: number;
+
+  constructor(slots = 8192) {
+    this.at = new Float64Array(slots);
+    this.mask = slots - 1;
+  }
+
+  /** The last time `key` was noted, when within `windowMs` of `now` (else −1); notes `now` for it. */
+  seen(key: string, now: number, windowMs: number): number {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+    const slot = (h >>> 0) & this.mask;
+    const last = this.at[slot]!;
+    this.at[slot] = now;
+    return last > 0 && now - last < windowMs ? last : -1;
+  }
+}

@@ -20,7 +20,7 @@
  * (drain). A failed give-back only leaves tokens stranded until the window or refill passes them.
  */
 import { systemClock, type Clock } from './clock.js';
-import { LeaseEntry, sameRule } from './lease-entry.js';
+import { LeaseEntry, RecentKeys, sameRule } from './lease-entry.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
 
 export interface LeaseOptions {
@@ -57,6 +57,7 @@ const found: LeaseEntry[] = [];
 class Leases implements LeaseStore {
   localAdmissions = 0;
   private readonly entries = new Map<string, LeaseEntry>();
+  private readonly recent = new RecentKeys();
   private readonly clock: Clock;
   private readonly share: number;
   private readonly targetMs: number;
@@ -157,8 +158,12 @@ class Leases implements LeaseStore {
       }
       if (e !== undefined && e.validUntil <= now) this.release(e, now);
       if (e === undefined && this.entries.size < this.maxEntries) {
-        e = new LeaseEntry(spec, now);
-        this.entries.set(spec.key, e);
+        const last = this.recent.seen(spec.key, now, this.targetMs);
+        if (last >= 0) {
+          e = new LeaseEntry(spec, now);
+          e.lastCallAt = last;
+          this.entries.set(spec.key, e);
+        }
       }
       entries[i] = e;
       if (e !== undefined && e.tokens >= spec.cost) {

@@ -1,6 +1,6 @@
 /** One key's lease: its size from the gateway's rate, and how long its tokens may be spent (pure logic). */
 import { describe, expect, it } from 'vitest';
-import { LeaseEntry, windowStart } from '../../src/limiter/lease-entry.js';
+import { LeaseEntry, RecentKeys, windowStart } from '../../src/limiter/lease-entry.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 
 const spec = (algorithm: BucketSpec['algorithm'], limit = 1_000, periodMs = 60_000, cost = 1): BucketSpec => ({
@@ -66,5 +66,15 @@ describe('a lease entry', () => {
     sw.granted(10, state(50), 10_500, 0, 1_000);
     expect(sw.worthGivingBack(11_500)).toBe(true);
     expect(sw.worthGivingBack(12_000)).toBe(false);
+  });
+});
+
+describe('the recent-keys table', () => {
+  it('says a key is back only within the window, and forgets it when the window has passed', () => {
+    const recent = new RecentKeys();
+    expect(recent.seen('rl:{ip:1}', 1_000, 500)).toBe(-1);
+    expect(recent.seen('rl:{ip:1}', 1_200, 500)).toBe(1_000);
+    expect(recent.seen('rl:{ip:1}', 1_800, 500)).toBe(-1);
+    expect(recent.seen('rl:{ip:2}', 1_800, 500)).toBe(-1);
   });
 });
