@@ -103,16 +103,20 @@ export class LeaseEntry {
 
 /**
  * When keys without a lease were last sent to the store, in a fixed table indexed by a hash of the key
- * (collisions only make a rate look higher or lower, and a lease is bounded by the store anyway). A key
+ * (a slot keeps the last key's full hash: another key there is not taken for it, so a cold key is not
+ * leased tokens it would only give back; a lease is bounded by the store anyway). A key
  * gets a LeaseEntry only when it comes back within the lease target: a client seen once, or seldom,
  * costs no object, no map entry and no sweep (the many-client case).
  */
 export class RecentKeys {
   private readonly at: Float64Array;
+  /** The full 32-bit hash of the key noted in each slot: another key in the slot is not taken for it. */
+  private readonly hash: Uint32Array;
   private readonly mask: number;
 
   constructor(slots = 8192) {
     this.at = new Float64Array(slots);
+    this.hash = new Uint32Array(slots);
     this.mask = slots - 1;
   }
 
@@ -120,9 +124,11 @@ export class RecentKeys {
   seen(key: string, now: number, windowMs: number): number {
     let h = 0x811c9dc5;
     for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-    const slot = (h >>> 0) & this.mask;
-    const last = this.at[slot]!;
+    h >>>= 0;
+    const slot = h & this.mask;
+    const last = this.hash[slot] === h ? this.at[slot]! : 0;
     this.at[slot] = now;
+    this.hash[slot] = h;
     return last > 0 && now - last < windowMs ? last : -1;
   }
 }

@@ -140,13 +140,14 @@ class Leases implements LeaseStore {
    * the buckets with one are charged from it (reserved during the call, put back if the request is
    * refused), so a token this gateway holds is never kept from a request the store would admit.
    */
-  private async viaStore(specs: readonly BucketSpec[], now: number, retried = false): Promise<ConsumeOutcome> {
+  private viaStore(specs: readonly BucketSpec[], now: number, retried = false): Promise<ConsumeOutcome> {
     const n = specs.length;
     const entries: (LeaseEntry | undefined)[] = new Array(n);
     /** Per bucket: the stock its cost was reserved from, or −1 when it goes to the store. */
     const reserved: number[] = new Array(n);
     const asked: BucketSpec[] = [];
     const index: number[] = [];
+    let tracked = false;
     for (let i = 0; i < n; i++) {
       const spec = specs[i]!;
       let e = this.entries.get(spec.key);
@@ -166,6 +167,7 @@ class Leases implements LeaseStore {
         }
       }
       entries[i] = e;
+      if (e !== undefined) tracked = true;
       if (e !== undefined && e.tokens >= spec.cost) {
         e.tokens -= spec.cost;
         reserved[i] = e.stock;
@@ -176,6 +178,21 @@ class Leases implements LeaseStore {
       asked.push(want > 0 ? { ...spec, lease: want, leaseShare: this.share } : spec);
       index.push(i);
     }
+    // No bucket with lease state (a cold key, the many-client case): the store decides, as without leases.
+    if (!tracked) return this.inner.consume(specs);
+    return this.call(specs, now, retried, entries, reserved, asked, index);
+  }
+
+  private async call(
+    specs: readonly BucketSpec[],
+    now: number,
+    retried: boolean,
+    entries: readonly (LeaseEntry | undefined)[],
+    reserved: readonly number[],
+    asked: readonly BucketSpec[],
+    index: readonly number[],
+  ): Promise<ConsumeOutcome> {
+    const n = specs.length;
     // Requests for these keys meanwhile wait for this answer (settled once the leases are in place).
     let settle: (() => void) | null = null;
     let answered: Promise<void> | null = null;
