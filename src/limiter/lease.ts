@@ -21,6 +21,7 @@
  */
 import { systemClock, type Clock } from './clock.js';
 import { LeaseEntry, RecentKeys, sameRule } from './lease-entry.js';
+import { leaseArrived, takeIn, unreserve } from './lease-outcome.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
 
 export interface LeaseOptions {
@@ -205,14 +206,16 @@ class Leases implements LeaseStore {
     try {
       // Every bucket had tokens after all (a waiter whose lease arrived): no store call.
       const out = asked.length === 0 ? { allowed: true, now: now + this.offset, buckets: [] } : await this.inner.consume(asked);
-      if (!out.allowed) this.unreserve(specs, entries, reserved);
-      const outcome = this.granted(specs, entries, reserved, index, out, now);
+      if (!out.allowed) unreserve(specs, entries, reserved);
+      const at = this.clock.now();
+      this.offset = out.now - at;
+      const outcome = takeIn(at, this.maxAgeMs, specs, entries, reserved, index, out, now);
       // Refused for a bucket whose lease arrived meanwhile (an earlier call's answer): the tokens are
       // here, so try once more rather than strand them behind the blocked-bucket cache.
-      if (!outcome.allowed && !retried && this.leaseArrived(specs, entries, index, out)) return this.viaStore(specs, this.clock.now(), true);
+      if (!outcome.allowed && !retried && leaseArrived(specs, entries, index, out)) return this.viaStore(specs, this.clock.now(), true);
       return outcome;
     } catch (err) {
-      this.unreserve(specs, entries, reserved);
+      unreserve(specs, entries, reserved);
       throw err;
     } finally {
       if (answered !== null) {
@@ -220,60 +223,6 @@ class Leases implements LeaseStore {
         settle!();
       }
     }
-  }
-
-  /** Does a bucket the store refused now hold a lease for the request's cost? */
-  private leaseArrived(specs: readonly BucketSpec[], entries: readonly (LeaseEntry | undefined)[], index: readonly number[], out: ConsumeOutcome): boolean {
-    for (let k = 0; k < index.length; k++) {
-      const i = index[k]!;
-      const e = entries[i];
-      if (out.buckets[k]!.limited && e !== undefined && e.tokens >= specs[i]!.cost) return true;
-    }
-    return false;
-  }
-
-  /** The request was not admitted: reserved tokens go back to their stock, if it is still the current one. */
-  private unreserve(specs: readonly BucketSpec[], entries: readonly (LeaseEntry | undefined)[], reserved: readonly number[]): void {
-    for (let i = 0; i < specs.length; i++) {
-      const e = entries[i];
-      if (e !== undefined && reserved[i]! >= 0 && e.stock === reserved[i]) e.tokens += specs[i]!.cost;
-    }
-  }
-
-  /** Takes in what the store granted, and reports every bucket (this gateway's holding counts as remaining). */
-  private granted(
-    specs: readonly BucketSpec[],
-    entries: readonly (LeaseEntry | undefined)[],
-    reserved: readonly number[],
-    index: readonly number[],
-    out: ConsumeOutcome,
-    sentAt: number,
-  ): ConsumeOutcome {
-    const at = this.clock.now();
-    this.offset = out.now - at;
-    const n = specs.length;
-    const buckets: BucketState[] = new Array(n);
-    for (let k = 0; k < index.length; k++) {
-      const i = index[k]!;
-      const e = entries[i];
-      const b = out.buckets[k]!;
-      if (e !== undefined) {
-        e.called(at);
-        if (out.allowed) e.granted(b.leased ?? 0, b, out.now, sentAt, this.maxAgeMs);
-      }
-      // The store's figure already counts what this gateway holds as spent.
-      buckets[i] = e === undefined || e.tokens === 0 ? b : { remaining: b.remaining + e.tokens, resetAt: b.resetAt, limited: b.limited, retryAt: b.retryAt };
-    }
-    for (let i = 0; i < n; i++) {
-      if (reserved[i]! < 0) continue;
-      const e = entries[i]!;
-      if (out.allowed) {
-        e.hits++;
-        e.lastUsed = at;
-      }
-      buckets[i] = { remaining: e.storeRemaining + e.tokens, resetAt: e.resetAt, limited: false, retryAt: out.now };
-    }
-    return { allowed: out.allowed, now: out.now, buckets };
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {
