@@ -2,8 +2,8 @@
 # rategate container image: a build stage compiles TypeScript with the dev dependencies, then prunes them;
 # the runtime stage holds only dist/, production node_modules/, package.json and the shipped config.
 #
-#   docker build -t registry.example.com/rategate:0.1.0 .
-#   docker push registry.example.com/rategate:0.1.0    # then the chart's image.repository=registry.example.com/rategate
+#   docker build -t ghcr.io/rategate/rategate:0.1.0 .
+#   docker push ghcr.io/rategate/rategate:0.1.0    # the chart's default image.repository (or push to your registry and set it)
 #   docker run --rm -p 8080:8080 -p 127.0.0.1:9464:9464 rategate
 #   docker run --rm -p 8080:8080 -v "$PWD/my-limits:/etc/rategate:ro" \
 #     -e RATEGATE_UPSTREAM=http://api.internal:3000 -e RATEGATE_STORE=redis://redis:6379 rategate

@@ -5,21 +5,24 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { ConfigError, parseConfig, parseHostPort, type ConfigOverrides, type Snapshot } from './config/index.js';
 import { configChanges } from './config/changes.js';
 import { ConfigWatcher } from './config/watch.js';
-import { createHttpIntrospector } from './identity/index.js';
+import { createHttpIntrospector, createIntrospectionPool } from './identity/index.js';
 import { createStoreFor, type StoreHandle } from './limiter/factory.js';
 import { createAccessLog, createProcessLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Forwarder } from './proxy/forward.js';
 import { Tunnel } from './proxy/tunnel.js';
+import { UpstreamRoutes } from './proxy/routes.js';
 import { createAdminServer } from './admin/server.js';
 import { isLoopbackListen, loadAdminToken } from './admin/token.js';
 import { createDrain } from './server/drain.js';
 import { Gateway } from './server/gateway.js';
+import { isWebSocketUpgrade, serveAsPlainRequest } from './server/plain-upgrade.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
 import { buildRequestPolicy, type RequestPolicy } from './server/policy.js';
 import { startUpstream, type RunningUpstream } from './upstream/index.js';
@@ -83,14 +86,18 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   metrics.configLoaded(true, false);
   const storeHandle = await createStoreFor(cfg.store, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
   const forwarder = new Forwarder({ origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout });
-  const introspect = createHttpIntrospector({
-    dispatcher: forwarder.pool,
-    origin,
-    path: cfg.clients.account.path,
-    // Introspection delays the request it serves: bound it well below the upstream timeout.
-    timeoutMs: Math.min(cfg.upstream.timeout, 5_000),
+  // Introspection delays the request it serves: bound it well below the upstream timeout. Its pool is
+  // its own, so nothing introspection does can hold the proxy's connections (issue 18).
+  const introspectTimeoutMs = Math.min(cfg.upstream.timeout, 5_000);
+  const introspectionPool = createIntrospectionPool(origin, {
+    connections: cfg.clients.account.connections,
+    timeoutMs: introspectTimeoutMs,
+    connectTimeoutMs: cfg.upstream.connectTimeout,
   });
+  const introspect = createHttpIntrospector({ dispatcher: introspectionPool, origin, path: cfg.clients.account.path, timeoutMs: introspectTimeoutMs });
 
+  // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
+  const routes = UpstreamRoutes.build(cfg);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, introspect);
   const guard = await createGuard({ store: cfg.store, registry: metrics.registry, log, config: () => policy.snapshot.config });
   const requestLogLevel = () => policy.snapshot.config.log.requests;
@@ -100,6 +107,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     store: storeHandle.store,
     forwarder,
     tunnel: new Tunnel(origin),
+    routes,
     metrics,
     now: settings.now ?? Date.now,
     onRequest: (r) => accessLog(requestLogLevel(), r),
@@ -112,7 +120,10 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const drain = createDrain();
   const server = createProxyServer(cfg.server, gateway.handle, metrics, drain.ServerResponse);
   server.on('checkContinue', gateway.handle);
-  server.on('upgrade', gateway.handleUpgrade);
+  // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head),
+  );
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
 
@@ -234,6 +245,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
         });
       }
       await forwarder.close();
+      await routes?.close();
+      await introspectionPool.close();
       await storeHandle.store.close();
       await guard.close();
       await builtin?.close();

@@ -122,16 +122,24 @@ export class Metrics {
     registers: [this.registry],
     aggregator: 'first',
   });
-  /** Asked at each scrape for rategate_store_up (set by the composition root: a bounded, cached ping). */
+  /** Asked at each scrape for rategate_store_up (set by the composition root: a bounded, cached check). */
   storeProbe: (() => Promise<boolean>) | undefined;
   readonly storeUp: client.Gauge = new client.Gauge({
     name: 'rategate_store_up',
-    help: '1 while the store answers (always, for memory), 0 while it does not (decisions then follow onError).',
+    help: '1 while decisions come from the store: every key has a master, none is failing, each answers as a master (always 1 for memory); 0 while some decisions follow onError.',
     registers: [this.registry],
     aggregator: 'min',
     collect: async () => {
       if (this.storeProbe) this.storeUp.set((await this.storeProbe()) ? 1 : 0);
     },
+  });
+
+  readonly storeNodeUp = new client.Gauge({
+    name: 'rategate_store_node_up',
+    help: 'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',
+    labelNames: ['node'] as const,
+    registers: [this.registry],
+    aggregator: 'min',
   });
 
   readonly gatewayResponses = new client.Counter({
@@ -177,6 +185,8 @@ export class Metrics {
       refundFailed: () => this.storeRefundFailures.inc(),
       localRejection: (source) => void this.localRejections[source]++,
       batchSent: (requests) => this.storeBatchRequests.observe(requests),
+      nodeUp: (node, up) => this.storeNodeUp.set({ node }, up ? 1 : 0),
+      nodeGone: (node) => this.storeNodeUp.remove({ node }),
     };
   }
 

@@ -62,14 +62,15 @@ export async function bucketsEndpoint(
     }
   }
   let digest: string | null = null;
-  if (rule.per === 'token' || rule.per === 'header' || rule.per === 'param') {
-    // Tokens are named by their digest (as exempt.accounts names them); header and parameter values as sent.
+  if (rule.per === 'token' || rule.per === 'header' || rule.per === 'param' || rule.per === 'cookie') {
+    // Tokens are named by their digest (as exempt.accounts names them); header, parameter and cookie values as sent
+    // (cookie values keep their case: a session id is not an e-mail address).
     digest =
       rule.per === 'token' && /^[0-9a-f]{64}$/i.test(key)
         ? key.toLowerCase()
         : key.trim() === ''
           ? null
-          : rule.per === 'token'
+          : rule.per === 'token' || rule.per === 'cookie'
             ? valueDigest(key.trim())
             : keyValueDigest(rule.per, key);
     if (digest === null) return { status: 400, body: { error: `key must be the ${rule.per === 'token' ? "token's SHA-256 digest" : 'value'} for rule ${rule.name} (per: ${rule.per})` } };

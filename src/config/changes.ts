@@ -11,11 +11,16 @@ export const RESTART_ONLY: readonly string[] = [
   'listen',
   'admin.listen',
   'upstream',
+  'upstreams',
+  'routes',
   'store.url',
   'store.prefix',
   'store.timeout',
   'store.lease',
+  'store.gateways',
+  'store.sentinelPassword',
   'clients.account.path',
+  'clients.account.connections',
   'server.maxHeaderSize',
   'server.headersTimeout',
   'server.requestTimeout',
@@ -24,7 +29,7 @@ export const RESTART_ONLY: readonly string[] = [
 ];
 
 /** Values compared whole (lists and free-form mappings), not key by key. */
-const WHOLE = new Set(['limits', 'responses.body', 'server.bodyLimits', 'clients.trustedProxies', 'exempt.ips', 'exempt.accounts']);
+const WHOLE = new Set(['limits', 'routes', 'responses.body', 'server.bodyLimits', 'clients.trustedProxies', 'exempt.ips', 'exempt.accounts']);
 
 export interface ConfigChanges {
   /** Changed keys now in force, e.g. `admin.token`, `store.onError`, `limits`. */

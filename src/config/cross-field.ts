@@ -48,6 +48,17 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
 
   issues.push(...methodIssues(top));
 
+  // A route must name an upstream that exists (`default` is the top-level one).
+  const named = Object.keys(record(top.upstreams) ?? {});
+  const routes = Array.isArray(top.routes) ? (top.routes as unknown[]) : [];
+  routes.forEach((item, i) => {
+    const to = record(item)?.upstream;
+    if (typeof to === 'string' && to !== 'default' && !named.includes(to)) {
+      const known = named.length > 0 ? `upstreams: ${named.join(', ')}` : 'no upstreams are defined';
+      issues.push({ path: ['routes', i, 'upstream'], message: `unknown upstream "${to}" (${known})` });
+    }
+  });
+
   const limits = Array.isArray(top.limits) ? (top.limits as unknown[]) : [];
   const firstIndex = new Map<string, number>();
   limits.forEach((item, i) => {

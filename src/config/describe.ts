@@ -14,13 +14,16 @@ const RIGHT = new Set<string>(['LIMIT', 'COST']);
 export function formatSummary(snapshot: Snapshot): string {
   const n = snapshot.rules.length;
   const shadow = snapshot.rules.filter((r) => r.shadow).length;
-  const { store, upstream } = snapshot.config;
+  const { store, upstream, upstreams, routes } = snapshot.config;
+  // Routes in order (the first match wins), each with where it goes.
+  const routed = routes.map((r) => `${r.match.join(' | ')} → ${r.upstream === 'default' ? upstream.url : `${r.upstream} (${upstreams[r.upstream]?.url ?? '?'})`}`);
   return (
     `${snapshot.source}: ${n} rule${n === 1 ? '' : 's'}` +
     (shadow > 0 ? ` (${shadow} shadow)` : '') +
     (snapshot.config.bans.length > 0 ? `, ${count(snapshot.config.bans.length, 'ban')}` : '') +
     (snapshot.config.concurrency.length > 0 ? `, ${count(snapshot.config.concurrency.length, 'in-flight rule')}` : '') +
-    `, store ${redactUrl(store.url)}, upstream ${upstream.url}`
+    `, store ${redactUrl(store.url)}, upstream ${upstream.url}` +
+    (routed.length > 0 ? `; routes: ${routed.join(', ')}` : '')
   );
 }
 

@@ -8,8 +8,11 @@ import type { PathIssue } from './errors.js';
 import { HEADER_NAME } from './validators.js';
 
 /** `per:` as written; `header:` and `param:` carry a name. checkPer then reads the name. */
-export const PER = /^(ip|account|global|token|header:.*|param:.*)$/s;
-export const PER_HINT = 'ip, account, global, token, header:NAME, param:NAME';
+export const PER = /^(ip|account|global|token|header:.*|param:.*|cookie:.*)$/s;
+export const PER_HINT = 'ip, account, global, token, header:NAME, param:NAME, cookie:NAME';
+
+/** A cookie name: an RFC 6265 token (cookie names are case-sensitive, so kept as written). */
+const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /** The error of a `per:` value matching PER, or null. A param name is one value in Rack's bracket notation. */
 export function checkPer(v: string): string | null {
@@ -22,6 +25,10 @@ export function checkPer(v: string): string | null {
     return paramPath(name) !== undefined
       ? null
       : `invalid parameter name ${show(name)} in per ${show(v)} (Rack bracket notation naming one value, e.g. user[email]; no [] and no unclosed bracket)`;
+  }
+  if (v.startsWith('cookie:')) {
+    const name = v.slice(7);
+    return COOKIE_NAME.test(name) ? null : `invalid cookie name ${show(name)} in per ${show(v)} (an RFC 6265 token, e.g. _mastodon_session)`;
   }
   return null;
 }
@@ -43,7 +50,7 @@ export function overrideIssues(r: Record<string, unknown>, i: number, issues: Pa
   if (!Array.isArray(r.overrides)) return;
   const cost = typeof r.cost === 'number' ? r.cost : 1;
   const per = typeof r.per === 'string' ? r.per : '';
-  const keyed = per === 'token' || per.startsWith('header:') || per.startsWith('param:');
+  const keyed = per === 'token' || per.startsWith('header:') || per.startsWith('param:') || per.startsWith('cookie:');
   (r.overrides as unknown[]).forEach((item, j) => {
     const o = record(item);
     if (o === undefined) return;
@@ -51,7 +58,7 @@ export function overrideIssues(r: Record<string, unknown>, i: number, issues: Pa
       issues.push({ path: ['limits', i, 'overrides', j, 'limit'], message: `limit ${o.limit} is below the rule's cost ${cost} (no request could ever be admitted)` });
     }
     if (Array.isArray(o.keys) && o.keys.length > 0 && per !== '' && !keyed) {
-      issues.push({ path: ['limits', i, 'overrides', j, 'keys'], message: `keys apply to per: token, header:NAME and param:NAME rules (this rule is per: ${per}; use ips or accounts)` });
+      issues.push({ path: ['limits', i, 'overrides', j, 'keys'], message: `keys apply to per: token, header:NAME, param:NAME and cookie:NAME rules (this rule is per: ${per}; use ips or accounts)` });
     }
     const names = (v: unknown) => Array.isArray(v) && v.length > 0;
     if (!names(o.ips) && !names(o.accounts) && !names(o.keys)) {

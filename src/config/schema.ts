@@ -9,6 +9,7 @@ import { guardShapes } from './guard-schema.js';
 import {
   checkIpOrCidr,
   checkListen,
+  checkNamedUpstreamUrl,
   checkStoreUrl,
   checkTrustedProxy,
   checkUpstreamUrl,
@@ -65,7 +66,7 @@ const overrideShape = {
   keys: z
     .array(z.string().min(1))
     .default([])
-    .describe('Key values of a token/header/param rule: the header or parameter value as sent, or the token’s SHA-256 digest.'),
+    .describe('Key values of a token/header/param/cookie rule: the header, parameter or cookie value as sent, or the token’s SHA-256 digest.'),
   limit: positiveInt().describe('Requests allowed per period for these clients.'),
 };
 
@@ -89,7 +90,7 @@ export const ruleShape = {
       if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
     })
     .describe(
-      'Whose bucket: ip, account (skipped without one), global (one for everyone), token (the bearer token digest), header:NAME or param:NAME (the value, trimmed and digested; skipped without one).',
+      'Whose bucket: ip, account (skipped without one), global (one for everyone), token (the bearer token digest), header:NAME, param:NAME or cookie:NAME (the value, trimmed and digested; skipped without one; a cookie never makes a request authenticated).',
     ),
   limit: positiveInt().describe('Requests allowed per period.'),
   period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
@@ -129,10 +130,21 @@ const upstreamShape = {
   timeout: duration(1).prefault('30s').describe('Upper bound for an upstream response to start.'),
   connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to the upstream.'),
 };
+/** SPEC §3.2: named upstreams and the routes to them; applied at restart (each has its own connection pool). */
+export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
+const namedUpstreamShape = {
+  url: checked(checkNamedUpstreamUrl).describe('The http(s) URL of this upstream (scheme, host and port only).'),
+  timeout: duration(0).prefault('30s').describe('Upper bound for a response to start, and between its chunks; 0: none (long-lived streams such as Mastodon’s streaming API).'),
+  connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to this upstream.'),
+};
+const routeShape = {
+  match: patterns.describe('Pattern(s) as in limits[].match; the first route that matches wins.'),
+  upstream: z.string().min(1).describe('The name of an entry of `upstreams` (or `default`: the top-level `upstream`).'),
+};
 const storeShape = {
   url: checked(checkStoreUrl)
     .default('memory')
-    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], redis+unix:///PATH/TO/redis.sock, or redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT.'),
+    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], redis+unix:///PATH/TO/redis.sock, redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, or redis[s]-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB].'),
   prefix: z
     .string()
     .regex(PREFIX, { error: (iss) => `invalid prefix ${show(iss.input)} (use letters, digits, "_", ".", ":" and "-")` })
@@ -150,6 +162,19 @@ const storeShape = {
     .boolean()
     .default(true)
     .describe('Redis stores: take leases of several tokens per store call for busy keys and admit from them locally, never over the limit (docs/leases.md). false: every request asks the store.'),
+  gateways: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(2)
+    .describe('Gateway replicas sharing the store: while a master fails, each counts a bucket locally from this share of what the store last had left.'),
+  sentinelPassword: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe('The sentinels\' own password (redis-sentinel:// URLs), when they require one; the URL\'s credentials are the master\'s.'),
 };
 const accountShape = {
   from: z
@@ -159,9 +184,19 @@ const accountShape = {
   path: z
     .string()
     .startsWith('/', { error: (iss) => `must be a path starting with "/", got ${show(iss.input)}` })
+    // Printable ASCII only (percent-encode the rest): undici refuses other paths, and a refused request
+    // must never reach introspection's pool (a refusal leaks a connection slot).
+    .regex(/^[\x21-\x7e]+$/, { error: (iss) => `must be printable ASCII without spaces (percent-encode the rest), got ${show(iss.input)}` })
     .default('/api/v1/accounts/verify_credentials')
     .describe('Upstream path answering the token’s account (from: introspect).'),
   cacheTtl: duration(0).prefault('5m').describe('How long an introspected token→account answer is cached.'),
+  connections: z
+    .number()
+    .int()
+    .min(1)
+    .max(1024)
+    .default(32)
+    .describe('Connections of introspection’s own pool to the upstream (never the proxy’s); calls beyond wait, within the introspection deadline.'),
   header: z
     .string()
     .regex(HEADER_NAME, { error: (iss) => `invalid header name ${show(iss.input)}` })
@@ -230,7 +265,12 @@ const methodsShape = {
 export const topShape = {
   listen: checked(checkListen).default('0.0.0.0:8080').describe('HOST:PORT the gateway listens on ([::]:8080 for IPv6).'),
   admin: z.object(adminShape).strict().prefault({}).describe('The admin listener.'),
-  upstream: z.object(upstreamShape).strict().prefault({}).describe('Where allowed requests go.'),
+  upstream: z.object(upstreamShape).strict().prefault({}).describe('Where allowed requests go (those no route sends elsewhere).'),
+  upstreams: z
+    .record(z.string().regex(UPSTREAM_NAME, { error: (iss) => `invalid upstream name ${show(iss.input)} (use letters, digits, "_" and "-")` }), z.object(namedUpstreamShape).strict())
+    .default({})
+    .describe('More upstreams, by name, for `routes`.'),
+  routes: z.array(z.object(routeShape).strict()).default([]).describe('Requests sent to a named upstream, by path; the first match wins, the rest go to `upstream`. Rules apply whatever the route.'),
   store: z.object(storeShape).strict().prefault({}).describe('Where counters live.'),
   clients: z.object(clientsShape).strict().prefault({}).describe('How clients are identified.'),
   responses: z.object(responsesShape).strict().prefault({}).describe('What limited answers look like.'),
@@ -260,6 +300,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   '': Object.keys(topShape),
   admin: Object.keys(adminShape),
   upstream: Object.keys(upstreamShape),
+  routes: Object.keys(routeShape),
   store: Object.keys(storeShape),
   clients: Object.keys(clientsShape),
   'clients.account': Object.keys(accountShape),

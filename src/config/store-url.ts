@@ -6,8 +6,11 @@
  *
  * Accepted: `memory`; `redis://` or `rediss://` (TLS) `[USER[:PASSWORD]@]HOST[:PORT][/DB]`;
  * `redis-cluster://` or `rediss-cluster://` (TLS) `[USER[:PASSWORD]@]HOST:PORT,HOST:PORT…` (seed nodes,
- * each with its port; a cluster has only database 0, so no `/DB`); `redis+unix://[USER[:PASSWORD]@]/PATH`
- * (a Unix socket, absolute path, database 0). Credentials are percent-decoded.
+ * each with its port; a cluster has only database 0, so no `/DB`); `redis-sentinel://` or
+ * `rediss-sentinel://` (TLS) `[USER[:PASSWORD]@]HOST[:PORT],HOST[:PORT]…/MASTERNAME[/DB]` (the sentinels,
+ * port 26379 by default, and the name they monitor the master by; the credentials are the master's,
+ * the sentinels' own password is `store.sentinelPassword`); `redis+unix://[USER[:PASSWORD]@]/PATH` (a Unix
+ * socket, absolute path, database 0). Credentials are percent-decoded.
  * Query strings are refused rather than ignored: ioredis would read some of them, this parser would not.
  */
 import { isIP } from 'node:net';
@@ -23,7 +26,8 @@ export type StoreUrl =
   | (RedisTarget & { readonly kind: 'redis'; readonly node: StoreNode; readonly db: number; readonly socket?: undefined })
   /** `redis+unix:///path/to/redis.sock`: a Redis beside the gateway on a Unix socket (no TCP stack on either side). */
   | (RedisTarget & { readonly kind: 'redis'; readonly socket: string; readonly db: number; readonly node?: undefined })
-  | (RedisTarget & { readonly kind: 'redis-cluster'; readonly nodes: readonly StoreNode[] });
+  | (RedisTarget & { readonly kind: 'redis-cluster'; readonly nodes: readonly StoreNode[] })
+  | (RedisTarget & { readonly kind: 'redis-sentinel'; readonly sentinels: readonly StoreNode[]; readonly name: string; readonly db: number });
 
 interface RedisTarget {
   readonly tls: boolean;
@@ -33,7 +37,7 @@ interface RedisTarget {
 
 /** The forms `store.url` takes, as every refusal states them. */
 export const STORE_URL_FORMS =
-  'use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT or rediss-cluster://… for TLS';
+  'use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS';
 
 /** A `store.url` that names no store rategate can connect to. The message is the same wherever it is raised. */
 export class StoreUrlError extends Error {
@@ -47,9 +51,11 @@ function storeUrlMessage(url: string, detail: string): string {
   return `invalid store "${redactStoreUrl(url)}": ${detail} (${STORE_URL_FORMS})`;
 }
 
-const SCHEME = /^(rediss?)(-cluster)?:\/\/(.*)$/s;
+const SCHEME = /^(rediss?)(-cluster|-sentinel)?:\/\/(.*)$/s;
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*$/;
 const DEFAULT_PORT = 6379;
+const SENTINEL_PORT = 26379;
+const MASTER_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** Parses a store URL; throws StoreUrlError (with the one message) for anything else. */
 export function parseStoreUrl(url: string): StoreUrl {
@@ -58,7 +64,8 @@ export function parseStoreUrl(url: string): StoreUrl {
   const m = SCHEME.exec(url);
   if (!m) throw new StoreUrlError(url, 'unknown scheme');
   const tls = m[1] === 'rediss';
-  const cluster = m[2] !== undefined;
+  const cluster = m[2] === '-cluster';
+  const sentinel = m[2] === '-sentinel';
   let rest = m[3]!;
   if (/[?#]/.test(rest)) throw new StoreUrlError(url, 'a query or fragment is not supported');
   const out: { tls: boolean; username?: string; password?: string } = { tls };
@@ -78,6 +85,13 @@ export function parseStoreUrl(url: string): StoreUrl {
     if (path !== '') throw new StoreUrlError(url, 'a cluster has no database number');
     const nodes = hosts.split(',').map((hp) => parseNode(url, hp, true));
     return { kind: 'redis-cluster', ...out, nodes };
+  }
+  if (sentinel) {
+    const [name = '', db = '', ...more] = path.split('/');
+    if (!MASTER_NAME.test(name)) throw new StoreUrlError(url, name === '' ? 'a Sentinel URL needs /MASTERNAME' : `invalid master name "${name}"`);
+    if (more.length > 0 || (db !== '' && !/^[0-9]{1,5}$/.test(db))) throw new StoreUrlError(url, `database "${[db, ...more].join('/')}" is not a number`);
+    const sentinels = hosts.split(',').map((hp) => parseNode(url, hp, false, SENTINEL_PORT));
+    return { kind: 'redis-sentinel', ...out, sentinels, name, db: db === '' ? 0 : Number(db) };
   }
   if (hosts.includes(',')) throw new StoreUrlError(url, 'several hosts need redis-cluster://');
   if (path !== '' && !/^[0-9]{1,5}$/.test(path)) throw new StoreUrlError(url, `database "${path}" is not a number`);
@@ -118,7 +132,7 @@ export function storeUrlProblem(url: string): string | null {
 }
 
 /** `HOST:PORT` or `[IPv6]:PORT` (the port optional unless `needPort`). */
-function parseNode(url: string, hp: string, needPort: boolean): StoreNode {
+function parseNode(url: string, hp: string, needPort: boolean, defaultPort = DEFAULT_PORT): StoreNode {
   let host: string;
   let port: string | undefined;
   if (hp.startsWith('[')) {
@@ -137,7 +151,7 @@ function parseNode(url: string, hp: string, needPort: boolean): StoreNode {
   }
   if (port === undefined) {
     if (needPort) throw new StoreUrlError(url, `cluster node "${hp}" has no port`);
-    return { host, port: DEFAULT_PORT };
+    return { host, port: defaultPort };
   }
   if (!/^[0-9]{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) throw new StoreUrlError(url, `invalid port in "${hp}"`);
   return { host, port: Number(port) };

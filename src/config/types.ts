@@ -7,7 +7,7 @@ export type { Config };
 export type Algorithm = LimitRule['algorithm'];
 export type OnError = Config['store']['onError'];
 /** What a rule counts per: `per:` without the name of a `header:`/`param:` (that is `keyName`). */
-export type Per = 'ip' | 'account' | 'global' | 'token' | 'header' | 'param';
+export type Per = 'ip' | 'account' | 'global' | 'token' | 'header' | 'param' | 'cookie';
 
 /** One rule of `limits:`, prepared at load so the request path only reads fields. */
 export interface CompiledRule {
@@ -26,7 +26,7 @@ export interface CompiledRule {
   readonly policyItem: string;
   /** The `match` patterns as written, for `rategate check` and logs. */
   readonly patterns: readonly string[];
-  /** `per: header:NAME` → the lower-case header name; `per: param:NAME` → NAME as written; else ''. */
+  /** `per: header:NAME` → the lower-case header name; `per: param:NAME` and `cookie:NAME` → NAME as written; else ''. */
   readonly keyName: string;
   /** `per: param:NAME` → NAME's bracket path (`user[email]` → user, email); else null. */
   readonly paramPath: readonly string[] | null;

@@ -51,6 +51,15 @@ export function checkUpstreamUrl(value: string): string | null {
   return null;
 }
 
+/** A named upstream (`upstreams.NAME.url`): an origin only, since the request path is sent as it came. */
+export function checkNamedUpstreamUrl(value: string): string | null {
+  if (value === 'builtin') return 'builtin is the top-level upstream only; a named upstream needs an http:// or https:// URL';
+  const problem = checkUpstreamUrl(value);
+  if (problem !== null) return problem;
+  const path = new URL(value).pathname;
+  return path === '/' || path === '' ? null : `upstream URL "${value}" must not have a path (requests keep theirs)`;
+}
+
 /** The store factory parses the URL with the same function, so check and serve agree. */
 export function checkStoreUrl(value: string): string | null {
   return storeUrlProblem(value);

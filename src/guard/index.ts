@@ -14,7 +14,7 @@ import { MemoryGuardState } from './state.js';
 export { Guard } from './guard.js';
 
 export interface GuardSetup {
-  readonly store: Pick<Config['store'], 'url' | 'prefix' | 'timeout'>;
+  readonly store: Pick<Config['store'], 'url' | 'prefix' | 'timeout' | 'sentinelPassword'>;
   readonly registry: client.Registry;
   readonly log: StoreLog;
   /** The config in force now (read at scrape time for the config-side gauges and ban names). */
@@ -23,7 +23,7 @@ export interface GuardSetup {
 
 export async function createGuard(s: GuardSetup): Promise<Guard> {
   const url = parseStoreUrl(s.store.url);
-  const state = url.kind === 'memory' ? new MemoryGuardState() : new RedisGuardState({ url: s.store.url, prefix: s.store.prefix, timeoutMs: s.store.timeout });
+  const state = url.kind === 'memory' ? new MemoryGuardState() : new RedisGuardState({ url: s.store.url, prefix: s.store.prefix, timeoutMs: s.store.timeout, sentinelPassword: s.store.sentinelPassword });
   const guard = new Guard(state, s.log);
   guard.metrics = new GuardMetrics(
     s.registry,

@@ -49,6 +49,8 @@ export interface RedisGuardOptions {
   readonly prefix: string;
   /** Bound of every call on the request path (the store timeout). */
   readonly timeoutMs: number;
+  /** The sentinels' own password (`store.sentinelPassword`), as the counter store is given it. */
+  readonly sentinelPassword?: string | null;
   /** How often the version is polled (default 250 ms: changes apply within 1 s with room to spare). */
   readonly pollMs?: number;
   readonly now?: () => number;
@@ -71,7 +73,8 @@ export class RedisGuardState implements GuardState {
   constructor(private readonly opts: RedisGuardOptions) {
     const url = parseStoreUrl(opts.url);
     if (url.kind === 'memory') throw new Error('RedisGuardState needs a Redis URL');
-    this.client = createRedisClient(url, { connectTimeoutMs: 2_000, timeoutMs: opts.timeoutMs }) as Client;
+    const sentinel = opts.sentinelPassword != null ? { sentinelPassword: opts.sentinelPassword } : {};
+    this.client = createRedisClient(url, { connectTimeoutMs: 2_000, timeoutMs: opts.timeoutMs, ...sentinel }) as Client;
     this.client.defineCommand('rgCountBan', { numberOfKeys: 3, lua: COUNT_BAN });
     this.client.defineCommand('rgAcquire', { numberOfKeys: 1, lua: ACQUIRE });
     this.client.connect().catch(() => {}); // ioredis reconnects by itself; calls fail fast meanwhile

@@ -8,7 +8,10 @@ export { accountKeyFromHeader, accountKeyFromId } from './account-key.js';
 /** What the upstream says about a token. */
 export type IntrospectResult =
   | { readonly kind: 'account'; readonly id: string }
-  /** The token is invalid (401) or has no owner (an app-only token): counted per IP only, as Mastodon does. */
+  /**
+   * The token is invalid (401, or any other 4xx but 403: a token too large for the upstream's head is
+   * 431 or 400) or has no owner (422, an app-only token): counted per IP only, as Mastodon does.
+   */
   | { readonly kind: 'anonymous' }
   /**
    * The upstream knows the token but will not say whose it is (403: e.g. a write-only token, which can
@@ -58,6 +61,21 @@ export interface AccountResolver {
    * upstream: the gateway then first checks what it can refuse without the account.
    */
   known(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
+}
+
+/**
+ * Doorkeeper's tokens (`SecureRandom.urlsafe_base64`, hex, or a JWT) are RFC 6750 `b64token`s of sane
+ * length. Security: only such a token is introspected. Anything else cannot be a token the upstream
+ * issued, so it is "no account" (counted per IP, as unauthenticated), never keyed as an account; and
+ * it never reaches an `Authorization` header the HTTP client could refuse (a refused header leaked a
+ * pool slot, and 128 of them wedged the gateway: issue 18).
+ */
+const DOORKEEPER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+/** Longer than any token Doorkeeper issues (43 characters by default; a signed JWT, a few hundred). */
+export const MAX_INTROSPECTED_TOKEN = 4096;
+
+export function isIntrospectable(token: string): boolean {
+  return token.length <= MAX_INTROSPECTED_TOKEN && DOORKEEPER_TOKEN.test(token);
 }
 
 /** Anonymous answers are re-checked at least this often: a token may gain an owner, and it bounds churn. */
@@ -164,12 +182,12 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
   }
 
   function knownToken(token: string | null): AccountKey | undefined {
-    if (token === null) return null;
+    if (token === null || !isIntrospectable(token)) return null;
     return cached(tokenDigest(token))?.key;
   }
 
   function resolveToken(token: string | null): AccountKey | Promise<AccountKey> {
-    if (token === null) return null;
+    if (token === null || !isIntrospectable(token)) return null;
     const digest = tokenDigest(token);
     const hit = cached(digest);
     if (hit !== undefined) return hit.key;

@@ -13,6 +13,7 @@ export {
 export {
   createAccountResolver,
   tokenDigest,
+  isIntrospectable,
   accountKeyFromHeader,
   accountKeyFromId,
   type AccountKey,
@@ -22,4 +23,4 @@ export {
   type IntrospectResult,
 } from './account.js';
 export { accountKeyNamedBy, accountKeysNamedBy } from './account-key.js';
-export { createHttpIntrospector, type HttpIntrospectorOptions } from './introspect.js';
+export { createHttpIntrospector, createIntrospectionPool, type HttpIntrospectorOptions } from './introspect.js';

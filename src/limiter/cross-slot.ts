@@ -14,7 +14,7 @@
  * itself fails, the charge stays until the bucket's window or refill passes it — again fewer
  * admissions, never more — and `onRefundError` is told (metrics and a warning).
  */
-import type { StoreError } from './errors.js';
+import { StoreError } from './errors.js';
 import { badReply, consumeArgs, isIntArray, RESERVE_STRIDE, type Arg } from './redis-codec.js';
 import { keySlot } from './slot.js';
 import type { BucketSpec, BucketState, ConsumeOutcome } from './types.js';
@@ -30,6 +30,8 @@ export interface CrossSlotOptions {
   readonly bounded: <T>(p: Promise<T>, what: string) => Promise<T>;
   readonly timeoutMs: number;
   readonly onRefundError?: (err: StoreError) => void;
+  /** The master deciding a (prefixed) key: named on a failure, so that only its breaker counts it. */
+  readonly nodeOfKey?: (key: string) => string;
 }
 
 export class CrossSlot {
@@ -58,10 +60,13 @@ export class CrossSlot {
       await this.o.bounded(Promise.all(calls), 'consume');
     } catch (err) {
       abandoned = true;
+      const failed = new Set<string>();
       for (let g = 0; g < groups.length; g++) {
         const r = replies[g];
         if (r) void this.refund(specs, keys, groups[g]!, r);
+        else if (this.o.nodeOfKey) failed.add(this.o.nodeOfKey(keys[groups[g]![0]!]!));
       }
+      if (err instanceof StoreError && failed.size > 0) err.nodes = [...failed];
       throw err;
     }
 

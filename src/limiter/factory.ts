@@ -1,8 +1,8 @@
 /**
- * @module Builds the Store that `store.url` names: memory; or Redis / Redis Cluster behind the fault
- * policy (timeouts, circuit breaker, onError) and the local cache of blocked buckets. It reports to an
- * observer (metrics) and logs the store's state changes, once each: unreachable at start, falling back,
- * recovered; and failed refunds.
+ * @module Builds the Store that `store.url` names: memory; or Redis / Redis Cluster / Sentinel-managed
+ * Redis behind the fault policy (timeouts, a breaker per master, onError) and the local cache of blocked
+ * buckets. It reports to an observer (metrics, per node too) and logs the store's state changes per
+ * master, once each (state-log.ts): unreachable at start, failing, failover, recovered; and failed refunds.
  */
 import type { Config } from '../config/types.js';
 import { createBlockedCacheStore } from './blocked.js';
@@ -18,9 +18,13 @@ import type { Store, StoreLog, StoreObserver } from './types.js';
 
 export interface StoreHandle {
   readonly store: Store;
-  /** `memory`, `redis` or `redis-cluster`, for the startup line and /readyz. */
-  readonly kind: 'memory' | 'redis' | 'redis-cluster';
-  /** Does the store answer now? (A bounded ping; always true for memory.) /readyz and rategate_store_up. */
+  /** `memory`, `redis`, `redis-cluster` or `redis-sentinel`, for the startup line and /readyz. */
+  readonly kind: 'memory' | 'redis' | 'redis-cluster' | 'redis-sentinel';
+  /**
+   * Do decisions come from the store now? Every key has a master (cluster: all slots covered), no
+   * master's calls are failing, and every master answers as a master (a bounded ping; ROLE on a single
+   * Redis). Always true for memory. /readyz and rategate_store_up.
+   */
   reachable(): Promise<boolean>;
   /** True while decisions are made by the fault policy (onError) instead of the store. */
   fallbackActive(): boolean;
@@ -45,8 +49,12 @@ export interface StoreFactoryOptions {
 /** A failed refund is logged at most this often (with the count since), so a dead slot cannot flood the log. */
 const REFUND_LOG_INTERVAL_MS = 10_000;
 
-/** `lease` defaults to on; `gateways` (the replicas sharing the store) sizes leases, default 2. */
-export type StoreSettings = Pick<Config['store'], 'url' | 'prefix' | 'timeout' | 'onError'> & { readonly lease?: boolean; readonly gateways?: number };
+/** `lease` defaults to on; `gateways` (the replicas sharing the store) sizes leases and the fallback's share, default 2. */
+export type StoreSettings = Pick<Config['store'], 'url' | 'prefix' | 'timeout' | 'onError'> & {
+  readonly lease?: boolean;
+  readonly gateways?: number;
+  readonly sentinelPassword?: string | null;
+};
 
 export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
   const url = parseStoreUrl(storeConfig.url);
@@ -61,6 +69,7 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     url: storeConfig.url,
     prefix: storeConfig.prefix,
     timeoutMs: storeConfig.timeout,
+    ...(storeConfig.sentinelPassword != null ? { sentinelPassword: storeConfig.sentinelPassword } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     onRefundError: refundReporter(observer, log, where),
     ...(observer.batchSent ? { onBatch: observer.batchSent.bind(observer) } : {}),
@@ -69,15 +78,32 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
   const states = log ? new StoreStateLog({ log, where, policy, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
   const resilient = createResilientStore(redis, {
     fallback: new MemoryStore(opts.now ? { now: opts.now } : {}),
+    ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
     ...(opts.breaker ? { breaker: opts.breaker } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
     onEvent: (e: StoreEvent) => {
-      if (e.type === 'error') observer.storeError?.(e.reason);
-      else if (e.type === 'local_rejection') observer.localRejection?.('fallback');
-      else if (e.type === 'fallback_active') {
-        observer.fallbackActive?.(e.active);
-        if (e.active) states?.failed(message(e.cause));
-        else states?.recovered();
+      switch (e.type) {
+        case 'error':
+          observer.storeError?.(e.reason);
+          break;
+        case 'local_rejection':
+          observer.localRejection?.('fallback');
+          break;
+        case 'fallback_active':
+          observer.fallbackActive?.(e.active);
+          break;
+        case 'node':
+          observer.nodeUp?.(e.node, !e.failing);
+          if (e.failing) states?.failed(e.node, message(e.cause));
+          else states?.succeeded(e.node);
+          break;
+        case 'circuit':
+          if (e.state === 'open') states?.opened(e.node, undefined);
+          break;
+        case 'promotion':
+          observer.nodeGone?.(e.node);
+          states?.promoted(e.from, e.to, e.node);
+          break;
       }
     },
   });
@@ -86,10 +112,7 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     await redis.ready(opts.connectWaitMs ?? 3_000);
   } catch (err) {
     states?.unreachableAtStart(message(err));
-    // Said once when it does connect, unless the fault policy's own recovery line will say it.
-    redis.onReady(() => {
-      if (!resilient.fallbackActive) states?.recovered('store connected');
-    });
+    redis.onReady(() => states?.connected());
   }
   // Leases sit inside the blocked-bucket cache (a flood of rejections never reaches them) and outside
   // the fault policy: a fallback answer grants none, and tokens already counted by the store stay
@@ -110,10 +133,13 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     }),
     ...(leases ? { leases } : {}),
     kind: url.kind,
-    reachable: () => redis.ping().then(
-      () => true,
-      () => false,
-    ),
+    reachable: async () => {
+      if (!redis.covered() || resilient.fallbackActive) return false;
+      return redis.ping().then(
+        () => true,
+        () => false,
+      );
+    },
     fallbackActive: () => resilient.fallbackActive,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * @module Bucket keys: `<rule>:<hash tag>`, where the tag names the identity counted (`{ip:…}`,
- * `{acct:…}`, `{tok:…}`, `{hdr:…}`, `{prm:…}`, `{global}`). On Redis Cluster only the tag is hashed, so
+ * `{acct:…}`, `{tok:…}`, `{hdr:…}`, `{prm:…}`, `{ck:…}`, `{global}`). On Redis Cluster only the tag is hashed, so
  * all of one identity's buckets share a slot and its usual request is one atomic script call; the stores
  * add their own prefix. An override's bucket is `<rule>:o<N>:<tag>`: its own, beside the rule's default.
  */
@@ -41,5 +41,7 @@ export function bucketKey(prefix: string, per: KeyKind, ipKey: string, accountKe
       return valueDigest === null ? null : `${prefix}{hdr:${valueDigest}}`;
     case 'param':
       return valueDigest === null ? null : `${prefix}{prm:${valueDigest}}`;
+    case 'cookie':
+      return valueDigest === null ? null : `${prefix}{ck:${valueDigest}}`;
   }
 }

@@ -5,6 +5,14 @@
  * The offline queue is off, so while Redis is unreachable calls fail at once instead of queueing; a
  * command in flight when the connection drops fails instead of being replayed late. Reconnection is
  * ioredis's business and happens by itself.
+ *
+ * Failover (SPEC §6: decisions resume within 2 s of Redis's promotion): ioredis's own retries are few
+ * and short (more would outlast `store.timeout` and report a dead node as a timeout), so a failure
+ * reaches the fault policy within the bound with its true reason; a cluster's slot map is refreshed
+ * every second and at once after a failure (redis-topology.ts), each refresh bounded well below the goal
+ * so that a frozen node cannot hold it; a Sentinel client subscribes to +switch-master (a frozen master
+ * never closes the connection, so waiting for a connection error would wait forever) and reconnects on
+ * READONLY (a demoted master).
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { StoreError } from './errors.js';
@@ -15,8 +23,24 @@ export type RedisClient = Redis | Cluster;
 export interface ConnectOptions {
   /** TCP connect timeout for (re)connection attempts; requests never wait for it. */
   readonly connectTimeoutMs: number;
-  /** The store call bound: a cluster's slot refresh is given at least this long. */
+  /** The store call bound: a cluster's slot refresh is given a few times this long. */
   readonly timeoutMs: number;
+  /** The sentinels' own password (`store.sentinelPassword`), when they require one. */
+  readonly sentinelPassword?: string;
+  /** Sentinel: maps a master address a lagging sentinel may still give to its replacement (sentinel-watch.ts). */
+  readonly natMap?: (key: string) => { host: string; port: number } | null;
+}
+
+/** How often a cluster's slot map is refreshed when nothing fails. */
+export const SLOTS_REFRESH_MS = 1_000;
+
+/**
+ * The bound of one slot-map query (CLUSTER SLOTS on one node over a fresh connection; a frozen node is
+ * then skipped for the next): two store timeouts, at least 200 ms (a loaded machine), at most 500 ms
+ * (a refresh that meets the frozen node first must still leave the 2 s goal room).
+ */
+export function slotsRefreshTimeout(timeoutMs: number): number {
+  return Math.min(500, Math.max(200, 2 * timeoutMs));
 }
 
 /**
@@ -41,27 +65,58 @@ export function createRedisClient(url: Exclude<StoreUrl, { kind: 'memory' }>, op
       enableAutoPipelining: AUTO_PIPELINING,
       clusterRetryStrategy: retry,
       redisOptions: { ...auth, connectTimeout: opts.connectTimeoutMs, maxRetriesPerRequest: 0 },
-      slotsRefreshTimeout: Math.max(1_000, opts.timeoutMs),
-      // Redirect and failover retries happen inside ioredis; the store's deadline still bounds the call.
-      retryDelayOnFailover: 50,
-      retryDelayOnClusterDown: 50,
-      retryDelayOnTryAgain: 50,
+      slotsRefreshTimeout: slotsRefreshTimeout(opts.timeoutMs),
+      slotsRefreshInterval: SLOTS_REFRESH_MS,
+      // Retries well inside the bound, and few of them, so that a failure comes back before the deadline
+      // with its own reason (not as a timeout): a closed connection (a node restarting; ioredis refreshes
+      // the slot map meanwhile) and TRYAGAIN (a slot migrating) wait a fifth of it; CLUSTERDOWN is not
+      // retried (coverage comes back by a promotion, which takes seconds; redis.ts refreshes the map).
+      retryDelayOnFailover: Math.max(1, Math.floor(opts.timeoutMs / 5)),
+      retryDelayOnClusterDown: 0,
+      retryDelayOnTryAgain: Math.max(1, Math.floor(opts.timeoutMs / 5)),
+      retryDelayOnMoved: 0,
+      maxRedirections: 3,
     };
     return new Cluster(
       url.nodes.map((n) => ({ host: n.host, port: n.port })),
       clusterOptions,
     );
   }
+  const where: RedisOptions =
+    url.kind === 'redis'
+      ? url.socket !== undefined
+        ? { path: url.socket }
+        : { host: url.node.host, port: url.node.port }
+      : {
+          sentinels: url.sentinels.map((n) => ({ host: n.host, port: n.port })),
+          name: url.name,
+          role: 'master',
+          ...(opts.sentinelPassword !== undefined ? { sentinelPassword: opts.sentinelPassword } : {}),
+          ...(url.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+          sentinelCommandTimeout: slotsRefreshTimeout(opts.timeoutMs),
+          sentinelRetryStrategy: retry,
+          failoverDetector: true,
+          ...(opts.natMap !== undefined ? { natMap: opts.natMap as NonNullable<RedisOptions['natMap']> } : {}),
+          // While the master is gone, ask the sentinels again soon: the new master is named ~1 s after
+          // the promotion, and a 1 s back-off would add up to as much again.
+          retryStrategy: (times: number) => Math.min(times * 50, 250),
+          // On +switch-master the old connection is ended; a frozen master never closes its side, so
+          // do not wait the default 2 s before dropping it.
+          disconnectTimeout: 100,
+        };
   return new Redis({
     ...auth,
-    ...(url.socket !== undefined ? { path: url.socket } : { host: url.node.host, port: url.node.port }),
     db: url.db,
+    // A demoted master answers writes with READONLY: reconnect (to the master the sentinels name), do
+    // not resend (the call has failed already and the fault policy decided it).
+    reconnectOnError: (err) => (/^READONLY\b/.test(err.message) ? 1 : false),
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     enableAutoPipelining: AUTO_PIPELINING,
     connectTimeout: opts.connectTimeoutMs,
     retryStrategy: retry,
+    ...where,
   });
 }
 

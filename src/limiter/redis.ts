@@ -12,11 +12,14 @@
  * Connection setup is in redis-connection.ts, the script encoding in redis-codec.ts, the batching of
  * the calls of one turn in batcher.ts.
  */
+import type { Cluster, Redis } from 'ioredis';
 import { SlotBatcher, type BatchCall } from './batcher.js';
 import { CrossSlot, groupBySlot, settleWithin } from './cross-slot.js';
 import { StoreError, StoreTimeoutError, toStoreError } from './errors.js';
 import { asksLease, batchArgs, consumeArgs, luaScripts, parseBatch, parsePeek, parsePlain, type Arg } from './redis-codec.js';
 import { createRedisClient, isCluster, whenReady, type RedisClient } from './redis-connection.js';
+import { clusterTopology, singleTopology, type PromotionListener, type Topology } from './redis-topology.js';
+import { SentinelWatch } from './sentinel-watch.js';
 import { keySlot } from './slot.js';
 import { parseStoreUrl, StoreUrlError } from '../config/store-url.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
@@ -25,8 +28,10 @@ export { luaScripts, encodeBucketParams } from './redis-codec.js';
 export { MAX_BATCH_REQUESTS } from './batcher.js';
 
 export interface RedisStoreOptions {
-  /** `redis://`, `rediss://` (TLS), or `redis-cluster://h:p,h:p` (`rediss-cluster://` for TLS): see config/store-url.ts. */
+  /** `redis://`, `rediss://` (TLS), `redis-cluster://h:p,h:p` or `redis-sentinel://h:p,h:p/NAME` (and TLS forms): see config/store-url.ts. */
   readonly url: string;
+  /** The sentinels' own password (`store.sentinelPassword`). */
+  readonly sentinelPassword?: string;
   /** Prepended to every bucket key as `${prefix}:${spec.key}`. */
   readonly prefix: string;
   /** Upper bound of every store call, in ms. */
@@ -58,7 +63,7 @@ interface PendingConsume extends BatchCall {
 type ScriptFn = (...args: Arg[]) => Promise<unknown>;
 
 export class RedisStore implements Store {
-  readonly kind: 'redis' | 'redis-cluster';
+  readonly kind: 'redis' | 'redis-cluster' | 'redis-sentinel';
   /** The last connection error ioredis reported (it reconnects by itself). */
   lastError: Error | undefined;
   /** Batches sent and the requests they carried since start (with batching off, nothing is counted here). */
@@ -66,6 +71,7 @@ export class RedisStore implements Store {
   batchedRequests = 0;
 
   private readonly client: RedisClient;
+  private readonly topology: Topology;
   /** The script commands; each takes the number of keys as its first argument (see `script`). */
   private readonly consumeFn: ScriptFn;
   private readonly consumeBatchFn: ScriptFn;
@@ -84,7 +90,20 @@ export class RedisStore implements Store {
     this.prefix = `${opts.prefix}:`;
     this.timeoutMs = opts.timeoutMs;
     this.now = opts.now;
-    this.client = createRedisClient(url, { connectTimeoutMs: opts.connectTimeoutMs ?? 2_000, timeoutMs: opts.timeoutMs });
+    const watch =
+      url.kind === 'redis-sentinel'
+        ? new SentinelWatch(url.name, url.sentinels, { ...(opts.sentinelPassword !== undefined ? { password: opts.sentinelPassword } : {}), ...(url.tls ? { tls: {} } : {}) })
+        : undefined;
+    this.client = createRedisClient(url, {
+      connectTimeoutMs: opts.connectTimeoutMs ?? 2_000,
+      timeoutMs: opts.timeoutMs,
+      ...(opts.sentinelPassword !== undefined ? { sentinelPassword: opts.sentinelPassword } : {}),
+      ...(watch !== undefined ? { natMap: watch.map } : {}),
+    });
+    this.topology =
+      url.kind === 'redis-cluster'
+        ? clusterTopology(this.client as Cluster)
+        : singleTopology(this.client as Redis, url.kind === 'redis' ? (url.socket ?? `${url.node.host}:${url.node.port}`) : url.name, watch);
     // Without a listener an 'error' event would crash the process; reconnection is automatic.
     this.client.on('error', (err: Error) => {
       this.lastError = err;
@@ -95,7 +114,7 @@ export class RedisStore implements Store {
     this.refundFn = this.script('rgRefund', luaScripts.refund);
     const onBatch = opts.onBatch;
     this.batcher =
-      (opts.batching ?? url.kind === 'redis') === false
+      (opts.batching ?? url.kind !== 'redis-cluster') === false
         ? null
         : new SlotBatcher<PendingConsume>(this.sendBatch, {
             timeoutMs: opts.timeoutMs,
@@ -111,6 +130,7 @@ export class RedisStore implements Store {
       clock: () => this.clockArg(),
       bounded: (p, what) => this.bounded(p, what),
       timeoutMs: opts.timeoutMs,
+      nodeOfKey: (key) => this.topology.nodeOf(key),
       ...(opts.onRefundError ? { onRefundError: opts.onRefundError } : {}),
     });
     this.client.connect().catch((err: unknown) => {
@@ -144,15 +164,38 @@ export class RedisStore implements Store {
     this.client.once('ready', fn);
   }
 
-  /** One round trip to every master, bounded by the timeout: the breaker's recovery probe and /readyz. */
-  async ping(): Promise<void> {
+  /**
+   * One round trip to `node` (a master as `nodeOf` names it), or to every master, bounded by the
+   * timeout: a breaker's recovery probe, and /readyz. It checks what decisions need, not just that a
+   * server answers: on a cluster that the node is a master in the slot map (and, for all, that every slot
+   * has one); on a single or Sentinel-managed Redis that the server's role is master (a demoted master
+   * answers PING too).
+   */
+  async ping(node?: string): Promise<void> {
     if (isCluster(this.client)) {
-      const masters = this.client.nodes('master');
-      if (masters.length === 0) throw new StoreError('connection', 'store ping: no cluster master known');
+      const masters = this.client.nodes('master').filter((m) => node === undefined || `${m.options.host}:${m.options.port}` === node);
+      if (masters.length === 0) throw new StoreError('connection', `store ping: ${node === undefined ? 'no cluster master' : `${node} is not a master`} in the slot map`);
+      if (node === undefined && !this.topology.covered()) throw new StoreError('clusterdown', 'store ping: some slots have no master');
       await this.bounded(Promise.all(masters.map((m) => m.ping())), 'ping');
     } else {
-      await this.bounded(this.client.ping(), 'ping');
+      const role = await this.bounded(this.client.call('ROLE') as Promise<unknown[]>, 'ping');
+      if (role[0] !== 'master') throw new StoreError('readonly', `store ping: the server is a ${String(role[0])}, not the master`);
     }
+  }
+
+  /** The masters that decide these buckets: each slot's owner, once (see redis-topology.ts). */
+  nodesOf(specs: readonly BucketSpec[]): readonly string[] {
+    return this.topology.nodesOf(this.prefix, specs);
+  }
+
+  /** Tells `fn` of every promotion seen (a replica that took over a master's slots, or a new Sentinel master). */
+  onPromotion(fn: PromotionListener): void {
+    this.topology.onPromotion(fn);
+  }
+
+  /** True when every key has a master to go to (cluster: all slots covered; single: connected). */
+  covered(): boolean {
+    return this.topology.covered();
   }
 
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
@@ -243,6 +286,7 @@ export class RedisStore implements Store {
 
   /** Waits (bounded) for refunds still in flight, so a closing replica does not leave charges behind. */
   async close(): Promise<void> {
+    this.topology.close();
     this.batcher?.drain();
     await this.crossSlot.settle();
     await settleWithin(this.client.quit(), this.timeoutMs);
@@ -254,10 +298,16 @@ export class RedisStore implements Store {
     return this.now ? String(this.now()) : '';
   }
 
-  /** Bounds a call by the timeout; a late reply or error is dropped (the promise is already settled). */
+  /**
+   * Bounds a call by the timeout; a late reply or error is dropped (the promise is already settled). A
+   * failure other than a script error makes the topology look for a new master.
+   */
   private bounded<T>(p: Promise<T>, what: string, budgetMs = this.timeoutMs): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new StoreTimeoutError(this.timeoutMs, what)), budgetMs);
+      const timer = setTimeout(() => {
+        this.topology.troubled();
+        reject(new StoreTimeoutError(this.timeoutMs, what));
+      }, budgetMs);
       p.then(
         (v) => {
           clearTimeout(timer);
@@ -265,7 +315,9 @@ export class RedisStore implements Store {
         },
         (err: unknown) => {
           clearTimeout(timer);
-          reject(toStoreError(err, what));
+          const e = toStoreError(err, what);
+          if (e.reason !== 'script') this.topology.troubled();
+          reject(e);
         },
       );
     });

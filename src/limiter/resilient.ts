@@ -1,279 +1,286 @@
 /**
- * @module The fault policy around a remote store: a circuit breaker, and each bucket's `onError`.
+ * @module The fault policy around a remote store: a circuit breaker per Redis master, and each
+ * bucket's `onError`.
  *
- * While the primary (Redis) fails, every bucket follows its spec's `onError`:
+ * While the master deciding a request fails, every bucket follows its spec's `onError`:
  *   - `deny`:  the whole request fails with StoreUnavailableError (the gateway answers 503);
- *   - `local`: the bucket is counted in the in-process fallback store (per replica, so a fleet of N
- *              replicas admits up to N× the limit while Redis is down: the rate-limiter-flexible
- *              "insurance limiter" trade-off);
+ *   - `local`: the bucket is counted in-process (local-fallback.ts: seeded from what the store last
+ *              reported, split by `store.gateways`, and written back to the store once it is back);
  *   - `allow`: fail open: the bucket is reported allowed and full (remaining = limit), not counted.
  * In one request, deny wins over everything; otherwise local buckets are counted locally (and may
  * reject) and allow buckets are skipped.
  *
- * The breaker makes a dead Redis cost nothing: after `failureThreshold` consecutive failures it opens,
- * and for `openMs` no call reaches the primary. Then it is half-open: exactly one call (a background
- * ping when the primary has one, else the next request) probes it; success closes the breaker, failure
- * opens it again. So recovery happens by itself, with or without traffic.
+ * Failure is per master (breaker.ts): the primary says which master decides a request (`nodesOf`: the
+ * owner of its slot in the cluster's slot map; one node for a single or Sentinel-managed Redis), and
+ * only that master's breaker counts the failure, so a dead master sends only its own keys to the fault
+ * policy. A request whose buckets span masters goes to the store only while all their breakers are
+ * closed (probing is a single master's business), and its failure counts only against the masters
+ * that failed (the store names them; the others answered). When the primary reports a promotion (a replica took over a master's slots), the old master's
+ * breaker is dropped: its keys are decided by the new master, whose breaker starts closed.
  *
  * Waiting: this layer adds none. The primary must bound its own calls (RedisStore does, by
- * `store.timeout`); while open, decisions are local and immediate.
- *
- * Time (the open period, the background probe's timer) comes from an injected Clock, so the breaker's
- * tests move time by hand instead of sleeping.
+ * `store.timeout`); while a breaker is open, its keys' decisions are local and immediate.
  */
+import { Breaker, DEFAULT_BREAKER, type BreakerOptions, type CircuitState, type StoreOp } from './breaker.js';
 import { systemClock, type Clock } from './clock.js';
-import type { StoreErrorReason } from './errors.js';
-import { StoreError } from './errors.js';
-import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from './types.js';
+import { StoreError, type StoreErrorReason } from './errors.js';
+import { decideWithoutStore, LocalFallback, peekWithoutStore, type Touched } from './local-fallback.js';
+import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type PrimaryStore, type Store, type StoreEvent } from './types.js';
 
-export type CircuitState = 'closed' | 'open' | 'half-open';
-export type StoreOp = 'consume' | 'peek' | 'reset';
-
-/** What the metrics layer needs, without this module knowing about Prometheus. */
-export type StoreEvent =
-  /** A request that could not use the primary: why (`circuit_open`: the breaker skipped it). */
-  | { readonly type: 'error'; readonly op: StoreOp | 'ping'; readonly reason: StoreErrorReason | 'circuit_open' }
-  /**
-   * Decisions are (true) or are no longer (false) made by the fault policy: the fallback gauge, and a
-   * log line each way. `cause`: the failure that turned it on (none when the breaker did).
-   */
-  | { readonly type: 'fallback_active'; readonly active: boolean; readonly cause?: unknown }
-  /** A request the fallback store rejected (onError: local) while the primary failed. */
-  | { readonly type: 'local_rejection' }
-  | { readonly type: 'circuit'; readonly state: CircuitState };
-
-export interface BreakerOptions {
-  /** Consecutive failures that open the breaker. */
-  readonly failureThreshold: number;
-  /** How long it stays open before one probe is let through. */
-  readonly openMs: number;
-}
+export type { BreakerOptions, CircuitState, StoreOp } from './breaker.js';
+export type { PrimaryStore, StoreEvent } from './types.js';
 
 export interface ResilientStoreOptions {
   /** Where `onError: local` buckets are counted while the primary fails: a MemoryStore. */
   readonly fallback: Store;
+  /** Gateways sharing the store: the local count of a bucket starts from its share of what the store had left. */
+  readonly gateways?: number;
   readonly breaker?: Partial<BreakerOptions>;
   readonly onEvent?: (e: StoreEvent) => void;
-  /** The breaker's time and timers (tests: a fake clock). */
+  /** The breakers' time and timers (tests: a fake clock). */
   readonly clock?: Clock;
 }
 
-/** A primary may offer a cheap health check, used as the half-open probe so recovery needs no traffic. */
-export type PrimaryStore = Store & { ping?(): Promise<unknown> };
-
 export interface ResilientStore extends Store {
-  /** True while decisions are made by the fault policy (the primary is failing or the breaker is open). */
+  /** True while some decisions are made by the fault policy (a master is failing or its breaker open). */
   readonly fallbackActive: boolean;
+  /** The worst breaker state over the masters: open, else half-open, else closed. */
   readonly circuit: CircuitState;
+  /** Masters whose keys follow the fault policy now. */
+  readonly failingNodes: readonly string[];
 }
 
-const DEFAULT_BREAKER: BreakerOptions = { failureThreshold: 5, openMs: 1_000 };
+/** The node name of a store that has only one. */
+const ONE_NODE = 'store';
+const ONE: readonly string[] = [ONE_NODE];
 
 class Resilient implements ResilientStore {
-  private state: CircuitState = 'closed';
-  private failures = 0;
-  private openUntil = 0;
-  /** A probe is in flight: other calls keep to the fault policy until it answers. */
-  private probing = false;
-  /** Cancels the background probe, when one is scheduled. */
-  private cancelProbe: (() => void) | undefined;
-  private fallbackOn = false;
+  private readonly breakers = new Map<string, Breaker>();
+  private readonly failing = new Set<string>();
   private closed = false;
-  private readonly threshold: number;
-  private readonly openMs: number;
-  private readonly fallback: Store;
+  private readonly opts: BreakerOptions;
+  private readonly local: LocalFallback;
   private readonly emit: (e: StoreEvent) => void;
   private readonly clock: Clock;
 
   constructor(
     private readonly primary: PrimaryStore,
-    opts: ResilientStoreOptions,
+    o: ResilientStoreOptions,
   ) {
-    this.fallback = opts.fallback;
-    this.threshold = Math.max(1, opts.breaker?.failureThreshold ?? DEFAULT_BREAKER.failureThreshold);
-    this.openMs = Math.max(1, opts.breaker?.openMs ?? DEFAULT_BREAKER.openMs);
-    this.emit = opts.onEvent ?? (() => {});
-    this.clock = opts.clock ?? systemClock;
+    this.opts = {
+      failureThreshold: Math.max(1, o.breaker?.failureThreshold ?? DEFAULT_BREAKER.failureThreshold),
+      openMs: Math.max(1, o.breaker?.openMs ?? DEFAULT_BREAKER.openMs),
+    };
+    this.emit = o.onEvent ?? (() => {});
+    this.clock = o.clock ?? systemClock;
+    this.local = new LocalFallback(o.fallback, { ...(o.gateways !== undefined ? { gateways: o.gateways } : {}), now: () => this.clock.now() });
+    primary.onPromotion?.((from, to, node) => this.promoted(from, to, node));
   }
 
   get fallbackActive(): boolean {
-    return this.fallbackOn;
+    return this.failing.size > 0;
+  }
+
+  get failingNodes(): readonly string[] {
+    return [...this.failing];
   }
 
   get circuit(): CircuitState {
-    return this.state;
+    let worst: CircuitState = 'closed';
+    for (const b of this.breakers.values()) {
+      if (b.circuit === 'open') return 'open';
+      if (b.circuit === 'half-open') worst = 'half-open';
+    }
+    return worst;
   }
 
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    const debts = this.local.debtsOf(specs);
     return this.viaPrimary(
       'consume',
-      () => this.primary.consume(specs),
-      (err) => this.degradedConsume(specs, err),
+      specs,
+      debts === null ? () => this.primary.consume(specs) : () => this.writeBackThen(debts, specs),
+      (err) => {
+        if (debts !== null) this.local.unwritten(debts);
+        return this.degradedConsume(specs, err);
+      },
+      (out) => this.local.remember(specs, out),
     );
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {
     return this.viaPrimary(
       'peek',
+      [spec],
       () => this.primary.peek(spec),
       (err) => this.degradedPeek(spec, err),
     );
   }
 
-  /**
-   * Asks the primary when the breaker allows it, else (or when it fails) answers by the fault policy.
-   * `err` is undefined when the breaker kept the call from the primary.
-   */
-  private async viaPrimary<T>(op: 'consume' | 'peek', call: () => Promise<T>, degraded: (err: unknown) => Promise<T>): Promise<T> {
-    if (!this.admit()) {
-      this.emit({ type: 'error', op, reason: 'circuit_open' });
-      if (op === 'consume') this.setFallback(true, undefined);
-      return degraded(undefined);
-    }
-    try {
-      const out = await call();
-      this.succeeded();
-      return out;
-    } catch (err) {
-      this.failed(op, err);
-      return degraded(err);
-    }
-  }
-
   /** Resets the local count too; fails (503 for the admin API) when the shared bucket could not be reset. */
   async reset(spec: BucketSpec): Promise<void> {
-    await this.fallback.reset(spec);
-    if (!this.admit()) {
-      this.emit({ type: 'error', op: 'reset', reason: 'circuit_open' });
+    await this.local.store.reset(spec);
+    const node = this.nodesOf([spec])[0]!;
+    const breaker = this.breaker(node);
+    if (!breaker.admit()) {
+      this.emit({ type: 'error', op: 'reset', reason: 'circuit_open', node });
       throw new StoreUnavailableError('store unavailable (circuit open): bucket not reset');
     }
     try {
       await this.primary.reset(spec);
-      this.succeeded();
+      breaker.succeeded();
     } catch (err) {
-      this.failed('reset', err);
+      breaker.failed('reset', err);
       throw new StoreUnavailableError('store unavailable: bucket not reset', { cause: err });
     }
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    this.stopProbe();
-    await Promise.all([this.primary.close(), this.fallback.close()]);
-  }
-
-  /** May this call go to the primary? Half-open lets exactly one through (the probe). */
-  private admit(): boolean {
-    if (this.state === 'closed') return true;
-    if (this.state === 'open') {
-      if (this.clock.now() < this.openUntil) return false;
-      this.setState('half-open');
-    }
-    if (this.probing) return false;
-    this.probing = true;
-    return true;
-  }
-
-  private succeeded(): void {
-    this.failures = 0;
-    this.probing = false;
-    if (this.state !== 'closed') {
-      this.stopProbe();
-      this.setState('closed');
-    }
-    this.setFallback(false, undefined);
-  }
-
-  private failed(op: StoreOp | 'ping', err: unknown): void {
-    this.emit({ type: 'error', op, reason: err instanceof StoreError ? err.reason : 'connection' });
-    this.setFallback(true, err);
-    this.failures++;
-    this.probing = false;
-    if (this.state === 'half-open' || this.failures >= this.threshold) this.open();
-    else this.scheduleProbe();
-  }
-
-  private open(): void {
-    this.openUntil = this.clock.now() + this.openMs;
-    this.setState('open');
-    this.stopProbe();
-    this.scheduleProbe();
+    for (const b of this.breakers.values()) b.close();
+    await Promise.all([this.primary.close(), this.local.store.close()]);
   }
 
   /**
-   * Probes in the background, one openMs from now, so that recovery neither waits for nor costs a
-   * request: with the breaker open, and also while the fault policy answers below its threshold (the
-   * requests that would notice may never come, e.g. clients the blocked cache answers locally).
+   * Asks the deciding master when its breaker allows it, else (or when it fails) answers by the fault
+   * policy. `err` is undefined when the breaker kept the call from the master.
    */
-  private scheduleProbe(): void {
-    if (typeof this.primary.ping !== 'function' || this.closed || this.cancelProbe !== undefined) return;
-    this.cancelProbe = this.clock.after(this.openMs, () => {
-      this.cancelProbe = undefined;
-      if (this.closed) return;
-      if (this.state === 'open' ? !this.admit() : this.state !== 'closed' || !this.fallbackOn) return;
-      this.primary.ping!().then(
-        () => this.succeeded(),
-        (err: unknown) => this.failed('ping', err),
-      );
-    });
-  }
-
-  private stopProbe(): void {
-    this.cancelProbe?.();
-    this.cancelProbe = undefined;
-  }
-
-  private setState(s: CircuitState): void {
-    if (this.state === s) return;
-    this.state = s;
-    this.emit({ type: 'circuit', state: s });
-  }
-
-  private setFallback(on: boolean, cause: unknown): void {
-    if (this.fallbackOn === on) return;
-    this.fallbackOn = on;
-    this.emit(cause === undefined ? { type: 'fallback_active', active: on } : { type: 'fallback_active', active: on, cause });
-  }
-
-  /** Applies each bucket's onError to a request the primary could not decide. */
-  private async degradedConsume(specs: readonly BucketSpec[], cause: unknown): Promise<ConsumeOutcome> {
-    let local = 0;
-    for (const spec of specs) {
-      if (spec.onError === 'deny') throw unavailable(cause);
-      if (spec.onError === 'local') local++;
+  private async viaPrimary<T>(
+    op: 'consume' | 'peek',
+    specs: readonly BucketSpec[],
+    call: () => Promise<T>,
+    degraded: (err: unknown) => Promise<T>,
+    answered?: (out: T) => void,
+  ): Promise<T> {
+    const nodes = this.nodesOf(specs);
+    if (nodes.length > 1) return this.viaMasters(nodes, op, call, degraded, answered);
+    const breaker = this.breaker(nodes[0]!);
+    if (!breaker.admit()) {
+      this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[0]! });
+      if (op === 'consume') breaker.skipped();
+      return degraded(undefined);
     }
-    if (local === specs.length) return this.fallback.consume(specs).then(this.counted);
-    const now = this.clock.now();
-    if (local === 0) return { allowed: true, now, buckets: specs.map((s) => openState(s, now)) };
-    const localSpecs = specs.filter((s) => s.onError === 'local');
-    const out = this.counted(await this.fallback.consume(localSpecs));
-    let k = 0;
-    const buckets = specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
-    return { allowed: out.allowed, now: out.now, buckets };
+    try {
+      const out = await call();
+      breaker.succeeded();
+      answered?.(out);
+      return out;
+    } catch (err) {
+      breaker.failed(op, err);
+      return degraded(err);
+    }
+  }
+
+  /** A request whose buckets span masters: only while every one of their breakers is closed. */
+  private async viaMasters<T>(
+    nodes: readonly string[],
+    op: 'consume' | 'peek',
+    call: () => Promise<T>,
+    degraded: (err: unknown) => Promise<T>,
+    answered?: (out: T) => void,
+  ): Promise<T> {
+    const breakers = nodes.map((n) => this.breaker(n));
+    const shut = breakers.findIndex((b) => b.circuit !== 'closed');
+    if (shut !== -1) {
+      this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[shut]! });
+      if (op === 'consume') breakers[shut]!.skipped();
+      return degraded(undefined);
+    }
+    try {
+      const out = await call();
+      for (const b of breakers) b.succeeded();
+      answered?.(out);
+      return out;
+    } catch (err) {
+      const failed = err instanceof StoreError && err.nodes !== undefined ? err.nodes : nodes;
+      for (let i = 0; i < nodes.length; i++) {
+        if (failed.includes(nodes[i]!)) breakers[i]!.failed(op, err);
+        else breakers[i]!.succeeded();
+      }
+      return degraded(err);
+    }
+  }
+
+  /**
+   * Writes what these buckets admitted locally to the store (shadow charges, capped at the room left),
+   * then asks for the decision: a recovered master does not hand out again the room already used.
+   */
+  private async writeBackThen(debts: readonly Touched[], specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    const charges = LocalFallback.charges(debts, specs);
+    if (charges.length > 0) {
+      const first = await this.primary.consume(charges);
+      // A shadow charge larger than the room left is not taken at all: take the room instead.
+      const rest = charges.flatMap((c, i) => {
+        const b = first.buckets[i]!;
+        return b.limited && b.remaining > 0 ? [{ ...c, cost: b.remaining }] : [];
+      });
+      if (rest.length > 0) await this.primary.consume(rest);
+    }
+    await this.local.written(debts);
+    return this.primary.consume(specs);
+  }
+
+  private nodesOf(specs: readonly BucketSpec[]): readonly string[] {
+    return this.primary.nodesOf?.(specs) ?? ONE;
+  }
+
+  private breaker(node: string): Breaker {
+    let b = this.breakers.get(node);
+    if (b === undefined) {
+      b = this.newBreaker(node);
+      this.breakers.set(node, b);
+    }
+    return b;
+  }
+
+  private newBreaker(node: string): Breaker {
+    const ping = this.primary.ping?.bind(this.primary);
+    let breaker: Breaker | undefined = undefined;
+    breaker = new Breaker({
+      ...this.opts,
+      clock: this.clock,
+      ping: ping === undefined || this.closed ? undefined : () => ping(node === ONE_NODE ? undefined : node),
+      listener: {
+        error: (op, reason) => this.emit({ type: 'error', op, reason, node }),
+        circuit: (state) => this.emit({ type: 'circuit', state, node }),
+        failing: (on, cause) => this.nodeFailing(node, on, cause, breaker?.circuit ?? 'closed'),
+      },
+    });
+    return breaker;
+  }
+
+  private nodeFailing(node: string, on: boolean, cause: unknown, circuit: CircuitState): void {
+    const before = this.failing.size > 0;
+    if (on) this.failing.add(node);
+    else this.failing.delete(node);
+    this.emit(cause === undefined ? { type: 'node', node, failing: on, circuit } : { type: 'node', node, failing: on, circuit, cause });
+    const after = this.failing.size > 0;
+    if (before !== after) this.emit(cause === undefined || !after ? { type: 'fallback_active', active: after } : { type: 'fallback_active', active: after, cause });
+  }
+
+  /** A replica took over `from`: its keys are the new master's now, so the old breaker goes. */
+  private promoted(from: string, to: string, node: string): void {
+    const b = this.breakers.get(node);
+    const wasFailing = this.failing.has(node);
+    if (b !== undefined) {
+      b.close();
+      this.breakers.delete(node);
+    }
+    if (wasFailing) this.nodeFailing(node, false, undefined, 'closed');
+    this.emit({ type: 'promotion', from, to, node, wasFailing });
+  }
+
+  /** Applies each bucket's onError to a request the primary could not decide (local-fallback.ts). */
+  private degradedConsume(specs: readonly BucketSpec[], cause: unknown): Promise<ConsumeOutcome> {
+    return decideWithoutStore(this.local, specs, cause, this.clock.now(), this.rejected);
   }
 
   private degradedPeek(spec: BucketSpec, cause: unknown): Promise<BucketState> {
-    if (spec.onError === 'deny') return Promise.reject(unavailable(cause));
-    if (spec.onError === 'local') return this.fallback.peek(spec);
-    return Promise.resolve(openState(spec, this.clock.now()));
+    return peekWithoutStore(this.local, spec, cause, this.clock.now());
   }
 
   /** Reports a local rejection of the fallback. */
-  private readonly counted = (out: ConsumeOutcome): ConsumeOutcome => {
-    if (!out.allowed) this.emit({ type: 'local_rejection' });
-    return out;
-  };
-}
-
-/** Fail open: the bucket is not counted and is reported full. */
-function openState(spec: BucketSpec, now: number): BucketState {
-  return { remaining: spec.limit, resetAt: now, limited: false, retryAt: now };
-}
-
-function unavailable(cause: unknown): StoreUnavailableError {
-  return cause === undefined
-    ? new StoreUnavailableError('store unavailable (circuit open) and a matched rule has onError: deny')
-    : new StoreUnavailableError('store unavailable and a matched rule has onError: deny', { cause });
+  private readonly rejected = (): void => this.emit({ type: 'local_rejection' });
 }
 
 export function createResilientStore(primary: PrimaryStore, opts: ResilientStoreOptions): ResilientStore {

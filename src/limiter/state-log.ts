@@ -1,12 +1,17 @@
 /**
- * @module The log lines of the shared store's state: each change once, never a line per request, and
- * at most a few lines per quiet period when the store flaps.
+ * @module The log lines of the shared store's state, per Redis master: each change once, in the order it
+ * happened, never a line per request, and never a "recovered" while decisions still fail.
  *
- * A store that fails now and then (a timeout under load) turns the fault policy on and off again and
- * again. Writing every change would put a line pair in the log per hiccup, so: a failure is written at
- * once unless a failure line was written within `quietMs`; then it is counted, and when the quiet
- * period ends one line says either that the store is still failing or how often it flapped meanwhile.
- * A recovery is written at once when a failure was written, so the last line always tells the truth.
+ * What is written, from the breakers' events (resilient.ts):
+ *   - `store node N failing` (warn) when N's breaker opens: its keys follow the fault policy. A lone
+ *     failed call that does not open the breaker is a metric (rategate_store_errors_total), not a line,
+ *     so that ordinary hiccups neither fill the log nor hide the next real outage;
+ *   - `store failover: M promoted in place of N` (warn) when a replica took over N's keys;
+ *   - `store node N recovered` (info) once N's calls have succeeded for `holdMs` without failing again:
+ *     a node that flaps writes one failing line and one recovered line per stable period, not a pair per
+ *     flap;
+ *   - `store unreachable at start` (warn) and `store connected` (info) around start-up.
+ * Every line names the node (`node`) as well as the store and its redacted URL.
  */
 import { systemClock, type Clock } from './clock.js';
 import type { StoreLog } from './types.js';
@@ -18,82 +23,100 @@ export interface StoreStateLogOptions {
   /** What decides meanwhile, for the failure lines: e.g. `onError: local`. */
   readonly policy: string;
   readonly clock?: Clock;
-  /** Default 30 s. */
-  readonly quietMs?: number;
+  /** How long a node must have succeeded before it is said to have recovered. Default 2 s. */
+  readonly holdMs?: number;
+}
+
+interface NodeState {
+  /** What the log last said of this node. */
+  reported: 'ok' | 'failing';
+  failing: boolean;
+  cause: string | undefined;
+  cancelHold: (() => void) | undefined;
 }
 
 export class StoreStateLog {
-  /** What the log last said. */
-  private reported: 'ok' | 'failing' = 'ok';
-  private failing = false;
-  private lastFailureLineAt = -Infinity;
-  /** Failures since the last failure line that no line has mentioned. */
-  private unreported = 0;
-  private cause: string | undefined;
-  private pending = false;
+  private readonly nodes = new Map<string, NodeState>();
+  private startFailing = false;
   private readonly clock: Clock;
-  private readonly quietMs: number;
+  private readonly holdMs: number;
 
   constructor(private readonly o: StoreStateLogOptions) {
     this.clock = o.clock ?? systemClock;
-    this.quietMs = o.quietMs ?? 30_000;
+    this.holdMs = o.holdMs ?? 2_000;
   }
 
   /** Start-up gave up waiting for a first connection. */
   unreachableAtStart(cause: string | undefined): void {
-    this.failing = true;
-    this.cause = cause;
+    this.startFailing = true;
     this.o.log.warn({ ...this.o.where, err: cause }, `store unreachable at start: serving under ${this.o.policy} until it connects`);
-    this.wrote('failing');
   }
 
-  /** Decisions went to the fault policy. */
-  failed(cause: string | undefined): void {
-    this.failing = true;
-    this.cause = cause;
-    if (this.reported === 'failing') return;
-    if (this.clock.now() - this.lastFailureLineAt >= this.quietMs) this.writeFailing();
-    else {
-      this.unreported++;
-      this.settleLater();
-    }
+  /** The first connection was made after start-up went on without it. */
+  connected(): void {
+    if (!this.startFailing) return;
+    this.startFailing = false;
+    this.o.log.info(this.o.where, 'store connected');
   }
 
-  /** Decisions are the shared store's again (`how`: the line to write when the log said it was failing). */
-  recovered(how = 'store recovered: decisions are shared again'): void {
-    this.failing = false;
-    if (this.reported === 'ok') return;
-    this.o.log.info(this.o.where, how);
-    this.reported = 'ok';
+  /** `node`'s breaker opened: its keys follow the fault policy. */
+  opened(node: string, cause: string | undefined): void {
+    const s = this.state(node);
+    s.failing = true;
+    if (cause !== undefined) s.cause = cause;
+    this.stopHold(s);
+    if (s.reported === 'failing') return;
+    s.reported = 'failing';
+    this.o.log.warn(
+      { ...this.o.where, node, err: s.cause },
+      `store node ${node} failing: decisions for its keys follow ${this.o.policy} until it recovers or a replica is promoted`,
+    );
   }
 
-  private writeFailing(): void {
-    const flaps = this.unreported > 0 ? { failuresSinceLastLine: this.unreported } : {};
-    this.o.log.warn({ ...this.o.where, err: this.cause, ...flaps }, `store failing: decisions follow ${this.o.policy} until it recovers`);
-    this.wrote('failing');
+  /** A call to `node` failed (the breaker may not have opened): a recovery under way is off. */
+  failed(node: string, cause: string | undefined): void {
+    const s = this.state(node);
+    s.failing = true;
+    if (cause !== undefined) s.cause = cause;
+    this.stopHold(s);
   }
 
-  private wrote(state: 'failing'): void {
-    this.reported = state;
-    this.lastFailureLineAt = this.clock.now();
-    this.unreported = 0;
-  }
-
-  /** At the end of the quiet period, say what the suppressed failures amounted to. */
-  private settleLater(): void {
-    if (this.pending) return;
-    this.pending = true;
-    this.clock.after(Math.max(0, this.lastFailureLineAt + this.quietMs - this.clock.now()), () => {
-      this.pending = false;
-      if (this.failing && this.reported === 'ok') this.writeFailing();
-      else if (this.unreported > 0) {
-        this.o.log.warn(
-          { ...this.o.where, err: this.cause, failuresSinceLastLine: this.unreported },
-          `store flapping: it failed and recovered ${this.unreported} times in ${Math.round(this.quietMs / 1000)} s; decisions are shared again`,
-        );
-        this.lastFailureLineAt = this.clock.now();
-        this.unreported = 0;
-      }
+  /** `node`'s calls succeed again: said once they have for the hold time. */
+  succeeded(node: string): void {
+    const s = this.state(node);
+    s.failing = false;
+    if (s.reported === 'ok' || s.cancelHold !== undefined) return;
+    s.cancelHold = this.clock.after(this.holdMs, () => {
+      s.cancelHold = undefined;
+      if (s.failing || s.reported === 'ok') return;
+      s.reported = 'ok';
+      this.o.log.info({ ...this.o.where, node }, `store node ${node} recovered: decisions for its keys are shared again`);
     });
+  }
+
+  /** A replica took over `from` (the breaker named `node`): its keys are decided by `to` now. */
+  promoted(from: string, to: string, node: string): void {
+    const s = this.nodes.get(node);
+    const was = s?.reported === 'failing';
+    if (s !== undefined) this.stopHold(s);
+    this.nodes.delete(node);
+    this.o.log.warn(
+      { ...this.o.where, node: from, promoted: to },
+      `store failover: ${to} promoted in place of ${from}${was ? '; decisions for its keys are shared again' : ''}`,
+    );
+  }
+
+  private state(node: string): NodeState {
+    let s = this.nodes.get(node);
+    if (s === undefined) {
+      s = { reported: 'ok', failing: false, cause: undefined, cancelHold: undefined };
+      this.nodes.set(node, s);
+    }
+    return s;
+  }
+
+  private stopHold(s: NodeState): void {
+    s.cancelHold?.();
+    s.cancelHold = undefined;
   }
 }

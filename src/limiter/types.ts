@@ -3,6 +3,7 @@
  * what the limiter reports through (an observer for metrics, a logger), so it knows neither Prometheus nor pino.
  */
 import type { Algorithm, OnError } from '../config/types.js';
+import type { CircuitState, StoreOp } from './breaker.js';
 import type { StoreErrorReason } from './errors.js';
 
 /** One bucket a request must be charged in. */
@@ -85,6 +86,10 @@ export interface StoreObserver {
   localRejection(source: LocalRejectionSource): void;
   /** The batcher sent one script call carrying this many requests. */
   batchSent(requests: number): void;
+  /** One Redis master's calls succeed (true) or fail, its keys then following the fault policy (false). */
+  nodeUp(node: string, up: boolean): void;
+  /** A master was replaced by its promoted replica: its series goes. */
+  nodeGone(node: string): void;
 }
 
 /** The logger calls the limiter makes: a pino Logger fits. */
@@ -92,3 +97,33 @@ export interface StoreLog {
   warn(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
 }
+
+/** What the fault policy (resilient.ts) reports for metrics and the state log, without knowing about Prometheus. */
+export type StoreEvent =
+  /** A request that could not use its master: why (`circuit_open`: the breaker skipped it). */
+  | { readonly type: 'error'; readonly op: StoreOp | 'ping'; readonly reason: StoreErrorReason | 'circuit_open'; readonly node: string }
+  /**
+   * Some decisions are (true) or no decision is any longer (false) made by the fault policy: the
+   * fallback gauge. `cause`: the failure that turned it on (none when a breaker did).
+   */
+  | { readonly type: 'fallback_active'; readonly active: boolean; readonly cause?: unknown }
+  /** One master's calls fail (its keys follow the fault policy) or succeed again. */
+  | { readonly type: 'node'; readonly node: string; readonly failing: boolean; readonly circuit: CircuitState; readonly cause?: unknown }
+  /** A replica took over from a master: `from`'s breaker is gone; `wasFailing`: its keys were on the fault policy. */
+  | { readonly type: 'promotion'; readonly from: string; readonly to: string; readonly node: string; readonly wasFailing: boolean }
+  /** A request the fallback store rejected (onError: local) while its master failed. */
+  | { readonly type: 'local_rejection' }
+  | { readonly type: 'circuit'; readonly state: CircuitState; readonly node: string };
+
+/** What a primary may offer beyond the Store contract: per-node routing, probes and promotions. */
+export type PrimaryStore = Store & {
+  /** A cheap health check of one master (all of them when no node is named): the half-open probe. */
+  ping?(node?: string): Promise<unknown>;
+  /** The masters that decide these buckets (each slot's owner, once; usually one). */
+  nodesOf?(specs: readonly BucketSpec[]): readonly string[];
+  /**
+   * Registers the listener told when a replica takes over a master (`from`, `to`: for the log; `node`:
+   * the name whose breaker goes, as `nodesOf` gave it).
+   */
+  onPromotion?(fn: (from: string, to: string, node: string) => void): void;
+};

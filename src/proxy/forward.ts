@@ -3,11 +3,13 @@
  * dropped, X-Forwarded-* set, timeouts, client aborts propagated, failures mapped to 502/504.
  */
 import type http from 'node:http';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import { Pool, errors as undiciErrors } from 'undici';
+import type { Readable } from 'node:stream';
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
+import { BodyTooLargeError, upstreamBody } from './upstream-body.js';
 import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../errors.js';
+import { mergeUpstreamLimits } from './upstream-limits.js';
 
 export interface ForwarderOptions {
   /** `http://host:port` of the upstream. */
@@ -36,7 +38,7 @@ export interface ForwardRequest {
   readonly forwarded: ForwardedHeaders;
   /** Flat name/value pairs added to the client's response: the rate-limit headers. */
   readonly extraHeaders: readonly string[];
-  /** A rule matched: the gateway's rate-limit headers replace any the upstream sent. */
+  /** A rule matched: the gateway's rate-limit headers are merged with any the upstream sent (upstream-limits.ts). */
   readonly dropUpstreamRateLimitHeaders: boolean;
   /** Largest body for the route (a chunked body is cut past it); Infinity for none. */
   readonly maxBodySize: number;
@@ -65,29 +67,26 @@ export class Forwarder {
    * (flat name/value pairs: the rate-limit headers). Resolves when the response headers were written
    * or the failure was answered.
    *
-   * `pool.stream` writes the upstream body straight into `res` (no intermediate Readable, no
-   * `stream.pipeline`, whose per-call AbortController builds a DOMException per request); the
-   * per-request state travels in `opaque` so the handlers are shared functions, not closures.
+   * The exchange is its own undici dispatch handler: the upstream body is written straight into `res`
+   * with backpressure (no intermediate Readable, no `stream.pipeline` and its per-call AbortController),
+   * and it ends exactly once whatever fails in which order. undici's own stream handler does not: a
+   * request body that fails after the upstream answered reached its `onError` twice and threw inside
+   * undici, ending the process (issue 18).
    */
   forward(req: http.IncomingMessage, res: http.ServerResponse, out: ForwardRequest): Promise<ForwardResult> {
     return new Promise((resolve) => {
       const hasBody = declaresBody(req);
       const ctx = new Exchange(res, out.extraHeaders, out.dropUpstreamRateLimitHeaders, performance.now(), resolve);
-      // Once the body streams, undici sees a closed response itself; before that, onClose aborts.
       res.once('close', ctx.onClose);
-      const source = out.body ?? req;
-      this.pool.stream(
+      this.pool.dispatch(
         {
           path: out.pathAndQuery,
           method: req.method as 'GET',
           headers: upstreamRequestHeaders(req, out.forwarded, hasBody, out.dropOverrideHeader),
           // A declared length was checked before; a chunked body is counted as it streams.
-          body: hasBody ? (req.headers['content-length'] === undefined && out.maxBodySize !== Infinity ? source.pipe(new BodyLimit(out.maxBodySize)) : source) : null,
-          signal: ctx,
-          opaque: ctx,
+          body: hasBody ? upstreamBody(out.body ?? req, req.headers['content-length'] === undefined ? out.maxBodySize : Infinity) : null,
         },
-        onUpstreamHeaders,
-        onUpstreamDone,
+        ctx,
       );
     });
   }
@@ -98,21 +97,25 @@ export class Forwarder {
 }
 
 /**
- * One exchange with the upstream. It is also the request's abort signal: undici accepts any object
- * with `aborted`, `on` / `once('abort')` and `removeListener`, and this one costs no AbortController,
- * AbortSignal or DOMException per request.
+ * One exchange with the upstream, and undici's handler for it. Completion is idempotent: `end` runs
+ * once, whichever of the upstream, the request body and the client fails first, and callbacks after it
+ * (undici may report an error after the response ended) change nothing.
  */
-class Exchange {
+class Exchange implements Dispatcher.DispatchHandler {
   /** The upstream's status once its headers arrived; 0 before. */
   status = 0;
-  aborted = false;
-  private abortListener: (() => void) | null = null;
-  /** Before the upstream answers, a client that goes away must not keep it working for nobody. */
+  private ended = false;
+  /** The client went away before the upstream was reached: abort as soon as undici gives a handle. */
+  private aborted = false;
+  private controller: Dispatcher.DispatchController | null = null;
+  /** The client went away: stop the upstream work for nobody (before or during the answer). */
   readonly onClose = (): void => {
-    if (this.status !== 0) return;
+    if (this.ended) return;
     this.aborted = true;
-    this.abortListener?.();
+    this.controller?.abort(CLIENT_GONE);
   };
+  /** Made on the first backpressure only: a plain answer that never fills the socket costs no closure. */
+  private onDrain: (() => void) | null = null;
 
   constructor(
     readonly res: http.ServerResponse,
@@ -122,57 +125,68 @@ class Exchange {
     readonly resolve: (r: ForwardResult) => void,
   ) {}
 
-  /** undici checks that a signal has `on`; it then subscribes with `once`. */
-  on(_event: 'abort', listener: () => void): void {
-    this.abortListener = listener;
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.aborted) controller.abort(CLIENT_GONE);
   }
 
-  once(_event: 'abort', listener: () => void): void {
-    this.abortListener = listener;
+  /** Upstream headers arrived: write the client's head. */
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (statusCode < 200 || this.ended || this.status !== 0) return; // 1xx: the client's own 100 was the gateway's
+    const { res } = this;
+    this.status = statusCode;
+    const seconds = (performance.now() - this.started) / 1000;
+    if (res.destroyed) {
+      this.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
+      controller.abort(CLIENT_GONE);
+      return;
+    }
+    const out = clientResponseHeaders(statusCode, headers, this.dropUpstreamRateLimitHeaders, this.extraHeaders);
+    res.writeHead(statusCode, out);
+    this.resolve({ status: statusCode, error: undefined, seconds });
   }
 
-  removeListener(_event: 'abort', _listener: () => void): void {
-    this.abortListener = null;
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.ended || this.res.write(chunk)) return;
+    controller.pause();
+    if (this.onDrain === null) {
+      this.onDrain = () => this.controller?.resume();
+      this.res.on('drain', this.onDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.res.off('close', this.onClose);
+    if (this.onDrain !== null) this.res.off('drain', this.onDrain);
+    this.res.end();
+  }
+
+  /** A failure before the head is answered; after it, the connection is cut. */
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    const { res } = this;
+    res.off('close', this.onClose);
+    if (this.onDrain !== null) res.off('drain', this.onDrain);
+    if (this.status !== 0) {
+      // Reset mid-body: the status is already sent, so the only honest signal is to cut the connection.
+      res.destroy();
+      return;
+    }
+    const seconds = (performance.now() - this.started) / 1000;
+    if (this.aborted || res.destroyed) return this.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
+    const code = clientFault(err) ?? classifyUpstreamError(err);
+    if (res.headersSent) res.destroy();
+    // After a refused body, close rather than read the rest of it.
+    else respondError(res, code, this.extraHeaders, isClientFault(code));
+    this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
   }
 }
 
-/** Upstream headers arrived: write the client's head and hand undici the response to stream into. */
-function onUpstreamHeaders(data: { statusCode: number; headers: Record<string, string | string[] | undefined>; opaque: unknown }): http.ServerResponse {
-  const ctx = data.opaque as Exchange;
-  const { res } = ctx;
-  ctx.status = data.statusCode;
-  res.off('close', ctx.onClose);
-  const seconds = (performance.now() - ctx.started) / 1000;
-  if (res.destroyed) {
-    ctx.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
-    return res; // undici sees it closed and aborts the upstream body
-  }
-  const out = clientResponseHeaders(data.headers, ctx.dropUpstreamRateLimitHeaders);
-  for (const h of ctx.extraHeaders) out.push(h);
-  res.writeHead(data.statusCode, out);
-  ctx.resolve({ status: data.statusCode, error: undefined, seconds });
-  return res;
-}
-
-/** The exchange ended: nothing to do on success; a failure before the head is answered, after it cut. */
-function onUpstreamDone(err: Error | null, data: { opaque: unknown }): void {
-  if (err === null) return;
-  const ctx = data.opaque as Exchange;
-  const { res } = ctx;
-  if (ctx.status !== 0) {
-    // Reset mid-body: the status is already sent, so the only honest signal is to cut the connection.
-    res.destroy();
-    return;
-  }
-  res.off('close', ctx.onClose);
-  const seconds = (performance.now() - ctx.started) / 1000;
-  if (ctx.aborted || res.destroyed) return ctx.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
-  const code = clientFault(err) ?? classifyUpstreamError(err);
-  if (res.headersSent) res.destroy();
-  // After a refused body, close rather than read the rest of it.
-  else respondError(res, code, ctx.extraHeaders, isClientFault(code));
-  ctx.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
-}
+/** The reason an exchange is aborted for a client that left (never shown to anyone). */
+const CLIENT_GONE = new Error('client closed the connection');
 
 /** The request body itself failed while streaming: too large, or a counted field after a file part. */
 function clientFault(err: Error): GatewayErrorCode | undefined {
@@ -182,23 +196,6 @@ function clientFault(err: Error): GatewayErrorCode | undefined {
     if ((e as { code?: unknown } | undefined)?.code === 'PARAM_BEYOND_PEEK') return 'PARAM_AFTER_FILE';
   }
   return undefined;
-}
-
-export class BodyTooLargeError extends Error {
-  readonly code = 'BODY_TOO_LARGE';
-}
-
-/** Passes a chunked body through, failing once it exceeds `max` bytes: nothing is buffered. */
-class BodyLimit extends Transform {
-  private seen = 0;
-  constructor(private readonly max: number) {
-    super();
-  }
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.seen += chunk.length;
-    if (this.seen > this.max) done(new BodyTooLargeError(`request body over ${this.max} bytes`));
-    else done(null, chunk);
-  }
 }
 
 /** Whether a request comes with a body: a non-zero Content-Length, or chunked. */
@@ -250,16 +247,33 @@ function upstreamRequestHeaders(
   return out;
 }
 
-function clientResponseHeaders(headers: Record<string, string | string[] | undefined>, dropRateLimit: boolean): string[] {
+/**
+ * The upstream's head for the client, with the gateway's rate-limit headers (`extra`). On a matched route
+ * (`merge`) the upstream's own rate-limit headers are set aside and merged (upstream-limits.ts); the
+ * common case, an upstream that sends none, costs nothing more than appending the gateway's.
+ */
+export function clientResponseHeaders(
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+  merge: boolean,
+  extra: readonly string[],
+): string[] {
   const listed = connectionListed(headers.connection);
   const out: string[] = [];
+  let upstreamLimits: string[] | null = null;
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || isHopByHop(name, listed)) continue;
-    // The gateway's own rate-limit headers replace any the upstream sent, so clients see one truth.
-    if (dropRateLimit && isRateLimitHeader(name)) continue;
+    if (merge && isRateLimitHeader(name)) {
+      upstreamLimits ??= [];
+      upstreamLimits.push(name, Array.isArray(value) ? value.join(', ') : value);
+      continue;
+    }
     if (Array.isArray(value)) for (const v of value) out.push(name, v);
     else out.push(name, value);
   }
+  if (merge && (upstreamLimits !== null || status === 429)) {
+    mergeUpstreamLimits(out, status, upstreamLimits ?? [], extra, headers['retry-after'] !== undefined, Date.now());
+  } else for (const h of extra) out.push(h);
   return out;
 }

@@ -1,7 +1,8 @@
 /**
  * @module Header hygiene between client and upstream. Hop-by-hop headers (RFC 9110 §7.6.1) describe one
  * connection, not the message, so a proxy must not forward them — including any extra header a peer
- * names in `Connection`; and the rate-limit headers belong to the gateway on a matched route.
+ * names in `Connection`; and on a matched route the upstream's rate-limit headers are set aside to be
+ * merged with the gateway's (upstream-limits.ts).
  */
 
 const HOP_BY_HOP = new Set([
@@ -35,7 +36,7 @@ export function isHopByHop(lowerName: string, listed: Set<string> | null): boole
   return HOP_BY_HOP.has(lowerName) || (listed !== null && listed.has(lowerName));
 }
 
-/** A rate-limit header (lower-case name): the gateway's own replace any the upstream sends. */
+/** A rate-limit header (lower-case name): merged with the gateway's own on a matched route. */
 export function isRateLimitHeader(lower: string): boolean {
   return lower.startsWith('x-ratelimit-') || lower === 'ratelimit' || lower === 'ratelimit-policy';
 }

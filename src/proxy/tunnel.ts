@@ -1,7 +1,7 @@
 /**
  * @module The upgrade ending of the pipeline: an admitted WebSocket upgrade is tunnelled to the upstream
  * by http-proxy, and the upstream's answer head (the `101`, or a refusal) carries the gateway's
- * rate-limit headers in place of any the upstream sent. Either side closing closes the other.
+ * rate-limit headers, merged with any the upstream sent. Either side closing closes the other.
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -10,6 +10,7 @@ import { respondOnSocket, ERROR_BODIES, GATEWAY_ERRORS } from '../errors.js';
 import { classifyUpstreamError, type ForwardResult } from './forward.js';
 import { CLIENT_IP_CLAIMS, type ForwardedHeaders } from './client-ip-headers.js';
 import { isRateLimitHeader } from './hop-by-hop.js';
+import { mergeUpstreamLimits } from './upstream-limits.js';
 
 /** Per-upgrade state, found again by http-proxy's events through the request object. */
 interface Upgrade {
@@ -101,9 +102,23 @@ function settleHead(up: Upgrade, proxyRes: http.IncomingMessage): void {
   if (up.settled) return;
   up.settled = true;
   const headers = proxyRes.headers;
+  let pairs: readonly string[] = up.extraHeaders;
   if (up.dropUpstreamRateLimitHeaders) {
-    for (const name of Object.keys(headers)) if (isRateLimitHeader(name)) delete headers[name];
+    // Merged as on plain answers (upstream-limits.ts): the head is rewritten in place before http-proxy writes it.
+    const upstream: string[] = [];
+    for (const name of Object.keys(headers)) {
+      if (!isRateLimitHeader(name)) continue;
+      const v = headers[name]!;
+      upstream.push(name, Array.isArray(v) ? v.join(', ') : v);
+      delete headers[name];
+    }
+    const status = proxyRes.statusCode ?? 0;
+    if (upstream.length > 0 || status === 429) {
+      const merged: string[] = [];
+      mergeUpstreamLimits(merged, status, upstream, up.extraHeaders, headers['retry-after'] !== undefined, Date.now());
+      pairs = merged;
+    }
   }
-  for (let i = 0; i < up.extraHeaders.length; i += 2) headers[up.extraHeaders[i]!.toLowerCase()] = up.extraHeaders[i + 1]!;
+  for (let i = 0; i < pairs.length; i += 2) headers[pairs[i]!.toLowerCase()] = pairs[i + 1]!;
   up.resolve({ status: proxyRes.statusCode ?? 0, error: undefined, seconds: (performance.now() - up.started) / 1000 });
 }

@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { fromJson, ParamError, type ParamHash } from '../rack-params.js';
 import { startMultipartPeek, type MultipartPeek } from './multipart-peek.js';
 import { ReplayBody } from './replay-body.js';
+import { HeldBytes } from './held-bytes.js';
 import { declaresBody } from '../proxy/forward.js';
 import { formValues, valuesOf, type WantedParams } from './request-params.js';
 
@@ -70,7 +71,8 @@ export function beyondMessage(maxBytes: number, multipart: boolean): string {
 
 /**
  * Peeks at `req`'s body. Call before anything else reads `req`. Never rejects. Memory: at most
- * `maxBytes` plus one socket chunk is held; the rest of the body is never buffered.
+ * `maxBytes` plus one socket chunk is held, copied into one buffer whatever the chunking; the rest of
+ * the body is never buffered.
  */
 export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyPeek> {
   const kind = bodyKindOf(req.method ?? 'GET', req.headers['content-type']);
@@ -83,7 +85,7 @@ export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyP
   return readAll(req, opts.maxBytes).then((read): BodyPeek => {
     if (read === 'aborted') return ABORTED;
     if (read === 'over') return { kind: 'beyond', message: beyondMessage(opts.maxBytes, false) };
-    const text = Buffer.concat(read).toString('utf8');
+    const text = read.toString('utf8');
     let tree: ParamHash;
     try {
       if (kind === 'form') {
@@ -91,9 +93,9 @@ export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyP
         if (values === 'ambiguous') {
           return { kind: 'malformed', status: 400, message: 'Bad request: the body reads differently split on "&" and on ";"; encode ";" as %3B' };
         }
-        return { kind: 'read', values, form: true, body: Readable.from(read) };
+        return { kind: 'read', values, form: true, body: replayOf(read) };
       } else {
-        if (text.trim() === '') return { kind: 'read', values: new Map(), form: false, body: Readable.from(read) };
+        if (text.trim() === '') return { kind: 'read', values: new Map(), form: false, body: replayOf(read) };
         let parsed: unknown;
         try {
           parsed = JSON.parse(text);
@@ -102,7 +104,7 @@ export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyP
         }
         // Rails puts a top-level JSON array or scalar under `_json`: no named parameter in it.
         if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-          return { kind: 'read', values: new Map(), form: false, body: Readable.from(read) };
+          return { kind: 'read', values: new Map(), form: false, body: replayOf(read) };
         }
         tree = fromJson(parsed);
       }
@@ -110,7 +112,7 @@ export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyP
       if (err instanceof ParamError) return { kind: 'malformed', status: err.status, message: err.message };
       throw err;
     }
-    return { kind: 'read', values: valuesOf(tree, opts.wanted), form: false, body: Readable.from(read) };
+    return { kind: 'read', values: valuesOf(tree, opts.wanted), form: false, body: replayOf(read) };
   });
 }
 
@@ -136,23 +138,26 @@ function onBody(req: IncomingMessage, onData: (chunk: Buffer) => void, onEnd: ()
   };
 }
 
+/** A whole body read by the peek, to forward: one chunk. */
+function replayOf(read: Buffer): Readable {
+  return Readable.from([read], { objectMode: false });
+}
+
 /** The whole body if it fits in `max` bytes; 'over' (reading stopped, `req` paused) if not. */
-function readAll(req: IncomingMessage, max: number): Promise<Buffer[] | 'over' | 'aborted'> {
+function readAll(req: IncomingMessage, max: number): Promise<Buffer | 'over' | 'aborted'> {
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = (r: Buffer[] | 'over' | 'aborted'): void => {
+    const held = new HeldBytes(max);
+    const done = (r: Buffer | 'over' | 'aborted'): void => {
       stop();
       resolve(r);
     };
     const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > max) {
+      if (held.length + chunk.length > max) {
         req.pause();
         done('over');
-      } else chunks.push(chunk);
+      } else held.append(chunk);
     };
-    const stop = onBody(req, onData, () => done(chunks), () => done('aborted'));
+    const stop = onBody(req, onData, () => done(held.bytes()), () => done('aborted'));
   });
 }
 
@@ -168,8 +173,7 @@ function peekMultipart(req: IncomingMessage, opts: PeekOptions): Promise<BodyPee
     return Promise.resolve({ kind: 'malformed', status: 400, message: `Malformed multipart body: ${(err as Error).message}` });
   }
   return new Promise((resolve) => {
-    const held: Buffer[] = [];
-    let size = 0;
+    const held = new HeldBytes(opts.maxBytes);
     let settled = false;
     const finish = (r: BodyPeek): void => {
       if (settled) return;
@@ -183,20 +187,19 @@ function peekMultipart(req: IncomingMessage, opts: PeekOptions): Promise<BodyPee
       if (state.kind === 'beyond') return finish({ kind: 'beyond', message: beyondMessage(opts.maxBytes, true) });
       if (state.kind === 'malformed') return finish({ kind: 'malformed', status: state.status, message: state.message });
       if (state.kind === 'head') {
-        if (!ended && size <= opts.maxBytes) return; // keep reading
+        if (!ended && held.length <= opts.maxBytes) return; // keep reading
         if (!ended) return finish({ kind: 'beyond', message: beyondMessage(opts.maxBytes, true) });
       }
       // Past the first file part, or the whole body read: the fields are known.
       const values = watch.values();
       if (values === null) return finish({ kind: 'malformed', status: 400, message: watch.error() });
-      finish({ kind: 'read', values, form: true, body: new ReplayBody(held, ended ? null : req, watch) });
+      finish({ kind: 'read', values, form: true, body: new ReplayBody([held.bytes()], ended ? null : req, watch) });
     };
     // 'end' may come while the last chunk is still in the parser (a paused stream still ends).
     let inParser = false;
     let endPending = false;
     const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      held.push(chunk);
+      held.append(chunk);
       // One chunk at a time through the parser, so its verdict on each is known before the next.
       req.pause();
       inParser = true;
@@ -204,7 +207,7 @@ function peekMultipart(req: IncomingMessage, opts: PeekOptions): Promise<BodyPee
         inParser = false;
         if (settled) return;
         if (endPending) onEnd();
-        else if (watch.state().kind !== 'head' || size > opts.maxBytes) settle(false);
+        else if (watch.state().kind !== 'head' || held.length > opts.maxBytes) settle(false);
         else req.resume();
       });
     };

@@ -14,6 +14,7 @@ import { normalizePath } from '../routing/index.js';
 import { declaresBody, type Forwarder, type ForwardResult } from '../proxy/forward.js';
 import { forwardedAsXff, forwardedToSend, type ForwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
+import type { UpstreamRoutes } from '../proxy/routes.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, errorBody, isClientFault, paramConflictMessage, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../errors.js';
 import { bodyCanDecide, decide, firstHeader, type Decision, type DecisionKind } from './decide.js';
 import { continueNow } from './expect-continue.js';
@@ -49,6 +50,8 @@ export interface GatewayOptions {
   store: Store;
   forwarder: Forwarder;
   tunnel: Tunnel;
+  /** `routes:` to named upstreams; null or absent: everything goes to `forwarder` / `tunnel`. */
+  routes?: UpstreamRoutes | null;
   metrics: Metrics;
   /** The store's clock (epoch ms), as near as the gateway knows it. */
   now: () => number;
@@ -133,6 +136,7 @@ export class Gateway {
   /** Closes every open tunnel (the last step of a drain: upgraded sockets have no natural end). */
   closeTunnels(): void {
     this.opts.tunnel.closeAll();
+    this.opts.routes?.closeTunnels();
   }
 
   private async forward(req: http.IncomingMessage, res: http.ServerResponse, started: number): Promise<void> {
@@ -145,7 +149,8 @@ export class Gateway {
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
     continueNow(req, res);
-    const result = await this.opts.forwarder.forward(req, res, {
+    const forwarder = this.opts.routes?.pick(req.method ?? 'GET', s.path)?.forwarder ?? this.opts.forwarder;
+    const result = await forwarder.forward(req, res, {
       pathAndQuery: s.target,
       forwarded: this.forwarded(req, s.peer, id),
       extraHeaders: d.headers,
@@ -165,7 +170,8 @@ export class Gateway {
       respondOnSocket(socket, d.status, d.body!, d.headers);
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
-    const result = await this.opts.tunnel.open(req, socket, head, s.target, this.forwarded(req, s.peer, id), d.headers, d.matched);
+    const tunnel = this.opts.routes?.pick(req.method ?? 'GET', s.path)?.tunnel ?? this.opts.tunnel;
+    const result = await tunnel.open(req, socket, head, s.target, this.forwarded(req, s.peer, id), d.headers, d.matched);
     this.finish(req, id, s, { status: result.status, result }, started);
   }
 

@@ -59,6 +59,23 @@ export class RequestFacts {
   }
 
   /**
+   * A cookie's value, as Rack reads the `Cookie` header: pairs split on `;`, the first of a name wins,
+   * the value unescaped (`+` and %XX) and trimmed; undefined when absent or blank. A cookie is only a
+   * key: it never says who the client is (the upstream does, through the account).
+   */
+  cookie(name: string): string | undefined {
+    const raw = this.headers.cookie;
+    if (raw === undefined) return undefined;
+    for (const pair of raw.split(';')) {
+      const eq = pair.indexOf('=');
+      if (eq < 0 || pair.slice(0, eq).trim() !== name) continue;
+      const v = unescapeCookie(pair.slice(eq + 1)).trim();
+      return v === '' ? undefined : v;
+    }
+    return undefined;
+  }
+
+  /**
    * A parameter's value as one scalar, as sent (keyValueDigest normalizes it); undefined when absent,
    * blank (Rails' `presence`), or not one value (an array or hash where one value is named). The query
    * string is read first, then the body, as Rails merges them for `params` (the query wins).
@@ -104,6 +121,15 @@ export class RequestFacts {
       }
     }
     return this.queryTree;
+  }
+}
+
+/** Rack's unescape of a cookie value; a malformed %-escape is kept as sent (as Rack keeps it). */
+function unescapeCookie(v: string): string {
+  try {
+    return decodeURIComponent(v.replace(/\+/g, ' '));
+  } catch {
+    return v;
   }
 }
 
@@ -154,7 +180,7 @@ export function keyValueDigest(per: 'header' | 'param', value: string): string {
 }
 
 /**
- * The digest a `per: token | header | param` rule keys this request on, or null when the request has
+ * The digest a `per: token | header | param | cookie` rule keys this request on, or null when the request has
  * no such value (the rule is then skipped). Other kinds: null.
  */
 export function ruleValueDigest(rule: CompiledRule, facts: RequestFacts): string | null {
@@ -168,6 +194,10 @@ export function ruleValueDigest(rule: CompiledRule, facts: RequestFacts): string
     case 'param': {
       const v = facts.param(rule.keyName, rule.paramPath!);
       return v === undefined ? null : keyValueDigest('param', v);
+    }
+    case 'cookie': {
+      const v = facts.cookie(rule.keyName);
+      return v === undefined ? null : valueDigest(v);
     }
     default:
       return null;

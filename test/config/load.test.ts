@@ -32,13 +32,15 @@ function errorsOf(text: string, overrides?: Parameters<typeof parseConfig>[2]): 
 const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',
   admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null },
+  upstreams: {},
+  routes: [],
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
-  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true },
+  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true, gateways: 2, sentinelPassword: null },
   methods: { custom: [] },
   clients: {
     trustedProxies: ['loopback', 'private'],
     ipv6Prefix: 64,
-    account: { from: 'introspect', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000 },
+    account: { from: 'introspect', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 },
   },
   responses: { reset: 'iso8601', standardHeaders: true, body: { error: 'Too many requests' } },
   exempt: { ips: [], accounts: [] },
@@ -74,10 +76,16 @@ describe('defaults', () => {
     await expect(loadConfigFile(`${FIXTURES}defaults.yaml`)).rejects.toThrow(message);
   });
 
+  it('refuses an introspection path undici would refuse (a refused request leaks a pool slot) and a pool of 0', () => {
+    expect(errorsOf('clients: { account: { path: "/api/v1/verify credentials" } }\nlimits: []').join('\n')).toMatch(/clients\.account\.path: must be printable ASCII/);
+    expect(errorsOf('clients: { account: { path: "/api/v1/€" } }\nlimits: []').join('\n')).toMatch(/clients\.account\.path/);
+    expect(errorsOf('clients: { account: { connections: 0 } }\nlimits: []').join('\n')).toMatch(/clients\.account\.connections/);
+  });
+
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
-    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true });
-    expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000 });
+    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true, gateways: 2, sentinelPassword: null });
+    expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 });
   });
 
   it('limits may be missing, an empty list, or left empty in YAML', () => {
@@ -108,11 +116,13 @@ describe('a fully written file', () => {
       listen: '[::]:8081',
       admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null },
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
-      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true, lease: true },
+      upstreams: { streaming: { url: 'http://127.0.0.1:4000', timeout: 0, connectTimeout: 5_000 } },
+      routes: [{ match: ['/api/v1/streaming/*'], upstream: 'streaming' }],
+      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true, lease: true, gateways: 2, sentinelPassword: null },
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
         ipv6Prefix: 56,
-        account: { from: 'header', header: 'X-Account-Id', path: '/api/v1/accounts/verify_credentials', cacheTtl: 5_400_000 },
+        account: { from: 'header', header: 'X-Account-Id', path: '/api/v1/accounts/verify_credentials', cacheTtl: 5_400_000, connections: 8 },
       },
       responses: { reset: 'unix', standardHeaders: false, body: { error: 'Slow down', code: 429 } },
       exempt: { ips: ['203.0.113.7', '2001:db8::/64'], accounts: ['109367461358294711', '42'] },
@@ -263,7 +273,7 @@ describe('error collection', () => {
         'limits[0].period: invalid duration "5x" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',
         'limits[1].name: duplicate rule name "sign-up" (first used at limits[0].name)',
         'limits[1].match: "*" is only allowed as the last segment, in "/api/*/x"',
-        'limits[1].per: must be one of ip, account, global, token, header:NAME, param:NAME (got "someone")',
+        'limits[1].per: must be one of ip, account, global, token, header:NAME, param:NAME, cookie:NAME (got "someone")',
         'limits[1].cots: unknown key (did you mean "cost"?)',
       ]);
       return true;
@@ -282,7 +292,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, store, clients, responses, exempt, block, log, server, methods, limits, bans, concurrency)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, upstreams, routes, store, clients, responses, exempt, block, log, server, methods, limits, bans, concurrency)',
     ]);
   });
 
@@ -320,7 +330,7 @@ describe('overrides', () => {
   it('are validated like the file, and say they came from an override', () => {
     expect(errorsOf(file, { listen: 'localhost', store: 'memcached://x' })).toEqual([
       'listen: invalid address "localhost" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080) (set by an override)',
-      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT or rediss-cluster://… for TLS) (set by an override)',
+      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS) (set by an override)',
     ]);
   });
 
@@ -375,7 +385,7 @@ describe('robustness', () => {
         listen: leaf,
         admin: fc.oneof(section(['listen', 'token']), leaf),
         upstream: section(['url', 'timeout', 'connectTimeout']),
-        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness', 'lease']),
+        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness', 'lease', 'gateways', 'sentinelPassword']),
         clients: fc.record({ trustedProxies: leaf, ipv6Prefix: leaf, account: section(['from', 'path', 'cacheTtl', 'header']) }, {
           requiredKeys: [],
         }),

@@ -37,6 +37,36 @@ describe('the store URL parser', () => {
     });
   });
 
+  it('reads Sentinel URLs: the sentinels (port 26379 by default), the master name and a database; the credentials are the master\'s', () => {
+    expect(parseStoreUrl('redis-sentinel://s1,10.0.0.2:26380/mymaster')).toEqual({
+      kind: 'redis-sentinel',
+      tls: false,
+      sentinels: [{ host: 's1', port: 26379 }, { host: '10.0.0.2', port: 26380 }],
+      name: 'mymaster',
+      db: 0,
+    });
+    expect(parseStoreUrl('rediss-sentinel://u:p%40ss@[::1]:26379/cache-1/3')).toEqual({
+      kind: 'redis-sentinel',
+      tls: true,
+      username: 'u',
+      password: 'p@ss',
+      sentinels: [{ host: '::1', port: 26379 }],
+      name: 'cache-1',
+      db: 3,
+    });
+    expect(checkStoreUrl('redis-sentinel://s1:26379,s2:26379/mymaster')).toBeNull();
+    for (const [url, why] of [
+      ['redis-sentinel://s1:26379', /needs \/MASTERNAME/],
+      ['redis-sentinel://s1:26379/', /needs \/MASTERNAME/],
+      ['redis-sentinel://s1:26379/my master', /invalid master name/],
+      ['redis-sentinel://s1:26379/m/x', /database "x" is not a number/],
+      ['redis-sentinel://s1:26379/m/1/2', /is not a number/],
+      ['redis-sentinel://s1:0/m', /invalid port/],
+    ] as const) {
+      expect(() => parseStoreUrl(url), url).toThrow(why);
+    }
+  });
+
   it('refuses what the store cannot connect to, saying why', () => {
     const refusals: [string, RegExp][] = [
       ['mongodb://db:27017', /unknown scheme/],

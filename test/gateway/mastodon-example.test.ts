@@ -36,7 +36,7 @@ describe('config/examples/mastodon.yaml', () => {
       'throttle_email_confirmations/ip', 'throttle_email_confirmations/email', 'throttle_login_attempts/ip',
       'throttle_login_attempts/email', 'throttle_password_change/account',
     ]) expect(text).toContain(`# ${throttle}`);
-    expect(snap.rules.length).toBe(18);
+    expect(snap.rules.length).toBe(19);
   });
 
   it('limits password resets to 5 per e-mail across IPs, at /auth/password and /auth/password.json', async () => {
@@ -84,6 +84,32 @@ describe('config/examples/mastodon.yaml', () => {
     const me = await req('GET', '/api/v1/accounts/verify_credentials?since_id=1', ip, { Authorization: `Bearer ${token}` });
     expect(me.status).toBe(200);
     expect(me.headers['ratelimit-policy']).toBe('"per-token-api";q=300;w=300, "authenticated-paging";q=300;w=900, "authenticated-api";q=1500;w=300');
+  });
+
+  it("counts the password change as Mastodon does: every authenticated PUT, PATCH /auth(.json), and a web session per cookie", async () => {
+    const ip = '198.51.100.41';
+    const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{ client_id: string; client_secret: string }>();
+    const appToken = (
+      await req('POST', '/oauth/token', ip, FORM, `grant_type=client_credentials&client_id=${app.client_id}&client_secret=${app.client_secret}&scope=read%20write`)
+    ).json<{ access_token: string }>().access_token;
+    const signUp = await req('POST', '/api/v1/accounts', ip, { ...FORM, Authorization: `Bearer ${appToken}` }, 'username=bob&email=bob@example.com&password=correct%20horse%20battery&agreement=true&locale=en');
+    const auth = { Authorization: `Bearer ${signUp.json<{ access_token: string }>().access_token}` };
+    // Editing a status (PUT) and PATCH /auth.json spend one budget of 10 per account.
+    for (let i = 0; i < 10; i++) {
+      const a = i % 2 ? await req('PATCH', '/auth.json', `203.0.113.${100 + i}`, { ...FORM, ...auth }, 'x=1') : await req('PUT', '/api/v1/statuses/1', ip, { ...FORM, ...auth }, 'status=x');
+      expect(a.headers['ratelimit-policy']).toContain('"password-change-account";q=10;w=600');
+    }
+    expect((await req('PATCH', '/auth', '203.0.113.120', { ...FORM, ...auth }, 'x=1')).status).toBe(429);
+    // The cookie-only password form: 10 per session, whatever the IP; the IP does not escape it.
+    const cookie = { ...FORM, Cookie: '_mastodon_session=abc123' };
+    for (let i = 0; i < 10; i++) {
+      const a = await req('PUT', '/auth', `203.0.113.${130 + i}`, cookie, 'user%5Bpassword%5D=x');
+      expect(a.headers['ratelimit-policy']).toBe('"password-change-session";q=10;w=600');
+    }
+    expect((await req('PUT', '/auth.json', '203.0.113.150', cookie, 'user%5Bpassword%5D=x')).status).toBe(429);
+    // Another session is another bucket; no session and no token: not counted.
+    expect((await req('PUT', '/auth', '203.0.113.150', { ...FORM, Cookie: '_mastodon_session=other' }, 'x=1')).headers['x-ratelimit-remaining']).toBe('9');
+    expect((await req('PUT', '/auth', '203.0.113.150', FORM, 'x=1')).headers['ratelimit-policy']).toBeUndefined();
   });
 });
 

@@ -91,7 +91,7 @@ describe('WebSocket upgrades', () => {
 });
 
 describe('WebSocket upgrades run the same pipeline as plain requests', () => {
-  it('puts the gateway rate-limit headers on the 101, replacing any the upstream sent', async () => {
+  it('puts the gateway rate-limit headers on the 101, merged with those the upstream sent (the tighter triple, both policies)', async () => {
     const addUpstreamHeaders = (headers: string[]) => headers.push('X-RateLimit-Limit: 999', 'X-RateLimit-Remaining: 998', 'RateLimit: "up";r=1;t=1');
     wss.on('headers', addUpstreamHeaders);
     try {
@@ -107,7 +107,7 @@ describe('WebSocket upgrades run the same pipeline as plain requests', () => {
       expect(head.headers['x-ratelimit-remaining']).toBe('1');
       expect(head.headers['x-ratelimit-reset']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
       expect(head.headers['ratelimit-policy']).toBe('"streaming";q=2;w=3600');
-      expect(head.headers['ratelimit']).toMatch(/^"streaming";r=1;t=\d+$/);
+      expect(head.headers['ratelimit']).toMatch(/^"streaming";r=1;t=\d+, "up";r=1;t=1$/);
     } finally {
       wss.off('headers', addUpstreamHeaders);
     }

@@ -109,6 +109,16 @@ describe('account by introspection (resolver logic)', () => {
     expect(byToken.resolve('abc', undefined, false)).toBe(`t:${sha('abc')}`);
   });
 
+  it('a token outside Doorkeeper’s character set is no account, known without asking (issue 18)', () => {
+    let calls = 0;
+    const r = createAccountResolver({ from: 'introspect', introspect: () => (calls++, Promise.resolve({ kind: 'account', id: '1' })), cacheTtlMs: 60_000 });
+    for (const t of ['€1', 'tok\u0001en', 'a b', 'x'.repeat(4097)]) {
+      expect(r.known(t, undefined, false)).toBeNull();
+      expect(r.resolve(t, undefined, false)).toBeNull();
+    }
+    expect(calls).toBe(0);
+  });
+
   it('ignores the account header and the peer in introspect mode', async () => {
     const r = createAccountResolver({ from: 'introspect', introspect: () => Promise.resolve({ kind: 'account', id: '5' }), cacheTtlMs: 1000 });
     expect(await r.resolve(null, '99', true)).toBeNull();

@@ -47,8 +47,36 @@ describe('createHttpIntrospector against a real HTTP server', () => {
     expect(await introspect('forbidden')).toEqual({ kind: 'token' });
   });
 
+  it('treats any other 4xx (404; a junk token too large for the upstream head: 431 or 400) as an anonymous token', async () => {
+    expect(await introspect('missing')).toEqual({ kind: 'anonymous' });
+  });
+
+  it('does not call the upstream for a token outside Doorkeeper’s character set or over 4096 characters: anonymous', async () => {
+    const before = server.total();
+    for (const t of ['€1', 'a\u0000b', 'a b', 'a\r\nX-Injected: 1', 'x'.repeat(4097), 'abc=def', '']) {
+      expect(await introspect(t), JSON.stringify(t.slice(0, 20))).toEqual({ kind: 'anonymous' });
+    }
+    expect(server.total()).toBe(before);
+    // The RFC 6750 b64token set is asked about.
+    expect(await introspect('user-Ab9-._~+/==')).toEqual({ kind: 'account', id: 'Ab9-._~+/==' });
+  });
+
+  it('meets its deadline even while every connection of its pool is busy, and the pool recovers', async () => {
+    const small = new Pool(server.origin, { connections: 1 });
+    try {
+      const i = createHttpIntrospector({ dispatcher: small, origin: server.origin, path: PATH, timeoutMs: 300 });
+      const started = Date.now();
+      // One never-answered call holds the only connection; the next waits in the queue.
+      expect(await Promise.all([i('slow'), i('user-3')])).toEqual([{ kind: 'error' }, { kind: 'error' }]);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(await i('user-4')).toEqual({ kind: 'account', id: '4' });
+    } finally {
+      await small.destroy();
+    }
+  });
+
   it('treats other statuses and unusable 200 bodies as an error', async () => {
-    for (const t of ['boom', 'missing', 'badjson', 'noid', 'big']) {
+    for (const t of ['boom', 'badjson', 'noid', 'big']) {
       expect(await introspect(t), t).toEqual({ kind: 'error' });
     }
   });

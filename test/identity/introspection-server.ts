@@ -23,6 +23,7 @@ function answer(token: string, res: ServerResponse): void {
     res.end(JSON.stringify(body));
   };
   if (token.startsWith('user-')) return json(200, { id: token.slice(5), username: 'u' });
+  if (token.length > 8000) return json(431, { error: 'Request Header Fields Too Large' });
   if (token.startsWith('num-')) return json(200, { id: Number(token.slice(4)) });
   switch (token) {
     case 'app':

@@ -10,6 +10,7 @@ import type { LeaseStore } from '../../src/limiter/lease.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
+import { startSentinelGroup, type SentinelGroup } from '../support/redis-ha.js';
 
 const ALGORITHMS: Algorithm[] = ['fixed-window', 'sliding-window', 'token-bucket'];
 /** Long periods: no window boundary and no refill worth a token falls inside a real-time test. */
@@ -274,6 +275,29 @@ describe.skipIf(skipCluster('the lease cluster test'))('leases on a Redis Cluste
         // Same hash tag per bucket but two tags: the request spans two slots (reserve and refund, no lease).
         const oneSlot = [bucket(algorithm, 200, LONG[algorithm], `lc-${seq}:{ip:192.0.2.1}`), bucket(algorithm, 2_000, LONG[algorithm], `lc-${seq++}b:{ip:192.0.2.1}`)];
         expect(await untilAllRejected(hs, oneSlot, 10)).toBe(200);
+        expect(await untilAllRejected(hs, specs, 10)).toBe(300);
+      }
+      expect(hs.reduce((n, h) => n + leases(h).localAdmissions, 0)).toBeGreaterThan(0);
+    } finally {
+      await closeAll(hs);
+    }
+  }, 60_000);
+});
+
+describe.skipIf(skipCluster('the lease Sentinel test'))('leases on a Sentinel-managed Redis', () => {
+  let group: SentinelGroup;
+  beforeAll(async () => {
+    group = await startSentinelGroup();
+  }, 60_000);
+  afterAll(async () => {
+    await group?.stop();
+  });
+
+  it('two gateways admit exactly the limit, from leases', async () => {
+    const hs = await gateways(group.url, 2);
+    try {
+      for (const algorithm of ALGORITHMS) {
+        const specs = [bucket(algorithm, 300), bucket(algorithm, 3_000)];
         expect(await untilAllRejected(hs, specs, 10)).toBe(300);
       }
       expect(hs.reduce((n, h) => n + leases(h).localAdmissions, 0)).toBeGreaterThan(0);

@@ -6,7 +6,7 @@ import { MemoryStore } from '../../src/limiter/memory.js';
 import { createRedisStore, encodeBucketParams, luaScripts, MAX_BATCH_REQUESTS, type RedisStore } from '../../src/limiter/redis.js';
 import type { BucketSpec, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
-import { readBucketState, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { readBucketState, skipCluster, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { freePort } from '../support/servers.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
 import { storeContract } from './store.contract.js';
@@ -266,6 +266,31 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     await admin.hset(`rgtest:${b.key}`, 'x', '1'); // a foreign key of the wrong type
     const err = await s.consume([b]).catch((e: unknown) => e);
     expect((err as StoreError).reason).toBe('script');
+  });
+});
+
+describe.skipIf(skipCluster('the demoted-master tests'))('a Redis that is a replica (a demoted master, or a URL pointing at one)', () => {
+  it('reports READONLY as readonly, and is not "up": decisions do not come from it although it answers PING', async () => {
+    const master = await startRedis(['--appendonly', 'no']);
+    const replica = await startRedis(['--replicaof', '127.0.0.1', String(master.node.port)]);
+    try {
+      const handle = await createStoreFor({ url: replica.url, prefix: 'rgro', timeout: 1_000, onError: 'deny' });
+      const raw = createRedisStore({ url: replica.url, prefix: 'rgro', timeoutMs: 1_000 });
+      await raw.ready();
+      const err = await raw.consume([spec()]).catch((e: unknown) => e);
+      expect((err as StoreError).reason, String(err)).toBe('readonly');
+      await raw.close();
+      const ping = new Redis(replica.url);
+      expect(await ping.ping()).toBe('PONG');
+      ping.disconnect();
+      expect(await handle.reachable()).toBe(false);
+      const primary = await createStoreFor({ url: master.url, prefix: 'rgro', timeout: 1_000, onError: 'deny' });
+      expect(await primary.reachable()).toBe(true);
+      await Promise.all([handle.store.close(), primary.store.close()]);
+    } finally {
+      await replica.stop();
+      await master.stop();
+    }
   });
 });
 

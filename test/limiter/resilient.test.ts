@@ -132,7 +132,8 @@ describe('the fault policy', () => {
     expect(store.circuit).toBe('closed');
     expect(store.fallbackActive).toBe(false);
     await store.consume([b]);
-    expect(primary.calls).toBe(callsWhenOpened + 1);
+    // Two calls: the write-back of what the bucket admitted locally meanwhile, then the decision.
+    expect(primary.calls).toBe(callsWhenOpened + 2);
     const fallback = events.filter((e) => e.type === 'fallback_active');
     expect(fallback.map((e) => e.active)).toEqual([true, false]);
     expect(fallback[0]).toMatchObject({ cause: expect.any(StoreError) });
@@ -223,6 +224,123 @@ describe('the fault policy', () => {
       await store.consume([b]);
     }
     expect(store.circuit).toBe('closed');
+    await store.close();
+  });
+
+  it('keeps probing when a timer fires before the clock says the open period is over (issue 19: recovery without traffic)', async () => {
+    // Node schedules a timer from the event loop's cached time, which lags Date.now() by however long
+    // the current turn has run: on a busy machine the probe's timer fires a few ms "early". The probe
+    // was then dropped for good, and only a request reaching the store could close the breaker.
+    const clock = new FakeClock();
+    const early: typeof clock.after = (ms, fn) => clock.after(Math.max(1, ms - 3), fn);
+    const primary = new ScriptedPrimary();
+    const store = createResilientStore(primary, {
+      fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }),
+      breaker: { failureThreshold: 1, openMs: 100 },
+      clock: { now: clock.now, after: early },
+    });
+    primary.mode = 'fail';
+    await store.consume([spec()]);
+    expect(store.circuit).toBe('open');
+    primary.mode = 'ok';
+    for (let i = 0; i < 10 && store.circuit !== 'closed'; i++) {
+      clock.advance(50);
+      await settle();
+    }
+    // No request came: the background probe alone closed it.
+    expect(primary.pings).toBeGreaterThanOrEqual(1);
+    expect(store.circuit).toBe('closed');
+    expect(store.fallbackActive).toBe(false);
+    await store.close();
+  });
+
+  it('keeps a breaker per master: a dead master sends only its own keys to the fault policy, and a promotion ends it', async () => {
+    const primary = new ScriptedPrimary();
+    const dead = new Set<string>();
+    let promote: (from: string, to: string, node: string) => void = () => {};
+    const routed: Store & { nodesOf(s: readonly BucketSpec[]): string[]; ping(node?: string): Promise<void>; onPromotion(fn: typeof promote): void } = {
+      consume: (s) => {
+        const down = [...new Set(s.map((b) => nodeOf([b])))].filter((n) => dead.has(n));
+        if (down.length === 0) return primary.consume(s);
+        const err = new StoreError('connection', 'down');
+        err.nodes = down;
+        return Promise.reject(err);
+      },
+      peek: (s) => primary.peek(s),
+      reset: (s) => primary.reset(s),
+      close: () => primary.close(),
+      nodesOf: (s) => [...new Set(s.map((b) => nodeOf([b])))],
+      ping: (node) => (node !== undefined && dead.has(node) ? Promise.reject(new StoreError('timeout', 'frozen')) : Promise.resolve()),
+      onPromotion: (fn) => void (promote = fn),
+    };
+    function nodeOf(s: readonly BucketSpec[]): string {
+      return s[0]!.key.startsWith('a') ? 'A' : 'B';
+    }
+    const { store, events, clock } = setup({ failureThreshold: 2, openMs: 100 }, routed);
+    const onA = spec({ key: 'a1:{ip:192.0.2.1}', onError: 'deny' });
+    const onB = spec({ key: 'b1:{ip:192.0.2.2}', onError: 'deny', limit: 100 });
+    dead.add('A');
+    // Requests on both masters fail (A is down) but count against A only: B's breaker stays closed.
+    const both = spec({ key: 'b2:{ip:192.0.2.3}', onError: 'local', limit: 100 });
+    const onA2 = spec({ key: 'a2:{ip:192.0.2.4}', onError: 'local', limit: 100 });
+    for (let i = 0; i < 10; i++) await store.consume([both, onA2]);
+    for (let i = 0; i < 3; i++) await expect(store.consume([onA])).rejects.toBeInstanceOf(StoreUnavailableError);
+    for (let i = 0; i < 20; i++) expect((await store.consume([onB])).allowed).toBe(true); // B is fine: no 503
+    expect(store.failingNodes).toEqual(['A']);
+    expect(store.circuit).toBe('open');
+    clock.advance(100);
+    await settle();
+    expect(store.failingNodes).toEqual(['A']); // its probe pinged A only, and A is still down
+    // A's replica takes over: the key now routes to a healthy master, and A's breaker is gone.
+    dead.delete('A');
+    promote('A', 'A2', 'A');
+    expect(store.failingNodes).toEqual([]);
+    expect(store.fallbackActive).toBe(false);
+    expect((await store.consume([onA])).allowed).toBe(true);
+    expect(events.filter((e) => e.type === 'promotion')).toEqual([{ type: 'promotion', from: 'A', to: 'A2', node: 'A', wasFailing: true }]);
+    expect(events.filter((e) => e.type === 'node').map((e) => [(e as { node: string }).node, (e as { failing: boolean }).failing])).toEqual([
+      ['A', true],
+      ['A', false],
+    ]);
+    await store.close();
+  });
+
+  it('seeds a local bucket from what the store last reported, split by the gateways, and writes what it admitted back to the store', async () => {
+    const primary = new ScriptedPrimary();
+    const clock = new FakeClock();
+    const store = createResilientStore(primary, { fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }), gateways: 2, breaker: { failureThreshold: 100, openMs: 100 }, clock });
+    const b = spec({ limit: 20, periodMs: 3_600_000 });
+    for (let i = 0; i < 10; i++) await store.consume([b]); // the store has 10 left
+    primary.mode = 'fail';
+    const local: boolean[] = [];
+    for (let i = 0; i < 10; i++) local.push((await store.consume([b])).allowed);
+    // This gateway's share of the 10 the store had left: 5 (the other gateway has the other 5).
+    expect(local.filter(Boolean)).toHaveLength(5);
+    primary.mode = 'ok';
+    const after = await store.consume([b]);
+    // The 5 admitted locally were charged to the store before its decision: 20 - 10 - 5 - 1 = 4 left.
+    expect(after.buckets[0]!.remaining).toBe(4);
+    // A bucket the store never reported starts from its share of the limit.
+    primary.mode = 'fail';
+    const fresh = spec({ limit: 6, periodMs: 3_600_000 });
+    const freshLocal: boolean[] = [];
+    for (let i = 0; i < 6; i++) freshLocal.push((await store.consume([fresh])).allowed);
+    expect(freshLocal.filter(Boolean)).toHaveLength(3);
+    await store.close();
+  });
+
+  it('gives each gateway its share of the limit in every window of an outage longer than a window', async () => {
+    const primary = new ScriptedPrimary();
+    const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0));
+    const store = createResilientStore(primary, { fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }), gateways: 2, breaker: { failureThreshold: 100, openMs: 60_000 }, clock });
+    const b = spec({ limit: 10, periodMs: 1_000 });
+    primary.mode = 'fail';
+    for (let w = 0; w < 3; w++) {
+      let admitted = 0;
+      for (let i = 0; i < 20; i++) if ((await store.consume([b])).allowed) admitted++;
+      expect(admitted, `window ${w}`).toBe(5);
+      clock.advance(1_000);
+    }
     await store.close();
   });
 

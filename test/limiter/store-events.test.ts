@@ -80,51 +80,80 @@ describe('the store state log', () => {
   function setup() {
     const log = new CapturingLog();
     const clock = new FakeClock();
-    const states = new StoreStateLog({ log, where: { store: 'redis' }, policy: 'onError: local', clock, quietMs: 30_000 });
+    const states = new StoreStateLog({ log, where: { store: 'redis-cluster' }, policy: 'onError: local', clock, holdMs: 2_000 });
     return { log, clock, states };
   }
 
-  it('writes an outage as one warning and its end as one line, however long it lasts', () => {
+  it('writes an outage of one master as one warning naming the node and its end as one line, after the hold time', () => {
     const { log, clock, states } = setup();
-    states.failed('connect ECONNREFUSED');
-    for (let i = 0; i < 1_000; i++) states.failed('connect ECONNREFUSED'); // the probes keep failing
+    states.failed('10.0.0.1:6379', 'connect ECONNREFUSED');
+    states.opened('10.0.0.1:6379', undefined);
+    for (let i = 0; i < 1_000; i++) states.failed('10.0.0.1:6379', 'connect ECONNREFUSED'); // the probes keep failing
     clock.advance(120_000);
-    states.recovered();
+    states.succeeded('10.0.0.1:6379');
+    clock.advance(1_999);
+    expect(log.lines).toHaveLength(1); // not yet: the node must hold
+    clock.advance(1);
     expect(log.lines.map((l) => [l.level, l.msg])).toEqual([
-      ['warn', 'store failing: decisions follow onError: local until it recovers'],
-      ['info', 'store recovered: decisions are shared again'],
+      ['warn', 'store node 10.0.0.1:6379 failing: decisions for its keys follow onError: local until it recovers or a replica is promoted'],
+      ['info', 'store node 10.0.0.1:6379 recovered: decisions for its keys are shared again'],
     ]);
-    expect(log.lines[0]!.obj).toMatchObject({ store: 'redis', err: 'connect ECONNREFUSED' });
+    expect(log.lines[0]!.obj).toMatchObject({ store: 'redis-cluster', node: '10.0.0.1:6379', err: 'connect ECONNREFUSED' });
   });
 
-  it('writes a flapping store as a few lines per quiet period, not a pair per hiccup, and always ends on the truth', () => {
+  it('writes nothing for failures that do not open a breaker, so an ordinary timeout neither fills the log nor hides the next outage', () => {
     const { log, clock, states } = setup();
     for (let i = 0; i < 200; i++) {
-      states.failed('store consume took longer than 50 ms');
+      states.failed('a:1', 'store consume took longer than 50 ms');
       clock.advance(10);
-      states.recovered();
-      clock.advance(90); // 200 hiccups over 20 s
+      states.succeeded('a:1');
+      clock.advance(90);
     }
-    expect(log.lines.map((l) => l.level)).toEqual(['warn', 'info']);
-    clock.advance(10_000); // the quiet period ends: one line sums it up
-    expect(log.lines).toHaveLength(3);
-    expect(log.lines[2]!).toMatchObject({ level: 'warn', obj: { failuresSinceLastLine: 199 } });
-    expect(log.lines[2]!.msg).toMatch(/store flapping: it failed and recovered 199 times in 30 s/);
-    // A hiccup that turns into an outage inside a quiet period is written when the period ends.
-    states.failed('connect ECONNREFUSED');
-    expect(log.lines).toHaveLength(3);
-    clock.advance(30_000);
-    expect(log.lines).toHaveLength(4);
-    expect(log.lines[3]!.msg).toMatch(/store failing/);
-    states.recovered();
-    expect(log.lines[4]!.msg).toMatch(/store recovered/);
+    clock.advance(10_000);
+    expect(log.lines).toEqual([]);
+    states.failed('a:1', 'connect ECONNREFUSED');
+    states.opened('a:1', undefined);
+    expect(log.lines.map((l) => l.msg)).toEqual([expect.stringMatching(/^store node a:1 failing/)]);
   });
 
-  it('counts a store unreachable at start as the failure, so the first request adds no line, and says when it connects', () => {
+  it('does not say "recovered" while a node flaps: one line when it has held for the hold time', () => {
+    const { log, clock, states } = setup();
+    states.failed('a:1', 'timeout');
+    states.opened('a:1', undefined);
+    for (let i = 0; i < 50; i++) {
+      states.succeeded('a:1');
+      clock.advance(500);
+      states.failed('a:1', 'timeout');
+      states.opened('a:1', undefined);
+      clock.advance(100);
+    }
+    expect(log.lines).toHaveLength(1);
+    states.succeeded('a:1');
+    clock.advance(2_000);
+    expect(log.lines.map((l) => l.level)).toEqual(['warn', 'info']);
+  });
+
+  it('says failover when a replica took over a failing master, and keeps other nodes apart', () => {
+    const { log, clock, states } = setup();
+    states.failed('a:1', 'timeout');
+    states.opened('a:1', undefined);
+    states.promoted('a:1', 'b:2', 'a:1');
+    clock.advance(10_000);
+    states.failed('c:3', 'connect ECONNREFUSED');
+    states.opened('c:3', undefined);
+    expect(log.lines.map((l) => l.msg)).toEqual([
+      expect.stringMatching(/^store node a:1 failing/),
+      'store failover: b:2 promoted in place of a:1; decisions for its keys are shared again',
+      expect.stringMatching(/^store node c:3 failing/),
+    ]);
+    expect(log.lines[1]!.obj).toMatchObject({ node: 'a:1', promoted: 'b:2' });
+  });
+
+  it('says when a store unreachable at start connects, once', () => {
     const { log, states } = setup();
     states.unreachableAtStart('connect ECONNREFUSED');
-    states.failed('connect ECONNREFUSED');
-    states.recovered('store connected');
+    states.connected();
+    states.connected();
     expect(log.lines.map((l) => l.msg)).toEqual([
       'store unreachable at start: serving under onError: local until it connects',
       'store connected',
@@ -180,21 +209,21 @@ describe.skipIf(skipRedis('the store event tests'))('the store stack over a real
     };
     await servedPast(200);
     await redis.node.kill();
-    await log.waitFor(/store failing/);
+    await log.waitFor(/store node .* failing/);
     await servedPast(2_000); // well past the breaker's opening: hundreds of requests on the fallback
     expect(await metricsText(metrics)).toContain('rategate_store_fallback_active 1');
     await redis.node.restart();
-    await log.waitFor(/store recovered/);
+    await log.waitFor(/store node .* recovered/);
     await servedPast(200);
     running = false;
     await traffic;
     expect(log.count('warn')).toBeGreaterThanOrEqual(1);
     expect(log.count('warn')).toBeLessThanOrEqual(3);
-    expect(log.count('info', /store recovered/)).toBe(1);
+    expect(log.count('info', /store node .* recovered/)).toBe(1);
     expect(log.lines.length).toBeLessThanOrEqual(4);
-    const failing = log.lines.find((l) => /store failing/.test(l.msg))!;
+    const failing = log.lines.find((l) => /store node .* failing/.test(l.msg))!;
     expect(failing.msg).toContain('onError: local');
-    expect(failing.obj).toMatchObject({ store: 'redis', err: expect.any(String) });
+    expect(failing.obj).toMatchObject({ store: 'redis', node: `127.0.0.1:${redis.node.port}`, err: expect.any(String) });
     expect(await metricsText(metrics)).toContain('rategate_store_fallback_active 0');
     await handle.store.close();
   });

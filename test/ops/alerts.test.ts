@@ -31,18 +31,20 @@ const rules = (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Ru
 describe('the alert rules file', () => {
   it('holds the alerts operators need, each with a summary, a description and a runbook that exists', () => {
     expect(rules.map((r) => r.alert)).toEqual(
-      expect.arrayContaining(['RategateConfigReloadFailed', 'RategateStoreDegraded', 'RategateUpstreamErrors', 'RategateHighRejectionRatio', 'RategateStoreSlow', 'RategateBanWave', 'RategateRuntimeBlocksInForce']),
+      expect.arrayContaining(['RategateConfigReloadFailed', 'RategateStoreDegraded', 'RategateUpstreamErrors', 'RategateHighRejectionRatio', 'RategateStoreSlow', 'RategateBanWave', 'RategateRuntimeBlocksInForce', 'RategateDown', 'RategateAbsent']),
     );
     const readme = readFileSync('README.md', 'utf8');
     for (const r of rules) {
       expect(r.annotations.summary, r.alert).toBeTruthy();
       expect(r.annotations.description, r.alert).toBeTruthy();
-      expect(r.annotations.runbook, r.alert).toBe(`README.md#${r.alert.toLowerCase()}`);
+      // The convention's key, an absolute URL (Alertmanager and Grafana link it as is).
+      expect(r.annotations.runbook, r.alert).toBeUndefined();
+      expect(r.annotations.runbook_url, r.alert).toBe(`https://github.com/rategate/rategate/blob/main/README.md#${r.alert.toLowerCase()}`);
       expect(readme, `README heading for ${r.alert}`).toMatch(new RegExp(`^#### ${r.alert}$`, 'm'));
     }
   });
 
-  it.skipIf(missing.length > 0)('passes promtool check and its unit tests (fires on a broken reload and on a dead store, never on a healthy gateway)', () => {
+  it.skipIf(missing.length > 0)('passes promtool check and its unit tests (fires on a broken reload, a dead store, a gateway down or absent, never on a healthy gateway)', () => {
     const check = spawnSync('promtool', ['check', 'rules', RULES], { encoding: 'utf8' });
     expect(check.status, check.stdout + check.stderr).toBe(0);
     const test = spawnSync('promtool', ['test', 'rules', 'test/ops/alerts/rategate.rules.test.yaml'], { encoding: 'utf8' });

@@ -50,7 +50,7 @@ describe('metrics an alert can rely on', () => {
     const m = await metrics();
     expect(m).toContain('rategate_config_reloads_total{result="success"} 0');
     expect(m).toContain('rategate_config_reloads_total{result="error"} 0');
-    for (const reason of ['timeout', 'connection', 'script', 'circuit_open']) {
+    for (const reason of ['timeout', 'connection', 'readonly', 'clusterdown', 'unavailable', 'script', 'circuit_open']) {
       expect(m).toContain(`rategate_store_errors_total{reason="${reason}"} 0`);
     }
     for (const reason of ['unreachable', 'reset', 'timeout', 'bad_request']) {

@@ -110,6 +110,21 @@ describe('the Grafana dashboard', () => {
   it('groups only by labels the metrics carry, never by an IP, token or account', () => {
     const groupings = exprs.flatMap((e) => [...e.matchAll(/by \(([^)]*)\)/g)].map((m) => m[1] ?? ''));
     const labels = new Set(groupings.flatMap((g) => g.split(',').map((l) => l.trim())));
-    for (const label of labels) expect(['rule', 'decision', 'reason', 'result', 'status_class', 'code', 'le', 'instance', 'ban', 'source']).toContain(label);
+    for (const label of labels) expect(['rule', 'decision', 'reason', 'result', 'status_class', 'code', 'le', 'instance', 'version', 'ban', 'source']).toContain(label);
+  });
+
+  it('opens with a summary row: requests/s, 429/s, store up, version, reload state', () => {
+    const top = dashboard.panels.filter((p) => p.gridPos.y === 0).sort((a, b) => a.gridPos.x - b.gridPos.x);
+    expect(top.map((p) => p.title)).toEqual(['Requests/s', '429/s', 'Store up', 'Version', 'Last reload']);
+    for (const p of top) expect(p.type).toBe('stat');
+    const expr = (i: number): string => top[i]!.targets![0]!.expr;
+    expect(expr(0)).toMatch(/rate\(rategate_upstream_duration_seconds_count.*\+ sum\(rate\(rategate_gateway_responses_total/);
+    expect(expr(1)).toMatch(/rategate_gateway_responses_total\{[^}]*code="429"/);
+    expect(expr(2)).toMatch(/^min\(rategate_store_up\{/);
+    expect(expr(3)).toMatch(/^count by \(version\) \(rategate_build_info\{/);
+    expect(expr(4)).toMatch(/^min\(rategate_config_last_reload_successful\{/);
+    // The row spans the width and sits above everything else.
+    expect(top.reduce((w, p) => w + p.gridPos.w, 0)).toBe(24);
+    for (const p of dashboard.panels.filter((q) => !top.includes(q))) expect(p.gridPos.y).toBeGreaterThanOrEqual(4);
   });
 });

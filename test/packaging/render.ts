@@ -12,6 +12,7 @@ import { existsSync, statSync } from 'node:fs';
 import { ConfigMap, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
+import { Job } from 'kubernetes-models/batch/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
@@ -85,6 +86,7 @@ const MODELS: Record<string, ModelClass> = {
   'v1/Service': Service as unknown as ModelClass,
   'v1/ServiceAccount': ServiceAccount as unknown as ModelClass,
   'apps/v1/Deployment': Deployment as unknown as ModelClass,
+  'batch/v1/Job': Job as unknown as ModelClass,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler as unknown as ModelClass,
   'networking.k8s.io/v1/Ingress': Ingress as unknown as ModelClass,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy as unknown as ModelClass,

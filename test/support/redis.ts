@@ -25,6 +25,9 @@ export interface RedisNode {
   kill(): Promise<void>;
   /** Starts it again on the same port. */
   restart(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a hung host (connections stay open, nothing answers). No-op for external servers. */
+  freeze(): void;
+  thaw(): void;
 }
 
 export interface RedisHandle {
@@ -158,10 +161,12 @@ function externalNode(host: string, port: number): RedisNode {
     url: `redis://${host}:${port}`,
     kill: async () => {},
     restart: async () => {},
+    freeze: () => {},
+    thaw: () => {},
   };
 }
 
-async function startBinaryNode(
+export async function startBinaryNode(
   dir: string,
   extra: string[],
   perPort: (port: number) => string[] = () => [],
@@ -216,7 +221,11 @@ async function startBinaryNode(
       await release();
       await launch();
     },
+    freeze: () => void child?.kill('SIGSTOP'),
+    thaw: () => void child?.kill('SIGCONT'),
     stop: async () => {
+      // A frozen server must be woken to die promptly on every platform.
+      child?.kill('SIGCONT');
       await killChild();
       await release();
     },
@@ -224,7 +233,7 @@ async function startBinaryNode(
 }
 
 /** Sends PING until the server answers PONG; fails at once when `alive` says the server is gone. */
-async function waitForPing(host: string, port: number, timeoutMs: number, alive: () => boolean = () => true): Promise<void> {
+export async function waitForPing(host: string, port: number, timeoutMs: number, alive: () => boolean = () => true): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (!alive()) throw new Error(`redis-server on ${host}:${port} exited before answering (was the port taken?)`);
@@ -286,6 +295,10 @@ async function startContainer(): Promise<RedisHandle> {
     restart: async () => {
       throw new Error('restart is not supported for container-backed Redis');
     },
+    freeze: () => {
+      throw new Error('freeze is not supported for container-backed Redis');
+    },
+    thaw: () => {},
   };
   return { source: 'container', url: node.url, node, stop: async () => void (await container.stop()) };
 }

@@ -71,6 +71,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/* limits.yaml as the chart renders it: the ConfigMap's and the pre-upgrade check's, one text. */}}
+{{- define "rategate.limitsYaml" -}}
+# Rendered by the rategate chart from .Values.limits and .Values.config. Listen addresses, the
+# upstream and the store come from the pod's environment (RATEGATE_*), which wins over this file.
+{{ toYaml (merge (dict "limits" .Values.limits) (deepCopy (.Values.config | default dict))) }}
+{{- end }}
+
 {{/* Inside the pod the limit table lives here; the ConfigMap is mounted on the directory. */}}
 {{- define "rategate.configDir" -}}
 /etc/rategate
@@ -109,6 +116,8 @@ changing one.
   "adminToken" .Values.admin.token
   "store" (get $config "store")
   "upstream" (get $config "upstream")
+  "upstreams" (get $config "upstreams")
+  "routes" (get $config "routes")
   "server" $server
   "introspectionPath" (get $account "path")) }}
 {{- end }}
@@ -120,6 +129,9 @@ is its own value, and an admin token in `config` would sit in the ConfigMap in c
 */}}
 {{- define "rategate.checkConfig" -}}
 {{- $config := .Values.config | default dict }}
+{{- if and (ne .Values.mode "sidecar") (not .Values.upstream.url) }}
+{{- fail "upstream.url is required in ingress mode: your API's URL (e.g. http://mastodon-web.social.svc:3000), or builtin for the demo API" }}
+{{- end }}
 {{- range $key, $instead := dict "limits" "the value limits" "listen" "gateway.port" }}
 {{- if hasKey $config $key }}
 {{- fail (printf "config.%s is set by the chart; use %s instead" $key $instead) }}

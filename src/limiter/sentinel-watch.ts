@@ -1,0 +1,79 @@
+/**
+ * @module Follows a Sentinel-managed master's promotions as the sentinels announce them, so that the
+ * client never goes back to a master the sentinels have replaced.
+ *
+ * ioredis asks one sentinel for the master's address and believes it. After a failover the sentinels
+ * learn the new configuration from each other within a few seconds, and until then a lagging one still
+ * names the old master: a client reconnecting meanwhile goes back to it (dead: decisions stay on the
+ * fault policy for seconds; restarted empty: it is a master by its own config until the sentinels demote
+ * it, a split brain). So this subscribes to `+switch-master` on every sentinel, and maps an address
+ * announced as replaced to its replacement (ioredis's `natMap` hook, applied to every address a
+ * sentinel names); and when the client is still on the replaced master (frozen, so its connection never
+ * breaks), it reconnects it at once.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import type { StoreNode } from '../config/store-url.js';
+
+export class SentinelWatch {
+  /** Replaced address → its replacement, as `host:port`. */
+  private readonly replaced = new Map<string, string>();
+  private readonly subscribers: Redis[] = [];
+  private onSwitch: ((to: string, from: string) => void) | undefined;
+
+  constructor(
+    private readonly name: string,
+    private readonly sentinels: readonly StoreNode[],
+    private readonly options: Pick<RedisOptions, 'password' | 'tls'>,
+  ) {}
+
+  /** The natMap hook: where to go instead of an address a lagging sentinel may still give. */
+  readonly map = (key: string): { host: string; port: number } | null => {
+    const to = this.replaced.get(key);
+    if (to === undefined) return null;
+    const colon = to.lastIndexOf(':');
+    return { host: to.slice(0, colon), port: Number(to.slice(colon + 1)) };
+  };
+
+  /** Subscribes on every sentinel; `switched` is told the new master's address and the replaced one's. */
+  start(switched: (to: string, from: string) => void): void {
+    this.onSwitch = switched;
+    for (const s of this.sentinels) {
+      const sub = new Redis({
+        host: s.host,
+        port: s.port,
+        ...this.options,
+        lazyConnect: true,
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        retryStrategy: (times) => Math.min(times * 200, 2_000),
+      });
+      sub.on('error', () => {}); // a sentinel down: the others announce the switch
+      sub.on('message', (channel: string, message: string) => this.message(channel, message));
+      sub.connect().then(
+        () => sub.subscribe('+switch-master'),
+        () => {},
+      );
+      this.subscribers.push(sub);
+    }
+  }
+
+  /** `+switch-master`: `NAME OLDIP OLDPORT NEWIP NEWPORT`. */
+  private message(channel: string, message: string): void {
+    if (channel !== '+switch-master') return;
+    const [name, oldIp, oldPort, newIp, newPort] = message.split(' ');
+    if (name !== this.name || newPort === undefined) return;
+    const from = `${oldIp}:${oldPort}`;
+    const to = `${newIp}:${newPort}`;
+    if (this.replaced.get(from) === to) return;
+    // The new master is nobody's replacement any more (a failover back to an old address).
+    this.replaced.delete(to);
+    for (const [k, v] of this.replaced) if (v === from) this.replaced.set(k, to);
+    this.replaced.set(from, to);
+    this.onSwitch?.(to, from);
+  }
+
+  close(): void {
+    for (const s of this.subscribers) s.disconnect();
+    this.subscribers.length = 0;
+  }
+}

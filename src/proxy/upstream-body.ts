@@ -1,0 +1,81 @@
+/**
+ * @module The request body as handed to undici: counted against the route's limit, its errors passed
+ * on, and small chunks coalesced so that memory per connection is bounded in bytes, not chunk count.
+ */
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+
+export class BodyTooLargeError extends Error {
+  readonly code = 'BODY_TOO_LARGE';
+}
+
+/** Chunks smaller than this are copied into a batch; larger ones pass through as they are. */
+const SMALL_CHUNK = 4 * 1024;
+/** A batch is sent once it holds this much, or when the chunks that arrived together are done. */
+const BATCH_BYTES = 16 * 1024;
+
+/**
+ * Wraps `source` for undici. Security: the source's errors (a client that hangs up, a refused
+ * multipart field) reach undici, which fails the exchange once; `pipe` does not pass them on, and an
+ * 'error' nobody listens to ends the process. `max` bytes at most (Infinity: a declared length was
+ * checked before).
+ *
+ * Memory: a client may send a body as one-byte chunks (a chunked body of 60,000 chunks is 360 kB on the
+ * wire). Handed on one by one, each is a Buffer and one or two socket writes upstream, each with its
+ * own bookkeeping (hundreds of bytes), held while the upstream is slower than the client. Batched here,
+ * what waits is at most two batches' bytes, and the buffers of this stream are bounded in bytes too
+ * (writable side 1 kB, readable side 32 kB): the source is paused past them.
+ */
+export function upstreamBody(source: Readable, max: number): Readable {
+  const body = new UpstreamBody(max);
+  source.once('error', (err) => body.destroy(err));
+  return source.pipe(body);
+}
+
+class UpstreamBody extends Transform {
+  private seen = 0;
+  private batch: Buffer | null = null;
+  private used = 0;
+  private flushQueued = false;
+  private readonly flushLater = (): void => {
+    this.flushQueued = false;
+    if (!this.destroyed) this.flushBatch();
+  };
+
+  constructor(private readonly max: number) {
+    super({ writableHighWaterMark: 1024, readableHighWaterMark: 2 * BATCH_BYTES });
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.seen += chunk.length;
+    if (this.seen > this.max) return done(new BodyTooLargeError(`request body over ${this.max} bytes`));
+    if (chunk.length >= SMALL_CHUNK) {
+      this.flushBatch();
+      this.push(chunk);
+      return done();
+    }
+    if (this.batch === null) this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
+    if (this.used + chunk.length > BATCH_BYTES) this.flushBatch(), (this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES));
+    chunk.copy(this.batch!, this.used);
+    this.used += chunk.length;
+    if (this.used === BATCH_BYTES) this.flushBatch();
+    else if (!this.flushQueued) {
+      // Chunks parsed from one socket read arrive in one go: send them together once they are in.
+      this.flushQueued = true;
+      setImmediate(this.flushLater);
+    }
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    this.flushBatch();
+    done();
+  }
+
+  private flushBatch(): void {
+    if (this.batch === null || this.used === 0) return;
+    const out = this.used === BATCH_BYTES ? this.batch : this.batch.subarray(0, this.used);
+    this.batch = null;
+    this.used = 0;
+    this.push(out);
+  }
+}

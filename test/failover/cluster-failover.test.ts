@@ -1,0 +1,171 @@
+/**
+ * Redis Cluster failover under load, through two real gateways (in-process, the real gateway code on
+ * real loopback sockets) sharing a 3-master / 3-replica cluster (`cluster-node-timeout` 1000 ms). One
+ * master is killed (SIGKILL) or frozen (SIGSTOP, a hung host) while open-loop traffic runs on one key per
+ * master under two rules of 10 per 2 s: `loc` (onError: local, the default) and `den` (onStoreError: deny).
+ *
+ * What must hold (SPEC §6, issue 20): every request answered within 5 s; store decisions for the dead
+ * master's keys resume within 2 s of Redis promoting its replica (measured from the replica's ROLE turning
+ * master to the last 503 of its `den` key); per window, `loc` on the dead master's key admits at most
+ * limit × 1.1 + 5 and `den` at most the limit; keys on the healthy masters see no 503 and no
+ * over-admission; and each gateway's log says, in order, that the node failed and that its replica was
+ * promoted. store.timeout is 250 ms here, not the default 50 ms: the test machine is shared and loaded,
+ * and a store call slower than the timeout on a healthy master would be a (correctly handled) failure
+ * that this test must not count against the failover.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keySlot } from '../../src/limiter/slot.js';
+import { admittedPerWindow, startLoad, type Sample } from '../support/failover-load.js';
+import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { skipCluster } from '../support/redis.js';
+import { startReplicatedCluster, type ReplicatedCluster } from '../support/redis-ha.js';
+
+const LIMIT = 10;
+const TABLE = `limits:
+  - { name: loc, match: /loc/*, per: ip, limit: ${LIMIT}, period: 2s }
+  - { name: den, match: /den/*, per: ip, limit: ${LIMIT}, period: 2s, onStoreError: deny }
+store: { timeout: 250ms, gateways: 2 }
+clients: { trustedProxies: [loopback] }
+log: { level: info }
+`;
+
+/** One client IP whose bucket keys fall on each master (slot ranges as the harness assigns them). */
+function ipsByMaster(): string[] {
+  const per = Math.ceil(16384 / 3);
+  const out: string[] = [];
+  for (let m = 0; m < 3; m++) {
+    for (let i = 1; ; i++) {
+      const ip = `198.51.100.${i}`;
+      if (Math.floor(keySlot(`rategate:loc:{ip:${ip}}`) / per) === m && !out.includes(ip)) {
+        out.push(ip);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+let upstream: RecordingUpstream;
+beforeAll(async () => {
+  upstream = await startRecordingUpstream();
+});
+afterAll(async () => upstream?.close());
+
+describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failover under load, two gateways', () => {
+  for (const how of ['killed', 'frozen'] as const) {
+    it(`a ${how} master: no request unanswered, decisions back within 2 s of the promotion, bounded admissions, healthy keys untouched, logs in order`, async () => {
+      const cluster: ReplicatedCluster = await startReplicatedCluster({ nodeTimeoutMs: 1_000 });
+      const logs = [capturingLogger(), capturingLogger()];
+      const gws: TestGateway[] = [];
+      try {
+        for (const l of logs) gws.push(await startTestGateway(TABLE, { upstream: upstream.url, store: cluster.url, logger: l.logger }));
+        const ips = ipsByMaster();
+        const victim = cluster.masters[0]!;
+        const replica = cluster.replicaOf.get(victim.port)!;
+        const [deadIp, ...healthyIps] = ips as [string, string, string];
+        // 6 requests every 50 ms: 120 req/s, 20 per second per key and rule (each window sees 40 for a limit of 10).
+        const load = startLoad({ gateways: gws.map((g) => g.url), ips, rules: ['loc', 'den'], everyMs: 50 });
+        await sleep(4_200); // at least one whole 2 s window before the fault: the exact counts to compare with
+        const faultAt = Date.now();
+        if (how === 'killed') await victim.kill();
+        else victim.freeze();
+        // rategate_store_up's answer (decisions come from the store), sampled through the outage.
+        const ups: { at: number; up: boolean }[] = [];
+        let polling = true;
+        const poll = (async () => {
+          while (polling) {
+            const up = await gws[0]!.store.reachable();
+            ups.push({ at: Date.now(), up });
+            await sleep(100);
+          }
+        })();
+        const promotedAt = await cluster.promotedAt(replica);
+        await sleep(4_000);
+        const samples = await load.stop();
+        polling = false;
+        await poll;
+
+        const report = summarize(samples, { deadIp, healthyIps, faultAt, promotedAt });
+        console.log(`cluster failover, ${how} master: ${JSON.stringify(report)}`);
+        expect(report.unanswered).toBe(0);
+        expect(report.total).toBeGreaterThan(800);
+        // Redis's own share, for the record: promotion some seconds after the fault.
+        expect(promotedAt - faultAt).toBeGreaterThan(0);
+        expect(report.resumeAfterPromotionMs).toBeLessThanOrEqual(2_000);
+        expect(report.deadLocMax).toBeLessThanOrEqual(LIMIT * 1.1 + 5);
+        expect(report.deadDenMax).toBeLessThanOrEqual(LIMIT);
+        expect(report.healthy503).toBe(0);
+        expect(report.healthyMax).toBeLessThanOrEqual(LIMIT);
+        // The windows before the fault were counted exactly by Redis: the limit, no more, no less.
+        expect(report.beforeFault).toEqual(expect.arrayContaining([LIMIT]));
+        expect(report.beforeFault.every((c) => c === LIMIT)).toBe(true);
+
+        const victimName = `${victim.host}:${victim.port}`;
+        // Not "up" while the dead master's keys were on the fault policy; up again after the promotion.
+        expect(ups.some((u) => u.at < promotedAt && !u.up), JSON.stringify(ups)).toBe(true);
+        expect(ups.at(-1)!.up, JSON.stringify(ups)).toBe(true);
+        // The replaced master's per-node series is gone; no healthy master's reads 0.
+        const metrics = await gws[0]!.metrics.registry.metrics();
+        expect(metrics).not.toContain(`rategate_store_node_up{node="${victimName}"}`);
+        expect(metrics).not.toMatch(/rategate_store_node_up\{[^}]*\} 0/);
+        const replicaName = `${replica.host}:${replica.port}`;
+        for (const { lines } of logs) {
+          const story = storeLines(lines);
+          const failing = story.findIndex((m) => m.startsWith(`store node ${victimName} failing`));
+          const failover = story.findIndex((m) => m.startsWith(`store failover: ${replicaName} promoted in place of ${victimName}`));
+          expect(failing, story.join('\n')).toBeGreaterThanOrEqual(0);
+          expect(failover, story.join('\n')).toBeGreaterThan(failing);
+          // No line about a healthy master.
+          expect(story.filter((m) => m.startsWith('store node') && !m.includes(victimName)), story.join('\n')).toEqual([]);
+        }
+      } finally {
+        await Promise.all(gws.map((g) => g.shutdown(200)));
+        await cluster.stop();
+      }
+    }, 90_000);
+  }
+});
+
+function storeLines(lines: readonly LogLine[]): string[] {
+  return lines.map((l) => l.msg).filter((m) => m.startsWith('store'));
+}
+
+interface Report {
+  total: number;
+  unanswered: number;
+  /** From Redis's promotion to the last request its `den` key answered with 503 (the fault policy). */
+  resumeAfterPromotionMs: number;
+  deadLocMax: number;
+  deadDenMax: number;
+  healthy503: number;
+  healthyMax: number;
+  /** Admissions of each (key, rule) in the windows that ended before the fault. */
+  beforeFault: number[];
+}
+
+function summarize(samples: readonly Sample[], o: { deadIp: string; healthyIps: readonly string[]; faultAt: number; promotedAt: number }): Report {
+  const max = (m: Map<number, number>): number => Math.max(0, ...m.values());
+  const start = Math.min(...samples.map((s) => s.sentAt));
+  const deadDenied = samples.filter((s) => s.ip === o.deadIp && s.rule === 'den' && s.status === 503);
+  const lastDenied = Math.max(o.promotedAt, ...deadDenied.map((s) => s.sentAt));
+  const beforeFault: number[] = [];
+  for (const ip of [o.deadIp, ...o.healthyIps]) {
+    for (const rule of ['loc', 'den']) {
+      // Whole windows only: begun after the load started, ended before the fault.
+      for (const [end, n] of admittedPerWindow(samples, ip, rule)) if (end - 2_000 >= start && end <= o.faultAt) beforeFault.push(n);
+    }
+  }
+  return {
+    total: samples.length,
+    unanswered: samples.filter((s) => s.status === 0).length,
+    resumeAfterPromotionMs: lastDenied - o.promotedAt,
+    deadLocMax: max(admittedPerWindow(samples, o.deadIp, 'loc')),
+    deadDenMax: max(admittedPerWindow(samples, o.deadIp, 'den')),
+    healthy503: samples.filter((s) => o.healthyIps.includes(s.ip) && s.status === 503).length,
+    healthyMax: Math.max(...o.healthyIps.flatMap((ip) => ['loc', 'den'].map((rule) => max(admittedPerWindow(samples, ip, rule))))),
+    beforeFault,
+  };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,92 @@
+/**
+ * An `Upgrade` other than `websocket` (e.g. `h2c`, which the real `curl --http2` sends to an `http://`
+ * URL) is served as an ordinary HTTP/1.1 request: the server may ignore an upgrade (RFC 9110 §7.8).
+ */
+import { execFile } from 'node:child_process';
+import net from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
+
+let upstream: RecordingUpstream;
+let gw: TestGateway;
+
+const TABLE = `limits:\n  - { name: api, match: /api/*, per: ip, limit: 10, period: 1h }\n`;
+
+beforeAll(async () => {
+  upstream = await startRecordingUpstream();
+});
+afterAll(async () => upstream.close());
+afterEach(async () => gw.shutdown(200));
+
+/** Runs the real curl; resolves with its stdout (the body, then `-w`'s trailer) and stderr (the verbose trace). */
+function curl(args: string[]): Promise<{ out: string; err: string }> {
+  return new Promise((resolve, reject) => {
+    execFile('curl', ['-sS', '--max-time', '10', ...args], { encoding: 'utf8' }, (e, out, err) => (e ? reject(new Error(`${e.message}\n${err}`)) : resolve({ out, err })));
+  });
+}
+
+describe('an Upgrade other than websocket', () => {
+  it('curl --http2 against http:// is answered over HTTP/1.1, counted once, logged once', async () => {
+    const { logger, lines } = capturingLogger();
+    gw = await startTestGateway(TABLE, { upstream: upstream.url, logger });
+    const r = await curl(['-v', '--http2', '-w', '\n%{http_code} %{http_version}', `${gw.url}/api/v1/instance`]);
+    // curl really asked for h2c.
+    expect(r.err).toMatch(/Upgrade: h2c/i);
+    const [body, trailer] = r.out.split('\n');
+    expect(trailer).toBe('200 1.1');
+    expect(JSON.parse(body!)).toMatchObject({ method: 'GET', url: '/api/v1/instance' });
+    expect(r.err).toMatch(/x-ratelimit-remaining: 9/i);
+    // The upstream saw an ordinary request: no Upgrade, no HTTP2-Settings.
+    const seen = upstream.forwarded().at(-1)!;
+    expect(seen.headers.upgrade).toBeUndefined();
+    expect(seen.headers['http2-settings']).toBeUndefined();
+    const access = lines.filter((l) => l.msg === 'request');
+    expect(access.map((l) => [l.method, l.path, l.status, l.decision])).toEqual([['GET', '/api/v1/instance', 200, 'allowed']]);
+  });
+
+  it('keeps the connection usable: two requests on it, a body with one, each counted once', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const two = await curl(['-v', '--http2', `${gw.url}/api/v1/a`, `${gw.url}/api/v1/b`]);
+    expect(two.out).toContain('"url":"/api/v1/a"');
+    expect(two.out).toContain('"url":"/api/v1/b"');
+    expect(two.err).toMatch(/x-ratelimit-remaining: 8/i);
+    const post = await curl(['-v', '--http2', '-d', 'status=hello', '-w', '\n%{http_code}', `${gw.url}/api/v1/statuses`]);
+    expect(post.out).toContain('"bodyBytes":12');
+    expect(post.err).toMatch(/x-ratelimit-remaining: 7/i);
+  });
+
+  it('an unknown upgrade on a limited route is answered 429, and the gateway still serves', async () => {
+    gw = await startTestGateway(`limits:\n  - { name: api, match: /api/*, per: ip, limit: 1, period: 1h }\n`, { upstream: upstream.url });
+    await curl(['--http2', `${gw.url}/api/v1/x`]);
+    const limited = await curl(['--http2', '-w', '\n%{http_code}', `${gw.url}/api/v1/x`]);
+    expect(limited.out.split('\n').at(-1)).toBe('429');
+    expect((await fetch(`${gw.url}/other`)).status).toBe(200);
+  });
+
+  it('re-parses the head as strictly as any request: a smuggling attempt is refused 400, a pipelined request behind an upgrade is served', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const { port } = new URL(gw.url);
+    const exchange = (text: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        // Written, not ended: a client's half-close aborts its in-flight requests in node:http. Each
+        // exchange ends with the server closing (a 400, or `Connection: close` on the last request).
+        const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(text));
+        let out = '';
+        socket.on('data', (c) => (out += c));
+        socket.once('close', () => resolve(out));
+        socket.once('error', reject);
+      });
+    const smuggle = await exchange(
+      'POST /api/v1/statuses HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: foo\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /api/v1/hidden HTTP/1.1\r\nHost: x\r\n\r\n',
+    );
+    expect(smuggle).toMatch(/^HTTP\/1\.1 400 /);
+    expect(upstream.forwarded().some((s) => s.url === '/api/v1/hidden')).toBe(false);
+    const pipelined = await exchange(
+      'GET /api/v1/first HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\nGET /api/v1/second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    );
+    expect(pipelined.match(/HTTP\/1\.1 200 /g)?.length, pipelined).toBe(2);
+    expect(upstream.forwarded().map((s) => s.url)).toEqual(expect.arrayContaining(['/api/v1/first', '/api/v1/second']));
+    expect((await fetch(`${gw.url}/api/v1/alive`)).status).toBe(200);
+  });
+});

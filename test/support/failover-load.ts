@@ -1,0 +1,68 @@
+/**
+ * @module Bounded open-loop load for failover tests: a fixed rate of requests per key over loopback,
+ * alternating between gateways, each request's answer (or its absence within 5 s) recorded with the
+ * window of its rate-limit bucket, so a test can count what was admitted per key and per window.
+ */
+import { Agent, request } from 'undici';
+
+export interface Sample {
+  readonly ip: string;
+  /** The first path segment: which rule (and so which failure policy) the request met. */
+  readonly rule: string;
+  readonly sentAt: number;
+  readonly doneAt: number;
+  /** 0: no answer within 5 s, or a transport error. */
+  readonly status: number;
+  /** X-RateLimit-Reset (ms): the end of the bucket's window. */
+  readonly resetMs: number | undefined;
+}
+
+export interface Load {
+  /** Stops sending, waits for every request in flight, returns every sample. */
+  stop(): Promise<Sample[]>;
+  /** Samples so far. */
+  readonly samples: readonly Sample[];
+}
+
+/** Every `everyMs`, one request per (ip, rule), round-robin over `gateways`, until stopped. */
+export function startLoad(opts: { gateways: readonly string[]; ips: readonly string[]; rules: readonly string[]; everyMs: number }): Load {
+  const agent = new Agent({ connections: 32, headersTimeout: 5_000, bodyTimeout: 5_000 });
+  const samples: Sample[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let n = 0;
+  const one = (ip: string, rule: string): void => {
+    const gw = opts.gateways[n++ % opts.gateways.length]!;
+    const sentAt = Date.now();
+    const p = request(`${gw}/${rule}/x`, { dispatcher: agent, headers: { 'x-forwarded-for': ip }, signal: AbortSignal.timeout(5_000) })
+      .then(async (r) => {
+        await r.body.dump();
+        const reset = r.headers['x-ratelimit-reset'];
+        samples.push({ ip, rule, sentAt, doneAt: Date.now(), status: r.statusCode, resetMs: typeof reset === 'string' ? Date.parse(reset) : undefined });
+      })
+      .catch(() => void samples.push({ ip, rule, sentAt, doneAt: Date.now(), status: 0, resetMs: undefined }));
+    inFlight.add(p);
+    void p.finally(() => inFlight.delete(p));
+  };
+  const timer = setInterval(() => {
+    for (const ip of opts.ips) for (const rule of opts.rules) one(ip, rule);
+  }, opts.everyMs);
+  return {
+    samples,
+    async stop() {
+      clearInterval(timer);
+      await Promise.all([...inFlight]);
+      await agent.close();
+      return samples;
+    },
+  };
+}
+
+/** Admitted (200) requests per window for one ip and rule: window end (ms) → count. */
+export function admittedPerWindow(samples: readonly Sample[], ip: string, rule: string): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const s of samples) {
+    if (s.ip !== ip || s.rule !== rule || s.status !== 200 || s.resetMs === undefined) continue;
+    out.set(s.resetMs, (out.get(s.resetMs) ?? 0) + 1);
+  }
+  return out;
+}
