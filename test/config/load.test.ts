@@ -330,7 +330,7 @@ describe('overrides', () => {
   it('are validated like the file, and say they came from an override', () => {
     expect(errorsOf(file, { listen: 'localhost', store: 'memcached://x' })).toEqual([
       'listen: invalid address "localhost" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080) (set by an override)',
-      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS) (set by an override)',
+      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS) (set by an override)',
     ]);
   });
 
