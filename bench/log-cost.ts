@@ -1,6 +1,6 @@
 /**
  * @module Micro-benchmark of one access-log line: pino with a synchronous stdout destination (before)
- * against the buffered destination of src/log.ts (after). Run with stdout on a pipe, as in a container:
+ * against the buffered destination of src/observability/log.ts (after). Run with stdout on a pipe, as in a container:
  *   node --import tsx bench/log-cost.ts | cat > /dev/null
  * Prints CPU µs per line (user + system, all threads) to stderr.
  */
@@ -37,8 +37,8 @@ async function measure(name: string, log: pino.Logger, direct = false): Promise<
 
 const which = process.argv[2] ?? 'both';
 if (which !== 'buffered') await measure('sync pino destination (before)', pino({ level: 'info' }, pino.destination({ dest: 1, sync: true })));
-if (which !== 'sync') await measure('pino to the buffered destination of src/log.ts', createProcessLogger('info'));
-if (which !== 'sync') await measure('access writer + buffered destination, src/log.ts (after)', createProcessLogger('info'), true);
+if (which !== 'sync') await measure('pino to the buffered destination of src/observability/log.ts', createProcessLogger('info'));
+if (which !== 'sync') await measure('access writer + buffered destination, src/observability/log.ts (after)', createProcessLogger('info'), true);
 if (which === 'both' || which === 'off') {
   const off = createProcessLogger('warn');
   const cpu0 = process.cpuUsage();

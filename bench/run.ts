@@ -60,7 +60,7 @@ const BENCH_CONFIG = 'bench/limits.bench.yaml';
 const PROFILE_MARKER = '<!-- hand-written from here on: kept when the bench rewrites the profiles above -->';
 const SEED_CONFIG = 'config/limits.yaml';
 
-type SystemKey = 'direct' | 'thin' | 'nginx' | 'haproxy' | 'fastify' | 'rategate-memory' | 'rategate-memory-log' | 'rategate-memory-deferred' | 'rategate-redis';
+type SystemKey = 'direct' | 'thin' | 'nginx' | 'haproxy' | 'fastify' | 'rategate-memory' | 'rategate-memory-log' | 'rategate-memory-deferred' | 'rategate-redis' | 'rategate-redis-unix';
 const LABELS: Record<SystemKey, string> = {
   direct: 'upstream (direct)',
   thin: 'thin forwarder',
@@ -71,10 +71,13 @@ const LABELS: Record<SystemKey, string> = {
   'rategate-memory-log': 'rategate memory, access log',
   'rategate-memory-deferred': 'rategate memory, deferred',
   'rategate-redis': 'rategate Redis',
+  'rategate-redis-unix': 'rategate Redis, Unix socket',
 };
-const ORDER: SystemKey[] = ['direct', 'thin', 'nginx', 'haproxy', 'fastify', 'rategate-memory', 'rategate-memory-log', 'rategate-memory-deferred', 'rategate-redis'];
+const ORDER: SystemKey[] = ['direct', 'thin', 'nginx', 'haproxy', 'fastify', 'rategate-memory', 'rategate-memory-log', 'rategate-memory-deferred', 'rategate-redis', 'rategate-redis-unix'];
 /** Diagnostic systems: run only when named in --only. */
-const DIAGNOSTIC = new Set<SystemKey>(['rategate-memory-deferred']);
+const DIAGNOSTIC = new Set<SystemKey>(['rategate-memory-deferred', 'rategate-redis-unix']);
+/** Systems whose requests reach Redis (their CPU table has a redis column). */
+const REDIS_SYSTEMS = new Set<SystemKey>(['fastify', 'rategate-redis', 'rategate-redis-unix']);
 /** Debian installs haproxy in /usr/sbin, which is not on every user's PATH. */
 const HAPROXY = ['haproxy', '/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((c) => !spawnSync(c, ['-v']).error) ?? null;
 
@@ -134,6 +137,17 @@ interface SystemResult {
   rejected?: LoadResult;
   mixed?: LoadResult;
   mixedSkipped?: string;
+  /** The many-client scenario (bench/million.ts): MANY_CLIENTS distinct clients, a few requests each. */
+  manyClients?: ManyClientsResult;
+}
+interface ManyClientsResult {
+  clients: number;
+  requests: number;
+  rps: number;
+  statuses: Record<string, number>;
+  /** CPU µs per request of the system under test and of redis-server (null: not a Redis system). */
+  cpuUsSystem: number;
+  cpuUsRedis: number | null;
 }
 
 const results: Partial<Record<SystemKey, SystemResult>> = {};
@@ -213,12 +227,17 @@ async function startUpstream(): Promise<Server> {
   return { key: 'upstream', port, proc };
 }
 
+/** The Unix socket redis-server also listens on (the `rategate-redis-unix` system). */
+let redisSocket: string | null = null;
+
 async function startRedis(): Promise<Server | null> {
   if (spawnSync('redis-server', ['--version']).error) return null;
   const port = await freePort();
-  const proc = start('redis-server', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-bench-redis-'));
+  redisSocket = path.join(dir, 'redis.sock');
+  const proc = start('redis-server', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--unixsocket', redisSocket, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no']);
   await waitForPort(proc, port);
-  return { key: 'redis', port, proc };
+  return { key: 'redis', port, proc, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** `accessLog`: the default `info` level (one JSON line per request, to a temp file) instead of warn. */
@@ -470,6 +489,8 @@ async function startSystem(key: SystemKey, config = BENCH_CONFIG): Promise<Serve
       return startGateway(key, config, 'memory', undefined, false, [process.execPath, 'bench/deferred-memory.mjs', path.dirname(CLI)], true);
     case 'rategate-redis':
       return startGateway(key, config, redisUrl!);
+    case 'rategate-redis-unix':
+      return startGateway(key, config, `redis+unix://${redisSocket!}`);
   }
 }
 
@@ -477,7 +498,7 @@ async function startSystem(key: SystemKey, config = BENCH_CONFIG): Promise<Serve
 function unavailable(key: SystemKey): string | null {
   if (key === 'nginx' && spawnSync('nginx', ['-v']).error) return 'nginx not installed (apt-get install -y nginx)';
   if (key === 'haproxy' && HAPROXY === null) return 'HAProxy not installed (apt-get install -y haproxy): its row is missing';
-  if ((key === 'fastify' || key === 'rategate-redis') && redisUrl === null) return 'no redis-server binary';
+  if (REDIS_SYSTEMS.has(key) && redisUrl === null) return 'no redis-server binary';
   if (key === 'rategate-redis' && redisUnsupported !== null) return redisUnsupported;
   return null;
 }
@@ -527,7 +548,7 @@ async function benchRound(key: SystemKey, port: number, round: number, server: S
     return;
   }
   const rr = (rounds[key] ??= { forwarded: [], fixedRate: [], rejected: [] });
-  const usesRedis = key === 'fastify' || key === 'rategate-redis';
+  const usesRedis = REDIS_SYSTEMS.has(key);
   // The first round warms each system up longer (JIT, pools); later rounds find it warm.
   const warmupSec = round === 0 ? WARMUP : 1;
   const statusPath = `/api/v1/statuses/${FX.statusId}`;
@@ -642,6 +663,40 @@ async function benchMillion(): Promise<MemoryResult> {
     return out;
   } finally {
     await stopServer(gw);
+  }
+}
+
+/** Distinct clients of the many-client scenario, each sending MANY_CLIENTS_EACH requests (spread: client i % N). */
+const MANY_CLIENTS = Number(argv.clients ?? 100_000);
+const MANY_CLIENTS_EACH = 3;
+
+/**
+ * The many-client scenario beside the hot-key one: MANY_CLIENTS distinct clients (X-Forwarded-For), a few
+ * requests each, interleaved so that a client's requests are far apart (no key is hot: leases cannot
+ * help, this is the store's per-request path). Each system alone, started fresh (Redis flushed).
+ */
+async function benchManyClients(key: 'thin' | 'rategate-memory' | 'rategate-redis'): Promise<void> {
+  // Also run with --skip load, which leaves the system without a result yet.
+  const r = (results[key] ??= { label: LABELS[key] });
+  if (r.skipped !== undefined || unavailable(key) !== null) return;
+  if (key === 'rategate-redis') await redis!.flushall();
+  const server = await startSystem(key);
+  try {
+    const port = server!.port;
+    await runScript('bench/million.ts', { port, path: '/api/v1/statuses/1', n: 5000, offset: 1_500_000 }, 60_000);
+    process.stdout.write(`${LABELS[key].padEnd(28)} ${MANY_CLIENTS.toLocaleString('en')} clients × ${MANY_CLIENTS_EACH} … `);
+    const pids = [server!.proc.pid, key === 'rategate-redis' ? redisPid : null];
+    const before = pids.map((p) => (p === null ? 0 : cpuMsOfTree(p)));
+    const m = await runScript<{ n: number; seconds: number; rps: number; statuses: Record<string, number> }>(
+      'bench/million.ts',
+      { port, path: '/api/v1/statuses/1', n: MANY_CLIENTS * MANY_CLIENTS_EACH, clients: MANY_CLIENTS, connections: CONNECTIONS, depth: 16 },
+      15 * 60_000,
+    );
+    const per = (i: number): number => ((cpuMsOfTree(pids[i]!) - before[i]!) * 1000) / m.n;
+    r.manyClients = { clients: MANY_CLIENTS, requests: m.n, rps: m.rps, statuses: m.statuses, cpuUsSystem: per(0), cpuUsRedis: pids[1] === null ? null : per(1) };
+    process.stdout.write(`${fmtInt(m.rps)} req/s, ${r.manyClients.cpuUsSystem.toFixed(1)} µs CPU/req${r.manyClients.cpuUsRedis === null ? '' : ` + redis ${r.manyClients.cpuUsRedis.toFixed(1)}`}\n`);
+  } finally {
+    await stopServer(server);
   }
 }
 
@@ -809,6 +864,9 @@ interface Ratio {
   detail: string;
 }
 
+/** redis-server CPU µs per forwarded request before leases (quick run on this machine, 2026-11-24): issue 24's ÷ 5 is from it. */
+const REDIS_US_BEFORE_LEASES = 14.1;
+
 /** The goals of issue 14 (ratios against the bare Node forwarder, the Node ceiling), measured in this run. */
 function ratios(perClient: PerClientResult | null): Ratio[] {
   const rps = (k: SystemKey, s: 'forwarded' | 'rejected'): number | null => results[k]?.[s]?.rps ?? null;
@@ -846,6 +904,18 @@ function ratios(perClient: PerClientResult | null): Ratio[] {
     target: '≈ 0 (< 0.01)',
     pass: calls === undefined ? null : calls < 0.01,
     detail: calls === undefined ? why('rategate-redis') : '',
+  });
+  // Issue 24 (leases): the Redis path near the memory path, and the store's work per request cut.
+  const many = (k: SystemKey): number | null => results[k]?.manyClients?.rps ?? null;
+  ratio('issue 24: rategate Redis / bare forwarder, hot key (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')), 0.85, why('rategate-redis', 'thin'), div(total('thin'), total('rategate-redis')));
+  ratio(`issue 24: rategate Redis / bare forwarder, ${MANY_CLIENTS.toLocaleString('en')} clients (req/s)`, div(many('rategate-redis'), many('thin')), 0.7, 'not measured (--skip clients)');
+  const redisUs = results['rategate-redis']?.forwarded?.cpuUsPerRequest?.redis ?? null;
+  out.push({
+    name: 'issue 24: redis-server CPU per forwarded request, hot key, µs',
+    value: redisUs,
+    target: `≤ ${(REDIS_US_BEFORE_LEASES / 5).toFixed(1)} (÷ 5 of ${REDIS_US_BEFORE_LEASES})`,
+    pass: redisUs === null ? null : redisUs <= REDIS_US_BEFORE_LEASES / 5,
+    detail: redisUs === null ? why('rategate-redis') : '',
   });
   const direct = results.direct?.fixedRate?.p99;
   for (const k of ['rategate-redis', 'rategate-memory'] as const) {
@@ -1036,6 +1106,7 @@ async function main(): Promise<void> {
     }
     if (!SKIP.has('memory') && want('rategate-memory')) perClient = await benchPerClient();
     if (!SKIP.has('million') && want('rategate-memory')) memory = await benchMillion();
+    if (!SKIP.has('clients')) for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchManyClients(k);
     if (!SKIP.has('instructions')) {
       const usePerf = perfCountsInstructions();
       if (!usePerf && spawnSync('valgrind', ['--version']).error) note('instructions per request skipped: perf does not count instructions here and valgrind is not installed');

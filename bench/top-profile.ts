@@ -31,7 +31,7 @@ interface CpuProfile {
 
 export interface FunctionRow {
   name: string;
-  /** `src/server/gateway.ts:120`, `node_modules/undici/lib/…:88`, `node:internal/…:12`, or a V8 pseudo-frame. */
+  /** `src/pipeline/gateway.ts:120`, `node_modules/undici/lib/…:88`, `node:internal/…:12`, or a V8 pseudo-frame. */
   location: string;
   area: string;
   selfMs: number;

@@ -16,6 +16,7 @@ export const RESTART_ONLY: readonly string[] = [
   'store.url',
   'store.prefix',
   'store.timeout',
+  'store.lease',
   'store.gateways',
   'store.sentinelPassword',
   'clients.account.path',

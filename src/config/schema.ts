@@ -145,7 +145,7 @@ const routeShape = {
 const storeShape = {
   url: checked(checkStoreUrl)
     .default('memory')
-    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, or redis[s]-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB].'),
+    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], redis+unix:///PATH/TO/redis.sock, redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, or redis[s]-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB].'),
   prefix: z
     .string()
     .regex(PREFIX, { error: (iss) => `invalid prefix ${show(iss.input)} (use letters, digits, "_", ".", ":" and "-")` })
@@ -159,6 +159,10 @@ const storeShape = {
     .boolean()
     .default(false)
     .describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
+  lease: z
+    .boolean()
+    .default(true)
+    .describe('Redis stores: take leases of several tokens per store call for busy keys and admit from them locally, never over the limit (docs/leases.md). false: every request asks the store.'),
   gateways: z
     .number()
     .int()

@@ -9,7 +9,8 @@
  * each with its port; a cluster has only database 0, so no `/DB`); `redis-sentinel://` or
  * `rediss-sentinel://` (TLS) `[USER[:PASSWORD]@]HOST[:PORT],HOST[:PORT]…/MASTERNAME[/DB]` (the sentinels,
  * port 26379 by default, and the name they monitor the master by; the credentials are the master's,
- * the sentinels' own password is `store.sentinelPassword`). Credentials are percent-decoded.
+ * the sentinels' own password is `store.sentinelPassword`); `redis+unix://[USER[:PASSWORD]@]/PATH` (a Unix
+ * socket, absolute path, database 0). Credentials are percent-decoded.
  * Query strings are refused rather than ignored: ioredis would read some of them, this parser would not.
  */
 import { isIP } from 'node:net';
@@ -22,7 +23,9 @@ export interface StoreNode {
 
 export type StoreUrl =
   | { readonly kind: 'memory' }
-  | (RedisTarget & { readonly kind: 'redis'; readonly node: StoreNode; readonly db: number })
+  | (RedisTarget & { readonly kind: 'redis'; readonly node: StoreNode; readonly db: number; readonly socket?: undefined })
+  /** `redis+unix:///path/to/redis.sock`: a Redis beside the gateway on a Unix socket (no TCP stack on either side). */
+  | (RedisTarget & { readonly kind: 'redis'; readonly socket: string; readonly db: number; readonly node?: undefined })
   | (RedisTarget & { readonly kind: 'redis-cluster'; readonly nodes: readonly StoreNode[] })
   | (RedisTarget & { readonly kind: 'redis-sentinel'; readonly sentinels: readonly StoreNode[]; readonly name: string; readonly db: number });
 
@@ -34,7 +37,7 @@ interface RedisTarget {
 
 /** The forms `store.url` takes, as every refusal states them. */
 export const STORE_URL_FORMS =
-  'use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS';
+  'use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS';
 
 /** A `store.url` that names no store rategate can connect to. The message is the same wherever it is raised. */
 export class StoreUrlError extends Error {
@@ -57,6 +60,7 @@ const MASTER_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 /** Parses a store URL; throws StoreUrlError (with the one message) for anything else. */
 export function parseStoreUrl(url: string): StoreUrl {
   if (url === 'memory') return { kind: 'memory' };
+  if (url.startsWith(UNIX_SCHEME)) return parseUnix(url);
   const m = SCHEME.exec(url);
   if (!m) throw new StoreUrlError(url, 'unknown scheme');
   const tls = m[1] === 'rediss';
@@ -92,6 +96,28 @@ export function parseStoreUrl(url: string): StoreUrl {
   if (hosts.includes(',')) throw new StoreUrlError(url, 'several hosts need redis-cluster://');
   if (path !== '' && !/^[0-9]{1,5}$/.test(path)) throw new StoreUrlError(url, `database "${path}" is not a number`);
   return { kind: 'redis', ...out, node: parseNode(url, hosts, false), db: path === '' ? 0 : Number(path) };
+}
+
+const UNIX_SCHEME = 'redis+unix://';
+
+/** `redis+unix://[USER[:PASSWORD]@]/absolute/path`: the path is taken as written (no `..`, no NUL). */
+function parseUnix(url: string): StoreUrl {
+  let rest = url.slice(UNIX_SCHEME.length);
+  if (/[?#]/.test(rest)) throw new StoreUrlError(url, 'a query or fragment is not supported');
+  const out: { tls: boolean; username?: string; password?: string } = { tls: false };
+  const slash = rest.indexOf('/');
+  const at = slash === -1 ? -1 : rest.lastIndexOf('@', slash);
+  if (at !== -1) {
+    const creds = rest.slice(0, at);
+    rest = rest.slice(at + 1);
+    const colon = creds.indexOf(':');
+    const user = decode(url, colon === -1 ? creds : creds.slice(0, colon));
+    if (user !== '') out.username = user;
+    if (colon !== -1) out.password = decode(url, creds.slice(colon + 1));
+  }
+  if (!rest.startsWith('/')) throw new StoreUrlError(url, 'a Unix socket needs an absolute path (redis+unix:///path/to/redis.sock)');
+  if (rest.length < 2 || rest.endsWith('/') || rest.includes('\0') || rest.split('/').includes('..')) throw new StoreUrlError(url, `invalid socket path "${rest}"`);
+  return { kind: 'redis', ...out, socket: rest, db: 0 };
 }
 
 /** The refusal message for `url`, or null when it names a store: what config validation reports. */

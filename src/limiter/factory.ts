@@ -6,8 +6,9 @@
  */
 import type { Config } from '../config/types.js';
 import { createBlockedCacheStore } from './blocked.js';
-import type { Clock } from './clock.js';
+import { systemClock, type Clock } from './clock.js';
 import type { StoreError } from './errors.js';
+import { createLeaseStore, type LeaseStore } from './lease.js';
 import { MemoryStore } from './memory.js';
 import { createRedisStore } from './redis.js';
 import { createResilientStore, type BreakerOptions, type StoreEvent } from './resilient.js';
@@ -27,6 +28,8 @@ export interface StoreHandle {
   reachable(): Promise<boolean>;
   /** True while decisions are made by the fault policy (onError) instead of the store. */
   fallbackActive(): boolean;
+  /** The lease layer (docs/leases.md), when `store.lease` is on for a Redis store. */
+  readonly leases?: LeaseStore;
 }
 
 export interface StoreFactoryOptions {
@@ -46,7 +49,12 @@ export interface StoreFactoryOptions {
 /** A failed refund is logged at most this often (with the count since), so a dead slot cannot flood the log. */
 const REFUND_LOG_INTERVAL_MS = 10_000;
 
-export type StoreSettings = Pick<Config['store'], 'url' | 'prefix' | 'timeout' | 'onError'> & { readonly gateways?: number; readonly sentinelPassword?: string | null };
+/** `lease` defaults to on; `gateways` (the replicas sharing the store) sizes leases and the fallback's share, default 2. */
+export type StoreSettings = Pick<Config['store'], 'url' | 'prefix' | 'timeout' | 'onError'> & {
+  readonly lease?: boolean;
+  readonly gateways?: number;
+  readonly sentinelPassword?: string | null;
+};
 
 export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFactoryOptions = {}): Promise<StoreHandle> {
   const url = parseStoreUrl(storeConfig.url);
@@ -106,11 +114,24 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     states?.unreachableAtStart(message(err));
     redis.onReady(() => states?.connected());
   }
+  // Leases sit inside the blocked-bucket cache (a flood of rejections never reaches them) and outside
+  // the fault policy: a fallback answer grants none, and tokens already counted by the store stay
+  // spendable while it fails. Give-backs go straight to Redis (best effort).
+  const leases =
+    storeConfig.lease === false
+      ? undefined
+      : createLeaseStore(resilient, {
+          giveBack: (spec, tokens, chargedAt) => redis.giveBack(spec, tokens, chargedAt),
+          ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
+          // Tests that script the store's time script the leases' too (a lease must not outlive its window).
+          ...(opts.clock ? { clock: opts.clock } : opts.now ? { clock: { now: opts.now, after: systemClock.after } } : {}),
+        });
   return {
-    store: createBlockedCacheStore(resilient, {
+    store: createBlockedCacheStore(leases ?? resilient, {
       ...(opts.now ? { now: opts.now } : {}),
       ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
     }),
+    ...(leases ? { leases } : {}),
     kind: url.kind,
     reachable: async () => {
       if (!redis.covered() || resilient.fallbackActive) return false;

@@ -31,42 +31,71 @@ const ALGORITHM_CODE: Readonly<Record<BucketSpec['algorithm'], number>> = { 'fix
 /** Doubles per bucket in the packed parameters: algorithm code, limit, periodMs, cost, shadow. */
 const PARAMS_PER_BUCKET = 5;
 
+/** Added to the algorithm code of a bucket that asks for a lease (LEASE_FLAG in lua/lib.lua). */
+const LEASE_FLAG = 8;
+
+/** Does this bucket ask the script for a lease? (Only in plain and batch calls, never in a reservation.) */
+function asks(spec: BucketSpec): boolean {
+  return spec.lease !== undefined && spec.lease > 0;
+}
+
+/** Does any bucket of the request ask for a lease? Its reply then ends with the extra granted per bucket. */
+export function asksLease(specs: readonly BucketSpec[]): boolean {
+  for (let i = 0; i < specs.length; i++) if (asks(specs[i]!)) return true;
+  return false;
+}
+
+/** Bytes of the packed parameters of `specs` (the buckets `idx`, all when null). */
+function paramsBytes(specs: readonly BucketSpec[], idx: readonly number[] | null, leases: boolean): number {
+  const n = idx ? idx.length : specs.length;
+  let bytes = 8 * PARAMS_PER_BUCKET * n;
+  if (leases) for (let k = 0; k < n; k++) if (asks(specs[idx ? idx[k]! : k]!)) bytes += 16;
+  return bytes;
+}
+
 /**
  * Writes the parameters of the buckets `idx` (all when null) at `offset` as the scripts read them
- * (PARAMS in lua/lib.lua: five little-endian doubles each); returns the offset after them. One binary
- * argument instead of five strings per bucket: every argument costs ioredis a copy and an encoding
- * step, and Redis a Lua string and a number conversion.
+ * (PARAMS in lua/lib.lua: five little-endian doubles each, and for a lease ask two more: extra wanted and
+ * share); returns the offset after them. One binary argument instead of five strings per bucket: every
+ * argument costs ioredis a copy and an encoding step, and Redis a Lua string and a number conversion.
  */
-function writeBucketParams(buf: Buffer, offset: number, specs: readonly BucketSpec[], idx: readonly number[] | null): number {
+function writeBucketParams(buf: Buffer, offset: number, specs: readonly BucketSpec[], idx: readonly number[] | null, leases = false): number {
   const n = idx ? idx.length : specs.length;
   for (let k = 0; k < n; k++) {
     const spec = specs[idx ? idx[k]! : k]!;
-    offset = buf.writeDoubleLE(ALGORITHM_CODE[spec.algorithm], offset);
+    const lease = leases && asks(spec);
+    offset = buf.writeDoubleLE(ALGORITHM_CODE[spec.algorithm] + (lease ? LEASE_FLAG : 0), offset);
     offset = buf.writeDoubleLE(spec.limit, offset);
     offset = buf.writeDoubleLE(spec.periodMs, offset);
     offset = buf.writeDoubleLE(spec.cost, offset);
     offset = buf.writeDoubleLE(spec.shadow ? 1 : 0, offset);
+    if (lease) {
+      offset = buf.writeDoubleLE(spec.lease!, offset);
+      offset = buf.writeDoubleLE(Math.max(1, spec.leaseShare ?? 1), offset);
+    }
   }
   return offset;
 }
 
 /** The packed parameters of `specs`, as consume.lua takes them (tests drive the script with it). */
-export function encodeBucketParams(specs: readonly Pick<BucketSpec, 'algorithm' | 'limit' | 'periodMs' | 'cost' | 'shadow'>[]): Buffer {
-  const buf = Buffer.allocUnsafe(8 * PARAMS_PER_BUCKET * specs.length);
-  writeBucketParams(buf, 0, specs as readonly BucketSpec[], null);
+export function encodeBucketParams(specs: readonly Pick<BucketSpec, 'algorithm' | 'limit' | 'periodMs' | 'cost' | 'shadow' | 'lease' | 'leaseShare'>[]): Buffer {
+  const all = specs as readonly BucketSpec[];
+  const buf = Buffer.allocUnsafe(paramsBytes(all, null, true));
+  writeBucketParams(buf, 0, all, null, true);
   return buf;
 }
 
 /** The key count, KEYS and ARGV of consume.lua for the buckets `idx` (all of them when null). */
 export function consumeArgs(specs: readonly BucketSpec[], keys: readonly string[], idx: readonly number[] | null, clock: string, mode: '' | 'reserve'): Arg[] {
   const n = idx ? idx.length : specs.length;
+  const leases = mode === '';
   const args: Arg[] = new Array(n + 4);
   args[0] = n;
   for (let k = 0; k < n; k++) args[k + 1] = keys[idx ? idx[k]! : k]!;
   args[n + 1] = clock;
   args[n + 2] = mode;
-  const params = Buffer.allocUnsafe(8 * PARAMS_PER_BUCKET * n);
-  writeBucketParams(params, 0, specs, idx);
+  const params = Buffer.allocUnsafe(paramsBytes(specs, idx, leases));
+  writeBucketParams(params, 0, specs, idx, leases);
   args[n + 3] = params;
   return args;
 }
@@ -83,8 +112,12 @@ export interface BatchEntry {
  */
 export function batchArgs(batch: readonly BatchEntry[], clock: string): Arg[] {
   let keyCount = 0;
-  for (const call of batch) keyCount += call.keys.length;
-  const params = Buffer.allocUnsafe(8 * (batch.length + PARAMS_PER_BUCKET * keyCount));
+  let bytes = 8 * batch.length;
+  for (const call of batch) {
+    keyCount += call.keys.length;
+    bytes += paramsBytes(call.specs, null, true);
+  }
+  const params = Buffer.allocUnsafe(bytes);
   const args: Arg[] = new Array(1 + keyCount + 2);
   let k = 0;
   let offset = 0;
@@ -92,7 +125,7 @@ export function batchArgs(batch: readonly BatchEntry[], clock: string): Arg[] {
   for (const call of batch) {
     for (const key of call.keys) args[k++] = key;
     offset = params.writeDoubleLE(call.specs.length, offset);
-    offset = writeBucketParams(params, offset, call.specs, null);
+    offset = writeBucketParams(params, offset, call.specs, null, true);
   }
   args[k++] = clock;
   args[k++] = params;
@@ -101,24 +134,26 @@ export function batchArgs(batch: readonly BatchEntry[], clock: string): Arg[] {
 
 /** consume-batch.lua's reply, one outcome per request in order; throws a script StoreError when malformed. */
 export function parseBatch(reply: unknown, batch: readonly BatchEntry[]): ConsumeOutcome[] {
-  let keyCount = 0;
-  for (const call of batch) keyCount += call.keys.length;
-  if (!isIntArray(reply, 1 + batch.length + PLAIN_STRIDE * keyCount)) throw badReply('consume', reply);
+  let ints = 1 + batch.length;
+  for (const call of batch) ints += (asksLease(call.specs) ? PLAIN_STRIDE + 1 : PLAIN_STRIDE) * call.keys.length;
+  if (!isIntArray(reply, ints)) throw badReply('consume', reply);
   const now = reply[0]!;
   const out: ConsumeOutcome[] = new Array(batch.length);
   let o = 1;
   for (let i = 0; i < batch.length; i++) {
-    const n = batch[i]!.specs.length;
-    out[i] = { allowed: reply[o] === 1, now, buckets: readBuckets(reply, o + 1, n) };
-    o += 1 + PLAIN_STRIDE * n;
+    const specs = batch[i]!.specs;
+    const n = specs.length;
+    const leased = asksLease(specs);
+    out[i] = { allowed: reply[o] === 1, now, buckets: readBuckets(reply, o + 1, n, leased) };
+    o += 1 + (leased ? PLAIN_STRIDE + 1 : PLAIN_STRIDE) * n;
   }
   return out;
 }
 
-/** consume.lua's plain reply for `n` buckets. */
-export function parsePlain(r: unknown, n: number): ConsumeOutcome {
-  if (!isIntArray(r, 2 + PLAIN_STRIDE * n)) throw badReply('consume', r);
-  return { allowed: r[0] === 1, now: r[1]!, buckets: readBuckets(r, 2, n) };
+/** consume.lua's plain reply for `n` buckets (`leased`: some asked for a lease, the extras follow). */
+export function parsePlain(r: unknown, n: number, leased = false): ConsumeOutcome {
+  if (!isIntArray(r, 2 + (leased ? PLAIN_STRIDE + 1 : PLAIN_STRIDE) * n)) throw badReply('consume', r);
+  return { allowed: r[0] === 1, now: r[1]!, buckets: readBuckets(r, 2, n, leased) };
 }
 
 /** peek.lua's reply. */
@@ -128,10 +163,13 @@ export function parsePeek(r: unknown): BucketState {
 }
 
 /** `n` bucket states from a consume reply, from `offset` on (remaining, resetAt, limited, retryAt each). */
-function readBuckets(r: readonly number[], offset: number, n: number): BucketState[] {
+function readBuckets(r: readonly number[], offset: number, n: number, leased: boolean): BucketState[] {
   const buckets: BucketState[] = new Array(n);
+  const g = offset + PLAIN_STRIDE * n;
   for (let k = 0, o = offset; k < n; k++, o += PLAIN_STRIDE) {
-    buckets[k] = { remaining: r[o]!, resetAt: r[o + 1]!, limited: r[o + 2] === 1, retryAt: r[o + 3]! };
+    buckets[k] = leased
+      ? { remaining: r[o]!, resetAt: r[o + 1]!, limited: r[o + 2] === 1, retryAt: r[o + 3]!, leased: r[g + k]! }
+      : { remaining: r[o]!, resetAt: r[o + 1]!, limited: r[o + 2] === 1, retryAt: r[o + 3]! };
   }
   return buckets;
 }

@@ -84,7 +84,9 @@ export function createRedisClient(url: Exclude<StoreUrl, { kind: 'memory' }>, op
   }
   const where: RedisOptions =
     url.kind === 'redis'
-      ? { host: url.node.host, port: url.node.port }
+      ? url.socket !== undefined
+        ? { path: url.socket }
+        : { host: url.node.host, port: url.node.port }
       : {
           sentinels: url.sentinels.map((n) => ({ host: n.host, port: n.port })),
           name: url.name,

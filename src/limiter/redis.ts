@@ -16,7 +16,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { SlotBatcher, type BatchCall } from './batcher.js';
 import { CrossSlot, groupBySlot, settleWithin } from './cross-slot.js';
 import { StoreError, StoreTimeoutError, toStoreError } from './errors.js';
-import { batchArgs, consumeArgs, luaScripts, parseBatch, parsePeek, parsePlain, type Arg } from './redis-codec.js';
+import { asksLease, batchArgs, consumeArgs, luaScripts, parseBatch, parsePeek, parsePlain, type Arg } from './redis-codec.js';
 import { createRedisClient, isCluster, whenReady, type RedisClient } from './redis-connection.js';
 import { clusterTopology, singleTopology, type PromotionListener, type Topology } from './redis-topology.js';
 import { SentinelWatch } from './sentinel-watch.js';
@@ -76,6 +76,7 @@ export class RedisStore implements Store {
   private readonly consumeFn: ScriptFn;
   private readonly consumeBatchFn: ScriptFn;
   private readonly peekFn: ScriptFn;
+  private readonly refundFn: ScriptFn;
   private readonly batcher: SlotBatcher<PendingConsume> | null;
   private readonly crossSlot: CrossSlot;
   private readonly prefix: string;
@@ -102,7 +103,7 @@ export class RedisStore implements Store {
     this.topology =
       url.kind === 'redis-cluster'
         ? clusterTopology(this.client as Cluster)
-        : singleTopology(this.client as Redis, url.kind === 'redis' ? `${url.node.host}:${url.node.port}` : url.name, watch);
+        : singleTopology(this.client as Redis, url.kind === 'redis' ? (url.socket ?? `${url.node.host}:${url.node.port}`) : url.name, watch);
     // Without a listener an 'error' event would crash the process; reconnection is automatic.
     this.client.on('error', (err: Error) => {
       this.lastError = err;
@@ -110,6 +111,7 @@ export class RedisStore implements Store {
     this.consumeFn = this.script('rgConsume', luaScripts.consume);
     this.consumeBatchFn = this.script('rgConsumeBatch', luaScripts.consumeBatch);
     this.peekFn = this.script('rgPeek', luaScripts.peek, true);
+    this.refundFn = this.script('rgRefund', luaScripts.refund);
     const onBatch = opts.onBatch;
     this.batcher =
       (opts.batching ?? url.kind !== 'redis-cluster') === false
@@ -124,7 +126,7 @@ export class RedisStore implements Store {
           });
     this.crossSlot = new CrossSlot({
       consumeFn: this.consumeFn,
-      refundFn: this.script('rgRefund', luaScripts.refund),
+      refundFn: this.refundFn,
       clock: () => this.clockArg(),
       bounded: (p, what) => this.bounded(p, what),
       timeoutMs: opts.timeoutMs,
@@ -218,7 +220,7 @@ export class RedisStore implements Store {
       (reply) => {
         done?.();
         try {
-          resolve(parsePlain(reply, n));
+          resolve(parsePlain(reply, n, asksLease(specs)));
         } catch (err) {
           reject(err);
         }
@@ -261,6 +263,21 @@ export class RedisStore implements Store {
       'peek',
     );
     return parsePeek(r);
+  }
+
+  /**
+   * Gives back `tokens` unspent lease tokens of one bucket, charged at store time `chargedAt` (lease.ts):
+   * refund.lua takes them off the count they were charged in, never more than the charge still weighs.
+   * Resolves to whether anything was given back.
+   */
+  async giveBack(spec: BucketSpec, tokens: number, chargedAt: number): Promise<boolean> {
+    // The refund key of a window charge is its window's start; a token bucket's only needs to be > 0.
+    const a = spec.algorithm === 'token-bucket' ? 1 : chargedAt - (chargedAt % spec.periodMs);
+    const r = await this.bounded(
+      this.refundFn(1, this.prefix + spec.key, this.clockArg(), chargedAt, spec.algorithm, spec.limit, spec.periodMs, tokens, a),
+      'refund',
+    );
+    return r === 1;
   }
 
   async reset(spec: BucketSpec): Promise<void> {

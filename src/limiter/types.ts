@@ -18,6 +18,12 @@ export interface BucketSpec {
   readonly shadow: boolean;
   /** What to do with this bucket when the store fails: the rule's onStoreError, else store.onError. */
   readonly onError: OnError;
+  /**
+   * Leases (lease.ts) only: extra tokens wanted beyond `cost`, granted as far as they fit in what
+   * remains ÷ `leaseShare`. Stores without leases ignore both (the Redis store honours them).
+   */
+  readonly lease?: number;
+  readonly leaseShare?: number;
 }
 
 /** The state of one bucket after a consume (or a peek). Times are Unix epoch milliseconds. */
@@ -30,6 +36,8 @@ export interface BucketState {
   readonly limited: boolean;
   /** When a request of this cost would next be admitted; equals `now` when it was admitted. */
   readonly retryAt: number;
+  /** Leases only: extra tokens the store charged for this gateway's lease (then `remaining` is after them). */
+  readonly leased?: number;
 }
 
 export interface ConsumeOutcome {

@@ -35,7 +35,7 @@ const DEFAULTS: Config = {
   upstreams: {},
   routes: [],
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
-  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, gateways: 2, sentinelPassword: null },
+  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true, gateways: 2, sentinelPassword: null },
   methods: { custom: [] },
   clients: {
     trustedProxies: ['loopback', 'private'],
@@ -84,7 +84,7 @@ describe('defaults', () => {
 
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
-    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, gateways: 2, sentinelPassword: null });
+    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true, gateways: 2, sentinelPassword: null });
     expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 });
   });
 
@@ -118,7 +118,7 @@ describe('a fully written file', () => {
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
       upstreams: { streaming: { url: 'http://127.0.0.1:4000', timeout: 0, connectTimeout: 5_000 } },
       routes: [{ match: ['/api/v1/streaming/*'], upstream: 'streaming' }],
-      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true, gateways: 2, sentinelPassword: null },
+      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true, lease: true, gateways: 2, sentinelPassword: null },
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
         ipv6Prefix: 56,
@@ -330,7 +330,7 @@ describe('overrides', () => {
   it('are validated like the file, and say they came from an override', () => {
     expect(errorsOf(file, { listen: 'localhost', store: 'memcached://x' })).toEqual([
       'listen: invalid address "localhost" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080) (set by an override)',
-      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS) (set by an override)',
+      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS) (set by an override)',
     ]);
   });
 
@@ -385,7 +385,7 @@ describe('robustness', () => {
         listen: leaf,
         admin: fc.oneof(section(['listen', 'token']), leaf),
         upstream: section(['url', 'timeout', 'connectTimeout']),
-        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness', 'gateways', 'sentinelPassword']),
+        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness', 'lease', 'gateways', 'sentinelPassword']),
         clients: fc.record({ trustedProxies: leaf, ipv6Prefix: leaf, account: section(['from', 'path', 'cacheTtl', 'header']) }, {
           requiredKeys: [],
         }),

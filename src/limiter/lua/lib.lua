@@ -17,7 +17,7 @@
 -- must be asked for on 3.2–6.x. pcall: the function is deprecated and may go away.
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
-local floor, ceil, max, fmod = math.floor, math.ceil, math.max, math.fmod
+local floor, ceil, max, min, fmod = math.floor, math.ceil, math.max, math.min, math.fmod
 local pack, unpack, call, tonumber = struct.pack, struct.unpack, redis.call, tonumber
 
 -- The clock: ARGV[1] empty → Redis TIME, so gateway replicas with skewed clocks agree; otherwise an
@@ -160,24 +160,40 @@ end
 -- algorithm code, limit, periodMs, cost, shadow (1/0). One C call reads them, where five ARGV strings
 -- needed three number conversions and cost the client one argument each.
 local PARAMS = '<ddddd'
+-- A bucket that asks for a lease (lease.ts) has LEASE_FLAG added to its algorithm code and two more
+-- doubles after its five: the extra tokens wanted beyond the request's cost, and the share divisor
+-- (2 × gateways): the extra granted is never more than what remains after the charge ÷ share.
+local LEASE, LEASE_FLAG = '<dd', 8
 
 -- Checks the n buckets KEYS[first_key …], whose parameters are packed in `params` from byte `pos` on
 -- (PARAMS, one group per bucket), and charges all of them or none: every bucket is evaluated against
 -- the state read before any write, then, only if no non-shadow bucket is full, each bucket that had
 -- room is written. A full shadow bucket is reported limited but not charged (it is never pushed past
 -- its limit). Mirrors MemoryStore.consumeSync.
+-- Leases: a bucket that asks for one and is charged is charged cost + extra instead, extra being the
+-- most of what it asked that fits in min(what remains after the charge ÷ share): the evaluation with
+-- that larger cost is then the one written and reported (its remaining is after the lease). Only in
+-- plain mode (a cross-slot reservation never leases).
 -- Appends per bucket to `reply`: remaining, resetAt, limited (1/0), retryAt; in reserve mode also the
 -- charged state `a` (−1 when this bucket was not charged: the refund key) and remaining and resetAt as
--- they stood before this charge. Returns whether the request was allowed, and the position after its
--- parameters.
+-- they stood before this charge; then, if any bucket asked for a lease, the extra granted per bucket.
+-- Returns whether the request was allowed, and the position after its parameters.
 local function consume_group(first_key, n, params, pos, now, reserve, reply)
   -- Pass 1 keeps each evaluation in `ev`, ten slots per bucket, in evaluate's order.
   local ev = {}
+  local lz = nil -- lease asks: per bucket code, limit, period, cost, want, share, sa, sb, sc
   local allowed = true
   for i = 1, n do
     local code, limit, period, cost, shadow
     code, limit, period, cost, shadow, pos = unpack(PARAMS, params, pos)
     local sa, sb, sc = read_state(KEYS[first_key + i - 1])
+    if code >= LEASE_FLAG then
+      code = code - LEASE_FLAG
+      local want, share
+      want, share, pos = unpack(LEASE, params, pos)
+      if lz == nil then lz = {} end
+      lz[i] = { code, limit, period, cost, want, share, sa, sb, sc }
+    end
     local e = (i - 1) * 10
     local ok
     ok, ev[e + 2], ev[e + 3], ev[e + 4], ev[e + 5], ev[e + 6], ev[e + 7], ev[e + 8], ev[e + 9], ev[e + 10] =
@@ -187,10 +203,27 @@ local function consume_group(first_key, n, params, pos, now, reserve, reply)
   end
 
   local m = #reply
+  local granted = nil
+  if lz ~= nil then granted = {} end
   for i = 1, n do
     local e = (i - 1) * 10
     local ok = ev[e + 1]
     local charged = allowed and ok
+    local extra = 0
+    local l = lz and lz[i]
+    if charged and l and not reserve then
+      extra = min(l[5], floor(ev[e + 6] / l[6]))
+      if extra > 0 then
+        -- cost + remaining always fits (remaining counts requests of cost 1 after this one).
+        local ok2, a, b, c, x, r1, r2, s1, s2, rt = evaluate(l[1], l[2], l[3], l[4] + extra, l[7], l[8], l[9], now)
+        if ok2 then
+          ev[e + 2], ev[e + 3], ev[e + 4], ev[e + 5], ev[e + 6], ev[e + 7], ev[e + 8], ev[e + 9], ev[e + 10] = a, b, c, x, r1, r2, s1, s2, rt
+        else
+          extra = 0
+        end
+      end
+    end
+    if granted then granted[i] = extra end
     if charged then
       write_state(KEYS[first_key + i - 1], ev[e + 2], ev[e + 3], ev[e + 4], ev[e + 5])
       reply[m + 1] = ev[e + 6] -- remaining after the charge
@@ -210,6 +243,9 @@ local function consume_group(first_key, n, params, pos, now, reserve, reply)
       reply[m + 3] = ev[e + 9]
       m = m + 3
     end
+  end
+  if granted then
+    for i = 1, n do reply[m + i] = granted[i] end
   end
   return allowed, pos
 end
