@@ -7,7 +7,7 @@
  */
 import { parseConfig } from '../src/config/index.js';
 import { readFileSync } from 'node:fs';
-import { MemoryStore } from '../src/limiter/memory.js';
+import { MemoryStore } from '../src/limiter/memory/store.js';
 import { bucketsFor, buildRequestPolicy } from '../src/pipeline/policy.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);

@@ -21,7 +21,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { parseConfig } from '../src/config/index.js';
 import { createBlockedCacheStore } from '../src/limiter/blocked.js';
-import { MemoryStore } from '../src/limiter/memory.js';
+import { MemoryStore } from '../src/limiter/memory/store.js';
 import type { Store } from '../src/limiter/types.js';
 import { bucketsFor, buildRequestPolicy } from '../src/pipeline/policy.js';
 

@@ -19,8 +19,8 @@
 import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createBlockedCacheStore } from '../src/limiter/blocked.js';
-import { MemoryStore } from '../src/limiter/memory.js';
-import { createRedisStore } from '../src/limiter/redis.js';
+import { MemoryStore } from '../src/limiter/memory/store.js';
+import { createRedisStore } from '../src/limiter/redis/store.js';
 import { createResilientStore } from '../src/limiter/resilient.js';
 import type { BucketSpec, Store } from '../src/limiter/types.js';
 import { startRedis } from '../test/support/redis.js';

@@ -28,7 +28,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { createRedisStore, type RedisStore } from '../src/limiter/redis.js';
+import { createRedisStore, type RedisStore } from '../src/limiter/redis/store.js';
 import type { BucketSpec } from '../src/limiter/types.js';
 import { startRedis, startRedisCluster } from '../test/support/redis.js';
 

@@ -198,7 +198,7 @@ function build(): string {
   const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', BUILD], { encoding: 'utf8' });
   if (!existsSync(cli)) throw new Error(`tsc produced no ${cli}: ${r.stdout}${r.stderr}`);
   if (r.status !== 0) note(`tsc reported type errors in src/ (emitted anyway): ${(r.stdout + r.stderr).split('\n')[0]}`);
-  if (existsSync('src/limiter/lua')) cpSync('src/limiter/lua', path.join(BUILD, 'limiter', 'lua'), { recursive: true });
+  if (existsSync('src/limiter/redis/lua')) cpSync('src/limiter/redis/lua', path.join(BUILD, 'limiter', 'redis', 'lua'), { recursive: true });
   return cli;
 }
 

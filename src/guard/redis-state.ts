@@ -10,7 +10,7 @@
  */
 import type { Redis, Cluster } from 'ioredis';
 import { parseStoreUrl } from '../config/store-url.js';
-import { createRedisClient } from '../limiter/redis-connection.js';
+import { createRedisClient } from '../limiter/redis/connection.js';
 import { isLive, type BanCount, type EntryKind, type GuardEntry, type GuardState } from './state.js';
 
 /** Counts one ban event; starts the ban (and bumps the version) when the count reaches the limit. */

@@ -8,7 +8,7 @@ import { parseConfig } from '../../src/config/index.js';
 import { parseStoreUrl, StoreUrlError } from '../../src/config/store-url.js';
 import { checkStoreUrl } from '../../src/config/fields/validators.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
-import { createRedisStore } from '../../src/limiter/redis.js';
+import { createRedisStore } from '../../src/limiter/redis/store.js';
 
 describe('the store URL parser', () => {
   it('reads every form the store connects to: memory, redis, rediss with credentials and a database, and both cluster schemes', () => {

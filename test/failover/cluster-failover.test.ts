@@ -14,7 +14,7 @@
  * that this test must not count against the failover.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keySlot } from '../../src/limiter/slot.js';
+import { keySlot } from '../../src/limiter/redis/slot.js';
 import { admittedPerWindow, startLoad, type Sample } from '../support/failover-load.js';
 import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';

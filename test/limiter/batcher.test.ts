@@ -1,6 +1,6 @@
 /** The per-slot batcher with a fake sender and a fake clock: no Redis, no sleeps. */
 import { describe, expect, it } from 'vitest';
-import { MAX_BATCH_REQUESTS, SlotBatcher, type BatchCall } from '../../src/limiter/batcher.js';
+import { MAX_BATCH_REQUESTS, SlotBatcher, type BatchCall } from '../../src/limiter/redis/batcher.js';
 import { StoreTimeoutError } from '../../src/limiter/errors.js';
 import { FakeClock } from '../support/clock.js';
 

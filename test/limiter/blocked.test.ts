@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createBlockedCacheStore } from '../../src/limiter/blocked.js';
-import { MemoryStore } from '../../src/limiter/memory.js';
+import { MemoryStore } from '../../src/limiter/memory/store.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 

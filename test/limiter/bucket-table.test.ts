@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BucketTable, ROW } from '../../src/limiter/bucket-table.js';
-import { MemoryStore } from '../../src/limiter/memory.js';
+import { BucketTable, ROW } from '../../src/limiter/memory/bucket-table.js';
+import { MemoryStore } from '../../src/limiter/memory/store.js';
 import { FakeClock } from '../support/clock.js';
 
 /** A small deterministic PRNG (mulberry32), so a failure replays. */

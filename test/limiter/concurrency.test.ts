@@ -5,8 +5,8 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisStore } from '../../src/limiter/redis.js';
-import { keySlot } from '../../src/limiter/slot.js';
+import { createRedisStore } from '../../src/limiter/redis/store.js';
+import { keySlot } from '../../src/limiter/redis/slot.js';
 import type { Algorithm } from '../../src/config/types.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bucketKey, ruleKeyPrefix } from '../../src/limiter/keys.js';
-import { keySlot } from '../../src/limiter/slot.js';
+import { keySlot } from '../../src/limiter/redis/slot.js';
 
 describe('bucket keys', () => {
   it('tag each identity so that all of its buckets fall in one Redis Cluster slot', () => {

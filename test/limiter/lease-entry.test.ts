@@ -1,6 +1,6 @@
 /** One key's lease: its size from the gateway's rate, and how long its tokens may be spent (pure logic). */
 import { describe, expect, it } from 'vitest';
-import { LeaseEntry, RecentKeys, windowStart } from '../../src/limiter/lease-entry.js';
+import { LeaseEntry, RecentKeys, windowStart } from '../../src/limiter/redis/lease-entry.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 
 const spec = (algorithm: BucketSpec['algorithm'], limit = 1_000, periodMs = 60_000, cost = 1): BucketSpec => ({

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Algorithm } from '../../src/config/types.js';
 import { createStoreFor, type StoreHandle } from '../../src/limiter/factory.js';
-import type { LeaseStore } from '../../src/limiter/lease.js';
+import type { LeaseStore } from '../../src/limiter/redis/lease.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';

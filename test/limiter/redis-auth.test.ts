@@ -2,7 +2,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/limiter/errors.js';
-import { createRedisStore } from '../../src/limiter/redis.js';
+import { createRedisStore } from '../../src/limiter/redis/store.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
 

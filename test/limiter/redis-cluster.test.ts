@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreTimeoutError } from '../../src/limiter/errors.js';
-import { createRedisStore, type RedisStore } from '../../src/limiter/redis.js';
-import { keySlot } from '../../src/limiter/slot.js';
+import { createRedisStore, type RedisStore } from '../../src/limiter/redis/store.js';
+import { keySlot } from '../../src/limiter/redis/slot.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 import { skipCluster, startRedisCluster, type ClusterHandle, type RedisNode } from '../support/redis.js';

@@ -6,8 +6,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError, StoreTimeoutError } from '../../src/limiter/errors.js';
-import { MemoryStore } from '../../src/limiter/memory.js';
-import { createRedisStore } from '../../src/limiter/redis.js';
+import { MemoryStore } from '../../src/limiter/memory/store.js';
+import { createRedisStore } from '../../src/limiter/redis/store.js';
 import { createResilientStore, type StoreEvent } from '../../src/limiter/resilient.js';
 import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';

@@ -4,7 +4,7 @@
  * when the request was refused.
  */
 import type { LeaseEntry } from './lease-entry.js';
-import type { BucketSpec, BucketState, ConsumeOutcome } from './types.js';
+import type { BucketSpec, BucketState, ConsumeOutcome } from '../types.js';
 
 /** Does a bucket the store refused now hold a lease for the request's cost? */
 export function leaseArrived(specs: readonly BucketSpec[], entries: readonly (LeaseEntry | undefined)[], index: readonly number[], out: ConsumeOutcome): boolean {

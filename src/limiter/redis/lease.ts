@@ -19,10 +19,10 @@
  * expires, when the key is idle for `idleMs`, when the rule changed (reload), and when the store closes
  * (drain). A failed give-back only leaves tokens stranded until the window or refill passes them.
  */
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '../clock.js';
 import { LeaseEntry, RecentKeys, sameRule } from './lease-entry.js';
 import { leaseArrived, takeIn, unreserve } from './lease-outcome.js';
-import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
+import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
 
 export interface LeaseOptions {
   /** Gateway replicas sharing the store (`store.gateways`): a lease is at most remaining ÷ (2 × gateways). */

@@ -15,7 +15,7 @@
  * This module knows nothing of Redis: the sender does the sending (and settles each call), so the
  * batching rules are tested with a fake sender and a fake clock.
  */
-import { StoreTimeoutError } from './errors.js';
+import { StoreTimeoutError } from '../errors.js';
 
 /**
  * Most requests one batch script carries. Bounds the time one script holds Redis (a few µs per bucket)

@@ -15,8 +15,8 @@
  * READONLY (a demoted master).
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { StoreError } from './errors.js';
-import type { StoreUrl } from '../config/store-url.js';
+import { StoreError } from '../errors.js';
+import type { StoreUrl } from '../../config/store-url.js';
 
 export type RedisClient = Redis | Cluster;
 

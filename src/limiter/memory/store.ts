@@ -1,7 +1,7 @@
 /** @module The in-process store: exact, all-or-nothing counting in a packed table, with expired buckets swept. */
-import { evaluate, type Evaluation, type State } from './algorithms.js';
+import { evaluate, type Evaluation, type State } from '../algorithms.js';
 import { BucketTable, ROW } from './bucket-table.js';
-import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
+import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
 
 export interface MemoryStoreOptions {
   now?: () => number;

@@ -3,8 +3,8 @@
  * and the integer replies they write. Any layout change here must match `lua/lib.lua` and the scripts.
  */
 import { readFileSync } from 'node:fs';
-import { StoreError } from './errors.js';
-import type { BucketSpec, BucketState, ConsumeOutcome } from './types.js';
+import { StoreError } from '../errors.js';
+import type { BucketSpec, BucketState, ConsumeOutcome } from '../types.js';
 
 /** What a script command takes: the key count first, then KEYS, then ARGV. */
 export type Arg = string | number | Buffer;

@@ -14,10 +14,10 @@
  * itself fails, the charge stays until the bucket's window or refill passes it — again fewer
  * admissions, never more — and `onRefundError` is told (metrics and a warning).
  */
-import { StoreError } from './errors.js';
-import { badReply, consumeArgs, isIntArray, RESERVE_STRIDE, type Arg } from './redis-codec.js';
+import { StoreError } from '../errors.js';
+import { badReply, consumeArgs, isIntArray, RESERVE_STRIDE, type Arg } from './codec.js';
 import { keySlot } from './slot.js';
-import type { BucketSpec, BucketState, ConsumeOutcome } from './types.js';
+import type { BucketSpec, BucketState, ConsumeOutcome } from '../types.js';
 
 type ScriptFn = (...args: Arg[]) => Promise<unknown>;
 

@@ -12,7 +12,7 @@
  * breaks), it reconnects it at once.
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import type { StoreNode } from '../config/store-url.js';
+import type { StoreNode } from '../../config/store-url.js';
 
 export class SentinelWatch {
   /** Replaced address → its replacement, as `host:port`. */

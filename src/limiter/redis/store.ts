@@ -15,16 +15,16 @@
 import type { Cluster, Redis } from 'ioredis';
 import { SlotBatcher, type BatchCall } from './batcher.js';
 import { CrossSlot, groupBySlot, settleWithin } from './cross-slot.js';
-import { StoreError, StoreTimeoutError, toStoreError } from './errors.js';
-import { asksLease, batchArgs, consumeArgs, luaScripts, parseBatch, parsePeek, parsePlain, type Arg } from './redis-codec.js';
-import { createRedisClient, isCluster, whenReady, type RedisClient } from './redis-connection.js';
-import { clusterTopology, singleTopology, type PromotionListener, type Topology } from './redis-topology.js';
+import { StoreError, StoreTimeoutError, toStoreError } from '../errors.js';
+import { asksLease, batchArgs, consumeArgs, luaScripts, parseBatch, parsePeek, parsePlain, type Arg } from './codec.js';
+import { createRedisClient, isCluster, whenReady, type RedisClient } from './connection.js';
+import { clusterTopology, singleTopology, type PromotionListener, type Topology } from './topology.js';
 import { SentinelWatch } from './sentinel-watch.js';
 import { keySlot } from './slot.js';
-import { parseStoreUrl, StoreUrlError } from '../config/store-url.js';
-import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
+import { parseStoreUrl, StoreUrlError } from '../../config/store-url.js';
+import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
 
-export { luaScripts, encodeBucketParams } from './redis-codec.js';
+export { luaScripts, encodeBucketParams } from './codec.js';
 export { MAX_BATCH_REQUESTS } from './batcher.js';
 
 export interface RedisStoreOptions {

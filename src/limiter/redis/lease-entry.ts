@@ -2,7 +2,7 @@
  * @module One key's lease (lease.ts): the tokens this gateway holds, until when they may be spent, what
  * the store said last, and this gateway's rate on the key, which sizes the next lease.
  */
-import type { BucketSpec, BucketState } from './types.js';
+import type { BucketSpec, BucketState } from '../types.js';
 
 /** Same rule shape: a lease taken under one rule is never spent under another (a reload changed it). */
 export function sameRule(a: BucketSpec, b: BucketSpec): boolean {
