@@ -59,7 +59,14 @@ export class SentinelWatch {
       // 'connecting' has no stream yet: ending the connector now would end the client for good, and its
       // resolution goes through `map` anyway.
       if ((status === 'connect' || status === 'ready') && remote() !== to) client.disconnect(true);
-      else if (status === 'reconnecting') client.connect().catch(() => {}); // not after the back-off
+      else if (status === 'reconnecting') {
+        // Now, not after the back-off; its pending timer (an ioredis field) would start a second chain
+        // of attempts, so it goes (were the field renamed, that chain is the only cost).
+        const pending = client as unknown as { reconnectTimeout?: NodeJS.Timeout | null };
+        if (pending.reconnectTimeout) clearTimeout(pending.reconnectTimeout);
+        pending.reconnectTimeout = null;
+        client.connect().catch(() => {});
+      }
     });
     // A resolution made before the announcement (or by a lagging sentinel, before `map` knew) may land on
     // the replaced master, which accepts connections when frozen or restarted: leave it before using it.
