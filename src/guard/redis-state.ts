@@ -11,6 +11,7 @@
 import type { Redis, Cluster } from 'ioredis';
 import { parseStoreUrl } from '../config/store-url.js';
 import { createRedisClient } from '../limiter/redis/connection.js';
+import { SentinelWatch } from '../limiter/redis/sentinel-watch.js';
 import { isLive, type BanCount, type EntryKind, type GuardEntry, type GuardState } from './state.js';
 
 /** Counts one ban event; starts the ban (and bumps the version) when the count reaches the limit. */
@@ -69,12 +70,24 @@ export class RedisGuardState implements GuardState {
   private seq = 0;
   private readonly instance = Math.random().toString(36).slice(2, 10);
   private readonly now: () => number;
+  /** Sentinel: keeps this client on the announced master, as the counter store's is (sentinel-watch.ts). */
+  private readonly watch: SentinelWatch | undefined;
 
   constructor(private readonly opts: RedisGuardOptions) {
     const url = parseStoreUrl(opts.url);
     if (url.kind === 'memory') throw new Error('RedisGuardState needs a Redis URL');
     const sentinel = opts.sentinelPassword != null ? { sentinelPassword: opts.sentinelPassword } : {};
-    this.client = createRedisClient(url, { connectTimeoutMs: 2_000, timeoutMs: opts.timeoutMs, ...sentinel }) as Client;
+    this.watch =
+      url.kind === 'redis-sentinel'
+        ? new SentinelWatch(url.name, url.sentinels, { ...(opts.sentinelPassword != null ? { password: opts.sentinelPassword } : {}), ...(url.tls ? { tls: {} } : {}) })
+        : undefined;
+    this.client = createRedisClient(url, {
+      connectTimeoutMs: 2_000,
+      timeoutMs: opts.timeoutMs,
+      ...sentinel,
+      ...(this.watch !== undefined ? { natMap: this.watch.map } : {}),
+    }) as Client;
+    if (this.watch !== undefined) this.watch.follow(this.client as Redis);
     this.client.defineCommand('rgCountBan', { numberOfKeys: 3, lua: COUNT_BAN });
     this.client.defineCommand('rgAcquire', { numberOfKeys: 1, lua: ACQUIRE });
     this.client.connect().catch(() => {}); // ioredis reconnects by itself; calls fail fast meanwhile
@@ -162,6 +175,7 @@ export class RedisGuardState implements GuardState {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
+    this.watch?.close();
     this.client.disconnect();
   }
 

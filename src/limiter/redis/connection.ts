@@ -10,9 +10,10 @@
  * and short (more would outlast `store.timeout` and report a dead node as a timeout), so a failure
  * reaches the fault policy within the bound with its true reason; a cluster's slot map is refreshed
  * every second and at once after a failure (redis-topology.ts), each refresh bounded well below the goal
- * so that a frozen node cannot hold it; a Sentinel client subscribes to +switch-master (a frozen master
- * never closes the connection, so waiting for a connection error would wait forever) and reconnects on
- * READONLY (a demoted master).
+ * so that a frozen node cannot hold it; a Sentinel client is kept on the announced master by
+ * SentinelWatch (+switch-master on every sentinel: a frozen master never closes the connection, so
+ * waiting for a connection error would wait forever; ioredis's own failoverDetector can end the client
+ * for good) and reconnects on READONLY (a demoted master).
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { StoreError } from '../errors.js';
@@ -95,7 +96,9 @@ export function createRedisClient(url: Exclude<StoreUrl, { kind: 'memory' }>, op
           ...(url.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
           sentinelCommandTimeout: slotsRefreshTimeout(opts.timeoutMs),
           sentinelRetryStrategy: retry,
-          failoverDetector: true,
+          // Off: on +switch-master it ends the connector even mid-resolution, which ends the client for
+          // good (no reconnection ever). SentinelWatch (sentinel-watch.ts) follows the switch instead.
+          failoverDetector: false,
           ...(opts.natMap !== undefined ? { natMap: opts.natMap as NonNullable<RedisOptions['natMap']> } : {}),
           // While the master is gone, ask the sentinels again soon: the new master is named ~1 s after
           // the promotion, and a 1 s back-off would add up to as much again.

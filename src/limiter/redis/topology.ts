@@ -121,10 +121,7 @@ export function singleTopology(client: Redis, node: string, watch?: SentinelWatc
     for (const fn of listeners) fn(`${node} at ${from}`, `${node} at ${to}`, node);
   };
   if (watch !== undefined) {
-    watch.start((to, from) => {
-      announce(from, to);
-      if (client.status === 'ready' && address !== undefined && address !== to) client.disconnect(true);
-    });
+    watch.follow(client, (to, from) => announce(from, to));
     client.on('ready', () => {
       const s = client.stream;
       const now = s?.remoteAddress === undefined ? undefined : `${s.remoteAddress}:${s.remotePort}`;
