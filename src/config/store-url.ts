@@ -71,12 +71,8 @@ export function parseStoreUrl(url: string): StoreUrl {
   const out: { tls: boolean; username?: string; password?: string } = { tls };
   const at = rest.lastIndexOf('@');
   if (at !== -1) {
-    const creds = rest.slice(0, at);
+    readCredentials(url, rest.slice(0, at), out);
     rest = rest.slice(at + 1);
-    const colon = creds.indexOf(':');
-    const user = decode(url, colon === -1 ? creds : creds.slice(0, colon));
-    if (user !== '') out.username = user;
-    if (colon !== -1) out.password = decode(url, creds.slice(colon + 1));
   }
   const slash = rest.indexOf('/');
   const hosts = slash === -1 ? rest : rest.slice(0, slash);
@@ -98,6 +94,14 @@ export function parseStoreUrl(url: string): StoreUrl {
   return { kind: 'redis', ...out, node: parseNode(url, hosts, false), db: path === '' ? 0 : Number(path) };
 }
 
+/** `USER[:PASSWORD]` before the `@`, percent-decoded; an empty user is none (`:PASSWORD@`). */
+function readCredentials(url: string, creds: string, out: { username?: string; password?: string }): void {
+  const colon = creds.indexOf(':');
+  const user = decode(url, colon === -1 ? creds : creds.slice(0, colon));
+  if (user !== '') out.username = user;
+  if (colon !== -1) out.password = decode(url, creds.slice(colon + 1));
+}
+
 const UNIX_SCHEME = 'redis+unix://';
 
 /** `redis+unix://[USER[:PASSWORD]@]/absolute/path`: the path is taken as written (no `..`, no NUL). */
@@ -108,12 +112,8 @@ function parseUnix(url: string): StoreUrl {
   const slash = rest.indexOf('/');
   const at = slash === -1 ? -1 : rest.lastIndexOf('@', slash);
   if (at !== -1) {
-    const creds = rest.slice(0, at);
+    readCredentials(url, rest.slice(0, at), out);
     rest = rest.slice(at + 1);
-    const colon = creds.indexOf(':');
-    const user = decode(url, colon === -1 ? creds : creds.slice(0, colon));
-    if (user !== '') out.username = user;
-    if (colon !== -1) out.password = decode(url, creds.slice(colon + 1));
   }
   if (!rest.startsWith('/')) throw new StoreUrlError(url, 'a Unix socket needs an absolute path (redis+unix:///path/to/redis.sock)');
   if (rest.length < 2 || rest.endsWith('/') || rest.includes('\0') || rest.split('/').includes('..')) throw new StoreUrlError(url, `invalid socket path "${rest}"`);
