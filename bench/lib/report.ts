@@ -1,0 +1,197 @@
+/**
+ * @module The bench's report: the issue goals (ratios), the throughput and CPU tables, the chart.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { renderChart, type Panel } from './chart.js';
+import { fmtInt, fmtMs, fmtUs } from './format.js';
+import { CONNECTIONS, LABELS, MANY_CLIENTS, ORDER, RATE, results, type SystemKey } from './settings.js';
+import type { MemoryResult, PerClientResult, SystemResult } from './types.js';
+
+export interface Ratio {
+  name: string;
+  value: number | null;
+  /**
+   * The same throughput ratio estimated from CPU time: with every core busy, req/s ≈ cores / total CPU
+   * per request, so a/b ≈ total(b) / total(a). Steadier than req/s on a shared machine.
+   */
+  byCpu?: number | null;
+  target: string;
+  pass: boolean | null;
+  detail: string;
+}
+
+/** redis-server CPU µs per forwarded request before leases (quick run on this machine, 2026-11-24): issue 24's ÷ 5 is from it. */
+export const REDIS_US_BEFORE_LEASES = 14.1;
+
+/** The goals of issue 14 (ratios against the bare Node forwarder, the Node ceiling), measured in this run. */
+export function ratios(perClient: PerClientResult | null): Ratio[] {
+  const rps = (k: SystemKey, s: 'forwarded' | 'rejected'): number | null => results[k]?.[s]?.rps ?? null;
+  const div = (a: number | null, b: number | null): number | null => (a !== null && b !== null && b > 0 ? a / b : null);
+  const out: Ratio[] = [];
+  const total = (k: SystemKey, s: 'forwarded' | 'rejected' = 'forwarded'): number | null => results[k]?.[s]?.cpuUsPerRequest?.total ?? null;
+  const ratio = (name: string, value: number | null, min: number, missing: string, byCpu: number | null = null): void => {
+    out.push({ name, value, byCpu, target: `≥ ${min}`, pass: value === null ? null : value >= min, detail: value === null ? missing : '' });
+  };
+  const why = (...keys: SystemKey[]): string => keys.map((k) => results[k]?.skipped).filter(Boolean).join('; ') || 'not measured';
+  ratio('rategate memory / bare forwarder (forwarded req/s)', div(rps('rategate-memory', 'forwarded'), rps('thin', 'forwarded')), 0.9, why('rategate-memory', 'thin'), div(total('thin'), total('rategate-memory')));
+  ratio('rategate Redis / bare forwarder (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')), 0.8, why('rategate-redis', 'thin'), div(total('thin'), total('rategate-redis')));
+  ratio('rategate Redis / fastify peer (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('fastify', 'forwarded')), 1.6, why('rategate-redis', 'fastify'), div(total('fastify'), total('rategate-redis')));
+  ratio('rejected / forwarded req/s (rategate Redis)', div(rps('rategate-redis', 'rejected'), rps('rategate-redis', 'forwarded')), 2, why('rategate-redis'));
+  ratio('rejected / forwarded req/s (rategate memory)', div(rps('rategate-memory', 'rejected'), rps('rategate-memory', 'forwarded')), 2, why('rategate-memory'));
+  ratio(
+    'access log on / off, memory (forwarded req/s)',
+    div(rps('rategate-memory-log', 'forwarded'), rps('rategate-memory', 'forwarded')),
+    0.9,
+    why('rategate-memory-log', 'rategate-memory'),
+    div(total('rategate-memory'), total('rategate-memory-log')),
+  );
+  const bpc = perClient?.rssBytesPerClient ?? null;
+  out.push({
+    name: 'memory store per distinct client, bytes of RSS',
+    value: bpc,
+    target: '≤ 250',
+    pass: bpc === null ? null : bpc <= 250 && (perClient!.heapBytesPerClientAfterExpiry ?? Infinity) <= 25,
+    detail: bpc === null ? 'not measured (--skip memory)' : '',
+  });
+  const calls = results['rategate-redis']?.rejected?.redisCallsPerRequest;
+  out.push({
+    name: 'Redis commands per rejection (rategate-redis)',
+    value: calls ?? null,
+    target: '≈ 0 (< 0.01)',
+    pass: calls === undefined ? null : calls < 0.01,
+    detail: calls === undefined ? why('rategate-redis') : '',
+  });
+  // Issue 24 (leases): the Redis path near the memory path, and the store's work per request cut.
+  const many = (k: SystemKey): number | null => results[k]?.manyClients?.rps ?? null;
+  ratio('issue 24: rategate Redis / bare forwarder, hot key (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')), 0.85, why('rategate-redis', 'thin'), div(total('thin'), total('rategate-redis')));
+  ratio(`issue 24: rategate Redis / bare forwarder, ${MANY_CLIENTS.toLocaleString('en')} clients (req/s)`, div(many('rategate-redis'), many('thin')), 0.7, 'not measured (--skip clients)');
+  const redisUs = results['rategate-redis']?.forwarded?.cpuUsPerRequest?.redis ?? null;
+  out.push({
+    name: 'issue 24: redis-server CPU per forwarded request, hot key, µs',
+    value: redisUs,
+    target: `≤ ${(REDIS_US_BEFORE_LEASES / 5).toFixed(1)} (÷ 5 of ${REDIS_US_BEFORE_LEASES})`,
+    pass: redisUs === null ? null : redisUs <= REDIS_US_BEFORE_LEASES / 5,
+    detail: redisUs === null ? why('rategate-redis') : '',
+  });
+  const direct = results.direct?.fixedRate?.p99;
+  for (const k of ['rategate-redis', 'rategate-memory'] as const) {
+    const p = results[k]?.fixedRate?.p99;
+    const added = p !== undefined && direct !== undefined ? p - direct : null;
+    out.push({
+      name: `p99 added over direct upstream at ${RATE} req/s (${LABELS[k]}), ms`,
+      value: added,
+      target: '≤ 2',
+      pass: added === null ? null : added <= 2,
+      detail: added === null ? why(k, 'direct') : '',
+    });
+  }
+  return out;
+}
+
+export function table(): string {
+  const lines: string[] = [];
+  const head1 = `${''.padEnd(28)} ${'forwarded, 32 conn'.padEnd(32)} ${`fixed ${RATE}/s`.padEnd(15)} ${'rejected, 32 conn'.padEnd(24)} ${'mixed seed, 32 conn'.padEnd(22)}`;
+  const head2 = `${'system'.padEnd(28)} ${'req/s'.padStart(8)} ${'µs CPU'.padStart(7)} ${'p50'.padStart(7)} ${'p99'.padStart(7)}  ${'p50'.padStart(6)} ${'p99'.padStart(6)}   ${'req/s'.padStart(8)} ${'p50'.padStart(7)} ${'p99'.padStart(7)}  ${'req/s'.padStart(8)} ${'p99'.padStart(7)} ${'429'.padStart(5)}`;
+  lines.push(head1, head2, '-'.repeat(head2.length));
+  for (const k of ORDER) {
+    const r = results[k];
+    if (!r) continue;
+    if (r.skipped !== undefined) {
+      lines.push(`${r.label.padEnd(28)} skipped: ${r.skipped.slice(0, 100)}`);
+      continue;
+    }
+    const f = r.forwarded;
+    const fr = r.fixedRate;
+    const rj = r.rejected;
+    const mx = r.mixed;
+    const mxTotal = mx ? Object.values(mx.statuses).reduce((a, b) => a + b, 0) : 0;
+    const mx429 = mx ? `${(((mx.statuses['429'] ?? 0) * 100) / (mxTotal || 1)).toFixed(0)}%` : '—';
+    lines.push(
+      `${r.label.padEnd(28)} ${fmtInt(f?.rps).padStart(8)} ${fmtUs(f?.cpuUsPerRequest?.system).padStart(7)} ${fmtMs(f?.p50).padStart(7)} ${fmtMs(f?.p99).padStart(7)}  ${fmtMs(fr?.p50).padStart(6)} ${fmtMs(fr?.p99).padStart(6)}   ${(rj ? fmtInt(rj.rps) : '—').padStart(8)} ${fmtMs(rj?.p50).padStart(7)} ${fmtMs(rj?.p99).padStart(7)}  ${fmtInt(mx?.rps).padStart(8)} ${fmtMs(mx?.p99).padStart(7)} ${mx429.padStart(5)}`,
+    );
+  }
+  lines.push(
+    "(µs CPU: the system's own CPU time per forwarded request, /proc, the most stable figure on a shared machine; latencies in ms; p50/p99 at fixed rate from an open-loop paced client, the others from autocannon)",
+  );
+  return lines.join('\n');
+}
+
+/**
+ * Where the CPU goes: µs of CPU time per forwarded request in each process, in the best round. On a
+ * machine whose cores are all busy (gateway, upstream, Redis and load generator share them),
+ * throughput is about cores / total, so a ratio between two systems is about the inverse ratio of
+ * their totals, whatever part of it the gateway is.
+ */
+export function cpuTable(): string {
+  const cores = os.cpus().length;
+  const us = (x: number | null | undefined): string => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(1));
+  const lines = [
+    `CPU time per forwarded request, µs (measured phase, ${CONNECTIONS} connections; ${cores} cores ⇒ at most ${cores} × 10⁶ / total req/s with every core busy)`,
+    `${'system'.padEnd(28)} ${'itself'.padStart(7)} ${'(user'.padStart(6)} ${'+ kernel)'.padStart(9)} ${'upstream'.padStart(9)} ${'redis'.padStart(7)} ${'load gen'.padStart(9)} ${'total'.padStart(7)} ${'cores busy'.padStart(11)}`,
+  ];
+  for (const k of ORDER) {
+    const f = results[k]?.forwarded;
+    const c = f?.cpuUsPerRequest;
+    if (!f || !c) continue;
+    lines.push(
+      `${LABELS[k].padEnd(28)} ${us(c.system).padStart(7)} ${us(c.systemUser).padStart(6)} ${us(c.systemKernel).padStart(9)} ${us(c.upstream).padStart(9)} ${us(c.redis).padStart(7)} ${us(c.loadGenerator).padStart(9)} ${us(c.total).padStart(7)} ${((c.total * f.rps) / 1e6).toFixed(2).padStart(11)}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export interface ChartInput {
+  systems: Partial<Record<SystemKey, SystemResult>>;
+  connections: number;
+  rate: number;
+  machine: Record<string, unknown>;
+  memory: MemoryResult | null;
+  date: string;
+}
+
+export function chart(c: ChartInput): string {
+  const keys = ORDER.filter((k) => c.systems[k] && c.systems[k]!.skipped === undefined);
+  const sys = (k: SystemKey): SystemResult => c.systems[k]!;
+  const panels: Panel[] = [
+    {
+      title: `Throughput at ${c.connections} connections, requests forwarded to the upstream (higher is better)`,
+      unit: 'req/s',
+      series: ['forwarded (3 rules matched)', 'mixed seed traffic'],
+      colors: ['#2563eb', '#16a34a'],
+      groups: keys.map((k) => ({ label: LABELS[k], values: [sys(k).forwarded?.rps ?? null, sys(k).mixed?.rps ?? null] })),
+    },
+    {
+      title: `Throughput at ${c.connections} connections, requests rejected by an exhausted bucket (higher is better)`,
+      unit: 'req/s',
+      series: ['rejected (429)'],
+      colors: ['#dc2626'],
+      groups: keys.filter((k) => sys(k).rejected !== undefined).map((k) => ({ label: LABELS[k], values: [sys(k).rejected?.rps ?? null] })),
+    },
+    {
+      title: `Latency at a fixed ${c.rate} req/s (lower is better)`,
+      unit: 'ms',
+      series: ['p50', 'p99'],
+      colors: ['#9333ea', '#ea580c'],
+      groups: keys.map((k) => ({ label: LABELS[k], values: [sys(k).fixedRate?.p50 ?? null, sys(k).fixedRate?.p99 ?? null] })),
+    },
+  ];
+  const m = c.machine;
+  const mem = c.memory ? ` · ${c.memory.clients.toLocaleString('en')} clients: RSS ${c.memory.rssBeforeMB.toFixed(0)} → ${c.memory.rssAfterMB.toFixed(0)} MB` : '';
+  const caption = `${m.cpu}, ${m.cores} cores, Node ${m.node}, Redis ${m.redis ?? '—'}, nginx ${m.nginx ?? '—'} · ${c.date.slice(0, 10)}${mem}`;
+  return renderChart(panels, caption);
+}
+
+/** `--render FILE.json`: redraws the SVG next to a results file (after a chart change), without measuring. */
+export function renderOnly(file: string): void {
+  const j = JSON.parse(readFileSync(file, 'utf8')) as {
+    systems: Partial<Record<SystemKey, SystemResult>>;
+    settings: { connections: number; fixedRate: number };
+    machine: Record<string, unknown>;
+    memory: MemoryResult | null;
+    generatedAt: string;
+  };
+  const out = file.replace(/\.json$/, '.svg');
+  writeFileSync(out, chart({ systems: j.systems, connections: j.settings.connections, rate: j.settings.fixedRate, machine: j.machine, memory: j.memory, date: j.generatedAt }));
+  console.log(`wrote ${out}`);
+}
