@@ -16,15 +16,14 @@
  * `--render bench/results/latest.json` only redraws the SVG from a results file.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { fixtures } from './lib/fixtures.js';
-import { fmtInt, statusSummary } from './lib/format.js';
 import { killAll } from './lib/procs.js';
-import { chart, cpuTable, ratios, renderOnly, table } from './lib/report.js';
-import { argv, BENCH_CONFIG, CLIENTS, CONNECTIONS, DURATION, LABELS, note, notes, ONLY, ORDER, PROFILE_MARKER, PROFILE_SEC, QUICK, RATE, RESULTS, results, ROUNDS, SEED_CONFIG, SKIP, WARMUP, want, type SystemKey } from './lib/settings.js';
+import { chart, cpuTable, printSummary, ratios, renderOnly, table } from './lib/report.js';
+import { argv, BENCH_CONFIG, CLIENTS, CONNECTIONS, DURATION, LABELS, note, notes, ONLY, ORDER, QUICK, RATE, RESULTS, results, ROUNDS, SEED_CONFIG, SKIP, WARMUP, want, type SystemKey } from './lib/settings.js';
 import { build, env, launch, machine, startRedis, startUpstream, stopServer, unavailable, type Server } from './lib/systems.js';
 import type { InstructionsResult, MemoryResult, PerClientResult } from './lib/types.js';
 import { benchManyClients } from './scenarios/clients.js';
@@ -33,8 +32,8 @@ import { benchRound, pickBest, rounds } from './scenarios/load.js';
 import { benchPerClient } from './scenarios/memory.js';
 import { benchMillion } from './scenarios/million.js';
 import { benchMixed } from './scenarios/mixed.js';
-import { profileGateway } from './scenarios/profile.js';
-import { toMarkdown, type ProfileSummary } from './top-profile.js';
+import { profileGateway, writeProfiles } from './scenarios/profile.js';
+import type { ProfileSummary } from './top-profile.js';
 
 async function main(): Promise<void> {
   const t0 = Date.now();
@@ -135,82 +134,9 @@ async function main(): Promise<void> {
   const rs = ratios(perClient);
   console.log(`\n${table()}\n`);
   console.log(`${cpuTable()}\n`);
-  const instr = Object.entries(instructions);
-  if (instr.length > 0) {
-    const thinI = instructions.thin?.mainThreadPerRequest ?? instructions.thin?.perRequest;
-    console.log(`Instructions per forwarded request, gateway process (${instr[0]![1].tool}; 8 connections, one client):`);
-    for (const [k, r] of instr) {
-      const main = r.mainThreadPerRequest ?? r.perRequest;
-      console.log(
-        `  ${LABELS[k as SystemKey].padEnd(28)} all threads ${(r.perRequest / 1000).toFixed(0).padStart(6)} k, main thread ${(main / 1000).toFixed(0).padStart(6)} k` +
-          `${thinI && k !== 'thin' ? `  (main thread ${(main / thinI).toFixed(2)} × bare forwarder)` : ''}`,
-      );
-    }
-    console.log('');
-  }
-  if (perClient) {
-    console.log(
-      `memory per distinct client (bench/memory-per-client.ts, ${perClient.clients.toLocaleString('en')} clients, in-process after a full GC): ` +
-        `${perClient.rssBytesPerClient} B of RSS, ${perClient.heapBytesPerClient} B of heap + external; after the windows and a sweep ${perClient.heapBytesPerClientAfterExpiry} B left`,
-    );
-  }
-  for (const k of ['fastify', 'rategate-redis'] as const) {
-    const r = results[k];
-    if (r?.forwarded?.redisCallsPerRequest !== undefined) {
-      const f = r.forwarded;
-      const rj = r.rejected;
-      console.log(
-        `Redis per request, ${LABELS[k]}: forwarded ${f.redisScriptCallsPerRequest?.toFixed(3)} script calls (${f.redisCallsPerRequest!.toFixed(2)} commands incl. inside scripts), ` +
-          `rejected ${rj?.redisScriptCallsPerRequest?.toFixed(3) ?? '—'} (${rj?.redisCallsPerRequest?.toFixed(2) ?? '—'})`,
-      );
-    }
-  }
-  for (const k of ORDER) if (results[k]?.mixed) console.log(`mixed seed traffic, ${LABELS[k]}: ${statusSummary(results[k]!.mixed!.statuses)}`);
-  if (memory) {
-    console.log(
-      `memory, ${memory.clients.toLocaleString('en')} distinct clients through rategate memory: RSS ${memory.rssBeforeMB.toFixed(0)} → ${memory.rssAfterMB.toFixed(0)} MB ` +
-        `(peak ${memory.rssPeakMB.toFixed(0)}; ≈ ${(((memory.rssAfterMB - memory.rssBeforeMB) * 2 ** 20) / memory.clients).toFixed(0)} bytes per client), ` +
-        `heap used ${memory.heapUsedBeforeMB?.toFixed(0)} → ${memory.heapUsedAfterMB?.toFixed(0)} MB (no forced GC), ${memory.seconds.toFixed(0)} s at ${fmtInt(memory.rps)} req/s`,
-    );
-  }
-  console.log('\nissue 14 goals (one run, interleaved rounds; "by CPU": the throughput ratio the CPU table predicts, total(b) / total(a)):');
-  for (const r of rs) {
-    const v = r.value === null ? 'n/a' : r.value.toFixed(r.name.includes('bytes') ? 0 : r.name.includes('commands') ? 3 : 2);
-    const cpu = r.byCpu === undefined ? '' : r.byCpu === null ? '(by CPU: n/a)' : `(by CPU: ${r.byCpu.toFixed(2)})`;
-    console.log(
-      `  ${r.name.padEnd(62)} ${v.padStart(7)}  ${r.target.padEnd(12)} ${(r.pass === null ? `SKIP (${r.detail.slice(0, 80)})` : r.pass ? 'PASS' : 'MISS').padEnd(5)} ${cpu}`,
-    );
-  }
-  const thin = results.thin?.forwarded?.rps;
-  const fast = results.fastify?.forwarded?.rps;
-  const ngx = results.nginx?.forwarded?.rps;
-  const hap = results.haproxy?.forwarded?.rps;
-  if (thin && fast) console.log(`  (reference: bare forwarder / fastify stack = ${(thin / fast).toFixed(2)})`);
-  if (thin && ngx) console.log(`  (reference, not a goal: nginx / bare forwarder = ${(ngx / thin).toFixed(2)})`);
-  if (thin && hap) console.log(`  (reference, not a goal: HAProxy / bare forwarder = ${(hap / thin).toFixed(2)})`);
+  printSummary(rs, instructions, perClient, memory);
 
-  if (Object.keys(profiles).length > 0) {
-    const md = [
-      '# CPU profiles of the gateway (forwarded scenario)',
-      '',
-      `Generated by \`npm run bench\` on ${new Date().toISOString()} — ${m.cpu}, ${m.cores} cores, Node ${m.node}. Each gateway ran under`,
-      `\`node --cpu-prof\` while autocannon sent \`GET /api/v1/statuses/:id\` with a user token (three matched rules) at ${CONNECTIONS}`,
-      `connections for ${PROFILE_SEC} s after a 1 s warm-up. Self time is aggregated by function and location; compiled JS locations are`,
-      'mapped back to `src/*.ts` through the source maps of `bench/.build/dist`. Re-summarize a profile with',
-      '`npx tsx bench/top-profile.ts bench/.build/profiles/<gateway>/<file>.cpuprofile`.',
-      '',
-      ...Object.entries(profiles).map(([k, s]) => toMarkdown(LABELS[k as SystemKey], s)),
-    ].join('\n');
-    // The hand-written analysis below the marker (the Redis path's breakdown) survives a regeneration.
-    const old = existsSync('bench/profile.md') ? readFileSync('bench/profile.md', 'utf8') : '';
-    const kept = old.indexOf(PROFILE_MARKER);
-    writeFileSync('bench/profile.md', kept >= 0 ? `${md}\n${old.slice(kept)}` : md);
-    for (const [k, s] of Object.entries(profiles)) {
-      console.log(`\ntop self time, ${LABELS[k as SystemKey]} (of ${(s.busyMs / 1000).toFixed(1)} s busy):`);
-      s.functions.slice(0, 15).forEach((f, i) => console.log(`  ${String(i + 1).padStart(2)}. ${f.pct.toFixed(1).padStart(5)}%  ${f.name.slice(0, 40).padEnd(40)} ${f.location}`));
-    }
-    console.log('(full tables: bench/profile.md)');
-  }
+  if (Object.keys(profiles).length > 0) writeProfiles(profiles, m);
 
   const json = {
     generatedAt: new Date().toISOString(),

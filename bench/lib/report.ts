@@ -4,9 +4,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { renderChart, type Panel } from './chart.js';
-import { fmtInt, fmtMs, fmtUs } from './format.js';
+import { fmtInt, fmtMs, fmtUs, statusSummary } from './format.js';
 import { CONNECTIONS, LABELS, MANY_CLIENTS, ORDER, RATE, results, type SystemKey } from './settings.js';
-import type { MemoryResult, PerClientResult, SystemResult } from './types.js';
+import type { InstructionsResult, MemoryResult, PerClientResult, SystemResult } from './types.js';
 
 export interface Ratio {
   name: string;
@@ -194,4 +194,66 @@ export function renderOnly(file: string): void {
   const out = file.replace(/\.json$/, '.svg');
   writeFileSync(out, chart({ systems: j.systems, connections: j.settings.connections, rate: j.settings.fixedRate, machine: j.machine, memory: j.memory, date: j.generatedAt }));
   console.log(`wrote ${out}`);
+}
+
+/** The lines after the tables: instructions, memory, Redis calls, mixed traffic, and the goals with their verdicts. */
+export function printSummary(
+  rs: Ratio[],
+  instructions: Partial<Record<SystemKey, InstructionsResult>>,
+  perClient: PerClientResult | null,
+  memory: MemoryResult | null,
+): void {
+  const instr = Object.entries(instructions);
+  if (instr.length > 0) {
+    const thinI = instructions.thin?.mainThreadPerRequest ?? instructions.thin?.perRequest;
+    console.log(`Instructions per forwarded request, gateway process (${instr[0]![1].tool}; 8 connections, one client):`);
+    for (const [k, r] of instr) {
+      const main = r.mainThreadPerRequest ?? r.perRequest;
+      console.log(
+        `  ${LABELS[k as SystemKey].padEnd(28)} all threads ${(r.perRequest / 1000).toFixed(0).padStart(6)} k, main thread ${(main / 1000).toFixed(0).padStart(6)} k` +
+          `${thinI && k !== 'thin' ? `  (main thread ${(main / thinI).toFixed(2)} × bare forwarder)` : ''}`,
+      );
+    }
+    console.log('');
+  }
+  if (perClient) {
+    console.log(
+      `memory per distinct client (bench/memory-per-client.ts, ${perClient.clients.toLocaleString('en')} clients, in-process after a full GC): ` +
+        `${perClient.rssBytesPerClient} B of RSS, ${perClient.heapBytesPerClient} B of heap + external; after the windows and a sweep ${perClient.heapBytesPerClientAfterExpiry} B left`,
+    );
+  }
+  for (const k of ['fastify', 'rategate-redis'] as const) {
+    const r = results[k];
+    if (r?.forwarded?.redisCallsPerRequest !== undefined) {
+      const f = r.forwarded;
+      const rj = r.rejected;
+      console.log(
+        `Redis per request, ${LABELS[k]}: forwarded ${f.redisScriptCallsPerRequest?.toFixed(3)} script calls (${f.redisCallsPerRequest!.toFixed(2)} commands incl. inside scripts), ` +
+          `rejected ${rj?.redisScriptCallsPerRequest?.toFixed(3) ?? '—'} (${rj?.redisCallsPerRequest?.toFixed(2) ?? '—'})`,
+      );
+    }
+  }
+  for (const k of ORDER) if (results[k]?.mixed) console.log(`mixed seed traffic, ${LABELS[k]}: ${statusSummary(results[k]!.mixed!.statuses)}`);
+  if (memory) {
+    console.log(
+      `memory, ${memory.clients.toLocaleString('en')} distinct clients through rategate memory: RSS ${memory.rssBeforeMB.toFixed(0)} → ${memory.rssAfterMB.toFixed(0)} MB ` +
+        `(peak ${memory.rssPeakMB.toFixed(0)}; ≈ ${(((memory.rssAfterMB - memory.rssBeforeMB) * 2 ** 20) / memory.clients).toFixed(0)} bytes per client), ` +
+        `heap used ${memory.heapUsedBeforeMB?.toFixed(0)} → ${memory.heapUsedAfterMB?.toFixed(0)} MB (no forced GC), ${memory.seconds.toFixed(0)} s at ${fmtInt(memory.rps)} req/s`,
+    );
+  }
+  console.log('\nissue 14 goals (one run, interleaved rounds; "by CPU": the throughput ratio the CPU table predicts, total(b) / total(a)):');
+  for (const r of rs) {
+    const v = r.value === null ? 'n/a' : r.value.toFixed(r.name.includes('bytes') ? 0 : r.name.includes('commands') ? 3 : 2);
+    const cpu = r.byCpu === undefined ? '' : r.byCpu === null ? '(by CPU: n/a)' : `(by CPU: ${r.byCpu.toFixed(2)})`;
+    console.log(
+      `  ${r.name.padEnd(62)} ${v.padStart(7)}  ${r.target.padEnd(12)} ${(r.pass === null ? `SKIP (${r.detail.slice(0, 80)})` : r.pass ? 'PASS' : 'MISS').padEnd(5)} ${cpu}`,
+    );
+  }
+  const thin = results.thin?.forwarded?.rps;
+  const fast = results.fastify?.forwarded?.rps;
+  const ngx = results.nginx?.forwarded?.rps;
+  const hap = results.haproxy?.forwarded?.rps;
+  if (thin && fast) console.log(`  (reference: bare forwarder / fastify stack = ${(thin / fast).toFixed(2)})`);
+  if (thin && ngx) console.log(`  (reference, not a goal: nginx / bare forwarder = ${(ngx / thin).toFixed(2)})`);
+  if (thin && hap) console.log(`  (reference, not a goal: HAProxy / bare forwarder = ${(hap / thin).toFixed(2)})`);
 }

@@ -1,11 +1,13 @@
 /**
- * @module Scenario `load`: interleaved rounds of forwarded (fixed concurrency), fixed-rate and rejected requests per system.
+ * @module Scenario `load`: interleaved rounds of the forwarded, fixed-rate and rejected scenarios per system,
+ * and each figure from its best round.
  */
-import { fmtInt, fmtMs } from '../lib/format.js';
-import { expectStatus, load, paced } from '../lib/measure.js';
-import { LABELS, note, RATE, REDIS_SYSTEMS, results, ROUNDS, WARMUP, type SystemKey } from '../lib/settings.js';
-import { env, type Server } from '../lib/systems.js';
+import { LABELS, note, results, ROUNDS, WARMUP, type SystemKey } from '../lib/settings.js';
+import type { Server } from '../lib/systems.js';
 import type { LoadResult, PacedResult } from '../lib/types.js';
+import { fixedRate } from './fixed-rate.js';
+import { forwarded } from './forwarded.js';
+import { rejected } from './rejected.js';
 
 export interface Rounds {
   forwarded: LoadResult[];
@@ -21,32 +23,17 @@ export async function benchRound(key: SystemKey, port: number, round: number, se
     return;
   }
   const rr = (rounds[key] ??= { forwarded: [], fixedRate: [], rejected: [] });
-  const usesRedis = REDIS_SYSTEMS.has(key);
   // The first round warms each system up longer (JIT, pools); later rounds find it warm.
   const warmupSec = round === 0 ? WARMUP : 1;
-  const statusPath = `/api/v1/statuses/${env.fx.statusId}`;
   process.stdout.write(`${`[${round + 1}/${ROUNDS}] ${LABELS[key]}`.padEnd(34)} forwarded `);
-  const f = await load(port, statusPath, usesRedis, { warmupSec }, { system: server?.proc.pid ?? null, upstream: env.upstreamPid, redis: usesRedis ? env.redisPid : null });
-  rr.forwarded.push(f);
-  expectStatus(`${LABELS[key]} forwarded`, f.statuses, 200);
-  const own = f.cpuUsPerRequest?.system;
-  process.stdout.write(`${fmtInt(f.rps).padStart(7)} req/s${own !== undefined && own !== null ? ` (${own.toFixed(1)} µs CPU/req)` : ''}`);
+  rr.forwarded.push(await forwarded(key, port, warmupSec, server));
   // The access-log variant is there for its forwarded throughput and CPU only.
   if (key === 'rategate-memory-log') {
     process.stdout.write('\n');
     return;
   }
-  process.stdout.write(` · fixed ${RATE}/s `);
-  const p = await paced(port, statusPath);
-  rr.fixedRate.push(p);
-  expectStatus(`${LABELS[key]} fixed rate`, p.statuses, 200);
-  process.stdout.write(`p99 ${fmtMs(p.p99).padStart(6)} ms`);
-  if (key !== 'direct' && key !== 'thin') {
-    const rj = await load(port, '/api/v1/exhausted', usesRedis, { warmupSec });
-    rr.rejected.push(rj);
-    expectStatus(`${LABELS[key]} rejected`, rj.statuses, 429);
-    process.stdout.write(` · rejected ${fmtInt(rj.rps).padStart(7)} req/s`);
-  }
+  rr.fixedRate.push(await fixedRate(key, port));
+  if (key !== 'direct' && key !== 'thin') rr.rejected.push(await rejected(key, port, warmupSec));
   process.stdout.write('\n');
 }
 
