@@ -1,12 +1,11 @@
-/** @module The zod schema of `limits.yaml` (SPEC §3): its sections, defaults and the TS types derived from it; value formats live in formats.ts, checks across fields in cross-field.ts. */
+/** @module The zod schema of `limits.yaml` (SPEC §3): its sections, defaults and the TS types derived from it; one limit rule lives in fields/rule.ts, value formats in fields/formats.ts, checks across fields in cross-field.ts. */
 import { z } from 'zod';
 import { GATEWAY_ERRORS } from '../http/errors.js';
-import { parsePattern } from '../routing/pattern.js';
-import { checkPer, PER, PER_HINT } from './fields/limit-model.js';
 import { show, type PathItem } from './errors.js';
-import { accountId, checked, duration, positiveInt, size } from './fields/formats.js';
+import { accountId, checked, duration, size } from './fields/formats.js';
 import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
+import { onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
 import {
   checkIpOrCidr,
   checkListen,
@@ -17,96 +16,14 @@ import {
   HEADER_NAME,
 } from './fields/validators.js';
 
-/** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
-export const RULE_NAME = /^[A-Za-z0-9_.-]+$/;
+/** The chart check compares its rule keys with these; kept importable from here. */
+export { RULE_NAME, ruleShape } from './fields/rule.js';
+
 /** `{` `}` would change Redis Cluster hash slots, spaces and quotes break key readability. */
 const PREFIX = /^[A-Za-z0-9_.:-]+$/;
 
-const onError = z.enum(['local', 'allow', 'deny']);
-
-const patterns = z
-  .union([z.string(), z.array(z.string())], {
-    error: (iss) =>
-      iss.input === undefined ? 'required' : `expected a pattern or a list of patterns, got ${show(iss.input)}`,
-  })
-  .superRefine((v, ctx) => {
-    if (Array.isArray(v) && v.length === 0) {
-      ctx.addIssue({ code: 'custom', message: 'must have at least one pattern', input: v });
-      return;
-    }
-    const list = typeof v === 'string' ? [v] : v;
-    list.forEach((p, i) => {
-      const parsed = parsePattern(p);
-      if (!parsed.ok) {
-        ctx.addIssue({ code: 'custom', message: parsed.error, input: p, path: typeof v === 'string' ? [] : [i] });
-      }
-    });
-  })
-  .transform((v): string[] => (typeof v === 'string' ? [v] : v));
-
-const whenShape = {
-  authenticated: z
-    .boolean()
-    .optional()
-    .describe('true: only requests with an account (a token the upstream accepts, or the token/header in those modes); false: only requests without.'),
-  query: z
-    .array(z.string().min(1))
-    .min(1)
-    .optional()
-    .describe(
-      "Only requests with any of these parameters, non-empty, in the query string or a form body (Rack's params: GET merged with POST), e.g. [page, min_id, max_id, since_id].",
-    ),
-};
-
-const overrideShape = {
-  ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs.'),
-  accounts: z
-    .array(z.union([z.string().min(1), z.number().int().nonnegative()]).transform((v): string => String(v)))
-    .default([])
-    .describe('Account ids (as in exempt.accounts).'),
-  keys: z
-    .array(z.string().min(1))
-    .default([])
-    .describe('Key values of a token/header/param/cookie rule: the header, parameter or cookie value as sent, or the token’s SHA-256 digest.'),
-  limit: positiveInt().describe('Requests allowed per period for these clients.'),
-};
-
 const blockShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs answered 403, never counted nor forwarded.'),
-};
-
-export const ruleShape = {
-  name: z
-    .string()
-    .regex(RULE_NAME, { error: (iss) => `invalid rule name ${show(iss.input)} (use letters, digits, "_", "." and "-")` })
-    .describe('Unique rule name; used in metrics, logs and the RateLimit-Policy header.'),
-  match: patterns.describe(
-    'One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).',
-  ),
-  per: z
-    .string({ error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind, got ${show(iss.input)}`) })
-    .regex(PER, { error: (iss) => `must be one of ${PER_HINT} (got ${show(iss.input)})` })
-    .superRefine((v, ctx) => {
-      const error = checkPer(v);
-      if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
-    })
-    .describe(
-      'Whose bucket: ip, account (skipped without one), global (one for everyone), token (the bearer token digest), header:NAME, param:NAME or cookie:NAME (the value, trimmed and digested; skipped without one; a cookie never makes a request authenticated).',
-    ),
-  limit: positiveInt().describe('Requests allowed per period.'),
-  period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
-  algorithm: z
-    .enum(['fixed-window', 'sliding-window', 'token-bucket'])
-    .default('fixed-window')
-    .describe('fixed-window (epoch-aligned, as Mastodon), sliding-window, or token-bucket.'),
-  cost: positiveInt().default(1).describe('Tokens a matching request takes.'),
-  shadow: z.boolean().default(false).describe('Count and report but never reject (a dry run).'),
-  onStoreError: onError.optional().describe("Overrides store.onError for this rule."),
-  when: z.object(whenShape).strict().optional().describe('Conditions that must all hold for the rule to apply.'),
-  overrides: z
-    .array(z.object(overrideShape).strict())
-    .optional()
-    .describe('Clients with their own limit for this rule (own bucket, same period and algorithm); the first match wins.'),
 };
 const rule = z.object(ruleShape).strict();
 const guard = guardShapes({ match: ruleShape.match, per: ruleShape.per, when: ruleShape.when });

@@ -9,17 +9,17 @@
  *
  * Every call is bounded by `timeoutMs`, after which it rejects with StoreTimeoutError and its late reply
  * is ignored. What to do then is the fault policy's business (resilient.ts), not this module's.
- * Connection setup is in redis-connection.ts, the script encoding in redis-codec.ts, the batching of
- * the calls of one turn in batcher.ts.
+ * Connection setup is in connection.ts, the script encoding in codec.ts, one-slot calls (and their
+ * batching, batcher.ts) in same-slot.ts.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { SlotBatcher, type BatchCall } from './batcher.js';
 import { CrossSlot, groupBySlot, settleWithin } from './cross-slot.js';
 import { StoreError, StoreTimeoutError, toStoreError } from '../errors.js';
-import { asksLease, batchArgs, consumeArgs, luaScripts, parseBatch, parsePeek, parsePlain, type Arg } from './codec.js';
+import { luaScripts, parsePeek, type Arg } from './codec.js';
 import { createRedisClient, isCluster, whenReady, type RedisClient } from './connection.js';
 import { clusterTopology, singleTopology, type PromotionListener, type Topology } from './topology.js';
 import { SentinelWatch } from './sentinel-watch.js';
+import { SameSlot } from './same-slot.js';
 import { keySlot } from './slot.js';
 import { parseStoreUrl, StoreUrlError } from '../../config/store-url.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
@@ -53,13 +53,6 @@ export interface RedisStoreOptions {
   readonly onBatch?: (requests: number) => void;
 }
 
-/** A consume call waiting for its batch to be sent. */
-interface PendingConsume extends BatchCall {
-  readonly specs: readonly BucketSpec[];
-  readonly keys: readonly string[];
-  readonly resolve: (outcome: ConsumeOutcome) => void;
-}
-
 type ScriptFn = (...args: Arg[]) => Promise<unknown>;
 
 export class RedisStore implements Store {
@@ -77,7 +70,7 @@ export class RedisStore implements Store {
   private readonly consumeBatchFn: ScriptFn;
   private readonly peekFn: ScriptFn;
   private readonly refundFn: ScriptFn;
-  private readonly batcher: SlotBatcher<PendingConsume> | null;
+  private readonly sameSlot: SameSlot;
   private readonly crossSlot: CrossSlot;
   private readonly prefix: string;
   private readonly timeoutMs: number;
@@ -113,17 +106,19 @@ export class RedisStore implements Store {
     this.peekFn = this.script('rgPeek', luaScripts.peek, true);
     this.refundFn = this.script('rgRefund', luaScripts.refund);
     const onBatch = opts.onBatch;
-    this.batcher =
-      (opts.batching ?? url.kind !== 'redis-cluster') === false
-        ? null
-        : new SlotBatcher<PendingConsume>(this.sendBatch, {
-            timeoutMs: opts.timeoutMs,
-            onBatch: (n) => {
-              this.batchesSent++;
-              this.batchedRequests += n;
-              onBatch?.(n);
-            },
-          });
+    this.sameSlot = new SameSlot({
+      consumeFn: this.consumeFn,
+      consumeBatchFn: this.consumeBatchFn,
+      clock: () => this.clockArg(),
+      bounded: (p, what, budgetMs) => this.bounded(p, what, budgetMs),
+      timeoutMs: opts.timeoutMs,
+      batching: opts.batching ?? url.kind !== 'redis-cluster',
+      onBatch: (n) => {
+        this.batchesSent++;
+        this.batchedRequests += n;
+        onBatch?.(n);
+      },
+    });
     this.crossSlot = new CrossSlot({
       consumeFn: this.consumeFn,
       refundFn: this.refundFn,
@@ -207,55 +202,8 @@ export class RedisStore implements Store {
       const groups = groupBySlot(keys);
       if (groups) return this.crossSlot.consume(specs, keys, groups);
     }
-    return new Promise<ConsumeOutcome>((resolve, reject) => {
-      if (this.batcher === null) this.sendOne({ specs, keys, resolve, reject });
-      else this.batcher.enqueue(this.kind === 'redis-cluster' ? keySlot(keys[0]!) : 0, { specs, keys, resolve, reject });
-    });
+    return this.sameSlot.consume(this.kind === 'redis-cluster' ? keySlot(keys[0]!) : 0, specs, keys);
   }
-
-  /** One request's plain consume.lua call. */
-  private sendOne({ specs, keys, resolve, reject }: PendingConsume, budgetMs = this.timeoutMs, done?: () => void): void {
-    const n = specs.length;
-    this.bounded(this.consumeFn(...consumeArgs(specs, keys, null, this.clockArg(), '')), 'consume', budgetMs).then(
-      (reply) => {
-        done?.();
-        try {
-          resolve(parsePlain(reply, n, asksLease(specs)));
-        } catch (err) {
-          reject(err);
-        }
-      },
-      (err: unknown) => {
-        done?.();
-        reject(err);
-      },
-    );
-  }
-
-  /** The batcher's sender: a batch of one is a plain consume call; more go as one consume-batch.lua call. */
-  private readonly sendBatch = (batch: readonly PendingConsume[], budgetMs: number, done: () => void): void => {
-    if (batch.length === 1) {
-      this.sendOne(batch[0]!, budgetMs, done);
-      return;
-    }
-    this.bounded(this.consumeBatchFn(...batchArgs(batch, this.clockArg())), 'consume', budgetMs).then(
-      (reply) => {
-        done();
-        let outcomes: ConsumeOutcome[];
-        try {
-          outcomes = parseBatch(reply, batch);
-        } catch (err) {
-          for (const call of batch) call.reject(err);
-          return;
-        }
-        for (let i = 0; i < batch.length; i++) batch[i]!.resolve(outcomes[i]!);
-      },
-      (err: unknown) => {
-        done();
-        for (const call of batch) call.reject(err);
-      },
-    );
-  };
 
   async peek(spec: BucketSpec): Promise<BucketState> {
     const r = await this.bounded(
@@ -287,7 +235,7 @@ export class RedisStore implements Store {
   /** Waits (bounded) for refunds still in flight, so a closing replica does not leave charges behind. */
   async close(): Promise<void> {
     this.topology.close();
-    this.batcher?.drain();
+    this.sameSlot.drain();
     await this.crossSlot.settle();
     await settleWithin(this.client.quit(), this.timeoutMs);
     this.client.disconnect();

@@ -1,0 +1,94 @@
+/** @module One limit rule of `limits.yaml` (SPEC §3.1: match, per, limit, period, when, overrides): the largest section, kept apart from schema.ts, which assembles the rest. */
+import { z } from 'zod';
+import { parsePattern } from '../../routing/pattern.js';
+import { show } from '../errors.js';
+import { checked, duration, positiveInt } from './formats.js';
+import { checkPer, PER, PER_HINT } from './limit-model.js';
+import { checkIpOrCidr } from './validators.js';
+
+/** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
+export const RULE_NAME = /^[A-Za-z0-9_.-]+$/;
+/** What to do on store errors: store.onError, and a rule's onStoreError. */
+export const onError = z.enum(['local', 'allow', 'deny']);
+
+/** One pattern or a list (limits[].match, routes[].match, server.bodyLimits[].match). */
+export const patterns = z
+  .union([z.string(), z.array(z.string())], {
+    error: (iss) =>
+      iss.input === undefined ? 'required' : `expected a pattern or a list of patterns, got ${show(iss.input)}`,
+  })
+  .superRefine((v, ctx) => {
+    if (Array.isArray(v) && v.length === 0) {
+      ctx.addIssue({ code: 'custom', message: 'must have at least one pattern', input: v });
+      return;
+    }
+    const list = typeof v === 'string' ? [v] : v;
+    list.forEach((p, i) => {
+      const parsed = parsePattern(p);
+      if (!parsed.ok) {
+        ctx.addIssue({ code: 'custom', message: parsed.error, input: p, path: typeof v === 'string' ? [] : [i] });
+      }
+    });
+  })
+  .transform((v): string[] => (typeof v === 'string' ? [v] : v));
+
+export const whenShape = {
+  authenticated: z
+    .boolean()
+    .optional()
+    .describe('true: only requests with an account (a token the upstream accepts, or the token/header in those modes); false: only requests without.'),
+  query: z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .describe(
+      "Only requests with any of these parameters, non-empty, in the query string or a form body (Rack's params: GET merged with POST), e.g. [page, min_id, max_id, since_id].",
+    ),
+};
+
+export const overrideShape = {
+  ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs.'),
+  accounts: z
+    .array(z.union([z.string().min(1), z.number().int().nonnegative()]).transform((v): string => String(v)))
+    .default([])
+    .describe('Account ids (as in exempt.accounts).'),
+  keys: z
+    .array(z.string().min(1))
+    .default([])
+    .describe('Key values of a token/header/param/cookie rule: the header, parameter or cookie value as sent, or the token’s SHA-256 digest.'),
+  limit: positiveInt().describe('Requests allowed per period for these clients.'),
+};
+
+export const ruleShape = {
+  name: z
+    .string()
+    .regex(RULE_NAME, { error: (iss) => `invalid rule name ${show(iss.input)} (use letters, digits, "_", "." and "-")` })
+    .describe('Unique rule name; used in metrics, logs and the RateLimit-Policy header.'),
+  match: patterns.describe(
+    'One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).',
+  ),
+  per: z
+    .string({ error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind, got ${show(iss.input)}`) })
+    .regex(PER, { error: (iss) => `must be one of ${PER_HINT} (got ${show(iss.input)})` })
+    .superRefine((v, ctx) => {
+      const error = checkPer(v);
+      if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
+    })
+    .describe(
+      'Whose bucket: ip, account (skipped without one), global (one for everyone), token (the bearer token digest), header:NAME, param:NAME or cookie:NAME (the value, trimmed and digested; skipped without one; a cookie never makes a request authenticated).',
+    ),
+  limit: positiveInt().describe('Requests allowed per period.'),
+  period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
+  algorithm: z
+    .enum(['fixed-window', 'sliding-window', 'token-bucket'])
+    .default('fixed-window')
+    .describe('fixed-window (epoch-aligned, as Mastodon), sliding-window, or token-bucket.'),
+  cost: positiveInt().default(1).describe('Tokens a matching request takes.'),
+  shadow: z.boolean().default(false).describe('Count and report but never reject (a dry run).'),
+  onStoreError: onError.optional().describe("Overrides store.onError for this rule."),
+  when: z.object(whenShape).strict().optional().describe('Conditions that must all hold for the rule to apply.'),
+  overrides: z
+    .array(z.object(overrideShape).strict())
+    .optional()
+    .describe('Clients with their own limit for this rule (own bucket, same period and algorithm); the first match wins.'),
+};
