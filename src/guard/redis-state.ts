@@ -11,7 +11,7 @@
 import type { Redis, Cluster } from 'ioredis';
 import { parseStoreUrl } from '../config/store-url.js';
 import { createRedisClient } from '../limiter/redis/connection.js';
-import { SentinelWatch } from '../limiter/redis/sentinel-watch.js';
+import { sentinelWatchFor, type SentinelWatch } from '../limiter/redis/sentinel-watch.js';
 import { isLive, type BanCount, type EntryKind, type GuardEntry, type GuardState } from './state.js';
 
 /** Counts one ban event; starts the ban (and bumps the version) when the count reaches the limit. */
@@ -77,10 +77,7 @@ export class RedisGuardState implements GuardState {
     const url = parseStoreUrl(opts.url);
     if (url.kind === 'memory') throw new Error('RedisGuardState needs a Redis URL');
     const sentinel = opts.sentinelPassword != null ? { sentinelPassword: opts.sentinelPassword } : {};
-    this.watch =
-      url.kind === 'redis-sentinel'
-        ? new SentinelWatch(url.name, url.sentinels, { ...(opts.sentinelPassword != null ? { password: opts.sentinelPassword } : {}), ...(url.tls ? { tls: {} } : {}) })
-        : undefined;
+    this.watch = sentinelWatchFor(url, opts.sentinelPassword);
     this.client = createRedisClient(url, {
       connectTimeoutMs: 2_000,
       timeoutMs: opts.timeoutMs,

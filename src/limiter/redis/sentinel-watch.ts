@@ -20,7 +20,7 @@
  * followed (not closed by its owner) is connected again.
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import type { StoreNode } from '../../config/store-url.js';
+import type { StoreNode, StoreUrl } from '../../config/store-url.js';
 
 export class SentinelWatch {
   /** Replaced address → its replacement, as `host:port`. */
@@ -122,4 +122,10 @@ export class SentinelWatch {
     for (const s of this.subscribers) s.disconnect();
     this.subscribers.length = 0;
   }
+}
+
+/** The watch a store URL needs: one for a Sentinel URL (with the sentinels' own password), none otherwise. */
+export function sentinelWatchFor(url: StoreUrl, sentinelPassword: string | null | undefined): SentinelWatch | undefined {
+  if (url.kind !== 'redis-sentinel') return undefined;
+  return new SentinelWatch(url.name, url.sentinels, { ...(sentinelPassword != null ? { password: sentinelPassword } : {}), ...(url.tls ? { tls: {} } : {}) });
 }

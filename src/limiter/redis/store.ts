@@ -18,7 +18,7 @@ import { StoreError, StoreTimeoutError, toStoreError } from '../errors.js';
 import { luaScripts, parsePeek, type Arg } from './codec.js';
 import { createRedisClient, isCluster, whenReady, type RedisClient } from './connection.js';
 import { clusterTopology, singleTopology, type PromotionListener, type Topology } from './topology.js';
-import { SentinelWatch } from './sentinel-watch.js';
+import { sentinelWatchFor } from './sentinel-watch.js';
 import { SameSlot } from './same-slot.js';
 import { keySlot } from './slot.js';
 import { parseStoreUrl, StoreUrlError } from '../../config/store-url.js';
@@ -83,10 +83,7 @@ export class RedisStore implements Store {
     this.prefix = `${opts.prefix}:`;
     this.timeoutMs = opts.timeoutMs;
     this.now = opts.now;
-    const watch =
-      url.kind === 'redis-sentinel'
-        ? new SentinelWatch(url.name, url.sentinels, { ...(opts.sentinelPassword !== undefined ? { password: opts.sentinelPassword } : {}), ...(url.tls ? { tls: {} } : {}) })
-        : undefined;
+    const watch = sentinelWatchFor(url, opts.sentinelPassword);
     this.client = createRedisClient(url, {
       connectTimeoutMs: opts.connectTimeoutMs ?? 2_000,
       timeoutMs: opts.timeoutMs,
