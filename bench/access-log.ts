@@ -52,7 +52,20 @@ async function startGateway(cli: string): Promise<Gateway> {
   const admin = await freePort();
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-alog-')), 'limits.yaml');
   writeFileSync(file, `log: { level: info }\n${TABLE}`);
-  const proc = start(cli, process.execPath, [cli, 'serve', '--config', file, '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${admin}`, '--upstream', upstreamUrl, '--store', 'memory']);
+  const proc = start(cli, process.execPath, [
+    cli,
+    'serve',
+    '--config',
+    file,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--admin-listen',
+    `127.0.0.1:${admin}`,
+    '--upstream',
+    upstreamUrl,
+    '--store',
+    'memory',
+  ]);
   let lines = 0;
   proc.child.stdout!.on('data', (d: Buffer) => {
     for (const b of d) if (b === 10) lines++;
@@ -100,7 +113,8 @@ try {
       (on ? gw.on : gw.off).push(((cpuMsOfTree(gw.proc.pid) - cpu0) * 1000) / r.requests.total);
       await new Promise((res) => setTimeout(res, 300)); // buffered lines reach the pipe
       const lines = gw.lines() - lines0;
-      if (on ? lines < r.requests.total : lines > 5) throw new Error(`${gw.cli}: ${lines} log lines for ${r.requests.total} requests, log ${on ? 'on' : 'off'}`);
+      if (on ? lines < r.requests.total : lines > 5)
+        throw new Error(`${gw.cli}: ${lines} log lines for ${r.requests.total} requests, log ${on ? 'on' : 'off'}`);
     }
   }
   for (const gw of gateways) {

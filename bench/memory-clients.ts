@@ -31,7 +31,13 @@ for (let i = 0; i < N; i++) {
   const client = policy.resolveIp(ip, undefined);
   const method = i % 10 === 0 ? 'POST' : 'GET';
   const path = i % 10 === 0 ? '/api/v1/accounts' : '/api/v1/statuses/1';
-  const { specs } = bucketsFor(policy, snapshot.matcher.match(method, path), { ipKey: client.key, address: client.address, accountKey: null, accountKnown: true, facts: null });
+  const { specs } = bucketsFor(policy, snapshot.matcher.match(method, path), {
+    ipKey: client.key,
+    address: client.address,
+    accountKey: null,
+    accountKnown: true,
+    facts: null,
+  });
   store.consumeSync(specs);
 }
 const seconds = (performance.now() - started) / 1000;

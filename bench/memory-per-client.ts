@@ -58,7 +58,7 @@ async function requests(n: number, ipOf: (i: number) => string): Promise<void> {
 }
 
 const distinct = (i: number): string => `${40 + (i >>> 16)}.${(i >>> 8) & 255}.${i & 255}.9`;
-await requests(N, (i) => `198.18.${(i % 20_000) >> 8}.${i % 20_000 & 255}`);
+await requests(N, (i) => `198.18.${(i % 20_000) >> 8}.${(i % 20_000) & 255}`);
 const base = sample();
 const t0 = performance.now();
 await requests(N, distinct);
@@ -71,7 +71,9 @@ const swept = sample();
 
 const per = (a: number, b: number): number => Math.round((a - b) / N);
 const mb = (x: number): string => `${(x / 2 ** 20).toFixed(1)} MB`;
-console.log(`${N.toLocaleString('en')} distinct clients${BLOCKED ? ' (blocked cache in front)' : ''}, ${buckets} buckets, ${(N / seconds).toFixed(0)} decisions/s`);
+console.log(
+  `${N.toLocaleString('en')} distinct clients${BLOCKED ? ' (blocked cache in front)' : ''}, ${buckets} buckets, ${(N / seconds).toFixed(0)} decisions/s`,
+);
 console.log(`  heap (used + external): ${mb(base.heap)} → ${mb(full.heap)} → after the windows + sweep ${mb(swept.heap)}`);
 console.log(`  RSS:                    ${mb(base.rss)} → ${mb(full.rss)} → after the windows + sweep ${mb(swept.rss)}`);
 console.log(`  per client: heap ${per(full.heap, base.heap)} B, RSS ${per(full.rss, base.rss)} B; left after expiry: heap ${per(swept.heap, base.heap)} B`);

@@ -103,7 +103,9 @@ if (process.argv[1]?.endsWith('profile-diff.ts')) {
   const a = breakdown(memDir);
   const b = breakdown(redisDir);
   const f = (x: number): string => x.toFixed(1).padStart(7);
-  console.log(`busy CPU per request in the profiles (µs): memory ${a.busyUs.toFixed(1)} (${a.requests} requests), Redis ${b.busyUs.toFixed(1)} (${b.requests} requests)\n`);
+  console.log(
+    `busy CPU per request in the profiles (µs): memory ${a.busyUs.toFixed(1)} (${a.requests} requests), Redis ${b.busyUs.toFixed(1)} (${b.requests} requests)\n`,
+  );
   console.log(`| category | memory µs/req | Redis µs/req | Redis − memory |`);
   console.log(`|---|--:|--:|--:|`);
   for (const c of CATEGORIES) {

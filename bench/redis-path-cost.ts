@@ -116,7 +116,9 @@ async function main(): Promise<void> {
   console.log(`${'layer'.padEnd(32)} ${'user'.padStart(6)} ${'kernel'.padStart(7)} ${'total'.padStart(7)} ${'wall/consume'.padStart(13)}`);
   for (const [name] of layers) {
     const c = best.get(name)!;
-    console.log(`${name.padEnd(32)} ${c.user.toFixed(1).padStart(6)} ${c.kernel.toFixed(1).padStart(7)} ${(c.user + c.kernel).toFixed(1).padStart(7)} ${c.wallUs.toFixed(1).padStart(13)}`);
+    console.log(
+      `${name.padEnd(32)} ${c.user.toFixed(1).padStart(6)} ${c.kernel.toFixed(1).padStart(7)} ${(c.user + c.kernel).toFixed(1).padStart(7)} ${c.wallUs.toFixed(1).padStart(13)}`,
+    );
   }
   const profDir = process.execArgv.find((a) => a.startsWith('--cpu-prof-dir='))?.slice('--cpu-prof-dir='.length);
   if (profDir !== undefined) writeFileSync(`${profDir}/load.json`, `${JSON.stringify({ requests: 4 * N * layers.length })}\n`);

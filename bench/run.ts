@@ -23,7 +23,28 @@ import { Redis } from 'ioredis';
 import { fixtures } from './lib/fixtures.js';
 import { killAll } from './lib/procs.js';
 import { chart, cpuTable, printSummary, ratios, renderOnly, table } from './lib/report.js';
-import { argv, BENCH_CONFIG, CLIENTS, CONNECTIONS, DURATION, LABELS, note, notes, ONLY, ORDER, QUICK, RATE, RESULTS, results, ROUNDS, SEED_CONFIG, SKIP, WARMUP, want, type SystemKey } from './lib/settings.js';
+import {
+  argv,
+  BENCH_CONFIG,
+  CLIENTS,
+  CONNECTIONS,
+  DURATION,
+  LABELS,
+  note,
+  notes,
+  ONLY,
+  ORDER,
+  QUICK,
+  RATE,
+  RESULTS,
+  results,
+  ROUNDS,
+  SEED_CONFIG,
+  SKIP,
+  WARMUP,
+  want,
+  type SystemKey,
+} from './lib/settings.js';
 import { build, env, launch, machine, startRedis, startUpstream, stopServer, unavailable, type Server } from './lib/systems.js';
 import type { InstructionsResult, MemoryResult, PerClientResult } from './lib/types.js';
 import { benchManyClients } from './scenarios/clients.js';
@@ -83,10 +104,12 @@ async function main(): Promise<void> {
             await benchRound(k, server?.port ?? upstream.port, round, server);
           } catch (err) {
             process.stdout.write('\n');
-            const exit = server === null ? null : server.proc.child.exitCode ?? server.proc.child.signalCode;
+            const exit = server === null ? null : (server.proc.child.exitCode ?? server.proc.child.signalCode);
             note(
               `${LABELS[k]}, round ${round + 1}: ${(err as Error).message.slice(0, 200)}` +
-                (exit !== null && exit !== undefined ? ` — the server process had exited (${exit}); its last output: ${JSON.stringify(server!.proc.output().slice(-400))}` : ''),
+                (exit !== null && exit !== undefined
+                  ? ` — the server process had exited (${exit}); its last output: ${JSON.stringify(server!.proc.output().slice(-400))}`
+                  : ''),
             );
           }
         }
@@ -103,7 +126,8 @@ async function main(): Promise<void> {
     if (!SKIP.has('clients')) for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchManyClients(k);
     if (!SKIP.has('instructions')) {
       const usePerf = perfCountsInstructions();
-      if (!usePerf && spawnSync('valgrind', ['--version']).error) note('instructions per request skipped: perf does not count instructions here and valgrind is not installed');
+      if (!usePerf && spawnSync('valgrind', ['--version']).error)
+        note('instructions per request skipped: perf does not count instructions here and valgrind is not installed');
       else {
         if (!usePerf) note('perf stat cannot count instructions on this machine (no PMU in the VM): instructions per request come from callgrind');
         for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) {
@@ -150,7 +174,8 @@ async function main(): Promise<void> {
       connections: CONNECTIONS,
       fixedRate: RATE,
       clients: CLIENTS,
-      loadGenerator: 'autocannon 8 (programmatic, child process) for fixed concurrency; bench/paced.ts (open-loop, raw sockets) for the fixed rate; bench/million.ts (raw sockets, pipelined) for distinct clients',
+      loadGenerator:
+        'autocannon 8 (programmatic, child process) for fixed concurrency; bench/paced.ts (open-loop, raw sockets) for the fixed rate; bench/million.ts (raw sockets, pipelined) for distinct clients',
       target: 'GET /api/v1/statuses/:id of a public status (200, ~1.3 kB JSON), Authorization: Bearer <user token>',
       rejectedTarget: 'GET /api/v1/exhausted: limit 1 per hour per IP (nginx: 1r/m), exhausted during the warm-up',
       rategateConfig: BENCH_CONFIG,
@@ -193,4 +218,3 @@ main().then(
     process.exit(1);
   },
 );
-

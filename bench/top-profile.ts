@@ -63,7 +63,6 @@ function decodeMappings(mappings: string): LineMap {
   const lines: LineMap = [];
   let src = 0;
   let origLine = 0;
-  let origCol = 0;
   for (const lineText of mappings.split(';')) {
     const segs: Array<[number, number, number]> = [];
     let genCol = 0;
@@ -86,7 +85,6 @@ function decodeMappings(mappings: string): LineMap {
         if (values.length >= 4) {
           src += values[1]!;
           origLine += values[2]!;
-          origCol += values[3]!;
           segs.push([genCol, src, origLine]);
         }
       }
@@ -157,7 +155,12 @@ export function summarize(profileFile: string, top = 25): ProfileSummary {
       selfUs.set(prof.samples[i]!, (selfUs.get(prof.samples[i]!) ?? 0) + Math.max(0, dt));
     }
   } else {
-    const interval = (prof.endTime - prof.startTime) / Math.max(1, prof.nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0));
+    const interval =
+      (prof.endTime - prof.startTime) /
+      Math.max(
+        1,
+        prof.nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0),
+      );
     for (const n of prof.nodes) selfUs.set(n.id, (n.hitCount ?? 0) * interval);
   }
   const locations = new Map<number, string>();
@@ -219,9 +222,7 @@ export function summarize(profileFile: string, top = 25): ProfileSummary {
       .sort((a, b) => b.us - a.us)
       .slice(0, top)
       .map((r) => ({ name: r.name, location: r.location, selfMs: r.us / 1000, pct: (100 * r.us) / busyUs })),
-    areas: [...areas.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .map(([area, us]) => ({ area, selfMs: us / 1000, pct: (100 * us) / busyUs })),
+    areas: [...areas.entries()].sort((a, b) => b[1] - a[1]).map(([area, us]) => ({ area, selfMs: us / 1000, pct: (100 * us) / busyUs })),
   };
 }
 

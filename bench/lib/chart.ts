@@ -62,7 +62,9 @@ function panel(p: Panel, x0: number, y0: number, width: number, height: number):
     parts.push(`<line x1="${left}" x2="${left + plotW}" y1="${y}" y2="${y}" stroke="#e5e7eb"/>`);
     parts.push(`<text x="${left - 6}" y="${y + 4}" font-size="10" text-anchor="end" fill="#555">${fmt(v)}</text>`);
   }
-  parts.push(`<text x="12" y="${top + plotH / 2}" font-size="11" fill="#555" transform="rotate(-90 12 ${top + plotH / 2})" text-anchor="middle">${esc(p.unit)}</text>`);
+  parts.push(
+    `<text x="12" y="${top + plotH / 2}" font-size="11" fill="#555" transform="rotate(-90 12 ${top + plotH / 2})" text-anchor="middle">${esc(p.unit)}</text>`,
+  );
   const groupW = plotW / Math.max(1, p.groups.length);
   const barW = Math.min(28, (groupW - 12) / Math.max(1, p.series.length));
   p.groups.forEach((g, gi) => {
@@ -72,7 +74,9 @@ function panel(p: Panel, x0: number, y0: number, width: number, height: number):
       const h = (plotH * v) / max;
       const x = gx + si * barW;
       const y = top + plotH - h;
-      parts.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${colors[si % colors.length]}"><title>${esc(`${g.label} · ${p.series[si]}: ${fmt(v)} ${p.unit}`)}</title></rect>`);
+      parts.push(
+        `<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${colors[si % colors.length]}"><title>${esc(`${g.label} · ${p.series[si]}: ${fmt(v)} ${p.unit}`)}</title></rect>`,
+      );
       parts.push(`<text x="${(x + (barW - 2) / 2).toFixed(1)}" y="${(y - 3).toFixed(1)}" font-size="9" text-anchor="middle" fill="#333">${fmt(v)}</text>`);
     });
     // Wrap the label at ~20 characters a line; a parenthesized tail goes on a line of its own.
@@ -85,7 +89,9 @@ function panel(p: Panel, x0: number, y0: number, width: number, height: number):
       else words.push(w);
     }
     words.forEach((w, wi) => {
-      parts.push(`<text x="${(left + gi * groupW + groupW / 2).toFixed(1)}" y="${top + plotH + 16 + wi * 13}" font-size="11" text-anchor="middle">${esc(w)}</text>`);
+      parts.push(
+        `<text x="${(left + gi * groupW + groupW / 2).toFixed(1)}" y="${top + plotH + 16 + wi * 13}" font-size="11" text-anchor="middle">${esc(w)}</text>`,
+      );
     });
   });
   parts.push(`<line x1="${left}" x2="${left + plotW}" y1="${top + plotH}" y2="${top + plotH}" stroke="#333"/>`);

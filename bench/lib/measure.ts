@@ -40,7 +40,12 @@ export async function load(port: number, pathname: string, countRedis: boolean, 
   };
   const snap: { before?: Promise<RedisCounts> } = {};
   const cpuSnap = (): number[] =>
-    cpuOf ? [...[cpuOf.system, cpuOf.upstream, cpuOf.redis].map((p) => (p === null ? 0 : cpuMsOfTree(p))), cpuOf.system === null ? 0 : cpuMsOfTree(cpuOf.system, 'user')] : [];
+    cpuOf
+      ? [
+          ...[cpuOf.system, cpuOf.upstream, cpuOf.redis].map((p) => (p === null ? 0 : cpuMsOfTree(p))),
+          cpuOf.system === null ? 0 : cpuMsOfTree(cpuOf.system, 'user'),
+        ]
+      : [];
   let cpuBefore: number[] = [];
   let cpuAfter: number[] = [];
   const r = await runScript<LoadResult>('bench/load.ts', spec, (DURATION + WARMUP + 60) * 1000, (line) => {
@@ -76,7 +81,15 @@ export async function load(port: number, pathname: string, countRedis: boolean, 
 export async function paced(port: number, pathname: string): Promise<PacedResult> {
   return runScript<PacedResult>(
     'bench/paced.ts',
-    { port, path: pathname, headers: { authorization: `Bearer ${env.fx.userToken}` }, rate: RATE, durationSec: DURATION, warmupSec: QUICK ? 0.5 : 1, connections: CONNECTIONS },
+    {
+      port,
+      path: pathname,
+      headers: { authorization: `Bearer ${env.fx.userToken}` },
+      rate: RATE,
+      durationSec: DURATION,
+      warmupSec: QUICK ? 0.5 : 1,
+      connections: CONNECTIONS,
+    },
     (DURATION + 70) * 1000,
   );
 }

@@ -33,12 +33,39 @@ export function ratios(perClient: PerClientResult | null): Ratio[] {
   const ratio = (name: string, value: number | null, min: number, missing: string, byCpu: number | null = null): void => {
     out.push({ name, value, byCpu, target: `≥ ${min}`, pass: value === null ? null : value >= min, detail: value === null ? missing : '' });
   };
-  const why = (...keys: SystemKey[]): string => keys.map((k) => results[k]?.skipped).filter(Boolean).join('; ') || 'not measured';
-  ratio('rategate memory / bare forwarder (forwarded req/s)', div(rps('rategate-memory', 'forwarded'), rps('thin', 'forwarded')), 0.9, why('rategate-memory', 'thin'), div(total('thin'), total('rategate-memory')));
-  ratio('rategate Redis / bare forwarder (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')), 0.8, why('rategate-redis', 'thin'), div(total('thin'), total('rategate-redis')));
-  ratio('rategate Redis / fastify peer (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('fastify', 'forwarded')), 1.6, why('rategate-redis', 'fastify'), div(total('fastify'), total('rategate-redis')));
+  const why = (...keys: SystemKey[]): string =>
+    keys
+      .map((k) => results[k]?.skipped)
+      .filter(Boolean)
+      .join('; ') || 'not measured';
+  ratio(
+    'rategate memory / bare forwarder (forwarded req/s)',
+    div(rps('rategate-memory', 'forwarded'), rps('thin', 'forwarded')),
+    0.9,
+    why('rategate-memory', 'thin'),
+    div(total('thin'), total('rategate-memory')),
+  );
+  ratio(
+    'rategate Redis / bare forwarder (forwarded req/s)',
+    div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')),
+    0.8,
+    why('rategate-redis', 'thin'),
+    div(total('thin'), total('rategate-redis')),
+  );
+  ratio(
+    'rategate Redis / fastify peer (forwarded req/s)',
+    div(rps('rategate-redis', 'forwarded'), rps('fastify', 'forwarded')),
+    1.6,
+    why('rategate-redis', 'fastify'),
+    div(total('fastify'), total('rategate-redis')),
+  );
   ratio('rejected / forwarded req/s (rategate Redis)', div(rps('rategate-redis', 'rejected'), rps('rategate-redis', 'forwarded')), 2, why('rategate-redis'));
-  ratio('rejected / forwarded req/s (rategate memory)', div(rps('rategate-memory', 'rejected'), rps('rategate-memory', 'forwarded')), 2, why('rategate-memory'));
+  ratio(
+    'rejected / forwarded req/s (rategate memory)',
+    div(rps('rategate-memory', 'rejected'), rps('rategate-memory', 'forwarded')),
+    2,
+    why('rategate-memory'),
+  );
   ratio(
     'access log on / off, memory (forwarded req/s)',
     div(rps('rategate-memory-log', 'forwarded'), rps('rategate-memory', 'forwarded')),
@@ -64,8 +91,19 @@ export function ratios(perClient: PerClientResult | null): Ratio[] {
   });
   // Issue 24 (leases): the Redis path near the memory path, and the store's work per request cut.
   const many = (k: SystemKey): number | null => results[k]?.manyClients?.rps ?? null;
-  ratio('issue 24: rategate Redis / bare forwarder, hot key (forwarded req/s)', div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')), 0.85, why('rategate-redis', 'thin'), div(total('thin'), total('rategate-redis')));
-  ratio(`issue 24: rategate Redis / bare forwarder, ${MANY_CLIENTS.toLocaleString('en')} clients (req/s)`, div(many('rategate-redis'), many('thin')), 0.7, 'not measured (--skip clients)');
+  ratio(
+    'issue 24: rategate Redis / bare forwarder, hot key (forwarded req/s)',
+    div(rps('rategate-redis', 'forwarded'), rps('thin', 'forwarded')),
+    0.85,
+    why('rategate-redis', 'thin'),
+    div(total('thin'), total('rategate-redis')),
+  );
+  ratio(
+    `issue 24: rategate Redis / bare forwarder, ${MANY_CLIENTS.toLocaleString('en')} clients (req/s)`,
+    div(many('rategate-redis'), many('thin')),
+    0.7,
+    'not measured (--skip clients)',
+  );
   const redisUs = results['rategate-redis']?.forwarded?.cpuUsPerRequest?.redis ?? null;
   out.push({
     name: 'issue 24: redis-server CPU per forwarded request, hot key, µs',
@@ -177,7 +215,9 @@ export function chart(c: ChartInput): string {
     },
   ];
   const m = c.machine;
-  const mem = c.memory ? ` · ${c.memory.clients.toLocaleString('en')} clients: RSS ${c.memory.rssBeforeMB.toFixed(0)} → ${c.memory.rssAfterMB.toFixed(0)} MB` : '';
+  const mem = c.memory
+    ? ` · ${c.memory.clients.toLocaleString('en')} clients: RSS ${c.memory.rssBeforeMB.toFixed(0)} → ${c.memory.rssAfterMB.toFixed(0)} MB`
+    : '';
   const caption = `${m.cpu}, ${m.cores} cores, Node ${m.node}, Redis ${m.redis ?? '—'}, nginx ${m.nginx ?? '—'} · ${c.date.slice(0, 10)}${mem}`;
   return renderChart(panels, caption);
 }
@@ -192,7 +232,10 @@ export function renderOnly(file: string): void {
     generatedAt: string;
   };
   const out = file.replace(/\.json$/, '.svg');
-  writeFileSync(out, chart({ systems: j.systems, connections: j.settings.connections, rate: j.settings.fixedRate, machine: j.machine, memory: j.memory, date: j.generatedAt }));
+  writeFileSync(
+    out,
+    chart({ systems: j.systems, connections: j.settings.connections, rate: j.settings.fixedRate, machine: j.machine, memory: j.memory, date: j.generatedAt }),
+  );
   console.log(`wrote ${out}`);
 }
 

@@ -43,7 +43,17 @@ export const BENCH_CONFIG = 'bench/limits.bench.yaml';
 export const PROFILE_MARKER = '<!-- hand-written from here on: kept when the bench rewrites the profiles above -->';
 export const SEED_CONFIG = 'config/limits.yaml';
 
-export type SystemKey = 'direct' | 'thin' | 'nginx' | 'haproxy' | 'fastify' | 'rategate-memory' | 'rategate-memory-log' | 'rategate-memory-deferred' | 'rategate-redis' | 'rategate-redis-unix';
+export type SystemKey =
+  | 'direct'
+  | 'thin'
+  | 'nginx'
+  | 'haproxy'
+  | 'fastify'
+  | 'rategate-memory'
+  | 'rategate-memory-log'
+  | 'rategate-memory-deferred'
+  | 'rategate-redis'
+  | 'rategate-redis-unix';
 export const LABELS: Record<SystemKey, string> = {
   direct: 'upstream (direct)',
   thin: 'thin forwarder',
@@ -56,7 +66,18 @@ export const LABELS: Record<SystemKey, string> = {
   'rategate-redis': 'rategate Redis',
   'rategate-redis-unix': 'rategate Redis, Unix socket',
 };
-export const ORDER: SystemKey[] = ['direct', 'thin', 'nginx', 'haproxy', 'fastify', 'rategate-memory', 'rategate-memory-log', 'rategate-memory-deferred', 'rategate-redis', 'rategate-redis-unix'];
+export const ORDER: SystemKey[] = [
+  'direct',
+  'thin',
+  'nginx',
+  'haproxy',
+  'fastify',
+  'rategate-memory',
+  'rategate-memory-log',
+  'rategate-memory-deferred',
+  'rategate-redis',
+  'rategate-redis-unix',
+];
 /** Diagnostic systems: run only when named in --only. */
 export const DIAGNOSTIC = new Set<SystemKey>(['rategate-memory-deferred', 'rategate-redis-unix']);
 /** Systems whose requests reach Redis (their CPU table has a redis column). */

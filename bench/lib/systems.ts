@@ -88,14 +88,35 @@ export async function startRedis(): Promise<Server | null> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-bench-redis-'));
   env.redisSocket = path.join(dir, 'redis.sock');
-  const proc = start('redis-server', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--unixsocket', env.redisSocket, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no']);
+  const proc = start('redis-server', 'redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--unixsocket',
+    env.redisSocket,
+    '--unixsocketperm',
+    '700',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+  ]);
   await waitForPort(proc, port);
   return { key: 'redis', port, proc, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** `accessLog`: the default `info` level (one JSON line per request, to a temp file) instead of warn. */
 /** `wrap`: a command to run the gateway under (valgrind); `launcher`: `wrap` replaces node and cli.js. */
-export async function startGateway(key: string, config: string, store: string, cpuProfDir?: string, accessLog = false, wrap: string[] = [], launcher = false): Promise<Server> {
+export async function startGateway(
+  key: string,
+  config: string,
+  store: string,
+  cpuProfDir?: string,
+  accessLog = false,
+  wrap: string[] = [],
+  launcher = false,
+): Promise<Server> {
   const port = await freePort();
   const adminPort = await freePort();
   const args = [
@@ -116,13 +137,22 @@ export async function startGateway(key: string, config: string, store: string, c
   // Access log off (warn level), as nginx's and fastify's are; or on, written to a file as to a log volume.
   const logFile = accessLog ? path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-bench-log-')), 'access.log') : undefined;
   const [cmd, ...pre] = launcher ? wrap : wrap.length > 0 ? [...wrap, process.execPath] : [process.execPath];
-  const proc = start(key, cmd!, [...pre, ...(launcher ? args.filter((a) => a !== env.cli) : args)], { RATEGATE_LOG_LEVEL: accessLog ? 'info' : 'warn' }, logFile);
+  const proc = start(
+    key,
+    cmd!,
+    [...pre, ...(launcher ? args.filter((a) => a !== env.cli) : args)],
+    { RATEGATE_LOG_LEVEL: accessLog ? 'info' : 'warn' },
+    logFile,
+  );
   // Under valgrind, Node takes a minute or more to start.
   await waitForPort(proc, port, wrap.length > 0 && !launcher ? 300_000 : 30_000);
   if (store !== 'memory') {
     const until = Date.now() + 10_000;
     for (;;) {
-      const ok = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       if (Date.now() > until) {
         await proc.stop();

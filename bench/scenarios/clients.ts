@@ -29,8 +29,17 @@ export async function benchManyClients(key: 'thin' | 'rategate-memory' | 'ratega
       15 * 60_000,
     );
     const per = (i: number): number => ((cpuMsOfTree(pids[i]!) - before[i]!) * 1000) / m.n;
-    r.manyClients = { clients: MANY_CLIENTS, requests: m.n, rps: m.rps, statuses: m.statuses, cpuUsSystem: per(0), cpuUsRedis: pids[1] === null ? null : per(1) };
-    process.stdout.write(`${fmtInt(m.rps)} req/s, ${r.manyClients.cpuUsSystem.toFixed(1)} µs CPU/req${r.manyClients.cpuUsRedis === null ? '' : ` + redis ${r.manyClients.cpuUsRedis.toFixed(1)}`}\n`);
+    r.manyClients = {
+      clients: MANY_CLIENTS,
+      requests: m.n,
+      rps: m.rps,
+      statuses: m.statuses,
+      cpuUsSystem: per(0),
+      cpuUsRedis: pids[1] === null ? null : per(1),
+    };
+    process.stdout.write(
+      `${fmtInt(m.rps)} req/s, ${r.manyClients.cpuUsSystem.toFixed(1)} µs CPU/req${r.manyClients.cpuUsRedis === null ? '' : ` + redis ${r.manyClients.cpuUsRedis.toFixed(1)}`}\n`,
+    );
   } finally {
     await stopServer(server);
   }

@@ -13,7 +13,13 @@ export const statusPath = (): string => `/api/v1/statuses/${env.fx.statusId}`;
 
 export async function forwarded(key: SystemKey, port: number, warmupSec: number, server: Server | null): Promise<LoadResult> {
   const usesRedis = REDIS_SYSTEMS.has(key);
-  const f = await load(port, statusPath(), usesRedis, { warmupSec }, { system: server?.proc.pid ?? null, upstream: env.upstreamPid, redis: usesRedis ? env.redisPid : null });
+  const f = await load(
+    port,
+    statusPath(),
+    usesRedis,
+    { warmupSec },
+    { system: server?.proc.pid ?? null, upstream: env.upstreamPid, redis: usesRedis ? env.redisPid : null },
+  );
   expectStatus(`${LABELS[key]} forwarded`, f.statuses, 200);
   const own = f.cpuUsPerRequest?.system;
   process.stdout.write(`${fmtInt(f.rps).padStart(7)} req/s${own !== undefined && own !== null ? ` (${own.toFixed(1)} µs CPU/req)` : ''}`);

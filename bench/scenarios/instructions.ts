@@ -27,7 +27,13 @@ export async function benchInstructions(key: 'thin' | 'rategate-memory' | 'rateg
   // V8 keeps optimizing (on threads callgrind also counts) for the first thousand requests or so.
   const warm = QUICK ? 300 : 1500;
   const measured = QUICK ? 300 : 500;
-  const target = { path: `/api/v1/statuses/${env.fx.statusId}`, headers: { authorization: `Bearer ${env.fx.userToken}` }, clients: 1, connections: 8, depth: 1 };
+  const target = {
+    path: `/api/v1/statuses/${env.fx.statusId}`,
+    headers: { authorization: `Bearer ${env.fx.userToken}` },
+    clients: 1,
+    connections: 8,
+    depth: 1,
+  };
   if (key === 'rategate-redis') await env.redis!.flushall();
   // The dumps stay in bench/.build/callgrind/<system>/ for callgrind_annotate (native code and V8 builtins are named; JIT code is not).
   const cgDir = path.resolve('bench', '.build', 'callgrind', key);
@@ -40,7 +46,17 @@ export async function benchInstructions(key: 'thin' | 'rategate-memory' | 'rateg
   let server: Server;
   if (key === 'thin') {
     const port = await freePort();
-    const proc = start('thin', wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []), '--import', 'tsx', 'bench/thin-forwarder.ts', '--listen', `127.0.0.1:${port}`, '--upstream', env.upstreamUrl]);
+    const proc = start('thin', wrap[0] ?? process.execPath, [
+      ...wrap.slice(1),
+      ...(wrap.length ? [process.execPath] : []),
+      '--import',
+      'tsx',
+      'bench/thin-forwarder.ts',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--upstream',
+      env.upstreamUrl,
+    ]);
     await waitForPort(proc, port, 300_000);
     server = { key, port, proc };
   } else server = await startGateway(key, BENCH_CONFIG, key === 'rategate-memory' ? 'memory' : env.redisUrl!, undefined, false, wrap);
@@ -85,7 +101,9 @@ export async function benchInstructions(key: 'thin' | 'rategate-memory' | 'rateg
     process.stdout.write(
       `${Number.isFinite(perRequest) ? `${(perRequest / 1000).toFixed(0)} k` : 'n/a'}${Number.isFinite(main) ? `, main thread ${(main / 1000).toFixed(0)} k` : ''} (${measured} requests after ${warm})\n`,
     );
-    return Number.isFinite(perRequest) ? { tool: usePerf ? 'perf' : 'callgrind', requests: measured, perRequest, mainThreadPerRequest: Number.isFinite(main) ? main : null } : null;
+    return Number.isFinite(perRequest)
+      ? { tool: usePerf ? 'perf' : 'callgrind', requests: measured, perRequest, mainThreadPerRequest: Number.isFinite(main) ? main : null }
+      : null;
   } finally {
     await stopServer(server);
   }

@@ -8,7 +8,10 @@ import { startGateway, stopServer } from '../lib/systems.js';
 import type { MemoryResult } from '../lib/types.js';
 
 export async function heapUsed(adminPort: number): Promise<number | null> {
-  const text = await fetch(`http://127.0.0.1:${adminPort}/metrics`).then((r) => r.text(), () => '');
+  const text = await fetch(`http://127.0.0.1:${adminPort}/metrics`).then(
+    (r) => r.text(),
+    () => '',
+  );
   const m = /^nodejs_heap_size_used_bytes\s+(\S+)/m.exec(text);
   return m ? Number(m[1]) / 2 ** 20 : null;
 }

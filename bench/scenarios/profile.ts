@@ -20,7 +20,14 @@ export async function profileGateway(key: 'rategate-memory' | 'rategate-redis'):
   try {
     const r = await runScript<LoadResult>(
       'bench/load.ts',
-      { port: gw.port, path: `/api/v1/statuses/${env.fx.statusId}`, headers: { authorization: `Bearer ${env.fx.userToken}` }, connections: CONNECTIONS, durationSec: PROFILE_SEC, warmupSec: 1 },
+      {
+        port: gw.port,
+        path: `/api/v1/statuses/${env.fx.statusId}`,
+        headers: { authorization: `Bearer ${env.fx.userToken}` },
+        connections: CONNECTIONS,
+        durationSec: PROFILE_SEC,
+        warmupSec: 1,
+      },
       (PROFILE_SEC + 60) * 1000,
     );
     process.stdout.write(`${fmtInt(r.rps)} req/s (profiling slows it)\n`);
@@ -56,7 +63,9 @@ export function writeProfiles(profiles: Partial<Record<'rategate-memory' | 'rate
   writeFileSync('bench/profile.md', kept >= 0 ? `${md}\n${old.slice(kept)}` : md);
   for (const [k, s] of Object.entries(profiles)) {
     console.log(`\ntop self time, ${LABELS[k as SystemKey]} (of ${(s.busyMs / 1000).toFixed(1)} s busy):`);
-    s.functions.slice(0, 15).forEach((f, i) => console.log(`  ${String(i + 1).padStart(2)}. ${f.pct.toFixed(1).padStart(5)}%  ${f.name.slice(0, 40).padEnd(40)} ${f.location}`));
+    s.functions
+      .slice(0, 15)
+      .forEach((f, i) => console.log(`  ${String(i + 1).padStart(2)}. ${f.pct.toFixed(1).padStart(5)}%  ${f.name.slice(0, 40).padEnd(40)} ${f.location}`));
   }
   console.log('(full tables: bench/profile.md)');
 }

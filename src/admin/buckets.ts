@@ -17,15 +17,15 @@ import { iso8601Micro } from '../pipeline/ratelimit-headers.js';
 
 export type BucketsAnswer = { status: number; body: unknown };
 
-export async function bucketsEndpoint(
-  method: string,
-  params: URLSearchParams,
-  policy: RequestPolicy,
-  store: Store,
-  top?: TopLimited,
-): Promise<BucketsAnswer> {
+export async function bucketsEndpoint(method: string, params: URLSearchParams, policy: RequestPolicy, store: Store, top?: TopLimited): Promise<BucketsAnswer> {
   const ruleName = params.get('rule');
-  const rules = policy.snapshot.rules.map((r) => ({ name: r.name, per: r.per === 'header' || r.per === 'param' ? `${r.per}:${r.keyName}` : r.per, limit: r.limit, period: formatDuration(r.periodMs), overrides: r.overrides.length }));
+  const rules = policy.snapshot.rules.map((r) => ({
+    name: r.name,
+    per: r.per === 'header' || r.per === 'param' ? `${r.per}:${r.keyName}` : r.per,
+    limit: r.limit,
+    period: formatDuration(r.periodMs),
+    overrides: r.overrides.length,
+  }));
   if (ruleName === null || ruleName === '') {
     return { status: 400, body: { error: 'missing rule: use /admin/buckets?rule=NAME&key=IP-OR-ACCOUNT (one of the rules below)', rules } };
   }
@@ -82,7 +82,11 @@ export async function bucketsEndpoint(
 }
 
 /** The parts of a bucket key that an operator's `key=` names for this rule, or the 400 that says what it must be. */
-function clientNamedBy(rule: CompiledRule, key: string, policy: RequestPolicy): { ipKey: string; accountKey: string | null; digest: string | null } | BucketsAnswer {
+function clientNamedBy(
+  rule: CompiledRule,
+  key: string,
+  policy: RequestPolicy,
+): { ipKey: string; accountKey: string | null; digest: string | null } | BucketsAnswer {
   let ipKey = '';
   let accountKey: string | null = null;
   if (rule.per === 'ip') {
@@ -109,7 +113,11 @@ function clientNamedBy(rule: CompiledRule, key: string, policy: RequestPolicy): 
           : rule.per === 'token' || rule.per === 'cookie'
             ? valueDigest(key.trim())
             : keyValueDigest(rule.per, key);
-    if (digest === null) return { status: 400, body: { error: `key must be the ${rule.per === 'token' ? "token's SHA-256 digest" : 'value'} for rule ${rule.name} (per: ${rule.per})` } };
+    if (digest === null)
+      return {
+        status: 400,
+        body: { error: `key must be the ${rule.per === 'token' ? "token's SHA-256 digest" : 'value'} for rule ${rule.name} (per: ${rule.per})` },
+      };
   }
   return { ipKey, accountKey, digest };
 }

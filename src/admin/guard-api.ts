@@ -47,7 +47,8 @@ export async function guardEndpoint(
         return { status: 409, body: { error: `${id} is in limits.yaml (${s.config}.ips): remove it there` } };
       }
       await guard.refresh();
-      if (!(await guard.state.remove(s.kind, id))) return { status: 404, body: { error: `no runtime ${s.kind === 'block' ? 'block' : 'exemption'} for ${id}` } };
+      if (!(await guard.state.remove(s.kind, id)))
+        return { status: 404, body: { error: `no runtime ${s.kind === 'block' ? 'block' : 'exemption'} for ${id}` } };
       await guard.refresh();
       return { status: 200, body: { removed: id } };
     }
@@ -55,13 +56,23 @@ export async function guardEndpoint(
   if (path === '/admin/bans') {
     if (method !== 'GET') return { status: 405, body: { error: 'use GET on /admin/bans' } };
     await guard.refresh();
-    return { status: 200, body: { scope: guard.state.scope, bans: guard.entries().filter((e) => e.kind === 'ban').map(banJson) } };
+    return {
+      status: 200,
+      body: {
+        scope: guard.state.scope,
+        bans: guard
+          .entries()
+          .filter((e) => e.kind === 'ban')
+          .map(banJson),
+      },
+    };
   }
   if (path.startsWith('/admin/bans/')) {
     if (method !== 'DELETE') return { status: 405, body: { error: 'use DELETE on /admin/bans/<ban>/<key>' } };
     const rest = decode(path.slice('/admin/bans/'.length));
     const slash = rest?.indexOf('/') ?? -1;
-    if (rest === null || slash <= 0 || slash === rest.length - 1) return { status: 400, body: { error: 'use DELETE /admin/bans/<ban>/<key> (as GET /admin/bans lists them)' } };
+    if (rest === null || slash <= 0 || slash === rest.length - 1)
+      return { status: 400, body: { error: 'use DELETE /admin/bans/<ban>/<key> (as GET /admin/bans lists them)' } };
     if (!(await guard.state.remove('ban', rest))) return { status: 404, body: { error: `no ban ${rest.slice(0, slash)} on ${rest.slice(slash + 1)}` } };
     await guard.refresh();
     return { status: 200, body: { lifted: { ban: rest.slice(0, slash), key: rest.slice(slash + 1) } } };
@@ -76,9 +87,23 @@ export async function guardEndpoint(
 async function listEntries(guard: Guard, policy: RequestPolicy, kind: EntryKind): Promise<unknown> {
   await guard.refresh();
   const cfg = policy.snapshot.config;
-  const fromConfig = (kind === 'block' ? cfg.block.ips : cfg.exempt.ips).map((id) => ({ source: 'config', [key(id)]: id, reason: 'limits.yaml', expiresAt: null }));
-  const runtime = guard.entries().filter((e) => e.kind === kind).map((e) => ({ source: 'runtime', [key(e.id)]: e.id, reason: e.reason, createdAt: iso(e.createdAt), expiresAt: iso(e.expiresAt) }));
-  const bans = kind === 'block' ? guard.entries().filter((e) => e.kind === 'ban').map((e) => ({ source: 'ban', ...banJson(e) })) : [];
+  const fromConfig = (kind === 'block' ? cfg.block.ips : cfg.exempt.ips).map((id) => ({
+    source: 'config',
+    [key(id)]: id,
+    reason: 'limits.yaml',
+    expiresAt: null,
+  }));
+  const runtime = guard
+    .entries()
+    .filter((e) => e.kind === kind)
+    .map((e) => ({ source: 'runtime', [key(e.id)]: e.id, reason: e.reason, createdAt: iso(e.createdAt), expiresAt: iso(e.expiresAt) }));
+  const bans =
+    kind === 'block'
+      ? guard
+          .entries()
+          .filter((e) => e.kind === 'ban')
+          .map((e) => ({ source: 'ban', ...banJson(e) }))
+      : [];
   return { scope: guard.state.scope, entries: [...fromConfig, ...runtime, ...bans] };
 }
 
@@ -93,7 +118,10 @@ async function addEntry(req: http.IncomingMessage, guard: Guard, kind: EntryKind
   if (bad !== null) return { status: 400, body: { error: bad } };
   const forMs = body.for === undefined ? DEFAULT_FOR_MS : parseDuration(body.for);
   if (forMs === undefined || forMs < 1000 || forMs > MAX_FOR_MS) {
-    return { status: 400, body: { error: `"for" must be a duration from 1s to ${formatDuration(MAX_FOR_MS)} (e.g. "15m", "1h"), got ${JSON.stringify(body.for)}` } };
+    return {
+      status: 400,
+      body: { error: `"for" must be a duration from 1s to ${formatDuration(MAX_FOR_MS)} (e.g. "15m", "1h"), got ${JSON.stringify(body.for)}` },
+    };
   }
   if (body.reason !== undefined && (typeof body.reason !== 'string' || body.reason.length > 500)) {
     return { status: 400, body: { error: '"reason" must be a string of at most 500 characters' } };
@@ -102,7 +130,10 @@ async function addEntry(req: http.IncomingMessage, guard: Guard, kind: EntryKind
   const entry: GuardEntry = { kind, id: target, reason: body.reason ?? '', createdAt: now, expiresAt: now + forMs };
   await guard.state.put(entry);
   await guard.refresh();
-  return { status: 201, body: { source: 'runtime', [key(target)]: target, reason: entry.reason, createdAt: iso(now), expiresAt: iso(entry.expiresAt), scope: guard.state.scope } };
+  return {
+    status: 201,
+    body: { source: 'runtime', [key(target)]: target, reason: entry.reason, createdAt: iso(now), expiresAt: iso(entry.expiresAt), scope: guard.state.scope },
+  };
 }
 
 function limited(params: URLSearchParams, policy: RequestPolicy, guard: Guard): AdminAnswer {

@@ -89,7 +89,9 @@ async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerRe
     return json(res, a.status, a.body);
   }
   // A store that does not answer is the store's trouble, not the admin API's: 503 with its message.
-  const g = opts.guard ? await guardEndpoint(req, path, params, policy, opts.guard).catch((err: Error) => ({ status: 503, body: { error: `store: ${err.message}` } })) : null;
+  const g = opts.guard
+    ? await guardEndpoint(req, path, params, policy, opts.guard).catch((err: Error) => ({ status: 503, body: { error: `store: ${err.message}` } }))
+    : null;
   if (g !== null) return json(res, g.status, g.body);
   json(res, 404, { error: 'Not found' });
 }

@@ -171,7 +171,10 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 }
 
 /** The default upstream's proxy pool, and introspection on a pool of its own. */
-function upstreamClients(cfg: Config, origin: string): { forwarder: Forwarder; introspectionPool: ReturnType<typeof createIntrospectionPool>; introspect: Introspect } {
+function upstreamClients(
+  cfg: Config,
+  origin: string,
+): { forwarder: Forwarder; introspectionPool: ReturnType<typeof createIntrospectionPool>; introspect: Introspect } {
   const forwarder = new Forwarder({ origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout });
   // Introspection delays the request it serves: bound it well below the upstream timeout. Its pool is
   // its own, so nothing introspection does can hold the proxy's connections (issue 18).

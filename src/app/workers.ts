@@ -100,4 +100,3 @@ export function serveWorkerMetrics(registry: import('prom-client').Registry): vo
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([registry]);
 }
-

@@ -111,7 +111,14 @@ function applies(
       key = 'one bucket for everyone';
       break;
     default: {
-      const what = rule.per === 'token' ? 'token' : rule.per === 'header' ? `header ${rule.keyName}` : rule.per === 'cookie' ? `cookie ${rule.keyName}` : `parameter ${rule.keyName}`;
+      const what =
+        rule.per === 'token'
+          ? 'token'
+          : rule.per === 'header'
+            ? `header ${rule.keyName}`
+            : rule.per === 'cookie'
+              ? `cookie ${rule.keyName}`
+              : `parameter ${rule.keyName}`;
       if (digest === null) return `no (no key: the request has no ${what})`;
       key = `${what}${shownKey(rule, facts)}, digest ${digest.slice(0, 12)}…`;
     }

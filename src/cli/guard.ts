@@ -14,7 +14,11 @@ const DEFAULT_ADMIN = 'http://127.0.0.1:9464';
 type Print = { out: (line: string) => void; err: (line: string) => void };
 
 /** Runs one of the three commands over HTTP; returns the exit code. */
-export async function guardCommand(command: 'block' | 'exempt' | 'bans', args: string[], print: Print = { out: console.log, err: console.error }): Promise<number> {
+export async function guardCommand(
+  command: 'block' | 'exempt' | 'bans',
+  args: string[],
+  print: Print = { out: console.log, err: console.error },
+): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     options: {
@@ -29,7 +33,9 @@ export async function guardCommand(command: 'block' | 'exempt' | 'bans', args: s
   });
   const [action, ...rest] = positionals;
   if (values.help || action === undefined) {
-    (values.help ? print.out : print.err)(`Usage:\n${GUARD_USAGE}\n\nThe admin URL also comes from RATEGATE_ADMIN_URL (default ${DEFAULT_ADMIN}); the token from RATEGATE_ADMIN_TOKEN.`);
+    (values.help ? print.out : print.err)(
+      `Usage:\n${GUARD_USAGE}\n\nThe admin URL also comes from RATEGATE_ADMIN_URL (default ${DEFAULT_ADMIN}); the token from RATEGATE_ADMIN_TOKEN.`,
+    );
     return values.help ? 0 : 1;
   }
   const admin = (values.admin ?? process.env.RATEGATE_ADMIN_URL ?? DEFAULT_ADMIN).replace(/\/+$/, '');
@@ -44,12 +50,15 @@ export async function guardCommand(command: 'block' | 'exempt' | 'bans', args: s
   if (method === 'GET') {
     const rows = (command === 'bans' ? answer.bans : answer.entries) as Record<string, unknown>[];
     print.out(command === 'bans' ? banTable(rows) : entryTable(rows));
-    if (answer.scope === 'memory') print.out('(memory store: these entries are this gateway process\'s only)');
+    if (answer.scope === 'memory') print.out("(memory store: these entries are this gateway process's only)");
     return 0;
   }
   if (command === 'bans') print.out(`lifted ban ${rest[0]} on ${rest[1]}`);
   else if (method === 'DELETE') print.out(`removed ${command === 'block' ? 'block' : 'exemption'} ${rest[0]}`);
-  else print.out(`${command === 'block' ? 'blocked' : 'exempted'} ${rest[0]} until ${String(answer.expiresAt)}${answer.scope === 'memory' ? ' (this process only: memory store)' : ' (every replica within 1 s)'}`);
+  else
+    print.out(
+      `${command === 'block' ? 'blocked' : 'exempted'} ${rest[0]} until ${String(answer.expiresAt)}${answer.scope === 'memory' ? ' (this process only: memory store)' : ' (every replica within 1 s)'}`,
+    );
   return 0;
 }
 
@@ -60,7 +69,12 @@ interface AdminCall {
 }
 
 /** The admin API call a command line names, or what is wrong with it. */
-function requestFor(command: 'block' | 'exempt' | 'bans', action: string, rest: string[], values: { for?: string | undefined; reason?: string | undefined }): AdminCall | string {
+function requestFor(
+  command: 'block' | 'exempt' | 'bans',
+  action: string,
+  rest: string[],
+  values: { for?: string | undefined; reason?: string | undefined },
+): AdminCall | string {
   const path = `/admin/${command === 'block' ? 'blocks' : command === 'exempt' ? 'exemptions' : 'bans'}`;
   if (command === 'bans') {
     if (action === 'lift') {
@@ -73,7 +87,11 @@ function requestFor(command: 'block' | 'exempt' | 'bans', action: string, rest: 
   if (action === 'add') {
     if (rest.length !== 1) return 'expected one IP or CIDR';
     const target = rest[0]!;
-    const body = JSON.stringify({ [target.includes('/') ? 'cidr' : 'ip']: target, ...(values.for ? { for: values.for } : {}), ...(values.reason ? { reason: values.reason } : {}) });
+    const body = JSON.stringify({
+      [target.includes('/') ? 'cidr' : 'ip']: target,
+      ...(values.for ? { for: values.for } : {}),
+      ...(values.reason ? { reason: values.reason } : {}),
+    });
     return { method: 'POST', path, body };
   }
   if (action === 'rm') {
@@ -92,7 +110,12 @@ async function callAdmin(admin: string, call: AdminCall): Promise<Record<string,
   if (call.body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(admin + call.path, { method: call.method, headers, ...(call.body !== undefined ? { body: call.body } : {}), signal: AbortSignal.timeout(10_000) });
+    res = await fetch(admin + call.path, {
+      method: call.method,
+      headers,
+      ...(call.body !== undefined ? { body: call.body } : {}),
+      signal: AbortSignal.timeout(10_000),
+    });
   } catch (err) {
     return `cannot reach the admin API at ${admin}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`;
   }
@@ -120,7 +143,10 @@ function entryTable(rows: Record<string, unknown>[]): string {
 
 function banTable(rows: Record<string, unknown>[]): string {
   if (rows.length === 0) return '(no bans)';
-  return table(['BAN', 'KEY', 'EXPIRES', 'REASON'], rows.map((r) => [String(r.ban), String(r.key), expires(r.expiresAt), String(r.reason ?? '')]));
+  return table(
+    ['BAN', 'KEY', 'EXPIRES', 'REASON'],
+    rows.map((r) => [String(r.ban), String(r.key), expires(r.expiresAt), String(r.reason ?? '')]),
+  );
 }
 
 function expires(at: unknown): string {

@@ -27,7 +27,8 @@ export function compileRule(rule: LimitRule, index: number): CompiledRule {
     whenAuthenticated,
     whenQuery: rule.when?.query ? Object.freeze([...rule.when.query]) : null,
     whenQueryPaths: rule.when?.query ? Object.freeze(rule.when.query.map((q) => Object.freeze(paramPath(q) ?? [q]))) : null,
-    needsFacts: per === 'token' || per === 'header' || per === 'param' || per === 'cookie' || rule.when?.query !== undefined || (rule.overrides ?? []).length > 0,
+    needsFacts:
+      per === 'token' || per === 'header' || per === 'param' || per === 'cookie' || rule.when?.query !== undefined || (rule.overrides ?? []).length > 0,
     needsAccount: per === 'account' || whenAuthenticated !== undefined || (rule.overrides ?? []).some((o) => o.accounts.length > 0),
     limit: rule.limit,
     periodMs: rule.period,

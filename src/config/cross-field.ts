@@ -89,7 +89,6 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
   return issues;
 }
 
-
 /** Ban and in-flight rule names key store entries and metric labels: each unique in its section. */
 function uniqueNames(list: unknown, section: 'bans' | 'concurrency', issues: PathIssue[]): void {
   if (!Array.isArray(list)) return;

@@ -16,7 +16,9 @@ export function formatSummary(snapshot: Snapshot): string {
   const shadow = snapshot.rules.filter((r) => r.shadow).length;
   const { store, upstream, upstreams, routes } = snapshot.config;
   // Routes in order (the first match wins), each with where it goes.
-  const routed = routes.map((r) => `${r.match.join(' | ')} → ${r.upstream === 'default' ? upstream.url : `${r.upstream} (${upstreams[r.upstream]?.url ?? '?'})`}`);
+  const routed = routes.map(
+    (r) => `${r.match.join(' | ')} → ${r.upstream === 'default' ? upstream.url : `${r.upstream} (${upstreams[r.upstream]?.url ?? '?'})`}`,
+  );
   return (
     `${snapshot.source}: ${n} rule${n === 1 ? '' : 's'}` +
     (shadow > 0 ? ` (${shadow} shadow)` : '') +

@@ -171,7 +171,8 @@ export async function loadConfigFile(path: string, overrides?: ConfigOverrides):
     text = await readFile(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : String((err as Error).message);
+    const why =
+      code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : String((err as Error).message);
     throw new ConfigError(path, [`cannot read the config file: ${why}`]);
   }
   return parseConfig(text, path, overrides);

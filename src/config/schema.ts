@@ -6,15 +6,7 @@ import { accountId, checked, duration, size } from './fields/formats.js';
 import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
 import { onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
-import {
-  checkIpOrCidr,
-  checkListen,
-  checkNamedUpstreamUrl,
-  checkStoreUrl,
-  checkTrustedProxy,
-  checkUpstreamUrl,
-  HEADER_NAME,
-} from './fields/validators.js';
+import { checkIpOrCidr, checkListen, checkNamedUpstreamUrl, checkStoreUrl, checkTrustedProxy, checkUpstreamUrl, HEADER_NAME } from './fields/validators.js';
 
 /** The chart check compares its rule keys with these; kept importable from here. */
 export { RULE_NAME, ruleShape } from './fields/rule.js';
@@ -35,7 +27,9 @@ const adminShape = {
     .min(1)
     .nullable()
     .default(null)
-    .describe('Bearer token required by the admin API (also RATEGATE_ADMIN_TOKEN); null: none, and then /admin/buckets is refused unless the listener is loopback-only.'),
+    .describe(
+      'Bearer token required by the admin API (also RATEGATE_ADMIN_TOKEN); null: none, and then /admin/buckets is refused unless the listener is loopback-only.',
+    ),
   tokenFile: z
     .string()
     .min(1)
@@ -52,7 +46,9 @@ const upstreamShape = {
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
 const namedUpstreamShape = {
   url: checked(checkNamedUpstreamUrl).describe('The http(s) URL of this upstream (scheme, host and port only).'),
-  timeout: duration(0).prefault('30s').describe('Upper bound for a response to start, and between its chunks; 0: none (long-lived streams such as Mastodon’s streaming API).'),
+  timeout: duration(0)
+    .prefault('30s')
+    .describe('Upper bound for a response to start, and between its chunks; 0: none (long-lived streams such as Mastodon’s streaming API).'),
   connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to this upstream.'),
 };
 const routeShape = {
@@ -62,24 +58,23 @@ const routeShape = {
 const storeShape = {
   url: checked(checkStoreUrl)
     .default('memory')
-    .describe('memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], redis+unix:///PATH/TO/redis.sock, redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, or redis[s]-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB].'),
+    .describe(
+      'memory, redis[s]://[USER:PASSWORD@]HOST[:PORT][/DB], redis+unix:///PATH/TO/redis.sock, redis[s]-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, or redis[s]-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB].',
+    ),
   prefix: z
     .string()
     .regex(PREFIX, { error: (iss) => `invalid prefix ${show(iss.input)} (use letters, digits, "_", ".", ":" and "-")` })
     .default('rategate')
     .describe('Prefix of every store key.'),
   timeout: duration(1).prefault('50ms').describe('A store call slower than this counts as a store error.'),
-  onError: onError
-    .default('local')
-    .describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
-  failReadiness: z
-    .boolean()
-    .default(false)
-    .describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
+  onError: onError.default('local').describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
+  failReadiness: z.boolean().default(false).describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
   lease: z
     .boolean()
     .default(true)
-    .describe('Redis stores: take leases of several tokens per store call for busy keys and admit from them locally, never over the limit (docs/leases.md). false: every request asks the store.'),
+    .describe(
+      'Redis stores: take leases of several tokens per store call for busy keys and admit from them locally, never over the limit (docs/leases.md). false: every request asks the store.',
+    ),
   gateways: z
     .number()
     .int()
@@ -92,7 +87,7 @@ const storeShape = {
     .min(1)
     .nullable()
     .default(null)
-    .describe('The sentinels\' own password (redis-sentinel:// URLs), when they require one; the URL\'s credentials are the master\'s.'),
+    .describe("The sentinels' own password (redis-sentinel:// URLs), when they require one; the URL's credentials are the master's."),
 };
 const accountShape = {
   from: z
@@ -132,10 +127,7 @@ const clientsShape = {
 const responsesShape = {
   reset: z.enum(['iso8601', 'unix', 'delta']).default('iso8601').describe('Format of X-RateLimit-Reset.'),
   standardHeaders: z.boolean().default(true).describe('Also send the IETF RateLimit and RateLimit-Policy fields.'),
-  body: z
-    .record(z.string(), z.unknown())
-    .default({ error: GATEWAY_ERRORS.RATE_LIMITED.message })
-    .describe('JSON body of a 429 answer.'),
+  body: z.record(z.string(), z.unknown()).default({ error: GATEWAY_ERRORS.RATE_LIMITED.message }).describe('JSON body of a 429 answer.'),
 };
 const exemptShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs never limited.'),
@@ -146,7 +138,13 @@ const bodyLimitShape = {
   maxBodySize: size().describe('Largest request body for these routes (bytes, 16kB, 10MB, 1GB); 0: no limit.'),
 };
 const serverShape = {
-  maxHeaderSize: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024).describe('Largest request head in bytes; larger → 431.'),
+  maxHeaderSize: z
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024)
+    .default(16 * 1024)
+    .describe('Largest request head in bytes; larger → 431.'),
   headersTimeout: duration(1).prefault('10s').describe('Time allowed to send the request head (against slowloris); then 408.'),
   requestTimeout: duration(0).prefault('5m').describe('Time allowed for a whole request including its body; 0: none.'),
   keepAliveTimeout: duration(1).prefault('65s').describe('Idle keep-alive connections are closed after this.'),
@@ -164,9 +162,7 @@ const serverShape = {
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 const logShape = {
   level: logLevel.default('info').describe('Log level.'),
-  requests: logLevel
-    .default('info')
-    .describe('Level of the one JSON line logged per request (the access log); below `level` hides it.'),
+  requests: logLevel.default('info').describe('Level of the one JSON line logged per request (the access log); below `level` hides it.'),
   client: z
     .enum(['off', 'digest', 'clear'])
     .default('off')
@@ -185,10 +181,16 @@ export const topShape = {
   admin: z.object(adminShape).strict().prefault({}).describe('The admin listener.'),
   upstream: z.object(upstreamShape).strict().prefault({}).describe('Where allowed requests go (those no route sends elsewhere).'),
   upstreams: z
-    .record(z.string().regex(UPSTREAM_NAME, { error: (iss) => `invalid upstream name ${show(iss.input)} (use letters, digits, "_" and "-")` }), z.object(namedUpstreamShape).strict())
+    .record(
+      z.string().regex(UPSTREAM_NAME, { error: (iss) => `invalid upstream name ${show(iss.input)} (use letters, digits, "_" and "-")` }),
+      z.object(namedUpstreamShape).strict(),
+    )
     .default({})
     .describe('More upstreams, by name, for `routes`.'),
-  routes: z.array(z.object(routeShape).strict()).default([]).describe('Requests sent to a named upstream, by path; the first match wins, the rest go to `upstream`. Rules apply whatever the route.'),
+  routes: z
+    .array(z.object(routeShape).strict())
+    .default([])
+    .describe('Requests sent to a named upstream, by path; the first match wins, the rest go to `upstream`. Rules apply whatever the route.'),
   store: z.object(storeShape).strict().prefault({}).describe('Where counters live.'),
   clients: z.object(clientsShape).strict().prefault({}).describe('How clients are identified.'),
   responses: z.object(responsesShape).strict().prefault({}).describe('What limited answers look like.'),

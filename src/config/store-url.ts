@@ -116,7 +116,8 @@ function parseUnix(url: string): StoreUrl {
     rest = rest.slice(at + 1);
   }
   if (!rest.startsWith('/')) throw new StoreUrlError(url, 'a Unix socket needs an absolute path (redis+unix:///path/to/redis.sock)');
-  if (rest.length < 2 || rest.endsWith('/') || rest.includes('\0') || rest.split('/').includes('..')) throw new StoreUrlError(url, `invalid socket path "${rest}"`);
+  if (rest.length < 2 || rest.endsWith('/') || rest.includes('\0') || rest.split('/').includes('..'))
+    throw new StoreUrlError(url, `invalid socket path "${rest}"`);
   return { kind: 'redis', ...out, socket: rest, db: 0 };
 }
 

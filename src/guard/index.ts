@@ -23,7 +23,10 @@ export interface GuardSetup {
 
 export async function createGuard(s: GuardSetup): Promise<Guard> {
   const url = parseStoreUrl(s.store.url);
-  const state = url.kind === 'memory' ? new MemoryGuardState() : new RedisGuardState({ url: s.store.url, prefix: s.store.prefix, timeoutMs: s.store.timeout, sentinelPassword: s.store.sentinelPassword });
+  const state =
+    url.kind === 'memory'
+      ? new MemoryGuardState()
+      : new RedisGuardState({ url: s.store.url, prefix: s.store.prefix, timeoutMs: s.store.timeout, sentinelPassword: s.store.sentinelPassword });
   const guard = new Guard(state, s.log);
   guard.metrics = new GuardMetrics(
     s.registry,

@@ -19,8 +19,18 @@ export class GuardMetrics {
 
   constructor(registry: client.Registry, gauges: () => GuardGauges | null, banNames: () => readonly string[]) {
     const registers = [registry];
-    this.bannedRequests = new client.Counter({ name: 'rategate_banned_requests_total', help: 'Requests refused 403 because their key is banned, by ban.', labelNames: ['ban'], registers });
-    this.bansStarted = new client.Counter({ name: 'rategate_bans_started_total', help: 'Bans started by this replica, by ban.', labelNames: ['ban'], registers });
+    this.bannedRequests = new client.Counter({
+      name: 'rategate_banned_requests_total',
+      help: 'Requests refused 403 because their key is banned, by ban.',
+      labelNames: ['ban'],
+      registers,
+    });
+    this.bansStarted = new client.Counter({
+      name: 'rategate_bans_started_total',
+      help: 'Bans started by this replica, by ban.',
+      labelNames: ['ban'],
+      registers,
+    });
     this.concurrencyLimited = new client.Counter({
       name: 'rategate_concurrency_limited_total',
       help: 'Requests refused 429 by an in-flight limit, by rule.',

@@ -23,7 +23,12 @@ class SpaceSaving {
     // Replace the smallest counter: the newcomer inherits its count as its possible error.
     let minKey = '';
     let min = Infinity;
-    for (const [k, v] of this.counts) if (v.count < min) ((min = v.count), (minKey = k));
+    for (const [k, v] of this.counts) {
+      if (v.count < min) {
+        min = v.count;
+        minKey = k;
+      }
+    }
     this.counts.delete(minKey);
     this.counts.set(key, { count: min + 1, error: min });
   }
@@ -62,10 +67,16 @@ export class TopLimited {
       for (const [k, v] of gen.get(rule)?.counts ?? []) {
         const m = merged.get(k);
         if (m === undefined) merged.set(k, { ...v });
-        else ((m.count += v.count), (m.error += v.error));
+        else {
+          m.count += v.count;
+          m.error += v.error;
+        }
       }
     }
-    return [...merged].map(([key, v]) => ({ key, count: v.count, error: v.error })).sort((a, b) => b.count - a.count).slice(0, n);
+    return [...merged]
+      .map(([key, v]) => ({ key, count: v.count, error: v.error }))
+      .sort((a, b) => b.count - a.count)
+      .slice(0, n);
   }
 
   /** Rules with something recorded recently. */

@@ -22,7 +22,10 @@ export class GuardView {
   /** The earliest expiry of a block or exemption: the view is rebuilt then (bans expire per lookup). */
   readonly nextExpiry: number;
 
-  constructor(readonly entries: readonly GuardEntry[], now: number) {
+  constructor(
+    readonly entries: readonly GuardEntry[],
+    now: number,
+  ) {
     const blocks: string[] = [];
     const exempts: string[] = [];
     const byBan = new Map<string, Map<string, number>>();

@@ -18,7 +18,10 @@ export const GATEWAY_ERRORS = {
   REQUEST_TIMEOUT: { status: 408, message: 'Request timeout' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },
   /** rails/body-peek.ts: a counted multipart field (token, _method, param: rule) came after the first file part. */
-  PARAM_AFTER_FILE: { status: 400, message: 'Request body not accepted: send access_token, bearer_token, _method and other counted fields before the first file part' },
+  PARAM_AFTER_FILE: {
+    status: 400,
+    message: 'Request body not accepted: send access_token, bearer_token, _method and other counted fields before the first file part',
+  },
   HEADERS_TOO_LARGE: { status: 431, message: 'Request header fields too large' },
   RATE_LIMITED: { status: 429, message: 'Too many requests' },
   UPSTREAM_UNREACHABLE: { status: 502, message: 'Upstream unreachable' },

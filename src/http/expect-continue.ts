@@ -23,4 +23,3 @@ export function continueNow(req: http.IncomingMessage, res: http.ServerResponse)
     res.writeContinue();
   }
 }
-

@@ -95,11 +95,12 @@ interface CacheEntry {
 
 export function createAccountResolver(opts: AccountOptions): AccountResolver {
   switch (opts.from) {
-    case 'token':
+    case 'token': {
       // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
       // spreads requests over fresh account buckets, and per-IP rules still count every one.
       const fromToken = (token: string | null): AccountKey => (token === null ? null : accountKeyFromDigest(tokenDigest(token)));
       return { from: 'token', header: undefined, resolve: fromToken, known: fromToken };
+    }
     case 'header': {
       const header = opts.header.trim().toLowerCase();
       if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(header)) throw new Error(`invalid account header name "${opts.header}"`);

@@ -22,11 +22,22 @@ function isTchar(c: number): boolean {
     (c >= 0x30 && c <= 0x39) || // 0-9
     (c >= 0x41 && c <= 0x5a) || // A-Z
     (c >= 0x61 && c <= 0x7a) || // a-z
-    c === 0x21 || (c >= 0x23 && c <= 0x27) || c === 0x2a || c === 0x2b || c === 0x2d || c === 0x2e ||
-    c === 0x5e || c === 0x5f || c === 0x60 || c === 0x7c || c === 0x7e ||
+    c === 0x21 ||
+    (c >= 0x23 && c <= 0x27) ||
+    c === 0x2a ||
+    c === 0x2b ||
+    c === 0x2d ||
+    c === 0x2e ||
+    c === 0x5e ||
+    c === 0x5f ||
+    c === 0x60 ||
+    c === 0x7c ||
+    c === 0x7e ||
     // ':', '[' and ']' are not tchar, but proxies write `for=1.2.3.4:80` and `for=[::1]` unquoted;
     // they are accepted in values so such a node is read, not treated as garbage.
-    c === 0x3a || c === 0x5b || c === 0x5d
+    c === 0x3a ||
+    c === 0x5b ||
+    c === 0x5d
   );
 }
 
@@ -110,7 +121,7 @@ export function forwardedForNodes(header: string): (string | null)[] | null {
 function readQuoted(header: string, from: number): { value: string; end: number } | null {
   const n = header.length;
   let v = '';
-  for (let i = from; i < n; ) {
+  for (let i = from; i < n;) {
     const c = header.charCodeAt(i);
     if (c === C.BACKSLASH && i + 1 < n) {
       v += header[i + 1];

@@ -24,6 +24,7 @@ export function rubyStrip(s: string): string {
  */
 export function rubyDowncase(s: string): string {
   // The common case (ASCII) needs no per-code-point walk.
+  // eslint-disable-next-line no-control-regex -- the test is for ASCII, NUL included
   if (/^[\x00-\x7f]*$/.test(s)) return s.toLowerCase();
   let out = '';
   for (const ch of s) out += ch.toLowerCase();

@@ -21,9 +21,9 @@
  * Waiting: this layer adds none. The primary must bound its own calls (RedisStore does, by
  * `store.timeout`); while a breaker is open, its keys' decisions are local and immediate.
  */
-import { Breaker, DEFAULT_BREAKER, type BreakerOptions, type CircuitState, type StoreOp } from './breaker.js';
+import { Breaker, DEFAULT_BREAKER, type BreakerOptions, type CircuitState } from './breaker.js';
 import { systemClock, type Clock } from './clock.js';
-import { StoreError, type StoreErrorReason } from './errors.js';
+import { StoreError } from './errors.js';
 import { decideWithoutStore, LocalFallback, peekWithoutStore, type Touched } from './local-fallback.js';
 import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type PrimaryStore, type Store, type StoreEvent } from './types.js';
 
@@ -255,7 +255,8 @@ class Resilient implements ResilientStore {
     else this.failing.delete(node);
     this.emit(cause === undefined ? { type: 'node', node, failing: on, circuit } : { type: 'node', node, failing: on, circuit, cause });
     const after = this.failing.size > 0;
-    if (before !== after) this.emit(cause === undefined || !after ? { type: 'fallback_active', active: after } : { type: 'fallback_active', active: after, cause });
+    if (before !== after)
+      this.emit(cause === undefined || !after ? { type: 'fallback_active', active: after } : { type: 'fallback_active', active: after, cause });
   }
 
   /** A replica took over `from`: its keys are the new master's now, so the old breaker goes. */

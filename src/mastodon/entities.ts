@@ -117,9 +117,7 @@ export function mediaEntity(media: MediaRecord, baseUrl: string, processing = fa
 }
 
 function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) =>
-    c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;',
-  );
+  return text.replace(/[&<>"']/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;'));
 }
 
 /** Plain text as Mastodon renders it: blank lines split paragraphs, single newlines become breaks. */

@@ -139,11 +139,7 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
  * Reads the query string and the body into one tree, body over query. Multipart file parts go to
  * `onFile` as streams while the body arrives, so an upload is never held in memory here.
  */
-export async function parseRequest<T = never>(
-  req: IncomingMessage,
-  rawQuery: string,
-  opts: ParseOptions<T> = {},
-): Promise<ParsedRequest<T>> {
+export async function parseRequest<T = never>(req: IncomingMessage, rawQuery: string, opts: ParseOptions<T> = {}): Promise<ParsedRequest<T>> {
   const query = parseUrlEncoded(rawQuery);
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const files = new Map<string, T>();
@@ -174,12 +170,7 @@ export async function parseRequest<T = never>(
   }
 }
 
-function readMultipart<T>(
-  req: IncomingMessage,
-  opts: ParseOptions<T>,
-  maxField: number,
-  pairs: Array<[string, string]>,
-): Promise<Map<string, T>> {
+function readMultipart<T>(req: IncomingMessage, opts: ParseOptions<T>, maxField: number, pairs: Array<[string, string]>): Promise<Map<string, T>> {
   const maxFile = opts.maxFileBytes ?? maxField;
   const maxFiles = opts.maxFiles ?? DEFAULT_MAX_FILES;
   // A generous ceiling (every file at its cap, plus room for fields): a body declared bigger cannot
@@ -247,14 +238,12 @@ function readMultipart<T>(
       }
       open.add(stream);
       stream.once('close', () => open.delete(stream));
-      const job = opts
-        .onFile({ field: name, filename: info.filename, mimeType: info.mimeType, stream })
-        .then(
-          (result) => {
-            if (stream.truncated !== true) files.set(name, result);
-          },
-          (err: unknown) => fail(err instanceof HttpError ? err : new HttpError(400, 'Could not read file part')),
-        );
+      const job = opts.onFile({ field: name, filename: info.filename, mimeType: info.mimeType, stream }).then(
+        (result) => {
+          if (stream.truncated !== true) files.set(name, result);
+        },
+        (err: unknown) => fail(err instanceof HttpError ? err : new HttpError(400, 'Could not read file part')),
+      );
       pending.push(job);
     });
     parser.on('fieldsLimit', () => fail(new HttpError(413, `Too many parameters (maximum is ${MAX_PARAMS})`, true)));

@@ -36,7 +36,14 @@ export interface RequestRecord {
 
 /** The access-log line of a finished exchange. */
 /** `end`: the answer's status, and the forwarding's error when it failed. */
-export function recordOf(req: http.IncomingMessage, id: string, view: RequestView, d: Decision, end: { readonly status: number; readonly error: string | undefined }, started: number): RequestRecord {
+export function recordOf(
+  req: http.IncomingMessage,
+  id: string,
+  view: RequestView,
+  d: Decision,
+  end: { readonly status: number; readonly error: string | undefined },
+  started: number,
+): RequestRecord {
   const record: RequestRecord = {
     id,
     method: req.method ?? '',

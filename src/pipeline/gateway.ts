@@ -14,7 +14,19 @@ import { declaresBody, requestId } from '../http/message.js';
 import { forwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import type { UpstreamRoutes } from '../proxy/routes.js';
-import { ERROR_BODIES, GATEWAY_ERRORS, badPathBody, errorBody, isClientFault, paramConflictMessage, respondError, type GatewayErrorCode, respondJson, respondOnSocket, upstreamErrorReason } from '../http/errors.js';
+import {
+  ERROR_BODIES,
+  GATEWAY_ERRORS,
+  badPathBody,
+  errorBody,
+  isClientFault,
+  paramConflictMessage,
+  respondError,
+  type GatewayErrorCode,
+  respondJson,
+  respondOnSocket,
+  upstreamErrorReason,
+} from '../http/errors.js';
 import { bodyCanDecide, decide } from './decide.js';
 import { NO_HEADERS, refusal, type Decision, type DecisionKind } from './decision.js';
 import { RequestView } from './request-view.js';
@@ -226,7 +238,10 @@ export class Gateway {
   private finish(req: http.IncomingMessage, id: string, s: Screened, end: Ending, started: number): void {
     const r = end.result;
     // The access-log line first (its duration ends here), then what the answer counts.
-    const record = this.opts.onRequest !== undefined && this.opts.wantsRecords?.() !== false ? recordOf(req, id, s.view, s.decision, { status: end.status, error: r?.error }, started) : undefined;
+    const record =
+      this.opts.onRequest !== undefined && this.opts.wantsRecords?.() !== false
+        ? recordOf(req, id, s.view, s.decision, { status: end.status, error: r?.error }, started)
+        : undefined;
     if (s.banHits && this.opts.guard) countBans(this.opts.guard, s.banHits, end.status);
     const { metrics } = this.opts;
     if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();

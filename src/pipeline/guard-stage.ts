@@ -115,4 +115,3 @@ export function whenDone(res: http.ServerResponse, req: http.IncomingMessage, re
   if (res.writableFinished || res.destroyed || req.socket.destroyed) release();
   else res.once('close', release);
 }
-

@@ -3,7 +3,19 @@
  * once when a config is loaded so that the request path only looks things up.
  */
 import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
-import { compileWantedParams, keyValueDigest, METHOD_PARAM, paramNames, type RequestFacts, ruleValueDigest, TOKEN_PARAMS, valueDigest, type WantedParams, whenFails, whenQueryNames } from '../rails/index.js';
+import {
+  compileWantedParams,
+  keyValueDigest,
+  METHOD_PARAM,
+  paramNames,
+  type RequestFacts,
+  ruleValueDigest,
+  TOKEN_PARAMS,
+  valueDigest,
+  type WantedParams,
+  whenFails,
+  whenQueryNames,
+} from '../rails/index.js';
 import {
   accountKeysNamedBy,
   compileCidrs,
@@ -74,8 +86,7 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
   const cfg = snapshot.config;
   const trustedProxies = compileCidrs(cfg.clients.trustedProxies);
   const acct = cfg.clients.account;
-  const sameAccountSettings =
-    previous !== undefined && JSON.stringify(previous.snapshot.config.clients.account) === JSON.stringify(acct);
+  const sameAccountSettings = previous !== undefined && JSON.stringify(previous.snapshot.config.clients.account) === JSON.stringify(acct);
   const account: AccountResolver = sameAccountSettings
     ? previous.account
     : acct.from === 'token'

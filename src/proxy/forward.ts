@@ -200,11 +200,7 @@ function clientFault(err: Error): GatewayErrorCode | undefined {
 
 /** One place that turns undici and socket failures into gateway errors. */
 export function classifyUpstreamError(err: unknown): GatewayErrorCode {
-  if (
-    err instanceof undiciErrors.ConnectTimeoutError ||
-    err instanceof undiciErrors.HeadersTimeoutError ||
-    err instanceof undiciErrors.BodyTimeoutError
-  ) {
+  if (err instanceof undiciErrors.ConnectTimeoutError || err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
     return 'UPSTREAM_TIMEOUT';
   }
   if (err instanceof undiciErrors.RequestContentLengthMismatchError) return 'BAD_REQUEST';
@@ -215,12 +211,7 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
 
 const REBUILT: ReadonlySet<string> = new Set(['host', 'x-request-id', 'expect']);
 
-function upstreamRequestHeaders(
-  req: http.IncomingMessage,
-  forwarded: ForwardedHeaders,
-  hasBody: boolean,
-  dropOverrideHeader: boolean,
-): string[] {
+function upstreamRequestHeaders(req: http.IncomingMessage, forwarded: ForwardedHeaders, hasBody: boolean, dropOverrideHeader: boolean): string[] {
   const raw = req.rawHeaders;
   const listed = connectionListed(req.headers.connection);
   const out: string[] = [];

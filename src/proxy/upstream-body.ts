@@ -55,7 +55,10 @@ class UpstreamBody extends Transform {
       return done();
     }
     if (this.batch === null) this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
-    if (this.used + chunk.length > BATCH_BYTES) this.flushBatch(), (this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES));
+    if (this.used + chunk.length > BATCH_BYTES) {
+      this.flushBatch();
+      this.batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
+    }
     chunk.copy(this.batch!, this.used);
     this.used += chunk.length;
     if (this.used === BATCH_BYTES) this.flushBatch();

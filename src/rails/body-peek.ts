@@ -157,7 +157,12 @@ function readAll(req: IncomingMessage, max: number): Promise<Buffer | 'over' | '
         done('over');
       } else held.append(chunk);
     };
-    const stop = onBody(req, onData, () => done(held.bytes()), () => done('aborted'));
+    const stop = onBody(
+      req,
+      onData,
+      () => done(held.bytes()),
+      () => done('aborted'),
+    );
   });
 }
 

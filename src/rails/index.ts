@@ -4,7 +4,15 @@
  * whether its body can hold them, and the facts `when:` and `per:` rules read.
  */
 export { readRequestParams, type RequestParams } from './read-params.js';
-export { compileWantedParams, doorkeeperHeaderToken, duplicatedHeader, METHOD_PARAM, OVERRIDABLE_METHODS, TOKEN_PARAMS, type WantedParams } from './request-params.js';
+export {
+  compileWantedParams,
+  doorkeeperHeaderToken,
+  duplicatedHeader,
+  METHOD_PARAM,
+  OVERRIDABLE_METHODS,
+  TOKEN_PARAMS,
+  type WantedParams,
+} from './request-params.js';
 export { bodyKindOf } from './body-peek.js';
 export {
   keyValueDigest,

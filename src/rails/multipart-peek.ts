@@ -86,9 +86,10 @@ export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedP
           // Security: a counted name is read only where both Racks read the same field by it.
           if (state === TAIL) return refuse(BEYOND, 'a counted multipart field comes after a file part; send it before the first file');
           if (field === null || !counted(field)) {
-            const message = fileLike && field === null && agreed(r2, r3)
-              ? 'Malformed multipart body: a counted field is sent as a file'
-              : 'Malformed multipart body: a part names a counted field in a way Rack versions read differently';
+            const message =
+              fileLike && field === null && agreed(r2, r3)
+                ? 'Malformed multipart body: a counted field is sent as a file'
+                : 'Malformed multipart body: a part names a counted field in a way Rack versions read differently';
             return refuse({ kind: 'malformed', status: 400, message }, message);
           }
         }

@@ -138,7 +138,7 @@ export class PartSplitter {
    */
   private nextDelimiter(phase: Phase, ended: boolean): { at: number; close: boolean } | 'wait' | 'failed' {
     const buf = this.buf;
-    for (let from = 0; ; ) {
+    for (let from = 0; ;) {
       const at = buf.indexOf(this.dash, from);
       if (at === -1) {
         this.take(Math.max(0, buf.length - (this.dash.length + 3)));

@@ -92,4 +92,3 @@ function finish(req: IncomingMessage, query: ParamValues, body: ParamValues, for
   }
   return { ok: true, params: new Params(override.method, override.dropHeader, token, query, body, forward) };
 }
-

@@ -140,7 +140,9 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
       key = 0;
       for (let i = 0; i < count; i++) key += pow2[touched[i] ?? 0] ?? 0;
     } else {
-      key = Array.from(touched.subarray(0, count)).sort((a, b) => a - b).join(',');
+      key = Array.from(touched.subarray(0, count))
+        .sort((a, b) => a - b)
+        .join(',');
     }
     let result = cache.get(key);
     if (result === undefined) {

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { ConfigError, type ConfigOverrides } from '../../src/config/index.js';
 import { isLoopbackListen } from '../../src/admin/token.js';
@@ -137,7 +137,20 @@ describe('RATEGATE_ADMIN_TOKEN through the command line', () => {
     const adminPort = await freePort();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--config', configFile(), '--listen', `127.0.0.1:${port}`, '--admin-listen', `0.0.0.0:${adminPort}`, '--upstream', fx.upstream.url],
+      [
+        '--import',
+        'tsx',
+        'src/cli/index.ts',
+        'serve',
+        '--config',
+        configFile(),
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--admin-listen',
+        `0.0.0.0:${adminPort}`,
+        '--upstream',
+        fx.upstream.url,
+      ],
       { env: { ...process.env, RATEGATE_ADMIN_TOKEN: 'cli-s3cret\n', RATEGATE_LOG_LEVEL: 'silent' }, stdio: 'ignore' },
     );
     try {

@@ -1,8 +1,8 @@
 /** The admin listener: metrics after real traffic, health, readiness, and the buckets API with its token. */
 import { createHash } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { SEED_TABLE, startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
+import { SEED_TABLE, startTestGateway, gatewayFixture } from '../support/gateway.js';
 
 const fx = gatewayFixture({ graceMs: 500 });
 

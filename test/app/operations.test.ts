@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { send } from '../support/http.js';
 import { SEED_TABLE, gatewayFixture } from '../support/gateway.js';
@@ -91,7 +91,10 @@ describe('reload messages', () => {
 
   it('name the changes that wait for a restart, apart from those in force', async () => {
     const { file, lines } = await start(QUIET + SEED_TABLE);
-    writeFileSync(file, `${QUIET}store: { prefix: other, onError: allow }\nserver: { maxConnections: 5, maxBodySize: 1MB }\n${SEED_TABLE.replace('limit: 5\n', 'limit: 6\n')}`);
+    writeFileSync(
+      file,
+      `${QUIET}store: { prefix: other, onError: allow }\nserver: { maxConnections: 5, maxBodySize: 1MB }\n${SEED_TABLE.replace('limit: 5\n', 'limit: 6\n')}`,
+    );
     expect(await fx.gw!.reload()).toBe(true);
     const after = lines.filter((l) => String(l.msg).startsWith('config reloaded'));
     expect(after.map((l) => l.msg)).toEqual([

@@ -3,7 +3,7 @@ import { mkdirSync, renameSync, symlinkSync, writeFileSync, mkdtempSync } from '
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { send } from '../support/http.js';
 import { startTestGateway, gatewayFixture } from '../support/gateway.js';

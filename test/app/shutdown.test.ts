@@ -60,7 +60,20 @@ describe('graceful shutdown', () => {
     const adminPort = await freePort();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--config', path.join(dir, 'limits.yaml'), '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`, '--upstream', upstream.url],
+      [
+        '--import',
+        'tsx',
+        'src/cli/index.ts',
+        'serve',
+        '--config',
+        path.join(dir, 'limits.yaml'),
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--admin-listen',
+        `127.0.0.1:${adminPort}`,
+        '--upstream',
+        upstream.url,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';

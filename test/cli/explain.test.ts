@@ -11,14 +11,21 @@ const mastodon = await loadConfigFile(EXAMPLE);
 
 describe('rategate explain', () => {
   it('lists every rule in table order: the ones that count the request with their key, the others with why not', () => {
-    const lines = explain(mastodon, { request: 'POST /auth/password.json', headers: [], ip: '203.0.113.9', body: '{"user":{"email":" A@Example.COM\\u0000"}}' });
+    const lines = explain(mastodon, {
+      request: 'POST /auth/password.json',
+      headers: [],
+      ip: '203.0.113.9',
+      body: '{"user":{"email":" A@Example.COM\\u0000"}}',
+    });
     expect(lines[0]).toBe('POST /auth/password.json  from 203.0.113.9');
     expect(lines[1]).toBe('  account: none (no bearer token)');
     expect(lines).toContain('   1. authenticated-api: no (path: not /api/*)');
     expect(lines).toContain('   7. authenticated-paging: no (when.authenticated: the request has no account)');
     expect(lines).toContain('   8. unauthenticated-paging: no (when.query: none of page, min_id, max_id, since_id is in the query string or a form body)');
     expect(lines).toContain('  11. password-resets-ip: yes, per ip, 25/5m, key: ip 203.0.113.9');
-    expect(lines.find((l) => l.startsWith('  12.'))).toMatch(/^ {2}12\. password-resets-email: yes, per param:user\[email\], 5\/30m, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…$/);
+    expect(lines.find((l) => l.startsWith('  12.'))).toMatch(
+      /^ {2}12\. password-resets-email: yes, per param:user\[email\], 5\/30m, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…$/,
+    );
     // The digest is the normalized value's: every capitalisation and NUL-padded variant is one bucket.
     const digest = createHash('sha256').update('a@example.com').digest('hex').slice(0, 12);
     expect(lines.find((l) => l.startsWith('  12.'))).toContain(`digest ${digest}…`);
@@ -79,14 +86,27 @@ describe('the command line', () => {
   it('rategate check accepts the Mastodon example and rategate explain prints its rules for a request', async () => {
     const [check, explained, bad] = await Promise.all([
       run(['check', '--config', 'config/examples/mastodon.yaml']),
-      run(['explain', '--config', 'config/examples/mastodon.yaml', 'POST /auth/sign_in.json', '-H', 'User-Agent: x', '--ip', '203.0.113.4', '--body', 'user[email]=a@example.com']),
+      run([
+        'explain',
+        '--config',
+        'config/examples/mastodon.yaml',
+        'POST /auth/sign_in.json',
+        '-H',
+        'User-Agent: x',
+        '--ip',
+        '203.0.113.4',
+        '--body',
+        'user[email]=a@example.com',
+      ]),
       run(['explain', '--config', 'config/examples/mastodon.yaml', 'nonsense']),
     ]);
     expect(check.code).toBe(0);
     expect(check.stdout).toContain('password-resets-email');
     expect(explained.code).toBe(0);
     expect(explained.stdout).toContain('  16. login-attempts-ip: yes, per ip, 25/5m, key: ip 203.0.113.4');
-    expect(explained.stdout).toMatch(/ {2}17\. login-attempts-email: yes, per param:user\[email\], 25\/1h, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…/);
+    expect(explained.stdout).toMatch(
+      / {2}17\. login-attempts-email: yes, per param:user\[email\], 25\/1h, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…/,
+    );
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('rategate explain: expected "METHOD /path?query", got "nonsense"');
   }, 30_000);

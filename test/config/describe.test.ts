@@ -25,10 +25,7 @@ describe('formatRulesTable', () => {
   });
 
   it('shows shadow rules, odd periods and other algorithms', () => {
-    const snap = parseConfig(
-      'limits: [{ name: t, match: /t, per: global, limit: 7, period: 90s, algorithm: token-bucket, cost: 2, shadow: true }]',
-      't',
-    );
+    const snap = parseConfig('limits: [{ name: t, match: /t, per: global, limit: 7, period: 90s, algorithm: token-bucket, cost: 2, shadow: true }]', 't');
     expect(formatRulesTable(snap).split('\n')[1]).toBe('t     /t     global      7  1m30s   token-bucket     2  yes');
   });
 });

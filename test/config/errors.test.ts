@@ -8,17 +8,21 @@ const DIR = fileURLToPath(new URL('../fixtures/config/errors/', import.meta.url)
 
 /** Fixture file → the one error it must produce, exactly as an operator reads it. */
 const EXPECTED: Record<string, string> = {
-  'per-param-invalid.yaml': 'limits[0].per: invalid parameter name "user[emails][]" in per "param:user[emails][]" (Rack bracket notation naming one value, e.g. user[email]; no [] and no unclosed bracket)',
-  'per-param-unclosed.yaml': 'limits[0].per: invalid parameter name "user[email" in per "param:user[email" (Rack bracket notation naming one value, e.g. user[email]; no [] and no unclosed bracket)',
+  'per-param-invalid.yaml':
+    'limits[0].per: invalid parameter name "user[emails][]" in per "param:user[emails][]" (Rack bracket notation naming one value, e.g. user[email]; no [] and no unclosed bracket)',
+  'per-param-unclosed.yaml':
+    'limits[0].per: invalid parameter name "user[email" in per "param:user[email" (Rack bracket notation naming one value, e.g. user[email]; no [] and no unclosed bracket)',
   'per-header-invalid.yaml': 'limits[0].per: invalid header name "X App" in per "header:X App"',
   'override-limit-below-cost.yaml': "limits[0].overrides[1].limit: limit 2 is below the rule's cost 5 (no request could ever be admitted)",
-  'override-keys-per-ip.yaml': 'limits[0].overrides[0].keys: keys apply to per: token, header:NAME, param:NAME and cookie:NAME rules (this rule is per: ip; use ips or accounts)',
+  'override-keys-per-ip.yaml':
+    'limits[0].overrides[0].keys: keys apply to per: token, header:NAME, param:NAME and cookie:NAME rules (this rule is per: ip; use ips or accounts)',
   'when-unknown-key.yaml': 'limits[0].when.querry: unknown key (did you mean "query"?)',
   'format-not-at-end.yaml': 'limits[0].match[1]: "(.:format)" is only allowed at the end of a pattern, in "/auth(.:format)/password"',
   'block-ip-invalid.yaml': 'block.ips[0]: invalid IP address or CIDR "203.0.113.0/33"',
   'match-unknown-method.yaml': 'limits[0].match: unknown method "GETT" (did you mean "GET"? a custom method must be listed in methods.custom)',
   'match-custom-method-unlisted.yaml': 'limits[0].match[1]: unknown method "PURGE" (a custom method must be listed in methods.custom)',
-  'methods-custom-unreceivable.yaml': 'methods.custom[1]: "BREW" is not a method the gateway can receive (node:http answers 400 to it), so no rule could match it',
+  'methods-custom-unreceivable.yaml':
+    'methods.custom[1]: "BREW" is not a method the gateway can receive (node:http answers 400 to it), so no rule could match it',
   'body-limit-unknown-method.yaml': 'server.bodyLimits[0].match: unknown method "POTS" (did you mean "POST"? a custom method must be listed in methods.custom)',
   'empty-file.yaml': '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")',
   'comments-only.yaml': '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")',
@@ -66,10 +70,12 @@ const EXPECTED: Record<string, string> = {
   'rule-unknown-key.yaml': 'limits[0].shadw: unknown key (did you mean "shadow"?)',
   'section-unknown-key.yaml': 'store.timout: unknown key (did you mean "timeout"?)',
   'shadow-not-boolean.yaml': 'limits[0].shadow: expected true or false, got "yes"',
-  'store-cluster-missing-port.yaml': 'store.url: invalid store "redis-cluster://10.0.0.1:6379,10.0.0.2": cluster node "10.0.0.2" has no port (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS)',
+  'store-cluster-missing-port.yaml':
+    'store.url: invalid store "redis-cluster://10.0.0.1:6379,10.0.0.2": cluster node "10.0.0.2" has no port (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS)',
   'store-on-error-invalid.yaml': 'store.onError: must be one of local, allow, deny (got "retry")',
   'store-prefix-invalid.yaml': 'store.prefix: invalid prefix "rate{gate}" (use letters, digits, "_", ".", ":" and "-")',
-  'store-url-invalid.yaml': 'store.url: invalid store "mongodb://db:27017": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS)',
+  'store-url-invalid.yaml':
+    'store.url: invalid store "mongodb://db:27017": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS)',
   'top-level-list.yaml': '(top level): expected a mapping, got a list',
   'top-unknown-key.yaml': 'limit: unknown key (did you mean "limits"?)',
   'trusted-proxy-invalid.yaml': 'clients.trustedProxies[1]: invalid trusted proxy "10.0.0.0/33" (use loopback, private, an IP address or a CIDR)',
@@ -97,7 +103,11 @@ describe('config error fixtures', () => {
   });
 
   it('every fixture in the directory has an expected message', () => {
-    expect(readdirSync(DIR).filter((f) => f.endsWith('.yaml')).sort()).toEqual(Object.keys(EXPECTED).sort());
+    expect(
+      readdirSync(DIR)
+        .filter((f) => f.endsWith('.yaml'))
+        .sort(),
+    ).toEqual(Object.keys(EXPECTED).sort());
   });
 
   it('the thrown message names the source and lists every error', () => {

@@ -4,15 +4,7 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import {
-  ConfigError,
-  formatDuration,
-  loadConfigFile,
-  parseConfig,
-  parseDuration,
-  validateConfig,
-  type Config,
-} from '../../src/config/index.js';
+import { ConfigError, formatDuration, loadConfigFile, parseConfig, parseDuration, validateConfig, type Config } from '../../src/config/index.js';
 import { SEED_TABLE } from '../support/seed-table.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/config/', import.meta.url));
@@ -27,7 +19,6 @@ function errorsOf(text: string, overrides?: Parameters<typeof parseConfig>[2]): 
   }
   throw new Error('expected a ConfigError');
 }
-
 
 const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',
@@ -77,14 +68,25 @@ describe('defaults', () => {
   });
 
   it('refuses an introspection path undici would refuse (a refused request leaks a pool slot) and a pool of 0', () => {
-    expect(errorsOf('clients: { account: { path: "/api/v1/verify credentials" } }\nlimits: []').join('\n')).toMatch(/clients\.account\.path: must be printable ASCII/);
+    expect(errorsOf('clients: { account: { path: "/api/v1/verify credentials" } }\nlimits: []').join('\n')).toMatch(
+      /clients\.account\.path: must be printable ASCII/,
+    );
     expect(errorsOf('clients: { account: { path: "/api/v1/€" } }\nlimits: []').join('\n')).toMatch(/clients\.account\.path/);
     expect(errorsOf('clients: { account: { connections: 0 } }\nlimits: []').join('\n')).toMatch(/clients\.account\.connections/);
   });
 
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
-    expect(cfg.store).toEqual({ url: 'redis://cache:6379', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true, gateways: 2, sentinelPassword: null });
+    expect(cfg.store).toEqual({
+      url: 'redis://cache:6379',
+      prefix: 'rategate',
+      timeout: 50,
+      onError: 'local',
+      failReadiness: false,
+      lease: true,
+      gateways: 2,
+      sentinelPassword: null,
+    });
     expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 });
   });
 
@@ -118,7 +120,16 @@ describe('a fully written file', () => {
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
       upstreams: { streaming: { url: 'http://127.0.0.1:4000', timeout: 0, connectTimeout: 5_000 } },
       routes: [{ match: ['/api/v1/streaming/*'], upstream: 'streaming' }],
-      store: { url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379', prefix: 'rg', timeout: 25, onError: 'deny', failReadiness: true, lease: true, gateways: 2, sentinelPassword: null },
+      store: {
+        url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379',
+        prefix: 'rg',
+        timeout: 25,
+        onError: 'deny',
+        failReadiness: true,
+        lease: true,
+        gateways: 2,
+        sentinelPassword: null,
+      },
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
         ipv6Prefix: 56,
@@ -163,17 +174,12 @@ describe('a fully written file', () => {
 describe('the shipped config/limits.yaml', () => {
   it('loads and compiles to the seed’s five rules', async () => {
     const snap = await loadConfigFile(SHIPPED);
-    expect(
-      snap.rules.map((r) => [r.index, r.name, r.per, r.limit, r.periodMs, r.algorithm, r.cost, r.shadow, r.onStoreError, r.patterns]),
-    ).toEqual([
+    expect(snap.rules.map((r) => [r.index, r.name, r.per, r.limit, r.periodMs, r.algorithm, r.cost, r.shadow, r.onStoreError, r.patterns])).toEqual([
       [0, 'account-access', 'account', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [1, 'ip-access', 'ip', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [2, 'sign-up', 'ip', 5, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/accounts']],
       [3, 'uploading', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/media', 'POST /api/v2/media']],
-      [4, 'deletion', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, [
-        'DELETE /api/v1/statuses/:id',
-        'POST /api/v1/statuses/:id/unreblog',
-      ]],
+      [4, 'deletion', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, ['DELETE /api/v1/statuses/:id', 'POST /api/v1/statuses/:id/unreblog']],
     ]);
     expect(snap.rules.map((r) => r.policyItem)).toEqual([
       '"account-access";q=300;w=300',
@@ -182,11 +188,7 @@ describe('the shipped config/limits.yaml', () => {
       '"uploading";q=30;w=1800',
       '"deletion";q=30;w=1800',
     ]);
-    expect(snap.matcher.match('POST', '/api/v1/accounts').map((r) => r.name)).toEqual([
-      'account-access',
-      'ip-access',
-      'sign-up',
-    ]);
+    expect(snap.matcher.match('POST', '/api/v1/accounts').map((r) => r.name)).toEqual(['account-access', 'ip-access', 'sign-up']);
   });
 
   it('is the seed’s table byte for byte, comments included', () => {
@@ -210,10 +212,7 @@ describe('the snapshot', () => {
   });
 
   it('rounds a sub-second or fractional period up in the policy item', () => {
-    const snap = parseConfig(
-      'limits: [{ name: a, match: /a, per: ip, limit: 3, period: 1500 }, { name: b, match: /b, per: ip, limit: 3, period: 1ms }]',
-      't',
-    );
+    const snap = parseConfig('limits: [{ name: a, match: /a, per: ip, limit: 3, period: 1500 }, { name: b, match: /b, per: ip, limit: 3, period: 1ms }]', 't');
     expect(snap.rules.map((r) => r.policyItem)).toEqual(['"a";q=3;w=2', '"b";q=3;w=1']);
   });
 });
@@ -358,9 +357,12 @@ describe('robustness', () => {
   }
 
   it('arbitrary text never throws anything but ConfigError', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => onlyConfigError(() => parseConfig(text, 't'))), {
-      numRuns: 500,
-    });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => onlyConfigError(() => parseConfig(text, 't'))),
+      {
+        numRuns: 500,
+      },
+    );
   });
 
   it('arbitrary JSON-ish documents never throw anything but ConfigError', () => {
@@ -386,9 +388,12 @@ describe('robustness', () => {
         admin: fc.oneof(section(['listen', 'token']), leaf),
         upstream: section(['url', 'timeout', 'connectTimeout']),
         store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness', 'lease', 'gateways', 'sentinelPassword']),
-        clients: fc.record({ trustedProxies: leaf, ipv6Prefix: leaf, account: section(['from', 'path', 'cacheTtl', 'header']) }, {
-          requiredKeys: [],
-        }),
+        clients: fc.record(
+          { trustedProxies: leaf, ipv6Prefix: leaf, account: section(['from', 'path', 'cacheTtl', 'header']) },
+          {
+            requiredKeys: [],
+          },
+        ),
         exempt: section(['ips', 'accounts']),
         limits: fc.oneof(fc.array(rule, { maxLength: 4 }), leaf),
       },

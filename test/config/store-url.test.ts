@@ -26,22 +26,31 @@ describe('the store URL parser', () => {
     expect(parseStoreUrl('redis-cluster://a:7000,10.0.0.2:7001')).toEqual({
       kind: 'redis-cluster',
       tls: false,
-      nodes: [{ host: 'a', port: 7000 }, { host: '10.0.0.2', port: 7001 }],
+      nodes: [
+        { host: 'a', port: 7000 },
+        { host: '10.0.0.2', port: 7001 },
+      ],
     });
     expect(parseStoreUrl('rediss-cluster://u:p%40ss@[::1]:7000,h:7001')).toEqual({
       kind: 'redis-cluster',
       tls: true,
       username: 'u',
       password: 'p@ss',
-      nodes: [{ host: '::1', port: 7000 }, { host: 'h', port: 7001 }],
+      nodes: [
+        { host: '::1', port: 7000 },
+        { host: 'h', port: 7001 },
+      ],
     });
   });
 
-  it('reads Sentinel URLs: the sentinels (port 26379 by default), the master name and a database; the credentials are the master\'s', () => {
+  it("reads Sentinel URLs: the sentinels (port 26379 by default), the master name and a database; the credentials are the master's", () => {
     expect(parseStoreUrl('redis-sentinel://s1,10.0.0.2:26380/mymaster')).toEqual({
       kind: 'redis-sentinel',
       tls: false,
-      sentinels: [{ host: 's1', port: 26379 }, { host: '10.0.0.2', port: 26380 }],
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: '10.0.0.2', port: 26380 },
+      ],
       name: 'mymaster',
       db: 0,
     });
@@ -129,4 +138,3 @@ describe('the store URL parser', () => {
     expect(serve.stderr.trim()).toBe(check.stderr.trim());
   }, 30_000);
 });
-

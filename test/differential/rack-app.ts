@@ -10,13 +10,24 @@ import { freePort } from '../support/servers.js';
 export const APP_DIR = fileURLToPath(new URL('./rack-app/', import.meta.url));
 
 /** The libraries the app loads, as Debian packages them (`.ci/run` installs them). */
-const REQUIRES = ['rack', 'rack/attack', 'action_dispatch', 'action_dispatch/middleware/remote_ip', 'warden', 'active_support', 'doorkeeper/oauth/token', 'doorkeeper/grape/authorization_decorator', 'active_support/cache'];
+const REQUIRES = [
+  'rack',
+  'rack/attack',
+  'action_dispatch',
+  'action_dispatch/middleware/remote_ip',
+  'warden',
+  'active_support',
+  'doorkeeper/oauth/token',
+  'doorkeeper/grape/authorization_decorator',
+  'active_support/cache',
+];
 
 /** Null when ruby, puma and every library load; otherwise why not. */
 export function whyUnavailable(): string | null {
   const ruby = spawnSync('ruby', ['-e', REQUIRES.map((r) => `require ${JSON.stringify(r)}`).join('; ')], { encoding: 'utf8', timeout: 30_000 });
   if (ruby.error) return `ruby not found (${ruby.error.message})`;
-  if (ruby.status !== 0) return `a Ruby library is missing (need Debian's ruby-rack-attack ruby-rack ruby-actionpack ruby-doorkeeper ruby-warden): ${ruby.stderr.trim().split('\n')[0]}`;
+  if (ruby.status !== 0)
+    return `a Ruby library is missing (need Debian's ruby-rack-attack ruby-rack ruby-actionpack ruby-doorkeeper ruby-warden): ${ruby.stderr.trim().split('\n')[0]}`;
   const puma = spawnSync('puma', ['--version'], { encoding: 'utf8', timeout: 30_000 });
   if (puma.error || puma.status !== 0) return 'puma not found (Debian package puma)';
   return null;
@@ -27,7 +38,12 @@ export interface RackApp {
   stop(): Promise<void>;
 }
 
-export async function startRackApp(env: { limits: Record<string, number>; tokens: Record<string, string | null>; blocked: string[]; nowSec: number }): Promise<RackApp> {
+export async function startRackApp(env: {
+  limits: Record<string, number>;
+  tokens: Record<string, string | null>;
+  blocked: string[];
+  nowSec: number;
+}): Promise<RackApp> {
   const port = await freePort();
   const child: ChildProcess = spawn('puma', ['-b', `tcp://127.0.0.1:${port}`, '-t', '1:1', '-e', 'production', 'config.ru'], {
     cwd: APP_DIR,

@@ -195,7 +195,9 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
         const by = allowed.filter((j) => j.explains(step, before)).map((j) => j.id);
         if (by.length === 0) {
           const trail = before.map((s) => `      ${s.ruby}/${s.gate} ${s.req.label}`).join('\n');
-          unexplained.push(`Rack::Attack ${step.ruby}${step.rubyThrottle ? ` (${step.rubyThrottle})` : ''}, rategate ${step.gate}: ${step.req.label}\n${trail}`);
+          unexplained.push(
+            `Rack::Attack ${step.ruby}${step.rubyThrottle ? ` (${step.rubyThrottle})` : ''}, rategate ${step.gate}: ${step.req.label}\n${trail}`,
+          );
         }
         if (by.length > 0 && by.every((id) => pendingFixes.some((p) => p.id === id))) onlyPending += 1;
         for (const id of by) explainedBy.set(id, (explainedBy.get(id) ?? 0) + 1);

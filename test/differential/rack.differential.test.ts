@@ -73,18 +73,27 @@ function gatewayMultipart(contentType: string, body: Buffer): Map<string, string
 const NAMES = ['_method', 'access_token', 'user[email]', 'x', '[_method]', 'user]email', '_METHOD', 'access_token[]'];
 const name = fc.constantFrom(...NAMES);
 const quoted = (n: string, escape: boolean) => `"${escape ? n.replace(/[a-z]/, (c) => `\\${c}`) : n}"`;
-const nameParam = fc.tuple(fc.constantFrom('name', 'NAME', 'Name', ' name', 'name ', 'filename', 'name*', 'x-name'), name, fc.boolean(), fc.boolean()).map(
-  ([p, n, q, esc]) => `${p}=${q ? quoted(n, esc) : n}`,
-);
+const nameParam = fc
+  .tuple(fc.constantFrom('name', 'NAME', 'Name', ' name', 'name ', 'filename', 'name*', 'x-name'), name, fc.boolean(), fc.boolean())
+  .map(([p, n, q, esc]) => `${p}=${q ? quoted(n, esc) : n}`);
 const dispType = fc.constantFrom('form-data', 'attachment', '"form-data"', 'form-data=x', '', 'inline');
-const disposition = fc.tuple(
-  fc.constantFrom('Content-Disposition', 'content-disposition', 'X-Content-Disposition'),
-  fc.constantFrom(': ', ':', ':\t', ':  '),
-  dispType,
-  fc.array(nameParam, { minLength: 0, maxLength: 3 }),
-  fc.constantFrom('', ';', ' ; '),
-).map(([h, sep, t, params, tail]) => `${h}${sep}${t}${params.map((p) => `; ${p}`).join('')}${tail}`);
-const extraHeader = fc.constantFrom('', 'Content-Type: application/octet-stream', 'Content-Type: text/plain', 'Content-Type: _method', 'Content-ID: <_method>', 'X-Other: name="_method"');
+const disposition = fc
+  .tuple(
+    fc.constantFrom('Content-Disposition', 'content-disposition', 'X-Content-Disposition'),
+    fc.constantFrom(': ', ':', ':\t', ':  '),
+    dispType,
+    fc.array(nameParam, { minLength: 0, maxLength: 3 }),
+    fc.constantFrom('', ';', ' ; '),
+  )
+  .map(([h, sep, t, params, tail]) => `${h}${sep}${t}${params.map((p) => `; ${p}`).join('')}${tail}`);
+const extraHeader = fc.constantFrom(
+  '',
+  'Content-Type: application/octet-stream',
+  'Content-Type: text/plain',
+  'Content-Type: _method',
+  'Content-ID: <_method>',
+  'X-Other: name="_method"',
+);
 const partHead = fc.tuple(fc.option(disposition, { nil: undefined }), extraHeader, fc.boolean()).map(([d, extra, before]) => {
   const lines = [d, extra].filter((l): l is string => l !== undefined && l !== '');
   return (before ? lines.reverse() : lines).join('\r\n');
@@ -101,10 +110,20 @@ const multipartBody = fc.tuple(fc.array(part, { minLength: 1, maxLength: 4 }), s
   return `${list.join('')}--BND--\r\n`;
 });
 
-const CONTENT_TYPES = fc.tuple(
-  fc.constantFrom('application/json', 'application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain', 'APPLICATION/JSON', 'application/vnd.api+json', ''),
-  fc.constantFrom('', ',x', ', x', ';charset=utf-8', ' ;a=b', ',multipart/form-data', ' , x; boundary=B'),
-).map(([t, rest]) => `${t}${rest}`);
+const CONTENT_TYPES = fc
+  .tuple(
+    fc.constantFrom(
+      'application/json',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data',
+      'text/plain',
+      'APPLICATION/JSON',
+      'application/vnd.api+json',
+      '',
+    ),
+    fc.constantFrom('', ',x', ', x', ';charset=utf-8', ' ;a=b', ',multipart/form-data', ' , x; boundary=B'),
+  )
+  .map(([t, rest]) => `${t}${rest}`);
 
 const describeRack = rackRelease !== null || process.env.CI === 'true' ? describe : describe.skip;
 
@@ -113,14 +132,18 @@ describeRack(`differential: the gateway reads what Rack ${rackRelease ?? '(missi
     expect(rackRelease, 'install ruby and ruby-rack (.ci/run does)').not.toBeNull();
   });
 
-  it('the media type of a Content-Type is Rack\'s, and every body Rack reads params from is one the gateway reads', () => {
-    const types = fc.sample(CONTENT_TYPES, { numRuns: 300, seed: 18 }).map((t) => t.trim()).filter((t) => t !== '');
+  it("the media type of a Content-Type is Rack's, and every body Rack reads params from is one the gateway reads", () => {
+    const types = fc
+      .sample(CONTENT_TYPES, { numRuns: 300, seed: 18 })
+      .map((t) => t.trim())
+      .filter((t) => t !== '');
     const answers = rack(types.map((t) => ({ content_type: t, method: 'POST', body_base64: '' })));
     types.forEach((t, i) => {
       const a = answers[i]!;
       if ('error' in a) return;
       expect(mediaTypeOf(t), t).toBe((a.media_type ?? '').trim());
-      const rackReads = a.media_type === null || ['application/x-www-form-urlencoded', 'multipart/form-data', 'multipart/related', 'multipart/mixed'].includes(a.media_type);
+      const rackReads =
+        a.media_type === null || ['application/x-www-form-urlencoded', 'multipart/form-data', 'multipart/related', 'multipart/mixed'].includes(a.media_type);
       if (rackReads) expect(['form', 'multipart'], t).toContain(bodyKindOf('POST', t));
     });
   });
@@ -162,10 +185,26 @@ describeRack(`differential: the gateway reads what Rack ${rackRelease ?? '(missi
   });
 
   it('URL-encoded: where the gateway reads a body or query, each counted name has the value Rack gives it', () => {
-    const key = fc.constantFrom('access_token', '[access_token]', ']access_token', 'access_token]', 'user[email]', '[user][email]', 'user[[email]]', 'user]email', '_method', 'x');
+    const key = fc.constantFrom(
+      'access_token',
+      '[access_token]',
+      ']access_token',
+      'access_token]',
+      'user[email]',
+      '[user][email]',
+      'user[[email]]',
+      'user]email',
+      '_method',
+      'x',
+    );
     const pair = fc.tuple(key, value, fc.boolean()).map(([k, v, enc]) => `${enc ? encodeURIComponent(k) : k}=${encodeURIComponent(v)}`);
-    const texts = fc.sample(fc.array(pair, { minLength: 1, maxLength: 4 }).map((p) => p.join('&')), { numRuns: 400, seed: 9 });
-    const answers = rack(texts.map((t) => ({ content_type: 'application/x-www-form-urlencoded', method: 'POST', body_base64: Buffer.from(t).toString('base64') })));
+    const texts = fc.sample(
+      fc.array(pair, { minLength: 1, maxLength: 4 }).map((p) => p.join('&')),
+      { numRuns: 400, seed: 9 },
+    );
+    const answers = rack(
+      texts.map((t) => ({ content_type: 'application/x-www-form-urlencoded', method: 'POST', body_base64: Buffer.from(t).toString('base64') })),
+    );
     let read = 0;
     texts.forEach((t, i) => {
       const a = answers[i]!;

@@ -46,7 +46,15 @@ export const SESSIONS: Readonly<Record<string, string>> = { s1: '1', s1b: '1', s
 export const SESSION_COOKIE = '_mastodon_session';
 
 export const IPS = ['198.51.100.1', '198.51.100.2', '2001:db8:1:1::1', '2001:db8:1:1::2', '2001:db8:2::1'];
-export const EMAILS = ['victim@example.com', 'Victim@Example.COM', ' victim@example.com ', 'other@example.com', 'e4@example.com', 'e5@example.com', 'e6@example.com'];
+export const EMAILS = [
+  'victim@example.com',
+  'Victim@Example.COM',
+  ' victim@example.com ',
+  'other@example.com',
+  'e4@example.com',
+  'e5@example.com',
+  'e6@example.com',
+];
 
 export const KINDS = [
   'api-get',
@@ -104,7 +112,17 @@ export interface Req {
 }
 
 /** Kinds of the web (cookie) side: the only ones a session cookie is sent with. */
-const WEB = new Set<Kind>(['web-paging', 'sign-up-web', 'password-reset', 'confirmation', 'login', 'password-change', 'password-change-patch', 'password-change-override', 'plain-web']);
+const WEB = new Set<Kind>([
+  'web-paging',
+  'sign-up-web',
+  'password-reset',
+  'confirmation',
+  'login',
+  'password-change',
+  'password-change-patch',
+  'password-change-override',
+  'plain-web',
+]);
 
 function ipGroup(ip: string): string {
   return ip.includes(':') ? ip.split(':').slice(0, 4).join(':') : ip;
@@ -130,27 +148,99 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
     if (email !== email.trim().toLowerCase()) tags.push('email-case');
   };
   switch (a.kind) {
-    case 'api-get': path = '/api/v1/timelines/home'; break;
-    case 'api-paging': path = '/api/v1/timelines/home'; query.push(a.json ? 'since_id=3' : 'max_id=5'); break;
-    case 'web-paging': path = '/explore'; query.push('page=2'); break;
-    case 'paging-form': method = 'POST'; path = '/filters'; form.push(a.json ? 'min_id=4' : 'page=2'); tags.push('paging-in-form'); break;
-    case 'media': method = 'POST'; path = a.json ? '/api/v2/media' : '/api/v1/media'; form.push('description=x'); break;
-    case 'media-odd': method = 'POST'; path = a.json ? '/api/v3/media' : '/API/V1/MEDIA'; tags.push('rails-404'); break;
-    case 'media-proxy': path = '/media_proxy/1/original'; break;
-    case 'api-sign-up': method = 'POST'; path = '/api/v1/accounts'; form.push('username=u', 'agreement=1'); break;
-    case 'delete': method = 'DELETE'; path = '/api/v1/statuses/1'; break;
-    case 'delete-odd': method = 'DELETE'; path = '/api/v1/statuses/abc'; tags.push('rails-404'); break;
-    case 'unreblog': method = 'POST'; path = '/api/v1/statuses/12/unreblog'; break;
-    case 'delete-override-form': method = 'POST'; path = '/api/v1/statuses/7'; form.push('_method=delete'); break;
-    case 'delete-override-header': method = 'POST'; path = '/api/v1/statuses/7'; headers['X-HTTP-Method-Override'] = 'DELETE'; break;
+    case 'api-get':
+      path = '/api/v1/timelines/home';
+      break;
+    case 'api-paging':
+      path = '/api/v1/timelines/home';
+      query.push(a.json ? 'since_id=3' : 'max_id=5');
+      break;
+    case 'web-paging':
+      path = '/explore';
+      query.push('page=2');
+      break;
+    case 'paging-form':
+      method = 'POST';
+      path = '/filters';
+      form.push(a.json ? 'min_id=4' : 'page=2');
+      tags.push('paging-in-form');
+      break;
+    case 'media':
+      method = 'POST';
+      path = a.json ? '/api/v2/media' : '/api/v1/media';
+      form.push('description=x');
+      break;
+    case 'media-odd':
+      method = 'POST';
+      path = a.json ? '/api/v3/media' : '/API/V1/MEDIA';
+      tags.push('rails-404');
+      break;
+    case 'media-proxy':
+      path = '/media_proxy/1/original';
+      break;
+    case 'api-sign-up':
+      method = 'POST';
+      path = '/api/v1/accounts';
+      form.push('username=u', 'agreement=1');
+      break;
+    case 'delete':
+      method = 'DELETE';
+      path = '/api/v1/statuses/1';
+      break;
+    case 'delete-odd':
+      method = 'DELETE';
+      path = '/api/v1/statuses/abc';
+      tags.push('rails-404');
+      break;
+    case 'unreblog':
+      method = 'POST';
+      path = '/api/v1/statuses/12/unreblog';
+      break;
+    case 'delete-override-form':
+      method = 'POST';
+      path = '/api/v1/statuses/7';
+      form.push('_method=delete');
+      break;
+    case 'delete-override-header':
+      method = 'POST';
+      path = '/api/v1/statuses/7';
+      headers['X-HTTP-Method-Override'] = 'DELETE';
+      break;
     // Rack overrides only a POST, and reads `_method` from the form body only.
-    case 'override-in-query': method = 'POST'; path = '/api/v1/statuses/7'; query.push('_method=delete'); break;
-    case 'override-on-get': method = 'GET'; path = '/api/v1/statuses/7'; headers['X-HTTP-Method-Override'] = 'DELETE'; break;
-    case 'sign-up-web': method = 'POST'; path = `/auth${fmt}`; withEmail(); break;
-    case 'password-reset': method = 'POST'; path = `/auth/password${fmt}`; withEmail(); break;
-    case 'confirmation': method = 'POST'; path = `/auth/confirmation${fmt}`; withEmail(); break;
-    case 'confirmation-api': method = 'POST'; path = '/api/v1/emails/confirmations'; break;
-    case 'login': method = 'POST'; path = `/auth/sign_in${fmt}`; withEmail(); break;
+    case 'override-in-query':
+      method = 'POST';
+      path = '/api/v1/statuses/7';
+      query.push('_method=delete');
+      break;
+    case 'override-on-get':
+      method = 'GET';
+      path = '/api/v1/statuses/7';
+      headers['X-HTTP-Method-Override'] = 'DELETE';
+      break;
+    case 'sign-up-web':
+      method = 'POST';
+      path = `/auth${fmt}`;
+      withEmail();
+      break;
+    case 'password-reset':
+      method = 'POST';
+      path = `/auth/password${fmt}`;
+      withEmail();
+      break;
+    case 'confirmation':
+      method = 'POST';
+      path = `/auth/confirmation${fmt}`;
+      withEmail();
+      break;
+    case 'confirmation-api':
+      method = 'POST';
+      path = '/api/v1/emails/confirmations';
+      break;
+    case 'login':
+      method = 'POST';
+      path = `/auth/sign_in${fmt}`;
+      withEmail();
+      break;
     case 'login-json':
       method = 'POST';
       path = `/auth/sign_in${fmt}`;
@@ -158,12 +248,34 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
       emailUsed = email.trim().toLowerCase();
       if (email !== email.trim().toLowerCase()) tags.push('email-case');
       break;
-    case 'password-change': method = 'PUT'; path = `/auth${fmt}`; form.push('user%5Bpassword%5D=x'); break;
-    case 'password-change-patch': method = 'PATCH'; path = `/auth${fmt}`; form.push('user%5Bpassword%5D=x'); break;
-    case 'password-change-override': method = 'POST'; path = '/auth'; form.push('_method=put', 'user%5Bpassword%5D=x'); break;
-    case 'status-edit': method = 'PUT'; path = '/api/v1/statuses/3'; form.push('status=edited'); break;
-    case 'patch-other': method = 'PATCH'; path = '/api/v1/accounts/update_credentials'; form.push('note=x'); break;
-    case 'plain-web': path = '/about'; break;
+    case 'password-change':
+      method = 'PUT';
+      path = `/auth${fmt}`;
+      form.push('user%5Bpassword%5D=x');
+      break;
+    case 'password-change-patch':
+      method = 'PATCH';
+      path = `/auth${fmt}`;
+      form.push('user%5Bpassword%5D=x');
+      break;
+    case 'password-change-override':
+      method = 'POST';
+      path = '/auth';
+      form.push('_method=put', 'user%5Bpassword%5D=x');
+      break;
+    case 'status-edit':
+      method = 'PUT';
+      path = '/api/v1/statuses/3';
+      form.push('status=edited');
+      break;
+    case 'patch-other':
+      method = 'PATCH';
+      path = '/api/v1/accounts/update_credentials';
+      form.push('note=x');
+      break;
+    case 'plain-web':
+      path = '/about';
+      break;
   }
 
   let account: string | null = null;
@@ -225,9 +337,24 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
 }
 
 const CREDS: Cred[] = [
-  'none', 'none', 'header:tokA', 'header:tokA', 'header:tokA2', 'header:tokB', 'header:appTok', 'header:bogus', 'lowerBearer:tokB',
-  'query:access_token=tokA', 'query:bearer_token=tokB', 'form:access_token=tokB', 'json:access_token=tokA',
-  'session:s1', 'session:s1', 'session:s1b', 'session:s2', 'session:forged',
+  'none',
+  'none',
+  'header:tokA',
+  'header:tokA',
+  'header:tokA2',
+  'header:tokB',
+  'header:appTok',
+  'header:bogus',
+  'lowerBearer:tokB',
+  'query:access_token=tokA',
+  'query:bearer_token=tokB',
+  'form:access_token=tokB',
+  'json:access_token=tokA',
+  'session:s1',
+  'session:s1',
+  'session:s1b',
+  'session:s2',
+  'session:forged',
 ];
 
 /** One request: mostly from a few public clients, now and then from the host itself or a blocked IP. */
@@ -259,7 +386,10 @@ export function sequenceOf(plain?: { allowedTags: ReadonlySet<Tag> }): fc.Arbitr
   return fc
     .record({
       kinds: fc.uniqueArray(fc.constantFrom(...kindPool), { minLength: 1, maxLength: 3 }),
-      ips: fc.uniqueArray(action.map((a) => a.ip), { minLength: 1, maxLength: 2 }),
+      ips: fc.uniqueArray(
+        action.map((a) => a.ip),
+        { minLength: 1, maxLength: 2 },
+      ),
       creds: fc.uniqueArray(fc.constantFrom(...credPool), { minLength: 1, maxLength: 2 }),
     })
     .chain(({ kinds, ips, creds }) =>

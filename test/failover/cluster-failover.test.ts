@@ -103,7 +103,10 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
 
         const victimName = `${victim.host}:${victim.port}`;
         // Not "up" while the dead master's keys were on the fault policy; up again after the promotion.
-        expect(ups.some((u) => u.at < promotedAt && !u.up), JSON.stringify(ups)).toBe(true);
+        expect(
+          ups.some((u) => u.at < promotedAt && !u.up),
+          JSON.stringify(ups),
+        ).toBe(true);
         expect(ups.at(-1)!.up, JSON.stringify(ups)).toBe(true);
         // The replaced master's per-node series is gone; no healthy master's reads 0.
         const metrics = await gws[0]!.metrics.registry.metrics();
@@ -117,7 +120,10 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
           expect(failing, story.join('\n')).toBeGreaterThanOrEqual(0);
           expect(failover, story.join('\n')).toBeGreaterThan(failing);
           // No line about a healthy master.
-          expect(story.filter((m) => m.startsWith('store node') && !m.includes(victimName)), story.join('\n')).toEqual([]);
+          expect(
+            story.filter((m) => m.startsWith('store node') && !m.includes(victimName)),
+            story.join('\n'),
+          ).toEqual([]);
         }
       } finally {
         await Promise.all(gws.map((g) => g.shutdown(200)));

@@ -56,7 +56,14 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
         const samples = await load.stop();
         // Every gateway follows, not only the one the deny traffic reaches (the load's round-robin sends
         // each rule to one gateway): each decides from the store again (the slack: a ping on a loaded machine).
-        const following = await Promise.all(gws.map((g) => until(() => g.store.reachable(), 2_000).then(() => true, () => false)));
+        const following = await Promise.all(
+          gws.map((g) =>
+            until(() => g.store.reachable(), 2_000).then(
+              () => true,
+              () => false,
+            ),
+          ),
+        );
 
         const denied = samples.filter((s) => s.rule === 'den' && s.status === 503);
         const report = {
@@ -87,7 +94,9 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
           const story = lines.map((l) => l.msg).filter((m) => m.startsWith('store'));
           const failing = story.findIndex((m) => m.startsWith(`store node ${group.name} failing`));
           const failover = story.findIndex((m) =>
-            m.startsWith(`store failover: ${group.name} at 127.0.0.1:${group.replica.port} promoted in place of ${group.name} at 127.0.0.1:${group.master.port}`),
+            m.startsWith(
+              `store failover: ${group.name} at 127.0.0.1:${group.replica.port} promoted in place of ${group.name} at 127.0.0.1:${group.master.port}`,
+            ),
           );
           expect(failing, story.join('\n')).toBeGreaterThanOrEqual(0);
           expect(failover, story.join('\n')).toBeGreaterThan(failing);

@@ -1,6 +1,6 @@
 /** The access log line: what an on-call engineer searches by (request id, the rejecting rule, a duration). */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { capturingLogger, startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { capturingLogger, startTestGateway, gatewayFixture } from '../support/gateway.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
@@ -31,7 +31,10 @@ describe('the access log', () => {
     await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { 'X-Request-Id': 'has spaces in it' } });
     const [first, second] = accessLines(lines).slice(-2);
     const seen = fx.upstream.forwarded().slice(-2);
-    for (const [line, up] of [[first!, seen[0]!], [second!, seen[1]!]] as const) {
+    for (const [line, up] of [
+      [first!, seen[0]!],
+      [second!, seen[1]!],
+    ] as const) {
       expect(line.id).toMatch(/^[0-9a-f-]{36}$/);
       expect(up.headers['x-request-id']).toBe(line.id);
     }

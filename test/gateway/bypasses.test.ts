@@ -3,8 +3,8 @@
  * the bypass and runs through the real gateway against a recording upstream.
  */
 import net from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { startTestGateway, gatewayFixture } from '../support/gateway.js';
 import { VERIFY } from '../support/recording-upstream.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
@@ -110,14 +110,23 @@ describe('a token sent outside the Authorization header counts for its account',
   const sources: Array<[string, (token: string) => [string, RequestInit]]> = [
     ['the query string (access_token)', (t) => [`/api/v1/timelines/home?access_token=${t}`, {}]],
     ['the query string (bearer_token)', (t) => [`/api/v1/timelines/home?bearer_token=${t}`, {}]],
-    ['a URL-encoded form body', (t) => ['/api/v1/statuses', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `status=hi&access_token=${t}` }]],
-    ['a JSON body', (t) => ['/api/v1/statuses', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status: 'hi', access_token: t }) }]],
-    ['a multipart field', (t) => {
-      const form = new FormData();
-      form.set('access_token', t);
-      form.set('file', new Blob([Buffer.alloc(1000, 1)], { type: 'image/png' }), 'a.png');
-      return ['/api/v1/media', { method: 'POST', body: form }];
-    }],
+    [
+      'a URL-encoded form body',
+      (t) => ['/api/v1/statuses', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `status=hi&access_token=${t}` }],
+    ],
+    [
+      'a JSON body',
+      (t) => ['/api/v1/statuses', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status: 'hi', access_token: t }) }],
+    ],
+    [
+      'a multipart field',
+      (t) => {
+        const form = new FormData();
+        form.set('access_token', t);
+        form.set('file', new Blob([Buffer.alloc(1000, 1)], { type: 'image/png' }), 'a.png');
+        return ['/api/v1/media', { method: 'POST', body: form }];
+      },
+    ],
   ];
   it.each(sources)('in %s: the third request of one account is refused, the body forwarded byte for byte', async (_where, make) => {
     fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
@@ -162,7 +171,8 @@ describe("Rack's method override is counted as the method Rails routes", () => {
 
   it('a POST with _method=delete in its form body counts against the deletion limit', async () => {
     fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
-    const del = () => fetch(`${fx.gw!.url}/api/v1/statuses/6`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=delete' });
+    const del = () =>
+      fetch(`${fx.gw!.url}/api/v1/statuses/6`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=delete' });
     expect((await del()).status).toBe(200);
     expect(fx.upstream.forwarded().at(-1)!.bodyBytes).toBe('_method=delete'.length);
     expect((await del()).status).toBe(429);
@@ -171,7 +181,11 @@ describe("Rack's method override is counted as the method Rails routes", () => {
   it('an override the gateway does not count by never reaches the upstream', async () => {
     fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
     // Rack honours the form field over the header, and no override on a GET: the header is dropped.
-    await fetch(`${fx.gw.url}/api/v1/statuses/7`, { method: 'POST', headers: { 'X-HTTP-Method-Override': 'PATCH', 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=delete' });
+    await fetch(`${fx.gw.url}/api/v1/statuses/7`, {
+      method: 'POST',
+      headers: { 'X-HTTP-Method-Override': 'PATCH', 'content-type': 'application/x-www-form-urlencoded' },
+      body: '_method=delete',
+    });
     expect(fx.upstream.forwarded().at(-1)!.headers['x-http-method-override']).toBeUndefined();
     await fetch(`${fx.gw.url}/api/v1/statuses/8`, { headers: { 'X-HTTP-Method-Override': 'DELETE' } });
     expect(fx.upstream.forwarded().at(-1)!.headers['x-http-method-override']).toBeUndefined();

@@ -2,9 +2,9 @@
  * Issue 11 item 7 through the real gateway: client-IP claims from an untrusted peer never reach the
  * upstream; from a trusted proxy, `Forwarded` names the client when X-Forwarded-For does not.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
+import { startTestGateway, gatewayFixture } from '../support/gateway.js';
 
 const RULE = `
 limits:

@@ -104,7 +104,9 @@ describe('per: cookie:NAME overrides and the admin bucket API', () => {
 
 describe('per: cookie:NAME in the config and in explain', () => {
   it('refuses a name that is not a cookie name, and names overrides keys for it', () => {
-    expect(() => parseConfig('limits: [{ name: a, match: /x, per: "cookie:bad name", limit: 1, period: 1m }]', 't.yaml')).toThrow(/invalid cookie name "bad name"/);
+    expect(() => parseConfig('limits: [{ name: a, match: /x, per: "cookie:bad name", limit: 1, period: 1m }]', 't.yaml')).toThrow(
+      /invalid cookie name "bad name"/,
+    );
     expect(() => parseConfig('limits: [{ name: a, match: /x, per: "cookie:", limit: 1, period: 1m }]', 't.yaml')).toThrow(/invalid cookie name/);
     const snap = parseConfig('limits: [{ name: a, match: /x, per: "cookie:sid", limit: 1, period: 1m, overrides: [{ keys: [abc], limit: 5 }] }]', 't.yaml');
     expect(snap.rules[0]!.per).toBe('cookie');
@@ -114,7 +116,9 @@ describe('per: cookie:NAME in the config and in explain', () => {
   it('explain shows the cookie key, digested, or why the rule is skipped', () => {
     const snap = parseConfig(TABLE, 't.yaml');
     const withCookie = explain(snap, { request: 'PUT /auth.json', headers: ['Cookie: a=1; _mastodon_session=xyz'], ip: '203.0.113.9' });
-    expect(withCookie.find((l) => l.includes('session:'))).toMatch(/1\. session: yes, per cookie:_mastodon_session \(unauthenticated\), 2\/10m, key: cookie _mastodon_session, digest [0-9a-f]{12}…$/);
+    expect(withCookie.find((l) => l.includes('session:'))).toMatch(
+      /1\. session: yes, per cookie:_mastodon_session \(unauthenticated\), 2\/10m, key: cookie _mastodon_session, digest [0-9a-f]{12}…$/,
+    );
     const without = explain(snap, { request: 'PUT /auth', headers: [], ip: '203.0.113.9' });
     expect(without).toContain('   1. session: no (no key: the request has no cookie _mastodon_session)');
   });

@@ -123,7 +123,13 @@ describe('streaming', () => {
     const u = new URL(gw.url);
     const answer = await new Promise<string>((resolve, reject) => {
       const r = http.request(
-        { host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/upload-echo', headers: { 'Content-Length': String(size), 'Content-Type': 'application/octet-stream' } },
+        {
+          host: u.hostname,
+          port: u.port,
+          method: 'POST',
+          path: '/api/v1/upload-echo',
+          headers: { 'Content-Length': String(size), 'Content-Type': 'application/octet-stream' },
+        },
         (res) => {
           let body = '';
           res.on('data', (c) => (body += c));

@@ -2,8 +2,8 @@
  * The new key kinds keep the early refusal: a request refused by a bucket that needs no account
  * (header, parameter, token) costs the upstream no introspection call, even with a fresh token each time.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { startTestGateway, gatewayFixture } from '../support/gateway.js';
 import { VERIFY } from '../support/recording-upstream.js';
 
 const fx = gatewayFixture({ graceMs: 200 });

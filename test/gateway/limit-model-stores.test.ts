@@ -50,7 +50,8 @@ limits:
       { upstream: upstream.url, store: url() },
     );
     try {
-      const reset = (email: string, ip: string) => send(gw.url, { method: 'POST', path: `/auth/password.json?user[email]=${email}`, headers: { 'X-Forwarded-For': ip } });
+      const reset = (email: string, ip: string) =>
+        send(gw.url, { method: 'POST', path: `/auth/password.json?user[email]=${email}`, headers: { 'X-Forwarded-For': ip } });
       const statuses = async (email: string, n: number) => {
         const out: number[] = [];
         for (let i = 0; i < n; i++) out.push((await reset(email, `198.51.100.${i + 1}`)).status);

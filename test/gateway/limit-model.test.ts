@@ -36,9 +36,18 @@ function req(method: string, path: string, ip: string, headers: Record<string, s
 
 /** A second token for the same account: the password grant, as a Mastodon app logs a user in again. */
 async function secondToken(user: { email: string; password: string }): Promise<string> {
-  const app = await call(upstream.url, 'POST', '/api/v1/apps', { form: { client_name: 'second', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write' } });
+  const app = await call(upstream.url, 'POST', '/api/v1/apps', {
+    form: { client_name: 'second', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write' },
+  });
   const res = await call(upstream.url, 'POST', '/oauth/token', {
-    form: { grant_type: 'password', client_id: app.body.client_id, client_secret: app.body.client_secret, username: user.email, password: user.password, scope: 'read write' },
+    form: {
+      grant_type: 'password',
+      client_id: app.body.client_id,
+      client_secret: app.body.client_secret,
+      username: user.email,
+      password: user.password,
+      scope: 'read write',
+    },
   });
   expect(res.status).toBe(200);
   return res.body.access_token as string;

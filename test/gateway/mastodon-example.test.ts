@@ -30,12 +30,25 @@ describe('config/examples/mastodon.yaml', () => {
     const snap = await loadConfigFile(EXAMPLE);
     const text = readFileSync(EXAMPLE, 'utf8');
     for (const throttle of [
-      'throttle_authenticated_api', 'throttle_per_token_api', 'throttle_unauthenticated_api', 'throttle_api_media',
-      'throttle_media_proxy', 'throttle_api_sign_up', 'throttle_authenticated_paging', 'throttle_unauthenticated_paging',
-      'throttle_api_delete', 'throttle_sign_up_attempts/ip', 'throttle_password_resets/ip', 'throttle_password_resets/email',
-      'throttle_email_confirmations/ip', 'throttle_email_confirmations/email', 'throttle_login_attempts/ip',
-      'throttle_login_attempts/email', 'throttle_password_change/account',
-    ]) expect(text).toContain(`# ${throttle}`);
+      'throttle_authenticated_api',
+      'throttle_per_token_api',
+      'throttle_unauthenticated_api',
+      'throttle_api_media',
+      'throttle_media_proxy',
+      'throttle_api_sign_up',
+      'throttle_authenticated_paging',
+      'throttle_unauthenticated_paging',
+      'throttle_api_delete',
+      'throttle_sign_up_attempts/ip',
+      'throttle_password_resets/ip',
+      'throttle_password_resets/email',
+      'throttle_email_confirmations/ip',
+      'throttle_email_confirmations/email',
+      'throttle_login_attempts/ip',
+      'throttle_login_attempts/email',
+      'throttle_password_change/account',
+    ])
+      expect(text).toContain(`# ${throttle}`);
     expect(snap.rules.length).toBe(19);
   });
 
@@ -74,11 +87,26 @@ describe('config/examples/mastodon.yaml', () => {
 
   it('counts a signed-in user per account and per token, and not as unauthenticated', async () => {
     const ip = '198.51.100.40';
-    const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{ client_id: string; client_secret: string }>();
+    const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{
+      client_id: string;
+      client_secret: string;
+    }>();
     const appToken = (
-      await req('POST', '/oauth/token', ip, FORM, `grant_type=client_credentials&client_id=${app.client_id}&client_secret=${app.client_secret}&scope=read%20write`)
+      await req(
+        'POST',
+        '/oauth/token',
+        ip,
+        FORM,
+        `grant_type=client_credentials&client_id=${app.client_id}&client_secret=${app.client_secret}&scope=read%20write`,
+      )
     ).json<{ access_token: string }>().access_token;
-    const signUp = await req('POST', '/api/v1/accounts', ip, { ...FORM, Authorization: `Bearer ${appToken}` }, 'username=alice&email=alice@example.com&password=correct%20horse%20battery&agreement=true&locale=en');
+    const signUp = await req(
+      'POST',
+      '/api/v1/accounts',
+      ip,
+      { ...FORM, Authorization: `Bearer ${appToken}` },
+      'username=alice&email=alice@example.com&password=correct%20horse%20battery&agreement=true&locale=en',
+    );
     expect(signUp.status).toBe(200);
     const token = signUp.json<{ access_token: string }>().access_token;
     const me = await req('GET', '/api/v1/accounts/verify_credentials?since_id=1', ip, { Authorization: `Bearer ${token}` });
@@ -86,17 +114,35 @@ describe('config/examples/mastodon.yaml', () => {
     expect(me.headers['ratelimit-policy']).toBe('"per-token-api";q=300;w=300, "authenticated-paging";q=300;w=900, "authenticated-api";q=1500;w=300');
   });
 
-  it("counts the password change as Mastodon does: every authenticated PUT, PATCH /auth(.json), and a web session per cookie", async () => {
+  it('counts the password change as Mastodon does: every authenticated PUT, PATCH /auth(.json), and a web session per cookie', async () => {
     const ip = '198.51.100.41';
-    const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{ client_id: string; client_secret: string }>();
+    const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{
+      client_id: string;
+      client_secret: string;
+    }>();
     const appToken = (
-      await req('POST', '/oauth/token', ip, FORM, `grant_type=client_credentials&client_id=${app.client_id}&client_secret=${app.client_secret}&scope=read%20write`)
+      await req(
+        'POST',
+        '/oauth/token',
+        ip,
+        FORM,
+        `grant_type=client_credentials&client_id=${app.client_id}&client_secret=${app.client_secret}&scope=read%20write`,
+      )
     ).json<{ access_token: string }>().access_token;
-    const signUp = await req('POST', '/api/v1/accounts', ip, { ...FORM, Authorization: `Bearer ${appToken}` }, 'username=bob&email=bob@example.com&password=correct%20horse%20battery&agreement=true&locale=en');
+    const signUp = await req(
+      'POST',
+      '/api/v1/accounts',
+      ip,
+      { ...FORM, Authorization: `Bearer ${appToken}` },
+      'username=bob&email=bob@example.com&password=correct%20horse%20battery&agreement=true&locale=en',
+    );
     const auth = { Authorization: `Bearer ${signUp.json<{ access_token: string }>().access_token}` };
     // Editing a status (PUT) and PATCH /auth.json spend one budget of 10 per account.
     for (let i = 0; i < 10; i++) {
-      const a = i % 2 ? await req('PATCH', '/auth.json', `203.0.113.${100 + i}`, { ...FORM, ...auth }, 'x=1') : await req('PUT', '/api/v1/statuses/1', ip, { ...FORM, ...auth }, 'status=x');
+      const a =
+        i % 2
+          ? await req('PATCH', '/auth.json', `203.0.113.${100 + i}`, { ...FORM, ...auth }, 'x=1')
+          : await req('PUT', '/api/v1/statuses/1', ip, { ...FORM, ...auth }, 'status=x');
       expect(a.headers['ratelimit-policy']).toContain('"password-change-account";q=10;w=600');
     }
     expect((await req('PATCH', '/auth', '203.0.113.120', { ...FORM, ...auth }, 'x=1')).status).toBe(429);
@@ -136,7 +182,13 @@ describe('password resets per e-mail from the request body', () => {
   });
 
   it('forwards the body unchanged: the upstream reads the e-mail it was sent, and a login still works', async () => {
-    const bad = await req('POST', '/auth/sign_in.json', '203.0.113.60', { 'Content-Type': 'application/json' }, '{"user":{"email":"nobody@example.com","password":"x"}}');
+    const bad = await req(
+      'POST',
+      '/auth/sign_in.json',
+      '203.0.113.60',
+      { 'Content-Type': 'application/json' },
+      '{"user":{"email":"nobody@example.com","password":"x"}}',
+    );
     expect(bad.status).toBe(401);
     expect(bad.headers['ratelimit-policy']).toBe('"login-attempts-ip";q=25;w=300, "login-attempts-email";q=25;w=3600');
     // Without the e-mail Devise says so (422): the upstream got the body as sent, empty user hash and all.

@@ -22,7 +22,9 @@ afterEach(async () => gw.shutdown(200));
 /** Runs the real curl; resolves with its stdout (the body, then `-w`'s trailer) and stderr (the verbose trace). */
 function curl(args: string[]): Promise<{ out: string; err: string }> {
   return new Promise((resolve, reject) => {
-    execFile('curl', ['-sS', '--max-time', '10', ...args], { encoding: 'utf8' }, (e, out, err) => (e ? reject(new Error(`${e.message}\n${err}`)) : resolve({ out, err })));
+    execFile('curl', ['-sS', '--max-time', '10', ...args], { encoding: 'utf8' }, (e, out, err) =>
+      e ? reject(new Error(`${e.message}\n${err}`)) : resolve({ out, err }),
+    );
   });
 }
 

@@ -5,8 +5,8 @@
  * must still answer.
  */
 import net from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { startTestGateway, gatewayFixture } from '../support/gateway.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
@@ -37,8 +37,13 @@ describe('duplicate Content-Type or Authorization headers are refused, never for
   it('two Content-Type headers (Rack would read the last boundary): 400, nothing forwarded', async () => {
     fx.gw = await startTestGateway(DELETION, { upstream: fx.upstream.url });
     const before = fx.upstream.forwarded().length;
-    const body = '--A\r\nContent-Disposition: form-data; name="x"\r\n\r\n1\r\n--A--\r\n--B\r\nContent-Disposition: form-data; name="_method"\r\n\r\ndelete\r\n--B--\r\n';
-    const status = await raw(fx.gw.url, ['POST /api/v1/statuses/1 HTTP/1.1', 'Content-Type: multipart/form-data; boundary=A', 'content-type: multipart/form-data; boundary=B'], body);
+    const body =
+      '--A\r\nContent-Disposition: form-data; name="x"\r\n\r\n1\r\n--A--\r\n--B\r\nContent-Disposition: form-data; name="_method"\r\n\r\ndelete\r\n--B--\r\n';
+    const status = await raw(
+      fx.gw.url,
+      ['POST /api/v1/statuses/1 HTTP/1.1', 'Content-Type: multipart/form-data; boundary=A', 'content-type: multipart/form-data; boundary=B'],
+      body,
+    );
     expect(status).toBe(400);
     expect(fx.upstream.forwarded().length).toBe(before);
     await alive();
@@ -80,7 +85,13 @@ describe('param: keys are normalized as Rack::Attack and Devise read them (strip
     fx.gw = await startTestGateway(LOGIN, { upstream: fx.upstream.url });
     const statuses: number[] = [];
     for (const email of ['Victim@Example.COM', 'victim@example.com', ' victim@example.com%00', '%00VICTIM@example.com\t']) {
-      statuses.push(await raw(fx.gw.url, ['POST /auth/sign_in HTTP/1.1', 'Content-Type: application/x-www-form-urlencoded'], `user[email]=${email.replace(/\t/g, '%09').replace(/ /g, '+')}`));
+      statuses.push(
+        await raw(
+          fx.gw.url,
+          ['POST /auth/sign_in HTTP/1.1', 'Content-Type: application/x-www-form-urlencoded'],
+          `user[email]=${email.replace(/\t/g, '%09').replace(/ /g, '+')}`,
+        ),
+      );
     }
     expect(statuses).toEqual([200, 200, 429, 429]);
     // Another address has its own bucket.
@@ -134,14 +145,21 @@ describe('multipart part headers are read as Rack reads them', () => {
   });
 
   it('a named part with Content-Type application/octet-stream and no filename is a field: its access_token counts for the account', async () => {
-    fx.gw = await startTestGateway(`limits:\n  - { name: media, match: POST /api/v1/media, per: account, limit: 1, period: 30m }\n`, { upstream: fx.upstream.url });
-    const body = part('form-data; name="access_token"', 'user-31', 'Content-Type: application/octet-stream\r\n') + part('form-data; name="file"; filename="a.png"', 'PNG', 'Content-Type: image/png\r\n') + close;
+    fx.gw = await startTestGateway(`limits:\n  - { name: media, match: POST /api/v1/media, per: account, limit: 1, period: 30m }\n`, {
+      upstream: fx.upstream.url,
+    });
+    const body =
+      part('form-data; name="access_token"', 'user-31', 'Content-Type: application/octet-stream\r\n') +
+      part('form-data; name="file"; filename="a.png"', 'PNG', 'Content-Type: image/png\r\n') +
+      close;
     expect(await post('/api/v1/media', body)).toBe(200);
     expect(await post('/api/v1/media', body)).toBe(429);
   });
 
   it('an attachment-typed user[email] part counts against the per-e-mail login limit', async () => {
-    fx.gw = await startTestGateway(`limits:\n  - { name: login, match: POST /auth/sign_in, per: "param:user[email]", limit: 1, period: 5m }\n`, { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(`limits:\n  - { name: login, match: POST /auth/sign_in, per: "param:user[email]", limit: 1, period: 5m }\n`, {
+      upstream: fx.upstream.url,
+    });
     const body = part('attachment; name="user[email]"', 'Victim@example.com') + close;
     expect(await post('/auth/sign_in', body)).toBe(200);
     expect(await post('/auth/sign_in', body)).toBe(429);
@@ -149,8 +167,14 @@ describe('multipart part headers are read as Rack reads them', () => {
 
   it.each([
     ['a name only Rack 2 reads (NAME=)', part('form-data; NAME="_method"', 'delete') + close],
-    ['a boundary inside a part without the CRLF before it (Rack 2 splits there)', part('form-data; name="x"', 'a--B\r\nContent-Disposition: form-data; name="_method"\r\n\r\ndelete') + close],
-    ['a part after a broken closing line (Rack 2 reads on)', part('form-data; name="x"', '1') + '--B--junk\r\n' + part('form-data; name="_method"', 'delete') + close],
+    [
+      'a boundary inside a part without the CRLF before it (Rack 2 splits there)',
+      part('form-data; name="x"', 'a--B\r\nContent-Disposition: form-data; name="_method"\r\n\r\ndelete') + close,
+    ],
+    [
+      'a part after a broken closing line (Rack 2 reads on)',
+      part('form-data; name="x"', '1') + '--B--junk\r\n' + part('form-data; name="_method"', 'delete') + close,
+    ],
     ['a counted field sent as a file', part('form-data; name="_method"; filename="m.txt"', 'delete') + close],
     ['a name in brackets ([_method] is _method to Rack 2)', part('form-data; name="[_method]"', 'delete') + close],
   ])('%s: refused with 400, never forwarded', async (_what, body) => {

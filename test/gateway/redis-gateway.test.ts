@@ -80,7 +80,11 @@ describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on 
     const gws = await Promise.all([0, 1, 2].map(() => spawnGateway(config, redis.url)));
     try {
       upstream.seen.length = 0;
-      const counts = await flood(gws.map((g) => g.url), 300, (i) => `/api/v1/statuses/${i}`);
+      const counts = await flood(
+        gws.map((g) => g.url),
+        300,
+        (i) => `/api/v1/statuses/${i}`,
+      );
       expect(counts).toEqual({ 200: 50, 429: 250 });
       expect(upstream.forwarded()).toHaveLength(50);
     } finally {
@@ -94,7 +98,7 @@ describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on 
     try {
       // Wait until the workers listen (the primary's admin answers first).
       const deadline = Date.now() + 20_000;
-      while ((await (await fetch(`${gw.adminUrl}/readyz`)).json() as { workers: number }).workers < 2) {
+      while (((await (await fetch(`${gw.adminUrl}/readyz`)).json()) as { workers: number }).workers < 2) {
         if (Date.now() > deadline) throw new Error('workers did not start');
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -108,7 +112,9 @@ describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on 
       // Operations series combine over workers as one gateway's would: zeros summed, state by min, build once.
       expect(metrics).toContain('rategate_config_reloads_total{result="error"} 0');
       expect(metrics).toContain('rategate_config_last_reload_successful 1');
-      expect(metrics).toContain(`rategate_build_info{version="${(JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version}",node="${process.version}"} 1`);
+      expect(metrics).toContain(
+        `rategate_build_info{version="${(JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version}",node="${process.version}"} 1`,
+      );
       expect(metrics).toContain('rategate_store_up 1');
     } finally {
       await stop(gw);
@@ -263,7 +269,10 @@ store: { timeout: 100ms }
       while (!back() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       expect(gw.store.fallbackActive()).toBe(false);
       expect(await gw.store.reachable()).toBe(true);
-      expect(log.lines.filter((r) => /store (recovered|connected)/.test(r.msg)), JSON.stringify(log.lines)).toHaveLength(1);
+      expect(
+        log.lines.filter((r) => /store (recovered|connected)/.test(r.msg)),
+        JSON.stringify(log.lines),
+      ).toHaveLength(1);
       expect(log.lines.filter((r) => r.level === 40).length).toBeLessThanOrEqual(3);
     } finally {
       await gw.shutdown(500);

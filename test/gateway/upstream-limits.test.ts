@@ -56,7 +56,7 @@ describe("the upstream's own limits", () => {
     expect(b.headers['x-ratelimit-reset']).toBe('soon');
   });
 
-  it("on other answers the client sees the tighter of the two X-RateLimit-* triples", async () => {
+  it('on other answers the client sees the tighter of the two X-RateLimit-* triples', async () => {
     gw = await startTestGateway(TABLE, { upstream: upstream.url });
     const reset = new Date(Date.now() + 60_000).toISOString();
     upstream.route('/api/v1/tight', answer(200, { 'X-RateLimit-Limit': '300', 'X-RateLimit-Remaining': '5', 'X-RateLimit-Reset': reset }));

@@ -170,8 +170,10 @@ describe('an upgrade whose client resets during the limit decision', () => {
       const { port } = new URL(gw.url);
       const socket = net.connect(Number(port), '127.0.0.1');
       await new Promise((r) => socket.once('connect', r));
-      socket.write('GET /api/v1/streaming HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer user-1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
-        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+      socket.write(
+        'GET /api/v1/streaming HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer user-1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+          'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+      );
       // Waits that must stay: the reset must land while the upgrade is under way (nothing to await from
       // the outside), and the check is that nothing happens afterwards (the process stays up).
       await new Promise((r) => setTimeout(r, 100));

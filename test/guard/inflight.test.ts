@@ -96,17 +96,19 @@ describe('concurrency: max 2 per IP', () => {
     const head = `GET /api/v1/slow HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: ${IP}\r\n\r\n`;
     for (let batch = 0; batch < 20; batch++) {
       await Promise.all(
-        Array.from({ length: 50 }, (_, i) =>
-          new Promise<void>((resolve) => {
-            const s = net.connect(new URL(gw.url).port as unknown as number, '127.0.0.1', () => {
-              s.write(head);
-              // Some go at once (before or while the gateway reads them), some once held upstream.
-              if (i % 2 === 0) s.destroy();
-              else setTimeout(() => s.destroy(), 1 + (i % 7));
-            });
-            s.on('close', () => resolve());
-            s.on('error', () => resolve());
-          }),
+        Array.from(
+          { length: 50 },
+          (_, i) =>
+            new Promise<void>((resolve) => {
+              const s = net.connect(new URL(gw.url).port as unknown as number, '127.0.0.1', () => {
+                s.write(head);
+                // Some go at once (before or while the gateway reads them), some once held upstream.
+                if (i % 2 === 0) s.destroy();
+                else setTimeout(() => s.destroy(), 1 + (i % 7));
+              });
+              s.on('close', () => resolve());
+              s.on('error', () => resolve());
+            }),
         ),
       );
     }

@@ -25,7 +25,10 @@ describe.skipIf(skipRedis('store-scope in-flight limits'))('scope: store', () =>
   - { name: uploads, match: POST /api/v2/media, per: ip, max: 2, scope: store }
 store: { timeout: 2s }
 `;
-    gws = [await startTestGateway(table, { upstream: upstream.url, store: redis.url }), await startTestGateway(table, { upstream: upstream.url, store: redis.url })];
+    gws = [
+      await startTestGateway(table, { upstream: upstream.url, store: redis.url }),
+      await startTestGateway(table, { upstream: upstream.url, store: redis.url }),
+    ];
   });
   afterAll(async () => {
     for (const r of held) r.destroy();

@@ -25,7 +25,11 @@ interface Proc {
 }
 
 async function spawnGateway(configPath: string, store: string, upstream: string): Promise<Proc> {
-  const p = await spawnServe(['--config', configPath, '--upstream', upstream, '--store', store], { RATEGATE_LOG_LEVEL: 'warn', RATEGATE_ADMIN_TOKEN: TOKEN }, 30_000);
+  const p = await spawnServe(
+    ['--config', configPath, '--upstream', upstream, '--store', store],
+    { RATEGATE_LOG_LEVEL: 'warn', RATEGATE_ADMIN_TOKEN: TOKEN },
+    30_000,
+  );
   return { url: p.url, adminUrl: p.adminUrl, child: p.child, out: p.output };
 }
 
@@ -114,7 +118,12 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
     // Not banned before the 10th.
     expect(await status(`${urls[0]}/api/v1/timelines/home`, attacker)).toBe(200);
     expect(await status(`${urls[1]}/auth/sign_in`, attacker, login)).toBe(401);
-    const took = await until(urls.map((u) => `${u}/api/v1/timelines/home`), attacker, 403, 1_000);
+    const took = await until(
+      urls.map((u) => `${u}/api/v1/timelines/home`),
+      attacker,
+      403,
+      1_000,
+    );
     const seenBefore = upstream.forwarded().filter((s) => s.headers['x-forwarded-for']?.toString().startsWith(attacker)).length;
     // Everything from it is refused, on every route, on both replicas, never forwarded.
     for (const u of urls) {
@@ -151,7 +160,12 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
     expect(started.reduce((a, b) => a + b)).toBe(1);
 
     // It ends by itself (ban: 6s), on both.
-    await until(urls.map((u) => `${u}/api/v1/timelines/home`), attacker, 200, 8_000);
+    await until(
+      urls.map((u) => `${u}/api/v1/timelines/home`),
+      attacker,
+      200,
+      8_000,
+    );
     console.log(`ban applied on both replicas ${took} ms after the 10th failed login`);
     for (const g of gws) expect(g.child.exitCode).toBeNull();
   }, 30_000);

@@ -120,7 +120,8 @@ describe('runtime exemptions and token bans (memory store: this process)', () =>
   it('a token banned after two 422s is refused on every route, lifted by DELETE /admin/bans/<ban>/<key>', async () => {
     const auth = { authorization: 'Bearer spammer-token', 'content-type': 'application/json' };
     const ip = '192.0.2.201';
-    const post = () => fetch(`${gw.url}/api/v1/statuses`, { method: 'POST', headers: { ...auth, 'x-forwarded-for': ip }, body: '{"status":"x"}' }).then((r) => r.status);
+    const post = () =>
+      fetch(`${gw.url}/api/v1/statuses`, { method: 'POST', headers: { ...auth, 'x-forwarded-for': ip }, body: '{"status":"x"}' }).then((r) => r.status);
     expect(await post()).toBe(422);
     expect(await post()).toBe(422);
     // The ban is written before the next request is read (memory store: at once).

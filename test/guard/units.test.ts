@@ -9,7 +9,8 @@ function errors(yaml: string): string[] {
     parseConfig(yaml, 'limits.yaml', {});
     return [];
   } catch (err) {
-    if (err instanceof ConfigError) return err.errors.map((e) => (typeof e === 'string' ? e : `${(e as { path: string }).path}: ${(e as { message: string }).message}`));
+    if (err instanceof ConfigError)
+      return err.errors.map((e) => (typeof e === 'string' ? e : `${(e as { path: string }).path}: ${(e as { message: string }).message}`));
     throw err;
   }
 }
@@ -35,7 +36,12 @@ describe('TopLimited (Space-Saving)', () => {
     t.add('r', 'old');
     now = 1_500;
     t.add('r', 'new');
-    expect(t.top('r', 5).map((k) => k.key).sort()).toEqual(['new', 'old']);
+    expect(
+      t
+        .top('r', 5)
+        .map((k) => k.key)
+        .sort(),
+    ).toEqual(['new', 'old']);
     now = 3_200;
     expect(t.top('r', 5).map((k) => k.key)).toEqual(['new']);
     now = 10_000;

@@ -29,9 +29,9 @@ const hex = (c: string, upper: boolean) => {
 
 /** One path segment, written in a random way that a lenient server decodes back to the same segment. */
 const disguisedSegment = (seg: string) =>
-  fc.array(fc.tuple(fc.boolean(), fc.boolean()), { minLength: seg.length, maxLength: seg.length }).map((flags) =>
-    [...seg].map((c, i) => (flags[i]![0] ? hex(c, flags[i]![1]) : c)).join(''),
-  );
+  fc
+    .array(fc.tuple(fc.boolean(), fc.boolean()), { minLength: seg.length, maxLength: seg.length })
+    .map((flags) => [...seg].map((c, i) => (flags[i]![0] ? hex(c, flags[i]![1]) : c)).join(''));
 
 /** Extra material between segments: nothing, more slashes, `.`, `x/..`, or the encoded forms. */
 const junk = fc.constantFrom('', '', '', '/', '//', '/.', '/./', '/x/..', '/%2e', '/%2E%2e', '/x/%2e%2e', '%2F', '%5C', '\\');

@@ -1,9 +1,9 @@
 /** Hostile clients over real sockets: none of these may hurt the gateway or other clients. */
 import net from 'node:net';
 import http from 'node:http';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { SEED_TABLE, startTestGateway, type TestGateway, gatewayFixture } from '../support/gateway.js';
+import { SEED_TABLE, startTestGateway, gatewayFixture } from '../support/gateway.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
@@ -49,7 +49,12 @@ describe('hostile clients', () => {
   it('drops a slowloris head after headersTimeout while other clients are served', async () => {
     fx.gw = await startTestGateway(limits('{ headersTimeout: 500ms }'), { upstream: fx.upstream.url });
     const started = Date.now();
-    const slow = raw(fx.gw.url, ['GET /api/v1/statuses/1 HTTP/1.1\r\n', 'Host: x\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n'], 8000, 400);
+    const slow = raw(
+      fx.gw.url,
+      ['GET /api/v1/statuses/1 HTTP/1.1\r\n', 'Host: x\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n'],
+      8000,
+      400,
+    );
     // Meanwhile a normal client is answered at once.
     const ok = await send(fx.gw.url, { path: '/api/v1/statuses/1' });
     expect(ok.status).toBe(200);
@@ -60,7 +65,9 @@ describe('hostile clients', () => {
   });
 
   it('answers 413 to a declared body over the route limit before counting or forwarding it', async () => {
-    fx.gw = await startTestGateway(limits('{ maxBodySize: 1kB, bodyLimits: [{ match: POST /api/v1/media, maxBodySize: 64kB }] }'), { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(limits('{ maxBodySize: 1kB, bodyLimits: [{ match: POST /api/v1/media, maxBodySize: 64kB }] }'), {
+      upstream: fx.upstream.url,
+    });
     const big = await send(fx.gw.url, { method: 'POST', path: '/api/v1/statuses', body: 'x'.repeat(2048) });
     expect(big.status).toBe(413);
     expect(big.json()).toEqual({ error: 'Payload too large' });
@@ -76,10 +83,19 @@ describe('hostile clients', () => {
     fx.gw = await startTestGateway(limits('{ maxBodySize: 1MB }'), { upstream: fx.upstream.url });
     const u = new URL(fx.gw.url);
     const status = await new Promise<number>((resolve, reject) => {
-      const r = http.request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/statuses', headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': 'application/octet-stream' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const r = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          method: 'POST',
+          path: '/api/v1/statuses',
+          headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': 'application/octet-stream' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       r.on('error', reject);
       const chunk = Buffer.alloc(64 * 1024, 120);
       let n = 0;

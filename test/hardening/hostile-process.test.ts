@@ -96,7 +96,9 @@ async function interruptedUploads(gw: GatewayProcess, extraHead = ''): Promise<v
 async function wedgeSequence(gw: GatewayProcess, n: number): Promise<number[]> {
   const odd = ['%E2%82%AC', '%00', '%01', '%7F', '%0D%0A', '%C3%A9', '%FF'];
   return inWaves(n, 32, (i) =>
-    answerWithin(gw.url, `/api/v1/statuses/1?access_token=${odd[i % odd.length]}${i}`, 5000, { 'X-Forwarded-For': `10.9.${i >> 8}.${i & 255}` }).then((a) => a.status),
+    answerWithin(gw.url, `/api/v1/statuses/1?access_token=${odd[i % odd.length]}${i}`, 5000, { 'X-Forwarded-For': `10.9.${i >> 8}.${i & 255}` }).then(
+      (a) => a.status,
+    ),
   );
 }
 
@@ -122,7 +124,12 @@ afterAll(async () => upstream.close());
 describe('the default table', () => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await spawnServe(['--config', configFile(`${SEED_TABLE}server: { maxBodySize: 1MB, bodyLimits: [{ match: [POST /api/v1/early, POST /api/v1/streaming-early], maxBodySize: 4kB }] }\n`), '--upstream', upstream.url]);
+    gw = await spawnServe([
+      '--config',
+      configFile(`${SEED_TABLE}server: { maxBodySize: 1MB, bodyLimits: [{ match: [POST /api/v1/early, POST /api/v1/streaming-early], maxBodySize: 4kB }] }\n`),
+      '--upstream',
+      upstream.url,
+    ]);
   });
   afterAll(async () => {
     await stop(gw);
@@ -137,21 +144,31 @@ describe('the default table', () => {
     for (const target of ['/api/v1/early', '/api/v1/streaming-early', '/api/v1/early', '/api/v1/streaming-early']) {
       const u = new URL(gw.url);
       const status = await new Promise<number>((resolve) => {
-        const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: target, agent: false, headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': 'application/octet-stream' } }, (res) => {
-          res.resume();
-          // The upstream answered: now send past the route's 4 kB.
-          const more = Buffer.alloc(1024, 120);
-          let n = 0;
-          const pump = (): void => {
-            while (n < 16 && !r.destroyed) {
-              n++;
-              if (!r.write(more)) return void r.once('drain', pump);
-            }
-            r.end();
-          };
-          pump();
-          resolve(res.statusCode ?? 0);
-        });
+        const r = http.request(
+          {
+            host: u.hostname,
+            port: Number(u.port),
+            method: 'POST',
+            path: target,
+            agent: false,
+            headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': 'application/octet-stream' },
+          },
+          (res) => {
+            res.resume();
+            // The upstream answered: now send past the route's 4 kB.
+            const more = Buffer.alloc(1024, 120);
+            let n = 0;
+            const pump = (): void => {
+              while (n < 16 && !r.destroyed) {
+                n++;
+                if (!r.write(more)) return void r.once('drain', pump);
+              }
+              r.end();
+            };
+            pump();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         r.on('error', () => resolve(0));
         r.write(Buffer.alloc(512, 120));
       });
@@ -189,7 +206,14 @@ describe('the default table', () => {
     const u = new URL(gw.url);
     const status = await new Promise<number>((resolve) => {
       const r = http.request(
-        { host: u.hostname, port: Number(u.port), method: 'POST', path: '/api/v1/media', agent: false, headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': `multipart/form-data; boundary=${boundary}` } },
+        {
+          host: u.hostname,
+          port: Number(u.port),
+          method: 'POST',
+          path: '/api/v1/media',
+          agent: false,
+          headers: { 'Transfer-Encoding': 'chunked', 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+        },
         (res) => {
           res.resume();
           resolve(res.statusCode ?? 0);
@@ -214,10 +238,20 @@ async function inWaves<T>(n: number, width: number, task: (i: number) => Promise
 function post(url: string, pathAndQuery: string, body: string, headers: http.OutgoingHttpHeaders): Promise<number> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: pathAndQuery, agent: false, headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body), ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const r = http.request(
+      {
+        host: u.hostname,
+        port: Number(u.port),
+        method: 'POST',
+        path: pathAndQuery,
+        agent: false,
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body), ...headers },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     r.on('error', reject);
     r.end(body);
   });
@@ -238,7 +272,11 @@ describe('tokens introspection cannot take (items 2 and 8)', () => {
     // As nginx in front of Mastodon does for a huge junk token: 400 (Node's own server says 431).
     verify.route(VERIFY, (req, res) => {
       const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
-      const [status, body] = token.startsWith('user-') ? [200, { id: token.slice(5) }] : token.startsWith('junk') ? [400, { error: 'Bad Request' }] : [401, { error: 'The access token is invalid' }];
+      const [status, body] = token.startsWith('user-')
+        ? [200, { id: token.slice(5) }]
+        : token.startsWith('junk')
+          ? [400, { error: 'Bad Request' }]
+          : [401, { error: 'The access token is invalid' }];
       res.writeHead(status, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify(body));
     });
@@ -395,7 +433,10 @@ describe('odd bytes in the path and headers, more times than the proxy pool has 
     for (const bytes of cases) {
       const answers = await inWaves(130, 26, () => statusLine(bytes));
       // Answered one way or the other (forwarded, or refused 400 by the parser), never left hanging.
-      expect(answers.every((a) => /^HTTP\/1\.1 (200|400) /.test(a)), answers.find((a) => !/^HTTP\/1\.1 (200|400) /.test(a))).toBe(true);
+      expect(
+        answers.every((a) => /^HTTP\/1\.1 (200|400) /.test(a)),
+        answers.find((a) => !/^HTTP\/1\.1 (200|400) /.test(a)),
+      ).toBe(true);
       await expectAlive(gw);
     }
   });

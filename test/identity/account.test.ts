@@ -1,12 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  accountKeyFromHeader,
-  createAccountResolver,
-  type AccountKey,
-  type Introspect,
-} from '../../src/identity/account.js';
+import { accountKeyFromHeader, createAccountResolver, type AccountKey, type Introspect } from '../../src/identity/account.js';
 import { createHttpIntrospector } from '../../src/identity/introspect.js';
 import { refusedOrigin, startIntrospectionServer, type IntrospectionServer } from './introspection-server.js';
 
@@ -170,7 +165,7 @@ describe('account by introspection over HTTP', () => {
 
   it('100 concurrent first requests for one token make exactly one upstream call', async () => {
     const r = resolver();
-    const keys = await Promise.all(Array.from({ length: 100 }, () => r.resolve('user-444', undefined, false)));
+    const keys = await Promise.all(Array.from({ length: 100 }, async () => r.resolve('user-444', undefined, false)));
     expect(new Set(keys)).toEqual(new Set(['a:444']));
     expect(server.calls.get('user-444')).toBe(1);
   });

@@ -114,8 +114,24 @@ describe('parseIp', () => {
 });
 
 describe('one CIDR parser for config validation and the request path', () => {
-  const cases = ['10.0.0.0/8', '10.0.0.1/8', '127.1', '0x7f.0.0.1', '::ffff:10.0.0.0/104', '::/0', 'fe80::1%eth0', '2001:db8::/129',
-    '1.2.3.4/33', 'loopback', 'Private', 'localhost', '1.2.3.4/ 8', '', '300.1.1.1', '2001:db8::1'];
+  const cases = [
+    '10.0.0.0/8',
+    '10.0.0.1/8',
+    '127.1',
+    '0x7f.0.0.1',
+    '::ffff:10.0.0.0/104',
+    '::/0',
+    'fe80::1%eth0',
+    '2001:db8::/129',
+    '1.2.3.4/33',
+    'loopback',
+    'Private',
+    'localhost',
+    '1.2.3.4/ 8',
+    '',
+    '300.1.1.1',
+    '2001:db8::1',
+  ];
   it.each(cases)('the config accepts %j exactly when compileCidrs does', (entry) => {
     let compiles = true;
     try {

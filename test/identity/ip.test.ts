@@ -125,8 +125,7 @@ describe('IPv6 grouping', () => {
   });
 
   it('uses the configured prefix', () => {
-    const at = (bits: number, addr: string): string =>
-      createClientIpResolver({ trustedProxies, ipv6Prefix: bits })(addr, undefined).key;
+    const at = (bits: number, addr: string): string => createClientIpResolver({ trustedProxies, ipv6Prefix: bits })(addr, undefined).key;
     expect(at(48, '2001:db8:1:2::1')).toBe('2001:db8:1::/48');
     expect(at(56, '2001:db8:1:2ff::1')).toBe('2001:db8:1:200::/56');
     expect(at(60, '2001:db8:1:2ff::1')).toBe('2001:db8:1:2f0::/60');

@@ -12,7 +12,7 @@ describe('param: key normalization', () => {
     expect(rubyStrip('\0\0')).toBe('');
   });
 
-  it("downcases code point by code point, as Ruby does (no final-sigma rule)", () => {
+  it('downcases code point by code point, as Ruby does (no final-sigma rule)', () => {
     expect(rubyDowncase('Victim@Example.COM')).toBe('victim@example.com');
     expect(rubyDowncase('ΑΣ')).toBe('ασ');
     expect(rubyDowncase('İ')).toBe('i\u0307');

@@ -78,7 +78,9 @@ describe('the blocked-bucket cache', () => {
     // As in the gateway: a bucket's cost is its rule's (never above its limit: the config refuses that),
     // and one request never names a bucket twice.
     const pool = (['fixed-window', 'sliding-window', 'token-bucket'] as const).flatMap((algorithm) =>
-      [1, 2, 5].flatMap((limit) => [1, 2].filter((cost) => cost <= limit).map((cost) => spec({ algorithm, limit, cost, periodMs: [1_000, 3_000, 7_001][rand(3)]! }))),
+      [1, 2, 5].flatMap((limit) =>
+        [1, 2].filter((cost) => cost <= limit).map((cost) => spec({ algorithm, limit, cost, periodMs: [1_000, 3_000, 7_001][rand(3)]! })),
+      ),
     );
     let local = 0;
     for (let step = 0; step < 3_000; step++) {

@@ -31,7 +31,7 @@ describe('bucket keys', () => {
     for (const per of ['token', 'header', 'param'] as const) expect(bucketKey(ruleKeyPrefix('r'), per, '203.0.113.7', 'a:1', null)).toBeNull();
   });
 
-  it('give an override its own bucket beside the rule\'s default one, in the same slot', () => {
+  it("give an override its own bucket beside the rule's default one, in the same slot", () => {
     const plain = bucketKey(ruleKeyPrefix('api'), 'ip', '203.0.113.7', null)!;
     const override = bucketKey(ruleKeyPrefix('api', 0), 'ip', '203.0.113.7', null)!;
     expect(override).toBe('api:o0:{ip:203.0.113.7}');

@@ -271,9 +271,15 @@ describe.skipIf(skipCluster('the lease cluster test'))('leases on a Redis Cluste
     const hs = await gateways(cluster.url, 2);
     try {
       for (const algorithm of ALGORITHMS) {
-        const specs = [bucket(algorithm, 300, LONG[algorithm], `lc-${seq++}:{ip:198.51.100.${seq}}`), bucket(algorithm, 3_000, LONG[algorithm], `lc-${seq++}:{ip:198.51.100.${seq}}`)];
+        const specs = [
+          bucket(algorithm, 300, LONG[algorithm], `lc-${seq++}:{ip:198.51.100.${seq}}`),
+          bucket(algorithm, 3_000, LONG[algorithm], `lc-${seq++}:{ip:198.51.100.${seq}}`),
+        ];
         // Same hash tag per bucket but two tags: the request spans two slots (reserve and refund, no lease).
-        const oneSlot = [bucket(algorithm, 200, LONG[algorithm], `lc-${seq}:{ip:192.0.2.1}`), bucket(algorithm, 2_000, LONG[algorithm], `lc-${seq++}b:{ip:192.0.2.1}`)];
+        const oneSlot = [
+          bucket(algorithm, 200, LONG[algorithm], `lc-${seq}:{ip:192.0.2.1}`),
+          bucket(algorithm, 2_000, LONG[algorithm], `lc-${seq++}b:{ip:192.0.2.1}`),
+        ];
         expect(await untilAllRejected(hs, oneSlot, 10)).toBe(200);
         expect(await untilAllRejected(hs, specs, 10)).toBe(300);
       }

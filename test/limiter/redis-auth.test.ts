@@ -21,7 +21,7 @@ describe.skipIf(skipRedis('the Redis credential tests'))('credentials and databa
 
   const hostPort = (): string => `${redis.node.host}:${redis.node.port}`;
 
-  it('authenticates as the URL\'s ACL user and writes into the URL\'s database', async () => {
+  it("authenticates as the URL's ACL user and writes into the URL's database", async () => {
     const s = createRedisStore({ url: `redis://gate:s3cr3t@${hostPort()}/2`, prefix: 'cred', timeoutMs: 1_000 });
     await s.ready(5_000);
     const b = spec();

@@ -25,7 +25,14 @@ describe('redis+unix:// URLs', () => {
   });
 
   it('refuse a relative or empty path, a directory, .. segments and a query', () => {
-    for (const bad of ['redis+unix://', 'redis+unix://redis.sock', 'redis+unix:///', 'redis+unix:///run/', 'redis+unix:///run/../etc/r.sock', 'redis+unix:///r.sock?db=2']) {
+    for (const bad of [
+      'redis+unix://',
+      'redis+unix://redis.sock',
+      'redis+unix:///',
+      'redis+unix:///run/',
+      'redis+unix:///run/../etc/r.sock',
+      'redis+unix:///r.sock?db=2',
+    ]) {
       expect(() => parseStoreUrl(bad), bad).toThrow(StoreUrlError);
     }
   });
@@ -47,7 +54,15 @@ describe.skipIf(skipRedis('the Unix socket store test'))('a Redis on a Unix sock
 
   for (const lease of [true, false]) {
     it(`counts exactly through the socket (leases ${lease ? 'on' : 'off'}), and the TCP side sees the same count`, async () => {
-      const spec: BucketSpec = { key: `unix-${lease}:{ip:203.0.113.9}`, limit: 25, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'deny' };
+      const spec: BucketSpec = {
+        key: `unix-${lease}:{ip:203.0.113.9}`,
+        limit: 25,
+        periodMs: 60_000,
+        algorithm: 'fixed-window',
+        cost: 1,
+        shadow: false,
+        onError: 'deny',
+      };
       const viaSocket = await createStoreFor({ url: `redis+unix://${socket}`, prefix: 'ux', timeout: 2_000, onError: 'deny', lease });
       const viaTcp = await createStoreFor({ url: redis.url, prefix: 'ux', timeout: 2_000, onError: 'deny', lease: false });
       try {

@@ -13,7 +13,16 @@ import { storeContract } from './store.contract.js';
 
 let seq = 0;
 function spec(over: Partial<BucketSpec> = {}): BucketSpec {
-  return { key: `t${++seq}:{ip:198.51.100.${seq % 250}}`, limit: 5, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local', ...over };
+  return {
+    key: `t${++seq}:{ip:198.51.100.${seq % 250}}`,
+    limit: 5,
+    periodMs: 60_000,
+    algorithm: 'fixed-window',
+    cost: 1,
+    shadow: false,
+    onError: 'local',
+    ...over,
+  };
 }
 
 describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
@@ -121,7 +130,9 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
       return seed % n;
     };
     const algorithms = ['fixed-window', 'sliding-window', 'token-bucket'] as const;
-    const pool = Array.from({ length: 9 }, (_, i) => spec({ algorithm: algorithms[i % 3]!, limit: 2 + rand(6), periodMs: [1_000, 7_001][rand(2)]!, shadow: i === 8 }));
+    const pool = Array.from({ length: 9 }, (_, i) =>
+      spec({ algorithm: algorithms[i % 3]!, limit: 2 + rand(6), periodMs: [1_000, 7_001][rand(2)]!, shadow: i === 8 }),
+    );
     const batchesBefore = red.batchesSent;
     let calls = 0;
     let rejected = 0;

@@ -15,7 +15,16 @@ import { readBucketState, skipRedis, startRedis, type RedisHandle } from '../sup
 
 let seq = 0;
 function spec(over: Partial<BucketSpec> = {}): BucketSpec {
-  return { key: `r${++seq}:{ip:192.0.2.${seq % 250}}`, limit: 3, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local', ...over };
+  return {
+    key: `r${++seq}:{ip:192.0.2.${seq % 250}}`,
+    limit: 3,
+    periodMs: 60_000,
+    algorithm: 'fixed-window',
+    cost: 1,
+    shadow: false,
+    onError: 'local',
+    ...over,
+  };
 }
 
 /** Lets the promise callbacks queued so far run (no time passes). */
@@ -60,7 +69,12 @@ class ScriptedPrimary implements Store {
 function setup(breaker = { failureThreshold: 3, openMs: 100 }, primary: Store = new ScriptedPrimary()) {
   const clock = new FakeClock();
   const events: StoreEvent[] = [];
-  const store = createResilientStore(primary, { fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }), breaker, clock, onEvent: (e) => events.push(e) });
+  const store = createResilientStore(primary, {
+    fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }),
+    breaker,
+    clock,
+    onEvent: (e) => events.push(e),
+  });
   return { events, store, clock };
 }
 
@@ -97,10 +111,16 @@ describe('the fault policy', () => {
     await expect(store.consume([allow, local, deny])).rejects.toBeInstanceOf(StoreUnavailableError);
     const first = await store.consume([allow, local]);
     expect(first.allowed).toBe(true);
-    expect(first.buckets).toMatchObject([{ remaining: 5, limited: false }, { remaining: 0, limited: false }]);
+    expect(first.buckets).toMatchObject([
+      { remaining: 5, limited: false },
+      { remaining: 0, limited: false },
+    ]);
     const second = await store.consume([allow, local]);
     expect(second.allowed).toBe(false);
-    expect(second.buckets).toMatchObject([{ remaining: 5, limited: false }, { remaining: 0, limited: true }]);
+    expect(second.buckets).toMatchObject([
+      { remaining: 5, limited: false },
+      { remaining: 0, limited: true },
+    ]);
     expect(events.filter((e) => e.type === 'local_rejection')).toHaveLength(1);
     // The deny request charged nothing locally: the local bucket saw exactly the two requests above.
     await store.close();
@@ -308,7 +328,12 @@ describe('the fault policy', () => {
   it('seeds a local bucket from what the store last reported, split by the gateways, and writes what it admitted back to the store', async () => {
     const primary = new ScriptedPrimary();
     const clock = new FakeClock();
-    const store = createResilientStore(primary, { fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }), gateways: 2, breaker: { failureThreshold: 100, openMs: 100 }, clock });
+    const store = createResilientStore(primary, {
+      fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }),
+      gateways: 2,
+      breaker: { failureThreshold: 100, openMs: 100 },
+      clock,
+    });
     const b = spec({ limit: 20, periodMs: 3_600_000 });
     for (let i = 0; i < 10; i++) await store.consume([b]); // the store has 10 left
     primary.mode = 'fail';
@@ -332,7 +357,12 @@ describe('the fault policy', () => {
   it('gives each gateway its share of the limit in every window of an outage longer than a window', async () => {
     const primary = new ScriptedPrimary();
     const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0));
-    const store = createResilientStore(primary, { fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }), gateways: 2, breaker: { failureThreshold: 100, openMs: 60_000 }, clock });
+    const store = createResilientStore(primary, {
+      fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }),
+      gateways: 2,
+      breaker: { failureThreshold: 100, openMs: 60_000 },
+      clock,
+    });
     const b = spec({ limit: 10, periodMs: 1_000 });
     primary.mode = 'fail';
     for (let w = 0; w < 3; w++) {
@@ -423,7 +453,10 @@ describe.skipIf(skipRedis('the Redis fault tests'))('the fault policy over a rea
     await redis.node.kill();
     const local = spec({ onError: 'local', limit: 2 });
     expect((await Promise.all([1, 2, 3].map(() => store.consume([local])))).map((o) => o.allowed).sort()).toEqual([false, true, true]);
-    expect((await store.consume([spec({ onError: 'allow', limit: 2 }), spec({ onError: 'allow', limit: 2 })])).buckets).toMatchObject([{ remaining: 2 }, { remaining: 2 }]);
+    expect((await store.consume([spec({ onError: 'allow', limit: 2 }), spec({ onError: 'allow', limit: 2 })])).buckets).toMatchObject([
+      { remaining: 2 },
+      { remaining: 2 },
+    ]);
     await expect(store.consume([spec({ onError: 'deny' })])).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(store.fallbackActive).toBe(true);
     expect(store.circuit).not.toBe('closed');

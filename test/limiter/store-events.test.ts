@@ -45,7 +45,16 @@ class CapturingLog implements StoreLog {
 
 let seq = 0;
 function spec(over: Partial<BucketSpec> = {}): BucketSpec {
-  return { key: `ev${++seq}:{ip:192.0.2.${seq % 250}}`, limit: 1_000_000, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local', ...over };
+  return {
+    key: `ev${++seq}:{ip:192.0.2.${seq % 250}}`,
+    limit: 1_000_000,
+    periodMs: 60_000,
+    algorithm: 'fixed-window',
+    cost: 1,
+    shadow: false,
+    onError: 'local',
+    ...over,
+  };
 }
 
 async function metricsText(m: Metrics): Promise<string> {
@@ -154,10 +163,7 @@ describe('the store state log', () => {
     states.unreachableAtStart('connect ECONNREFUSED');
     states.connected();
     states.connected();
-    expect(log.lines.map((l) => l.msg)).toEqual([
-      'store unreachable at start: serving under onError: local until it connects',
-      'store connected',
-    ]);
+    expect(log.lines.map((l) => l.msg)).toEqual(['store unreachable at start: serving under onError: local until it connects', 'store connected']);
   });
 });
 

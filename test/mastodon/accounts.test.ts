@@ -169,7 +169,7 @@ describe('GET /api/v1/accounts/verify_credentials', () => {
     expect(notBearer.status).toBe(401);
   });
 
-  it('answers 422 for an app token, with Mastodon\'s text', async () => {
+  it("answers 422 for an app token, with Mastodon's text", async () => {
     const res = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', { token: app });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({ error: 'This method requires an authenticated user' });

@@ -59,7 +59,14 @@ describe('parseKey', () => {
 
 describe('pairsToHash', () => {
   it('collects repeated a[] into an array in order', () => {
-    expect(plain(pairsToHash([['a[]', 'x'], ['a[]', 'y']]))).toEqual({ a: ['x', 'y'] });
+    expect(
+      plain(
+        pairsToHash([
+          ['a[]', 'x'],
+          ['a[]', 'y'],
+        ]),
+      ),
+    ).toEqual({ a: ['x', 'y'] });
   });
 
   it('builds nested hashes from h[k]=v and h[k][j]=v', () => {
@@ -86,16 +93,42 @@ describe('pairsToHash', () => {
       ['f[][name]', 'b'],
       ['f[][value]', '2'],
     ]);
-    expect(plain(tree)).toEqual({ f: [{ name: 'a', value: '1' }, { name: 'b', value: '2' }] });
+    expect(plain(tree)).toEqual({
+      f: [
+        { name: 'a', value: '1' },
+        { name: 'b', value: '2' },
+      ],
+    });
   });
 
   it('lets the last plain value win', () => {
-    expect(plain(pairsToHash([['a', '1'], ['a', '2']]))).toEqual({ a: '2' });
+    expect(
+      plain(
+        pairsToHash([
+          ['a', '1'],
+          ['a', '2'],
+        ]),
+      ),
+    ).toEqual({ a: '2' });
   });
 
   it('refuses a name used both as text and as a hash or array with 400', () => {
-    expect(statusOf(() => pairsToHash([['a', '1'], ['a[b]', '2']]))).toBe(400);
-    expect(statusOf(() => pairsToHash([['a', '1'], ['a[]', '2']]))).toBe(400);
+    expect(
+      statusOf(() =>
+        pairsToHash([
+          ['a', '1'],
+          ['a[b]', '2'],
+        ]),
+      ),
+    ).toBe(400);
+    expect(
+      statusOf(() =>
+        pairsToHash([
+          ['a', '1'],
+          ['a[]', '2'],
+        ]),
+      ),
+    ).toBe(400);
   });
 
   it('refuses nesting deeper than the limit with 400', () => {
@@ -122,9 +155,9 @@ describe('pairsToHash', () => {
 
   it('never throws anything but a ParamError and never touches Object.prototype, whatever the keys', () => {
     const segment = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', '', 'a', '0'), fc.string({ maxLength: 4 }));
-    const key = fc.tuple(segment, fc.array(fc.oneof(segment, fc.constant('')), { maxLength: 5 })).map(
-      ([head, rest]) => head + rest.map((s) => `[${s}]`).join(''),
-    );
+    const key = fc
+      .tuple(segment, fc.array(fc.oneof(segment, fc.constant('')), { maxLength: 5 }))
+      .map(([head, rest]) => head + rest.map((s) => `[${s}]`).join(''));
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.oneof(key, fc.string({ maxLength: 12 })), fc.string({ maxLength: 4 })), { maxLength: 20 }), (pairs) => {
         try {

@@ -95,10 +95,11 @@ describe('robustness', () => {
     const jsonish = fc.oneof(
       fc.json(),
       fc.string(),
-      fc.dictionary(fc.constantFrom('status', 'poll', 'media_ids', '__proto__', 'username', 'agreement', 'focus'), fc.jsonValue()).map((o) =>
-        JSON.stringify(o),
-      ),
-      fc.array(fc.tuple(fc.constantFrom('status', 'poll[options][]', 'poll[expires_in]', 'a[', 'x[][y]', 'media_ids[]', '%zz'), fc.string()))
+      fc
+        .dictionary(fc.constantFrom('status', 'poll', 'media_ids', '__proto__', 'username', 'agreement', 'focus'), fc.jsonValue())
+        .map((o) => JSON.stringify(o)),
+      fc
+        .array(fc.tuple(fc.constantFrom('status', 'poll[options][]', 'poll[expires_in]', 'a[', 'x[][y]', 'media_ids[]', '%zz'), fc.string()))
         .map((pairs) => pairs.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')),
       fc.string().map((s) => `--B\r\nContent-Disposition: form-data; name="status"\r\n\r\n${s}\r\n--B--\r\n`),
     );

@@ -64,7 +64,13 @@ describe('POST /api/v1/statuses', () => {
   it('attaches media given as media_ids[] and accepts media without text', async () => {
     const a = await uploadMedia(alice);
     const b = await uploadMedia(alice);
-    const res = await post(alice, new URLSearchParams([['media_ids[]', a], ['media_ids[]', b]]));
+    const res = await post(
+      alice,
+      new URLSearchParams([
+        ['media_ids[]', a],
+        ['media_ids[]', b],
+      ]),
+    );
     expect(res.status).toBe(200);
     expect(res.body.media_attachments.map((m: { id: string }) => m.id)).toEqual([a, b]);
     expect(res.body.content).toBe('');
@@ -76,7 +82,7 @@ describe('POST /api/v1/statuses', () => {
     expect(res.body).toEqual({ error: "Validation failed: Text can't be blank" });
   });
 
-  it('answers 422 for media that is unknown, not the caller\'s, already used, or more than four', async () => {
+  it("answers 422 for media that is unknown, not the caller's, already used, or more than four", async () => {
     expect((await post(alice, { 'media_ids[]': '12345', status: 'x' })).status).toBe(422);
     const bobs = await uploadMedia(bob);
     expect((await post(alice, { 'media_ids[]': bobs, status: 'x' })).status).toBe(422);
@@ -92,7 +98,17 @@ describe('POST /api/v1/statuses', () => {
   it('answers 422 for a video together with images', async () => {
     const image = await uploadMedia(alice);
     const video = await uploadMedia(alice, mp4());
-    expect((await post(alice, new URLSearchParams([['media_ids[]', image], ['media_ids[]', video]]))).status).toBe(422);
+    expect(
+      (
+        await post(
+          alice,
+          new URLSearchParams([
+            ['media_ids[]', image],
+            ['media_ids[]', video],
+          ]),
+        )
+      ).status,
+    ).toBe(422);
   });
 
   it('answers 422 for text over 500 characters, counting the content warning', async () => {
@@ -138,7 +154,10 @@ describe('POST /api/v1/statuses', () => {
       multiple: true,
       expired: false,
       votes_count: 0,
-      options: [{ title: 'Tea', votes_count: 0 }, { title: 'Coffee', votes_count: 0 }],
+      options: [
+        { title: 'Tea', votes_count: 0 },
+        { title: 'Coffee', votes_count: 0 },
+      ],
     });
     const expires = new Date(res.body.poll.expires_at as string).getTime();
     expect(Math.abs(expires - (Date.now() + 3600_000))).toBeLessThan(60_000);
@@ -170,11 +189,7 @@ describe('POST /api/v1/statuses', () => {
 
   it('answers 422 for polls with too few, too many, duplicate options or a bad expiry', async () => {
     const poll = (options: string[], expires: string): URLSearchParams =>
-      new URLSearchParams([
-        ['status', 'q'],
-        ...options.map((o): [string, string] => ['poll[options][]', o]),
-        ['poll[expires_in]', expires],
-      ]);
+      new URLSearchParams([['status', 'q'], ...options.map((o): [string, string] => ['poll[options][]', o]), ['poll[expires_in]', expires]]);
     for (const params of [
       poll(['only'], '600'),
       poll(['a', 'b', 'c', 'd', 'e'], '600'),

@@ -9,7 +9,13 @@ const SAMPLES = [0.0005, 0.001, 0.002, 0.0099, 0.05, 0.5, 2, 7, 0.001, 0.3];
 async function both(labelled: boolean): Promise<{ theirs: string; ours: string; oursJson: unknown; theirsJson: unknown }> {
   const a = new client.Registry();
   const b = new client.Registry();
-  const theirs = new client.Histogram({ name: 'h_seconds', help: 'A histogram.', buckets: BOUNDS, registers: [a], ...(labelled ? { labelNames: ['status_class'] } : {}) });
+  const theirs = new client.Histogram({
+    name: 'h_seconds',
+    help: 'A histogram.',
+    buckets: BOUNDS,
+    registers: [a],
+    ...(labelled ? { labelNames: ['status_class'] } : {}),
+  });
   const ours = new FastHistogram('h_seconds', 'A histogram.', BOUNDS, labelled ? 'status_class' : undefined);
   b.registerMetric(ours as unknown as client.Metric);
   SAMPLES.forEach((v, i) => {

@@ -31,7 +31,17 @@ const rules = (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Ru
 describe('the alert rules file', () => {
   it('holds the alerts operators need, each with a summary, a description and a runbook that exists', () => {
     expect(rules.map((r) => r.alert)).toEqual(
-      expect.arrayContaining(['RategateConfigReloadFailed', 'RategateStoreDegraded', 'RategateUpstreamErrors', 'RategateHighRejectionRatio', 'RategateStoreSlow', 'RategateBanWave', 'RategateRuntimeBlocksInForce', 'RategateDown', 'RategateAbsent']),
+      expect.arrayContaining([
+        'RategateConfigReloadFailed',
+        'RategateStoreDegraded',
+        'RategateUpstreamErrors',
+        'RategateHighRejectionRatio',
+        'RategateStoreSlow',
+        'RategateBanWave',
+        'RategateRuntimeBlocksInForce',
+        'RategateDown',
+        'RategateAbsent',
+      ]),
     );
     const readme = readFileSync('README.md', 'utf8');
     for (const r of rules) {
@@ -44,12 +54,15 @@ describe('the alert rules file', () => {
     }
   });
 
-  it.skipIf(missing.length > 0)('passes promtool check and its unit tests (fires on a broken reload, a dead store, a gateway down or absent, never on a healthy gateway)', () => {
-    const check = spawnSync('promtool', ['check', 'rules', RULES], { encoding: 'utf8' });
-    expect(check.status, check.stdout + check.stderr).toBe(0);
-    const test = spawnSync('promtool', ['test', 'rules', 'test/ops/alerts/rategate.rules.test.yaml'], { encoding: 'utf8' });
-    expect(test.status, test.stdout + test.stderr).toBe(0);
-  });
+  it.skipIf(missing.length > 0)(
+    'passes promtool check and its unit tests (fires on a broken reload, a dead store, a gateway down or absent, never on a healthy gateway)',
+    () => {
+      const check = spawnSync('promtool', ['check', 'rules', RULES], { encoding: 'utf8' });
+      expect(check.status, check.stdout + check.stderr).toBe(0);
+      const test = spawnSync('promtool', ['test', 'rules', 'test/ops/alerts/rategate.rules.test.yaml'], { encoding: 'utf8' });
+      expect(test.status, test.stdout + test.stderr).toBe(0);
+    },
+  );
 });
 
 describe.skipIf(missing.length > 0)('a real Prometheus with the shipped rules', () => {

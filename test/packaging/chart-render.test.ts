@@ -9,7 +9,17 @@ import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config/index.js';
-import { find, k8sErrors, kinds, render as renderChart, rendererUnavailable, renderError as renderChartError, type K8sObject, type Rendered, type RenderOptions } from './render.js';
+import {
+  find,
+  k8sErrors,
+  kinds,
+  render as renderChart,
+  rendererUnavailable,
+  renderError as renderChartError,
+  type K8sObject,
+  type Rendered,
+  type RenderOptions,
+} from './render.js';
 import { startTestGateway, SEED_TABLE } from '../support/gateway.js';
 import { CHART, read } from './support.js';
 
@@ -36,7 +46,12 @@ const EVERYTHING = {
   serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
   prometheusRule: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
   networkPolicy: { enabled: true, admin: { namespaces: ['monitoring'] } },
-  ingress: { enabled: true, className: 'nginx', hosts: [{ host: 'social.example.com', paths: [{ path: '/api', pathType: 'Prefix' }, { path: '/oauth' }] }], tls: [{ secretName: 'social-tls', hosts: ['social.example.com'] }] },
+  ingress: {
+    enabled: true,
+    className: 'nginx',
+    hosts: [{ host: 'social.example.com', paths: [{ path: '/api', pathType: 'Prefix' }, { path: '/oauth' }] }],
+    tls: [{ secretName: 'social-tls', hosts: ['social.example.com'] }],
+  },
   helmTest: { enabled: true },
   dashboards: { enabled: true },
   config: { store: { prefix: 'edge', onError: 'allow' }, server: { maxBodySize: '40MB' } },
@@ -100,14 +115,30 @@ describeRendered('the chart, rendered', () => {
 
   it('renders every resource of the chart with every feature on', () => {
     expect(kinds(render(EVERYTHING))).toEqual([
-      'ConfigMap', 'ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Ingress', 'Job', 'NetworkPolicy', 'Pod',
-      'PodDisruptionBudget', 'PrometheusRule', 'Secret', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor',
+      'ConfigMap',
+      'ConfigMap',
+      'ConfigMap',
+      'Deployment',
+      'HorizontalPodAutoscaler',
+      'Ingress',
+      'Job',
+      'NetworkPolicy',
+      'Pod',
+      'PodDisruptionBudget',
+      'PrometheusRule',
+      'Secret',
+      'Service',
+      'Service',
+      'ServiceAccount',
+      'ServiceMonitor',
     ]);
   });
 
   it('validates the values it rendered with against values.schema.json in every mode (through the renderer’s own merge)', async () => {
     const { Ajv } = await import('ajv');
-    const check = new Ajv({ allErrors: true, strictTypes: false, strictRequired: false, allowUnionTypes: true }).compile(JSON.parse(read('helm/rategate/values.schema.json')));
+    const check = new Ajv({ allErrors: true, strictTypes: false, strictRequired: false, allowUnionTypes: true }).compile(
+      JSON.parse(read('helm/rategate/values.schema.json')),
+    );
     for (const [name, overrides] of MODES) expect(check(render(overrides).values) ? [] : check.errors, name).toEqual([]);
   });
 });
@@ -144,7 +175,9 @@ describeRendered('the Deployment, rendered', () => {
   it('pauses before SIGTERM and refuses a grace period shorter than the pause plus the gateway drain', () => {
     expect(gateway.lifecycle.preStop.exec.command).toEqual(['sleep', '5']);
     expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
-    expect(renderError({ terminationGracePeriodSeconds: 15, lifecycle: { preStopSleepSeconds: 5 } })).toMatch(/must exceed lifecycle\.preStopSleepSeconds \(5\) plus the gateway's 10 s drain/);
+    expect(renderError({ terminationGracePeriodSeconds: 15, lifecycle: { preStopSleepSeconds: 5 } })).toMatch(
+      /must exceed lifecycle\.preStopSleepSeconds \(5\) plus the gateway's 10 s drain/,
+    );
     // The chart's drain figure is the gateway's own shutdown bound.
     const appDrainMs = Number(/shutdown\(graceMs = ([0-9_]+)\)/.exec(read('src/app/start.ts'))?.[1]?.replace(/_/g, ''));
     const chartDrain = Number(/\$drainSeconds := (\d+)/.exec(read('helm/rategate/templates/deployment.yaml'))?.[1]);
@@ -153,7 +186,10 @@ describeRendered('the Deployment, rendered', () => {
 
   it('takes the store URL from a Secret when one is named', () => {
     const r = render({ store: { existingSecret: 'rategate-store' } });
-    expect(env(find(r, 'Deployment'), 'RATEGATE_STORE')).toEqual({ name: 'RATEGATE_STORE', valueFrom: { secretKeyRef: { name: 'rategate-store', key: 'url' } } });
+    expect(env(find(r, 'Deployment'), 'RATEGATE_STORE')).toEqual({
+      name: 'RATEGATE_STORE',
+      valueFrom: { secretKeyRef: { name: 'rategate-store', key: 'url' } },
+    });
   });
 
   it('omits replicas when the HPA owns them', () => {
@@ -161,14 +197,21 @@ describeRendered('the Deployment, rendered', () => {
     expect(find(render(LOAD_BALANCED), 'Deployment').spec.replicas).toBe(3);
     const scaled = render({ autoscaling: { enabled: true }, store: { url: 'redis://r:6379' } });
     expect(find(scaled, 'Deployment').spec).not.toHaveProperty('replicas');
-    expect(find(scaled, 'HorizontalPodAutoscaler').spec).toMatchObject({ minReplicas: 2, maxReplicas: 10, scaleTargetRef: { kind: 'Deployment', name: 'edge-rategate' } });
+    expect(find(scaled, 'HorizontalPodAutoscaler').spec).toMatchObject({
+      minReplicas: 2,
+      maxReplicas: 10,
+      scaleTargetRef: { kind: 'Deployment', name: 'edge-rategate' },
+    });
   });
 
   it('in sidecar mode runs the app beside the gateway, proxied over loopback, with only the gateway in the Service', () => {
     const r = render(SIDECAR);
     const d = find(r, 'Deployment');
     expect(d.spec.template.spec.containers.map((c: K8sObject) => c.name)).toEqual(['rategate', 'app']);
-    expect(d.spec.template.spec.containers[1]).toMatchObject({ image: 'ghcr.io/mastodon/mastodon:v4.3.0', ports: [{ name: 'app', containerPort: 3000, protocol: 'TCP' }] });
+    expect(d.spec.template.spec.containers[1]).toMatchObject({
+      image: 'ghcr.io/mastodon/mastodon:v4.3.0',
+      ports: [{ name: 'app', containerPort: 3000, protocol: 'TCP' }],
+    });
     expect(env(d, 'RATEGATE_UPSTREAM')?.value).toBe('http://127.0.0.1:3000');
     expect(find(r, 'Service', 'edge-rategate').spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
     expect(renderError({ mode: 'sidecar' })).toMatch(/app\.image\.repository is required in sidecar mode/);
@@ -225,8 +268,12 @@ describeRendered('the admin token', () => {
     const secret = find(r, 'Secret');
     expect(secret.metadata.name).toBe('edge-rategate-admin');
     expect(Buffer.from(secret.data.token, 'base64').toString()).toBe('admin-s3cret-token');
-    expect(env(find(r, 'Deployment'), 'RATEGATE_ADMIN_TOKEN')).toEqual({ name: 'RATEGATE_ADMIN_TOKEN', valueFrom: { secretKeyRef: { name: 'edge-rategate-admin', key: 'token' } } });
-    for (const { object } of r.manifests.filter((m) => m.object.kind !== 'Secret')) expect(JSON.stringify(object), object.kind).not.toContain('admin-s3cret-token');
+    expect(env(find(r, 'Deployment'), 'RATEGATE_ADMIN_TOKEN')).toEqual({
+      name: 'RATEGATE_ADMIN_TOKEN',
+      valueFrom: { secretKeyRef: { name: 'edge-rategate-admin', key: 'token' } },
+    });
+    for (const { object } of r.manifests.filter((m) => m.object.kind !== 'Secret'))
+      expect(JSON.stringify(object), object.kind).not.toContain('admin-s3cret-token');
   });
 
   it('comes from an existing Secret, under key `token` unless told otherwise, and the chart makes none', () => {
@@ -297,19 +344,32 @@ describeRendered('the optional resources', () => {
       ports: [{ port: 'admin', protocol: 'TCP' }],
     });
     expect(np.egress.map((e: K8sObject) => e.ports)).toEqual([
-      [{ port: 53, protocol: 'UDP' }, { port: 53, protocol: 'TCP' }],
+      [
+        { port: 53, protocol: 'UDP' },
+        { port: 53, protocol: 'TCP' },
+      ],
       [{ port: 3000, protocol: 'TCP' }],
       [{ port: 6380, protocol: 'TCP' }],
     ]);
   });
 
   it('the NetworkPolicy finds every Redis Cluster port, the https default, and no admin rule when nothing is allowed', () => {
-    const np = find(render({ networkPolicy: { enabled: true }, upstream: { url: 'https://api.example.com' }, store: { url: 'redis-cluster://:pw@r1:7000,r2:7001,r3' } }), 'NetworkPolicy').spec;
+    const np = find(
+      render({ networkPolicy: { enabled: true }, upstream: { url: 'https://api.example.com' }, store: { url: 'redis-cluster://:pw@r1:7000,r2:7001,r3' } }),
+      'NetworkPolicy',
+    ).spec;
     expect(np.ingress).toHaveLength(1);
     expect(np.egress.map((e: K8sObject) => e.ports)).toEqual([
-      [{ port: 53, protocol: 'UDP' }, { port: 53, protocol: 'TCP' }],
+      [
+        { port: 53, protocol: 'UDP' },
+        { port: 53, protocol: 'TCP' },
+      ],
       [{ port: 443, protocol: 'TCP' }],
-      [{ port: 7000, protocol: 'TCP' }, { port: 7001, protocol: 'TCP' }, { port: 6379, protocol: 'TCP' }],
+      [
+        { port: 7000, protocol: 'TCP' },
+        { port: 7001, protocol: 'TCP' },
+        { port: 6379, protocol: 'TCP' },
+      ],
     ]);
     const open = find(render({ networkPolicy: { enabled: true, egress: { enabled: false } } }), 'NetworkPolicy').spec;
     expect(open.policyTypes).toEqual(['Ingress']);
@@ -356,9 +416,14 @@ describeRendered('the helm test pod’s check, run against a real gateway', () =
   /** Runs the pod's command here with its URLs pointed at a local gateway; resolves to the exit code. */
   const runCheck = (readyz: string, proxied: string): Promise<{ code: number; out: string }> =>
     new Promise((resolve) => {
-      execFile(node === 'node' ? process.execPath : String(node), args, { env: { ...process.env, READYZ_URL: readyz, PROXY_URL: proxied } }, (err, stdout, stderr) => {
-        resolve({ code: err === null ? 0 : Number((err as { code?: number }).code ?? 1), out: `${stdout}${stderr}` });
-      });
+      execFile(
+        node === 'node' ? process.execPath : String(node),
+        args,
+        { env: { ...process.env, READYZ_URL: readyz, PROXY_URL: proxied } },
+        (err, stdout, stderr) => {
+          resolve({ code: err === null ? 0 : Number((err as { code?: number }).code ?? 1), out: `${stdout}${stderr}` });
+        },
+      );
     });
   const path = (pod.spec.containers[0].env as K8sObject[]).find((e) => e.name === 'PROXY_URL')?.value.replace(/^http:\/\/[^/]+/, '');
 

@@ -13,7 +13,7 @@ import { CHART, hasPath, read, valuesPaths } from './support.js';
 
 const chartFile = (name: string): string => read(`helm/rategate/${name}`);
 const chart = parseYaml(chartFile('Chart.yaml')) as Record<string, unknown>;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML whose shape the schema tests check
+
 type Values = Record<string, any>;
 const schema = JSON.parse(chartFile('values.schema.json')) as Values;
 /** values.yaml plus the one value an operator must write in ingress mode (deploy-guards.test.ts). */
@@ -22,7 +22,11 @@ const values = loadValues();
 const checkValues = new Ajv({ allErrors: true, strictSchema: true, strictTypes: false, strictRequired: false, allowUnionTypes: true }).compile(schema);
 /** ajv's errors as `/path: message` (empty when valid). */
 function violations(v: unknown): string[] {
-  return checkValues(v) ? [] : (checkValues.errors ?? []).map((e) => `${e.instancePath || '/'}: ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`);
+  return checkValues(v)
+    ? []
+    : (checkValues.errors ?? []).map(
+        (e) => `${e.instancePath || '/'}: ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
+      );
 }
 const templateFiles = (dir = 'templates'): string[] =>
   readdirSync(`${CHART}${dir}`, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? templateFiles(`${dir}/${e.name}`) : [`${dir}/${e.name}`]));
@@ -112,8 +116,26 @@ describe('values.yaml and values.schema.json', () => {
   });
 
   it('accepts a rule with every key limits.yaml accepts, and config.server', () => {
-    const rule = { name: 'everything', match: ['POST /api/v1/media'], per: 'account', limit: 10, period: '1m', algorithm: 'token-bucket', cost: 2, shadow: true, onStoreError: 'deny' };
-    const server = { maxHeaderSize: 32768, headersTimeout: '10s', requestTimeout: 0, keepAliveTimeout: '65s', maxConnections: 5000, maxBodySize: '40MB', bodyLimits: [{ match: 'POST /api/v2/media', maxBodySize: '100MB' }] };
+    const rule = {
+      name: 'everything',
+      match: ['POST /api/v1/media'],
+      per: 'account',
+      limit: 10,
+      period: '1m',
+      algorithm: 'token-bucket',
+      cost: 2,
+      shadow: true,
+      onStoreError: 'deny',
+    };
+    const server = {
+      maxHeaderSize: 32768,
+      headersTimeout: '10s',
+      requestTimeout: 0,
+      keepAliveTimeout: '65s',
+      maxConnections: 5000,
+      maxBodySize: '40MB',
+      bodyLimits: [{ match: 'POST /api/v2/media', maxBodySize: '100MB' }],
+    };
     expect(violations({ ...loadValues(), limits: [rule], config: { server } })).toEqual([]);
     // Every key the gateway's schema knows, including keys added after this test was written.
     expect(Object.keys(schema.definitions.rule.properties).sort()).toEqual(Object.keys(ruleShape).sort());
@@ -121,7 +143,14 @@ describe('values.yaml and values.schema.json', () => {
 
   it('accepts in config every key limits.yaml accepts, each section with its own keys', () => {
     expect(Object.keys(schema.properties.config.properties).sort()).toEqual(Object.keys(topShape).sort());
-    const config = { store: { prefix: 'edge', timeout: '25ms', onError: 'allow' }, upstream: { timeout: '10s' }, clients: { trustedProxies: ['10.0.0.0/8'], account: { from: 'token' } }, responses: { reset: 'unix' }, exempt: { ips: ['10.1.2.3'] }, log: { level: 'warn' } };
+    const config = {
+      store: { prefix: 'edge', timeout: '25ms', onError: 'allow' },
+      upstream: { timeout: '10s' },
+      clients: { trustedProxies: ['10.0.0.0/8'], account: { from: 'token' } },
+      responses: { reset: 'unix' },
+      exempt: { ips: ['10.1.2.3'] },
+      log: { level: 'warn' },
+    };
     expect(violations({ ...loadValues(), config })).toEqual([]);
     expect(violations({ ...loadValues(), config: { store: { prefixx: 'edge' } } })).toContainEqual(expect.stringContaining('(prefixx)'));
     expect(violations({ ...loadValues(), config: { store: { onError: 'explode' } } })).not.toEqual([]);

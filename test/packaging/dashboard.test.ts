@@ -32,7 +32,11 @@ const variableQueries = dashboard.templating.list.map((v) => v.definition ?? '')
 const defined = (() => {
   const metrics = new Metrics({ collectDefault: false });
   // The attack-day metrics (src/guard/metrics.ts) register on the same registry.
-  new GuardMetrics(metrics.registry, () => null, () => []);
+  new GuardMetrics(
+    metrics.registry,
+    () => null,
+    () => [],
+  );
   return new Set(metrics.registry.getMetricsAsArray().map((m) => m.name));
 })();
 
@@ -110,7 +114,8 @@ describe('the Grafana dashboard', () => {
   it('groups only by labels the metrics carry, never by an IP, token or account', () => {
     const groupings = exprs.flatMap((e) => [...e.matchAll(/by \(([^)]*)\)/g)].map((m) => m[1] ?? ''));
     const labels = new Set(groupings.flatMap((g) => g.split(',').map((l) => l.trim())));
-    for (const label of labels) expect(['rule', 'decision', 'reason', 'result', 'status_class', 'code', 'le', 'instance', 'version', 'ban', 'source']).toContain(label);
+    for (const label of labels)
+      expect(['rule', 'decision', 'reason', 'result', 'status_class', 'code', 'le', 'instance', 'version', 'ban', 'source']).toContain(label);
   });
 
   it('opens with a summary row: requests/s, 429/s, store up, version, reload state', () => {

@@ -77,7 +77,17 @@ describeRendered('the NetworkPolicy cannot cut a sidecar app off', () => {
   });
 
   it('still restricts egress in ingress mode, to every upstream’s port', () => {
-    const np = find(render({ ...MASTODON, networkPolicy: { enabled: true }, config: { upstreams: { streaming: { url: 'http://mastodon-streaming.social.svc:4000' } }, routes: [{ match: '/api/v1/streaming/*', upstream: 'streaming' }] } }), 'NetworkPolicy');
+    const np = find(
+      render({
+        ...MASTODON,
+        networkPolicy: { enabled: true },
+        config: {
+          upstreams: { streaming: { url: 'http://mastodon-streaming.social.svc:4000' } },
+          routes: [{ match: '/api/v1/streaming/*', upstream: 'streaming' }],
+        },
+      }),
+      'NetworkPolicy',
+    );
     expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(np.spec.egress.flatMap((e: K8sObject) => e.ports.map((p: K8sObject) => p.port))).toEqual(expect.arrayContaining([3000, 4000]));
   });
@@ -85,7 +95,12 @@ describeRendered('the NetworkPolicy cannot cut a sidecar app off', () => {
 
 describeRendered("ingress mode sends Mastodon's streaming path to its own Service", () => {
   it('renders config.upstreams and config.routes into limits.yaml, rolls the pods when they change, and the gateway accepts the file', () => {
-    const streaming = { config: { upstreams: { streaming: { url: 'http://mastodon-streaming.social.svc:4000', timeout: 0 } }, routes: [{ match: '/api/v1/streaming/*', upstream: 'streaming' }] } };
+    const streaming = {
+      config: {
+        upstreams: { streaming: { url: 'http://mastodon-streaming.social.svc:4000', timeout: 0 } },
+        routes: [{ match: '/api/v1/streaming/*', upstream: 'streaming' }],
+      },
+    };
     const r = render({ ...MASTODON, ...streaming });
     const table = parseYaml(find(r, 'ConfigMap', 'edge-rategate').data['limits.yaml'] as string) as K8sObject;
     expect(table.upstreams.streaming.url).toBe('http://mastodon-streaming.social.svc:4000');
@@ -136,7 +151,12 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
     let out = '';
     let code = 0;
     try {
-      execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...job.spec.template.spec.containers[0].args.slice(0, 2), file], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', stdio: 'pipe' });
+      execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...job.spec.template.spec.containers[0].args.slice(0, 2), file], {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+        stdio: 'pipe',
+      });
     } catch (err) {
       code = (err as { status: number }).status;
       out = String((err as { stderr: string }).stderr);
@@ -147,7 +167,12 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
     // The good table passes the same check.
     const good = hookOf(render(MASTODON)).map.data['limits.yaml'] as string;
     writeFileSync(file, good);
-    execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'check', '--config', file], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', stdio: 'pipe' });
+    execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'check', '--config', file], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+      stdio: 'pipe',
+    });
   });
 
   it('can be turned off', () => {
@@ -157,9 +182,11 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
 
 describeRendered('the PrometheusRule links runbooks absolutely and watches the chart’s own job', () => {
   it('rewrites runbook_url to prometheusRule.runbookBaseUrl and the availability rules to the metrics Service’s job', () => {
-    const rulesOf = (o: object): K8sObject[] => find(render({ ...MASTODON, prometheusRule: { enabled: true, ...o } }), 'PrometheusRule').spec.groups.flatMap((g: K8sObject) => g.rules);
+    const rulesOf = (o: object): K8sObject[] =>
+      find(render({ ...MASTODON, prometheusRule: { enabled: true, ...o } }), 'PrometheusRule').spec.groups.flatMap((g: K8sObject) => g.rules);
     const byDefault = rulesOf({});
-    for (const r of byDefault) expect(r.annotations.runbook_url).toBe(`https://github.com/rategate/rategate/blob/main/README.md#${String(r.alert).toLowerCase()}`);
+    for (const r of byDefault)
+      expect(r.annotations.runbook_url).toBe(`https://github.com/rategate/rategate/blob/main/README.md#${String(r.alert).toLowerCase()}`);
     const wiki = rulesOf({ runbookBaseUrl: 'https://wiki.example.org/ops/rategate' });
     for (const r of wiki) expect(r.annotations.runbook_url).toBe(`https://wiki.example.org/ops/rategate#${String(r.alert).toLowerCase()}`);
     const down = byDefault.find((r) => r.alert === 'RategateDown');

@@ -52,7 +52,9 @@ describe('the Dockerfile', () => {
       expect(labels[`org.opencontainers.image.${key}`], key).toBeTruthy();
     }
     expect(labels['org.opencontainers.image.version']).toBe('${VERSION}');
-    const version = inFinal('ARG').find((a) => a.args.startsWith('VERSION='))?.args.slice('VERSION='.length);
+    const version = inFinal('ARG')
+      .find((a) => a.args.startsWith('VERSION='))
+      ?.args.slice('VERSION='.length);
     expect(version).toBe((JSON.parse(read('package.json')) as { version: string }).version);
     expect(labels['org.opencontainers.image.licenses']).toBe((JSON.parse(read('package.json')) as { license: string }).license);
   });
@@ -141,8 +143,7 @@ describe('the .dockerignore', () => {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'));
-  const ignored = (path: string): boolean =>
-    patterns.some((p) => !p.startsWith('!') && (p === path || p === path.split('/')[0] || p === `**/${path}`));
+  const ignored = (path: string): boolean => patterns.some((p) => !p.startsWith('!') && (p === path || p === path.split('/')[0] || p === `**/${path}`));
 
   it('keeps node_modules, dist, .git and test output out of the build context', () => {
     for (const path of ['node_modules', 'dist', '.git', 'coverage']) expect(ignored(path), path).toBe(true);
@@ -152,7 +153,12 @@ describe('the .dockerignore', () => {
   it('does not exclude anything the build stage copies from the context', () => {
     const sources = instructions
       .filter((i) => i.keyword === 'COPY' && !i.args.includes('--from='))
-      .flatMap((i) => i.args.split(/\s+/).filter((a) => !a.startsWith('--')).slice(0, -1));
+      .flatMap((i) =>
+        i.args
+          .split(/\s+/)
+          .filter((a) => !a.startsWith('--'))
+          .slice(0, -1),
+      );
     expect(sources).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'src']));
     for (const source of sources) {
       expect(ignored(source), source).toBe(false);

@@ -126,7 +126,12 @@ describe('the Mastodon sidecar recipe', () => {
 
   it('holds a limit table the gateway accepts, counting v1 and v2 media uploads together', () => {
     const doc = parseYaml(configMap.data['limits.yaml'] as string) as { limits: { name: string; match: unknown }[] };
-    const result = validateConfig(doc, { listen: env('RATEGATE_LISTEN')?.value, adminListen: env('RATEGATE_ADMIN_LISTEN')?.value, upstream: env('RATEGATE_UPSTREAM')?.value, store: 'redis://redis:6379' });
+    const result = validateConfig(doc, {
+      listen: env('RATEGATE_LISTEN')?.value,
+      adminListen: env('RATEGATE_ADMIN_LISTEN')?.value,
+      upstream: env('RATEGATE_UPSTREAM')?.value,
+      store: 'redis://redis:6379',
+    });
     expect(result.ok ? [] : result.errors).toEqual([]);
     expect(doc.limits.find((r) => r.name === 'api-media')?.match).toEqual(['POST /api/v1/media', 'POST /api/v2/media']);
   });
@@ -160,11 +165,20 @@ describe.skipIf(kustomizeMissing)('the Mastodon sidecar recipe, run for real (po
   it('turns the Mastodon chart’s web Deployment and Service into valid objects with the gateway, its table and TRUSTED_PROXY_IP', () => {
     const work = mkdtempSync(path.join(os.tmpdir(), 'rategate-recipe-'));
     cpSync(path.join(ROOT, dir), work, { recursive: true });
-    const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'mastodon-web' }, spec: { selector: mastodonWeb.spec.selector.matchLabels, ports: [{ name: 'http', port: 3000, targetPort: 'http' }] } };
+    const service = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'mastodon-web' },
+      spec: { selector: mastodonWeb.spec.selector.matchLabels, ports: [{ name: 'http', port: 3000, targetPort: 'http' }] },
+    };
     const out = spawnSync('sh', [path.join(work, 'post-render.sh')], { input: `${stringify(mastodonWeb)}---\n${stringify(service)}`, encoding: 'utf8' });
     expect(out.status, out.stderr).toBe(0);
     const objects = parseAllDocuments(out.stdout).map((d) => d.toJSON() as K8sObject);
-    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['ConfigMap/mastodon-rategate', 'Deployment/mastodon-web', 'Service/mastodon-web']);
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'ConfigMap/mastodon-rategate',
+      'Deployment/mastodon-web',
+      'Service/mastodon-web',
+    ]);
     for (const o of objects) expect(k8sErrors(o)).toEqual([]);
     const byKind = (k: string): K8sObject => objects.find((o) => o.kind === k)!;
     expect(byKind('ConfigMap').data['limits.yaml']).toBe(read('config/examples/mastodon.yaml'));

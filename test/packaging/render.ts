@@ -35,7 +35,6 @@ function prepare(): string | null {
 
 export const rendererUnavailable = prepare();
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- rendered Kubernetes objects, checked by the schemas
 export type K8sObject = Record<string, any>;
 export interface Manifest {
   readonly source: string;

@@ -18,7 +18,14 @@ const policy = buildRequestPolicy(
 );
 const rules = policy.snapshot.rules;
 const facts = (headers: Record<string, string> = {}) => new RequestFacts(headers, '', () => null);
-const who = (o: Partial<BucketInputs>): BucketInputs => ({ ipKey: '198.51.100.1', address: '198.51.100.1', accountKey: null, accountKnown: true, facts: facts(), ...o });
+const who = (o: Partial<BucketInputs>): BucketInputs => ({
+  ipKey: '198.51.100.1',
+  address: '198.51.100.1',
+  accountKey: null,
+  accountKnown: true,
+  facts: facts(),
+  ...o,
+});
 const names = (r: { rules: readonly { name: string; limit: number }[] }) => r.rules.map((x) => `${x.name}:${x.limit}`);
 
 describe('bucketsFor', () => {

@@ -59,12 +59,18 @@ describe('the rate-limit headers', () => {
     const out: string[] = [];
     appendRateLimitHeaders(out, rules, o, 'iso8601', true);
     expect(out).toEqual([
-      'X-RateLimit-Limit', '5',
-      'X-RateLimit-Remaining', '0',
-      'X-RateLimit-Reset', '2026-11-21T19:11:30.000000Z',
-      'Retry-After', '90',
-      'RateLimit-Policy', '"b";q=5;w=300, "c";q=3;w=300, "a";q=10;w=300',
-      'RateLimit', '"b";r=0;t=90, "c";r=0;t=30, "a";r=4;t=60',
+      'X-RateLimit-Limit',
+      '5',
+      'X-RateLimit-Remaining',
+      '0',
+      'X-RateLimit-Reset',
+      '2026-11-21T19:11:30.000000Z',
+      'Retry-After',
+      '90',
+      'RateLimit-Policy',
+      '"b";q=5;w=300, "c";q=3;w=300, "a";q=10;w=300',
+      'RateLimit',
+      '"b";r=0;t=90, "c";r=0;t=30, "a";r=4;t=60',
     ]);
   });
 
@@ -73,11 +79,16 @@ describe('the rate-limit headers', () => {
     const out: string[] = [];
     appendRateLimitHeaders(out, rules, outcome(true, [state(99, NOW + 1000), state(0, NOW + 1000, { limited: true })]), 'delta', true);
     expect(out).toEqual([
-      'X-RateLimit-Limit', '100',
-      'X-RateLimit-Remaining', '99',
-      'X-RateLimit-Reset', '1',
-      'RateLimit-Policy', '"enforced";q=100;w=300',
-      'RateLimit', '"enforced";r=99;t=1',
+      'X-RateLimit-Limit',
+      '100',
+      'X-RateLimit-Remaining',
+      '99',
+      'X-RateLimit-Reset',
+      '1',
+      'RateLimit-Policy',
+      '"enforced";q=100;w=300',
+      'RateLimit',
+      '"enforced";r=99;t=1',
     ]);
     const none: string[] = [];
     appendRateLimitHeaders(none, [rules[1]!], outcome(true, [state(0, NOW)]), 'iso8601', true);

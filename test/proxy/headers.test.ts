@@ -37,7 +37,11 @@ describe('client-IP headers for the upstream', () => {
   });
 
   it('from an untrusted peer: the peer alone, http, the Host header, no Forwarded', () => {
-    const f = forwardedHeaders(reqWith({ host: 'example.test', 'x-forwarded-for': '6.6.6.6', 'x-forwarded-proto': 'https', forwarded: 'for=6.6.6.6' }), peer('198.51.100.1', false), 'id-1');
+    const f = forwardedHeaders(
+      reqWith({ host: 'example.test', 'x-forwarded-for': '6.6.6.6', 'x-forwarded-proto': 'https', forwarded: 'for=6.6.6.6' }),
+      peer('198.51.100.1', false),
+      'id-1',
+    );
     expect(f).toEqual({ for: '198.51.100.1', proto: 'http', host: 'example.test', trusted: false, forwarded: undefined, requestId: 'id-1' });
   });
 

@@ -61,7 +61,14 @@ beforeAll(async () => {
       try {
         const up = await undiciRequest(upstreamUrl, { method: 'POST', headers, body: peek.body });
         const seen = (await up.body.json()) as UpstreamSeen;
-        res.end(JSON.stringify({ kind: peek.kind, values: peek.kind === 'read' ? Object.fromEntries(peek.values) : {}, form: peek.kind === 'read' && peek.form, seen }));
+        res.end(
+          JSON.stringify({
+            kind: peek.kind,
+            values: peek.kind === 'read' ? Object.fromEntries(peek.values) : {},
+            form: peek.kind === 'read' && peek.form,
+            seen,
+          }),
+        );
       } catch (err) {
         const beyond = err instanceof ParamBeyondPeekError || (err as { cause?: unknown }).cause instanceof ParamBeyondPeekError;
         res.writeHead(400, { connection: 'close' });
@@ -111,7 +118,11 @@ function multipart(boundary: string, parts: Array<{ name: string; value?: string
   const out: Buffer[] = [];
   for (const p of parts) {
     if (p.file !== undefined) {
-      out.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"; filename="${p.filename ?? 'f.bin'}"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+      out.push(
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"; filename="${p.filename ?? 'f.bin'}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+        ),
+      );
       out.push(p.file, Buffer.from('\r\n'));
     } else out.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value ?? ''}\r\n`));
   }
@@ -193,7 +204,10 @@ describe('multipart bodies', () => {
   });
 
   it('reads a multipart body sent in small chunks', async () => {
-    const body = multipart('b0', [{ name: 'user[email]', value: 'm@p.q' }, { name: 'file', file: randomBytes(50_000) }]);
+    const body = multipart('b0', [
+      { name: 'user[email]', value: 'm@p.q' },
+      { name: 'file', file: randomBytes(50_000) },
+    ]);
     const chunks: Buffer[] = [];
     for (let i = 0; i < body.length; i += 7_777) chunks.push(body.subarray(i, i + 7_777));
     const a = await send('multipart/form-data; boundary=b0', chunks);
@@ -202,7 +216,10 @@ describe('multipart bodies', () => {
   });
 
   it('refuses a wanted field after the first file part: the upstream never receives a complete body', async () => {
-    const body = multipart('q1', [{ name: 'file', file: randomBytes(200_000) }, { name: 'access_token', value: 'tok-late' }]);
+    const body = multipart('q1', [
+      { name: 'file', file: randomBytes(200_000) },
+      { name: 'access_token', value: 'tok-late' },
+    ]);
     const before = upstreamSeen.length;
     const a = await send('multipart/form-data; boundary=q1', body);
     expect(a.status).toBe(400);
@@ -212,7 +229,10 @@ describe('multipart bodies', () => {
   });
 
   it('reports a wanted field after a file in the held bytes as beyond, before forwarding', async () => {
-    const body = multipart('q2', [{ name: 'file', file: Buffer.from('tiny') }, { name: '_method', value: 'delete' }]);
+    const body = multipart('q2', [
+      { name: 'file', file: Buffer.from('tiny') },
+      { name: '_method', value: 'delete' },
+    ]);
     const before = upstreamSeen.length;
     const a = await send('multipart/form-data; boundary=q2', body);
     expect(a.body.kind).toBe('beyond');
@@ -220,21 +240,25 @@ describe('multipart bodies', () => {
   });
 
   it('lets other fields follow the file', async () => {
-    const body = multipart('q3', [{ name: 'file', file: randomBytes(100_000) }, { name: 'description', value: 'late but harmless' }]);
+    const body = multipart('q3', [
+      { name: 'file', file: randomBytes(100_000) },
+      { name: 'description', value: 'late but harmless' },
+    ]);
     const a = await send('multipart/related; boundary=q3', body);
     expect(a.status).toBe(200);
     expect(a.body.seen!.sha256).toBe(sha(body));
   });
 
   it('reports fields past the bound with no file part yet as beyond', async () => {
-    const body = multipart('q4', [{ name: 'description', value: 'x'.repeat(MAX * 2) }, { name: 'access_token', value: 't' }]);
+    const body = multipart('q4', [
+      { name: 'description', value: 'x'.repeat(MAX * 2) },
+      { name: 'access_token', value: 't' },
+    ]);
     expect((await send('multipart/form-data; boundary=q4', body)).body.kind).toBe('beyond');
   });
 
   it('reads the last name= as every Rack does, and refuses a counted name the Rack versions read differently', async () => {
-    const raw = Buffer.from(
-      '--d1\r\nContent-Disposition: form-data; name="description"; name="access_token"\r\n\r\nhidden-token\r\n--d1--\r\n',
-    );
+    const raw = Buffer.from('--d1\r\nContent-Disposition: form-data; name="description"; name="access_token"\r\n\r\nhidden-token\r\n--d1--\r\n');
     const last = await send('multipart/form-data; boundary=d1', raw);
     expect(last.body.kind).toBe('read');
     expect(last.body.values).toEqual({ access_token: 'hidden-token' });
@@ -257,7 +281,9 @@ describe('multipart bodies', () => {
 
   it('streams a large upload without holding it: memory stays flat while 256 MiB pass', async () => {
     const boundary = 'big';
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="access_token"\r\n\r\ntok-big\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="access_token"\r\n\r\ntok-big\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     const block = randomBytes(1024 * 1024);
     const blocks = 256;

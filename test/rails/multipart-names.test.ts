@@ -16,7 +16,6 @@ describe('strictBoundary', () => {
   });
 });
 
-
 describe('strictBoundary and Rack', () => {
   it('refuses a boundary Rack 2.2 or 3.2 would read otherwise', () => {
     expect(strictBoundary('multipart/form-data; boundary=abc def')).toBeNull();

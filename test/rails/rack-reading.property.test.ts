@@ -22,10 +22,13 @@ describe('mediaTypeOf', () => {
 
   it("is Rack's split(/\\s*[;,]\\s*/).first for a value without surrounding space (Node trims header values)", () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom('a', 'X', '/', ';', ',', ' ', '-', 'n') }).map((s) => s.trim()), (ct) => {
-        fc.pre(ct !== '' && !/^[;,]/.test(ct));
-        expect(mediaTypeOf(ct)).toBe(ct.split(/\s*[;,]\s*/)[0]!.toLowerCase());
-      }),
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', 'X', '/', ';', ',', ' ', '-', 'n') }).map((s) => s.trim()),
+        (ct) => {
+          fc.pre(ct !== '' && !/^[;,]/.test(ct));
+          expect(mediaTypeOf(ct)).toBe(ct.split(/\s*[;,]\s*/)[0]!.toLowerCase());
+        },
+      ),
       { numRuns: 2000 },
     );
   });
@@ -59,7 +62,10 @@ function split(boundary: string, body: Buffer, step: number): Split {
 const BOUNDARY = 'b0UND';
 /** Part contents that never hold the delimiter, as a form's random boundary guarantees. */
 const content = fc.string({ unit: fc.constantFrom('a', '-', '\r', '\n', 'b', '0', 'U', 'N', 'D', '\0', 'x') }).filter((s) => !s.includes(`--${BOUNDARY}`));
-const headLine = fc.string({ unit: fc.constantFrom('a', ':', ' ', ';', '=', '"', 'n') }).filter((s) => !s.includes(`--${BOUNDARY}`)).map((s) => `Content-Disposition: form-data; name="${s.replace(/"/g, '')}"`);
+const headLine = fc
+  .string({ unit: fc.constantFrom('a', ':', ' ', ';', '=', '"', 'n') })
+  .filter((s) => !s.includes(`--${BOUNDARY}`))
+  .map((s) => `Content-Disposition: form-data; name="${s.replace(/"/g, '')}"`);
 
 describe('PartSplitter', () => {
   it('splits a well-formed body into exactly its parts, however it is chunked', () => {
@@ -76,7 +82,9 @@ describe('PartSplitter', () => {
   });
 
   it('gives the same verdict for any bytes, whatever the chunking (a hostile body cannot depend on packet sizes)', () => {
-    const noise = fc.array(fc.constantFrom(`--${BOUNDARY}`, `--${BOUNDARY}--`, '\r\n', '\r\n\r\n', 'Content-Disposition: form-data; name=a', 'x', '-', '\n'), { maxLength: 14 });
+    const noise = fc.array(fc.constantFrom(`--${BOUNDARY}`, `--${BOUNDARY}--`, '\r\n', '\r\n\r\n', 'Content-Disposition: form-data; name=a', 'x', '-', '\n'), {
+      maxLength: 14,
+    });
     fc.assert(
       fc.property(noise, fc.integer({ min: 1, max: 9 }), (pieces, step) => {
         const body = Buffer.from(pieces.join(''), 'latin1');
@@ -169,8 +177,19 @@ describe('part-head readings', () => {
 describe('the multipart peek on hostile bytes', () => {
   const wanted = compileWantedParams(['access_token', '_method', 'user[email]']);
   const piece = fc.constantFrom(
-    '--B', '--B--', '\r\n', '\r\n\r\n', 'Content-Disposition: form-data; name=_method', 'Content-Disposition: attachment; name="access_token"; filename="f"',
-    'Content-Type: access_token', '; NAME=user[email]', '"', '\\', 'x', '\0', '\xff',
+    '--B',
+    '--B--',
+    '\r\n',
+    '\r\n\r\n',
+    'Content-Disposition: form-data; name=_method',
+    'Content-Disposition: attachment; name="access_token"; filename="f"',
+    'Content-Type: access_token',
+    '; NAME=user[email]',
+    '"',
+    '\\',
+    'x',
+    '\0',
+    '\xff',
   );
   it('never throws, whatever the bytes and chunking, and ends read, done or refused', () => {
     fc.assert(

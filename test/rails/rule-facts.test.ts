@@ -13,7 +13,7 @@ const snap = parseConfig(
 `,
   't.yaml',
 );
-const [email, app, tok, paging] = snap.rules as [typeof snap.rules[0], typeof snap.rules[0], typeof snap.rules[0], typeof snap.rules[0]];
+const [email, app, tok, paging] = snap.rules as [(typeof snap.rules)[0], (typeof snap.rules)[0], (typeof snap.rules)[0], (typeof snap.rules)[0]];
 const facts = (query: string, headers: Record<string, string> = {}, body = new Map<string, string>(), token: string | null = null) =>
   new RequestFacts(headers, query, () => token, body);
 

@@ -165,7 +165,11 @@ describe('compileMatcher', () => {
 });
 
 describe("Rails' optional (.:format)", () => {
-  const m = matcherOf(rule('resets', 'POST /auth/password(.:format)'), rule('show', 'GET /api/v1/statuses/:id(.:format)'), rule('auth', 'POST /auth(.:format)'));
+  const m = matcherOf(
+    rule('resets', 'POST /auth/password(.:format)'),
+    rule('show', 'GET /api/v1/statuses/:id(.:format)'),
+    rule('auth', 'POST /auth(.:format)'),
+  );
   const hit = m;
 
   it('matches the path without a format and with any one format', () => {

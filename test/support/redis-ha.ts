@@ -34,10 +34,14 @@ export async function startReplicatedCluster(opts: { nodeTimeoutMs?: number; req
   // cluster-require-full-coverage no: while a dead master's slots wait for their replica, the other
   // masters keep serving their own (with the default `yes`, every node answers CLUSTERDOWN meanwhile).
   const args = [
-    '--cluster-enabled', 'yes',
-    '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 1_000),
-    '--cluster-replica-validity-factor', '0',
-    '--cluster-require-full-coverage', opts.requireFullCoverage === true ? 'yes' : 'no',
+    '--cluster-enabled',
+    'yes',
+    '--cluster-node-timeout',
+    String(opts.nodeTimeoutMs ?? 1_000),
+    '--cluster-replica-validity-factor',
+    '0',
+    '--cluster-require-full-coverage',
+    opts.requireFullCoverage === true ? 'yes' : 'no',
   ];
   const nodes: Node[] = [];
   for (let i = 0; i < 6; i++) nodes.push(await startBinaryNode(dir, args, (port) => ['--cluster-config-file', path.join(dir, `nodes-${port}.conf`)]));
@@ -51,14 +55,22 @@ export async function startReplicatedCluster(opts: { nodeTimeoutMs?: number; req
     const ids = await Promise.all(clients.slice(0, 3).map((c) => c.call('CLUSTER', 'MYID') as Promise<string>));
     await until(async () => {
       const known = (await clients[3]!.call('CLUSTER', 'NODES')) as string;
-      return ids.every((id) => known.includes(id)) && (await Promise.all(clients.slice(4).map((c) => c.call('CLUSTER', 'NODES') as Promise<string>))).every((k) => ids.every((id) => k.includes(id)));
+      return (
+        ids.every((id) => known.includes(id)) &&
+        (await Promise.all(clients.slice(4).map((c) => c.call('CLUSTER', 'NODES') as Promise<string>))).every((k) => ids.every((id) => k.includes(id)))
+      );
     }, 'replicas to learn the masters');
     await Promise.all(replicas.map((_, i) => clients[3 + i]!.call('CLUSTER', 'REPLICATE', ids[i]!)));
     await until(async () => {
       const infos = await Promise.all(clients.map((c) => c.call('CLUSTER', 'INFO') as Promise<string>));
       const slots = (await clients[0]!.call('CLUSTER', 'SLOTS')) as unknown[][];
       const synced = await Promise.all(replicas.map((_, i) => clients[3 + i]!.info('replication')));
-      return infos.every((i) => i.includes('cluster_state:ok')) && slots.length === 3 && slots.every((s) => s.length === 4) && synced.every((s) => s.includes('master_link_status:up'));
+      return (
+        infos.every((i) => i.includes('cluster_state:ok')) &&
+        slots.length === 3 &&
+        slots.every((s) => s.length === 4) &&
+        synced.every((s) => s.includes('master_link_status:up'))
+      );
     }, 'the cluster to converge with a replica per master');
   } finally {
     clients.forEach((c) => c.disconnect());
@@ -140,7 +152,9 @@ export async function startSentinelGroup(opts: { password?: string; sentinelPass
     });
   }
   // Every sentinel must know the replica and the other sentinels before a failover can be agreed on.
-  const sc = sentinels.map((s) => new Redis({ host: '127.0.0.1', port: s.port, ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }) }));
+  const sc = sentinels.map(
+    (s) => new Redis({ host: '127.0.0.1', port: s.port, ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }) }),
+  );
   try {
     await until(async () => {
       const views = await Promise.all(sc.map((c) => c.call('SENTINEL', 'MASTER', name) as Promise<string[]>));
@@ -158,7 +172,11 @@ export async function startSentinelGroup(opts: { password?: string; sentinelPass
     sentinels,
     promotedAt: (r, timeoutMs) => roleMasterAt(r, opts.password, timeoutMs),
     watchSwitch: async () => {
-      const sub = new Redis({ host: '127.0.0.1', port: sentinels[0]!.port, ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }) });
+      const sub = new Redis({
+        host: '127.0.0.1',
+        port: sentinels[0]!.port,
+        ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }),
+      });
       await sub.subscribe('+switch-master');
       // Wrapped: a promise returned from an async function would be waited for.
       return {
@@ -191,11 +209,16 @@ async function roleMasterAt(node: RedisNode, password: string | undefined, timeo
   c.on('error', () => {});
   try {
     let at = 0;
-    await until(async () => {
-      const role = (await c.call('ROLE')) as unknown[];
-      at = Date.now();
-      return role[0] === 'master';
-    }, `${node.port} to be promoted`, timeoutMs, 20);
+    await until(
+      async () => {
+        const role = (await c.call('ROLE')) as unknown[];
+        at = Date.now();
+        return role[0] === 'master';
+      },
+      `${node.port} to be promoted`,
+      timeoutMs,
+      20,
+    );
     return at;
   } finally {
     c.disconnect();

@@ -263,9 +263,7 @@ async function formCluster(nodes: RedisNode[], password?: string): Promise<void>
   const clients = nodes.map((n) => new Redis({ host: n.host, port: n.port, lazyConnect: false, ...(password === undefined ? {} : { password }) }));
   try {
     const per = Math.ceil(16384 / nodes.length);
-    await Promise.all(
-      clients.map((c, i) => c.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(16383, (i + 1) * per - 1)))),
-    );
+    await Promise.all(clients.map((c, i) => c.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(16383, (i + 1) * per - 1)))));
     for (const n of nodes.slice(1)) await clients[0]!.call('CLUSTER', 'MEET', n.host, String(n.port));
     const deadline = Date.now() + 20_000;
     for (;;) {

@@ -13,9 +13,7 @@ export interface RuleMatchShape {
   readonly when: z.ZodType<{ authenticated?: boolean | undefined; query?: string[] | undefined } | undefined, unknown>;
 }
 
-const name = z
-  .string()
-  .regex(/^[A-Za-z0-9_.-]+$/, { error: (iss) => `invalid name ${show(iss.input)} (use letters, digits, "_", "." and "-")` });
+const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, { error: (iss) => `invalid name ${show(iss.input)} (use letters, digits, "_", "." and "-")` });
 
 const status = z.number().int().min(100).max(599);
 

@@ -55,10 +55,16 @@ export function overrideIssues(r: Record<string, unknown>, i: number, issues: Pa
     const o = record(item);
     if (o === undefined) return;
     if (typeof o.limit === 'number' && Number.isInteger(o.limit) && o.limit > 0 && o.limit < cost) {
-      issues.push({ path: ['limits', i, 'overrides', j, 'limit'], message: `limit ${o.limit} is below the rule's cost ${cost} (no request could ever be admitted)` });
+      issues.push({
+        path: ['limits', i, 'overrides', j, 'limit'],
+        message: `limit ${o.limit} is below the rule's cost ${cost} (no request could ever be admitted)`,
+      });
     }
     if (Array.isArray(o.keys) && o.keys.length > 0 && per !== '' && !keyed) {
-      issues.push({ path: ['limits', i, 'overrides', j, 'keys'], message: `keys apply to per: token, header:NAME, param:NAME and cookie:NAME rules (this rule is per: ${per}; use ips or accounts)` });
+      issues.push({
+        path: ['limits', i, 'overrides', j, 'keys'],
+        message: `keys apply to per: token, header:NAME, param:NAME and cookie:NAME rules (this rule is per: ${per}; use ips or accounts)`,
+      });
     }
     const names = (v: unknown) => Array.isArray(v) && v.length > 0;
     if (!names(o.ips) && !names(o.accounts) && !names(o.keys)) {

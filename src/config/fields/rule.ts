@@ -14,8 +14,7 @@ export const onError = z.enum(['local', 'allow', 'deny']);
 /** One pattern or a list (limits[].match, routes[].match, server.bodyLimits[].match). */
 export const patterns = z
   .union([z.string(), z.array(z.string())], {
-    error: (iss) =>
-      iss.input === undefined ? 'required' : `expected a pattern or a list of patterns, got ${show(iss.input)}`,
+    error: (iss) => (iss.input === undefined ? 'required' : `expected a pattern or a list of patterns, got ${show(iss.input)}`),
   })
   .superRefine((v, ctx) => {
     if (Array.isArray(v) && v.length === 0) {
@@ -64,9 +63,7 @@ export const ruleShape = {
     .string()
     .regex(RULE_NAME, { error: (iss) => `invalid rule name ${show(iss.input)} (use letters, digits, "_", "." and "-")` })
     .describe('Unique rule name; used in metrics, logs and the RateLimit-Policy header.'),
-  match: patterns.describe(
-    'One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).',
-  ),
+  match: patterns.describe('One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).'),
   per: z
     .string({ error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind, got ${show(iss.input)}`) })
     .regex(PER, { error: (iss) => `must be one of ${PER_HINT} (got ${show(iss.input)})` })
@@ -85,7 +82,7 @@ export const ruleShape = {
     .describe('fixed-window (epoch-aligned, as Mastodon), sliding-window, or token-bucket.'),
   cost: positiveInt().default(1).describe('Tokens a matching request takes.'),
   shadow: z.boolean().default(false).describe('Count and report but never reject (a dry run).'),
-  onStoreError: onError.optional().describe("Overrides store.onError for this rule."),
+  onStoreError: onError.optional().describe('Overrides store.onError for this rule.'),
   when: z.object(whenShape).strict().optional().describe('Conditions that must all hold for the rule to apply.'),
   overrides: z
     .array(z.object(overrideShape).strict())

@@ -36,9 +36,7 @@ export function parseHostPort(value: string): HostPort | undefined {
 }
 
 export function checkListen(value: string): string | null {
-  return parseHostPort(value) === undefined
-    ? `invalid address "${value}" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080)`
-    : null;
+  return parseHostPort(value) === undefined ? `invalid address "${value}" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080)` : null;
 }
 
 export function checkUpstreamUrl(value: string): string | null {

@@ -78,7 +78,9 @@ function writeBucketParams(buf: Buffer, offset: number, specs: readonly BucketSp
 }
 
 /** The packed parameters of `specs`, as consume.lua takes them (tests drive the script with it). */
-export function encodeBucketParams(specs: readonly Pick<BucketSpec, 'algorithm' | 'limit' | 'periodMs' | 'cost' | 'shadow' | 'lease' | 'leaseShare'>[]): Buffer {
+export function encodeBucketParams(
+  specs: readonly Pick<BucketSpec, 'algorithm' | 'limit' | 'periodMs' | 'cost' | 'shadow' | 'lease' | 'leaseShare'>[],
+): Buffer {
   const all = specs as readonly BucketSpec[];
   const buf = Buffer.allocUnsafe(paramsBytes(all, null, true));
   writeBucketParams(buf, 0, all, null, true);

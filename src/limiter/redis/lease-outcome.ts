@@ -7,7 +7,12 @@ import type { LeaseEntry } from './lease-entry.js';
 import type { BucketSpec, BucketState, ConsumeOutcome } from '../types.js';
 
 /** Does a bucket the store refused now hold a lease for the request's cost? */
-export function leaseArrived(specs: readonly BucketSpec[], entries: readonly (LeaseEntry | undefined)[], index: readonly number[], out: ConsumeOutcome): boolean {
+export function leaseArrived(
+  specs: readonly BucketSpec[],
+  entries: readonly (LeaseEntry | undefined)[],
+  index: readonly number[],
+  out: ConsumeOutcome,
+): boolean {
   for (let k = 0; k < index.length; k++) {
     const i = index[k]!;
     const e = entries[i];

@@ -166,7 +166,8 @@ export class RedisStore implements Store {
   async ping(node?: string): Promise<void> {
     if (isCluster(this.client)) {
       const masters = this.client.nodes('master').filter((m) => node === undefined || `${m.options.host}:${m.options.port}` === node);
-      if (masters.length === 0) throw new StoreError('connection', `store ping: ${node === undefined ? 'no cluster master' : `${node} is not a master`} in the slot map`);
+      if (masters.length === 0)
+        throw new StoreError('connection', `store ping: ${node === undefined ? 'no cluster master' : `${node} is not a master`} in the slot map`);
       if (node === undefined && !this.topology.covered()) throw new StoreError('clusterdown', 'store ping: some slots have no master');
       await this.bounded(Promise.all(masters.map((m) => m.ping())), 'ping');
     } else {
@@ -203,10 +204,7 @@ export class RedisStore implements Store {
   }
 
   async peek(spec: BucketSpec): Promise<BucketState> {
-    const r = await this.bounded(
-      this.peekFn(1, this.prefix + spec.key, this.clockArg(), spec.algorithm, spec.limit, spec.periodMs, spec.cost),
-      'peek',
-    );
+    const r = await this.bounded(this.peekFn(1, this.prefix + spec.key, this.clockArg(), spec.algorithm, spec.limit, spec.periodMs, spec.cost), 'peek');
     return parsePeek(r);
   }
 

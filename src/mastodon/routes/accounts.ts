@@ -16,29 +16,101 @@ const MAX_REASON = 1000;
 
 /** Mastodon's reserved names plus the usual mailbox names that must not be handed to strangers. */
 const RESERVED_USERNAMES: ReadonlySet<string> = new Set([
-  'admin', 'administrator', 'root', 'support', 'help', 'mod', 'moderator', 'moderators', 'webmaster',
-  'postmaster', 'hostmaster', 'abuse', 'security', 'staff', 'owner', 'mastodon', 'system', 'noreply',
-  'no_reply', 'instance_actor', 'api', 'www',
+  'admin',
+  'administrator',
+  'root',
+  'support',
+  'help',
+  'mod',
+  'moderator',
+  'moderators',
+  'webmaster',
+  'postmaster',
+  'hostmaster',
+  'abuse',
+  'security',
+  'staff',
+  'owner',
+  'mastodon',
+  'system',
+  'noreply',
+  'no_reply',
+  'instance_actor',
+  'api',
+  'www',
 ]);
 
 /** The interface languages Mastodon ships (a representative subset). */
 export const LOCALES: ReadonlySet<string> = new Set([
-  'ar', 'ast', 'be', 'bg', 'bn', 'br', 'ca', 'cs', 'cy', 'da', 'de', 'el', 'en', 'en-GB', 'eo', 'es',
-  'es-AR', 'es-MX', 'et', 'eu', 'fa', 'fi', 'fr', 'fr-CA', 'fy', 'ga', 'gd', 'gl', 'he', 'hi', 'hr', 'hu',
-  'hy', 'id', 'is', 'it', 'ja', 'ka', 'kab', 'ko', 'ku', 'lt', 'lv', 'ms', 'nl', 'nn', 'no', 'oc', 'pl',
-  'pt-BR', 'pt-PT', 'ro', 'ru', 'sk', 'sl', 'sq', 'sr', 'sv', 'ta', 'th', 'tr', 'uk', 'vi', 'zh-CN',
-  'zh-HK', 'zh-TW',
+  'ar',
+  'ast',
+  'be',
+  'bg',
+  'bn',
+  'br',
+  'ca',
+  'cs',
+  'cy',
+  'da',
+  'de',
+  'el',
+  'en',
+  'en-GB',
+  'eo',
+  'es',
+  'es-AR',
+  'es-MX',
+  'et',
+  'eu',
+  'fa',
+  'fi',
+  'fr',
+  'fr-CA',
+  'fy',
+  'ga',
+  'gd',
+  'gl',
+  'he',
+  'hi',
+  'hr',
+  'hu',
+  'hy',
+  'id',
+  'is',
+  'it',
+  'ja',
+  'ka',
+  'kab',
+  'ko',
+  'ku',
+  'lt',
+  'lv',
+  'ms',
+  'nl',
+  'nn',
+  'no',
+  'oc',
+  'pl',
+  'pt-BR',
+  'pt-PT',
+  'ro',
+  'ru',
+  'sk',
+  'sl',
+  'sq',
+  'sr',
+  'sv',
+  'ta',
+  'th',
+  'tr',
+  'uk',
+  'vi',
+  'zh-CN',
+  'zh-HK',
+  'zh-TW',
 ]);
 
-type ErrorCode =
-  | 'ERR_BLANK'
-  | 'ERR_INVALID'
-  | 'ERR_TAKEN'
-  | 'ERR_RESERVED'
-  | 'ERR_ACCEPTED'
-  | 'ERR_TOO_LONG'
-  | 'ERR_TOO_SHORT'
-  | 'ERR_INCLUSION';
+type ErrorCode = 'ERR_BLANK' | 'ERR_INVALID' | 'ERR_TAKEN' | 'ERR_RESERVED' | 'ERR_ACCEPTED' | 'ERR_TOO_LONG' | 'ERR_TOO_SHORT' | 'ERR_INCLUSION';
 
 /** Attribute names as Mastodon's English locale spells them in full messages. */
 const ATTRIBUTE_NAMES: Readonly<Record<string, string>> = {

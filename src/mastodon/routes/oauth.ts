@@ -13,8 +13,7 @@ const DEFAULT_SCOPES = ['read'];
 
 const INVALID_CLIENT = {
   error: 'invalid_client',
-  error_description:
-    'Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.',
+  error_description: 'Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.',
 };
 const INVALID_GRANT = {
   error: 'invalid_grant',
@@ -39,9 +38,7 @@ function allowed(scope: string, appScopes: readonly string[]): boolean {
 
 /** `redirect_uris` may be one string (newline- or space-separated) or an array of them. */
 function redirectUris(params: ParamHash): string[] {
-  const raw = Array.isArray(params['redirect_uris'])
-    ? (getStringArray(params, 'redirect_uris') ?? [])
-    : [getString(params, 'redirect_uris') ?? ''];
+  const raw = Array.isArray(params['redirect_uris']) ? (getStringArray(params, 'redirect_uris') ?? []) : [getString(params, 'redirect_uris') ?? ''];
   return raw.flatMap((s) => s.split(/\s+/)).filter((s) => s !== '');
 }
 

@@ -1,15 +1,7 @@
 /** @module Statuses: post, show, delete (with its source for redraft), boost and undo the boost. */
 import type { Handler, RouteContext } from '../context.js';
 import { primaryLanguage, statusEntity } from '../entities.js';
-import {
-  getBool,
-  getHash,
-  getInt,
-  getPresent,
-  getString,
-  getStringArray,
-  type ParamHash,
-} from '../params.js';
+import { getBool, getHash, getInt, getPresent, getString, getStringArray, type ParamHash } from '../params.js';
 import { HttpError, notFound, RECORD_NOT_FOUND, validationFailed } from '../reply.js';
 import type { AccountRecord, PollRecord, StatusRecord, Store, Visibility } from '../store.js';
 
