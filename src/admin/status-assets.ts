@@ -16,10 +16,10 @@ h1{font-size:18px;margin:0}
 h2{font-size:15px;margin:0 0 4px}
 #meta{color:var(--muted);font-size:12px}
 main{padding:12px 16px 24px;display:grid;gap:18px;grid-template-columns:repeat(auto-fit,minmax(min(100%,460px),1fr))}
-section{min-width:0}
+section{min-width:0;overflow-x:auto}
 #s-rules,#s-surges{grid-column:1/-1}
 table{border-collapse:collapse;width:100%}
-th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);vertical-align:top;overflow-wrap:anywhere}
+th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);vertical-align:top;overflow-wrap:break-word}
 th{background:var(--head);font-weight:600;font-size:12px;color:var(--muted)}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 #s-rules th:nth-child(n+3),#s-limited th:nth-child(3){text-align:right}
@@ -31,7 +31,7 @@ table.facts td:first-child{color:var(--muted);width:30%}
 .js .act{display:inline-block}.js .js-only{display:flex}
 form{gap:6px;align-items:center;flex-wrap:wrap}
 input{font:inherit;padding:2px 6px;border:1px solid var(--line);border-radius:4px;background:var(--bg);color:var(--fg)}
-button{font:inherit;padding:1px 10px;border:1px solid var(--line);border-radius:4px;background:var(--head);color:var(--fg);cursor:pointer}
+button{font:inherit;white-space:nowrap;padding:1px 10px;border:1px solid var(--line);border-radius:4px;background:var(--head);color:var(--fg);cursor:pointer}
 button.act{color:var(--bad)}
 #message{margin:0;flex-basis:100%;font-weight:600}
 #message:empty{display:none}
@@ -40,7 +40,7 @@ header,main{padding-left:10px;padding-right:10px}
 table:not(.facts) thead{display:none}
 table:not(.facts),table:not(.facts) tbody,table:not(.facts) tr,table:not(.facts) td{display:block;width:100%}
 table:not(.facts) tr{border-bottom:1px solid var(--line);padding:4px 0}
-table:not(.facts) td{border:0;padding:1px 0;display:flex;gap:8px}
+table:not(.facts) td{border:0;padding:1px 0;display:flex;gap:8px;overflow-wrap:anywhere}
 table:not(.facts) td.num{text-align:left}
 table:not(.facts) td::before{content:attr(data-label);flex:0 0 42%;color:var(--muted);font-size:12px}
 }
@@ -126,7 +126,10 @@ export const SCRIPT = `
     catch (e) { b.disabled = false; return say('The gateway does not answer: ' + e.message, 'bad'); }
     const d = await r.json().catch(() => ({}));
     b.disabled = false;
-    if (r.status === 401) { remember(null); return ask('The admin token was refused (401): nothing was changed. Enter the right one.'); }
+    if (r.status === 401) {
+      remember(null); clearTimeout(timer);
+      return ask('The admin token was refused (401): nothing was changed. Enter the right one.');
+    }
     if (!r.ok) return say('Not done (' + r.status + '): ' + b.dataset.what + ': ' + (d.error || r.statusText), 'bad');
     say(b.dataset.past + ' ' + b.dataset.what + '.', 'good');
     return load();

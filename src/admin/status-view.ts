@@ -212,17 +212,17 @@ export function perSecond(x: number): string {
   return String(Math.round(x));
 }
 
-/** `12m ago` for an ISO time before `now`. */
+/** `12m ago` for an ISO time before `now` (a no-break space: the two words stay on one line). */
 function ago(iso: unknown, now: number): string {
   const t = typeof iso === 'string' ? Date.parse(iso) : NaN;
-  return Number.isNaN(t) ? '' : `${roughly(now - t)} ago`;
+  return Number.isNaN(t) ? '' : `${roughly(now - t)}\u00a0ago`;
 }
 
 /** `in 59m` for an ISO time after `now`; `never` for none. */
 function until(iso: unknown, now: number): string {
   if (iso === null || iso === undefined) return 'never';
   const t = typeof iso === 'string' ? Date.parse(iso) : NaN;
-  return Number.isNaN(t) ? '' : `in ${roughly(t - now)}`;
+  return Number.isNaN(t) ? '' : `in\u00a0${roughly(t - now)}`;
 }
 
 /** A duration to the second under an hour, to the minute under a day, to the hour beyond. */
