@@ -1,14 +1,16 @@
 /**
  * @module The one admin router (never the proxy port), for a single process and the cluster primary alike:
- * /metrics, /healthz, /readyz, and the token-guarded /admin/* API (single process only).
+ * /metrics, /healthz, /readyz, and the token-guarded /admin/* API and status page (single process only).
  */
-import { timingSafeEqual, createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Store } from '../limiter/types.js';
 import type { RequestPolicy } from '../pipeline/policy.js';
 import { bucketsEndpoint } from './buckets.js';
 import { guardEndpoint } from './guard-api.js';
 import type { Guard } from '../guard/guard.js';
+import { BEARER_CHALLENGE, doorRefusal } from './door.js';
+import type { StatusSources } from './status-data.js';
+import { STATUS_PATHS, serveStatus } from './status-route.js';
 
 /** What /metrics serves: this process's registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -35,11 +37,9 @@ export interface AdminApi {
   token: () => string | null;
   /** Whether the listener accepts connections from this host only (see isLoopbackListen). */
   loopbackOnly: boolean;
+  /** The status page's live sources (absent: `/`, `/status` and `/status.json` answer 404). */
+  status?: StatusSources;
 }
-
-/** Security: an open buckets API on a reachable port lets anyone reset their own limits. */
-const NO_TOKEN_OFF_LOOPBACK =
-  'the admin API is disabled: this listener is not loopback-only and no admin token is set (admin.token, RATEGATE_ADMIN_TOKEN or admin.tokenFile)';
 
 export function createAdminServer(opts: AdminOptions): http.Server {
   return http.createServer((req, res) => {
@@ -67,6 +67,7 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
     const r = await opts.ready();
     return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks, ...r.details });
   }
+  if (req.method === 'GET' && STATUS_PATHS.has(path)) return serveStatus(opts.api, req, res, path, q === -1 ? '' : target.slice(q + 1));
   if (path.startsWith('/admin/')) {
     if (opts.api === undefined) return json(res, 404, { error: 'Not found (the buckets API is served by single-process mode only)' });
     return api(opts.api, req, res, path, q === -1 ? '' : target.slice(q + 1));
@@ -76,11 +77,10 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
 
 async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: string): Promise<void> {
   const policy = opts.policy();
-  const token = opts.token();
-  if (token === null && !opts.loopbackOnly) return json(res, 403, { error: NO_TOKEN_OFF_LOOPBACK });
-  if (token !== null && !bearerMatches(req.headers.authorization, token)) {
-    res.setHeader('WWW-Authenticate', 'Bearer realm="rategate-admin"');
-    return json(res, 401, { error: 'admin token required' });
+  const refused = doorRefusal({ token: opts.token(), loopbackOnly: opts.loopbackOnly }, req.headers.authorization);
+  if (refused !== null) {
+    if (refused.status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
+    return json(res, refused.status, { error: refused.error });
   }
   // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
   const params = new URLSearchParams(query);
@@ -94,15 +94,6 @@ async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerRe
     : null;
   if (g !== null) return json(res, g.status, g.body);
   json(res, 404, { error: 'Not found' });
-}
-
-/** Constant-time comparison of digests, so response timing does not leak the token a byte at a time. */
-function bearerMatches(header: string | undefined, token: string): boolean {
-  const m = /^Bearer\s+(.+)$/i.exec(header ?? '');
-  if (!m) return false;
-  const a = createHash('sha256').update(m[1]!).digest();
-  const b = createHash('sha256').update(token).digest();
-  return timingSafeEqual(a, b);
 }
 
 function json(res: http.ServerResponse, status: number, body: unknown): void {

@@ -9,6 +9,7 @@ import { ConfigWatcher } from '../config/watch.js';
 import type { Introspect } from '../identity/account.js';
 import { loadAdminToken } from '../admin/token.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { ReloadOutcome } from '../admin/reloads.js';
 import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
 
 export interface ReloadTarget {
@@ -19,6 +20,8 @@ export interface ReloadTarget {
   readonly introspect: Introspect;
   /** Whether this process runs the admin listener (and so reads the admin token). */
   readonly runAdmin: boolean;
+  /** Told every reload's outcome (the status page's history of reloads). */
+  readonly onReload?: (outcome: ReloadOutcome) => void;
   policy(): RequestPolicy;
   /** Puts a new policy and admin token in force together. */
   swap(policy: RequestPolicy, adminToken: string | null): void;
@@ -34,6 +37,7 @@ export async function applyConfig(t: ReloadTarget, text: string): Promise<boolea
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     t.metrics.configLoaded(false);
+    t.onReload?.({ ok: false, errors: err.errors });
     t.log.error({ errors: err.errors, source: t.configPath }, 'config reload refused; the previous limit table stays in force');
     return false;
   }
@@ -42,6 +46,7 @@ export async function applyConfig(t: ReloadTarget, text: string): Promise<boolea
   t.swap(buildRequestPolicy(next, t.introspect, previous), nextToken);
   t.log.level = next.config.log.level;
   t.metrics.configLoaded(true);
+  t.onReload?.({ ok: true, rules: next.rules.length, live: changes.live, atRestart: changes.atRestart });
   // Say exactly what happened: key names only (never values: admin.token is one of them).
   const applied =
     changes.live.length > 0 ? `; in force now: ${changes.live.join(', ')}` : changes.atRestart.length > 0 ? '; nothing in force changed' : '; nothing changed';

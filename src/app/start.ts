@@ -16,6 +16,7 @@ import { Tunnel } from '../proxy/tunnel.js';
 import { UpstreamRoutes } from '../proxy/routes.js';
 import { createAdminServer } from '../admin/server.js';
 import { isLoopbackListen, loadAdminToken } from '../admin/token.js';
+import { createStatusSources } from '../admin/status-data.js';
 import { createDrain } from '../http/drain.js';
 import { Gateway } from '../pipeline/gateway.js';
 import { isWebSocketUpgrade, serveAsPlainRequest } from '../pipeline/plain-upgrade.js';
@@ -100,7 +101,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
   let adminToken = runAdmin ? await loadAdminToken(cfg.admin, settings.configPath) : null;
   const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => draining });
-  const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard };
+  const status = createStatusSources({ policy: () => policy, metrics, store: storeHandle, storeUrl: cfg.store.url, sample: runAdmin });
+  const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status };
   const admin = createAdminServer({ metrics: metrics.registry, ready, api });
   if (runAdmin) await listenAdmin(admin, cfg, adminToken === null && !api.loopbackOnly, log);
 
@@ -112,6 +114,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       metrics,
       introspect: upstream.introspect,
       runAdmin,
+      onReload: status.onReload,
       policy: () => policy,
       swap: (next, token) => {
         policy = next;
@@ -144,6 +147,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     async shutdown(graceMs = 10_000) {
       draining = true;
       config.stop();
+      status.stop();
       gateway.startDraining();
       log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
       log.flush();
