@@ -1,5 +1,6 @@
 /** @module What the stages before an ending decide about a request, and the shapes of the gateway's own answers. */
 import type { CompiledRule } from '../config/types.js';
+import type { ConsumeOutcome } from '../limiter/types.js';
 
 /** How the decision went, as the access log names it. */
 export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';
@@ -18,6 +19,8 @@ export interface Decision {
   /** Some rule matched the route: the upstream's own rate-limit headers are then replaced. */
   readonly matched: boolean;
   readonly kind: DecisionKind;
+  /** The store's answer for `rules` (same order), when the store was asked: explain and replay read the headline from it. */
+  readonly outcome?: ConsumeOutcome | undefined;
 }
 
 export const NO_HEADERS: readonly string[] = Object.freeze([]);

@@ -10,8 +10,8 @@ const EXAMPLE = fileURLToPath(new URL('../../config/examples/mastodon.yaml', imp
 const mastodon = await loadConfigFile(EXAMPLE);
 
 describe('rategate explain', () => {
-  it('lists every rule in table order: the ones that count the request with their key, the others with why not', () => {
-    const lines = explain(mastodon, {
+  it('lists every rule in table order: the ones that count the request with their key, the others with why not', async () => {
+    const lines = await explain(mastodon, {
       request: 'POST /auth/password.json',
       headers: [],
       ip: '203.0.113.9',
@@ -32,10 +32,11 @@ describe('rategate explain', () => {
     // The rule order is the table's: 19 rules, then the headers.
     expect(lines.filter((l) => /^ +\d+\. /.test(l))).toHaveLength(19);
     expect(lines.at(-2)).toBe('  headers: X-RateLimit-* of password-resets-email (limit 5) while buckets are fresh; at run time the one closest to exhaustion');
-    expect(lines.at(-1)).toBe('  RateLimit-Policy: "password-resets-ip";q=25;w=300, "password-resets-email";q=5;w=1800');
+    // The header as the gateway sends it: the bucket closest to exhaustion first.
+    expect(lines.at(-1)).toBe('  RateLimit-Policy: "password-resets-email";q=5;w=1800, "password-resets-ip";q=25;w=300');
   });
 
-  it('says when a rule lacks its key, when the method is wrong, and which override applies', () => {
+  it('says when a rule lacks its key, when the method is wrong, and which override applies', async () => {
     const snap = parseConfig(
       `limits:
   - { name: apps, match: /api/*, per: "header:X-App-Id", limit: 10, period: 5m }
@@ -49,7 +50,7 @@ describe('rategate explain', () => {
 `,
       't.yaml',
     );
-    const lines = explain(snap, { request: 'GET /api/v1/statuses/1', headers: [], ip: '203.0.113.5' });
+    const lines = await explain(snap, { request: 'GET /api/v1/statuses/1', headers: [], ip: '203.0.113.5' });
     expect(lines).toEqual([
       'GET /api/v1/statuses/1  from 203.0.113.5',
       '  account: none (no bearer token)',
@@ -59,13 +60,13 @@ describe('rategate explain', () => {
       '  headers: X-RateLimit-* of api (limit 3000) while buckets are fresh; at run time the one closest to exhaustion',
       '  RateLimit-Policy: "api";q=3000;w=300',
     ]);
-    const withHeader = explain(snap, { request: 'GET /api/v1/statuses/1', headers: ['X-App-Id: a1'], ip: '198.51.100.1' });
+    const withHeader = await explain(snap, { request: 'GET /api/v1/statuses/1', headers: ['X-App-Id: a1'], ip: '198.51.100.1' });
     expect(withHeader[2]).toMatch(/^ {3}1\. apps: yes, per header:x-app-id, 10\/5m, key: header x-app-id "[^"]+", digest [0-9a-f]{12}…$/);
   });
 
-  it('says a blocked client is refused before any rule', () => {
+  it('says a blocked client is refused before any rule', async () => {
     const snap = parseConfig('block: { ips: [203.0.113.0/24] }\nlimits:\n  - { name: api, match: /api/*, per: ip, limit: 1, period: 1m }\n', 't.yaml');
-    expect(explain(snap, { request: 'GET /api/v1/x', headers: [], ip: '203.0.113.1' })).toEqual([
+    expect(await explain(snap, { request: 'GET /api/v1/x', headers: [], ip: '203.0.113.1' })).toEqual([
       'GET /api/v1/x  from 203.0.113.1',
       '  blocked (block.ips): answered 403 {"error":"Forbidden"}; no rule counts it, nothing is forwarded',
     ]);

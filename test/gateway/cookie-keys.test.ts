@@ -109,17 +109,16 @@ describe('per: cookie:NAME in the config and in explain', () => {
     );
     expect(() => parseConfig('limits: [{ name: a, match: /x, per: "cookie:", limit: 1, period: 1m }]', 't.yaml')).toThrow(/invalid cookie name/);
     const snap = parseConfig('limits: [{ name: a, match: /x, per: "cookie:sid", limit: 1, period: 1m, overrides: [{ keys: [abc], limit: 5 }] }]', 't.yaml');
-    expect(snap.rules[0]!.per).toBe('cookie');
-    expect(snap.rules[0]!.keyName).toBe('sid');
+    expect(snap.rules[0]!.key.label).toBe('cookie:sid');
   });
 
-  it('explain shows the cookie key, digested, or why the rule is skipped', () => {
+  it('explain shows the cookie key, digested, or why the rule is skipped', async () => {
     const snap = parseConfig(TABLE, 't.yaml');
-    const withCookie = explain(snap, { request: 'PUT /auth.json', headers: ['Cookie: a=1; _mastodon_session=xyz'], ip: '203.0.113.9' });
+    const withCookie = await explain(snap, { request: 'PUT /auth.json', headers: ['Cookie: a=1; _mastodon_session=xyz'], ip: '203.0.113.9' });
     expect(withCookie.find((l) => l.includes('session:'))).toMatch(
       /1\. session: yes, per cookie:_mastodon_session \(unauthenticated\), 2\/10m, key: cookie _mastodon_session, digest [0-9a-f]{12}…$/,
     );
-    const without = explain(snap, { request: 'PUT /auth', headers: [], ip: '203.0.113.9' });
+    const without = await explain(snap, { request: 'PUT /auth', headers: [], ip: '203.0.113.9' });
     expect(without).toContain('   1. session: no (no key: the request has no cookie _mastodon_session)');
   });
 });
