@@ -112,3 +112,31 @@ describe('the command line', () => {
     expect(bad.stderr).toContain('rategate explain: expected "METHOD /path?query", got "nonsense"');
   }, 30_000);
 });
+
+describe('rategate explain reads the method as serve does (issue 27 item 7)', () => {
+  const snap = parseConfig(
+    `limits:
+  - { name: search, match: GET /api/v2/search, per: ip, limit: 10, period: 1m }
+  - { name: posts, match: POST /api/v2/search, per: ip, limit: 3, period: 1m }
+`,
+    't.yaml',
+  );
+
+  it('counts a POST with a form _method=GET as the GET it is routed as', async () => {
+    const lines = await explain(snap, { request: 'POST /api/v2/search', headers: [], ip: '203.0.113.9', body: '_method=GET&q=x' });
+    expect(lines[1]).toBe("  counted and routed as GET (the form's _method, as Rack::MethodOverride reads it)");
+    expect(lines).toContain('   1. search: yes, per ip, 10/1m, key: ip 203.0.113.9');
+    expect(lines).toContain('   2. posts: no (method: GET is not POST)');
+  });
+
+  it('counts a POST with X-HTTP-Method-Override: GET as a GET, and a GET with one as the GET it stays', async () => {
+    const header = await explain(snap, { request: 'POST /api/v2/search', headers: ['X-HTTP-Method-Override: get'], ip: '203.0.113.9' });
+    expect(header[1]).toBe('  counted and routed as GET (X-HTTP-Method-Override, as Rack::MethodOverride reads it)');
+    expect(header).toContain('   1. search: yes, per ip, 10/1m, key: ip 203.0.113.9');
+    // Rack overrides only a POST, and `_method` only from a form body (not JSON, not the query).
+    const get = await explain(snap, { request: 'GET /api/v2/search', headers: ['X-HTTP-Method-Override: POST'], ip: '203.0.113.9' });
+    expect(get).toContain('   2. posts: no (method: GET is not POST)');
+    const json = await explain(snap, { request: 'POST /api/v2/search?_method=GET', headers: [], ip: '203.0.113.9', body: '{"_method":"GET"}' });
+    expect(json).toContain('   2. posts: yes, per ip, 3/1m, key: ip 203.0.113.9');
+  });
+});

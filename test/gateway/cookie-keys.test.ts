@@ -96,6 +96,14 @@ describe('per: cookie:NAME overrides and the admin bucket API', () => {
       const digest = createHash('sha256').update('plain').digest('hex');
       const bucket = await (await fetch(`${own.adminUrl}/admin/buckets?rule=session&key=plain`)).json();
       expect(bucket).toMatchObject({ key: `session:{ck:${digest}}`, remaining: 0 });
+      // The admin API names the rule's key kind as written, and triage shows a session by its digest's prefix.
+      const rules = (await (await fetch(`${own.adminUrl}/admin/buckets`)).json()) as { rules: { per: string }[] };
+      expect(rules.rules.map((r) => r.per)).toEqual(['cookie:sid']);
+      const limited = (await (await fetch(`${own.adminUrl}/admin/limited?rule=session`)).json()) as { top: { key: string }[] };
+      expect(limited.top.map((k) => k.key)).toEqual([
+        `cookie ${digest.slice(0, 16)}`,
+        `cookie ${createHash('sha256').update('trusted-session').digest('hex').slice(0, 16)} (override 0)`,
+      ]);
     } finally {
       await own.shutdown(1000);
     }
