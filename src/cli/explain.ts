@@ -10,6 +10,7 @@ import type { CompiledRule, Snapshot } from '../config/types.js';
 import { formatDuration } from '../config/fields/duration.js';
 import { perLabel } from '../config/describe.js';
 import { Guard } from '../guard/guard.js';
+import type { IntrospectResult } from '../identity/index.js';
 import { MemoryGuardState } from '../guard/state.js';
 import { displayKey, keyShown } from '../keys/index.js';
 import { MemoryStore } from '../limiter/memory/store.js';
@@ -29,8 +30,8 @@ export interface ExplainRequest {
   readonly ip: string;
   /** A URL-encoded (`a=b&c=d`) or JSON (`{…}`) body. */
   readonly body?: string | undefined;
-  /** The account id the upstream would say owns the bearer token (introspection); default `token-owner`. */
-  readonly account?: string | undefined;
+  /** The account id the upstream would say owns the bearer token (introspection; default `token-owner`); null: it owns none. */
+  readonly account?: string | null | undefined;
 }
 
 /** The decision and what it noted, with the explanation as text lines. */
@@ -51,8 +52,8 @@ export async function explain(snapshot: Snapshot, r: ExplainRequest): Promise<st
 /** Runs the gateway's decision on the described request and explains it. */
 export async function explainRequest(snapshot: Snapshot, r: ExplainRequest): Promise<Explanation> {
   const head = requestHead(r);
-  const owner = r.account ?? 'token-owner';
-  const policy = buildRequestPolicy(snapshot, () => Promise.resolve({ kind: 'account', id: owner }));
+  const answer: IntrospectResult = r.account === null ? { kind: 'anonymous' } : { kind: 'account', id: r.account ?? 'token-owner' };
+  const policy = buildRequestPolicy(snapshot, () => Promise.resolve(answer));
   const peer = policy.resolveIp.peer(r.ip);
   if (peer.client.address === '') throw new Error(`--ip: not an IP address: "${r.ip}"`);
   // The client as a trusted proxy in front of the gateway names it: its headers (the account header) are believed.
@@ -138,7 +139,7 @@ function accountLine(snapshot: Snapshot, v: RequestView, r: ExplainRequest): str
   if (acct.from === 'header') {
     return account === null ? `none (no ${acct.header} header)` : `${displayKey(`acct:${account}`)} (header ${acct.header}, set by a trusted proxy)`;
   }
-  if (account === null) return v.token === null ? 'none (no bearer token)' : 'none (the token is not one Doorkeeper issues)';
+  if (account === null) return v.token === null ? 'none (no bearer token)' : 'none (the upstream would say the token has no account)';
   if (acct.from === 'token') return `the token's digest ${account.slice(2, 14)}…`;
   return `${displayKey(`acct:${account}`)}: the bearer token's owner, as the upstream would say (not asked${r.account === undefined ? '; --account names it' : ''})`;
 }

@@ -10,7 +10,7 @@ const USAGE = `Usage:
   rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
                     [--upstream URL|builtin] [--store memory|URL] [--workers N|auto]
   rategate check    [--config FILE | FILE]
-  rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"] [--account ID]
+  rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"] [--account ID|none]
   rategate upstream [--listen HOST:PORT]
 ${GUARD_USAGE}
   rategate --version
