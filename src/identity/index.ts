@@ -24,4 +24,5 @@ export {
   type TokenDigestOf,
 } from './account.js';
 export { accountKeyNamedBy, accountKeysNamedBy } from './account-key.js';
+export { forwardedForNodes, type ParsedForwarded } from './forwarded.js';
 export { createHttpIntrospector, createIntrospectionPool, type HttpIntrospectorOptions } from './introspect.js';

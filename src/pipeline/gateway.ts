@@ -106,7 +106,7 @@ export class Gateway {
     }
     // Routed by the method it was counted as (Rack's override applied), as the upstream's Rails routes it.
     const forwarder = this.opts.routes?.pick(s.view.method, s.view.path)?.forwarder ?? this.opts.forwarder;
-    const forwarded = forwardedHeaders(req, s.view.peer, id);
+    const forwarded = forwardedHeaders(req, s.view.peer, id, s.view);
     continueNow(req, res);
     const result = await forwarder.forward(req, res, {
       pathAndQuery: s.target,
@@ -129,7 +129,7 @@ export class Gateway {
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
     const tunnel = this.opts.routes?.pick(s.view.method, s.view.path)?.tunnel ?? this.opts.tunnel;
-    const result = await tunnel.open(req, socket, head, s.target, forwardedHeaders(req, s.view.peer, id), d.headers, d.matched);
+    const result = await tunnel.open(req, socket, head, s.target, forwardedHeaders(req, s.view.peer, id, s.view), d.headers, d.matched);
     this.finish(req, id, s, { status: result.status, result }, started);
   }
 

@@ -7,7 +7,7 @@
  */
 import type http from 'node:http';
 import type { CompiledRule } from '../config/types.js';
-import { tokenDigest, type ClientIp, type Peer } from '../identity/index.js';
+import { forwardedForNodes, tokenDigest, type ClientIp, type ParsedForwarded, type Peer } from '../identity/index.js';
 import type { KeyFacts } from '../keys/index.js';
 import { firstHeader } from '../http/message.js';
 import { NO_QUERY, RequestFacts, type BodyParams, type QueryParams } from '../rails/index.js';
@@ -23,8 +23,9 @@ export interface RequestHead {
   readonly rawHeaders: readonly string[];
 }
 
-export class RequestView implements KeyFacts {
+export class RequestView implements KeyFacts, ParsedForwarded {
   private clientIp: ClientIp | undefined;
+  private forwardedNodes: (string | null)[] | null | undefined;
   private ruleFacts: RequestFacts | undefined;
   private digest: string | null | undefined;
   private exemptFound: boolean | undefined;
@@ -68,7 +69,14 @@ export class RequestView implements KeyFacts {
 
   /** The client behind the trusted proxies: the X-Forwarded-For / Forwarded walk, done once when first asked. */
   get client(): ClientIp {
-    return (this.clientIp ??= this.policy.resolveIp.behind(this.peer, this.req.headers['x-forwarded-for'], this.req.headers.forwarded));
+    const forwarded = this.req.headers.forwarded === undefined ? undefined : this;
+    return (this.clientIp ??= this.policy.resolveIp.behind(this.peer, this.req.headers['x-forwarded-for'], forwarded));
+  }
+
+  /** `Forwarded`'s `for=` nodes, parsed once: the client walk and the headers sent upstream read them. */
+  forwardedFor(): (string | null)[] | null {
+    if (this.forwardedNodes === undefined) this.forwardedNodes = forwardedForNodes(this.req.headers.forwarded ?? '');
+    return this.forwardedNodes;
   }
 
   /** Whether the client is exempt (`exempt.ips`, or a runtime exemption): found once per request. */
