@@ -85,18 +85,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const guard = await createGuard({ store: cfg.store, registry: metrics.registry, log, config: () => policy.snapshot.config });
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
-  const gateway = buildGateway({
-    policy: () => policy,
-    storeHandle,
-    forwarder: upstream.forwarder,
-    origin,
-    routes,
-    metrics,
-    log,
-    guard,
-    now: settings.now,
-    drain,
-  });
+  const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
 
   const server = createProxyServer(cfg.server, gateway.handle, (status) => metrics.gatewayResponses.labels(String(status)).inc(), drain.ServerResponse);
   server.on('checkContinue', gateway.handle);
@@ -202,7 +191,7 @@ function upstreamClients(
 function buildGateway(o: {
   policy: () => RequestPolicy;
   storeHandle: StoreHandle;
-  forwarder: Forwarder;
+  upstream: { readonly forwarder: Forwarder };
   origin: string;
   routes: UpstreamRoutes | null;
   metrics: Metrics;
@@ -216,7 +205,7 @@ function buildGateway(o: {
   return new Gateway({
     policy: o.policy,
     store: o.storeHandle.store,
-    forwarder: o.forwarder,
+    forwarder: o.upstream.forwarder,
     tunnel: new Tunnel(o.origin),
     routes: o.routes,
     metrics: o.metrics,
