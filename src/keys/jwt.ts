@@ -36,6 +36,21 @@ export function jwtPayload(token: string): JwtPayload {
   return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
 }
 
+/** The last token decoded and its payload: every `jwt:` rule of a request (and a client's next request) reads one token. */
+let lastToken: string | null = null;
+let lastPayload: JwtPayload = null;
+
+/** A claim of the request's token (keys/kinds.ts KeyFacts), the payload decoded once per token. */
+export function tokenClaim(facts: { rawToken(): string | null }, claim: string): string | undefined {
+  const token = facts.rawToken();
+  if (token === null) return undefined;
+  if (token !== lastToken) {
+    lastPayload = jwtPayload(token);
+    lastToken = token;
+  }
+  return claimValue(lastPayload, claim);
+}
+
 /**
  * A claim as key text: a non-blank string (as sent) or a finite number (its decimal text, so `42` and
  * `"42"` are one key); anything else (absent, boolean, object, array, too long) is no key.

@@ -8,6 +8,7 @@
 import { accountKeyNamedBy, ipBucketKey, tokenDigest } from '../identity/index.js';
 import { normalizeParamKey } from '../identity/key-normalize.js';
 import { parseKey } from '../rack-params.js';
+import { tokenClaim } from './jwt.js';
 import { NEED } from './needs.js';
 
 export type KindName = 'ip' | 'account' | 'global' | 'token' | 'header' | 'param' | 'cookie' | 'jwt';
@@ -18,7 +19,9 @@ export interface KeyFacts {
   readonly ipKey: string;
   /** The account key (`a:42`, `h:…`, `t:<digest>`), or null: the request has none (or it is not known yet). */
   readonly accountKey: string | null;
-  /** The SHA-256 hex of the token Doorkeeper reads, wherever it was sent; null without one. */
+  /** The token Doorkeeper reads, wherever it was sent; null without one. Kinds key on its digest or its claims, never on it. */
+  rawToken(): string | null;
+  /** The SHA-256 hex of that token; null without one. */
   tokenDigest(): string | null;
   /** A header's first value, trimmed; undefined when absent or blank. `name` is lower-case. */
   header(name: string): string | undefined;
@@ -26,8 +29,6 @@ export interface KeyFacts {
   cookie(name: string): string | undefined;
   /** A parameter's one value (query first, then the body); undefined when absent, blank or not one value. */
   param(name: string, path: readonly string[]): string | undefined;
-  /** A claim of the token read as an unverified JWT (keys/jwt.ts); undefined when there is none. */
-  jwtClaim(claim: string): string | undefined;
 }
 
 /** The NAME after the colon, compiled: a header's lower-cased, a parameter's bracket path. */
@@ -273,12 +274,12 @@ export const KINDS = {
     wantsParam: () => null,
     operatorNames: 'value',
     overrideKeys: true,
-    read: (arg, facts) => digested(facts.jwtClaim(arg.name), trim),
+    read: (arg, facts) => digested(tokenClaim(facts, arg.name), trim),
     typed: (_arg, text) => typedDigest(text, trim),
     typedHint: () => 'the claim value',
     display: (value) => `jwt ${value.slice(0, 16)}`,
     what: (arg) => `JWT claim ${arg.name}`,
-    shown: (arg, facts, value) => `JWT claim ${arg.name} ${JSON.stringify(trim(facts.jwtClaim(arg.name) ?? ''))}, ${shortDigest(value)}`,
+    shown: (arg, facts, value) => `JWT claim ${arg.name} ${JSON.stringify(trim(tokenClaim(facts, arg.name) ?? ''))}, ${shortDigest(value)}`,
   },
 } as const satisfies Record<KindName, KeyKind>;
 

@@ -186,7 +186,7 @@ export function knownClient(client: { readonly address: string; readonly key: st
     header: () => undefined,
     cookie: () => undefined,
     param: () => undefined,
-    jwtClaim: () => undefined,
+    rawToken: () => null,
     facts: () => NO_FACTS,
   };
 }

@@ -148,12 +148,12 @@ export class RequestView implements KeyFacts, ParsedForwarded {
     return this.facts().param(name, path);
   }
 
-  jwtClaim(claim: string): string | undefined {
-    return this.facts().jwtClaim(claim);
+  rawToken(): string | null {
+    return this.token;
   }
 
-  /** What Rack reads (headers, cookies, query, body values, the token as a JWT), built once when first asked. */
+  /** What Rack reads (headers, cookies, query, body values), built once when first asked. */
   facts(): RequestFacts {
-    return (this.ruleFacts ??= new RequestFacts(this.req.headers, this.queryParams, this.token, this.values, this.form));
+    return (this.ruleFacts ??= new RequestFacts(this.req.headers, this.queryParams, this.values, this.form));
   }
 }

@@ -1,13 +1,13 @@
 /**
  * @module What a request offers the limit rules besides its route, as Rack reads it: header values,
  * cookies, parameters in Rack bracket notation (the query's tree, parsed once, and the body's values),
- * whether its query pages, and the claims of its token read as a JWT. Read lazily and once per request;
+ * whether its query pages. Read lazily and once per request;
  * the request path builds one only when a rule that may apply needs it.
  */
 import type http from 'node:http';
 import { isHash, lookUp, type ParamValue } from '../rack-params.js';
 import type { CompiledRule } from '../config/types.js';
-import { claimValue, jwtPayload, paramPath, type JwtPayload } from '../keys/index.js';
+import { paramPath } from '../keys/index.js';
 import type { QueryParams } from './request-params.js';
 
 /** The `param:` values the pipeline read (query and body together, rails/read-params.ts), by name as written. */
@@ -17,13 +17,9 @@ const NO_BODY: BodyParams = new Map();
 
 /** One request's facts, each read at most once. */
 export class RequestFacts {
-  private payload: JwtPayload | undefined;
-
   constructor(
     private readonly headers: http.IncomingHttpHeaders,
     private readonly query: QueryParams,
-    /** The token Doorkeeper reads, wherever it was sent; null: none. */
-    private readonly token: string | null,
     private readonly body: BodyParams = NO_BODY,
     /** What the body peek found of every wanted name (`when.query` names too), the body alone. */
     private readonly form: BodyParams = NO_BODY,
@@ -66,12 +62,6 @@ export class RequestFacts {
     if (q !== undefined) return q;
     const b = this.body.get(name);
     return b === undefined || b.trim() === '' ? undefined : b;
-  }
-
-  /** A claim of the token read as an unverified JWT (keys/jwt.ts), the payload decoded once. */
-  jwtClaim(claim: string): string | undefined {
-    if (this.payload === undefined) this.payload = this.token === null ? null : jwtPayload(this.token);
-    return claimValue(this.payload, claim);
   }
 
   /**

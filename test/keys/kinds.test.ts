@@ -37,11 +37,11 @@ describe('the key-kind table', () => {
     const tag = claim.tag({
       ipKey: '',
       accountKey: null,
+      rawToken: () => `${b64({})}.${b64({ sub: ' alice ' })}.s`,
       tokenDigest: () => null,
       header: () => undefined,
       cookie: () => undefined,
       param: () => undefined,
-      jwtClaim: () => ' alice ',
     });
     expect(typedTags(claim, 'alice', ctx)).toEqual([tag]);
     expect(typedTags(claim, '  ', ctx)).toEqual({ hint: 'the claim value' });

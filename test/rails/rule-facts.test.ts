@@ -18,7 +18,7 @@ const snap = parseConfig(
 const [email, app, tok, paging] = snap.rules as [(typeof snap.rules)[0], (typeof snap.rules)[0], (typeof snap.rules)[0], (typeof snap.rules)[0]];
 const tokens = new WeakMap<RequestFacts, string>();
 const facts = (query: string, headers: Record<string, string> = {}, body = new Map<string, string>(), token: string | null = null) => {
-  const f = new RequestFacts(headers, new QueryParams(query.replace(/^\?/, '')), token, body);
+  const f = new RequestFacts(headers, new QueryParams(query.replace(/^\?/, '')), body);
   if (token !== null) tokens.set(f, token);
   return f;
 };
@@ -28,11 +28,11 @@ const ruleValueDigest = (rule: CompiledRule, f: RequestFacts): string | null => 
   const tag = rule.key.tag({
     ipKey: '',
     accountKey: null,
+    rawToken: () => token ?? null,
     tokenDigest: () => (token === undefined ? null : tokenDigest(token)),
     header: (n) => f.header(n),
     cookie: (n) => f.cookie(n),
     param: (n, p) => f.param(n, p),
-    jwtClaim: (c) => f.jwtClaim(c),
   });
   return tag === null ? null : tag.slice(tag.indexOf(':') + 1);
 };
@@ -64,7 +64,7 @@ describe('request facts', () => {
     expect(whenFails(paging, facts('?page=&max_id=%20'), false)).toBe('when.query: none of page, max_id is in the query string or a form body');
     expect(whenFails(paging, facts('?page=2'), true)).toBe('when.authenticated: false, and the request has an account');
     // Rack's params merge a form body (a GET's too): a paging name there holds when.query.
-    const fromBody = (form: Map<string, string>) => new RequestFacts({}, new QueryParams(''), null, new Map(), form);
+    const fromBody = (form: Map<string, string>) => new RequestFacts({}, new QueryParams(''), new Map(), form);
     expect(whenFails(paging, fromBody(new Map([['max_id', '9']])), false)).toBeNull();
     expect(whenFails(paging, fromBody(new Map([['max_id', ' ']])), false)).not.toBeNull();
   });
