@@ -73,7 +73,7 @@ async function consume(ctx: DecideContext, v: RequestView, specs: Parameters<Sto
   }
   metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
   countDecision(metrics, rules, outcome);
-  if (outcome.allowed) return { ...admitted(rateLimitHeaders(v.policy, rules, outcome), rules, true, 'allowed'), outcome };
+  if (outcome.allowed) return admitted(rateLimitHeaders(v.policy, rules, outcome), rules, true, 'allowed', outcome);
   noteLimited(ctx, rules, specs, outcome);
   return rateLimited(v.policy, rejecting(rules, outcome), { rules, outcome });
 }

@@ -26,8 +26,8 @@ export interface Decision {
 export const NO_HEADERS: readonly string[] = Object.freeze([]);
 export const NO_RULES: readonly CompiledRule[] = Object.freeze([]);
 
-export function admitted(headers: readonly string[], rules: readonly CompiledRule[], matched: boolean, kind: DecisionKind): Decision {
-  return { admit: true, status: 0, body: undefined, headers, rules, rejectedBy: undefined, matched, kind };
+export function admitted(headers: readonly string[], rules: readonly CompiledRule[], matched: boolean, kind: DecisionKind, outcome?: ConsumeOutcome): Decision {
+  return { admit: true, status: 0, body: undefined, headers, rules, rejectedBy: undefined, matched, kind, outcome };
 }
 
 /** A gateway-made refusal that charged nothing (400, 403, 413, 503 …). */

@@ -6,7 +6,6 @@
  * it and read it; it needs no socket (explain and replay build one from a described request).
  */
 import type http from 'node:http';
-import type { CompiledRule } from '../config/types.js';
 import { forwardedForNodes, tokenDigest, type ClientIp, type ParsedForwarded, type Peer } from '../identity/index.js';
 import type { KeyFacts } from '../keys/index.js';
 import { firstHeader } from '../http/message.js';
@@ -60,11 +59,6 @@ export class RequestView implements KeyFacts, ParsedForwarded {
     this.method = req.method ?? 'GET';
     this.path = req.url ?? '';
     this.clientIp = client;
-  }
-
-  /** The limit rules of the route. */
-  get matched(): readonly CompiledRule[] {
-    return this.rules.limits;
   }
 
   /** The client behind the trusted proxies: the X-Forwarded-For / Forwarded walk, done once when first asked. */

@@ -86,7 +86,7 @@ function screenHead(ctx: ScreenContext, v: RequestView): Decision | number {
   if (!target.ok) return refusal(GATEWAY_ERRORS.BAD_PATH.status, badPathBody(target.reason));
   v.path = target.path;
   v.query = target.query;
-  const dup = duplicatedHeader(req.rawHeaders as string[]);
+  const dup = duplicatedHeader(req.rawHeaders);
   if (dup !== null) return dup === 'content-type' ? DUPLICATE_CONTENT_TYPE : DUPLICATE_AUTHORIZATION;
   // Refused before counting: a request that will not be served must not spend anyone's tokens.
   const maxBody = policy.maxBodySize(v.method, v.path);
