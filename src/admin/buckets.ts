@@ -12,7 +12,7 @@ import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import { bucketSpec, overrideFor, type RequestPolicy } from '../pipeline/policy.js';
 import type { TopLimited } from '../guard/top-keys.js';
 import { formatDuration } from '../config/fields/duration.js';
-import { typedTags } from '../keys/index.js';
+import { tagValue, typedTags } from '../keys/index.js';
 import { iso8601Micro } from '../pipeline/ratelimit-headers.js';
 
 export type BucketsAnswer = { status: number; body: unknown };
@@ -99,6 +99,6 @@ function overrideOf(rule: CompiledRule, param: string | null, key: string, tag: 
   }
   const names = rule.key.parts[0]!.spec.operatorNames;
   const address = names === 'client-ip' ? key.trim() : '';
-  const accountKey = names === 'account' ? tag.slice(tag.indexOf(':') + 1) : null;
+  const accountKey = names === 'account' ? tagValue(tag) : null;
   return overrideFor(policy.overrides[rule.index] ?? [], address, accountKey, tag);
 }

@@ -13,6 +13,7 @@ export {
   PER_MEANINGS,
   PER_PATTERN,
   tagOf,
+  tagValue,
   typedTags,
   type KeyPart,
   type RuleKey,

@@ -42,6 +42,12 @@ export function tagOf(spec: KeyKind, value: string): string {
   return value === '' ? spec.tag : `${spec.tag}:${value}`;
 }
 
+/** The key value of a one-part tag (tagOf's inverse): `acct:a:42` → `a:42`, `global` → ''. */
+export function tagValue(tag: string): string {
+  const colon = tag.indexOf(':');
+  return colon < 0 ? '' : tag.slice(colon + 1);
+}
+
 class SingleKey implements RuleKey {
   readonly parts: readonly KeyPart[];
   readonly label: string;
@@ -139,6 +145,5 @@ export function keyWhat(key: RuleKey): string {
 /** How `explain` shows this request's key under `key` (its tag `tag`, from `key.tag`). */
 export function keyShown(key: RuleKey, facts: KeyFacts, tag: string): string {
   const part = key.parts[0]!;
-  const value = tag === part.spec.tag ? '' : tag.slice(part.spec.tag.length + 1);
-  return part.spec.shown(part.arg, facts, value);
+  return part.spec.shown(part.arg, facts, tagValue(tag));
 }
