@@ -194,7 +194,6 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     return current.client;
   }
 
-  const resolve = (peer: string | undefined, forwardedFor: string | string[] | undefined, forwarded?: string): ClientIp =>
-    behind(peerOf(peer), forwardedFor, forwarded);
+  const resolve = (peer: string | undefined, xff: string | string[] | undefined, forwarded?: string): ClientIp => behind(peerOf(peer), xff, forwarded);
   return Object.assign(resolve, { peer: peerOf, behind });
 }
