@@ -8,7 +8,7 @@
 import { parseConfig } from '../src/config/index.js';
 import { readFileSync } from 'node:fs';
 import { MemoryStore } from '../src/limiter/memory/store.js';
-import { bucketsFor, buildRequestPolicy } from '../src/pipeline/policy.js';
+import { bucketsFor, buildRequestPolicy, knownClient } from '../src/pipeline/policy.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);
 let now = Date.UTC(2026, 10, 21, 19, 0, 0);
@@ -31,13 +31,7 @@ for (let i = 0; i < N; i++) {
   const client = policy.resolveIp(ip, undefined);
   const method = i % 10 === 0 ? 'POST' : 'GET';
   const path = i % 10 === 0 ? '/api/v1/accounts' : '/api/v1/statuses/1';
-  const { specs } = bucketsFor(policy, snapshot.matcher.match(method, path), {
-    ipKey: client.key,
-    address: client.address,
-    accountKey: null,
-    accountKnown: true,
-    facts: null,
-  });
+  const { specs } = bucketsFor(policy, snapshot.matcher.match(method, path), knownClient(client));
   store.consumeSync(specs);
 }
 const seconds = (performance.now() - started) / 1000;

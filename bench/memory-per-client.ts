@@ -23,7 +23,7 @@ import { parseConfig } from '../src/config/index.js';
 import { createBlockedCacheStore } from '../src/limiter/blocked.js';
 import { MemoryStore } from '../src/limiter/memory/store.js';
 import type { Store } from '../src/limiter/types.js';
-import { bucketsFor, buildRequestPolicy } from '../src/pipeline/policy.js';
+import { bucketsFor, buildRequestPolicy, knownClient } from '../src/pipeline/policy.js';
 
 const json = process.argv[2]?.startsWith('{') ? (JSON.parse(process.argv[2]) as { clients?: number; blocked?: boolean }) : {};
 const N = json.clients ?? Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 150_000);
@@ -52,7 +52,7 @@ function sample(): Sample {
 async function requests(n: number, ipOf: (i: number) => string): Promise<void> {
   for (let i = 0; i < n; i++) {
     const client = policy.resolveIp(ipOf(i), undefined);
-    const { specs } = bucketsFor(policy, rules, { ipKey: client.key, address: client.address, accountKey: null, accountKnown: true, facts: null });
+    const { specs } = bucketsFor(policy, rules, knownClient(client));
     await store.consume(specs);
   }
 }

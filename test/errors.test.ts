@@ -7,6 +7,9 @@ import { ParamError } from '../src/rack-params.js';
 import { ParamBeyondPeekError } from '../src/rails/replay-body.js';
 import { BodyTooLargeError } from '../src/proxy/upstream-body.js';
 import { HttpError } from '../src/mastodon/reply.js';
+import { StoreError, StoreTimeoutError } from '../src/limiter/errors.js';
+import { StoreUnavailableError } from '../src/limiter/types.js';
+import { StoreUrlError } from '../src/config/store-url.js';
 
 describe('thrown errors', () => {
   const made: [RategateError, string, string][] = [
@@ -16,6 +19,10 @@ describe('thrown errors', () => {
     [new ParamBeyondPeekError('after the file'), 'PARAM_BEYOND_PEEK', 'ParamBeyondPeekError'],
     [new BodyTooLargeError('too large'), 'BODY_TOO_LARGE', 'BodyTooLargeError'],
     [new HttpError(404, 'Record not found'), 'MASTODON_HTTP', 'HttpError'],
+    [new StoreError('connection', 'store consume failed'), 'STORE_ERROR', 'StoreError'],
+    [new StoreTimeoutError(50, 'consume'), 'STORE_TIMEOUT', 'StoreTimeoutError'],
+    [new StoreUnavailableError('no decision'), 'STORE_UNAVAILABLE', 'StoreUnavailableError'],
+    [new StoreUrlError('redis://', 'no host'), 'STORE_URL_INVALID', 'StoreUrlError'],
   ];
 
   it('share one base, each with a listed stable code and its class name', () => {
@@ -35,5 +42,9 @@ describe('thrown errors', () => {
     expect(hasCode(outer, 'BODY_TOO_LARGE')).toBe(true);
     expect(hasCode(outer, 'PARAM_BEYOND_PEEK')).toBe(false);
     expect(hasCode('BODY_TOO_LARGE', 'BODY_TOO_LARGE')).toBe(false);
+    // A store timeout is a store error too: its class says so, its code says which.
+    const timeout = new StoreTimeoutError(50, 'consume');
+    expect(timeout).toBeInstanceOf(StoreError);
+    expect(hasCode(new Error('x', { cause: timeout }), 'STORE_TIMEOUT')).toBe(true);
   });
 });

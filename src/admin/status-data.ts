@@ -127,7 +127,7 @@ export async function statusData(
     rules: policy.snapshot.rules.map((r) => ({
       name: r.name,
       match: r.patterns,
-      per: r.keyName === '' ? String(r.per) : `${String(r.per)}:${r.keyName}`,
+      per: r.key.label,
       limit: r.limit,
       period: formatDuration(r.periodMs),
       algorithm: r.algorithm,

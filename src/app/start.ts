@@ -27,7 +27,7 @@ import { createReadiness } from './readiness.js';
 import { watchConfig } from './reload.js';
 import { startUpstream } from '../mastodon/index.js';
 import { createGuard, type Guard } from '../guard/index.js';
-import { displayKey } from '../guard/top-keys.js';
+import { displayKey } from '../keys/index.js';
 
 export interface GatewaySettings {
   /** Path of limits.yaml. */
@@ -84,9 +84,10 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const routes = UpstreamRoutes.build(cfg);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect);
   const guard = await createGuard({ store: cfg.store, registry: metrics.registry, log, config: () => policy.snapshot.config });
-  const gateway = buildGateway({ policy: () => policy, storeHandle, forwarder: upstream.forwarder, origin, routes, metrics, log, guard, now: settings.now });
-
+  // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
+  const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
+
   const server = createProxyServer(cfg.server, gateway.handle, (status) => metrics.gatewayResponses.labels(String(status)).inc(), drain.ServerResponse);
   server.on('checkContinue', gateway.handle);
   // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
@@ -96,11 +97,10 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
 
-  let draining = false;
   const runAdmin = settings.admin ?? true;
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
   let adminToken = runAdmin ? await loadAdminToken(cfg.admin, settings.configPath) : null;
-  const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => draining });
+  const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => drain.draining });
   const status = createStatusSources({ policy: () => policy, metrics, store: storeHandle, storeUrl: cfg.store.url, sample: runAdmin });
   const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status };
   const admin = createAdminServer({ metrics: metrics.registry, ready, api });
@@ -145,14 +145,13 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     snapshot: () => policy.snapshot,
     reload: () => config.reload(),
     async shutdown(graceMs = 10_000) {
-      draining = true;
       config.stop();
       status.stop();
-      gateway.startDraining();
       log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
       log.flush();
       // WebSockets have no natural end: they get the drain time, then are closed.
       const wsTimer = setTimeout(() => gateway.closeTunnels(), graceMs);
+      // Sets the drain's flag at once: from here new requests are answered 503 and readiness fails.
       await drain.run(server, graceMs, () => log.warn('drain time over: closing remaining connections'));
       clearTimeout(wsTimer);
       gateway.closeTunnels();
@@ -196,20 +195,21 @@ function upstreamClients(
 function buildGateway(o: {
   policy: () => RequestPolicy;
   storeHandle: StoreHandle;
-  forwarder: Forwarder;
+  upstream: { readonly forwarder: Forwarder };
   origin: string;
   routes: UpstreamRoutes | null;
   metrics: Metrics;
   log: Logger;
   guard: Guard;
   now: (() => number) | undefined;
+  drain: { readonly draining: boolean };
 }): Gateway {
   const requestLogLevel = () => o.policy().snapshot.config.log.requests;
   const accessLog = createAccessLog(o.log);
   return new Gateway({
     policy: o.policy,
     store: o.storeHandle.store,
-    forwarder: o.forwarder,
+    forwarder: o.upstream.forwarder,
     tunnel: new Tunnel(o.origin),
     routes: o.routes,
     metrics: o.metrics,
@@ -219,6 +219,7 @@ function buildGateway(o: {
     guard: o.guard,
     runtimeExempt: (address) => o.guard.runtimeExempts()?.contains(address) === true,
     onLimited: (rule, key) => o.guard.top.add(rule, displayKey(key)),
+    drain: o.drain,
   });
 }
 

@@ -1,178 +1,157 @@
 /**
- * @module `rategate explain`: which rules a described request would be counted by, in table order,
- * with the key each would use, why each other rule does not apply, and whose headers the client sees.
- * It runs the request path's own pieces (matcher, when, key digests, overrides) without a store or an
- * upstream, so what it says is what the gateway does.
+ * @module `rategate explain`: what the gateway does with a described request, in table order — which
+ * rules count it (with the key each uses), why each other one does not, which bans and in-flight limits
+ * apply, and whose headers the client sees. It runs the gateway's own decision (pipeline/screen.ts) on
+ * the request, with fresh buckets in a memory store and no upstream (the account a token belongs to is
+ * assumed, or named with --account): what it prints is read from the decision `serve` makes.
  */
 import type http from 'node:http';
 import type { CompiledRule, Snapshot } from '../config/types.js';
 import { formatDuration } from '../config/fields/duration.js';
 import { perLabel } from '../config/describe.js';
-import { accountKeyFromHeader, compileCidrs, ipBucketKey, tokenDigest } from '../identity/index.js';
-import { doorkeeperHeaderToken, normalizedKey, RequestFacts, ruleValueDigest, whenFails } from '../rails/index.js';
-import { fromJson, lookUp, ParamError, parseUrlEncoded, type ParamHash } from '../rack-params.js';
-import { compileMatcher, normalizePath } from '../routing/index.js';
-import { buildRequestPolicy, overrideFor } from '../pipeline/policy.js';
+import { Guard } from '../guard/guard.js';
+import type { IntrospectResult } from '../identity/index.js';
+import { MemoryGuardState } from '../guard/state.js';
+import { displayKey, keyShown } from '../keys/index.js';
+import { MemoryStore } from '../limiter/memory/store.js';
+import { Metrics } from '../observability/metrics.js';
+import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
+import { headlineBucket } from '../pipeline/ratelimit-headers.js';
+import { RequestView, type RequestHead } from '../pipeline/request-view.js';
+import { screen, type Screened } from '../pipeline/screen.js';
+import { Trace, unmatchedReason, type RuleNote } from '../pipeline/trace.js';
 
 export interface ExplainRequest {
   /** `METHOD /path?query`. */
   readonly request: string;
   /** `Name: value` lines. */
   readonly headers: readonly string[];
-  /** The client's address (as the gateway would find it after trusted proxies). */
+  /** The client's address, as a trusted proxy in front of the gateway names it. */
   readonly ip: string;
   /** A URL-encoded (`a=b&c=d`) or JSON (`{…}`) body. */
   readonly body?: string | undefined;
+  /** The account id the upstream would say owns the bearer token (introspection; default `token-owner`); null: it owns none. */
+  readonly account?: string | null | undefined;
 }
 
+/** The decision and what it noted, with the explanation as text lines. */
+export interface Explanation {
+  readonly screened: Screened;
+  readonly trace: Trace;
+  readonly lines: string[];
+}
+
+/** The silent logger the explaining guard writes to. */
+const QUIET = { warn: () => {}, info: () => {} };
+
 /** The explanation as text lines; throws an Error with a usage message on a malformed request. */
-export function explain(snapshot: Snapshot, r: ExplainRequest): string[] {
+export async function explain(snapshot: Snapshot, r: ExplainRequest): Promise<string[]> {
+  return (await explainRequest(snapshot, r)).lines;
+}
+
+/** Runs the gateway's decision on the described request and explains it. */
+export async function explainRequest(snapshot: Snapshot, r: ExplainRequest): Promise<Explanation> {
+  const head = requestHead(r);
+  const answer: IntrospectResult = r.account === null ? { kind: 'anonymous' } : { kind: 'account', id: r.account ?? 'token-owner' };
+  const policy = buildRequestPolicy(snapshot, () => Promise.resolve(answer));
+  const peer = policy.resolveIp.peer(r.ip);
+  if (peer.client.address === '') throw new Error(`--ip: not an IP address: "${r.ip}"`);
+  // The client as a trusted proxy in front of the gateway names it: its headers (the account header) are believed.
+  const v = new RequestView(head, policy, { trusted: true, client: peer.client }, peer.client);
+  const trace = (v.trace = new Trace());
+  const store = new MemoryStore({ sweepIntervalMs: 0 });
+  const guard = new Guard(new MemoryGuardState(), QUIET);
+  const releases: (() => void)[] = [];
+  try {
+    const ctx = { store, metrics: new Metrics({ collectDefault: false }), now: Date.now, guard };
+    const body = r.body === undefined ? null : Buffer.from(r.body);
+    const screened = await screen(ctx, v, body ?? Buffer.alloc(0), undefined, (release) => void releases.push(release));
+    if (v.account === undefined) await v.resolveAccount(); // for the account line: the upstream is not asked
+    return { screened, trace, lines: describe(snapshot, policy, screened, trace, r) };
+  } finally {
+    for (const release of releases) release();
+    await Promise.all([store.close(), guard.close()]);
+  }
+}
+
+/** The request head `r` describes: its headers as node:http gives them, and a Content-Type for a body that has none. */
+function requestHead(r: ExplainRequest): RequestHead {
   const m = /^\s*([A-Za-z]+)\s+(\S+)\s*$/.exec(r.request);
   if (m === null) throw new Error(`expected "METHOD /path?query", got "${r.request}"`);
-  const method = m[1]!.toUpperCase();
-  const target = normalizePath(m[2]!);
-  if (!target.ok) throw new Error(`bad path "${m[2]}": ${target.reason}`);
   const headers: http.IncomingHttpHeaders = {};
+  const rawHeaders: string[] = [];
   for (const line of r.headers) {
     const colon = line.indexOf(':');
     if (colon <= 0) throw new Error(`expected -H "Name: value", got "${line}"`);
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    const name = line.slice(0, colon).trim();
+    const value = line.slice(colon + 1).trim();
+    headers[name.toLowerCase()] = value;
+    rawHeaders.push(name, value);
   }
-  const ipKey = ipBucketKey(r.ip, snapshot.config.clients.ipv6Prefix);
-  if (ipKey === null) throw new Error(`--ip: not an IP address: "${r.ip}"`);
-  const cfg = snapshot.config;
-  const out: string[] = [`${method} ${target.path}${target.query}  from ${r.ip}`];
-  if (cfg.block.ips.length > 0 && compileCidrs(cfg.block.ips).contains(r.ip)) {
-    out.push('  blocked (block.ips): answered 403 {"error":"Forbidden"}; no rule counts it, nothing is forwarded');
-    return out;
+  if (r.body !== undefined && r.body !== '') {
+    headers['content-type'] ??= r.body.trimStart().startsWith('{') ? 'application/json' : 'application/x-www-form-urlencoded';
+    headers['content-length'] = String(Buffer.byteLength(r.body));
   }
-  if (cfg.exempt.ips.length > 0 && compileCidrs(cfg.exempt.ips).contains(r.ip)) {
-    out.push('  exempt (exempt.ips): forwarded, no rule counts it');
-    return out;
-  }
-  const policy = buildRequestPolicy(snapshot, async () => ({ kind: 'error' }));
-  const token = doorkeeperHeaderToken(typeof headers.authorization === 'string' ? headers.authorization : undefined);
-  const { accountKey, account } = accountOf(snapshot, headers, token);
-  out.push(`  account: ${account}`);
-  const fromBody = bodyValues(snapshot, r.body);
-  const facts = new RequestFacts(headers, target.query, () => token, fromBody, fromBody);
-  if (!facts.queryReadable()) out.push('  the query string has conflicting parameters: a rule that reads it makes the gateway answer 400');
-  const applied: CompiledRule[] = [];
-  snapshot.rules.forEach((rule, i) => {
-    const head = `  ${String(i + 1).padStart(2)}. ${rule.name}`;
-    const why = notMatching(rule, method, target.path);
-    if (why !== null) return out.push(`${head}: no (${why})`);
-    out.push(`${head}: ${applies(rule, facts, accountKey, account, policy, r.ip, ipKey, applied)}`);
-  });
-  const shown = applied.filter((rule) => !rule.shadow);
-  if (shown.length === 0) {
-    out.push('  headers: none (no enforced rule counts this request)');
-    return out;
-  }
-  // With fresh buckets the least remaining after this request; at run time, the bucket closest to exhaustion.
-  let head = shown[0]!;
-  for (const rule of shown) if (rule.limit - rule.cost < head.limit - head.cost) head = rule;
-  out.push(`  headers: X-RateLimit-* of ${head.name} (limit ${head.limit}) while buckets are fresh; at run time the one closest to exhaustion`);
-  out.push(`  RateLimit-Policy: ${shown.map((rule) => rule.policyItem).join(', ')}`);
-  return out;
+  return { method: m[1]!.toUpperCase(), url: m[2]!, headers, rawHeaders };
 }
 
-function notMatching(rule: CompiledRule, method: string, path: string): string | null {
-  if (compileMatcher([rule]).match(method, path).length > 0) return null;
-  const anyMethod = { patterns: rule.patterns.map((p) => p.trim().replace(/^\S+\s+/, '')) };
-  return compileMatcher([anyMethod]).match(method, path).length > 0
-    ? `method: ${method} is not ${rule.patterns.map((p) => p.trim().split(/\s+/)[0]).join(' / ')}`
-    : `path: not ${rule.patterns.join(', ')}`;
+function describe(snapshot: Snapshot, policy: RequestPolicy, s: Screened, trace: Trace, r: ExplainRequest): string[] {
+  const v = s.view;
+  const d = s.decision;
+  const original = v.req.method ?? 'GET';
+  const out: string[] = [`${original} ${v.path}${v.query}  from ${v.client.address}`];
+  if (v.method !== original)
+    out.push(
+      `  counted and routed as ${v.method} (${v.form?.has('_method') === true ? "the form's _method" : 'X-HTTP-Method-Override'}, as Rack::MethodOverride reads it)`,
+    );
+  if (d.kind === 'blocked') return [...out, '  blocked (block.ips): answered 403 {"error":"Forbidden"}; no rule counts it, nothing is forwarded'];
+  if (!d.admit && d.kind !== 'limited') return [...out, `  answered ${d.status} ${d.body?.toString('utf8') ?? ''}; no rule counts it, nothing is forwarded`];
+  if (d.kind === 'exempt') return [...out, `  exempt (${v.exempt(undefined) ? 'exempt.ips' : 'exempt.accounts'}): forwarded, no rule counts it`];
+  out.push(`  account: ${accountLine(snapshot, v, r)}`);
+  snapshot.rules.forEach((rule, i) => out.push(`  ${String(i + 1).padStart(2)}. ${rule.name}: ${ruleLine(rule, trace.limits.get(rule.index), v)}`));
+  for (const n of trace.bans) out.push(`  ban ${n.rule.name}: ${guardLine(n.tag, n.why, banWhen(policy, n.rule))}`);
+  for (const n of trace.slots)
+    out.push(`  in-flight ${n.rule.name}: ${guardLine(n.tag, n.why, `at most ${policy.guard.concurrency[n.rule.index]!.max} at once`)}`);
+  return [...out, ...headerLines(s)];
 }
 
-function applies(
-  rule: CompiledRule,
-  facts: RequestFacts,
-  accountKey: string | null,
-  account: string,
-  policy: ReturnType<typeof buildRequestPolicy>,
-  ip: string,
-  ipKey: string,
-  applied: CompiledRule[],
-): string {
-  const when = whenFails(rule, facts, accountKey !== null);
-  if (when !== null) return `no (${when})`;
-  const digest = ruleValueDigest(rule, facts);
-  let key: string;
-  switch (rule.per) {
-    case 'ip':
-      key = `ip ${ipKey}`;
-      break;
-    case 'account':
-      if (accountKey === null) return 'no (no key: the request has no account)';
-      key = `account ${account}`;
-      break;
-    case 'global':
-      key = 'one bucket for everyone';
-      break;
-    default: {
-      const what =
-        rule.per === 'token'
-          ? 'token'
-          : rule.per === 'header'
-            ? `header ${rule.keyName}`
-            : rule.per === 'cookie'
-              ? `cookie ${rule.keyName}`
-              : `parameter ${rule.keyName}`;
-      if (digest === null) return `no (no key: the request has no ${what})`;
-      key = `${what}${shownKey(rule, facts)}, digest ${digest.slice(0, 12)}…`;
-    }
-  }
-  let effective = rule;
-  const j = rule.overrides.length ? overrideFor(policy.overrides[rule.index]!, ip, accountKey, digest) : -1;
-  if (j >= 0) effective = rule.overrides[j]!.rule;
-  applied.push(effective);
-  const limit = `${effective.limit}/${formatDuration(rule.periodMs)}${j >= 0 ? ` (overrides[${j}], own bucket)` : ''}`;
-  return `yes, per ${perLabel(rule)}, ${limit}, key: ${key}${rule.shadow ? ' [shadow: counted, never rejects]' : ''}`;
+function ruleLine(rule: CompiledRule, note: RuleNote | undefined, v: RequestView): string {
+  if (note === undefined) return `no (${unmatchedReason(rule, v.method, v.path)})`;
+  if (!note.counted) return `no (${note.why})`;
+  const j = note.override;
+  const limit = `${note.rule.limit}/${formatDuration(rule.periodMs)}${j >= 0 ? ` (overrides[${j}], own bucket)` : ''}`;
+  return `yes, per ${perLabel(rule)}, ${limit}, key: ${keyShown(rule.key, v, note.tag)}${rule.shadow ? ' [shadow: counted, never rejects]' : ''}`;
 }
 
-/**
- * The normalized value a header or parameter rule keys on, as digested (`Victim@Example.COM ` shows
- * as "victim@example.com"): the operator typed it, so showing it leaks nothing. A token is never shown.
- */
-function shownKey(rule: CompiledRule, facts: RequestFacts): string {
-  const v = rule.per === 'header' ? facts.header(rule.keyName) : rule.per === 'param' ? facts.param(rule.keyName, rule.paramPath!) : undefined;
-  if (v === undefined || (rule.per !== 'header' && rule.per !== 'param')) return '';
-  return ` ${JSON.stringify(normalizedKey(rule.per, v))}`;
+function guardLine(tag: string | null, why: string | null, what: string): string {
+  return tag === null ? `no (${why ?? ''})` : `yes, ${what}, key: ${displayKey(tag)}`;
 }
 
-/** The request's account as the gateway would find it, and how to say it. */
-function accountOf(snapshot: Snapshot, headers: http.IncomingHttpHeaders, token: string | null): { accountKey: string | null; account: string } {
+function banWhen(policy: RequestPolicy, rule: CompiledRule): string {
+  const on = policy.guard.bans[rule.index]!.on;
+  return `counts this request${on === null ? '' : ` when answered ${[...on].join(' or ')}`}`;
+}
+
+/** The request's account as the gateway found it, and how it was found. */
+function accountLine(snapshot: Snapshot, v: RequestView, r: ExplainRequest): string {
   const acct = snapshot.config.clients.account;
+  const account = v.account ?? null;
   if (acct.from === 'header') {
-    const v = headers[(acct.header ?? '').toLowerCase()];
-    if (typeof v === 'string' && v !== '') return { accountKey: accountKeyFromHeader(v), account: `${v} (header ${acct.header}, when set by a trusted proxy)` };
-    return { accountKey: null, account: `none (no ${acct.header} header)` };
+    return account === null ? `none (no ${acct.header} header)` : `${displayKey(`acct:${account}`)} (header ${acct.header}, set by a trusted proxy)`;
   }
-  if (token === null) return { accountKey: null, account: 'none (no bearer token)' };
-  if (acct.from === 'token') return { accountKey: `t:${tokenDigest(token)}`, account: `the token's digest ${tokenDigest(token).slice(0, 12)}…` };
-  return { accountKey: 'a:?', account: "the bearer token's owner (assuming the upstream accepts the token)" };
+  if (account === null) return v.token === null ? 'none (no bearer token)' : 'none (the upstream would say the token has no account)';
+  if (acct.from === 'token') return `the token's digest ${account.slice(2, 14)}…`;
+  return `${displayKey(`acct:${account}`)}: the bearer token's owner, as the upstream would say (not asked${r.account === undefined ? '; --account names it' : ''})`;
 }
 
-/** The `param:` values of a URL-encoded or JSON body, by name. */
-function bodyValues(snapshot: Snapshot, body: string | undefined): Map<string, string> {
-  const values = new Map<string, string>();
-  if (body === undefined || body === '') return values;
-  let tree: ParamHash;
-  try {
-    tree = body.trimStart().startsWith('{') ? fromJson(JSON.parse(body)) : parseUrlEncoded(body);
-  } catch (err) {
-    if (err instanceof ParamError || err instanceof SyntaxError) throw new Error(`--body: ${err.message}`);
-    throw err;
-  }
-  const named: Array<[string, readonly string[]]> = [];
-  for (const rule of snapshot.rules) {
-    if (rule.paramPath !== null) named.push([rule.keyName, rule.paramPath]);
-    rule.whenQuery?.forEach((q, i) => named.push([q, rule.whenQueryPaths![i]!]));
-  }
-  for (const [name, path] of named) {
-    const v = lookUp(tree, path);
-    if (v !== undefined && v !== null && typeof v !== 'object') values.set(name, String(v));
-  }
-  return values;
+/** The headers the client sees, as the decision made them (fresh buckets: the least remaining after this request). */
+function headerLines(s: Screened): string[] {
+  const d = s.decision;
+  const head = d.outcome === undefined ? -1 : headlineBucket(d.rules, d.outcome);
+  if (head < 0) return ['  headers: none (no enforced rule counts this request)'];
+  const rule = d.rules[head]!;
+  const lines = [`  headers: X-RateLimit-* of ${rule.name} (limit ${rule.limit}) while buckets are fresh; at run time the one closest to exhaustion`];
+  const policy = d.headers.indexOf('RateLimit-Policy');
+  if (policy >= 0) lines.push(`  RateLimit-Policy: ${d.headers[policy + 1]!}`);
+  return lines;
 }

@@ -10,7 +10,7 @@ const USAGE = `Usage:
   rategate serve    [--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]
                     [--upstream URL|builtin] [--store memory|URL] [--workers N|auto]
   rategate check    [--config FILE | FILE]
-  rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"]
+  rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"] [--account ID|none]
   rategate upstream [--listen HOST:PORT]
 ${GUARD_USAGE}
   rategate --version
@@ -133,6 +133,7 @@ async function explainCommand(args: string[]): Promise<number> {
       header: { type: 'string', short: 'H', multiple: true },
       ip: { type: 'string' },
       body: { type: 'string' },
+      account: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -146,7 +147,13 @@ async function explainCommand(args: string[]): Promise<number> {
   const { explain } = await import('./explain.js');
   try {
     const snapshot = await loadConfigFile(configPath(values));
-    const lines = explain(snapshot, { request: positionals[0]!, headers: values.header ?? [], ip: values.ip ?? '192.0.2.1', body: values.body });
+    const lines = await explain(snapshot, {
+      request: positionals[0]!,
+      headers: values.header ?? [],
+      ip: values.ip ?? '192.0.2.1',
+      body: values.body,
+      account: values.account,
+    });
     console.log(lines.join('\n'));
     return 0;
   } catch (err) {

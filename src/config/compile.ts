@@ -1,8 +1,8 @@
 /** @module Validated config → CompiledRules, matcher and the frozen Snapshot the request path reads. */
 import { compileMatcher } from '../routing/matcher.js';
-import { paramPath } from './fields/limit-model.js';
+import { compileKey, NEED, paramPath } from '../keys/index.js';
 import type { Config, LimitRule } from './schema.js';
-import type { CompiledRule, Per, RuleOverride, Snapshot } from './types.js';
+import type { CompiledRule, RuleOverride, Snapshot } from './types.js';
 
 /**
  * The rule's IETF `RateLimit-Policy` item. `w` is in whole seconds, rounded up so a sub-second or
@@ -13,23 +13,26 @@ export function policyItem(name: string, limit: number, periodMs: number): strin
   return `"${name}";q=${limit};w=${Math.ceil(periodMs / 1000)}`;
 }
 
+/** What a rule needs from a request: its key's needs, `when`'s and its overrides'. */
+function ruleNeeds(rule: LimitRule, keyNeeds: number): number {
+  let needs = keyNeeds;
+  if (rule.when?.authenticated !== undefined) needs |= NEED.account;
+  // Rack's params: the query merged with a form body (a GET's form body included).
+  if (rule.when?.query !== undefined) needs |= NEED.query | NEED.form;
+  if ((rule.overrides ?? []).some((o) => o.accounts.length > 0)) needs |= NEED.account;
+  return needs;
+}
+
 export function compileRule(rule: LimitRule, index: number): CompiledRule {
-  const colon = rule.per.indexOf(':');
-  const per = (colon < 0 ? rule.per : rule.per.slice(0, colon)) as Per;
-  const name = colon < 0 ? '' : rule.per.slice(colon + 1);
-  const whenAuthenticated = rule.when?.authenticated;
+  const key = compileKey(rule.per);
   const base = {
     index,
     name: rule.name,
-    per,
-    keyName: per === 'header' ? name.toLowerCase() : name,
-    paramPath: per === 'param' ? Object.freeze(paramPath(name) ?? [name]) : null,
-    whenAuthenticated,
+    key,
+    whenAuthenticated: rule.when?.authenticated,
     whenQuery: rule.when?.query ? Object.freeze([...rule.when.query]) : null,
     whenQueryPaths: rule.when?.query ? Object.freeze(rule.when.query.map((q) => Object.freeze(paramPath(q) ?? [q]))) : null,
-    needsFacts:
-      per === 'token' || per === 'header' || per === 'param' || per === 'cookie' || rule.when?.query !== undefined || (rule.overrides ?? []).length > 0,
-    needsAccount: per === 'account' || whenAuthenticated !== undefined || (rule.overrides ?? []).some((o) => o.accounts.length > 0),
+    needs: ruleNeeds(rule, key.needs),
     limit: rule.limit,
     periodMs: rule.period,
     algorithm: rule.algorithm,

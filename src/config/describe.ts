@@ -35,7 +35,7 @@ function count(n: number, what: string): string {
 
 /** `per:` as written (`ip`, `header:x-app-id`, `param:user[email]`), plus a mark for `when` and overrides. */
 export function perLabel(r: CompiledRule): string {
-  let label = r.keyName === '' ? r.per : `${r.per}:${r.keyName}`;
+  let label = r.key.label;
   if (r.whenAuthenticated !== undefined) label += r.whenAuthenticated ? ' (authenticated)' : ' (unauthenticated)';
   if (r.whenQuery !== null) label += ` (query: ${r.whenQuery.join('|')})`;
   if (r.overrides.length > 0) label += ` (+${r.overrides.length} override${r.overrides.length === 1 ? '' : 's'})`;

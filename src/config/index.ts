@@ -6,4 +6,4 @@ export { formatRulesTable, formatSummary } from './describe.js';
 export { formatDuration, parseDuration } from './fields/duration.js';
 export { parseHostPort, type HostPort } from './fields/validators.js';
 export type { Config, ConfigInput, LimitRule } from './schema.js';
-export type { Algorithm, CompiledRule, Matcher, OnError, Per, Snapshot } from './types.js';
+export type { Algorithm, CompiledRule, Matcher, OnError, Snapshot } from './types.js';

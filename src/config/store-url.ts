@@ -14,6 +14,7 @@
  * Query strings are refused rather than ignored: ioredis would read some of them, this parser would not.
  */
 import { isIP } from 'node:net';
+import { RategateError } from '../errors.js';
 
 export interface StoreNode {
   /** Without brackets for IPv6. */
@@ -40,10 +41,10 @@ export const STORE_URL_FORMS =
   'use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS';
 
 /** A `store.url` that names no store rategate can connect to. The message is the same wherever it is raised. */
-export class StoreUrlError extends Error {
+export class StoreUrlError extends RategateError {
+  readonly code = 'STORE_URL_INVALID';
   constructor(url: string, detail: string) {
     super(storeUrlMessage(url, detail));
-    this.name = 'StoreUrlError';
   }
 }
 

@@ -1,4 +1,5 @@
 /** @module The compiled, immutable form of a limit table that the request path reads. */
+import type { RuleKey } from '../keys/index.js';
 import type { Config, LimitRule } from './schema.js';
 
 export type { Config };
@@ -6,15 +7,14 @@ export type { Config };
 // Derived from the zod schema, so a new algorithm, policy or key kind is spelled in one place.
 export type Algorithm = LimitRule['algorithm'];
 export type OnError = Config['store']['onError'];
-/** What a rule counts per: `per:` without the name of a `header:`/`param:` (that is `keyName`). */
-export type Per = 'ip' | 'account' | 'global' | 'token' | 'header' | 'param' | 'cookie';
 
 /** One rule of `limits:`, prepared at load so the request path only reads fields. */
 export interface CompiledRule {
   /** Position in the table: ties between buckets go to the lower index. */
   readonly index: number;
   readonly name: string;
-  readonly per: Per;
+  /** `per:`, compiled against the key-kind table (keys/kinds.ts): what the rule counts per. */
+  readonly key: RuleKey;
   readonly limit: number;
   readonly periodMs: number;
   readonly algorithm: Algorithm;
@@ -26,20 +26,18 @@ export interface CompiledRule {
   readonly policyItem: string;
   /** The `match` patterns as written, for `rategate check` and logs. */
   readonly patterns: readonly string[];
-  /** `per: header:NAME` → the lower-case header name; `per: param:NAME` and `cookie:NAME` → NAME as written; else ''. */
-  readonly keyName: string;
-  /** `per: param:NAME` → NAME's bracket path (`user[email]` → user, email); else null. */
-  readonly paramPath: readonly string[] | null;
   /** `when.authenticated`, undefined when the rule does not care. */
   readonly whenAuthenticated: boolean | undefined;
   /** `when.query`, null when the rule does not care. */
   readonly whenQuery: readonly string[] | null;
   /** `when.query`'s bracket paths, same order, compiled at load (a name Rack reads literally: itself). */
   readonly whenQueryPaths: readonly (readonly string[])[] | null;
-  /** Whether deciding this rule's bucket needs the account (per account, when.authenticated, account overrides). */
-  readonly needsAccount: boolean;
-  /** Whether it reads more than the route, the client IP and the account (a token, header, parameter, the query, overrides). */
-  readonly needsFacts: boolean;
+  /**
+   * What deciding this rule's bucket needs from a request (keys/needs.ts flags): its key's, `when`'s
+   * (the account, the query and a form body) and its overrides' (the account). The request path reads
+   * the union over every rule that may apply.
+   */
+  readonly needs: number;
   /** `overrides`, in order; each carries the rule as it applies to those clients. */
   readonly overrides: readonly RuleOverride[];
   /** -1 for the rule itself; for an override's variant, its position in `overrides` (its bucket is its own). */

@@ -2,7 +2,8 @@
  * @module Triage: the keys most limited recently, per rule, in bounded memory. A Space-Saving sketch
  * (Metwally et al.) of `capacity` counters per rule finds every key limited more than 1/capacity of the
  * time, with counts that overestimate by at most the smallest counter; two generations that rotate
- * every `windowMs` make "recently" mean the last one to two windows.
+ * every `windowMs` make "recently" mean the last one to two windows. Keys arrive as the operator reads
+ * them (keys/rule-key.ts displayKey, from the key kind table).
  */
 
 export interface TopKey {
@@ -93,38 +94,4 @@ export class TopLimited {
     this.current = new Map();
     this.rotatedAt = t;
   }
-}
-
-/**
- * A bucket key as the operator knows the client: `sign-up:{ip:203.0.113.7}` → `203.0.113.7`,
- * `{acct:a:42}` → `account 42`, a digest → its first 16 hex digits; an override's bucket says so.
- */
-export function displayKey(bucketKey: string): string {
-  const open = bucketKey.indexOf('{');
-  const override = /:o(\d+):\{/.exec(bucketKey);
-  const tag = open < 0 ? bucketKey : bucketKey.slice(open + 1, -1);
-  const colon = tag.indexOf(':');
-  const kind = colon < 0 ? tag : tag.slice(0, colon);
-  const value = colon < 0 ? '' : tag.slice(colon + 1);
-  let shown: string;
-  switch (kind) {
-    case 'ip':
-      shown = value;
-      break;
-    case 'acct':
-      shown = value.startsWith('a:') ? `account ${value.slice(2)}` : value.startsWith('h:') ? `account ${value.slice(2)}` : `token ${value.slice(2, 18)}`;
-      break;
-    case 'tok':
-      shown = `token ${value.slice(0, 16)}`;
-      break;
-    case 'hdr':
-      shown = `header ${value.slice(0, 16)}`;
-      break;
-    case 'prm':
-      shown = `param ${value.slice(0, 16)}`;
-      break;
-    default:
-      shown = tag;
-  }
-  return override ? `${shown} (override ${override[1]})` : shown;
 }

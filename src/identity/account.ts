@@ -55,12 +55,22 @@ export interface AccountResolver {
    * header, `peerTrusted` whether the TCP peer is a trusted proxy. Answers synchronously whenever no
    * I/O is needed (token and header modes, introspection cache hits), so the hot path can skip an await.
    */
-  resolve(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | Promise<AccountKey>;
+  resolve(token: string | null, headerValue: string | undefined, peerTrusted: boolean, digest?: TokenDigestOf): AccountKey | Promise<AccountKey>;
   /**
    * The answer `resolve` would give without any I/O, or undefined when it would have to ask the
    * upstream: the gateway then first checks what it can refuse without the account.
    */
-  known(token: string | null, headerValue: string | undefined, peerTrusted: boolean): AccountKey | undefined;
+  known(token: string | null, headerValue: string | undefined, peerTrusted: boolean, digest?: TokenDigestOf): AccountKey | undefined;
+}
+
+/** Where the token's SHA-256 was already taken (the request's view holds it): read, not hashed again. */
+export interface TokenDigestOf {
+  tokenDigest(): string | null;
+}
+
+/** The digest of `token`, from the request's view when it has one. */
+function digestOf(token: string, from: TokenDigestOf | undefined): string {
+  return from?.tokenDigest() ?? tokenDigest(token);
 }
 
 /**
@@ -98,7 +108,8 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
     case 'token': {
       // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
       // spreads requests over fresh account buckets, and per-IP rules still count every one.
-      const fromToken = (token: string | null): AccountKey => (token === null ? null : accountKeyFromDigest(tokenDigest(token)));
+      const fromToken = (token: string | null, _header?: string, _trusted?: boolean, digest?: TokenDigestOf): AccountKey =>
+        token === null ? null : accountKeyFromDigest(digestOf(token, digest));
       return { from: 'token', header: undefined, resolve: fromToken, known: fromToken };
     }
     case 'header': {
@@ -182,14 +193,14 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     return undefined;
   }
 
-  function knownToken(token: string | null): AccountKey | undefined {
+  function knownToken(token: string | null, _header?: string, _trusted?: boolean, from?: TokenDigestOf): AccountKey | undefined {
     if (token === null || !isIntrospectable(token)) return null;
-    return cached(tokenDigest(token))?.key;
+    return cached(digestOf(token, from))?.key;
   }
 
-  function resolveToken(token: string | null): AccountKey | Promise<AccountKey> {
+  function resolveToken(token: string | null, _header?: string, _trusted?: boolean, from?: TokenDigestOf): AccountKey | Promise<AccountKey> {
     if (token === null || !isIntrospectable(token)) return null;
-    const digest = tokenDigest(token);
+    const digest = digestOf(token, from);
     const hit = cached(digest);
     if (hit !== undefined) return hit.key;
     let pending = inflight.get(digest);

@@ -151,14 +151,19 @@ function nextComma(header: string, from: number): number {
   return i;
 }
 
+/** `Forwarded`'s `for=` nodes as forwardedForNodes reads them, parsed once per request by whoever holds it (the request's view). */
+export interface ParsedForwarded {
+  forwardedFor(): (string | null)[] | null;
+}
+
 /**
  * The `for=` addresses a trusted walk may use, as an X-Forwarded-For list (left to right): the nodes
  * right of the last one that is not an address (`unknown`, `_hidden`, garbage), brackets and ports
  * removed. An upstream that walks X-Forwarded-For (Rails' RemoteIp) then stops where the gateway did.
  * `bare` reduces one node to an address or null (identity/ip.ts `bareForwardedAddress` plus a parse).
  */
-export function forwardedForList(header: string, bare: (node: string) => string | null): string[] {
-  const nodes = forwardedForNodes(header);
+export function forwardedForList(header: string | ParsedForwarded, bare: (node: string) => string | null): string[] {
+  const nodes = typeof header === 'string' ? forwardedForNodes(header) : header.forwardedFor();
   if (nodes === null) return [];
   const out: string[] = [];
   for (let i = nodes.length - 1; i >= 0; i--) {

@@ -21,6 +21,8 @@ export {
   type AccountResolver,
   type Introspect,
   type IntrospectResult,
+  type TokenDigestOf,
 } from './account.js';
 export { accountKeyNamedBy, accountKeysNamedBy } from './account-key.js';
+export { forwardedForNodes, type ParsedForwarded } from './forwarded.js';
 export { createHttpIntrospector, createIntrospectionPool, type HttpIntrospectorOptions } from './introspect.js';

@@ -2,7 +2,7 @@
 import ipaddr from 'ipaddr.js';
 import { BoundedMap } from './bounded-map.js';
 import { parseIp, type CidrSet, type ParsedIp } from './cidr.js';
-import { forwardedForNodes } from './forwarded.js';
+import { forwardedForNodes, type ParsedForwarded } from './forwarded.js';
 
 /** Who the client is, as far as IP-based limits and exemptions are concerned. */
 export interface ClientIp {
@@ -42,8 +42,8 @@ export interface ClientIpResolver {
   (peer: string | undefined, forwardedFor: string | string[] | undefined, forwarded?: string | undefined): ClientIp;
   /** The TCP peer, resolved once per request: its trust is then read, not recomputed, by every stage. */
   peer(addr: string | undefined): Peer;
-  /** The client behind an already resolved peer. */
-  behind(peer: Peer, forwardedFor: string | string[] | undefined, forwarded: string | undefined): ClientIp;
+  /** The client behind an already resolved peer; `forwarded` may come parsed (once per request, by the request's view). */
+  behind(peer: Peer, forwardedFor: string | string[] | undefined, forwarded: string | ParsedForwarded | undefined): ClientIp;
 }
 
 /**
@@ -141,8 +141,8 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
   }
 
   /** The RFC 7239 walk: the same rules as X-Forwarded-For's, over the `for=` nodes. */
-  function walkForwarded(direct: Peer, forwarded: string): ClientIp {
-    const nodes = forwardedForNodes(forwarded);
+  function walkForwarded(direct: Peer, forwarded: string | ParsedForwarded): ClientIp {
+    const nodes = typeof forwarded === 'string' ? forwardedForNodes(forwarded) : forwarded.forwardedFor();
     if (nodes === null) return direct.client;
     let current = direct;
     for (let i = nodes.length - 1; i >= 0; i--) {
@@ -161,7 +161,7 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     return (addr === undefined ? null : lookup(addr)) ?? UNKNOWN_PEER;
   }
 
-  function behind(direct: Peer, forwardedFor: string | string[] | undefined, forwarded: string | undefined): ClientIp {
+  function behind(direct: Peer, forwardedFor: string | string[] | undefined, forwarded: string | ParsedForwarded | undefined): ClientIp {
     // Security: X-Forwarded-For and Forwarded are written by whoever sent the request. Only a trusted
     // proxy's word counts; from anyone else it is a spoof attempt (a client picking a fresh bucket per
     // request) and is ignored entirely, not even parsed.
@@ -194,7 +194,6 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     return current.client;
   }
 
-  const resolve = (peer: string | undefined, forwardedFor: string | string[] | undefined, forwarded?: string): ClientIp =>
-    behind(peerOf(peer), forwardedFor, forwarded);
+  const resolve = (peer: string | undefined, xff: string | string[] | undefined, forwarded?: string): ClientIp => behind(peerOf(peer), xff, forwarded);
   return Object.assign(resolve, { peer: peerOf, behind });
 }

@@ -1,4 +1,5 @@
 /** @module Typed failures of a remote store, so the fault policy and metrics can tell them apart. */
+import { RategateError, type RategateErrorCode } from '../errors.js';
 
 /**
  * Why a store call failed: the `reason` labels of `rategate_store_errors_total` (with the breaker's
@@ -11,8 +12,8 @@ export const STORE_ERROR_REASONS = ['timeout', 'connection', 'readonly', 'cluste
 export type StoreErrorReason = (typeof STORE_ERROR_REASONS)[number];
 
 /** A store call that produced no decision. The fault policy (resilient.ts) turns it into one. */
-export class StoreError extends Error {
-  readonly code: string = 'STORE_ERROR';
+export class StoreError extends RategateError {
+  readonly code: RategateErrorCode = 'STORE_ERROR';
   /**
    * For a request whose buckets span masters: the masters that failed or did not answer (the others
    * answered), so that only their breakers count the failure. Unset: every master of the request.
@@ -24,7 +25,6 @@ export class StoreError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-    this.name = 'StoreError';
   }
 }
 
@@ -36,7 +36,6 @@ export class StoreTimeoutError extends StoreError {
     what: string,
   ) {
     super('timeout', `store ${what} took longer than ${timeoutMs} ms`);
-    this.name = 'StoreTimeoutError';
   }
 }
 

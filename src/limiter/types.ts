@@ -5,6 +5,7 @@
 import type { Algorithm, OnError } from '../config/types.js';
 import type { CircuitState, StoreOp } from './breaker.js';
 import type { StoreErrorReason } from './errors.js';
+import { RategateError } from '../errors.js';
 
 /** One bucket a request must be charged in. */
 export interface BucketSpec {
@@ -50,12 +51,8 @@ export interface ConsumeOutcome {
 }
 
 /** Thrown by a store (or its fault policy) when a decision cannot be made: the gateway answers 503. */
-export class StoreUnavailableError extends Error {
+export class StoreUnavailableError extends RategateError {
   readonly code = 'STORE_UNAVAILABLE';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'StoreUnavailableError';
-  }
 }
 
 export interface Store {

@@ -1,5 +1,6 @@
 /** @module What the stages before an ending decide about a request, and the shapes of the gateway's own answers. */
 import type { CompiledRule } from '../config/types.js';
+import type { ConsumeOutcome } from '../limiter/types.js';
 
 /** How the decision went, as the access log names it. */
 export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';
@@ -18,13 +19,15 @@ export interface Decision {
   /** Some rule matched the route: the upstream's own rate-limit headers are then replaced. */
   readonly matched: boolean;
   readonly kind: DecisionKind;
+  /** The store's answer for `rules` (same order), when the store was asked: explain and replay read the headline from it. */
+  readonly outcome?: ConsumeOutcome | undefined;
 }
 
 export const NO_HEADERS: readonly string[] = Object.freeze([]);
 export const NO_RULES: readonly CompiledRule[] = Object.freeze([]);
 
-export function admitted(headers: readonly string[], rules: readonly CompiledRule[], matched: boolean, kind: DecisionKind): Decision {
-  return { admit: true, status: 0, body: undefined, headers, rules, rejectedBy: undefined, matched, kind };
+export function admitted(headers: readonly string[], rules: readonly CompiledRule[], matched: boolean, kind: DecisionKind, outcome?: ConsumeOutcome): Decision {
+  return { admit: true, status: 0, body: undefined, headers, rules, rejectedBy: undefined, matched, kind, outcome };
 }
 
 /** A gateway-made refusal that charged nothing (400, 403, 413, 503 …). */

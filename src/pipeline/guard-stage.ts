@@ -1,18 +1,22 @@
 /**
  * @module The gateway's two attack-day stages, kept apart from the pipeline: `guardEarly` (runtime
  * blocks and IP bans, before anything else) and `guardStage` (bans on other keys, the keys to count for
- * bans after the answer, and in-flight slots), both before any counting. A table without bans or
- * in-flight rules and a store without runtime entries make both a couple of null checks.
+ * bans after the answer, and in-flight slots), both before any counting. A ban or in-flight rule keys a
+ * request as a limit rule with the same `per` and `when` does (policy.ts ruleTag). A table without bans
+ * or in-flight rules and a store without runtime entries make both a couple of checks and no promise.
  */
 import type http from 'node:http';
-import type { ClientIp } from '../identity/index.js';
+import type { CompiledRule } from '../config/types.js';
 import { ERROR_BODIES } from '../http/errors.js';
 import type { Guard, Release } from '../guard/guard.js';
-import { guardKey, ipBanKey, NO_GUARD_RULES, type CompiledBan, type GuardWho } from '../guard/rules.js';
-import { NO_RULES, refusal, type Decision } from './decision.js';
+import { ipBanKey, NO_GUARD_RULES, type CompiledBan } from '../guard/rules.js';
+import { isClientIpKey, NEED, needs } from '../keys/index.js';
+import { bucketKey } from '../limiter/keys.js';
+import { refusal, type Decision } from './decision.js';
 import { rateLimited } from './rate-limited.js';
 import type { RequestView } from './request-view.js';
-import type { RequestPolicy } from './policy.js';
+import { ruleTag, whySkipped } from './policy.js';
+import type { GuardNote } from './trace.js';
 
 /** A ban the request matched, and its key: counted once its answer is known. */
 export interface BanHit {
@@ -24,21 +28,17 @@ export interface BanHit {
 export const BLOCKED_RUNTIME: Decision = Object.freeze(refusal(403, ERROR_BODIES.FORBIDDEN, 'blocked'));
 export const BANNED: Decision = Object.freeze(refusal(403, ERROR_BODIES.FORBIDDEN, 'banned'));
 
-function isExempt(guard: Guard, policy: RequestPolicy, address: string): boolean {
-  if (policy.exemptIps !== null && policy.exemptIps.contains(address)) return true;
-  const runtime = guard.runtimeExempts();
-  return runtime !== null && runtime.contains(address);
-}
+type RuntimeExempt = ((address: string) => boolean) | undefined;
 
 /** Runtime blocks and IP bans: refused 403 before anything else (never counted, never forwarded). */
-export function guardEarly(guard: Guard, policy: RequestPolicy, client: ClientIp): Decision | null {
+export function guardEarly(guard: Guard, v: RequestView, runtimeExempt: RuntimeExempt): Decision | null {
   const blocks = guard.runtimeBlocks();
-  if (blocks !== null && blocks.contains(client.address)) {
+  if (blocks !== null && blocks.contains(v.client.address)) {
     guard.metrics?.blockedRequests.labels('runtime').inc();
     return BLOCKED_RUNTIME;
   }
-  const ban = guard.ipBan(ipBanKey(client.key));
-  if (ban !== null && !isExempt(guard, policy, client.address)) {
+  const ban = guard.ipBan(ipBanKey(v.client.key));
+  if (ban !== null && !v.exempt(runtimeExempt)) {
     guard.metrics?.bannedRequests.labels(ban).inc();
     return BANNED;
   }
@@ -50,59 +50,78 @@ export interface GuardResult {
   readonly banHits: readonly BanHit[] | null;
 }
 
-const PASS: GuardResult = Object.freeze({ refusal: null, banHits: null });
+export const PASS: GuardResult = Object.freeze({ refusal: null, banHits: null });
 
-/** Bans on other keys and in-flight slots; `onEnd` registers what to run when the exchange ends, however it ends. */
-export async function guardStage(guard: Guard, g: RequestView, onEnd: (release: Release) => void): Promise<GuardResult> {
-  const { policy } = g;
-  const rules = policy.guard;
-  if (rules === NO_GUARD_RULES || isExempt(guard, policy, g.client.address)) return PASS;
-  const bans = rules.banMatcher?.match(g.method, g.path) ?? NO_RULES;
-  const slots = rules.concurrencyMatcher?.match(g.method, g.path) ?? NO_RULES;
-  let who: GuardWho | undefined;
-  const whoFor = async (): Promise<GuardWho> => {
-    if (who !== undefined) return who;
-    const facts = g.facts();
-    let account: string | null | undefined;
-    if (rules.needsAccount) {
-      const header = g.accountHeader();
-      account = policy.account.known(g.token, header, g.peer.trusted);
-      // Asked of the upstream only for a request a ban or in-flight rule of its route keys on the account.
-      if (account === undefined && (bans.some((r) => r.needsAccount) || slots.some((r) => r.needsAccount))) {
-        account = await policy.account.resolve(g.token, header, g.peer.trusted);
-      }
-    }
-    return (who = { ipKey: g.client.key, account, facts });
-  };
+/**
+ * Bans on other keys and in-flight slots; `onEnd` registers what to run when the exchange ends, however
+ * it ends. The account is looked up (once per request, kept on the view) only when a ban or in-flight
+ * rule of this route keys on it.
+ */
+export function guardStage(guard: Guard, v: RequestView, runtimeExempt: RuntimeExempt, onEnd: (release: Release) => void): GuardResult | Promise<GuardResult> {
+  if (v.policy.guard === NO_GUARD_RULES || v.exempt(runtimeExempt)) return PASS;
+  const { bans, slots } = v.rules;
+  if (needs(v.rules.needs, NEED.account) && (anyNeedsAccount(bans) || anyNeedsAccount(slots))) {
+    const account = v.resolveAccount();
+    if (account instanceof Promise) return account.then(() => bansThenSlots(guard, v, onEnd));
+  }
+  return bansThenSlots(guard, v, onEnd);
+}
 
-  // A ban on a token, account, header or parameter refuses every request carrying that key.
-  for (const b of rules.bans) {
-    if (b.rule.per === 'ip' || !guard.hasBans(b.rule.name)) continue;
-    const key = guardKey(b.rule, await whoFor());
+function bansThenSlots(guard: Guard, v: RequestView, onEnd: (release: Release) => void): GuardResult | Promise<GuardResult> {
+  if (bannedElsewhere(guard, v)) return { refusal: BANNED, banHits: null };
+  let hits: BanHit[] | null = null;
+  for (const r of v.rules.bans) {
+    const key = guardTag(r, v, v.trace?.bans);
+    if (key !== null) (hits ??= []).push({ ban: v.policy.guard.bans[r.index]!, key });
+  }
+  return enterSlots(guard, v, 0, onEnd, hits);
+}
+
+/** A ban on a token, account, header, parameter or cookie refuses every request carrying that key, on any route. */
+function bannedElsewhere(guard: Guard, v: RequestView): boolean {
+  for (const b of v.policy.guard.bans) {
+    if (isClientIpKey(b.rule.key) || !guard.hasBans(b.rule.name)) continue;
+    // The account is not looked up for a ban of another route: only a known one (a cache hit) is checked.
+    if (needs(b.rule.needs, NEED.account) && v.knownAccount() === undefined) continue;
+    const key = ruleTag(b.rule, v);
     if (key !== null && guard.banned(b.rule.name, key)) {
       guard.metrics?.bannedRequests.labels(b.rule.name).inc();
-      return { refusal: BANNED, banHits: null };
+      return true;
     }
   }
+  return false;
+}
 
-  let hits: BanHit[] | null = null;
-  for (const r of bans) {
-    const key = guardKey(r, await whoFor());
-    if (key !== null) (hits ??= []).push({ ban: rules.bans[r.index]!, key });
-  }
-
-  for (const r of slots) {
-    const c = rules.concurrency[r.index]!;
-    const key = guardKey(r, await whoFor());
+/** Takes the in-flight slots of the route from the `from`-th on; the first full one refuses (429). */
+function enterSlots(guard: Guard, v: RequestView, from: number, onEnd: (release: Release) => void, hits: BanHit[] | null): GuardResult | Promise<GuardResult> {
+  const slots = v.rules.slots;
+  for (let i = from; i < slots.length; i++) {
+    const r = slots[i]!;
+    const key = guardTag(r, v, v.trace?.slots);
     if (key === null) continue;
-    const release = await guard.enter(c, `${c.prefix}{${key}}`);
-    if (release === null) {
-      guard.metrics?.concurrencyLimited.labels(r.name).inc();
-      return { refusal: rateLimited(policy, r, 'in-flight'), banHits: null };
-    }
-    onEnd(release);
+    const c = v.policy.guard.concurrency[r.index]!;
+    return guard.enter(c, bucketKey(c.prefix, key)).then((release) => {
+      if (release === null) {
+        guard.metrics?.concurrencyLimited.labels(r.name).inc();
+        return { refusal: rateLimited(v.policy, r, 'in-flight'), banHits: null };
+      }
+      onEnd(release);
+      return enterSlots(guard, v, i + 1, onEnd, hits);
+    });
   }
   return hits === null ? PASS : { refusal: null, banHits: hits };
+}
+
+/** A ban or in-flight rule's key for this request (null: it does not apply), noted in the trace when there is one. */
+function guardTag(rule: CompiledRule, v: RequestView, notes: GuardNote[] | undefined): string | null {
+  const tag = ruleTag(rule, v);
+  notes?.push({ rule, tag, why: tag === null ? whySkipped(rule, v) : null });
+  return tag;
+}
+
+function anyNeedsAccount(rules: readonly CompiledRule[]): boolean {
+  for (const r of rules) if (needs(r.needs, NEED.account)) return true;
+  return false;
 }
 
 /** After the answer: counts the request in each ban it matched whose `on` takes this status. */

@@ -3,19 +3,8 @@
  * once when a config is loaded so that the request path only looks things up.
  */
 import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
-import {
-  compileWantedParams,
-  keyValueDigest,
-  METHOD_PARAM,
-  paramNames,
-  type RequestFacts,
-  ruleValueDigest,
-  TOKEN_PARAMS,
-  valueDigest,
-  type WantedParams,
-  whenFails,
-  whenQueryNames,
-} from '../rails/index.js';
+import { compileWantedParams, METHOD_PARAM, type RequestFacts, TOKEN_PARAMS, type WantedParams, whenFails, whenQueryNames } from '../rails/index.js';
+import { keyParams, keyWhat, NEED, needs, typedTags, type KeyFacts, type TypedContext } from '../keys/index.js';
 import {
   accountKeysNamedBy,
   compileCidrs,
@@ -30,6 +19,8 @@ import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import type { BucketSpec } from '../limiter/types.js';
 import { compileMatcher, type RuleMatcher } from '../routing/index.js';
 import { compileGuardRules, type GuardRules } from '../guard/rules.js';
+import { RouteRuleIndex } from './route-rules.js';
+import type { Trace } from './trace.js';
 
 export interface RequestPolicy {
   readonly snapshot: Snapshot;
@@ -60,6 +51,12 @@ export interface RequestPolicy {
   readonly paramPeekBytes: number;
   /** `bans:` and `concurrency:`, compiled (NO_GUARD_RULES when there are none). */
   readonly guard: GuardRules;
+  /** (method, path) → the limit, ban and in-flight rules that match and what they need, in one walk. */
+  readonly routeRules: RouteRuleIndex;
+  /** What an operator's key value means under this config (overrides' keys, the admin API). */
+  readonly typedContext: TypedContext;
+  /** Whether resolving the account reads the token (introspect and token modes: not a trusted header). */
+  readonly accountReadsToken: boolean;
   /** Largest request body for (method, path), in bytes; Infinity for no limit. */
   maxBodySize(method: string, path: string): number;
 }
@@ -69,7 +66,7 @@ export interface OverrideMatch {
   readonly ips: CidrSet | null;
   /** Account keys (every form an id may stand for, as exempt.accounts). */
   readonly accounts: ReadonlySet<string> | null;
-  /** Key digests: of a header or parameter value as written; for tokens, the digest given (or the token's). */
+  /** Key tags (`tok:<digest>`, `hdr:<digest>`…) the override's `keys` stand for (keys/kinds.ts `typed`). */
   readonly keys: ReadonlySet<string> | null;
 }
 
@@ -95,7 +92,9 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
         ? createAccountResolver({ from: 'header', header: acct.header ?? 'x-account-id' })
         : createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: acct.cacheTtl });
   const guard = compileGuardRules(cfg);
-  const params = [...new Set([...paramNames(snapshot.rules), ...guard.paramNames])];
+  const params = [...new Set([...snapshot.rules.flatMap((r) => keyParams(r.key)), ...guard.paramNames])];
+  const typedContext: TypedContext = { ipv6Prefix: cfg.clients.ipv6Prefix, accountFrom: acct.from };
+  const routes = cfg.routes.map((r) => r.match);
   return {
     snapshot,
     trustedProxies,
@@ -105,17 +104,25 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     exemptIps: cfg.exempt.ips.length ? compileCidrs(cfg.exempt.ips) : null,
     exemptAccounts: cfg.exempt.accounts.length ? exemptAccountKeys(cfg.exempt.accounts) : null,
     blockIps: cfg.block.ips.length ? compileCidrs(cfg.block.ips) : null,
-    overrides: snapshot.rules.map((r) => r.overrides.map((o) => compileOverride(r, o))),
+    overrides: snapshot.rules.map((r) => r.overrides.map((o) => compileOverride(r, o, typedContext))),
     overridePrefix: snapshot.rules.map((r) => r.overrides.map((_, j) => ruleKeyPrefix(r.name, j))),
     paramNames: params,
     guard,
+    routeRules: new RouteRuleIndex({ limits: snapshot.rules, bans: guard.bans.map((b) => b.rule), slots: guard.concurrency.map((c) => c.rule), routes }),
+    typedContext,
+    accountReadsToken: acct.from !== 'header',
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
-    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...params, ...whenQueryNames(snapshot.rules)]),
+    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...params, ...whenQueryNames([...snapshot.rules, ...guardRules(guard)])]),
     paramPeekBytes: cfg.server.paramPeekBytes,
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
   };
+}
+
+/** The rules of `bans:` and `concurrency:`. */
+function guardRules(guard: GuardRules): CompiledRule[] {
+  return [...guard.bans.map((b) => b.rule), ...guard.concurrency.map((c) => c.rule)];
 }
 
 function bodyLimitLookup(limits: readonly { match: readonly string[]; maxBodySize: number }[], fallback: number) {
@@ -130,15 +137,11 @@ function bodyLimitLookup(limits: readonly { match: readonly string[]; maxBodySiz
   };
 }
 
-function compileOverride(rule: CompiledRule, o: RuleOverride): OverrideMatch {
+function compileOverride(rule: CompiledRule, o: RuleOverride, ctx: TypedContext): OverrideMatch {
   const keys = new Set<string>();
   for (const k of o.keys) {
-    if (rule.per === 'token') {
-      // Operators name tokens by digest (as everywhere else); a raw token given here works too.
-      if (/^[0-9a-f]{64}$/i.test(k)) keys.add(k.toLowerCase());
-      keys.add(valueDigest(k));
-    } else if (rule.per === 'header' || rule.per === 'param') keys.add(keyValueDigest(rule.per, k));
-    else keys.add(valueDigest(k.trim()));
+    const tags = typedTags(rule.key, k, ctx);
+    if (Array.isArray(tags)) for (const t of tags) keys.add(t);
   }
   return {
     ips: o.ips.length ? compileCidrs(o.ips) : null,
@@ -162,60 +165,94 @@ export function isExemptAccount(policy: RequestPolicy, accountKey: string): bool
   return policy.exemptAccounts !== null && policy.exemptAccounts.has(accountKey);
 }
 
-/** Who the request is, for the rules: the client, its account (when known) and the request's facts. */
-export interface BucketInputs {
-  readonly ipKey: string;
-  /** The client's address, for overrides by IP. */
-  readonly address: string;
-  readonly accountKey: string | null;
-  /** false: the account is not resolved yet; rules that need it are left out (the early refusal). */
-  readonly accountKnown: boolean;
-  /** null when no matched rule needs facts (the seed table's case). */
-  readonly facts: RequestFacts | null;
+/** Who the request is, for the rules: what the key kinds read, the client's address (overrides by IP), what `when.query` reads. */
+export interface RuleInputs extends KeyFacts {
+  readonly client: { readonly address: string };
+  facts(): Pick<RequestFacts, 'queryHasAny'>;
+}
+
+const NO_FACTS: Pick<RequestFacts, 'queryHasAny'> = Object.freeze({ queryHasAny: () => false });
+
+/**
+ * A client known by its IP (and account) alone, with no other fact: for callers that decide without a
+ * request (benchmarks, the store's tests). Rules keyed on a header, parameter, cookie or token skip it.
+ */
+export function knownClient(client: { readonly address: string; readonly key: string }, accountKey: string | null = null): RuleInputs {
+  return {
+    client,
+    ipKey: client.key,
+    accountKey,
+    tokenDigest: () => null,
+    header: () => undefined,
+    cookie: () => undefined,
+    param: () => undefined,
+    rawToken: () => null,
+    facts: () => NO_FACTS,
+  };
+}
+
+/**
+ * The tag a rule keys this request on (keys/rule-key.ts), or null when the rule does not apply: its
+ * `when` fails or the request lacks the key. Limits, bans and in-flight rules alike.
+ */
+export function ruleTag(rule: CompiledRule, who: RuleInputs): string | null {
+  if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== (who.accountKey !== null)) return null;
+  if (rule.whenQuery !== null && !who.facts().queryHasAny(rule.whenQuery, rule.whenQueryPaths!)) return null;
+  return rule.key.tag(who);
+}
+
+/** Why ruleTag gave no tag: for the trace (explain, replay) only. */
+export function whySkipped(rule: CompiledRule, who: RuleInputs): string {
+  return whenFails(rule, who.facts(), who.accountKey !== null) ?? `no key: the request has no ${keyWhat(rule.key)}`;
 }
 
 /**
  * The buckets a request is charged in, and the rule of each (same order). A rule is skipped when its
- * `when` does not hold or the request lacks what it counts per (an account, a token, a header or
- * parameter value); a client an override names counts in that override's bucket under its limit (the
- * rule returned is then the override's variant). limiter/keys.ts builds the keys (and their hash tags).
+ * `when` does not hold or the request lacks its key (ruleTag); while the account is not known
+ * (`accountKnown` false: the early refusal), rules that need it are left out. A client an override
+ * names counts in that override's bucket under its limit (the rule returned is then the override's
+ * variant). With a trace, each rule's outcome is noted.
  */
-export function bucketsFor(policy: RequestPolicy, rules: readonly CompiledRule[], who: BucketInputs): { specs: BucketSpec[]; rules: CompiledRule[] } {
+export function bucketsFor(
+  policy: RequestPolicy,
+  rules: readonly CompiledRule[],
+  who: RuleInputs,
+  accountKnown = true,
+  trace: Trace | null = null,
+): { specs: BucketSpec[]; rules: CompiledRule[] } {
   const specs: BucketSpec[] = [];
   const used: CompiledRule[] = [];
-  const { ipKey, accountKey, facts } = who;
-  for (let rule of rules) {
+  for (const rule of rules) {
+    if (!accountKnown && needs(rule.needs, NEED.account)) continue;
+    const tag = ruleTag(rule, who);
+    if (tag === null) {
+      if (trace !== null) trace.skipped(rule, whySkipped(rule, who));
+      continue;
+    }
+    let effective = rule;
     let prefix = policy.keyPrefix[rule.index]!;
-    let digest: string | null = null;
-    // The seed's kind of rule (per ip/account/global, no when, no overrides) takes none of these steps.
-    if (rule.needsAccount && !who.accountKnown) continue;
-    if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== (accountKey !== null)) continue;
-    if (rule.needsFacts && facts !== null) {
-      if (rule.whenQuery !== null && whenFails(rule, facts, accountKey !== null) !== null) continue;
-      digest = ruleValueDigest(rule, facts);
-      if (rule.overrides.length > 0) {
-        const j = overrideFor(policy.overrides[rule.index]!, who.address, accountKey, digest);
-        if (j >= 0) {
-          prefix = policy.overridePrefix[rule.index]![j]!;
-          rule = rule.overrides[j]!.rule;
-        }
+    if (rule.overrides.length > 0) {
+      const j = overrideFor(policy.overrides[rule.index]!, who.client.address, who.accountKey, tag);
+      if (j >= 0) {
+        prefix = policy.overridePrefix[rule.index]![j]!;
+        effective = rule.overrides[j]!.rule;
       }
     }
-    const key = bucketKey(prefix, rule.per, ipKey, accountKey, digest);
-    if (key === null) continue;
-    specs.push(bucketSpec(policy, rule, key));
-    used.push(rule);
+    const key = bucketKey(prefix, tag);
+    specs.push(bucketSpec(policy, effective, key));
+    used.push(effective);
+    if (trace !== null) trace.counted(rule, effective, tag, key);
   }
   return { specs, rules: used };
 }
 
-/** The first override naming this client, or -1. */
-export function overrideFor(overrides: readonly OverrideMatch[], address: string, accountKey: string | null, digest: string | null): number {
+/** The first override naming this client (by its address, its account, or its key's tag), or -1. */
+export function overrideFor(overrides: readonly OverrideMatch[], address: string, accountKey: string | null, tag: string | null): number {
   for (let j = 0; j < overrides.length; j++) {
     const o = overrides[j]!;
     if (o.ips !== null && address !== '' && o.ips.contains(address)) return j;
     if (o.accounts !== null && accountKey !== null && o.accounts.has(accountKey)) return j;
-    if (o.keys !== null && digest !== null && o.keys.has(digest)) return j;
+    if (o.keys !== null && tag !== null && o.keys.has(tag)) return j;
   }
   return -1;
 }

@@ -23,7 +23,13 @@ export function rateLimited(
 ): Decision {
   const base = { admit: false, status: GATEWAY_ERRORS.RATE_LIMITED.status, body: policy.limitedBody, rejectedBy, kind: 'limited' } as const;
   if (limits === 'in-flight') return { ...base, headers: RETRY_IN_A_SECOND, rules: NO_RULES, matched: false };
-  return { ...base, headers: limits.headers ?? rateLimitHeaders(policy, limits.rules, limits.outcome), rules: limits.rules, matched: true };
+  return {
+    ...base,
+    headers: limits.headers ?? rateLimitHeaders(policy, limits.rules, limits.outcome),
+    rules: limits.rules,
+    matched: true,
+    outcome: limits.outcome,
+  };
 }
 
 /** The rate-limit headers of any answer to a matched request (allowed or refused), as the config formats them. */

@@ -1,52 +1,86 @@
 /**
  * @module One request as the pipeline sees it, each fact found once: the peer and the client behind it
- * (one X-Forwarded-For walk), the method Rails routes by, the normalized path and query, the rules of
- * that route (one match), the token Doorkeeper reads, and the rule facts. screen() fills it; the guard
- * stage, decide and the access log read it.
+ * (one X-Forwarded-For / Forwarded walk), whether it is exempt, the method Rails routes by, the
+ * normalized path and query, the rules of that route (one match), the token Doorkeeper reads and its
+ * digest, the account, and the facts `per:` and `when:` read (keys/kinds.ts KeyFacts). The stages fill
+ * it and read it; it needs no socket (explain and replay build one from a described request).
  */
 import type http from 'node:http';
-import type { CompiledRule } from '../config/types.js';
-import type { ClientIp, Peer } from '../identity/index.js';
+import { forwardedForNodes, tokenDigest, type ClientIp, type ParsedForwarded, type Peer } from '../identity/index.js';
+import type { KeyFacts } from '../keys/index.js';
 import { firstHeader } from '../http/message.js';
-import { RequestFacts, type BodyParams } from '../rails/index.js';
-import { NO_RULES } from './decision.js';
+import { NO_QUERY, RequestFacts, type BodyParams, type QueryParams } from '../rails/index.js';
 import type { RequestPolicy } from './policy.js';
+import { NO_ROUTE_RULES, type RouteRules } from './route-rules.js';
+import type { Trace } from './trace.js';
 
-export class RequestView {
+/** A request head as the decision reads it: node:http's IncomingMessage is one; so is a request `explain` describes. */
+export interface RequestHead {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly rawHeaders: readonly string[];
+}
+
+export class RequestView implements KeyFacts, ParsedForwarded {
   private clientIp: ClientIp | undefined;
+  private forwardedNodes: (string | null)[] | null | undefined;
   private ruleFacts: RequestFacts | undefined;
+  private digest: string | null | undefined;
+  private exemptFound: boolean | undefined;
   /** The method Rails routes by (Rack's override applied once the params are read). */
   method: string;
   /** The normalized path (the raw target until it is normalized). */
   path: string;
   /** The query string with its `?` (or ''). */
   query = '';
-  /** The limit rules of (method, path): matched once per routed method. */
-  matched: readonly CompiledRule[] = NO_RULES;
+  /** The rules of (method, path): limits, bans, in-flight limits and what they need; matched once per routed method. */
+  rules: RouteRules = NO_ROUTE_RULES;
   /** The token Doorkeeper will authenticate the request with, wherever it was sent; null: none. */
   token: string | null = null;
+  /** The account key once known (null: none); undefined while not looked up. */
+  account: string | null | undefined = undefined;
+  /** The query, parsed once (rails/request-params.ts). */
+  queryParams: QueryParams = NO_QUERY;
   /** The `param:` names' values (query and body together), by name as written. */
   values: BodyParams | undefined;
   /** Every wanted name the body peek found, the body alone (for `when.query`). */
   form: BodyParams | undefined;
+  /** Why each rule counted the request or not: kept for explain and replay; null on the serving path. */
+  trace: Trace | null = null;
 
   constructor(
-    readonly req: http.IncomingMessage,
+    readonly req: RequestHead,
     readonly policy: RequestPolicy,
     readonly peer: Peer,
+    /** The client when the caller already knows it (explain's --ip); else the walk behind the peer. */
+    client?: ClientIp,
   ) {
     this.method = req.method ?? 'GET';
     this.path = req.url ?? '';
+    this.clientIp = client;
   }
 
   /** The client behind the trusted proxies: the X-Forwarded-For / Forwarded walk, done once when first asked. */
   get client(): ClientIp {
-    return (this.clientIp ??= this.policy.resolveIp.behind(this.peer, this.req.headers['x-forwarded-for'], this.req.headers.forwarded));
+    const forwarded = this.req.headers.forwarded === undefined ? undefined : this;
+    return (this.clientIp ??= this.policy.resolveIp.behind(this.peer, this.req.headers['x-forwarded-for'], forwarded));
   }
 
-  /** What `when:` and `per:` rules read (headers, query, body, token), built once when first asked. */
-  facts(): RequestFacts {
-    return (this.ruleFacts ??= new RequestFacts(this.req.headers, this.query, () => this.token, this.values, this.form));
+  /** `Forwarded`'s `for=` nodes, parsed once: the client walk and the headers sent upstream read them. */
+  forwardedFor(): (string | null)[] | null {
+    if (this.forwardedNodes === undefined) this.forwardedNodes = forwardedForNodes(this.req.headers.forwarded ?? '');
+    return this.forwardedNodes;
+  }
+
+  /** Whether the client is exempt (`exempt.ips`, or a runtime exemption): found once per request. */
+  exempt(runtime: ((address: string) => boolean) | undefined): boolean {
+    if (this.exemptFound === undefined) {
+      const address = this.client.address;
+      const cfg = this.policy.exemptIps;
+      this.exemptFound = (cfg !== null && cfg.contains(address)) || runtime?.(address) === true;
+    }
+    return this.exemptFound;
   }
 
   /** The trusted account header's value, when the config names one. */
@@ -55,10 +89,65 @@ export class RequestView {
     return name !== undefined ? firstHeader(this.req.headers[name]) : undefined;
   }
 
+  /**
+   * The account known without I/O (token and header modes, an introspection cache hit), kept for the
+   * rest of the request; undefined when the upstream must be asked.
+   */
+  knownAccount(): string | null | undefined {
+    if (this.account === undefined) this.account = this.policy.account.known(this.token, this.accountHeader(), this.peer.trusted, this);
+    return this.account;
+  }
+
+  /** The account, looked up once per request (an upstream call on an introspection cache miss). */
+  resolveAccount(): string | null | Promise<string | null> {
+    const known = this.knownAccount();
+    if (known !== undefined) return known;
+    const found = this.policy.account.resolve(this.token, this.accountHeader(), this.peer.trusted, this);
+    if (!(found instanceof Promise)) return (this.account = found);
+    return found.then((account) => (this.account = account));
+  }
+
   /** Routes the request by the method Rails will see: matched again only when the override changed it. */
   routeAs(method: string): void {
     if (method === this.method) return;
     this.method = method;
-    this.matched = this.policy.snapshot.matcher.match(method, this.path);
+    this.rules = this.policy.routeRules.of(method, this.path);
+  }
+
+  // What the key kinds read (keys/kinds.ts KeyFacts).
+
+  get ipKey(): string {
+    return this.client.key;
+  }
+
+  get accountKey(): string | null {
+    return this.account ?? null;
+  }
+
+  /** The token's SHA-256 hex, computed once per request (the account resolver and `per: token` share it). */
+  tokenDigest(): string | null {
+    if (this.digest === undefined) this.digest = this.token === null ? null : tokenDigest(this.token);
+    return this.digest;
+  }
+
+  header(name: string): string | undefined {
+    return this.facts().header(name);
+  }
+
+  cookie(name: string): string | undefined {
+    return this.facts().cookie(name);
+  }
+
+  param(name: string, path: readonly string[]): string | undefined {
+    return this.facts().param(name, path);
+  }
+
+  rawToken(): string | null {
+    return this.token;
+  }
+
+  /** What Rack reads (headers, cookies, query, body values), built once when first asked. */
+  facts(): RequestFacts {
+    return (this.ruleFacts ??= new RequestFacts(this.req.headers, this.queryParams, this.values, this.form));
   }
 }

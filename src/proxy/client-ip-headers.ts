@@ -6,7 +6,7 @@ import type http from 'node:http';
 import type { Peer } from '../identity/index.js';
 import { parseIp } from '../identity/cidr.js';
 import { firstHeader } from '../http/message.js';
-import { forwardedForList } from '../identity/forwarded.js';
+import { forwardedForList, type ParsedForwarded } from '../identity/forwarded.js';
 import { bareForwardedAddress } from '../identity/ip.js';
 
 /** What the gateway tells the upstream about the client (built per request by forwardedHeaders). */
@@ -27,7 +27,7 @@ export interface ForwardedHeaders {
  * X-Forwarded-* and X-Request-Id for the upstream. A trusted proxy's chain is kept and extended;
  * anyone else's is a claim the upstream must not see.
  */
-export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: string): ForwardedHeaders {
+export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: string, parsed?: ParsedForwarded): ForwardedHeaders {
   const xff = req.headers['x-forwarded-for'];
   const { trusted } = peer;
   const fromTrusted = trusted && xff !== undefined;
@@ -36,7 +36,7 @@ export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: stri
   return {
     for: fromTrusted
       ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
-      : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr) ?? peerAddr),
+      : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr, parsed) ?? peerAddr),
     proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
     host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
     trusted,
@@ -74,9 +74,15 @@ export function dropsClientIpHeader(lower: string, trusted: boolean): boolean {
  * X-Forwarded-For) finds the client the gateway counted; undefined otherwise (the caller keeps its
  * usual value).
  */
-export function forwardedAsXff(trusted: boolean, xff: string | string[] | undefined, forwarded: string | undefined, peerAddr: string): string | undefined {
+export function forwardedAsXff(
+  trusted: boolean,
+  xff: string | string[] | undefined,
+  forwarded: string | undefined,
+  peerAddr: string,
+  parsed?: ParsedForwarded,
+): string | undefined {
   if (!trusted || xff !== undefined || forwarded === undefined) return undefined;
-  const list = forwardedForList(forwarded, (node) => {
+  const list = forwardedForList(parsed ?? forwarded, (node) => {
     const bare = bareForwardedAddress(node);
     return bare === null || bare === '' || parseIp(bare) === null ? null : bare;
   });

@@ -85,35 +85,48 @@ export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyP
   return readAll(req, opts.maxBytes).then((read): BodyPeek => {
     if (read === 'aborted') return ABORTED;
     if (read === 'over') return { kind: 'beyond', message: beyondMessage(opts.maxBytes, false) };
-    const text = read.toString('utf8');
-    let tree: ParamHash;
-    try {
-      if (kind === 'form') {
-        const values = formValues(text, opts.wanted);
-        if (values === 'ambiguous') {
-          return { kind: 'malformed', status: 400, message: 'Bad request: the body reads differently split on "&" and on ";"; encode ";" as %3B' };
-        }
-        return { kind: 'read', values, form: true, body: replayOf(read) };
-      } else {
-        if (text.trim() === '') return { kind: 'read', values: new Map(), form: false, body: replayOf(read) };
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          return { kind: 'malformed', status: 400, message: 'Invalid JSON in request body' };
-        }
-        // Rails puts a top-level JSON array or scalar under `_json`: no named parameter in it.
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-          return { kind: 'read', values: new Map(), form: false, body: replayOf(read) };
-        }
-        tree = fromJson(parsed);
-      }
-    } catch (err) {
-      if (err instanceof ParamError) return { kind: 'malformed', status: err.status, message: err.message };
-      throw err;
-    }
-    return { kind: 'read', values: valuesOf(tree, opts.wanted), form: false, body: replayOf(read) };
+    return readBodyBytes(kind, read, opts);
   });
+}
+
+/**
+ * Reads a whole body's parameters as the peek does: a socket's bytes once held, or a body given whole
+ * (`explain`, `replay`). A multipart body is read only as it streams (peekBody): given whole, it is
+ * refused here rather than read another way.
+ */
+export function readBodyBytes(kind: BodyKind, bytes: Buffer, opts: PeekOptions): BodyPeek {
+  if (kind === 'opaque') return { kind: 'opaque', body: replayOf(bytes) };
+  if (bytes.length > opts.maxBytes) return { kind: 'beyond', message: beyondMessage(opts.maxBytes, kind === 'multipart') };
+  if (kind === 'multipart') return { kind: 'malformed', status: 400, message: 'A multipart body given whole is not read (send it to the gateway)' };
+  const text = bytes.toString('utf8');
+  try {
+    if (kind === 'form') {
+      const values = formValues(text, opts.wanted);
+      if (values === 'ambiguous') {
+        return { kind: 'malformed', status: 400, message: 'Bad request: the body reads differently split on "&" and on ";"; encode ";" as %3B' };
+      }
+      return { kind: 'read', values, form: true, body: replayOf(bytes) };
+    }
+    const tree = jsonTree(text);
+    if (tree === 'invalid') return { kind: 'malformed', status: 400, message: 'Invalid JSON in request body' };
+    return { kind: 'read', values: tree === null ? new Map() : valuesOf(tree, opts.wanted), form: false, body: replayOf(bytes) };
+  } catch (err) {
+    if (err instanceof ParamError) return { kind: 'malformed', status: err.status, message: err.message };
+    throw err;
+  }
+}
+
+/** A JSON body's parameter tree; null when it names none (blank, or a top-level array or scalar: Rails puts those under `_json`). */
+function jsonTree(text: string): ParamHash | null | 'invalid' {
+  if (text.trim() === '') return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return 'invalid';
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null;
+  return fromJson(parsed);
 }
 
 const ABORTED: BodyPeek = Object.freeze({ kind: 'malformed', status: 400, message: 'Request body was not received in full' });

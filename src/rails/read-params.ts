@@ -1,12 +1,13 @@
 /**
  * @module One call for the request pipeline: the token Doorkeeper will use, the method Rails will
- * route, and the `param:` values of a request, from its query string and (when asked) its body.
+ * route, and the `param:` values of a request, from its query string and (when asked) its body — a
+ * socket's body peeked at, or a body given whole (`explain`, `replay`).
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { GATEWAY_ERRORS, paramConflictMessage } from '../http/errors.js';
 import { firstHeader } from '../http/message.js';
-import { peekBody } from './body-peek.js';
+import { bodyKindOf, peekBody, readBodyBytes, type BodyPeek } from './body-peek.js';
 import {
   doorkeeperToken,
   METHOD_PARAM,
@@ -16,20 +17,23 @@ import {
   resolveMethodOverride,
   type ParamPick,
   type ParamValues,
+  type QueryParams,
   type TokenPick,
   type WantedParams,
 } from './request-params.js';
 
+/** What of a request head the reading needs: node:http's IncomingMessage is one, so is a request `explain` describes. */
+export interface MessageHead {
+  readonly method?: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+}
+
 export interface ReadParamsOptions {
-  /** Compiled once per snapshot: TOKEN_PARAMS, METHOD_PARAM and every `param:` name of the table. */
+  /** Compiled once per snapshot: TOKEN_PARAMS, METHOD_PARAM and every `param:` and `when.query` name of the table. */
   readonly wanted: WantedParams;
   /** `server.paramPeekBytes`. */
   readonly maxBytes: number;
-  /**
-   * Whether the body may decide anything for this request: a matched rule needs the account and the
-   * request has no bearer header, or it is a POST (an override may change the rules that match), or a
-   * matched rule reads a `param:`. When false the body is not touched.
-   */
+  /** Whether the body may decide anything for this request (pipeline/read-stage.ts decides). When false the body is not touched. */
   readonly readBody: boolean;
 }
 
@@ -39,6 +43,8 @@ export interface RequestParams {
   /** Remove X-HTTP-Method-Override before forwarding. */
   readonly dropOverrideHeader: boolean;
   readonly token: Exclude<TokenPick, { kind: 'conflict' }>;
+  /** The query string, parsed once (its tree serves every rule's lookup). */
+  readonly query: QueryParams;
   /** A wanted name's value from the query and the body together. */
   param(name: string): ParamPick;
   /** Every wanted name's value in the body alone (`when.query` reads the body's too). */
@@ -57,38 +63,48 @@ class Params implements RequestParams {
     readonly method: string,
     readonly dropOverrideHeader: boolean,
     readonly token: Exclude<TokenPick, { kind: 'conflict' }>,
-    private readonly query: ParamValues,
+    readonly query: QueryParams,
+    private readonly queryWanted: ParamValues,
     readonly bodyValues: ParamValues,
     readonly body: Readable | null,
   ) {}
 
   param(name: string): ParamPick {
-    return pickParam(name, this.query, this.bodyValues);
+    return pickParam(name, this.queryWanted, this.bodyValues);
   }
 }
 
 /**
- * Reads what Rails will read. Without a query string and with `readBody` false it allocates almost
- * nothing and does not await (the plain-GET hot path): the result is then returned synchronously.
+ * Reads what Rails will read. `body`: the request's stream (peeked at when `readBody`), or the whole
+ * body given as bytes. Without a query string and with `readBody` false it allocates almost nothing
+ * and does not await (the plain-GET hot path): the result is then returned synchronously.
  */
-export function readRequestParams(req: IncomingMessage, rawQuery: string, opts: ReadParamsOptions): ReadParams | Promise<ReadParams> {
-  const query = rawQuery.length === 0 ? NO_VALUES : queryValues(rawQuery, opts.wanted);
-  if (query === null) return { ok: false, status: 400, message: GATEWAY_ERRORS.QUERY_CONFLICT.message };
-  if (!opts.readBody) return finish(req, query, NO_VALUES, false, null);
-  return peekBody(req, opts).then((peek): ReadParams => {
-    if (peek.kind === 'beyond') return { ok: false, status: 400, message: peek.message };
-    if (peek.kind === 'malformed') return { ok: false, status: peek.status, message: peek.message };
-    if (peek.kind === 'opaque') return finish(req, query, NO_VALUES, false, null);
-    return finish(req, query, peek.values, peek.form, peek.body);
-  });
+export function readRequestParams(
+  head: MessageHead,
+  query: QueryParams,
+  opts: ReadParamsOptions,
+  body: IncomingMessage | Buffer,
+): ReadParams | Promise<ReadParams> {
+  const wanted = queryValues(query, opts.wanted);
+  if (wanted === null) return { ok: false, status: 400, message: GATEWAY_ERRORS.QUERY_CONFLICT.message };
+  if (!opts.readBody) return finish(head, query, wanted, NO_VALUES, false, null);
+  if (Buffer.isBuffer(body)) return afterPeek(head, query, wanted, readBodyBytes(bodyKindOf(head.method ?? 'GET', head.headers['content-type']), body, opts));
+  return peekBody(body, opts).then((peek) => afterPeek(head, query, wanted, peek));
 }
 
-function finish(req: IncomingMessage, query: ParamValues, body: ParamValues, form: boolean, forward: Readable | null): ReadParams {
-  const original = req.method ?? 'GET';
-  const override = resolveMethodOverride(original, firstHeader(req.headers['x-http-method-override']), form ? body.get(METHOD_PARAM) : undefined);
-  const token = doorkeeperToken(req.headers.authorization, query, body);
+function afterPeek(head: MessageHead, query: QueryParams, wanted: ParamValues, peek: BodyPeek): ReadParams {
+  if (peek.kind === 'beyond') return { ok: false, status: 400, message: peek.message };
+  if (peek.kind === 'malformed') return { ok: false, status: peek.status, message: peek.message };
+  if (peek.kind === 'opaque') return finish(head, query, wanted, NO_VALUES, false, null);
+  return finish(head, query, wanted, peek.values, peek.form, peek.body);
+}
+
+function finish(head: MessageHead, query: QueryParams, wanted: ParamValues, body: ParamValues, form: boolean, forward: Readable | null): ReadParams {
+  const original = head.method ?? 'GET';
+  const override = resolveMethodOverride(original, firstHeader(head.headers['x-http-method-override']), form ? body.get(METHOD_PARAM) : undefined);
+  const token = doorkeeperToken(head.headers.authorization, wanted, body);
   if (token.kind === 'conflict') {
     return { ok: false, status: 400, message: paramConflictMessage(token.param) };
   }
-  return { ok: true, params: new Params(override.method, override.dropHeader, token, query, body, forward) };
+  return { ok: true, params: new Params(override.method, override.dropHeader, token, query, wanted, body, forward) };
 }

@@ -72,11 +72,7 @@ export function formValues(text: string, wanted: WantedParams): ParamValues | 'a
   const pairs = formPairs(text);
   for (const [key] of pairs) if (nestsDifferently(key, wanted)) return 'ambiguous';
   const both = valuesOf(pairsToHash(pairs), wanted);
-  if (text.indexOf(';') === -1) return both;
-  const ampOnly = valuesOf(parseUrlEncoded(text, undefined, false), wanted);
-  if (ampOnly.size !== both.size) return 'ambiguous';
-  for (const [name, value] of both) if (ampOnly.get(name) !== value) return 'ambiguous';
-  return both;
+  return text.indexOf(';') === -1 || sameSplitOnAmpersand(text, both, wanted) ? both : 'ambiguous';
 }
 
 /**
@@ -92,19 +88,66 @@ export function nestsDifferently(key: string, wanted: WantedParams): boolean {
 }
 
 /**
- * The wanted values of a raw query string (without `?`). A query Rails would refuse (type conflict,
- * too many pairs) or one whose wanted values depend on how `;` is read yields null: the caller answers
- * 400, as Rails would, rather than guess.
+ * A query string (without `?`), read once per request: its pairs and its tree as Rails reads them
+ * (split on `&` and `;`), each built at most once and only when asked. The wanted names' values and
+ * every rule's lookup (`param:`, `when.query`) read the same tree.
  */
-export function queryValues(rawQuery: string, wanted: WantedParams): ParamValues | null {
-  if (rawQuery.length === 0) return NO_VALUES;
+export class QueryParams {
+  private pairList: Array<[string, string]> | undefined;
+  /** null: Rails would refuse the query (type conflict, too many pairs); undefined: not parsed yet. */
+  private tree: ParamHash | null | undefined;
+
+  constructor(readonly text: string) {}
+
+  /** The name/value pairs; throws ParamError (too many pairs) as pairsToHash would. */
+  pairs(): Array<[string, string]> {
+    return (this.pairList ??= formPairs(this.text));
+  }
+
+  /** The whole tree, parsed once; null when Rails would refuse the query. */
+  hash(): ParamHash | null {
+    if (this.tree === undefined) {
+      try {
+        this.tree = this.text.length === 0 ? EMPTY_QUERY : pairsToHash(this.pairs());
+      } catch (err) {
+        if (!(err instanceof ParamError)) throw err;
+        this.tree = null;
+      }
+    }
+    return this.tree;
+  }
+}
+
+const EMPTY_QUERY: ParamHash = Object.freeze(Object.create(null) as ParamHash);
+export const NO_QUERY = new QueryParams('');
+
+/**
+ * The wanted values of a query. A query Rails would refuse (type conflict, too many pairs) or one
+ * whose wanted values depend on how `;` is read yields null: the caller answers 400, as Rails would,
+ * rather than guess. The tree is the query's own (parsed once); with a `;`, the `&`-only reading of
+ * the wanted names is checked against it.
+ */
+export function queryValues(query: QueryParams, wanted: WantedParams): ParamValues | null {
+  const text = query.text;
+  if (text.length === 0 || !mayName(text, wanted)) return NO_VALUES;
   try {
-    const values = formValues(rawQuery, wanted);
-    return values === 'ambiguous' ? null : values;
+    for (const [key] of query.pairs()) if (nestsDifferently(key, wanted)) return null;
+    const tree = query.hash();
+    if (tree === null) return null;
+    const both = valuesOf(tree, wanted);
+    return text.indexOf(';') === -1 || sameSplitOnAmpersand(text, both, wanted) ? both : null;
   } catch (err) {
     if (err instanceof ParamError) return null;
     throw err;
   }
+}
+
+/** Whether the wanted values read the same when the text is split on `&` only (Rack 3's form reading). */
+function sameSplitOnAmpersand(text: string, both: ParamValues, wanted: WantedParams): boolean {
+  const ampOnly = valuesOf(parseUrlEncoded(text, undefined, false), wanted);
+  if (ampOnly.size !== both.size) return false;
+  for (const [name, value] of both) if (ampOnly.get(name) !== value) return false;
+  return true;
 }
 
 export type ParamPick = { readonly kind: 'absent' } | { readonly kind: 'value'; readonly value: string } | { readonly kind: 'conflict' };

@@ -174,7 +174,7 @@ describe('a fully written file', () => {
 describe('the shipped config/limits.yaml', () => {
   it('loads and compiles to the seed’s five rules', async () => {
     const snap = await loadConfigFile(SHIPPED);
-    expect(snap.rules.map((r) => [r.index, r.name, r.per, r.limit, r.periodMs, r.algorithm, r.cost, r.shadow, r.onStoreError, r.patterns])).toEqual([
+    expect(snap.rules.map((r) => [r.index, r.name, r.key.label, r.limit, r.periodMs, r.algorithm, r.cost, r.shadow, r.onStoreError, r.patterns])).toEqual([
       [0, 'account-access', 'account', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [1, 'ip-access', 'ip', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [2, 'sign-up', 'ip', 5, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/accounts']],
@@ -272,7 +272,7 @@ describe('error collection', () => {
         'limits[0].period: invalid duration "5x" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',
         'limits[1].name: duplicate rule name "sign-up" (first used at limits[0].name)',
         'limits[1].match: "*" is only allowed as the last segment, in "/api/*/x"',
-        'limits[1].per: must be one of ip, account, global, token, header:NAME, param:NAME, cookie:NAME (got "someone")',
+        'limits[1].per: must be one of ip, account, global, token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM (got "someone")',
         'limits[1].cots: unknown key (did you mean "cost"?)',
       ]);
       return true;

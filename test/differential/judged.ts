@@ -22,13 +22,14 @@ export interface Judged {
   explains(step: Step, before: readonly Step[]): boolean;
 }
 
-/** The same client (IP or /64), account, token or e-mail address: one may have spent the other's budget. */
+/** The same client (IP or /64), account, token, e-mail address or pending sign-in: one may have spent the other's budget. */
 export function related(a: Req, b: Req): boolean {
   return (
     a.ipGroup === b.ipGroup ||
     (a.account !== null && a.account === b.account) ||
     (a.token !== null && a.token === b.token) ||
-    (a.email !== null && a.email === b.email)
+    (a.email !== null && a.email === b.email) ||
+    (a.pending !== null && a.pending === b.pending)
   );
 }
 

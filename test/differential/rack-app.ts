@@ -86,12 +86,13 @@ export async function startRackApp(env: {
   };
 }
 
-/** The session cookie the app issues when Warden signs `user` in. */
-export async function sessionCookie(app: RackApp, user: string, name: string): Promise<string> {
-  const a = await send(app.url, { method: 'POST', path: `/__login?user=${encodeURIComponent(user)}` });
+/** The session cookie the app issues when Warden signs `user` in (or, `pending`, when `user` waits for a two-factor code). */
+export async function sessionCookie(app: RackApp, user: string, name: string, pending = false): Promise<string> {
+  const endpoint = pending ? '/__pending' : '/__login';
+  const a = await send(app.url, { method: 'POST', path: `${endpoint}?user=${encodeURIComponent(user)}` });
   const set = ([] as string[]).concat(a.headers['set-cookie'] ?? []);
   const m = set.map((c) => new RegExp(`^${name}=([^;]*)`).exec(c)).find((x) => x !== null);
-  if (!m) throw new Error(`no ${name} cookie from /__login (status ${a.status})`);
+  if (!m) throw new Error(`no ${name} cookie from ${endpoint} (status ${a.status})`);
   return m[1]!;
 }
 

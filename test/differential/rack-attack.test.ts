@@ -15,7 +15,7 @@ import { send } from '../support/http.js';
 import { serve, type Running } from '../support/servers.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { deliberate, judged, pendingFixes, type Judged, type Step, type Verdict } from './judged.js';
-import { BLOCKED, build, IPS, SESSION_COOKIE, SESSIONS, sequenceOf, TOKENS, type Action, type Kind, type Cred, type Tag } from './requests.js';
+import { BLOCKED, build, IPS, PENDING, SESSION_COOKIE, SESSIONS, sequenceOf, TOKENS, type Action, type Kind, type Cred, type Tag } from './requests.js';
 import { sessionCookie, setClock, startRackApp, whyUnavailable, type RackApp } from './rack-app.js';
 
 /** The table under test: the shipped example, or another one to compare (e.g. an older example). */
@@ -86,6 +86,7 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
       nowSec: T0,
     });
     for (const [sid, user] of Object.entries(SESSIONS)) cookies[sid] = await sessionCookie(rack, user, SESSION_COOKIE);
+    for (const [sid, user] of Object.entries(PENDING)) cookies[sid] = await sessionCookie(rack, user, SESSION_COOKIE, true);
     // The upstream as the gateway sees it: Mastodon's verify_credentials for the same tokens, 200 otherwise.
     upstream = await serve((req, res) => {
       req.resume();
@@ -170,6 +171,8 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
       times(3, (i) => act('confirmation-api', 'header:tokB', i)), // confirmations per account (2)
       times(5, (i) => act('login', 'none', 3, 3 + (i % 4), i % 2 === 1)), // login per IP (4)
       times(5, (i) => act('login', 'none', i % 5, 0)), // login per e-mail (4), across IPs
+      times(5, (i) => act('login-otp', 'session:s1', i % 5, 0, i % 2 === 1)), // the two-factor step per pending session (4), across IPs
+      times(3, (i) => act('login-otp', i % 2 ? 'session:forged' : 'none', i % 5, 0)), // no pending session: per IP only
       times(4, () => act('password-change', 'session:s1')), // password change (3), cookie-only
       times(4, (i) => act(i % 2 ? 'password-change-patch' : 'password-change-override', 'header:tokB', 0, 0, true)), // PATCH /auth.json, POST _method=put
       times(4, () => act('status-edit', 'header:tokA')), // every authenticated PUT

@@ -43,6 +43,11 @@ export type Cred =
 
 /** Sessions: the Warden user each one signs in (the cookie values come from the Ruby app). */
 export const SESSIONS: Readonly<Record<string, string>> = { s1: '1', s1b: '1', s2: '2' };
+/**
+ * Sessions waiting for a two-factor code (Mastodon's `session[:attempt_user_id]`), one per user: the
+ * two-factor step of a user signed in by a session cookie above is sent with that user's pending session.
+ */
+export const PENDING: Readonly<Record<string, string>> = { p1: '1', p2: '2' };
 export const SESSION_COOKIE = '_mastodon_session';
 
 export const IPS = ['198.51.100.1', '198.51.100.2', '2001:db8:1:1::1', '2001:db8:1:1::2', '2001:db8:2::1'];
@@ -78,6 +83,7 @@ export const KINDS = [
   'confirmation-api',
   'login',
   'login-json',
+  'login-otp',
   'password-change',
   'password-change-patch',
   'password-change-override',
@@ -103,11 +109,13 @@ export interface Req {
   headers: Record<string, string>;
   body?: string;
   tags: Tag[];
-  /** What relates two requests (the same client, account, token or address): for judging. */
+  /** What relates two requests (the same client, account, token, address or pending sign-in): for judging. */
   ipGroup: string;
   account: string | null;
   token: string | null;
   email: string | null;
+  /** The user whose two-factor sign-in the request's session waits for. */
+  pending: string | null;
   label: string;
 }
 
@@ -128,7 +136,7 @@ function ipGroup(ip: string): string {
   return ip.includes(':') ? ip.split(':').slice(0, 4).join(':') : ip;
 }
 
-/** `cookies`: the session cookie of each of SESSIONS, as the Ruby app issued it. */
+/** `cookies`: the session cookie of each of SESSIONS and PENDING, as the Ruby app issued it. */
 export function build(a: Action, cookies: Readonly<Record<string, string>>): Req {
   const tags: Tag[] = [];
   const headers: Record<string, string> = {};
@@ -241,6 +249,12 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
       path = `/auth/sign_in${fmt}`;
       withEmail();
       break;
+    // The two-factor step: the code, no e-mail, and (with a session credential) that user's pending session.
+    case 'login-otp':
+      method = 'POST';
+      path = `/auth/sign_in${fmt}`;
+      form.push('user%5Botp_attempt%5D=123456');
+      break;
     case 'login-json':
       method = 'POST';
       path = `/auth/sign_in${fmt}`;
@@ -280,6 +294,7 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
 
   let account: string | null = null;
   let token: string | null = null;
+  let pending: string | null = null;
   const [how, what] = a.cred.split(':') as [string, string | undefined];
   if (how === 'header' || how === 'lowerBearer') {
     token = what!;
@@ -293,6 +308,14 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
     else if (jsonBody !== null) jsonBody[name] = value;
     else if (how === 'json' && form.length === 0) jsonBody = { [name]: value };
     else form.push(`${name}=${value}`);
+  } else if (how === 'session' && a.kind === 'login-otp') {
+    if (what === 'forged') {
+      headers.Cookie = `${SESSION_COOKIE}=forged-pending${ip.replace(/\W/g, '')}`;
+      tags.push('made-up-cookie');
+    } else {
+      pending = SESSIONS[what!]!;
+      headers.Cookie = `${SESSION_COOKIE}=${cookies[`p${pending}`]}`;
+    }
   } else if (how === 'session' && WEB.has(a.kind)) {
     const sid = what!;
     if (sid === 'forged') {
@@ -332,6 +355,7 @@ export function build(a: Action, cookies: Readonly<Record<string, string>>): Req
     account,
     token,
     email: emailUsed,
+    pending,
     label: `${method} ${fullPath} ip=${a.ip} cred=${a.cred}${emailUsed === null ? '' : ` email=${JSON.stringify(email)}`}${body === undefined ? '' : ` body=${body}`}`,
   };
 }
@@ -368,7 +392,7 @@ export const action: fc.Arbitrary<Action> = fc.record({
 
 /** The tags a drawn request carries (they do not depend on the session cookies' values). */
 export function tagsOf(a: Action): Tag[] {
-  return build(a, { s1: 'x', s1b: 'y', s2: 'z' }).tags;
+  return build(a, { s1: 'x', s1b: 'y', s2: 'z', p1: 'v', p2: 'w' }).tags;
 }
 
 /** Kinds and credentials that bring no deliberate difference of their own (judged.ts). */

@@ -96,6 +96,14 @@ describe('per: cookie:NAME overrides and the admin bucket API', () => {
       const digest = createHash('sha256').update('plain').digest('hex');
       const bucket = await (await fetch(`${own.adminUrl}/admin/buckets?rule=session&key=plain`)).json();
       expect(bucket).toMatchObject({ key: `session:{ck:${digest}}`, remaining: 0 });
+      // The admin API names the rule's key kind as written, and triage shows a session by its digest's prefix.
+      const rules = (await (await fetch(`${own.adminUrl}/admin/buckets`)).json()) as { rules: { per: string }[] };
+      expect(rules.rules.map((r) => r.per)).toEqual(['cookie:sid']);
+      const limited = (await (await fetch(`${own.adminUrl}/admin/limited?rule=session`)).json()) as { top: { key: string }[] };
+      expect(limited.top.map((k) => k.key)).toEqual([
+        `cookie ${digest.slice(0, 16)}`,
+        `cookie ${createHash('sha256').update('trusted-session').digest('hex').slice(0, 16)} (override 0)`,
+      ]);
     } finally {
       await own.shutdown(1000);
     }
@@ -109,17 +117,16 @@ describe('per: cookie:NAME in the config and in explain', () => {
     );
     expect(() => parseConfig('limits: [{ name: a, match: /x, per: "cookie:", limit: 1, period: 1m }]', 't.yaml')).toThrow(/invalid cookie name/);
     const snap = parseConfig('limits: [{ name: a, match: /x, per: "cookie:sid", limit: 1, period: 1m, overrides: [{ keys: [abc], limit: 5 }] }]', 't.yaml');
-    expect(snap.rules[0]!.per).toBe('cookie');
-    expect(snap.rules[0]!.keyName).toBe('sid');
+    expect(snap.rules[0]!.key.label).toBe('cookie:sid');
   });
 
-  it('explain shows the cookie key, digested, or why the rule is skipped', () => {
+  it('explain shows the cookie key, digested, or why the rule is skipped', async () => {
     const snap = parseConfig(TABLE, 't.yaml');
-    const withCookie = explain(snap, { request: 'PUT /auth.json', headers: ['Cookie: a=1; _mastodon_session=xyz'], ip: '203.0.113.9' });
+    const withCookie = await explain(snap, { request: 'PUT /auth.json', headers: ['Cookie: a=1; _mastodon_session=xyz'], ip: '203.0.113.9' });
     expect(withCookie.find((l) => l.includes('session:'))).toMatch(
       /1\. session: yes, per cookie:_mastodon_session \(unauthenticated\), 2\/10m, key: cookie _mastodon_session, digest [0-9a-f]{12}…$/,
     );
-    const without = explain(snap, { request: 'PUT /auth', headers: [], ip: '203.0.113.9' });
+    const without = await explain(snap, { request: 'PUT /auth', headers: [], ip: '203.0.113.9' });
     expect(without).toContain('   1. session: no (no key: the request has no cookie _mastodon_session)');
   });
 });

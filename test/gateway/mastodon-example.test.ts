@@ -49,7 +49,10 @@ describe('config/examples/mastodon.yaml', () => {
       'throttle_password_change/account',
     ])
       expect(text).toContain(`# ${throttle}`);
-    expect(snap.rules.length).toBe(19);
+    // 17 throttles; throttle_email_confirmations/email and throttle_password_change/account take two rules
+    // each (web form and API; token and session), throttle_login_attempts/email three (the e-mail, the
+    // two-factor step's session).
+    expect(snap.rules.length).toBe(20);
   });
 
   it('limits password resets to 5 per e-mail across IPs, at /auth/password and /auth/password.json', async () => {
@@ -73,6 +76,31 @@ describe('config/examples/mastodon.yaml', () => {
     const refused = await req('POST', '/auth/sign_in?user[email]=fresh@example.com', ip);
     expect(refused.status).toBe(429);
     expect(refused.headers['x-ratelimit-limit']).toBe('25');
+  });
+
+  it('counts the two-factor login step (a code, no e-mail) per session cookie across IPs, as Mastodon keys it on the pending user', async () => {
+    const otp = (ip: string, cookie?: string) =>
+      req('POST', '/auth/sign_in', ip, { ...FORM, ...(cookie === undefined ? {} : { Cookie: `_mastodon_session=${cookie}` }) }, 'user%5Botp_attempt%5D=123456');
+    for (let i = 0; i < 25; i++) {
+      const a = await otp(`203.0.113.${i + 100}`, 'pending-sign-in');
+      expect(a.status).not.toBe(429);
+      expect(String(a.headers['ratelimit-policy'])).toContain('"login-attempts-session";q=25;w=3600');
+    }
+    const refused = await otp('203.0.113.200', 'pending-sign-in');
+    expect(refused.status).toBe(429);
+    expect(refused.headers['x-ratelimit-limit']).toBe('25');
+    // Another pending sign-in is another bucket; without a session cookie only the per-IP rule counts.
+    expect((await otp('203.0.113.200', 'another-sign-in')).status).not.toBe(429);
+    expect((await otp('203.0.113.201')).headers['ratelimit-policy']).toBe('"login-attempts-ip";q=25;w=300');
+    // The first step, with an e-mail, is counted per e-mail, not per session.
+    const first = await req(
+      'POST',
+      '/auth/sign_in',
+      '203.0.113.202',
+      { ...FORM, Cookie: '_mastodon_session=pending-sign-in' },
+      'user%5Bemail%5D=a%40example.com',
+    );
+    expect(String(first.headers['ratelimit-policy'])).not.toContain('login-attempts-session');
   });
 
   it('counts unauthenticated API and paging per IP, and never the host itself (the safelist)', async () => {

@@ -1,6 +1,7 @@
 /** Pure logic of the attack-day features: the triage sketch, key display, and the config sections' validation. */
 import { describe, expect, it } from 'vitest';
-import { displayKey, TopLimited } from '../../src/guard/top-keys.js';
+import { TopLimited } from '../../src/guard/top-keys.js';
+import { displayKey } from '../../src/keys/index.js';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { MemoryGuardState } from '../../src/guard/state.js';
 
@@ -55,6 +56,15 @@ describe('TopLimited (Space-Saving)', () => {
     expect(displayKey(`per-token:{tok:${'ab'.repeat(32)}}`)).toBe(`token ${'ab'.repeat(8)}`);
     expect(displayKey('sign-up:o1:{ip:192.0.2.1}')).toBe('192.0.2.1 (override 1)');
     expect(displayKey('all:{global}')).toBe('global');
+    // Every kind of the table has its own words: a session cookie's digest is never shown raw (`ck:<hex>`).
+    const d = 'cd'.repeat(32);
+    expect(displayKey(`session:{ck:${d}}`)).toBe(`cookie ${'cd'.repeat(8)}`);
+    expect(displayKey(`tenants:{jwt:${d}}`)).toBe(`jwt ${'cd'.repeat(8)}`);
+    expect(displayKey(`logins:{prm:${d}}`)).toBe(`param ${'cd'.repeat(8)}`);
+    expect(displayKey(`apps:{hdr:${d}}`)).toBe(`header ${'cd'.repeat(8)}`);
+    expect(displayKey(`acct:t:${d}`)).toBe(`token ${'cd'.repeat(8)}`);
+    // A ban key (no braces) reads the same.
+    expect(displayKey('ip:203.0.113.9')).toBe('203.0.113.9');
   });
 });
 

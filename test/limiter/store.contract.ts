@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BucketSpec, Store } from '../../src/limiter/types.js';
-import { bucketKey, ruleKeyPrefix, type KeyKind } from '../../src/limiter/keys.js';
+import { bucketKey, ruleKeyPrefix } from '../../src/limiter/keys.js';
 import { FakeClock } from '../support/clock.js';
 
 export type StoreFactory = (clock: FakeClock) => Promise<Store>;
@@ -119,7 +119,14 @@ export function storeContract(name: string, factory: StoreFactory): void {
       const digest = (c: string) => c.repeat(64);
       for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
         const rule = `contract-${process.pid}-${++seq}`;
-        const key = (per: KeyKind, override = -1) => bucketKey(ruleKeyPrefix(rule, override), per, '192.0.2.1', 'a:1', digest(per[0]!))!;
+        const tags: Record<string, string> = {
+          ip: 'ip:192.0.2.1',
+          token: `tok:${digest('t')}`,
+          header: `hdr:${digest('h')}`,
+          param: `prm:${digest('p')}`,
+          account: 'acct:a:1',
+        };
+        const key = (per: string, override = -1) => bucketKey(ruleKeyPrefix(rule, override), tags[per]!);
         const spec = (k: string, limit: number): BucketSpec => bucket({ key: k, algorithm, limit, periodMs: 60_000 });
         // One request in five identities' buckets (five cluster slots): the parameter bucket is the narrowest.
         const all = [spec(key('ip'), 5), spec(key('token'), 5), spec(key('header'), 5), spec(key('param'), 1), spec(key('account'), 5)];

@@ -1,8 +1,8 @@
 /** @module bucketsFor (pipeline/policy.ts): which buckets a request is charged in, and under which rule. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { bucketsFor, buildRequestPolicy, type BucketInputs } from '../../src/pipeline/policy.js';
-import { RequestFacts } from '../../src/rails/index.js';
+import { bucketsFor, buildRequestPolicy } from '../../src/pipeline/policy.js';
+import { RequestView } from '../../src/pipeline/request-view.js';
 
 const policy = buildRequestPolicy(
   parseConfig(
@@ -17,15 +17,12 @@ const policy = buildRequestPolicy(
   async () => ({ kind: 'anonymous' }),
 );
 const rules = policy.snapshot.rules;
-const facts = (headers: Record<string, string> = {}) => new RequestFacts(headers, '', () => null);
-const who = (o: Partial<BucketInputs>): BucketInputs => ({
-  ipKey: '198.51.100.1',
-  address: '198.51.100.1',
-  accountKey: null,
-  accountKnown: true,
-  facts: facts(),
-  ...o,
-});
+/** A request from `ip` with these headers and account (null: none). */
+const who = (o: { ip?: string; account?: string | null; headers?: Record<string, string> }): RequestView => {
+  const v = new RequestView({ method: 'GET', url: '/api/x', headers: o.headers ?? {}, rawHeaders: [] }, policy, policy.resolveIp.peer(o.ip ?? '198.51.100.1'));
+  v.account = o.account ?? null;
+  return v;
+};
 const names = (r: { rules: readonly { name: string; limit: number }[] }) => r.rules.map((x) => `${x.name}:${x.limit}`);
 
 describe('bucketsFor', () => {
@@ -37,18 +34,18 @@ describe('bucketsFor', () => {
   });
 
   it('charges a signed-in client per account too, not in the anonymous rule, and per header value when sent', () => {
-    const r = bucketsFor(policy, rules, who({ accountKey: 'a:42', facts: facts({ 'x-app-id': 'app-1' }) }));
+    const r = bucketsFor(policy, rules, who({ account: 'a:42', headers: { 'x-app-id': 'app-1' } }));
     expect(names(r)).toEqual(['by-ip:10', 'by-account:20', 'by-app:5']);
   });
 
   it('leaves out the rules that need the account while it is not known yet (the early refusal), when.authenticated included', () => {
-    const r = bucketsFor(policy, rules, who({ accountKnown: false }));
+    const r = bucketsFor(policy, rules, who({}), false);
     expect(names(r)).toEqual(['by-ip:10']);
   });
 
   it('counts a client an override names under the override’s limit, in a bucket of its own', () => {
     const plain = bucketsFor(policy, rules, who({}));
-    const named = bucketsFor(policy, rules, who({ ipKey: '192.0.2.7', address: '192.0.2.7' }));
+    const named = bucketsFor(policy, rules, who({ ip: '192.0.2.7' }));
     expect(names(named)[0]).toBe('by-ip:100');
     expect(named.specs[0]!.key).not.toBe(plain.specs[0]!.key);
   });

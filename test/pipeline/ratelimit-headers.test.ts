@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CompiledRule } from '../../src/config/types.js';
+import { compileKey } from '../../src/keys/index.js';
 import type { BucketState, ConsumeOutcome } from '../../src/limiter/types.js';
 import { appendRateLimitHeaders, formatReset, headlineBucket, iso8601Micro } from '../../src/pipeline/ratelimit-headers.js';
 
@@ -9,7 +10,7 @@ function rule(index: number, name: string, limit: number, over: Partial<Compiled
   return {
     index,
     name,
-    per: 'ip',
+    key: compileKey('ip'),
     limit,
     periodMs: 300_000,
     algorithm: 'fixed-window',
@@ -18,13 +19,10 @@ function rule(index: number, name: string, limit: number, over: Partial<Compiled
     onStoreError: undefined,
     policyItem: `"${name}";q=${limit};w=300`,
     patterns: ['/api/*'],
-    keyName: '',
-    paramPath: null,
     whenAuthenticated: undefined,
     whenQuery: null,
     whenQueryPaths: null,
-    needsAccount: false,
-    needsFacts: false,
+    needs: 0,
     overrides: [],
     overrideIndex: -1,
     ...over,

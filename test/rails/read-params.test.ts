@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRequestParams } from '../../src/rails/read-params.js';
-import { compileWantedParams, METHOD_PARAM, TOKEN_PARAMS } from '../../src/rails/request-params.js';
+import { compileWantedParams, METHOD_PARAM, QueryParams, TOKEN_PARAMS } from '../../src/rails/request-params.js';
 import { send } from '../support/http.js';
 
 const wanted = compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, 'user[email]']);
@@ -15,7 +15,7 @@ beforeAll(async () => {
   server = http.createServer((req, res) => {
     const [, rawQuery = ''] = (req.url ?? '').split('?', 2);
     const readBody = req.headers['x-read-body'] === '1';
-    const r = readRequestParams(req, rawQuery, { wanted, maxBytes: 1024, readBody });
+    const r = readRequestParams(req, new QueryParams(rawQuery), { wanted, maxBytes: 1024, readBody }, req);
     if (!(r instanceof Promise)) syncAnswers++;
     void Promise.resolve(r).then(async (a) => {
       if (!a.ok) {

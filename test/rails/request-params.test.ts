@@ -5,12 +5,14 @@ import {
   doorkeeperToken,
   NO_VALUES,
   pickParam,
-  queryValues,
+  QueryParams,
+  queryValues as readQuery,
   resolveMethodOverride,
   TOKEN_PARAMS,
 } from '../../src/rails/request-params.js';
 
 const tokens = compileWantedParams(TOKEN_PARAMS);
+const queryValues = (text: string, wanted: typeof tokens) => readQuery(new QueryParams(text), wanted);
 const q = (s: string): ReadonlyMap<string, string> => queryValues(s, tokens)!;
 
 describe('compileWantedParams', () => {
@@ -49,6 +51,15 @@ describe('queryValues', () => {
 
   it('answers null for a query Rails would refuse', () => {
     expect(queryValues('access_token=1&access_token[a]=2', tokens)).toBeNull();
+  });
+
+  it('reads the wanted values from the query’s own tree, which later lookups share', () => {
+    const query = new QueryParams('access_token=x&user[email]=a%40b');
+    expect(readQuery(query, tokens)!.get('access_token')).toBe('x');
+    const tree = query.hash();
+    expect(tree).not.toBeNull();
+    expect(query.hash()).toBe(tree);
+    expect(new QueryParams('a=1&a[b]=2').hash()).toBeNull();
   });
 });
 

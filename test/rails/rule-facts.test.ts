@@ -1,8 +1,10 @@
 /** What a request offers the rules: parameters in bracket notation, headers, paging queries, the token. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { RequestFacts, ruleValueDigest, whenFails } from '../../src/rails/rule-facts.js';
+import { RequestFacts, whenFails } from '../../src/rails/rule-facts.js';
+import { QueryParams } from '../../src/rails/request-params.js';
 import { tokenDigest } from '../../src/identity/index.js';
+import type { CompiledRule } from '../../src/config/types.js';
 
 const snap = parseConfig(
   `limits:
@@ -14,8 +16,26 @@ const snap = parseConfig(
   't.yaml',
 );
 const [email, app, tok, paging] = snap.rules as [(typeof snap.rules)[0], (typeof snap.rules)[0], (typeof snap.rules)[0], (typeof snap.rules)[0]];
-const facts = (query: string, headers: Record<string, string> = {}, body = new Map<string, string>(), token: string | null = null) =>
-  new RequestFacts(headers, query, () => token, body);
+const tokens = new WeakMap<RequestFacts, string>();
+const facts = (query: string, headers: Record<string, string> = {}, body = new Map<string, string>(), token: string | null = null) => {
+  const f = new RequestFacts(headers, new QueryParams(query.replace(/^\?/, '')), body);
+  if (token !== null) tokens.set(f, token);
+  return f;
+};
+/** The digest a rule's key gives for these facts (null: no key), as the request path reads it (keys/kinds.ts). */
+const ruleValueDigest = (rule: CompiledRule, f: RequestFacts): string | null => {
+  const token = tokens.get(f);
+  const tag = rule.key.tag({
+    ipKey: '',
+    accountKey: null,
+    rawToken: () => token ?? null,
+    tokenDigest: () => (token === undefined ? null : tokenDigest(token)),
+    header: (n) => f.header(n),
+    cookie: (n) => f.cookie(n),
+    param: (n, p) => f.param(n, p),
+  });
+  return tag === null ? null : tag.slice(tag.indexOf(':') + 1);
+};
 
 describe('request facts', () => {
   it('reads a bracket-notation parameter from the query, trimmed, then from the body; digests it', () => {
@@ -44,7 +64,7 @@ describe('request facts', () => {
     expect(whenFails(paging, facts('?page=&max_id=%20'), false)).toBe('when.query: none of page, max_id is in the query string or a form body');
     expect(whenFails(paging, facts('?page=2'), true)).toBe('when.authenticated: false, and the request has an account');
     // Rack's params merge a form body (a GET's too): a paging name there holds when.query.
-    const fromBody = (form: Map<string, string>) => new RequestFacts({}, '', () => null, new Map(), form);
+    const fromBody = (form: Map<string, string>) => new RequestFacts({}, new QueryParams(''), new Map(), form);
     expect(whenFails(paging, fromBody(new Map([['max_id', '9']])), false)).toBeNull();
     expect(whenFails(paging, fromBody(new Map([['max_id', ' ']])), false)).not.toBeNull();
   });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { parsePattern } from '../../routing/pattern.js';
 import { show } from '../errors.js';
 import { checked, duration, positiveInt } from './formats.js';
-import { checkPer, PER, PER_HINT } from './limit-model.js';
+import { PER_HINT, PER_MEANINGS, PER_PATTERN, perError } from '../../keys/index.js';
 import { checkIpOrCidr } from './validators.js';
 
 /** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
@@ -54,7 +54,7 @@ export const overrideShape = {
   keys: z
     .array(z.string().min(1))
     .default([])
-    .describe('Key values of a token/header/param/cookie rule: the header, parameter or cookie value as sent, or the token’s SHA-256 digest.'),
+    .describe('Key values of a token/header/param/cookie/jwt rule: the header, parameter, cookie or claim value as sent, or the token’s SHA-256 digest.'),
   limit: positiveInt().describe('Requests allowed per period for these clients.'),
 };
 
@@ -66,14 +66,13 @@ export const ruleShape = {
   match: patterns.describe('One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).'),
   per: z
     .string({ error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind, got ${show(iss.input)}`) })
-    .regex(PER, { error: (iss) => `must be one of ${PER_HINT} (got ${show(iss.input)})` })
+    .regex(PER_PATTERN, { error: (iss) => `must be one of ${PER_HINT} (got ${show(iss.input)})` })
     .superRefine((v, ctx) => {
-      const error = checkPer(v);
+      // The kind's name (a header, parameter, cookie or claim name): the kind table checks it.
+      const error = PER_PATTERN.test(v) ? perError(v) : null;
       if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
     })
-    .describe(
-      'Whose bucket: ip, account (skipped without one), global (one for everyone), token (the bearer token digest), header:NAME, param:NAME or cookie:NAME (the value, trimmed and digested; skipped without one; a cookie never makes a request authenticated).',
-    ),
+    .describe(`Whose bucket; a request without the key skips the rule. ${PER_MEANINGS}`),
   limit: positiveInt().describe('Requests allowed per period.'),
   period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
   algorithm: z

@@ -146,7 +146,10 @@ throttle('throttle_email_confirmations/email', 30 * 60) do |req|
   end
 end
 throttle('throttle_login_attempts/ip', 5 * 60) { |req| req.throttleable_remote_ip if req.post? && req.path_matches?('/auth/sign_in') }
-throttle('throttle_login_attempts/email', 60 * 60) { |req| req.user_email if req.post? && req.path_matches?('/auth/sign_in') }
+# The two-factor step posts user[otp_attempt] and no e-mail: Mastodon keys it on the session's pending user first.
+throttle('throttle_login_attempts/email', 60 * 60) do |req|
+  (req.session[:attempt_user_id] || req.user_email) if req.post? && req.path_matches?('/auth/sign_in')
+end
 throttle('throttle_password_change/account', 10 * 60) do |req|
   req.authenticated_user_id if req.put? || (req.patch? && req.path_matches?('/auth'))
 end
@@ -165,6 +168,9 @@ class Control
       [204, {}, []]
     when '/__login'
       env['warden'].set_user(req.params.fetch('user'))
+      [204, {}, []]
+    when '/__pending'
+      req.session[:attempt_user_id] = req.params.fetch('user')
       [204, {}, []]
     when '/__reset'
       Rack::Attack.reset!

@@ -1,0 +1,43 @@
+/**
+ * Each request fact once: a request's token is hashed (SHA-256) once, however many stages read its
+ * digest — the account (token mode), a `per: token` limit, a `per: token` ban and in-flight limit — and
+ * its account is found once for the guard stage and the limit decision alike.
+ */
+import crypto from 'node:crypto';
+import { describe, expect, it, vi } from 'vitest';
+import { send } from '../support/http.js';
+import { gatewayFixture, startTestGateway } from '../support/gateway.js';
+
+const hashed: string[] = [];
+vi.mock('node:crypto', async (original) => {
+  const real = await original<typeof crypto>();
+  const hash = (algorithm: string, data: crypto.BinaryLike, encoding?: crypto.BinaryToTextEncoding) => {
+    if (typeof data === 'string') hashed.push(data);
+    return real.hash(algorithm, data, encoding);
+  };
+  return { ...real, default: { ...real, hash }, hash };
+});
+
+const fx = gatewayFixture({ graceMs: 200 });
+
+describe('the token', () => {
+  it('is hashed once per request however many stages key on it', async () => {
+    fx.gw = await startTestGateway(
+      `clients: { account: { from: token } }
+limits:
+  - { name: per-account, match: /api/*, per: account, limit: 50, period: 1m }
+  - { name: per-token, match: /api/*, per: token, limit: 50, period: 1m }
+bans:
+  - { name: token-ban, match: /api/*, per: token, limit: 100, period: 1m, ban: 1h }
+concurrency:
+  - { name: token-slots, match: /api/*, per: account, max: 10 }
+`,
+      { upstream: fx.upstream.url },
+    );
+    const token = 'a-token-hashed-once';
+    hashed.length = 0;
+    const a = await send(fx.gw.url, { path: '/api/v1/x', headers: { Authorization: `Bearer ${token}` } });
+    expect(a.status).toBe(200);
+    expect(hashed.filter((d) => d === token)).toHaveLength(1);
+  });
+});
