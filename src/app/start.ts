@@ -86,11 +86,11 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const gateway = buildGateway({ policy: () => policy, storeHandle, forwarder: upstream.forwarder, origin, routes, metrics, log, guard, now: settings.now });
 
   const drain = createDrain();
-  const server = createProxyServer(cfg.server, gateway.handle, (status) => metrics.gatewayResponses.labels(String(status)).inc(), drain.ServerResponse);
+  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse);
   server.on('checkContinue', gateway.handle);
   // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
-    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head),
+    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head, metrics.countGatewayAnswer),
   );
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);

@@ -149,6 +149,9 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
+  readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();
+
   private readonly statusClass = ['1xx', '2xx', '3xx', '4xx', '5xx'].map((c) => this.upstreamDuration.labels(c));
 
   /**

@@ -14,6 +14,7 @@ import { declaresBody, requestId } from '../http/message.js';
 import { forwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import type { UpstreamRoutes } from '../proxy/routes.js';
+import { connectionListed, namesFraming } from '../proxy/hop-by-hop.js';
 import {
   ERROR_BODIES,
   GATEWAY_ERRORS,
@@ -86,6 +87,7 @@ const SHUTTING_DOWN: Decision = Object.freeze(catalogued('SHUTTING_DOWN'));
 const TOO_LARGE: Decision = Object.freeze(catalogued('PAYLOAD_TOO_LARGE'));
 const DUPLICATE_CONTENT_TYPE: Decision = Object.freeze(catalogued('DUPLICATE_CONTENT_TYPE'));
 const DUPLICATE_AUTHORIZATION: Decision = Object.freeze(catalogued('DUPLICATE_AUTHORIZATION'));
+const CONNECTION_FRAMING: Decision = Object.freeze(catalogued('CONNECTION_NAMES_FRAMING'));
 /** `block.ips`: Mastodon's IP blocks answer 403 with this body. */
 const BLOCKED: Decision = Object.freeze(catalogued('FORBIDDEN', 'blocked'));
 
@@ -135,7 +137,8 @@ export class Gateway {
     const id = requestId(req);
     if (!d.admit) {
       // A request body the gateway will not read: answering early closes the connection, not drains it.
-      respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || (!req.complete && declaresBody(req)));
+      const close = d === SHUTTING_DOWN || d === TOO_LARGE || d === CONNECTION_FRAMING || (!req.complete && declaresBody(req));
+      respondJson(res, d.status, d.body!, d.headers, close);
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
     const forwarder = this.opts.routes?.pick(req.method ?? 'GET', s.view.path)?.forwarder ?? this.opts.forwarder;
@@ -191,6 +194,7 @@ export class Gateway {
     v.query = target.query;
     const dup = duplicatedHeader(req.rawHeaders);
     if (dup !== null) return refused(dup === 'content-type' ? DUPLICATE_CONTENT_TYPE : DUPLICATE_AUTHORIZATION, v);
+    if (namesFraming(connectionListed(req.headers.connection))) return refused(CONNECTION_FRAMING, v);
     // Refused before counting: a request that will not be served must not spend anyone's tokens.
     const maxBody = policy.maxBodySize(v.method, path);
     const declared = req.headers['content-length'];
