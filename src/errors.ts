@@ -6,7 +6,15 @@
  */
 
 /** Every code a RategateError may carry; a code, once published, never changes its meaning. */
-export const ERROR_CODES = ['CONFIG_INVALID', 'WORKERS_REFUSED', 'PARAM_INVALID', 'PARAM_BEYOND_PEEK', 'BODY_TOO_LARGE', 'MASTODON_HTTP'] as const;
+export const ERROR_CODES = [
+  'CONFIG_INVALID',
+  'WORKERS_REFUSED',
+  'PARAM_INVALID',
+  'PARAM_BEYOND_PEEK',
+  'BODY_TOO_LARGE',
+  'BODY_TOO_SLOW',
+  'MASTODON_HTTP',
+] as const;
 export type RategateErrorCode = (typeof ERROR_CODES)[number];
 
 export abstract class RategateError extends Error {

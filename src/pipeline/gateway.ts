@@ -15,12 +15,13 @@ import { forwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import type { UpstreamRoutes } from '../proxy/routes.js';
 import { connectionListed, namesFraming } from '../proxy/hop-by-hop.js';
+import type { BodyRateWatch } from '../http/body-rate.js';
 import {
   ERROR_BODIES,
   GATEWAY_ERRORS,
   badPathBody,
   errorBody,
-  isClientFault,
+  isGatewayAnswer,
   paramConflictMessage,
   respondError,
   type GatewayErrorCode,
@@ -59,6 +60,8 @@ export interface GatewayOptions {
   guard?: Guard;
   runtimeExempt?: (address: string) => boolean;
   onLimited?: (rule: string, bucketKey: string) => void;
+  /** `server.minBodyRate`: every request body is watched until it has arrived (absent: none is). */
+  bodyRate?: BodyRateWatch;
 }
 
 /** What the stages before the ending found: a refusal to write, or what the ending needs. */
@@ -108,6 +111,7 @@ export class Gateway {
    */
   readonly handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const started = performance.now();
+    this.opts.bodyRate?.watch(req, res);
     this.forward(req, res, started).catch((err: unknown) => {
       // A bug must cost one request, never the process.
       if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
@@ -135,6 +139,8 @@ export class Gateway {
     const s = await this.screen(req, res, (release) => whenDone(res, req, release));
     const d = s.decision;
     const id = requestId(req);
+    // Answered while the stages ran: a body too slow (http/body-rate.ts).
+    if (res.headersSent) return this.finish(req, id, s, { status: res.statusCode, result: undefined }, started);
     if (!d.admit) {
       // A request body the gateway will not read: answering early closes the connection, not drains it.
       const close = d === SHUTTING_DOWN || d === TOO_LARGE || d === CONNECTION_FRAMING || (!req.complete && declaresBody(req));
@@ -152,6 +158,7 @@ export class Gateway {
       maxBodySize: s.maxBody,
       body: s.body,
       dropOverrideHeader: s.dropOverrideHeader,
+      clientKey: s.view.client.key,
     });
     this.finish(req, id, s, { status: result.status, result }, started);
   }
@@ -250,7 +257,7 @@ export class Gateway {
     const { metrics } = this.opts;
     if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
     else if (r.error === undefined) metrics.observeUpstream(r.status, r.seconds);
-    else if (r.error !== 'CLIENT_ABORTED' && isClientFault(r.error)) metrics.gatewayResponses.labels(String(r.status)).inc();
+    else if (r.error !== 'CLIENT_ABORTED' && isGatewayAnswer(r.error)) metrics.gatewayResponses.labels(String(r.status)).inc();
     else if (r.error !== 'CLIENT_ABORTED') {
       metrics.upstreamErrors.labels(upstreamErrorReason(r.error)).inc();
       metrics.gatewayResponses.labels(String(r.status)).inc();
