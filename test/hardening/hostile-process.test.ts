@@ -227,6 +227,34 @@ describe('the default table', () => {
     }
   });
 
+  it('answers an h2c upgrade pipelined behind another request, and refuses 400 an upgrade whose Connection names Content-Length (issue 27, item 6)', async () => {
+    const exchange = (text: string): Promise<{ text: string; closed: boolean }> =>
+      new Promise((resolve) => {
+        const u = new URL(gw.url);
+        let out = '';
+        const s = net.connect(Number(u.port), u.hostname, () => s.write(text));
+        // Before issue 27 the pipelined upgrade's answer never came and the connection hung ~65 s.
+        const timer = setTimeout(() => (s.destroy(), resolve({ text: out, closed: false })), 5000);
+        s.on('data', (d: Buffer) => (out += d.toString('latin1')));
+        s.on('error', () => undefined);
+        s.on('close', () => (clearTimeout(timer), resolve({ text: out, closed: true })));
+      });
+    const pipelined = await exchange(
+      'GET /api/v1/statuses/1 HTTP/1.1\r\nHost: gw\r\n\r\nGET /api/v1/statuses/2 HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, HTTP2-Settings, close\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n',
+    );
+    expect(pipelined.closed, pipelined.text).toBe(true);
+    expect(pipelined.text.match(/HTTP\/1\.1 200 /g)).toHaveLength(2);
+    // Before: the body below became a second request, forwarded on its own.
+    const hidden = 'GET /api/v1/smuggled-27 HTTP/1.1\r\nHost: gw\r\n\r\n';
+    const framed = await exchange(
+      `POST /api/v1/statuses HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, Content-Length\r\nUpgrade: h2c\r\nContent-Type: text/plain\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`,
+    );
+    expect(framed.text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(framed.closed).toBe(true);
+    expect(upstream.seen.some((r) => r.url === '/api/v1/smuggled-27')).toBe(false);
+    await expectAlive(gw);
+  });
+
   it('survives a chunked multipart body whose counted field after the file is found while it streams', async () => {
     const boundary = 'QqQ';
     const u = new URL(gw.url);
