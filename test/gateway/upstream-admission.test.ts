@@ -10,6 +10,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { gatewayFixture, SEED_TABLE, startTestGateway } from '../support/gateway.js';
 import { waitFor } from '../support/process.js';
+import { startRecordingUpstream, VERIFY } from '../support/recording-upstream.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
@@ -267,10 +268,40 @@ describe('the minimum body rate', () => {
         req.on('end', () => res.end(JSON.stringify({ n })));
       }, 3000);
     });
-    const body = Buffer.alloc(4 * 1024 * 1024, 120);
+    // More than every socket buffer on the way holds (loopback buffers grow to megabytes): the client is held back.
+    const body = Buffer.alloc(64 * 1024 * 1024, 120);
     const a = await send(fx.gw.url, { method: 'POST', path: '/api/v1/slow-reader', body, headers: { 'Content-Type': 'application/octet-stream' } });
     expect(a.status).toBe(200);
     expect(a.json()).toEqual({ n: body.length });
+  });
+
+  it('does not count the time a client waits for its 100 Continue while the decision takes longer than the grace period', async () => {
+    const slowAccounts = await startRecordingUpstream();
+    slowAccounts.route(VERIFY, (_req, res) => {
+      // Introspection slower than two grace periods: the client sends nothing until told to.
+      setTimeout(() => res.end(JSON.stringify({ id: '1' })), 2500);
+    });
+    try {
+      fx.gw = await startTestGateway(TABLE, { upstream: slowAccounts.url });
+      const s = await open(
+        'POST /api/v1/statuses HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer user-1\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 15\r\nConnection: close\r\n\r\n',
+      );
+      let text = '';
+      s.on('data', (d: Buffer) => {
+        text += d.toString('latin1');
+        if (text.startsWith('HTTP/1.1 100 ') && !text.includes('status')) {
+          text += '[status]'; // sent once
+          s.write('{"status":"hi"}');
+        }
+      });
+      const a = await answerOf(s, 8000);
+      expect(a.text).toMatch(/^HTTP\/1\.1 100 /);
+      expect(a.text).toMatch(/HTTP\/1\.1 200 /);
+    } finally {
+      await fx.gw?.shutdown(200);
+      fx.gw = undefined;
+      await slowAccounts.close();
+    }
   });
 
   it('lets a body at a steady pace above the minimum through', async () => {
