@@ -100,25 +100,24 @@ export class UpstreamAdmission {
   }
 
   /**
-   * Counts one more exchange for `client`; false (nothing counted) when it already has its share.
-   * Every true is matched by exactly one `leave(client)`.
+   * Counts one more exchange for `client`: 'counted' (then exactly one `leave(client)` must follow),
+   * 'uncapped' (no cap in force: nothing counted, nothing to give back) or 'refused' (its share is taken).
    */
-  enter(client: string): boolean {
+  enter(client: string): 'counted' | 'uncapped' | 'refused' {
     const cap = this.limits().maxUpstreamConnectionsPerIp;
-    if (cap === 0) return true;
+    if (cap === 0) return 'uncapped';
     const n = this.perClient.get(client) ?? 0;
     if (n >= cap) {
       this.observer?.refused('per_ip_cap');
-      return false;
+      return 'refused';
     }
     this.perClient.set(client, n + 1);
-    return true;
+    return 'counted';
   }
 
   leave(client: string): void {
     const n = this.perClient.get(client);
-    if (n === undefined) return; // counted under a cap that a reload has since lifted
-    if (n <= 1) this.perClient.delete(client);
+    if (n === undefined || n <= 1) this.perClient.delete(client);
     else this.perClient.set(client, n - 1);
   }
 

@@ -142,8 +142,10 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
 
   start(): void {
     const { admission } = this.forwarder;
-    if (!admission.enter(this.out.clientKey)) return this.refuse('TOO_MANY_IN_FLIGHT');
-    this.counted = true;
+    const entered = admission.enter(this.out.clientKey);
+    if (entered === 'refused') return this.refuse('TOO_MANY_IN_FLIGHT');
+    // Counted under the cap in force now: a reload that changes the cap never unbalances the count.
+    this.counted = entered === 'counted';
     const { req, out } = this;
     if (declaresBody(req)) {
       // A declared length was checked before; a chunked body is counted as it streams. Its errors are

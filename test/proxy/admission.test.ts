@@ -119,16 +119,29 @@ describe('UpstreamAdmission', () => {
 
   it('counts each client up to its cap, and not at all with 0', () => {
     const a = make(8);
-    expect([a.enter('10.0.0.1'), a.enter('10.0.0.1'), a.enter('10.0.0.1'), a.enter('10.0.0.2')]).toEqual([true, true, false, true]);
+    expect([a.enter('10.0.0.1'), a.enter('10.0.0.1'), a.enter('10.0.0.1'), a.enter('10.0.0.2')]).toEqual(['counted', 'counted', 'refused', 'counted']);
     expect(refused).toEqual(['per_ip_cap']);
     a.leave('10.0.0.1');
-    expect(a.enter('10.0.0.1')).toBe(true);
+    expect(a.enter('10.0.0.1')).toBe('counted');
     a.leave('10.0.0.1');
     a.leave('10.0.0.1');
     a.leave('10.0.0.2');
     expect(a.clientsHolding).toBe(0);
     limits = { ...limits, maxUpstreamConnectionsPerIp: 0 };
-    for (let i = 0; i < 100; i++) expect(a.enter('10.0.0.1')).toBe(true);
+    for (let i = 0; i < 100; i++) expect(a.enter('10.0.0.1')).toBe('uncapped');
+    expect(a.clientsHolding).toBe(0);
+  });
+
+  it('keeps each client’s count exact across a reload that sets or lifts the cap', () => {
+    const a = make(8);
+    expect(a.enter('10.0.0.1')).toBe('counted');
+    limits = { ...limits, maxUpstreamConnectionsPerIp: 0 };
+    expect(a.enter('10.0.0.1')).toBe('uncapped'); // gives nothing back later
+    limits = { ...limits, maxUpstreamConnectionsPerIp: 2 };
+    expect(a.enter('10.0.0.1')).toBe('counted');
+    expect(a.enter('10.0.0.1')).toBe('refused');
+    a.leave('10.0.0.1');
+    a.leave('10.0.0.1');
     expect(a.clientsHolding).toBe(0);
   });
 
