@@ -6,6 +6,7 @@ import { WorkersRefused } from '../src/app/workers.js';
 import { ParamError } from '../src/rack-params.js';
 import { ParamBeyondPeekError } from '../src/rails/replay-body.js';
 import { BodyTooLargeError } from '../src/proxy/upstream-body.js';
+import { BodyTooSlowError } from '../src/http/body-rate.js';
 import { HttpError } from '../src/mastodon/reply.js';
 import { StoreError, StoreTimeoutError } from '../src/limiter/errors.js';
 import { StoreUnavailableError } from '../src/limiter/types.js';
@@ -18,6 +19,7 @@ describe('thrown errors', () => {
     [new ParamError(400, 'bad key'), 'PARAM_INVALID', 'ParamError'],
     [new ParamBeyondPeekError('after the file'), 'PARAM_BEYOND_PEEK', 'ParamBeyondPeekError'],
     [new BodyTooLargeError('too large'), 'BODY_TOO_LARGE', 'BodyTooLargeError'],
+    [new BodyTooSlowError('too slow'), 'BODY_TOO_SLOW', 'BodyTooSlowError'],
     [new HttpError(404, 'Record not found'), 'MASTODON_HTTP', 'HttpError'],
     [new StoreError('connection', 'store consume failed'), 'STORE_ERROR', 'StoreError'],
     [new StoreTimeoutError(50, 'consume'), 'STORE_TIMEOUT', 'StoreTimeoutError'],

@@ -13,7 +13,8 @@ import { createAccessLog, createProcessLogger } from '../observability/log.js';
 import { Metrics } from '../observability/metrics.js';
 import { Forwarder } from '../proxy/forward.js';
 import { Tunnel } from '../proxy/tunnel.js';
-import { UpstreamRoutes } from '../proxy/routes.js';
+import { UpstreamRoutes, type PoolAdmission } from '../proxy/routes.js';
+import { BodyRateWatch } from '../http/body-rate.js';
 import { createAdminServer } from '../admin/server.js';
 import { isLoopbackListen, loadAdminToken } from '../admin/token.js';
 import { createStatusSources } from '../admin/status-data.js';
@@ -79,20 +80,20 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
   metrics.configLoaded(true, false);
   const storeHandle = await createStoreFor(cfg.store, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
-  const upstream = upstreamClients(cfg, origin);
+  const upstream = upstreamClients(cfg, origin, { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() });
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
-  const routes = UpstreamRoutes.build(cfg);
+  const routes = UpstreamRoutes.build(cfg, upstream.admission);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect);
   const guard = await createGuard({ store: cfg.store, registry: metrics.registry, log, config: () => policy.snapshot.config });
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
 
-  const server = createProxyServer(cfg.server, gateway.handle, (status) => metrics.gatewayResponses.labels(String(status)).inc(), drain.ServerResponse);
+  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse);
   server.on('checkContinue', gateway.handle);
   // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
-    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head),
+    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head, metrics.countGatewayAnswer),
   );
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
@@ -173,12 +174,13 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   };
 }
 
-/** The default upstream's proxy pool, and introspection on a pool of its own. */
+/** The default upstream's proxy pool, and introspection on a pool of its own. `admission`: every proxy pool's (the server's live limits). */
 function upstreamClients(
   cfg: Config,
   origin: string,
-): { forwarder: Forwarder; introspectionPool: ReturnType<typeof createIntrospectionPool>; introspect: Introspect } {
-  const forwarder = new Forwarder({ origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout });
+  admission: PoolAdmission,
+): { forwarder: Forwarder; introspectionPool: ReturnType<typeof createIntrospectionPool>; introspect: Introspect; admission: PoolAdmission } {
+  const forwarder = new Forwarder({ origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout, ...admission });
   // Introspection delays the request it serves: bound it well below the upstream timeout. Its pool is
   // its own, so nothing introspection does can hold the proxy's connections (issue 18).
   const introspectTimeoutMs = Math.min(cfg.upstream.timeout, 5_000);
@@ -188,7 +190,7 @@ function upstreamClients(
     connectTimeoutMs: cfg.upstream.connectTimeout,
   });
   const introspect = createHttpIntrospector({ dispatcher: introspectionPool, origin, path: cfg.clients.account.path, timeoutMs: introspectTimeoutMs });
-  return { forwarder, introspectionPool, introspect };
+  return { forwarder, introspectionPool, introspect, admission };
 }
 
 /** The pipeline, wired to the access log, the guard and the triage sketch. */
@@ -220,6 +222,10 @@ function buildGateway(o: {
     runtimeExempt: (address) => o.guard.runtimeExempts()?.contains(address) === true,
     onLimited: (rule, key) => o.guard.top.add(rule, displayKey(key)),
     drain: o.drain,
+    bodyRate: new BodyRateWatch(
+      () => o.policy().snapshot.config.server,
+      () => o.metrics.slowBodies.inc(),
+    ),
   });
 }
 

@@ -157,6 +157,27 @@ const serverShape = {
     .describe(
       'Bytes of a URL-encoded or JSON body held to read its parameters (a token, _method, param: rules); a body whose parameter may lie beyond is answered 400. Multipart bodies are read up to their first file part, within this bound.',
     ),
+  minBodyRate: size()
+    .prefault('1kB')
+    .describe(
+      'Bytes per second a request body must keep up while the gateway reads it (16kB = 16384 B/s); slower over a whole minBodyRateGrace → 408 and the connection closed; 0: no minimum. Default 1kB: any live link passes, a client trickling bytes to hold connections does not.',
+    ),
+  minBodyRateGrace: duration(1000)
+    .prefault('10s')
+    .describe('The span over which minBodyRate is measured (a slow start and a short stall are forgiven within it). Default 10s, a mobile link’s usual stall.'),
+  upstreamQueueTimeout: duration(0)
+    .prefault('5s')
+    .describe(
+      'How long a request may wait for a free upstream connection (every pool has 128; requests whose body is still arriving hold at most half); then 503 with Retry-After: 1. 0: no waiting. Default 5s: far longer than a connection stays busy at normal upstream latency, so only an overloaded upstream sheds load.',
+    ),
+  maxUpstreamConnectionsPerIp: z
+    .number()
+    .int()
+    .min(0)
+    .default(32)
+    .describe(
+      'Requests one client IP (an IPv6 client: its ipv6Prefix network) may have waiting for or holding upstream connections, per upstream; more → 429 with Retry-After: 1. 0: no cap. Default 32, a quarter of a pool: no one client can take it, and a NAT of many users still has room.',
+    ),
 };
 
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);

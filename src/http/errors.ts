@@ -14,8 +14,12 @@ export const GATEWAY_ERRORS = {
   /** pipeline/gateway.ts: Node reads the first of two, Puma joins them and Rack reads the last; none is guessed. */
   DUPLICATE_CONTENT_TYPE: { status: 400, message: 'Bad request: the Content-Type header is given more than once' },
   DUPLICATE_AUTHORIZATION: { status: 400, message: 'Bad request: the Authorization header is given more than once' },
+  /** pipeline/gateway.ts, pipeline/plain-upgrade.ts: dropping a hop-by-hop framing header would change where the request ends. */
+  CONNECTION_NAMES_FRAMING: { status: 400, message: 'Bad request: the Connection header names Content-Length, Transfer-Encoding or Host' },
   FORBIDDEN: { status: 403, message: 'Forbidden' },
   REQUEST_TIMEOUT: { status: 408, message: 'Request timeout' },
+  /** http/body-rate.ts: the body arrived slower than server.minBodyRate for longer than its grace period. */
+  BODY_TOO_SLOW: { status: 408, message: 'Request timeout: the body arrives too slowly' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },
   /** rails/body-peek.ts: a counted multipart field (token, _method, param: rule) came after the first file part. */
   PARAM_AFTER_FILE: {
@@ -24,10 +28,14 @@ export const GATEWAY_ERRORS = {
   },
   HEADERS_TOO_LARGE: { status: 431, message: 'Request header fields too large' },
   RATE_LIMITED: { status: 429, message: 'Too many requests' },
+  /** proxy/admission.ts: the client already holds server.maxUpstreamConnectionsPerIp upstream connections. */
+  TOO_MANY_IN_FLIGHT: { status: 429, message: 'Too many requests' },
   UPSTREAM_UNREACHABLE: { status: 502, message: 'Upstream unreachable' },
   UPSTREAM_RESET: { status: 502, message: 'Upstream connection reset' },
   STORE_UNAVAILABLE: { status: 503, message: 'Rate limit store unavailable' },
   SHUTTING_DOWN: { status: 503, message: 'Shutting down' },
+  /** proxy/admission.ts: no upstream connection came free within server.upstreamQueueTimeout. */
+  UPSTREAM_BUSY: { status: 503, message: 'Upstream busy' },
   UPSTREAM_TIMEOUT: { status: 504, message: 'Upstream timed out' },
   INTERNAL: { status: 500, message: 'Internal gateway error' },
 } as const satisfies Record<string, { status: number; message: string }>;
@@ -41,7 +49,15 @@ export const ERROR_BODIES: Record<GatewayErrorCode, Buffer> = Object.fromEntries
 
 /** Failures of the client's own request found while forwarding it: not the upstream's fault. */
 export function isClientFault(code: GatewayErrorCode): boolean {
-  return code === 'PAYLOAD_TOO_LARGE' || code === 'PARAM_AFTER_FILE';
+  return code === 'PAYLOAD_TOO_LARGE' || code === 'PARAM_AFTER_FILE' || code === 'BODY_TOO_SLOW';
+}
+
+/**
+ * Answers the forwarder makes although the upstream did not fail: the client's own fault, or the
+ * admission to the upstream pool (busy, or the client's share taken). Not upstream errors in metrics.
+ */
+export function isGatewayAnswer(code: GatewayErrorCode): boolean {
+  return isClientFault(code) || code === 'UPSTREAM_BUSY' || code === 'TOO_MANY_IN_FLIGHT';
 }
 
 /** The `reason` labels of `rategate_upstream_errors_total`, all known in advance (so they start at 0). */

@@ -5,6 +5,7 @@ import { FastHistogram } from './histogram.js';
 import { STORE_ERROR_REASONS } from '../limiter/errors.js';
 import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
 import { VERSION } from './version.js';
+import { ADMISSION_REFUSALS, type AdmissionObserver } from '../proxy/admission.js';
 
 export type Decision = 'allowed' | 'limited' | 'shadow_limited';
 
@@ -149,6 +150,26 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly upstreamRefused = new client.Counter({
+    name: 'rategate_upstream_refused_total',
+    help: 'Requests answered without being forwarded because of the upstream pool: queue_timeout (503: no connection free within server.upstreamQueueTimeout), per_ip_cap (429: the client already held server.maxUpstreamConnectionsPerIp).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly upstreamWaiting = new client.Gauge({
+    name: 'rategate_upstream_waiting',
+    help: 'Requests waiting for an upstream connection (every pool).',
+    registers: [this.registry],
+  });
+  readonly slowBodies = new client.Counter({
+    name: 'rategate_slow_bodies_total',
+    help: 'Request bodies answered 408 for arriving slower than server.minBodyRate over server.minBodyRateGrace.',
+    registers: [this.registry],
+  });
+
+  /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
+  readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();
+
   private readonly statusClass = ['1xx', '2xx', '3xx', '4xx', '5xx'].map((c) => this.upstreamDuration.labels(c));
 
   /**
@@ -165,6 +186,8 @@ export class Metrics {
     for (const reason of [...STORE_ERROR_REASONS, 'circuit_open']) this.storeErrors.inc({ reason }, 0);
     for (const reason of UPSTREAM_ERROR_REASONS) this.upstreamErrors.inc({ reason }, 0);
     for (const result of RELOAD_RESULTS) this.configReloads.inc({ result }, 0);
+    for (const reason of ADMISSION_REFUSALS) this.upstreamRefused.inc({ reason }, 0);
+    this.upstreamWaiting.set(0);
     this.buildInfo.set({ version: VERSION, node: process.version }, 1);
     this.storeFallbackActive.set(0);
     this.storeUp.set(1);
@@ -187,6 +210,14 @@ export class Metrics {
       batchSent: (requests) => this.storeBatchRequests.observe(requests),
       nodeUp: (node, up) => this.storeNodeUp.set({ node }, up ? 1 : 0),
       nodeGone: (node) => this.storeNodeUp.remove({ node }),
+    };
+  }
+
+  /** What the upstream pools' admission reports, as metrics. */
+  admissionObserver(): AdmissionObserver {
+    return {
+      refused: (reason) => this.upstreamRefused.labels(reason).inc(),
+      waiting: (delta) => this.upstreamWaiting.inc(delta),
     };
   }
 

@@ -13,7 +13,8 @@ import { declaresBody, requestId } from '../http/message.js';
 import { forwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import type { UpstreamRoutes } from '../proxy/routes.js';
-import { GATEWAY_ERRORS, isClientFault, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../http/errors.js';
+import type { BodyRateWatch } from '../http/body-rate.js';
+import { GATEWAY_ERRORS, isGatewayAnswer, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../http/errors.js';
 import { NO_HEADERS } from './decision.js';
 import { RequestView } from './request-view.js';
 import { continueNow } from '../http/expect-continue.js';
@@ -21,7 +22,7 @@ import type { RequestPolicy } from './policy.js';
 import type { Guard } from '../guard/guard.js';
 import { countBans, whenDone } from './guard-stage.js';
 import { recordOf, type RequestRecord } from './access-record.js';
-import { screen, SHUTTING_DOWN, TOO_LARGE, type ScreenContext, type Screened } from './screen.js';
+import { CONNECTION_FRAMING, screen, SHUTTING_DOWN, TOO_LARGE, type ScreenContext, type Screened } from './screen.js';
 
 export type { RequestRecord } from './access-record.js';
 
@@ -45,6 +46,8 @@ export interface GatewayOptions {
   onLimited?: (rule: string, bucketKey: string) => void;
   /** The listener's drain (http/drain.ts): the one flag that says new requests are answered 503. */
   drain?: { readonly draining: boolean };
+  /** `server.minBodyRate`: every request body is watched until it has arrived (absent: none is). */
+  bodyRate?: BodyRateWatch;
 }
 
 /** How an exchange ended, for `finish()`: a gateway answer carries no `result`. */
@@ -70,6 +73,7 @@ export class Gateway {
     const started = performance.now();
     // One id per request: forwarded upstream, and on its access-log line however the exchange ends.
     const id = requestId(req);
+    this.opts.bodyRate?.watch(req, res);
     this.forward(req, res, id, started).catch((err: unknown) => {
       // A bug must cost one request, never the process.
       if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
@@ -99,9 +103,12 @@ export class Gateway {
     const screened = screen(this.ctx, view, req, res, (release) => whenDone(res, req, release));
     const s = screened instanceof Promise ? await screened : screened;
     const d = s.decision;
+    // Answered while the stages ran: a body too slow (http/body-rate.ts).
+    if (res.headersSent) return this.finish(req, id, s, { status: res.statusCode, result: undefined }, started);
     if (!d.admit) {
       // A request body the gateway will not read: answering early closes the connection, not drains it.
-      respondJson(res, d.status, d.body!, d.headers, d === SHUTTING_DOWN || d === TOO_LARGE || (!req.complete && declaresBody(req)));
+      const close = d === SHUTTING_DOWN || d === TOO_LARGE || d === CONNECTION_FRAMING || (!req.complete && declaresBody(req));
+      respondJson(res, d.status, d.body!, d.headers, close);
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
     // Routed by the method it was counted as (Rack's override applied), as the upstream's Rails routes it.
@@ -116,6 +123,7 @@ export class Gateway {
       maxBodySize: s.maxBody,
       body: s.body,
       dropOverrideHeader: s.dropOverrideHeader,
+      clientKey: s.view.client.key,
     });
     this.finish(req, id, s, { status: result.status, result }, started);
   }
@@ -151,7 +159,7 @@ export class Gateway {
     const { metrics } = this.opts;
     if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
     else if (r.error === undefined) metrics.observeUpstream(r.status, r.seconds);
-    else if (r.error !== 'CLIENT_ABORTED' && isClientFault(r.error)) metrics.gatewayResponses.labels(String(r.status)).inc();
+    else if (r.error !== 'CLIENT_ABORTED' && isGatewayAnswer(r.error)) metrics.gatewayResponses.labels(String(r.status)).inc();
     else if (r.error !== 'CLIENT_ABORTED') {
       metrics.upstreamErrors.labels(upstreamErrorReason(r.error)).inc();
       metrics.gatewayResponses.labels(String(r.status)).inc();

@@ -13,6 +13,7 @@ import type { Guard, Release } from '../guard/guard.js';
 import { NO_GUARD_RULES } from '../guard/rules.js';
 import { NEED, needs } from '../keys/index.js';
 import { duplicatedHeader, type RequestParams } from '../rails/index.js';
+import { connectionListed, namesFraming } from '../proxy/hop-by-hop.js';
 import { normalizePath } from '../routing/index.js';
 import { decide, type DecideContext } from './decide.js';
 import { refusal, type Decision, type DecisionKind } from './decision.js';
@@ -47,6 +48,8 @@ export const SHUTTING_DOWN: Decision = Object.freeze(catalogued('SHUTTING_DOWN')
 export const TOO_LARGE: Decision = Object.freeze(catalogued('PAYLOAD_TOO_LARGE'));
 const DUPLICATE_CONTENT_TYPE: Decision = Object.freeze(catalogued('DUPLICATE_CONTENT_TYPE'));
 const DUPLICATE_AUTHORIZATION: Decision = Object.freeze(catalogued('DUPLICATE_AUTHORIZATION'));
+/** `Connection` naming a framing header: the hop-by-hop strip would change where the request ends. */
+export const CONNECTION_FRAMING: Decision = Object.freeze(catalogued('CONNECTION_NAMES_FRAMING'));
 /** `block.ips`: Mastodon's IP blocks answer 403 with this body. */
 const BLOCKED: Decision = Object.freeze(catalogued('FORBIDDEN', 'blocked'));
 const BAD_QUERY: Decision = Object.freeze(catalogued('QUERY_CONFLICT'));
@@ -88,6 +91,7 @@ function screenHead(ctx: ScreenContext, v: RequestView): Decision | number {
   v.query = target.query;
   const dup = duplicatedHeader(req.rawHeaders);
   if (dup !== null) return dup === 'content-type' ? DUPLICATE_CONTENT_TYPE : DUPLICATE_AUTHORIZATION;
+  if (namesFraming(connectionListed(req.headers.connection))) return CONNECTION_FRAMING;
   // Refused before counting: a request that will not be served must not spend anyone's tokens.
   const maxBody = policy.maxBodySize(v.method, v.path);
   const declared = req.headers['content-length'];

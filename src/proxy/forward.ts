@@ -7,11 +7,13 @@ import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
-import { upstreamBody } from './upstream-body.js';
+import { upstreamBody, type BodyOwner } from './upstream-body.js';
 import { hasCode } from '../errors.js';
 import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../http/errors.js';
 import { mergeUpstreamLimits } from './upstream-limits.js';
 import { declaresBody } from '../http/message.js';
+import { forwardingBody } from '../http/body-rate.js';
+import { UpstreamAdmission, type AdmissionLimits, type AdmissionObserver, type Waiter } from './admission.js';
 
 export interface ForwarderOptions {
   /** `http://host:port` of the upstream. */
@@ -19,8 +21,11 @@ export interface ForwarderOptions {
   /** Waiting for the upstream's headers, and for each chunk of its body. */
   timeoutMs: number;
   connectTimeoutMs: number;
-  /** Upstream connections kept open (keep-alive); more requests queue in the pool. */
+  /** Upstream connections kept open (keep-alive); more requests wait in line (admission.ts). */
   connections?: number;
+  /** Read per request: how long a request may wait for a connection, and the per-client cap (`server.*`). */
+  admission?: () => AdmissionLimits;
+  observer?: AdmissionObserver;
 }
 
 /** What happened upstream, for metrics and logs. */
@@ -48,20 +53,25 @@ export interface ForwardRequest {
   readonly body: Readable | null;
   /** X-HTTP-Method-Override is not what Rails routes by: not forwarded. */
   readonly dropOverrideHeader: boolean;
+  /** The client's IP key (an IPv6 client's network): what the per-client cap of upstream connections counts. */
+  readonly clientKey: string;
 }
 
 export class Forwarder {
   readonly pool: Pool;
+  readonly admission: UpstreamAdmission;
 
   constructor(opts: ForwarderOptions) {
+    const connections = opts.connections ?? 128;
     this.pool = new Pool(opts.origin, {
-      connections: opts.connections ?? 128,
+      connections,
       pipelining: 1,
       connect: { timeout: opts.connectTimeoutMs },
       headersTimeout: opts.timeoutMs,
       bodyTimeout: opts.timeoutMs,
       keepAliveTimeout: 4_000,
     });
+    this.admission = new UpstreamAdmission(connections, opts.admission, opts.observer);
   }
 
   /**
@@ -76,21 +86,7 @@ export class Forwarder {
    * undici, ending the process (issue 18).
    */
   forward(req: http.IncomingMessage, res: http.ServerResponse, out: ForwardRequest): Promise<ForwardResult> {
-    return new Promise((resolve) => {
-      const hasBody = declaresBody(req);
-      const ctx = new Exchange(res, out.extraHeaders, out.dropUpstreamRateLimitHeaders, performance.now(), resolve);
-      res.once('close', ctx.onClose);
-      this.pool.dispatch(
-        {
-          path: out.pathAndQuery,
-          method: req.method as 'GET',
-          headers: upstreamRequestHeaders(req, out.forwarded, hasBody, out.dropOverrideHeader),
-          // A declared length was checked before; a chunked body is counted as it streams.
-          body: hasBody ? upstreamBody(out.body ?? req, req.headers['content-length'] === undefined ? out.maxBodySize : Infinity) : null,
-        },
-        ctx,
-      );
-    });
+    return new Promise((resolve) => new Exchange(this, req, res, out, resolve).start());
   }
 
   close(): Promise<void> {
@@ -99,33 +95,128 @@ export class Forwarder {
 }
 
 /**
- * One exchange with the upstream, and undici's handler for it. Completion is idempotent: `end` runs
- * once, whichever of the upstream, the request body and the client fails first, and callbacks after it
- * (undici may report an error after the response ended) change nothing.
+ * One exchange with the upstream: first in line for a connection (admission.ts), then undici's handler
+ * for it. Completion is idempotent: the client's answer is settled once (`ended`), whichever of the
+ * upstream, the request body, the client and the wait fails first, and callbacks after it (undici may
+ * report an error after the response ended) change nothing; the connection and the client's count are
+ * each given back exactly once (`settle`).
  */
-class Exchange implements Dispatcher.DispatchHandler {
+class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
   /** The upstream's status once its headers arrived; 0 before. */
   status = 0;
+  upload: boolean;
+  prevWaiter: Waiter | null = null;
+  nextWaiter: Waiter | null = null;
+  waitTimer: NodeJS.Timeout | null = null;
+  waitOrder = 0;
   private ended = false;
   /** The client went away before the upstream was reached: abort as soon as undici gives a handle. */
   private aborted = false;
+  /** Given to undici: from then on its own handler sees the body's errors. */
+  private dispatched = false;
+  /** Holds one of the pool's connections (from the admission), and counts for its client: each given back once. */
+  private holding = false;
+  private counted = false;
+  private body: Readable | null = null;
   private controller: Dispatcher.DispatchController | null = null;
+  private readonly started = performance.now();
   /** The client went away: stop the upstream work for nobody (before or during the answer). */
   readonly onClose = (): void => {
     if (this.ended) return;
     this.aborted = true;
-    this.controller?.abort(CLIENT_GONE);
+    if (this.dispatched) this.controller?.abort(CLIENT_GONE);
+    else this.refuse(null);
   };
   /** Made on the first backpressure only: a plain answer that never fills the socket costs no closure. */
   private onDrain: (() => void) | null = null;
 
   constructor(
+    private readonly forwarder: Forwarder,
+    private readonly req: http.IncomingMessage,
     readonly res: http.ServerResponse,
-    readonly extraHeaders: readonly string[],
-    readonly dropUpstreamRateLimitHeaders: boolean,
-    readonly started: number,
+    private readonly out: ForwardRequest,
     readonly resolve: (r: ForwardResult) => void,
-  ) {}
+  ) {
+    this.upload = declaresBody(req) && !req.complete;
+  }
+
+  start(): void {
+    const { admission } = this.forwarder;
+    const entered = admission.enter(this.out.clientKey);
+    if (entered === 'refused') return this.refuse('TOO_MANY_IN_FLIGHT');
+    // Counted under the cap in force now: a reload that changes the cap never unbalances the count.
+    this.counted = entered === 'counted';
+    const { req, out } = this;
+    if (declaresBody(req)) {
+      // A declared length was checked before; a chunked body is counted as it streams. Its errors are
+      // heard from the start: while the request waits for a connection, undici does not listen yet.
+      const max = req.headers['content-length'] === undefined ? out.maxBodySize : Infinity;
+      this.body = upstreamBody(out.body ?? req, max, this);
+      forwardingBody(req, this.body);
+    }
+    this.res.once('close', this.onClose);
+    if (admission.acquire(this)) this.admitted();
+  }
+
+  /** A connection is this exchange's: hand it to undici. */
+  admitted(): void {
+    this.holding = true;
+    this.dispatched = true;
+    const { req, out } = this;
+    this.forwarder.pool.dispatch(
+      {
+        path: out.pathAndQuery,
+        method: req.method as 'GET',
+        headers: upstreamRequestHeaders(req, out.forwarded, this.body !== null, out.dropOverrideHeader),
+        body: this.body,
+      },
+      this,
+    );
+  }
+
+  /** No connection came free in time. */
+  expired(): void {
+    this.refuse('UPSTREAM_BUSY');
+  }
+
+  /** The body failed (too large, too slow, a refused field, the client gone). Once dispatched, undici's handler hears it too and ends the exchange. */
+  bodyFailed(err: Error): void {
+    if (!this.dispatched) this.refuse(clientFault(err) ?? null);
+  }
+
+  bodyReceived(): void {
+    this.forwarder.admission.bodyArrived(this, this.holding);
+  }
+
+  /** Answers `code` without the upstream (null: the client left, nothing to write). Before dispatch only. */
+  private refuse(code: GatewayErrorCode | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    const { res } = this;
+    res.off('close', this.onClose);
+    this.forwarder.admission.cancel(this);
+    this.body?.destroy();
+    this.settle();
+    const seconds = (performance.now() - this.started) / 1000;
+    if (code === null || res.destroyed) return this.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
+    const extra = code === 'UPSTREAM_BUSY' || code === 'TOO_MANY_IN_FLIGHT' ? [...this.out.extraHeaders, 'Retry-After', '1'] : this.out.extraHeaders;
+    // A body still arriving is not read to its end: the connection closes after the answer.
+    respondError(res, code, extra, declaresBody(this.req) && !this.req.complete);
+    this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
+  }
+
+  /** Gives back the connection and the client's count, each once. */
+  private settle(): void {
+    const { admission } = this.forwarder;
+    if (this.holding) {
+      this.holding = false;
+      admission.release(this.upload);
+    }
+    if (this.counted) {
+      this.counted = false;
+      admission.leave(this.out.clientKey);
+    }
+  }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
@@ -143,7 +234,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       controller.abort(CLIENT_GONE);
       return;
     }
-    const out = clientResponseHeaders(statusCode, headers, this.dropUpstreamRateLimitHeaders, this.extraHeaders);
+    const out = clientResponseHeaders(statusCode, headers, this.out.dropUpstreamRateLimitHeaders, this.out.extraHeaders);
     res.writeHead(statusCode, out);
     this.resolve({ status: statusCode, error: undefined, seconds });
   }
@@ -163,10 +254,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.res.off('close', this.onClose);
     if (this.onDrain !== null) this.res.off('drain', this.onDrain);
     this.res.end();
+    this.settle();
   }
 
   /** A failure before the head is answered; after it, the connection is cut. */
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.settle();
     if (this.ended) return;
     this.ended = true;
     const { res } = this;
@@ -182,7 +275,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const code = clientFault(err) ?? classifyUpstreamError(err);
     if (res.headersSent) res.destroy();
     // After a refused body, close rather than read the rest of it.
-    else respondError(res, code, this.extraHeaders, isClientFault(code));
+    else respondError(res, code, this.out.extraHeaders, isClientFault(code));
     this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
   }
 }
@@ -190,9 +283,10 @@ class Exchange implements Dispatcher.DispatchHandler {
 /** The reason an exchange is aborted for a client that left (never shown to anyone). */
 const CLIENT_GONE = new Error('client closed the connection');
 
-/** The request body itself failed while streaming: too large, or a counted field after a file part. */
+/** The request body itself failed while streaming: too large, too slow, or a counted field after a file part. */
 function clientFault(err: Error): GatewayErrorCode | undefined {
   if (hasCode(err, 'BODY_TOO_LARGE')) return 'PAYLOAD_TOO_LARGE';
+  if (hasCode(err, 'BODY_TOO_SLOW')) return 'BODY_TOO_SLOW';
   // body-peek's ParamBeyondPeekError, known by its stable code: proxy/ does not import rails/.
   if (hasCode(err, 'PARAM_BEYOND_PEEK')) return 'PARAM_AFTER_FILE';
   return undefined;

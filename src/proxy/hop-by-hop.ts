@@ -32,6 +32,16 @@ export function connectionListed(value: string | string[] | undefined): Set<stri
   return set;
 }
 
+/**
+ * Whether `Connection` names a header that frames the message or routes it (`Content-Length`,
+ * `Transfer-Encoding`, `Host`). A proxy drops what `Connection` names: the request would then end
+ * elsewhere than where the client's parser ended it (one request on the wire read as two), so such a
+ * request is refused instead.
+ */
+export function namesFraming(listed: Set<string> | null): boolean {
+  return listed !== null && (listed.has('content-length') || listed.has('transfer-encoding') || listed.has('host'));
+}
+
 export function isHopByHop(lowerName: string, listed: Set<string> | null): boolean {
   return HOP_BY_HOP.has(lowerName) || (listed !== null && listed.has(lowerName));
 }

@@ -5,8 +5,11 @@
  */
 import type { Config } from '../config/index.js';
 import { compileMatcher, type RuleMatcher } from '../routing/index.js';
-import { Forwarder } from './forward.js';
+import { Forwarder, type ForwarderOptions } from './forward.js';
 import { Tunnel } from './tunnel.js';
+
+/** What every proxy pool shares: the live limits of its admission (server.*) and where it reports. */
+export type PoolAdmission = Pick<ForwarderOptions, 'admission' | 'observer'>;
 
 export interface RoutedUpstream {
   readonly name: string;
@@ -30,7 +33,7 @@ export class UpstreamRoutes {
   }
 
   /** null when the config has no routes: the request path then never looks. */
-  static build(cfg: Pick<Config, 'upstreams' | 'routes'>): UpstreamRoutes | null {
+  static build(cfg: Pick<Config, 'upstreams' | 'routes'>, admission: PoolAdmission = {}): UpstreamRoutes | null {
     if (cfg.routes.length === 0) return null;
     const byName = new Map<string, RoutedUpstream>();
     for (const [name, u] of Object.entries(cfg.upstreams)) {
@@ -38,7 +41,7 @@ export class UpstreamRoutes {
       byName.set(name, {
         name,
         // timeout 0: undici's 0 disables its headers and body timeouts (long-lived streams).
-        forwarder: new Forwarder({ origin, timeoutMs: u.timeout, connectTimeoutMs: u.connectTimeout }),
+        forwarder: new Forwarder({ origin, timeoutMs: u.timeout, connectTimeoutMs: u.connectTimeout, ...admission }),
         tunnel: new Tunnel(origin),
       });
     }

@@ -14,11 +14,21 @@ const SMALL_CHUNK = 4 * 1024;
 /** A batch is sent once it holds this much, or when the chunks that arrived together are done. */
 const BATCH_BYTES = 16 * 1024;
 
+/** Who forwards the body: told of its failure and of its last byte from the client. */
+export interface BodyOwner {
+  /** The body failed (the client hung up, too large, too slow, a refused field). */
+  bodyFailed(err: Error): void;
+  /** The client has sent the whole body (it may still wait in the buffers). */
+  bodyReceived(): void;
+}
+
 /**
  * Wraps `source` for undici. Security: the source's errors (a client that hangs up, a refused
  * multipart field) reach undici, which fails the exchange once; `pipe` does not pass them on, and an
- * 'error' nobody listens to ends the process. `max` bytes at most (Infinity: a declared length was
- * checked before).
+ * 'error' nobody listens to ends the process. `owner` hears every error of the stream from its first
+ * moment: while the request waits for an upstream connection, undici does not listen to it yet (issue
+ * 27: a client hanging up then, or a chunked body passing its limit, ended the process). `max` bytes
+ * at most (Infinity: a declared length was checked before).
  *
  * Memory: a client may send a body as one-byte chunks (a chunked body of 60,000 chunks is 360 kB on the
  * wire). Handed on one by one, each is a Buffer and one or two socket writes upstream, each with its
@@ -26,10 +36,16 @@ const BATCH_BYTES = 16 * 1024;
  * what waits is at most two batches' bytes, and the buffers of this stream are bounded in bytes too
  * (writable side 1 kB, readable side 32 kB): the source is paused past them.
  */
-export function upstreamBody(source: Readable, max: number): Readable {
-  const body = new UpstreamBody(max);
+export function upstreamBody(source: Readable, max: number, owner: BodyOwner): Readable {
+  const body = new UpstreamBody(max, owner);
+  body.on('error', toOwner);
   source.once('error', (err) => body.destroy(err));
   return source.pipe(body);
+}
+
+/** The one 'error' listener of every body (no closure per request): the emitter knows its owner. */
+function toOwner(this: UpstreamBody, err: Error): void {
+  this.owner.bodyFailed(err);
 }
 
 class UpstreamBody extends Transform {
@@ -42,7 +58,10 @@ class UpstreamBody extends Transform {
     if (!this.destroyed) this.flushBatch();
   };
 
-  constructor(private readonly max: number) {
+  constructor(
+    private readonly max: number,
+    readonly owner: BodyOwner,
+  ) {
     super({ writableHighWaterMark: 1024, readableHighWaterMark: 2 * BATCH_BYTES });
   }
 
@@ -72,6 +91,7 @@ class UpstreamBody extends Transform {
 
   override _flush(done: TransformCallback): void {
     this.flushBatch();
+    this.owner.bodyReceived();
     done();
   }
 

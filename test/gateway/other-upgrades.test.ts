@@ -28,6 +28,29 @@ function curl(args: string[]): Promise<{ out: string; err: string }> {
   });
 }
 
+/**
+ * Writes `text` on one connection and collects what comes back until the server closes it or `ms`
+ * passes (then `closed` is false). Written, not ended: a client's half-close aborts its in-flight
+ * requests in node:http.
+ */
+function exchange(url: string, text: string, ms = 5000): Promise<{ out: string; closed: boolean }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(text));
+    let out = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ out, closed: false });
+    }, ms);
+    socket.on('data', (c) => (out += c));
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve({ out, closed: true });
+    });
+    socket.once('error', reject);
+  });
+}
+
 describe('an Upgrade other than websocket', () => {
   it('curl --http2 against http:// is answered over HTTP/1.1, counted once, logged once', async () => {
     const { logger, lines } = capturingLogger();
@@ -90,5 +113,86 @@ describe('an Upgrade other than websocket', () => {
     expect(pipelined.match(/HTTP\/1\.1 200 /g)?.length, pipelined).toBe(2);
     expect(upstream.forwarded().map((s) => s.url)).toEqual(expect.arrayContaining(['/api/v1/first', '/api/v1/second']));
     expect((await fetch(`${gw.url}/api/v1/alive`)).status).toBe(200);
+  });
+});
+
+describe('an Upgrade pipelined behind another request, and Connection naming the framing (issue 27, item 6)', () => {
+  it('answers an h2c upgrade pipelined behind another request, in order, and honours its Connection: close', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    // Before issue 27: the second request was forwarded and counted, its answer never sent; the connection hung ~65 s.
+    const r = await exchange(
+      gw.url,
+      'GET /api/v1/one HTTP/1.1\r\nHost: x\r\n\r\nGET /api/v1/two HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings, close\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n',
+    );
+    expect(r.closed, r.out).toBe(true);
+    const statuses = [...r.out.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
+    expect(statuses).toEqual(['200', '200']);
+    expect(r.out.indexOf('"url":"/api/v1/one"')).toBeLessThan(r.out.indexOf('"url":"/api/v1/two"'));
+    expect(r.out).toMatch(/x-ratelimit-remaining: 8/i);
+  });
+
+  it('answers several pipelined upgrades and plain requests, each once, in order', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const up = (path: string, last = false): string => `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade${last ? ', close' : ''}\r\nUpgrade: h2c\r\n\r\n`;
+    const r = await exchange(
+      gw.url,
+      `GET /api/v1/p1 HTTP/1.1\r\nHost: x\r\n\r\n${up('/api/v1/p2')}GET /api/v1/p3 HTTP/1.1\r\nHost: x\r\n\r\n${up('/api/v1/p4', true)}`,
+    );
+    expect(r.closed, r.out).toBe(true);
+    const urls = [...r.out.matchAll(/"url":"([^"]+)"/g)].map((m) => m[1]);
+    expect(urls).toEqual(['/api/v1/p1', '/api/v1/p2', '/api/v1/p3', '/api/v1/p4']);
+    expect(upstream.forwarded().filter((s) => /^\/api\/v1\/p[1-4]$/.test(s.url))).toHaveLength(4);
+  });
+
+  it('answers 400 to an upgrade whose Connection names Content-Length, and forwards nothing of it (no desync)', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const hidden = 'GET /api/v1/smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
+    const r = await exchange(
+      gw.url,
+      `POST /api/v1/framed HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, Content-Length\r\nUpgrade: h2c\r\nContent-Type: text/plain\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`,
+    );
+    expect(r.out).toMatch(/^HTTP\/1\.1 400 /);
+    expect(r.out.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    expect(r.closed).toBe(true);
+    expect(upstream.forwarded().some((s) => s.url === '/api/v1/smuggled' || s.url === '/api/v1/framed')).toBe(false);
+    expect((await fetch(`${gw.url}/api/v1/alive`)).status).toBe(200);
+  });
+
+  it('answers 400 to any request whose Connection names Content-Length, Transfer-Encoding or Host, upgrade or not', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    const before = upstream.forwarded().length;
+    for (const named of ['Content-Length', 'transfer-encoding', 'Host', 'keep-alive, HOST']) {
+      for (const upgrade of ['', 'Upgrade: h2c\r\n']) {
+        const connection = upgrade === '' ? named : `Upgrade, ${named}`;
+        const r = await exchange(gw.url, `POST /api/v1/statuses HTTP/1.1\r\nHost: x\r\nConnection: ${connection}\r\n${upgrade}Content-Length: 2\r\n\r\nab`);
+        expect(r.out, `${connection} ${upgrade}`).toMatch(/^HTTP\/1\.1 400 /);
+        // Its framing is in doubt: the connection is not used again.
+        expect(r.closed).toBe(true);
+      }
+    }
+    expect(upstream.forwarded().length).toBe(before);
+  });
+
+  it('survives a client that resets the connection while its pipelined upgrade waits for the answer before it', async () => {
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+    let answered = 0;
+    upstream.route('/api/v1/slow-first', (_req, res) => {
+      // Answers after the client is gone: the upgrade behind it waits on a socket with no listener of node:http's.
+      setTimeout(() => {
+        answered++;
+        res.end('{}');
+      }, 300);
+    });
+    const { port } = new URL(gw.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    socket.on('error', () => undefined);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write('GET /api/v1/slow-first HTTP/1.1\r\nHost: x\r\n\r\nGET /api/v1/behind HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 100)); // both requests parsed, the first one at the upstream
+    socket.resetAndDestroy();
+    const deadline = Date.now() + 5000;
+    while (answered === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect((await fetch(`${gw.url}/api/v1/alive`)).status).toBe(200);
+    expect(upstream.forwarded().some((s) => s.url === '/api/v1/behind')).toBe(false);
   });
 });

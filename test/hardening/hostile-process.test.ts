@@ -7,10 +7,10 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../support/recording-upstream.js';
 import { SEED_TABLE } from '../support/gateway.js';
-import { spawnServe, stop, type GatewayProcess } from '../support/process.js';
+import { spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
 
 /** GET `path`, failing unless the whole answer arrives within `ms`. */
 function answerWithin(url: string, pathAndQuery: string, ms = 2000, headers: http.OutgoingHttpHeaders = {}): Promise<{ status: number; body: string }> {
@@ -33,6 +33,32 @@ function answerWithin(url: string, pathAndQuery: string, ms = 2000, headers: htt
       reject(err);
     });
     r.end();
+  });
+}
+
+/** A JSON POST with a bearer token whose body is written after its head; fails unless answered within `ms`. */
+function postWithin(url: string, pathAndQuery: string, body: string, ip: string, ms: number): Promise<{ status: number; body: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Authorization: 'Bearer user-7', 'X-Forwarded-For': ip };
+    const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: pathAndQuery, headers, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, body: text });
+      });
+    });
+    const timer = setTimeout(() => {
+      r.destroy();
+      reject(new Error(`no answer to POST ${pathAndQuery} within ${ms} ms`));
+    }, ms);
+    r.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    r.flushHeaders();
+    setTimeout(() => r.end(body), 20); // the body in its own packet, a moment after the head
   });
 }
 
@@ -199,6 +225,34 @@ describe('the default table', () => {
       });
       await expectAlive(gw);
     }
+  });
+
+  it('answers an h2c upgrade pipelined behind another request, and refuses 400 an upgrade whose Connection names Content-Length (issue 27, item 6)', async () => {
+    const exchange = (text: string): Promise<{ text: string; closed: boolean }> =>
+      new Promise((resolve) => {
+        const u = new URL(gw.url);
+        let out = '';
+        const s = net.connect(Number(u.port), u.hostname, () => s.write(text));
+        // Before issue 27 the pipelined upgrade's answer never came and the connection hung ~65 s.
+        const timer = setTimeout(() => (s.destroy(), resolve({ text: out, closed: false })), 5000);
+        s.on('data', (d: Buffer) => (out += d.toString('latin1')));
+        s.on('error', () => undefined);
+        s.on('close', () => (clearTimeout(timer), resolve({ text: out, closed: true })));
+      });
+    const pipelined = await exchange(
+      'GET /api/v1/statuses/1 HTTP/1.1\r\nHost: gw\r\n\r\nGET /api/v1/statuses/2 HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, HTTP2-Settings, close\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n',
+    );
+    expect(pipelined.closed, pipelined.text).toBe(true);
+    expect(pipelined.text.match(/HTTP\/1\.1 200 /g)).toHaveLength(2);
+    // Before: the body below became a second request, forwarded on its own.
+    const hidden = 'GET /api/v1/smuggled-27 HTTP/1.1\r\nHost: gw\r\n\r\n';
+    const framed = await exchange(
+      `POST /api/v1/statuses HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, Content-Length\r\nUpgrade: h2c\r\nContent-Type: text/plain\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`,
+    );
+    expect(framed.text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(framed.closed).toBe(true);
+    expect(upstream.seen.some((r) => r.url === '/api/v1/smuggled-27')).toBe(false);
+    await expectAlive(gw);
   });
 
   it('survives a chunked multipart body whose counted field after the file is found while it streams', async () => {
@@ -457,6 +511,181 @@ describe('config/examples/mastodon.yaml', () => {
     await expectAlive(gw);
     const statuses = await wedgeSequence(gw, 3 * 128);
     expect(statuses.every((s) => s === 200)).toBe(true);
+    await expectAlive(gw, ['/api/v1/statuses/1', '/api/v1/timelines/public', '/health']);
+  });
+});
+
+/** Opens `n` GETs to `path` from distinct client addresses (X-Forwarded-For: the loopback peer is trusted) and never reads their answers. */
+function openHolds(gw: GatewayProcess, n: number, path: string, net10: number): Promise<net.Socket[]> {
+  return Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      rawConnection(gw.url, Buffer.from(`GET ${path} HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: 10.${net10}.${i >> 8}.${i & 255}\r\n\r\n`)),
+    ),
+  );
+}
+
+/** The status line of whatever `s` receives until it closes or `ms` passes ('' for nothing). */
+function statusOf(s: net.Socket, ms: number): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    const done = (): void => {
+      clearTimeout(timer);
+      resolve(text.split('\r\n')[0]!);
+    };
+    const timer = setTimeout(done, ms);
+    s.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    s.on('close', done);
+  });
+}
+
+describe('a full upstream pool (issue 27, item 1)', () => {
+  let gw: GatewayProcess;
+  /** Answers held by the upstream until the test lets them go. */
+  const held: http.ServerResponse[] = [];
+  const release = (): void => {
+    for (const res of held.splice(0)) res.end('{}');
+  };
+  beforeAll(() => {
+    upstream.route('/api/v1/hold', (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      held.push(res);
+    });
+  });
+  // One process per attack: an attack that ends it must not hide the next one.
+  beforeEach(async () => {
+    gw = await spawnServe(
+      ['--config', configFile(`${SEED_TABLE}server: { bodyLimits: [{ match: POST /api/v1/capped, maxBodySize: 4kB }] }\n`), '--upstream', upstream.url],
+      { RATEGATE_LOG_LEVEL: 'warn' },
+    );
+  });
+  afterEach(async () => {
+    release();
+    await stop(gw);
+  });
+
+  /** 128 answers the upstream holds: every connection of the proxy pool is taken. */
+  async function fillPool(net10: number): Promise<net.Socket[]> {
+    const before = upstream.seen.filter((s) => s.url === '/api/v1/hold').length;
+    const sockets = await openHolds(gw, 128, '/api/v1/hold', net10);
+    await waitFor(() => upstream.seen.filter((s) => s.url === '/api/v1/hold').length - before === 128, 10_000, 'the upstream holding 128 answers');
+    return sockets;
+  }
+
+  /** The process still runs and its admin listener answers (the proxy pool is still full). */
+  async function expectRunning(): Promise<void> {
+    const why = `gateway output:\n${gw.output().slice(-3000)}`;
+    const health = await answerWithin(gw.adminUrl, '/healthz').catch((err: Error) => ({ status: 0, body: err.message }));
+    expect(health.status, why).toBe(200);
+    expect(gw.child.exitCode, why).toBeNull();
+  }
+
+  it('survives a body whose client hangs up after half a second while the request waits for an upstream connection', async () => {
+    const holds = await fillPool(61);
+    const u = new URL(gw.url);
+    const r = http.request({
+      host: u.hostname,
+      port: Number(u.port),
+      method: 'POST',
+      path: '/api/v1/media',
+      agent: false,
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': 10_000, 'X-Forwarded-For': '10.62.0.1' },
+    });
+    r.on('error', () => undefined);
+    r.write(Buffer.alloc(1000, 120));
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the hang-up the finding names: half a second into the body
+    r.destroy();
+    // Before issue 27: `Unhandled 'error' event … UpstreamBody`, the process gone within milliseconds.
+    await new Promise((resolve) => setTimeout(resolve, 300)); // time for the error to surface (no event to wait for: it must not happen)
+    await expectRunning();
+    release();
+    for (const s of holds) s.destroy();
+    await expectAlive(gw);
+  });
+
+  it('answers 413 to a chunked body over its bodyLimits cap while the request waits for an upstream connection', async () => {
+    const holds = await fillPool(63);
+    const s = await rawConnection(
+      gw.url,
+      Buffer.from(
+        `POST /api/v1/capped HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: 10.64.0.1\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n` +
+          `2000\r\n${'x'.repeat(0x2000)}\r\n`,
+      ),
+    );
+    const status = await statusOf(s, 3000);
+    await expectRunning();
+    expect(status).toMatch(/^HTTP\/1\.1 413 /);
+    s.destroy();
+    release();
+    for (const h of holds) h.destroy();
+    await expectAlive(gw);
+  });
+});
+
+describe('140 slow uploads (issue 27, item 2)', () => {
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    gw = await spawnServe(['--config', configFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+    // A gateway that has served before (its first request compiles what it runs): the flood meets it warm.
+    await expectAlive(gw);
+    await postWithin(gw.url, '/api/v1/statuses', '{"status":"warm"}', '10.73.0.1', 5000);
+  });
+  afterAll(async () => {
+    await stop(gw);
+  });
+
+  it('keeps answering other clients within 1 s while 140 uploads send 1 byte every 2 s, and is alive after', async () => {
+    const N = 140;
+    // Each from its own address (the loopback peer is a trusted proxy): a per-IP cap alone cannot stop them.
+    const uploads = await Promise.all(
+      Array.from({ length: N }, (_, i) =>
+        rawConnection(
+          gw.url,
+          Buffer.from(
+            `POST /api/v1/media HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: 10.71.${i >> 8}.${i & 255}\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\nx`,
+          ),
+        ),
+      ),
+    );
+    const answers = uploads.map((s) => statusOf(s, 40_000));
+    // Measured once the flood holds what it can (the uploads' half of the pool): the wedge, not the burst of 140 connections.
+    await waitFor(
+      () => upstream.seen.filter((r) => r.url === '/api/v1/media' && /^10\.71\./.test(String(r.headers['x-forwarded-for']))).length >= 64,
+      10_000,
+      '64 uploads at the upstream',
+    );
+    const trickle = setInterval(() => {
+      for (const s of uploads) if (!s.destroyed && s.writable) s.write('x');
+    }, 2000);
+    const latencies: number[] = [];
+    const failures: string[] = [];
+    try {
+      // Other clients, on other paths, from other addresses, for longer than the default grace period.
+      const until = Date.now() + 14_000;
+      for (let i = 0; Date.now() < until; i++) {
+        const started = Date.now();
+        const path = ['/api/v1/statuses/1', '/api/v1/timelines/public', '/api/v1/statuses'][i % 3]!;
+        try {
+          const ip = `10.72.0.${i % 200}`;
+          // Reads on two paths, and a post whose small body comes a moment after its head.
+          const a =
+            path === '/api/v1/statuses'
+              ? await postWithin(gw.url, path, '{"status":"hi"}', ip, 1000)
+              : await answerWithin(gw.url, path, 1000, { 'X-Forwarded-For': ip });
+          if (a.status !== 200) failures.push(`${path}: ${a.status}`);
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+        latencies.push(Date.now() - started);
+        await new Promise((resolve) => setTimeout(resolve, 200)); // a client's pace, not a wait for the gateway
+      }
+      expect(failures, `latencies ${latencies.join(',')}`).toEqual([]);
+      // The uploads themselves are answered — 408 (too slow) or 503 (no upstream connection in time) — not left hanging.
+      const statuses = await Promise.all(answers);
+      expect(statuses.filter((s) => !/^HTTP\/1\.1 (408|503) /.test(s))).toEqual([]);
+    } finally {
+      clearInterval(trickle);
+      for (const s of uploads) s.destroy();
+    }
     await expectAlive(gw, ['/api/v1/statuses/1', '/api/v1/timelines/public', '/health']);
   });
 });
