@@ -100,7 +100,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
   let adminToken = runAdmin ? await loadAdminToken(cfg.admin, settings.configPath) : null;
   const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => draining });
-  const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard };
+  const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, log };
   const admin = createAdminServer({ metrics: metrics.registry, ready, api });
   if (runAdmin) await listenAdmin(admin, cfg, adminToken === null && !api.loopbackOnly, log);
 
@@ -116,6 +116,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       swap: (next, token) => {
         policy = next;
         adminToken = token;
+        guard.rulesInUse(next.snapshot.config.bans.length > 0);
       },
     },
     initialText,
