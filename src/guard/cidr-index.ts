@@ -44,6 +44,9 @@ export function rangesOf(entry: string): Range[] | null {
   const isV6Text = addrText.includes(':');
   const bits = bitsText === undefined ? (isV6Text ? 128 : 32) : Number(bitsText);
   if (bits > (isV6Text ? 128 : 32) || addrText.includes('%')) return null;
+  // The usual entry, a canonical IPv4 address or network, without the general parser.
+  const quad = isV6Text ? -1 : fastV4(addrText);
+  if (quad >= 0) return [{ v4: true, bits, net: (quad & mask4(bits)) >>> 0 }];
   const ip = parseIp(addrText);
   if (ip === null) return null;
   const anyV4: Range = { v4: true, bits: 0, net: 0 };
