@@ -78,6 +78,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
   metrics.configLoaded(true, false);
   const storeHandle = await createStoreFor(cfg.store, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
+  metrics.storeKeysProbe = () => storeHandle.localKeys();
   const upstream = upstreamClients(cfg, origin);
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg);
