@@ -192,6 +192,25 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     for (const g of gws) expect(await status(`${g.url}/x`, ip)).toBe(403);
   }, 30_000);
 
+  it('a ban wave beyond maxActive keeps the newest bans on both replicas and ends the oldest everywhere', async () => {
+    const capped = TABLE.replace('ban: 1h }', 'ban: 1h, maxActive: 3 }');
+    gws = [
+      await startTestGateway(capped, { upstream: upstream.url, store: redis.url }),
+      await startTestGateway(capped, { upstream: upstream.url, store: redis.url }),
+    ];
+    const login = { method: 'POST', body: 'user[email]=a@example.com&user[password]=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+    const ips = [1, 2, 3, 4, 5, 6].map((i) => `198.51.100.${i}`);
+    for (const ip of ips) {
+      for (let i = 0; i < 2; i++) await status(`${gws[0]!.url}/auth/sign_in`, ip, login);
+      await until(gws, ip, 403, 1_000);
+    }
+    for (const ip of ips.slice(0, 3)) await until(gws, ip, 200, 1_000);
+    for (const g of gws) for (const ip of ips.slice(3)) expect(await status(`${g.url}/x`, ip)).toBe(403);
+    expect(await probe.zcard('rategate:{guard}:exp:ban:login-failures')).toBe(3);
+    const m = await (await fetch(`${gws[0]!.adminUrl}/metrics`)).text();
+    expect(m).toContain('rategate_bans_dropped_total{ban="login-failures"} 3');
+  }, 30_000);
+
   it('an idle gateway without guard rules or runtime entries sends the store nothing, and wakes on the first block', async () => {
     gws = [
       await startTestGateway(PLAIN, { upstream: upstream.url, store: redis.url }),
