@@ -30,18 +30,35 @@ const SECTIONS: Record<string, { kind: EntryKind; config: 'block' | 'exempt'; no
   '/admin/exemptions': { kind: 'exempt', config: 'exempt', noun: 'exemption' },
 };
 
+/** Who is writing, and where to: what the admin router adds for writes (readers such as the status page need none). */
+export interface GuardWriteContext {
+  /** The counter store: `?resetBuckets=true` resets a lifted IP's buckets there (absent: nothing is reset). */
+  readonly store?: Store;
+  readonly actor?: Actor;
+  readonly audit?: Audit;
+}
+
 /** What a guard endpoint works with. */
-export interface GuardApiContext {
+interface GuardApiContext {
   readonly policy: RequestPolicy;
   readonly guard: Guard;
-  /** The counter store: `?resetBuckets=true` resets a lifted IP's buckets there. */
-  readonly store: Store;
+  readonly store: Store | undefined;
   readonly actor: Actor;
   readonly audit: Audit;
 }
 
+const NOBODY: Actor = { address: 'unknown', tokenId: null };
+
 /** The answer for a guard path, or null when `path` is not one of them. */
-export async function guardEndpoint(req: http.IncomingMessage, path: string, params: URLSearchParams, ctx: GuardApiContext): Promise<AdminAnswer | null> {
+export async function guardEndpoint(
+  req: http.IncomingMessage,
+  path: string,
+  params: URLSearchParams,
+  policy: RequestPolicy,
+  guard: Guard,
+  write: GuardWriteContext = {},
+): Promise<AdminAnswer | null> {
+  const ctx: GuardApiContext = { policy, guard, store: write.store, actor: write.actor ?? NOBODY, audit: write.audit ?? (() => {}) };
   const method = req.method ?? 'GET';
   for (const [base, s] of Object.entries(SECTIONS)) {
     if (path === base) {
@@ -222,6 +239,7 @@ async function resetFor(ctx: GuardApiContext, ipOrCidr: string | null): Promise<
   const ipKey =
     ipOrCidr === null ? null : (ipBucketKey(ipOrCidr, ipv6Prefix) ?? (ipOrCidr.includes(':') && ipOrCidr.endsWith(`/${ipv6Prefix}`) ? ipOrCidr : null));
   if (ipKey === null) return { buckets: 0, note: 'not a single client IP: no bucket was reset' };
+  if (ctx.store === undefined) return { buckets: 0, note: 'no store to reset buckets in' };
   return { buckets: await resetIpBuckets(ctx.policy, ctx.store, ipKey) };
 }
 

@@ -88,7 +88,7 @@ async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerRe
   }
   // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
   const params = new URLSearchParams(query);
-  const actor = actorOf(req, token);
+  const actor = actorOf(req, opts.token());
   const audit = auditFor(opts.log, actor);
   if (path === '/admin/buckets') {
     const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store, opts.guard?.top);
@@ -99,8 +99,12 @@ async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerRe
     return json(res, a.status, a.body);
   }
   // A store that does not answer is the store's trouble, not the admin API's: 503 with its message.
-  const ctx = opts.guard ? { policy, guard: opts.guard, store: opts.store, actor, audit } : null;
-  const g = ctx ? await guardEndpoint(req, path, params, ctx).catch((err: Error) => ({ status: 503, body: { error: `store: ${err.message}` } })) : null;
+  const g = opts.guard
+    ? await guardEndpoint(req, path, params, policy, opts.guard, { store: opts.store, actor, audit }).catch((err: Error) => ({
+        status: 503,
+        body: { error: `store: ${err.message}` },
+      }))
+    : null;
   if (g !== null) return json(res, g.status, g.body);
   json(res, 404, { error: 'Not found' });
 }
