@@ -1,14 +1,19 @@
 /**
  * @module The attack-day admin endpoints: runtime blocks and exemptions (`/admin/blocks`,
  * `/admin/exemptions`), bans (`/admin/bans`) and triage (`/admin/limited`). Writes go to the store, so
- * every replica applies them within a second (with the memory store: this process only).
+ * every replica applies them within a second (with the memory store: this process only); each write
+ * leaves an audit line (audit.ts) and each entry records who made it.
  */
 import type http from 'node:http';
 import { parseDuration, formatDuration } from '../config/fields/duration.js';
 import { checkIpOrCidr } from '../config/fields/validators.js';
 import type { Guard } from '../guard/guard.js';
 import type { EntryKind, GuardEntry } from '../guard/state.js';
+import { ipBucketKey } from '../identity/index.js';
+import type { Store } from '../limiter/types.js';
 import type { RequestPolicy } from '../pipeline/policy.js';
+import { whoOf, type Actor, type Audit } from './audit.js';
+import { resetIpBuckets } from './reset-ip.js';
 
 export type AdminAnswer = { status: number; body: unknown };
 
@@ -18,11 +23,31 @@ export const DEFAULT_FOR_MS = 60 * 60_000;
 export const MAX_FOR_MS = 30 * 24 * 60 * 60_000;
 const MAX_BODY = 16 * 1024;
 const MAX_TOP = 1_000;
+const MAX_REASON = 500;
 
-const SECTIONS: Record<string, { kind: EntryKind; config: 'block' | 'exempt' }> = {
-  '/admin/blocks': { kind: 'block', config: 'block' },
-  '/admin/exemptions': { kind: 'exempt', config: 'exempt' },
+const SECTIONS: Record<string, { kind: EntryKind; config: 'block' | 'exempt'; noun: string }> = {
+  '/admin/blocks': { kind: 'block', config: 'block', noun: 'block' },
+  '/admin/exemptions': { kind: 'exempt', config: 'exempt', noun: 'exemption' },
 };
+
+/** Who is writing, and where to: what the admin router adds for writes (readers such as the status page need none). */
+export interface GuardWriteContext {
+  /** The counter store: `?resetBuckets=true` resets a lifted IP's buckets there (absent: nothing is reset). */
+  readonly store?: Store;
+  readonly actor?: Actor;
+  readonly audit?: Audit;
+}
+
+/** What a guard endpoint works with. */
+interface GuardApiContext {
+  readonly policy: RequestPolicy;
+  readonly guard: Guard;
+  readonly store: Store | undefined;
+  readonly actor: Actor;
+  readonly audit: Audit;
+}
+
+const NOBODY: Actor = { address: 'unknown', tokenId: null };
 
 /** The answer for a guard path, or null when `path` is not one of them. */
 export async function guardEndpoint(
@@ -31,36 +56,29 @@ export async function guardEndpoint(
   params: URLSearchParams,
   policy: RequestPolicy,
   guard: Guard,
+  write: GuardWriteContext = {},
 ): Promise<AdminAnswer | null> {
+  const ctx: GuardApiContext = { policy, guard, store: write.store, actor: write.actor ?? NOBODY, audit: write.audit ?? (() => {}) };
   const method = req.method ?? 'GET';
   for (const [base, s] of Object.entries(SECTIONS)) {
     if (path === base) {
-      if (method === 'GET') return { status: 200, body: await listEntries(guard, policy, s.kind) };
-      if (method === 'POST') return addEntry(req, guard, s.kind);
+      if (method === 'GET') return { status: 200, body: await listEntries(ctx, s.kind) };
+      if (method === 'POST') return addEntry(req, ctx, s.kind);
       return { status: 405, body: { error: `use GET or POST on ${base}` } };
     }
     if (path.startsWith(base + '/')) {
       if (method !== 'DELETE') return { status: 405, body: { error: `use DELETE on ${base}/<ip-or-cidr>` } };
-      const id = decode(path.slice(base.length + 1));
-      if (id === null) return { status: 400, body: { error: 'bad escape in the path' } };
-      if (policy.snapshot.config[s.config].ips.includes(id)) {
-        return { status: 409, body: { error: `${id} is in limits.yaml (${s.config}.ips): remove it there` } };
-      }
-      await guard.refresh();
-      if (!(await guard.state.remove(s.kind, id)))
-        return { status: 404, body: { error: `no runtime ${s.kind === 'block' ? 'block' : 'exemption'} for ${id}` } };
-      await guard.refresh();
-      return { status: 200, body: { removed: id } };
+      return removeEntry(ctx, s, path.slice(base.length + 1), params);
     }
   }
   if (path === '/admin/bans') {
     if (method !== 'GET') return { status: 405, body: { error: 'use GET on /admin/bans' } };
-    await guard.refresh();
+    await ctx.guard.sync();
     return {
       status: 200,
       body: {
-        scope: guard.state.scope,
-        bans: guard
+        scope: ctx.guard.state.scope,
+        bans: ctx.guard
           .entries()
           .filter((e) => e.kind === 'ban')
           .map(banJson),
@@ -69,45 +87,34 @@ export async function guardEndpoint(
   }
   if (path.startsWith('/admin/bans/')) {
     if (method !== 'DELETE') return { status: 405, body: { error: 'use DELETE on /admin/bans/<ban>/<key>' } };
-    const rest = decode(path.slice('/admin/bans/'.length));
-    const slash = rest?.indexOf('/') ?? -1;
-    if (rest === null || slash <= 0 || slash === rest.length - 1)
-      return { status: 400, body: { error: 'use DELETE /admin/bans/<ban>/<key> (as GET /admin/bans lists them)' } };
-    if (!(await guard.state.remove('ban', rest))) return { status: 404, body: { error: `no ban ${rest.slice(0, slash)} on ${rest.slice(slash + 1)}` } };
-    await guard.refresh();
-    return { status: 200, body: { lifted: { ban: rest.slice(0, slash), key: rest.slice(slash + 1) } } };
+    return liftBan(ctx, path.slice('/admin/bans/'.length), params);
   }
   if (path === '/admin/limited') {
     if (method !== 'GET') return { status: 405, body: { error: 'use GET on /admin/limited' } };
-    return limited(params, policy, guard);
+    return limited(params, ctx.policy, ctx.guard);
   }
   return null;
 }
 
-async function listEntries(guard: Guard, policy: RequestPolicy, kind: EntryKind): Promise<unknown> {
-  await guard.refresh();
-  const cfg = policy.snapshot.config;
+async function listEntries(ctx: GuardApiContext, kind: EntryKind): Promise<unknown> {
+  const { guard } = ctx;
+  await guard.sync();
+  const cfg = ctx.policy.snapshot.config;
   const fromConfig = (kind === 'block' ? cfg.block.ips : cfg.exempt.ips).map((id) => ({
     source: 'config',
     [key(id)]: id,
     reason: 'limits.yaml',
     expiresAt: null,
   }));
-  const runtime = guard
-    .entries()
+  const all = guard.entries();
+  const runtime = all
     .filter((e) => e.kind === kind)
-    .map((e) => ({ source: 'runtime', [key(e.id)]: e.id, reason: e.reason, createdAt: iso(e.createdAt), expiresAt: iso(e.expiresAt) }));
-  const bans =
-    kind === 'block'
-      ? guard
-          .entries()
-          .filter((e) => e.kind === 'ban')
-          .map((e) => ({ source: 'ban', ...banJson(e) }))
-      : [];
+    .map((e) => ({ source: 'runtime', [key(e.id)]: e.id, reason: e.reason, createdAt: iso(e.createdAt), expiresAt: iso(e.expiresAt), who: e.who ?? null }));
+  const bans = kind === 'block' ? all.filter((e) => e.kind === 'ban').map((e) => ({ source: 'ban', ...banJson(e) })) : [];
   return { scope: guard.state.scope, entries: [...fromConfig, ...runtime, ...bans] };
 }
 
-async function addEntry(req: http.IncomingMessage, guard: Guard, kind: EntryKind): Promise<AdminAnswer> {
+async function addEntry(req: http.IncomingMessage, ctx: GuardApiContext, kind: EntryKind): Promise<AdminAnswer> {
   const body = await readJson(req);
   if (typeof body === 'string') return { status: 400, body: { error: body } };
   const target = body.ip ?? body.cidr;
@@ -123,17 +130,117 @@ async function addEntry(req: http.IncomingMessage, guard: Guard, kind: EntryKind
       body: { error: `"for" must be a duration from 1s to ${formatDuration(MAX_FOR_MS)} (e.g. "15m", "1h"), got ${JSON.stringify(body.for)}` },
     };
   }
-  if (body.reason !== undefined && (typeof body.reason !== 'string' || body.reason.length > 500)) {
-    return { status: 400, body: { error: '"reason" must be a string of at most 500 characters' } };
+  if (body.reason !== undefined && (typeof body.reason !== 'string' || body.reason.length > MAX_REASON)) {
+    return { status: 400, body: { error: `"reason" must be a string of at most ${MAX_REASON} characters` } };
   }
   const now = Date.now();
-  const entry: GuardEntry = { kind, id: target, reason: body.reason ?? '', createdAt: now, expiresAt: now + forMs };
-  await guard.state.put(entry);
-  await guard.refresh();
+  const who = whoOf(ctx.actor);
+  const entry: GuardEntry = { kind, id: target, reason: body.reason ?? '', createdAt: now, expiresAt: now + forMs, who };
+  await ctx.guard.state.put(entry);
+  const noun = kind === 'block' ? 'block' : 'exemption';
+  ctx.audit(
+    `${kind}.add`,
+    { [key(target)]: target, reason: entry.reason, expiresAt: iso(entry.expiresAt) },
+    `${noun} add ${target} until ${iso(entry.expiresAt)}${entry.reason ? ` (${entry.reason})` : ''}`,
+  );
   return {
     status: 201,
-    body: { source: 'runtime', [key(target)]: target, reason: entry.reason, createdAt: iso(now), expiresAt: iso(entry.expiresAt), scope: guard.state.scope },
+    body: {
+      source: 'runtime',
+      [key(target)]: target,
+      reason: entry.reason,
+      createdAt: iso(now),
+      expiresAt: iso(entry.expiresAt),
+      who,
+      scope: ctx.guard.state.scope,
+    },
   };
+}
+
+async function removeEntry(
+  ctx: GuardApiContext,
+  s: { kind: EntryKind; config: 'block' | 'exempt'; noun: string },
+  rawId: string,
+  params: URLSearchParams,
+): Promise<AdminAnswer> {
+  const id = decode(rawId);
+  if (id === null) return { status: 400, body: { error: 'bad escape in the path' } };
+  const why = liftReason(params);
+  if (typeof why !== 'string') return why;
+  if (ctx.policy.snapshot.config[s.config].ips.includes(id)) {
+    return { status: 409, body: { error: `${id} is in limits.yaml (${s.config}.ips): remove it there` } };
+  }
+  const removed = await ctx.guard.state.remove(s.kind, id);
+  if (removed === null) return { status: 404, body: { error: `no runtime ${s.noun} for ${id}` } };
+  const reset = s.kind === 'block' && wantsReset(params) ? await resetFor(ctx, id) : undefined;
+  ctx.audit(
+    `${s.kind}.remove`,
+    { [key(id)]: id, reason: why, expiresAt: iso(removed.expiresAt), ...(reset !== undefined ? { bucketsReset: reset.buckets } : {}) },
+    `${s.noun} remove ${id}${why ? ` (${why})` : ''}${reset !== undefined ? `, ${reset.buckets} buckets reset` : ''}`,
+  );
+  return { status: 200, body: { removed: id, ...(reset !== undefined ? { bucketsReset: reset.buckets, ...(reset.note ? { note: reset.note } : {}) } : {}) } };
+}
+
+/** `<ban>/<key>`: the key as listed, or for an IP ban the bare address (`203.0.113.7`, `2001:db8::1`). */
+async function liftBan(ctx: GuardApiContext, rawRest: string, params: URLSearchParams): Promise<AdminAnswer> {
+  const rest = decode(rawRest);
+  const slash = rest?.indexOf('/') ?? -1;
+  if (rest === null || slash <= 0 || slash === rest.length - 1)
+    return { status: 400, body: { error: 'use DELETE /admin/bans/<ban>/<key> (as GET /admin/bans lists them)' } };
+  const why = liftReason(params);
+  if (typeof why !== 'string') return why;
+  const ban = rest.slice(0, slash);
+  const given = rest.slice(slash + 1);
+  let removed: GuardEntry | null = null;
+  for (const k of banKeysNamedBy(given, ctx.policy.snapshot.config.clients.ipv6Prefix)) {
+    removed = await ctx.guard.state.remove('ban', `${ban}/${k}`);
+    if (removed !== null) break;
+  }
+  if (removed === null) return { status: 404, body: { error: noBanMessage(ctx, ban, given) } };
+  const banKey = removed.id.slice(ban.length + 1);
+  const reset = wantsReset(params) ? await resetFor(ctx, banKey.startsWith('ip:') ? banKey.slice(3) : null) : undefined;
+  ctx.audit(
+    'ban.lift',
+    { ban, key: banKey, reason: why, expiresAt: iso(removed.expiresAt), ...(reset !== undefined ? { bucketsReset: reset.buckets } : {}) },
+    `ban lift ${ban} on ${banKey}${why ? ` (${why})` : ''}${reset !== undefined ? `, ${reset.buckets} buckets reset` : ''}`,
+  );
+  return {
+    status: 200,
+    body: { lifted: { ban, key: banKey }, ...(reset !== undefined ? { bucketsReset: reset.buckets, ...(reset.note ? { note: reset.note } : {}) } : {}) },
+  };
+}
+
+/** The ban keys a lift may mean: as given, then the IP ban key of an address (folded as the request path folds it). */
+function banKeysNamedBy(given: string, ipv6Prefix: number): string[] {
+  const ip = ipBucketKey(given.startsWith('ip:') ? given.slice(3) : given, ipv6Prefix);
+  return ip === null || `ip:${ip}` === given ? [given] : [given, `ip:${ip}`];
+}
+
+function noBanMessage(ctx: GuardApiContext, ban: string, given: string): string {
+  const names = ctx.policy.snapshot.config.bans.map((b) => b.name);
+  if (!names.includes(ban) && !ctx.guard.hasBans(ban)) return `no ban named ${JSON.stringify(ban)} (bans: ${names.join(', ') || 'none'})`;
+  return `no ban ${ban} on ${given} (keys as GET /admin/bans lists them: ip:203.0.113.7 or the bare IP, acct:a:42, tok:<sha256>, hdr:…, prm:…, ck:…)`;
+}
+
+function wantsReset(params: URLSearchParams): boolean {
+  const v = params.get('resetBuckets');
+  return v === 'true' || v === '1';
+}
+
+/** An optional `?reason=` for a removal or lift, for the audit line; an answer when it is too long. */
+function liftReason(params: URLSearchParams): string | AdminAnswer {
+  const why = params.get('reason') ?? '';
+  return why.length > MAX_REASON ? { status: 400, body: { error: `"reason" must be at most ${MAX_REASON} characters` } } : why;
+}
+
+/** Resets the buckets of the client a lifted block or IP ban named; a CIDR or a non-IP key names no single client. */
+async function resetFor(ctx: GuardApiContext, ipOrCidr: string | null): Promise<{ buckets: number; note?: string }> {
+  const ipv6Prefix = ctx.policy.snapshot.config.clients.ipv6Prefix;
+  const ipKey =
+    ipOrCidr === null ? null : (ipBucketKey(ipOrCidr, ipv6Prefix) ?? (ipOrCidr.includes(':') && ipOrCidr.endsWith(`/${ipv6Prefix}`) ? ipOrCidr : null));
+  if (ipKey === null) return { buckets: 0, note: 'not a single client IP: no bucket was reset' };
+  if (ctx.store === undefined) return { buckets: 0, note: 'no store to reset buckets in' };
+  return { buckets: await resetIpBuckets(ctx.policy, ctx.store, ipKey) };
 }
 
 function limited(params: URLSearchParams, policy: RequestPolicy, guard: Guard): AdminAnswer {
@@ -150,7 +257,14 @@ function limited(params: URLSearchParams, policy: RequestPolicy, guard: Guard): 
 
 function banJson(e: GuardEntry): Record<string, unknown> {
   const slash = e.id.indexOf('/');
-  return { ban: e.id.slice(0, slash), key: e.id.slice(slash + 1), reason: e.reason, createdAt: iso(e.createdAt), expiresAt: iso(e.expiresAt) };
+  return {
+    ban: e.id.slice(0, slash),
+    key: e.id.slice(slash + 1),
+    reason: e.reason,
+    createdAt: iso(e.createdAt),
+    expiresAt: iso(e.expiresAt),
+    who: e.who ?? null,
+  };
 }
 
 function key(id: string): 'ip' | 'cidr' {

@@ -11,6 +11,8 @@ import type { Guard } from '../guard/guard.js';
 import { BEARER_CHALLENGE, doorRefusal } from './door.js';
 import type { StatusSources } from './status-data.js';
 import { STATUS_PATHS, serveStatus } from './status-route.js';
+import type { StoreLog } from '../limiter/types.js';
+import { actorOf, auditFor } from './audit.js';
 
 /** What /metrics serves: this process's registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -39,6 +41,8 @@ export interface AdminApi {
   loopbackOnly: boolean;
   /** The status page's live sources (absent: `/`, `/status` and `/status.json` answer 404). */
   status?: StatusSources;
+  /** Where the audit line of each admin write goes (absent: none is written). */
+  log?: StoreLog;
 }
 
 export function createAdminServer(opts: AdminOptions): http.Server {
@@ -84,13 +88,22 @@ async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerRe
   }
   // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
   const params = new URLSearchParams(query);
+  const actor = actorOf(req, opts.token());
+  const audit = auditFor(opts.log, actor);
   if (path === '/admin/buckets') {
     const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store, opts.guard?.top);
+    if (req.method === 'DELETE' && a.status === 200) {
+      const b = a.body as { rule: string; key: string };
+      audit('bucket.reset', { rule: b.rule, key: b.key }, `bucket reset ${b.key} of rule ${b.rule}`);
+    }
     return json(res, a.status, a.body);
   }
   // A store that does not answer is the store's trouble, not the admin API's: 503 with its message.
   const g = opts.guard
-    ? await guardEndpoint(req, path, params, policy, opts.guard).catch((err: Error) => ({ status: 503, body: { error: `store: ${err.message}` } }))
+    ? await guardEndpoint(req, path, params, policy, opts.guard, { store: opts.store, actor, audit }).catch((err: Error) => ({
+        status: 503,
+        body: { error: `store: ${err.message}` },
+      }))
     : null;
   if (g !== null) return json(res, g.status, g.body);
   json(res, 404, { error: 'Not found' });

@@ -80,6 +80,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
   metrics.configLoaded(true, false);
   const storeHandle = await createStoreFor(cfg.store, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
+  metrics.storeKeysProbe = () => storeHandle.localKeys();
   const upstream = upstreamClients(cfg, origin, { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() });
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
@@ -103,7 +104,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   let adminToken = runAdmin ? await loadAdminToken(cfg.admin, settings.configPath) : null;
   const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => drain.draining });
   const status = createStatusSources({ policy: () => policy, metrics, store: storeHandle, storeUrl: cfg.store.url, sample: runAdmin });
-  const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status };
+  const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status, log };
   const admin = createAdminServer({ metrics: metrics.registry, ready, api });
   if (runAdmin) await listenAdmin(admin, cfg, adminToken === null && !api.loopbackOnly, log);
 
@@ -120,6 +121,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       swap: (next, token) => {
         policy = next;
         adminToken = token;
+        guard.rulesInUse(next.snapshot.config.bans.length > 0);
       },
     },
     initialText,

@@ -5,9 +5,10 @@
  */
 import { parseArgs } from 'node:util';
 
-export const GUARD_USAGE = `  rategate block  add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR   [--admin URL] [--json]
-  rategate exempt add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR   [--admin URL] [--json]
-  rategate bans   list | lift BAN KEY                                          [--admin URL] [--json]`;
+export const GUARD_USAGE = `  rategate block  add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR [--reset-buckets]   [--admin URL] [--json]
+  rategate exempt add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR                   [--admin URL] [--json]
+  rategate bans   list | lift BAN KEY|IP [--reset-buckets]                                     [--admin URL] [--json]
+  (rm and lift take --reason TEXT too, for the audit log; --reset-buckets gives a single IP full buckets again)`;
 
 const DEFAULT_ADMIN = 'http://127.0.0.1:9464';
 
@@ -25,6 +26,7 @@ export async function guardCommand(
       admin: { type: 'string' },
       for: { type: 'string' },
       reason: { type: 'string' },
+      'reset-buckets': { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -53,8 +55,11 @@ export async function guardCommand(
     if (answer.scope === 'memory') print.out("(memory store: these entries are this gateway process's only)");
     return 0;
   }
-  if (command === 'bans') print.out(`lifted ban ${rest[0]} on ${rest[1]}`);
-  else if (method === 'DELETE') print.out(`removed ${command === 'block' ? 'block' : 'exemption'} ${rest[0]}`);
+  const reset = typeof answer.bucketsReset === 'number' ? `; ${answer.bucketsReset} buckets reset${answer.note ? ` (${String(answer.note)})` : ''}` : '';
+  if (command === 'bans') {
+    const lifted = answer.lifted as { ban?: unknown; key?: unknown } | undefined;
+    print.out(`lifted ban ${String(lifted?.ban ?? rest[0])} on ${String(lifted?.key ?? rest[1])}${reset}`);
+  } else if (method === 'DELETE') print.out(`removed ${command === 'block' ? 'block' : 'exemption'} ${rest[0]}${reset}`);
   else
     print.out(
       `${command === 'block' ? 'blocked' : 'exempted'} ${rest[0]} until ${String(answer.expiresAt)}${answer.scope === 'memory' ? ' (this process only: memory store)' : ' (every replica within 1 s)'}`,
@@ -73,13 +78,17 @@ function requestFor(
   command: 'block' | 'exempt' | 'bans',
   action: string,
   rest: string[],
-  values: { for?: string | undefined; reason?: string | undefined },
+  values: { for?: string | undefined; reason?: string | undefined; 'reset-buckets'?: boolean | undefined },
 ): AdminCall | string {
   const path = `/admin/${command === 'block' ? 'blocks' : command === 'exempt' ? 'exemptions' : 'bans'}`;
+  if (values['reset-buckets'] && !((command === 'bans' && action === 'lift') || (command === 'block' && action === 'rm'))) {
+    return '--reset-buckets goes with `block rm` and `bans lift`';
+  }
+  const query = removalQuery(values);
   if (command === 'bans') {
     if (action === 'lift') {
-      if (rest.length !== 2) return 'expected BAN KEY (as `rategate bans list` shows them)';
-      return { method: 'DELETE', path: `${path}/${encodeURIComponent(rest[0]!)}/${encodeURIComponent(rest[1]!)}`, body: undefined };
+      if (rest.length !== 2) return 'expected BAN KEY (as `rategate bans list` shows them; the bare IP for an IP ban)';
+      return { method: 'DELETE', path: `${path}/${encodeURIComponent(rest[0]!)}/${encodeURIComponent(rest[1]!)}${query}`, body: undefined };
     }
     if (action !== 'list' || rest.length > 0) return 'expected `list` or `lift BAN KEY`';
     return { method: 'GET', path, body: undefined };
@@ -96,10 +105,19 @@ function requestFor(
   }
   if (action === 'rm') {
     if (rest.length !== 1) return 'expected one IP or CIDR';
-    return { method: 'DELETE', path: `${path}/${encodeURIComponent(rest[0]!)}`, body: undefined };
+    return { method: 'DELETE', path: `${path}/${encodeURIComponent(rest[0]!)}${query}`, body: undefined };
   }
   if (action !== 'list' || rest.length > 0) return 'expected `add IP|CIDR`, `list` or `rm IP|CIDR`';
   return { method: 'GET', path, body: undefined };
+}
+
+/** `?reason=…&resetBuckets=true` for a removal or lift, or ''. */
+function removalQuery(values: { reason?: string | undefined; 'reset-buckets'?: boolean | undefined }): string {
+  const q = new URLSearchParams();
+  if (values.reason) q.set('reason', values.reason);
+  if (values['reset-buckets']) q.set('resetBuckets', 'true');
+  const s = q.toString();
+  return s === '' ? '' : `?${s}`;
 }
 
 /** Calls the admin API with the token from the environment; its JSON answer, or the message to fail with. */
@@ -136,17 +154,29 @@ async function callAdmin(admin: string, call: AdminCall): Promise<Record<string,
 function entryTable(rows: Record<string, unknown>[]): string {
   if (rows.length === 0) return '(none)';
   return table(
-    ['SOURCE', 'IP/CIDR/KEY', 'EXPIRES', 'REASON'],
-    rows.map((r) => [String(r.source), String(r.ip ?? r.cidr ?? `${String(r.ban)} ${String(r.key)}`), expires(r.expiresAt), String(r.reason ?? '')]),
+    ['SOURCE', 'IP/CIDR/KEY', 'EXPIRES', 'REASON', 'WHO'],
+    rows.map((r) => [
+      String(r.source),
+      String(r.ip ?? r.cidr ?? `${String(r.ban)} ${String(r.key)}`),
+      expires(r.expiresAt),
+      String(r.reason ?? ''),
+      whoCell(r),
+    ]),
   );
 }
 
 function banTable(rows: Record<string, unknown>[]): string {
   if (rows.length === 0) return '(no bans)';
   return table(
-    ['BAN', 'KEY', 'EXPIRES', 'REASON'],
-    rows.map((r) => [String(r.ban), String(r.key), expires(r.expiresAt), String(r.reason ?? '')]),
+    ['BAN', 'KEY', 'EXPIRES', 'REASON', 'WHO'],
+    rows.map((r) => [String(r.ban), String(r.key), expires(r.expiresAt), String(r.reason ?? ''), whoCell(r)]),
   );
+}
+
+/** Who made an entry: the config file, or as recorded (`-`: written by an earlier release). */
+function whoCell(r: Record<string, unknown>): string {
+  if (r.source === 'config') return 'limits.yaml';
+  return typeof r.who === 'string' ? r.who : '-';
 }
 
 function expires(at: unknown): string {

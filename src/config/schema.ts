@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { GATEWAY_ERRORS } from '../http/errors.js';
 import { show, type PathItem } from './errors.js';
-import { accountId, checked, duration, size } from './fields/formats.js';
+import { accountId, checked, duration, positiveInt, size } from './fields/formats.js';
 import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
 import { onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
@@ -67,6 +67,11 @@ const storeShape = {
     .default('rategate')
     .describe('Prefix of every store key.'),
   timeout: duration(1).prefault('50ms').describe('A store call slower than this counts as a store error.'),
+  maxKeys: positiveInt()
+    .default(1_000_000)
+    .describe(
+      "Buckets the memory store (or the Redis store's local fallback) holds at most: ~90 B each (~300 B for IPv6 networks and long account keys), so 1000000 is ~90 MB. When full, a request needing a new bucket is refused 429 (keys the client chooses get 90 % of the room); tracked buckets are never dropped.",
+    ),
   onError: onError.default('local').describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
   failReadiness: z.boolean().default(false).describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
   lease: z

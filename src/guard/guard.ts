@@ -1,7 +1,8 @@
 /**
  * @module The gateway's attack-day runtime: the local view of runtime blocks, exemptions and bans kept
- * in step with the store, ban counting after answers, in-flight slots, and the triage sketch. One per
- * process; the per-snapshot rules come from the request policy (guard/rules.ts).
+ * in step with the store (by the state: state.ts, redis-state.ts), ban counting after answers, in-flight
+ * slots, and the triage sketch. One per process; the per-snapshot rules come from the request policy
+ * (guard/rules.ts). Every lookup here is O(1) and reads no store.
  */
 import type { CidrSet } from '../identity/index.js';
 import type { StoreLog } from '../limiter/types.js';
@@ -9,21 +10,22 @@ import type { CompiledBan, CompiledConcurrency } from './rules.js';
 import type { GuardMetrics } from './metrics.js';
 import type { GuardEntry, GuardState } from './state.js';
 import { TopLimited } from './top-keys.js';
-import { EMPTY_VIEW, GuardView } from './view.js';
+import type { GuardView } from './view.js';
 
 /** A store-scope slot is leased this long and renewed while its request runs: a dead replica frees it by then. */
 export const LEASE_MS = 15_000;
+/** The ban cap's log line comes at most once per ban name in this time (the metric counts every one). */
+const CAP_LOG_MS = 10_000;
 
 export type Release = () => void;
 
 export class Guard {
-  private view: GuardView = EMPTY_VIEW;
-  private refreshing: Promise<void> | null = null;
-  private again = false;
   private readonly local = new Map<string, number>();
-  /** Store-scope leases held by this process: lease id → slot key (renewed periodically). */
+  /** Store-scope leases held by this process: lease id → slot key (renewed periodically while any is held). */
   private readonly leases = new Map<string, string>();
-  private readonly renewTimer: NodeJS.Timeout;
+  private renewTimer: NodeJS.Timeout | undefined;
+  /** Per ban name: when the cap was last logged, and the bans ended since. */
+  private readonly capLog = new Map<string, { at: number; since: number }>();
   readonly top = new TopLimited();
   metrics: GuardMetrics | null = null;
 
@@ -32,87 +34,91 @@ export class Guard {
     private readonly log: StoreLog,
     private readonly now: () => number = Date.now,
   ) {
-    state.onChange(() => void this.refresh());
-    this.renewTimer = setInterval(() => {
-      if (this.leases.size > 0) this.state.renew(this.leases, LEASE_MS).catch(() => {});
-    }, LEASE_MS / 3);
-    this.renewTimer.unref();
+    state.events = {
+      restored: (written, held, why) => {
+        this.metrics?.restores.inc();
+        this.log.warn(
+          { guard: 'restored', written, held, why },
+          `guard state lost in the store (${why}): wrote back ${written} of the ${held} runtime blocks, exemptions and bans this replica held`,
+        );
+      },
+      resynced: () => this.metrics?.resyncs.inc(),
+    };
   }
 
-  /** Re-reads the entries from the store (coalesced: one read in flight, one more if asked meanwhile). */
-  refresh(): Promise<void> {
-    if (this.refreshing !== null) {
-      this.again = true;
-      return this.refreshing;
-    }
-    this.refreshing = (async () => {
-      do {
-        this.again = false;
-        try {
-          this.view = new GuardView(await this.state.list(), this.now());
-        } catch {
-          // The store does not answer: the entries last read stay in force.
-        }
-      } while (this.again);
-      this.refreshing = null;
-    })();
-    return this.refreshing;
+  /** The local picture in force (replaced whole only when a replica reads the set again). */
+  get view(): GuardView {
+    return this.state.view;
   }
 
-  /** The view in force, rebuilt locally when a block or exemption expires (no store call). */
-  current(): GuardView {
+  /** Brings this replica's picture up to the store (after an admin write, before a list). */
+  sync(): Promise<void> {
+    return this.state.sync();
+  }
+
+  /** Whether the table has ban rules: a shared state then follows changes continuously, else only when woken. */
+  rulesInUse(bans: boolean): void {
+    this.state.follow(bans);
+  }
+
+  /** Every live entry (admin lists). */
+  entries(): GuardEntry[] {
+    const t = this.now();
+    this.view.prune(t);
+    return this.view.live(t);
+  }
+
+  /** Live bans per ban name (the gauge). */
+  activeBans(): Map<string, number> {
     const v = this.view;
-    // Nothing that expires (the usual case): no clock read on the request path.
-    if (v.nextExpiry !== Infinity && this.now() >= v.nextExpiry) this.view = new GuardView(v.entries, this.now());
-    return this.view;
-  }
-
-  entries(): readonly GuardEntry[] {
-    return this.current().entries;
+    v.prune(this.now());
+    return new Map([...v.byBan].map(([ban, keys]) => [ban, keys.size]));
   }
 
   /** The ban holding this IP key (`ip:…`), or null. */
   ipBan(ipBanKey: string): string | null {
-    const hit = this.current().ipBans.get(ipBanKey);
+    const hit = this.view.ipBans.get(ipBanKey);
     return hit !== undefined && hit.expiresAt > this.now() ? hit.ban : null;
   }
 
   /** Whether `key` is banned by `ban` now. */
   banned(ban: string, key: string): boolean {
-    const until = this.current().byBan.get(ban)?.get(key);
+    const until = this.view.byBan.get(ban)?.get(key);
     return until !== undefined && until > this.now();
   }
 
   /** Whether the first stage has anything to look at (runtime blocks or IP bans): else it is skipped. */
   hasEarly(): boolean {
-    const v = this.current();
-    return v.blocks !== null || v.ipBans.size > 0;
+    const v = this.view;
+    return v.blocks.size > 0 || v.ipBans.size > 0;
   }
 
   hasBans(ban: string): boolean {
-    return this.current().byBan.has(ban);
+    return this.view.byBan.has(ban);
   }
 
   runtimeBlocks(): CidrSet | null {
-    return this.current().blocks;
+    const b = this.view.blocks;
+    return b.size > 0 ? b : null;
   }
 
   runtimeExempts(): CidrSet | null {
-    return this.current().exempts;
+    const e = this.view.exempts;
+    return e.size > 0 ? e : null;
   }
 
-  /** Counts an answer for a ban; logs and counts a ban this event starts. Never throws. */
+  /** Counts an answer for a ban; logs and counts a ban this event starts, and the bans its cap ends. Never throws. */
   count(ban: CompiledBan, key: string): void {
     const id = `${ban.rule.name}/${key}`;
     const reason = `${ban.limit} in ${ban.periodMs / 1000}s on ${ban.rule.name}`;
-    this.state.countBan({ id, limit: ban.limit, periodMs: ban.periodMs, banMs: ban.banMs, reason }, this.now()).then(
+    const c = { id, limit: ban.limit, periodMs: ban.periodMs, banMs: ban.banMs, reason, maxActive: ban.maxActive };
+    this.state.countBan(c, this.now()).then(
       (started) => {
         if (started === null) return;
         this.metrics?.bansStarted.labels(ban.rule.name).inc();
-        this.log.warn(
-          { ban: ban.rule.name, key, until: new Date(started.expiresAt!).toISOString() },
-          `ban started: ${key} by ${ban.rule.name} (${reason}) until ${new Date(started.expiresAt!).toISOString()}`,
-        );
+        const until = new Date(started.entry.expiresAt!).toISOString();
+        this.log.warn({ ban: ban.rule.name, key, until }, `ban started: ${key} by ${ban.rule.name} (${reason}) until ${until}`);
+        if (started.dropped.length > 0) this.capped(ban, started.dropped);
       },
       () => {
         // A count the store could not take is lost: a ban may start a little later, never wrongly.
@@ -134,7 +140,7 @@ export class Guard {
         return this.enterLocal(c, key);
       }
       if (lease === null) return null;
-      this.leases.set(lease, key);
+      this.holdLease(lease, key);
       let done = false;
       return () => {
         if (done) return;
@@ -154,6 +160,35 @@ export class Guard {
   async close(): Promise<void> {
     clearInterval(this.renewTimer);
     await this.state.close();
+  }
+
+  /** The cap ended live bans of `ban`: counted each, logged at most once per CAP_LOG_MS per ban name. */
+  private capped(ban: CompiledBan, dropped: readonly string[]): void {
+    const name = ban.rule.name;
+    this.metrics?.bansDropped.labels(name).inc(dropped.length);
+    const t = this.now();
+    const seen = this.capLog.get(name) ?? { at: -Infinity, since: 0 };
+    seen.since += dropped.length;
+    this.capLog.set(name, seen);
+    if (t - seen.at < CAP_LOG_MS) return;
+    this.log.warn(
+      { ban: name, maxActive: ban.maxActive, ended: seen.since },
+      `ban ${name} holds its cap of ${ban.maxActive} live bans: ended the ${seen.since} oldest since the last such line (e.g. ${dropped[0]!.slice(name.length + 1)})`,
+    );
+    seen.at = t;
+    seen.since = 0;
+  }
+
+  /** Renewal runs only while a lease is held: no timer otherwise. */
+  private holdLease(lease: string, key: string): void {
+    this.leases.set(lease, key);
+    if (this.renewTimer !== undefined) return;
+    this.renewTimer = setInterval(() => {
+      if (this.leases.size > 0) return void this.state.renew(this.leases, LEASE_MS).catch(() => {});
+      clearInterval(this.renewTimer);
+      this.renewTimer = undefined;
+    }, LEASE_MS / 3);
+    this.renewTimer.unref();
   }
 
   private enterLocal(c: CompiledConcurrency, key: string): Release | null {

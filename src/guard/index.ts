@@ -31,13 +31,9 @@ export async function createGuard(s: GuardSetup): Promise<Guard> {
   guard.metrics = new GuardMetrics(
     s.registry,
     () => ({
-      bansActive: () => {
-        const now = Date.now();
-        const view = guard.current();
-        return new Map([...view.byBan.keys()].map((ban) => [ban, view.activeBans(ban, now)]));
-      },
-      blocksActive: () => ({ config: s.config().block.ips.length, runtime: guard.current().blocks?.entries.length ?? 0 }),
-      exemptionsActive: () => ({ config: s.config().exempt.ips.length, runtime: guard.current().exempts?.entries.length ?? 0 }),
+      bansActive: () => guard.activeBans(),
+      blocksActive: () => ({ config: s.config().block.ips.length, runtime: guard.view.blocks.size }),
+      exemptionsActive: () => ({ config: s.config().exempt.ips.length, runtime: guard.view.exempts.size }),
     }),
     () => s.config().bans.map((b) => b.name),
   );
@@ -45,6 +41,7 @@ export async function createGuard(s: GuardSetup): Promise<Guard> {
   if (state.scope === 'memory') {
     s.log.info({ guard: 'memory' }, 'runtime blocks, exemptions and bans are local to this process (memory store): other replicas do not see them');
   }
-  await guard.refresh();
+  guard.rulesInUse(s.config().bans.length > 0);
+  await guard.sync();
   return guard;
 }

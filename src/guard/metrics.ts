@@ -14,6 +14,9 @@ export interface GuardGauges {
 export class GuardMetrics {
   readonly bannedRequests: client.Counter<'ban'>;
   readonly bansStarted: client.Counter<'ban'>;
+  readonly bansDropped: client.Counter<'ban'>;
+  readonly restores: client.Counter;
+  readonly resyncs: client.Counter;
   readonly concurrencyLimited: client.Counter<'rule'>;
   readonly blockedRequests: client.Counter<'source'>;
 
@@ -25,10 +28,32 @@ export class GuardMetrics {
       labelNames: ['ban'],
       registers,
     });
+    // Ban names come from the table, which a reload changes: each shows at 0 from the scrape after it is named.
+    const eachBanAtZero = function (this: client.Counter<'ban'>): void {
+      for (const name of banNames()) this.labels(name).inc(0);
+    };
     this.bansStarted = new client.Counter({
       name: 'rategate_bans_started_total',
       help: 'Bans started by this replica, by ban.',
       labelNames: ['ban'],
+      registers,
+      collect: eachBanAtZero,
+    });
+    this.bansDropped = new client.Counter({
+      name: 'rategate_bans_dropped_total',
+      help: 'Live bans ended early by this replica because their ban held its cap of live bans (bans[].maxActive): the oldest go first.',
+      labelNames: ['ban'],
+      registers,
+      collect: eachBanAtZero,
+    });
+    this.restores = new client.Counter({
+      name: 'rategate_guard_restores_total',
+      help: 'Times this replica found the store had lost runtime blocks, exemptions or bans (flushed, restarted empty, stale replica promoted) and wrote its own back.',
+      registers,
+    });
+    this.resyncs = new client.Counter({
+      name: 'rategate_guard_resyncs_total',
+      help: 'Times this replica read the whole guard state again (at start, or behind the change log) instead of the changes alone.',
       registers,
     });
     this.concurrencyLimited = new client.Counter({
@@ -44,39 +69,44 @@ export class GuardMetrics {
       registers,
     });
     for (const s of ['config', 'runtime']) this.blockedRequests.labels(s).inc(0);
-    new client.Gauge({
-      name: 'rategate_bans_active',
-      help: 'Keys banned now, by ban (as this replica sees the store).',
-      labelNames: ['ban'],
-      registers,
-      collect() {
-        this.reset();
-        const g = gauges();
-        for (const name of banNames()) this.labels(name).set(0);
-        for (const [ban, n] of g?.bansActive() ?? []) this.labels(ban).set(n);
-      },
-    });
-    new client.Gauge({
-      name: 'rategate_blocks_active',
-      help: 'IP/CIDR blocks in force, by source (config or runtime).',
-      labelNames: ['source'],
-      registers,
-      collect() {
-        const b = gauges()?.blocksActive() ?? { config: 0, runtime: 0 };
-        this.labels('config').set(b.config);
-        this.labels('runtime').set(b.runtime);
-      },
-    });
-    new client.Gauge({
-      name: 'rategate_exemptions_active',
-      help: 'IP/CIDR exemptions in force, by source (config or runtime).',
-      labelNames: ['source'],
-      registers,
-      collect() {
-        const b = gauges()?.exemptionsActive() ?? { config: 0, runtime: 0 };
-        this.labels('config').set(b.config);
-        this.labels('runtime').set(b.runtime);
-      },
-    });
+    registerGauges(registers, gauges, banNames);
   }
+}
+
+/** The gauges, read at scrape time: live bans per ban, blocks and exemptions per source. */
+function registerGauges(registers: client.Registry[], gauges: () => GuardGauges | null, banNames: () => readonly string[]): void {
+  new client.Gauge({
+    name: 'rategate_bans_active',
+    help: 'Keys banned now, by ban (as this replica sees the store).',
+    labelNames: ['ban'],
+    registers,
+    collect() {
+      this.reset();
+      const g = gauges();
+      for (const name of banNames()) this.labels(name).set(0);
+      for (const [ban, n] of g?.bansActive() ?? []) this.labels(ban).set(n);
+    },
+  });
+  new client.Gauge({
+    name: 'rategate_blocks_active',
+    help: 'IP/CIDR blocks in force, by source (config or runtime).',
+    labelNames: ['source'],
+    registers,
+    collect() {
+      const b = gauges()?.blocksActive() ?? { config: 0, runtime: 0 };
+      this.labels('config').set(b.config);
+      this.labels('runtime').set(b.runtime);
+    },
+  });
+  new client.Gauge({
+    name: 'rategate_exemptions_active',
+    help: 'IP/CIDR exemptions in force, by source (config or runtime).',
+    labelNames: ['source'],
+    registers,
+    collect() {
+      const b = gauges()?.exemptionsActive() ?? { config: 0, runtime: 0 };
+      this.labels('config').set(b.config);
+      this.labels('runtime').set(b.runtime);
+    },
+  });
 }

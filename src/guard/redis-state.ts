@@ -1,49 +1,28 @@
 /**
  * @module Runtime blocks, exemptions, bans, ban counters and in-flight leases in Redis, shared by every
- * replica. Entries are one hash (field `<kind>|<id>`, value JSON with the expiry) beside a version
- * counter bumped on every change; each replica polls the version (one GET per interval, whatever the
- * traffic) and re-reads the hash only when it moved, so a change reaches every replica within one poll
- * interval plus a round trip, and a refused request costs the store nothing. The entries, version and
- * ban counters share one hash tag, so their scripts work on a cluster too. Leases are sorted sets scored
- * by expiry, under their slot key's own hash tag (spread over a cluster): a dead replica's slots free
- * themselves when its leases run out.
+ * replica. Each change is one script that writes the entries hash and appends a record to the change
+ * log (redis-scripts.ts); a replica applies the records after the version it applied last, one entry
+ * each, and records a version only once it has applied it, retrying until it has. So one ban, block or
+ * lift costs every replica O(1) however many entries there are, and the whole set is read again only by
+ * a replica that fell behind the log (redis-resync.ts, in chunks).
+ *
+ * Following: a replica polls (one script call per 250 ms) while ban rules are configured or it holds
+ * entries; otherwise it keeps no timer and is woken by the change announcements it subscribes to. A
+ * store that lost the entries (the version gone or gone back, or a different history at the version
+ * applied last: a flush, a restart without persistence, a failover to a replica that had not synced) is
+ * given this replica's entries back, said once through `events`.
+ *
+ * Leases are sorted sets scored by expiry, under their slot key's own hash tag (spread over a cluster): a
+ * dead replica's slots free themselves when its leases run out.
  */
-import type { Redis, Cluster } from 'ioredis';
-import { parseStoreUrl } from '../config/store-url.js';
-import { createRedisClient } from '../limiter/redis/connection.js';
+import type { Redis } from 'ioredis';
+import { parseStoreUrl, type StoreUrl } from '../config/store-url.js';
+import { createRedisClient, type RedisClient } from '../limiter/redis/connection.js';
 import { sentinelWatchFor, type SentinelWatch } from '../limiter/redis/sentinel-watch.js';
-import { isLive, type BanCount, type EntryKind, type GuardEntry, type GuardState } from './state.js';
-
-/** Counts one ban event; starts the ban (and bumps the version) when the count reaches the limit. */
-const COUNT_BAN = `
-local field = 'ban|' .. ARGV[1]
-local now = tonumber(ARGV[5])
-local cur = redis.call('HGET', KEYS[2], field)
-if cur then
-  local e = cjson.decode(cur)
-  if e.expiresAt == cjson.null or e.expiresAt > now then return false end
-end
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-if n < tonumber(ARGV[2]) then return false end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[2], field, ARGV[4])
-redis.call('INCR', KEYS[3])
-return ARGV[4]`;
-
-/** Takes a slot when fewer than `max` unexpired leases are held. */
-const ACQUIRE = `
-local now = tonumber(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[4])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1`;
-
-type Client = (Redis | Cluster) & {
-  rgCountBan(counter: string, entries: string, version: string, id: string, limit: number, periodMs: number, json: string, now: number): Promise<string | null>;
-  rgAcquire(key: string, now: number, max: number, leaseMs: number, lease: string): Promise<number>;
-};
+import { isLive, type BanCount, type BanStarted, type EntryKind, type GuardEntry, type GuardState, type GuardStateEvents } from './state.js';
+import { fieldOf, GuardView, splitBanId } from './view.js';
+import { defineGuardScripts, GuardKeys, LOG_MAXLEN, type GuardClient, type LogRecord } from './redis-scripts.js';
+import { bounded, entryJson, entryScore, parseEntry, readAll, writeBack } from './redis-resync.js';
 
 export interface RedisGuardOptions {
   readonly url: string;
@@ -52,49 +31,74 @@ export interface RedisGuardOptions {
   readonly timeoutMs: number;
   /** The sentinels' own password (`store.sentinelPassword`), as the counter store is given it. */
   readonly sentinelPassword?: string | null;
-  /** How often the version is polled (default 250 ms: changes apply within 1 s with room to spare). */
+  /** How often a following replica polls (default 250 ms: changes apply within 1 s with room to spare). */
   readonly pollMs?: number;
   readonly now?: () => number;
 }
 
+/** Log records read per call. */
+const BATCH = 1_000;
+/** The bound of the calls off the request path. */
+const CALL_MS = 2_000;
+
+/** A log record's fields. */
+function readRecord(fields: readonly string[]): { op: string; field: string; json: string; tag: string } {
+  const r = { op: '', field: '', json: '', tag: '' };
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const v = fields[i + 1]!;
+    if (fields[i] === 'o') r.op = v;
+    else if (fields[i] === 'f') r.field = v;
+    else if (fields[i] === 'j') r.json = v;
+    else if (fields[i] === 't') r.tag = v;
+  }
+  return r;
+}
+
 export class RedisGuardState implements GuardState {
   readonly scope = 'shared' as const;
-  private readonly client: Client;
-  private readonly entriesKey: string;
-  private readonly versionKey: string;
-  private readonly tag: string;
-  private readonly listeners: (() => void)[] = [];
-  private readonly timer: NodeJS.Timeout;
-  private lastVersion: string | null | undefined;
-  private polling = false;
+  events: GuardStateEvents | null = null;
+  private current: GuardView;
+  private readonly client: GuardClient;
+  /** Subscribed to the change announcements: wakes a replica that keeps no timer. */
+  private readonly sub: RedisClient;
+  private readonly keys: GuardKeys;
+  private readonly watches: SentinelWatch[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** The version applied last (-1: the set was never read) and its record's tag (null: not known). */
+  private last = -1;
+  private lastTag: string | null = null;
+  private syncing: Promise<void> | null = null;
+  private again = false;
+  private following = false;
+  private closed = false;
   private seq = 0;
   private readonly instance = Math.random().toString(36).slice(2, 10);
   private readonly now: () => number;
-  /** Sentinel: keeps this client on the announced master, as the counter store's is (sentinel-watch.ts). */
-  private readonly watch: SentinelWatch | undefined;
+  private readonly pollMs: number;
 
   constructor(private readonly opts: RedisGuardOptions) {
     const url = parseStoreUrl(opts.url);
     if (url.kind === 'memory') throw new Error('RedisGuardState needs a Redis URL');
-    const sentinel = opts.sentinelPassword != null ? { sentinelPassword: opts.sentinelPassword } : {};
-    this.watch = sentinelWatchFor(url, opts.sentinelPassword);
-    this.client = createRedisClient(url, {
-      connectTimeoutMs: 2_000,
-      timeoutMs: opts.timeoutMs,
-      ...sentinel,
-      ...(this.watch !== undefined ? { natMap: this.watch.map } : {}),
-    }) as Client;
-    if (this.watch !== undefined) this.watch.follow(this.client as Redis);
-    this.client.defineCommand('rgCountBan', { numberOfKeys: 3, lua: COUNT_BAN });
-    this.client.defineCommand('rgAcquire', { numberOfKeys: 1, lua: ACQUIRE });
+    this.keys = new GuardKeys(opts.prefix);
+    this.now = opts.now ?? Date.now;
+    this.pollMs = opts.pollMs ?? 250;
+    this.current = new GuardView(this.now);
+    this.client = defineGuardScripts(this.connect(url));
     this.client.connect().catch(() => {}); // ioredis reconnects by itself; calls fail fast meanwhile
     this.client.on('error', () => {}); // reported by the counter store; this client only retries
-    this.tag = `${opts.prefix}:{guard}`;
-    this.entriesKey = `${this.tag}:entries`;
-    this.versionKey = `${this.tag}:version`;
-    this.now = opts.now ?? Date.now;
-    this.timer = setInterval(() => void this.poll(), opts.pollMs ?? 250);
-    this.timer.unref();
+    this.sub = this.connect(url);
+    this.sub.on('error', () => {});
+    this.sub.on('message', () => void this.sync());
+    // Connected again: what was announced meanwhile was missed.
+    this.sub.on('ready', () => void this.sync());
+    this.sub.connect().then(
+      () => this.sub.subscribe(this.keys.channel),
+      () => {},
+    );
+  }
+
+  get view(): GuardView {
+    return this.current;
   }
 
   /** Resolves once connected, or after `waitMs` either way (the gateway then starts with what it has). */
@@ -111,53 +115,97 @@ export class RedisGuardState implements GuardState {
     });
   }
 
-  async list(): Promise<GuardEntry[]> {
-    const all = await this.bounded(this.client.hgetall(this.entriesKey), 2_000);
-    const t = this.now();
-    const live: GuardEntry[] = [];
-    const dead: string[] = [];
-    for (const [field, json] of Object.entries(all)) {
-      const e = parseEntry(field, json);
-      if (e !== null && isLive(e, t)) live.push(e);
-      else dead.push(field);
+  /** Applies what changed (coalesced: one catch-up in flight, one more if asked meanwhile). */
+  sync(): Promise<void> {
+    if (this.syncing !== null) {
+      this.again = true;
+      return this.syncing;
     }
-    // Any replica may sweep: HDEL of an already-deleted field is harmless.
-    if (dead.length > 0) this.client.hdel(this.entriesKey, ...dead).catch(() => {});
-    return live;
+    this.syncing = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.catchUp();
+        } catch {
+          // The store does not answer: what was applied stays in force, and the next poll tries again.
+        }
+      } while (this.again && !this.closed);
+      this.syncing = null;
+      this.schedule();
+    })();
+    return this.syncing;
+  }
+
+  follow(on: boolean): void {
+    this.following = on;
+    this.schedule();
   }
 
   async put(e: GuardEntry): Promise<void> {
-    const json = JSON.stringify({ reason: e.reason, createdAt: e.createdAt, expiresAt: e.expiresAt });
-    await this.bounded(this.client.multi().hset(this.entriesKey, `${e.kind}|${e.id}`, json).incr(this.versionKey).exec(), 2_000);
-    this.changed();
+    const field = fieldOf(e.kind, e.id);
+    const k = this.keys;
+    await bounded(
+      this.client.rgPut(k.entries, k.version, k.log, k.group(field), field, entryJson(e), entryScore(e), this.tag(), LOG_MAXLEN, this.now(), k.channel),
+      CALL_MS,
+    );
+    // Here at once; the log brings it (again, harmlessly) in order with the rest.
+    this.current.put(e);
+    this.schedule();
   }
 
-  async remove(kind: EntryKind, id: string): Promise<boolean> {
-    const r = await this.bounded(this.client.multi().hdel(this.entriesKey, `${kind}|${id}`).incr(this.versionKey).exec(), 2_000);
-    this.changed();
-    return Number(r?.[0]?.[1] ?? 0) > 0;
+  async remove(kind: EntryKind, id: string): Promise<GuardEntry | null> {
+    const field = fieldOf(kind, id);
+    const k = this.keys;
+    const local = this.current.get(field);
+    // An entry held here but not in the store (lost, not yet written back) is still removed everywhere.
+    const force = local !== undefined ? '1' : '0';
+    const old = await bounded(this.client.rgRemove(k.entries, k.version, k.log, k.group(field), field, this.tag(), LOG_MAXLEN, k.channel, force), CALL_MS);
+    this.current.remove(field);
+    if (old === null) return null;
+    return (old !== '' ? parseEntry(field, old) : null) ?? local ?? null;
   }
 
-  async countBan(c: BanCount, now: number): Promise<GuardEntry | null> {
-    const entry: GuardEntry = { kind: 'ban', id: c.id, reason: c.reason, createdAt: now, expiresAt: now + c.banMs };
-    const json = JSON.stringify({ reason: entry.reason, createdAt: now, expiresAt: entry.expiresAt });
-    const started = await this.bounded(
-      this.client.rgCountBan(`${this.tag}:count:${c.id}`, this.entriesKey, this.versionKey, c.id, c.limit, c.periodMs, json, now),
+  async countBan(c: BanCount, now: number): Promise<BanStarted | null> {
+    const field = fieldOf('ban', c.id);
+    const k = this.keys;
+    const entry: GuardEntry = { kind: 'ban', id: c.id, reason: c.reason, createdAt: now, expiresAt: now + c.banMs, who: `ban ${splitBanId(c.id).ban}` };
+    const out = await bounded(
+      this.client.rgCountBan(
+        k.counter(c.id),
+        k.entries,
+        k.version,
+        k.log,
+        k.group(field),
+        field,
+        c.limit,
+        c.periodMs,
+        entryJson(entry),
+        now,
+        entry.expiresAt!,
+        this.tag(),
+        LOG_MAXLEN,
+        k.channel,
+        c.maxActive,
+      ),
       this.opts.timeoutMs * 4,
     );
-    if (started === null) return null;
-    this.changed();
-    return entry;
+    if (out === null) return null;
+    const dropped = out.slice(1);
+    for (const f of dropped) this.current.remove(f);
+    if (out[0] === '') return null;
+    this.current.put(entry);
+    this.schedule();
+    return { entry, dropped: dropped.map((f) => f.slice('ban|'.length)) };
   }
 
   async acquire(key: string, max: number, leaseMs: number): Promise<string | null> {
-    const lease = `${this.instance}:${++this.seq}`;
-    const ok = await this.bounded(this.client.rgAcquire(this.leaseKey(key), this.now(), max, leaseMs, lease), this.opts.timeoutMs);
+    const lease = this.tag();
+    const ok = await bounded(this.client.rgAcquire(this.leaseKey(key), this.now(), max, leaseMs, lease), this.opts.timeoutMs);
     return ok === 1 ? lease : null;
   }
 
   async release(key: string, lease: string): Promise<void> {
-    await this.bounded(this.client.zrem(this.leaseKey(key), lease), 2_000);
+    await bounded(this.client.zrem(this.leaseKey(key), lease), CALL_MS);
   }
 
   async renew(leases: ReadonlyMap<string, string>, leaseMs: number): Promise<void> {
@@ -166,14 +214,30 @@ export class RedisGuardState implements GuardState {
     await Promise.all([...leases].map(([lease, key]) => this.client.zadd(this.leaseKey(key), 'XX', until, lease).catch(() => 0)));
   }
 
-  onChange(listener: () => void): void {
-    this.listeners.push(listener);
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    for (const w of this.watches) w.close();
+    this.client.disconnect();
+    this.sub.disconnect();
+    await this.syncing?.catch(() => {});
   }
 
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    this.watch?.close();
-    this.client.disconnect();
+  private connect(url: Exclude<StoreUrl, { kind: 'memory' }>): RedisClient {
+    const watch = sentinelWatchFor(url, this.opts.sentinelPassword);
+    const client = createRedisClient(url, {
+      connectTimeoutMs: 2_000,
+      timeoutMs: this.opts.timeoutMs,
+      ...(this.opts.sentinelPassword != null ? { sentinelPassword: this.opts.sentinelPassword } : {}),
+      ...(watch !== undefined ? { natMap: watch.map } : {}),
+    });
+    if (watch !== undefined) {
+      // Keeps this client on the announced master, as the counter store's is (sentinel-watch.ts).
+      watch.follow(client as Redis);
+      this.watches.push(watch);
+    }
+    return client;
   }
 
   /** Each rule's key carries its own hash tag (the bucket's), so leases spread over a cluster. */
@@ -181,51 +245,85 @@ export class RedisGuardState implements GuardState {
     return `${this.opts.prefix}:lease:${key}`;
   }
 
-  private async poll(): Promise<void> {
-    if (this.polling || this.client.status !== 'ready') return;
-    this.polling = true;
-    try {
-      const v = await this.bounded(this.client.get(this.versionKey), 1_000);
-      if (v !== this.lastVersion) {
-        this.lastVersion = v;
-        this.changed();
-      }
-    } catch {
-      // The last known entries stay in force while the store does not answer.
-    } finally {
-      this.polling = false;
+  /** Unique per write: tells this history's records from another's at the same version. */
+  private tag(): string {
+    return `${this.instance}:${++this.seq}`;
+  }
+
+  /** A timer only while there is something to follow: ban rules, entries held, or a set never read. */
+  private schedule(): void {
+    if (this.closed) return;
+    const want = this.following || this.last < 0 || this.current.size > 0;
+    if (want && this.timer === undefined) {
+      this.timer = setInterval(() => this.tick(), this.pollMs);
+      this.timer.unref();
+    } else if (!want && this.timer !== undefined) {
+      clearInterval(this.timer);
+      this.timer = undefined;
     }
   }
 
-  private changed(): void {
-    for (const l of this.listeners) l();
+  private tick(): void {
+    this.current.prune(this.now());
+    if (this.client.status === 'ready') void this.sync();
+    else this.schedule();
   }
 
-  private bounded<T>(p: Promise<T>, ms: number): Promise<T> {
-    let timer: NodeJS.Timeout;
-    return Promise.race([
-      p,
-      new Promise<T>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`store did not answer within ${ms} ms`)), ms);
-      }),
-    ]).finally(() => clearTimeout(timer));
+  private async catchUp(): Promise<void> {
+    if (this.last < 0) await this.resync();
+    for (let round = 0; round < 100 && !this.closed; round++) {
+      const k = this.keys;
+      const r = await bounded(this.client.rgPoll(k.version, k.log, this.last, BATCH), CALL_MS);
+      if (r.length === 0) {
+        if (this.last === 0 && this.current.size === 0) return;
+        return this.lost('its version is gone');
+      }
+      const version = Number(r[0]);
+      if (version < this.last) return this.lost(`its version went back from ${this.last} to ${version}`);
+      if (this.lastTag !== null && r[1] !== '' && r[1] !== this.lastTag) return this.lost(`its change ${this.last} is not the one applied here`);
+      if (version === this.last) return;
+      if (!this.apply(r[2])) await this.resync();
+      else if (this.last >= version) return;
+    }
   }
-}
 
-function parseEntry(field: string, json: string): GuardEntry | null {
-  const bar = field.indexOf('|');
-  const kind = field.slice(0, bar);
-  if (kind !== 'block' && kind !== 'exempt' && kind !== 'ban') return null;
-  try {
-    const v = JSON.parse(json) as { reason?: unknown; createdAt?: unknown; expiresAt?: unknown };
-    return {
-      kind,
-      id: field.slice(bar + 1),
-      reason: typeof v.reason === 'string' ? v.reason : '',
-      createdAt: typeof v.createdAt === 'number' ? v.createdAt : 0,
-      expiresAt: typeof v.expiresAt === 'number' ? v.expiresAt : null,
-    };
-  } catch {
-    return null;
+  /**
+   * Applies records in order, recording each version once applied; false at a gap (records trimmed,
+   * or a change written without one by an earlier release) or a reset record: the set is read again.
+   */
+  private apply(records: readonly LogRecord[]): boolean {
+    const t = this.now();
+    for (const [id, fields] of records) {
+      const n = parseInt(id, 10);
+      if (n !== this.last + 1) return false;
+      const rec = readRecord(fields);
+      if (rec.op === 'r') return false;
+      if (rec.op === 'p') {
+        const e = parseEntry(rec.field, rec.json);
+        if (e !== null && isLive(e, t)) this.current.put(e);
+        else this.current.remove(rec.field);
+      } else if (rec.op === 'd') this.current.remove(rec.field);
+      this.last = n;
+      this.lastTag = rec.tag;
+    }
+    return true;
+  }
+
+  private async resync(): Promise<void> {
+    const full = await readAll(this.client, this.keys, this.now);
+    this.current = full.view;
+    this.last = full.version;
+    this.lastTag = full.tag;
+    this.events?.resynced(full.view.size);
+  }
+
+  /** The store lost entries this replica holds: they are written back, then the set is read again. */
+  private async lost(why: string): Promise<void> {
+    const live = this.current.live(this.now());
+    if (live.length > 0) {
+      const written = await writeBack(this.client, this.keys, live, Math.max(this.last, 0), this.tag());
+      this.events?.restored(written, live.length, why);
+    }
+    await this.resync();
   }
 }

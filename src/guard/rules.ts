@@ -16,6 +16,8 @@ export interface CompiledBan {
   readonly limit: number;
   readonly periodMs: number;
   readonly banMs: number;
+  /** Live bans this ban may hold; a new one beyond it ends the oldest. */
+  readonly maxActive: number;
 }
 
 export interface CompiledConcurrency {
@@ -50,6 +52,7 @@ export function compileGuardRules(cfg: Pick<Config, 'bans' | 'concurrency'>): Gu
     limit: b.limit,
     periodMs: b.period,
     banMs: b.ban,
+    maxActive: b.maxActive,
   }));
   const concurrency = cfg.concurrency.map((c, i) => ({ rule: asRule(c, i, c.max, 1000), max: c.max, scope: c.scope, prefix: ruleKeyPrefix(c.name) }));
   const all = [...bans.map((b) => b.rule), ...concurrency.map((c) => c.rule)];

@@ -1,8 +1,10 @@
 /**
  * @module Where runtime blocks, exemptions, bans, ban counters and in-flight leases live: the contract,
  * and its in-process form for the memory store (local to the process). redis-state.ts shares them
- * between replicas.
+ * between replicas. Either way a state keeps a local picture (view.ts) that the request path reads, and
+ * changes it one entry at a time.
  */
+import { fieldOf, GuardView, splitBanId } from './view.js';
 
 export type EntryKind = 'block' | 'exempt' | 'ban';
 
@@ -15,6 +17,8 @@ export interface GuardEntry {
   readonly createdAt: number;
   /** null: until removed (runtime blocks without `for`). */
   readonly expiresAt: number | null;
+  /** Who made it: `token <id> from <address>` for an admin write, `ban <name>` for a ban (absent: an older release wrote it). */
+  readonly who?: string;
 }
 
 export interface BanCount {
@@ -24,25 +28,51 @@ export interface BanCount {
   readonly periodMs: number;
   readonly banMs: number;
   readonly reason: string;
+  /** Live bans this ban name may hold: a new one beyond it ends the oldest. */
+  readonly maxActive: number;
+}
+
+/** A ban that a count started, and the bans of the same name that the cap ended to make room (ids). */
+export interface BanStarted {
+  readonly entry: GuardEntry;
+  readonly dropped: readonly string[];
+}
+
+/** What a shared state tells the gateway about the store's copy (for its log and metrics). */
+export interface GuardStateEvents {
+  /**
+   * The store had lost entries (flushed, restarted empty, failed over to a replica that had not synced):
+   * this replica, holding `held`, wrote back the `written` the store lacked.
+   */
+  restored(written: number, held: number, why: string): void;
+  /** The whole set was read again (at start, or after falling behind the change log). */
+  resynced(entries: number): void;
 }
 
 export interface GuardState {
   /** `memory` (this process only) or `shared` (every replica on the same store). */
   readonly scope: 'memory' | 'shared';
-  /** Every live entry (expired ones are dropped). */
-  list(): Promise<GuardEntry[]>;
+  /** The local picture the request path reads; kept current by this state (replaced whole only by a resync). */
+  readonly view: GuardView;
+  events: GuardStateEvents | null;
+  /** Brings the local picture up to the store now. */
+  sync(): Promise<void>;
+  /** Writes an entry; applied to the local picture before it resolves. */
   put(entry: GuardEntry): Promise<void>;
-  /** True when there was such an entry. */
-  remove(kind: EntryKind, id: string): Promise<boolean>;
-  /** Counts one event for a ban; returns the new ban entry when this event started it, else null. */
-  countBan(c: BanCount, now: number): Promise<GuardEntry | null>;
+  /** Removes an entry; the entry removed, or null when there was none. */
+  remove(kind: EntryKind, id: string): Promise<GuardEntry | null>;
+  /** Counts one event for a ban; the ban this event started (and what the cap ended), else null. */
+  countBan(c: BanCount, now: number): Promise<BanStarted | null>;
   /** Takes one of `max` slots of `key` for `leaseMs`; a lease id, or null when all are taken. */
   acquire(key: string, max: number, leaseMs: number): Promise<string | null>;
   release(key: string, lease: string): Promise<void>;
   /** Extends the leases still held (called periodically while their requests run). */
   renew(leases: ReadonlyMap<string, string>, leaseMs: number): Promise<void>;
-  /** Called (on this replica) when the entries may have changed: by this process, or another replica. */
-  onChange(listener: () => void): void;
+  /**
+   * Whether changes made elsewhere must be followed continuously (ban rules are configured). Without
+   * that, and with no entry held, a shared state keeps no timer and is woken by the store instead.
+   */
+  follow(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -50,41 +80,49 @@ export function isLive(e: GuardEntry, now: number): boolean {
   return e.expiresAt === null || e.expiresAt > now;
 }
 
-/** The memory store's state: this process only (the start-up line says so). */
+/** Ends the oldest bans of `ban` beyond `max` in `view`; the ids of the live ones ended. */
+export function capBans(view: GuardView, ban: string, max: number, now: number): string[] {
+  const dropped: string[] = [];
+  while (view.banCount(ban) > max) {
+    const id = `${ban}/${view.oldestBan(ban)!}`;
+    const e = view.remove(fieldOf('ban', id));
+    if (e !== undefined && isLive(e, now)) dropped.push(id);
+  }
+  return dropped;
+}
+
+/** The memory store's state: this process only (the start-up line says so). Its local picture is the state itself. */
 export class MemoryGuardState implements GuardState {
   readonly scope = 'memory' as const;
-  private readonly entries = new Map<string, GuardEntry>();
+  readonly view: GuardView;
+  events: GuardStateEvents | null = null;
   private readonly counts = new Map<string, { n: number; until: number }>();
   private readonly slots = new Map<string, Map<string, number>>();
-  private readonly listeners: (() => void)[] = [];
   private seq = 0;
 
-  constructor(private readonly now: () => number = Date.now) {}
-
-  async list(): Promise<GuardEntry[]> {
-    const t = this.now();
-    const live: GuardEntry[] = [];
-    for (const [k, e] of this.entries) {
-      if (isLive(e, t)) live.push(e);
-      else this.entries.delete(k);
-    }
-    return live;
+  constructor(private readonly now: () => number = Date.now) {
+    this.view = new GuardView(now);
   }
 
-  async put(entry: GuardEntry): Promise<void> {
-    this.entries.set(`${entry.kind}|${entry.id}`, entry);
-    this.changed();
+  sync(): Promise<void> {
+    this.view.prune(this.now());
+    return Promise.resolve();
   }
 
-  async remove(kind: EntryKind, id: string): Promise<boolean> {
-    const had = this.entries.delete(`${kind}|${id}`);
-    if (had) this.changed();
-    return had;
+  put(entry: GuardEntry): Promise<void> {
+    this.view.prune(this.now());
+    this.view.put(entry);
+    return Promise.resolve();
   }
 
-  async countBan(c: BanCount, now: number): Promise<GuardEntry | null> {
-    const existing = this.entries.get(`ban|${c.id}`);
-    if (existing !== undefined && isLive(existing, now)) return null;
+  remove(kind: EntryKind, id: string): Promise<GuardEntry | null> {
+    this.view.prune(this.now());
+    return Promise.resolve(this.view.remove(fieldOf(kind, id)) ?? null);
+  }
+
+  countBan(c: BanCount, now: number): Promise<BanStarted | null> {
+    const existing = this.view.get(fieldOf('ban', c.id));
+    if (existing !== undefined && isLive(existing, now)) return Promise.resolve(null);
     let n = this.counts.get(c.id);
     if (n === undefined || n.until <= now) {
       // Bounded: stale counters go whenever the map grows past a size worth sweeping.
@@ -92,46 +130,47 @@ export class MemoryGuardState implements GuardState {
       n = { n: 0, until: now + c.periodMs };
       this.counts.set(c.id, n);
     }
-    if (++n.n < c.limit) return null;
+    if (++n.n < c.limit) return Promise.resolve(null);
     this.counts.delete(c.id);
-    const entry: GuardEntry = { kind: 'ban', id: c.id, reason: c.reason, createdAt: now, expiresAt: now + c.banMs };
-    await this.put(entry);
-    return entry;
+    const entry: GuardEntry = { kind: 'ban', id: c.id, reason: c.reason, createdAt: now, expiresAt: now + c.banMs, who: `ban ${splitBanId(c.id).ban}` };
+    this.view.prune(now);
+    this.view.put(entry);
+    return Promise.resolve({ entry, dropped: capBans(this.view, splitBanId(c.id).ban, c.maxActive, now) });
   }
 
-  async acquire(key: string, max: number, leaseMs: number): Promise<string | null> {
+  acquire(key: string, max: number, leaseMs: number): Promise<string | null> {
     const t = this.now();
     let held = this.slots.get(key);
     if (held === undefined) this.slots.set(key, (held = new Map()));
     for (const [id, until] of held) if (until <= t) held.delete(id);
-    if (held.size >= max) return null;
+    if (held.size >= max) return Promise.resolve(null);
     const id = String(++this.seq);
     held.set(id, t + leaseMs);
-    return id;
+    return Promise.resolve(id);
   }
 
-  async release(key: string, lease: string): Promise<void> {
+  release(key: string, lease: string): Promise<void> {
     const held = this.slots.get(key);
-    if (held === undefined) return;
+    if (held === undefined) return Promise.resolve();
     held.delete(lease);
     if (held.size === 0) this.slots.delete(key);
+    return Promise.resolve();
   }
 
-  async renew(leases: ReadonlyMap<string, string>, leaseMs: number): Promise<void> {
+  renew(leases: ReadonlyMap<string, string>, leaseMs: number): Promise<void> {
     const until = this.now() + leaseMs;
     for (const [lease, key] of leases) {
       const held = this.slots.get(key);
       if (held?.has(lease)) held.set(lease, until);
     }
+    return Promise.resolve();
   }
 
-  onChange(listener: () => void): void {
-    this.listeners.push(listener);
+  follow(): void {
+    // Nothing to follow: every change is made in this process.
   }
 
-  async close(): Promise<void> {}
-
-  private changed(): void {
-    for (const l of this.listeners) l();
+  close(): Promise<void> {
+    return Promise.resolve();
   }
 }

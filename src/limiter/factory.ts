@@ -9,7 +9,8 @@ import { createBlockedCacheStore } from './blocked.js';
 import { systemClock, type Clock } from './clock.js';
 import type { StoreError } from './errors.js';
 import { createLeaseStore, type LeaseStore } from './redis/lease.js';
-import { MemoryStore } from './memory/store.js';
+import { DEFAULT_MAX_KEYS, MemoryStore } from './memory/store.js';
+import { fullReporter } from './memory/full-report.js';
 import { createRedisStore } from './redis/store.js';
 import { createResilientStore, type BreakerOptions, type StoreEvent } from './resilient.js';
 import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
@@ -30,6 +31,8 @@ export interface StoreHandle {
   fallbackActive(): boolean;
   /** The lease layer (docs/leases.md), when `store.lease` is on for a Redis store. */
   readonly leases?: LeaseStore;
+  /** Buckets held in this process: the memory store's, or the Redis store's local fallback's (rategate_store_keys). */
+  localKeys(): number;
 }
 
 export interface StoreFactoryOptions {
@@ -51,6 +54,8 @@ const REFUND_LOG_INTERVAL_MS = 10_000;
 
 /** `lease` defaults to on; `gateways` (the replicas sharing the store) sizes leases and the fallback's share, default 2. */
 export type StoreSettings = Pick<Config['store'], 'url' | 'prefix' | 'timeout' | 'onError'> & {
+  /** Buckets the memory store (or the Redis store's local fallback) may hold (store.maxKeys). */
+  readonly maxKeys?: number;
   readonly lease?: boolean;
   readonly gateways?: number;
   readonly sentinelPassword?: string | null;
@@ -60,9 +65,10 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
   const url = parseStoreUrl(storeConfig.url);
   const observer = opts.observer ?? {};
   const log = opts.log;
+  const memory = (role: string): MemoryStore => boundedMemoryStore(storeConfig, opts, role);
   if (url.kind === 'memory') {
-    const store = new MemoryStore(opts.now ? { now: opts.now } : {});
-    return { store, kind: 'memory', reachable: async () => true, fallbackActive: () => false };
+    const store = memory('memory store');
+    return { store, kind: 'memory', reachable: async () => true, fallbackActive: () => false, localKeys: () => store.size };
   }
   const where = { store: url.kind, url: redactStoreUrl(storeConfig.url) };
   const redis = createRedisStore({
@@ -76,8 +82,9 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
   });
   const policy = `onError: ${storeConfig.onError} (per-rule onStoreError aside)`;
   const states = log ? new StoreStateLog({ log, where, policy, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
+  const fallback = memory('local fallback');
   const resilient = createResilientStore(redis, {
-    fallback: new MemoryStore(opts.now ? { now: opts.now } : {}),
+    fallback,
     ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
     ...(opts.breaker ? { breaker: opts.breaker } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
@@ -141,7 +148,17 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
       );
     },
     fallbackActive: () => resilient.fallbackActive,
+    localKeys: () => fallback.size,
   };
+}
+
+/** A memory store (the store, or the Redis store's local fallback) bounded by store.maxKeys, saying when full. */
+function boundedMemoryStore(storeConfig: StoreSettings, opts: StoreFactoryOptions, role: string): MemoryStore {
+  return new MemoryStore({
+    ...(opts.now ? { now: opts.now } : {}),
+    ...(storeConfig.maxKeys !== undefined ? { maxKeys: storeConfig.maxKeys } : {}),
+    onFull: fullReporter(opts.observer ?? {}, opts.log, storeConfig.maxKeys ?? DEFAULT_MAX_KEYS, role),
+  });
 }
 
 /** Counts every failed refund; logs the first, then at most one line per interval with the count since. */

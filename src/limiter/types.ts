@@ -87,6 +87,8 @@ export interface StoreObserver {
   nodeUp(node: string, up: boolean): void;
   /** A master was replaced by its promoted replica: its series goes. */
   nodeGone(node: string): void;
+  /** A request refused because the memory store (or the local fallback) holds store.maxKeys buckets. */
+  keysRefused(): void;
 }
 
 /** The logger calls the limiter makes: a pino Logger fits. */

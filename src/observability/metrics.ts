@@ -143,6 +143,22 @@ export class Metrics {
     aggregator: 'min',
   });
 
+  /** Asked at each scrape for rategate_store_keys (set by the composition root). */
+  storeKeysProbe: (() => number) | undefined;
+  readonly storeKeys: client.Gauge = new client.Gauge({
+    name: 'rategate_store_keys',
+    help: "Buckets held in this process's memory: the memory store's, or the Redis store's local fallback's (bounded by store.maxKeys).",
+    registers: [this.registry],
+    collect: () => {
+      if (this.storeKeysProbe) this.storeKeys.set(this.storeKeysProbe());
+    },
+  });
+  readonly storeKeysRefused = new client.Counter({
+    name: 'rategate_store_keys_refused_total',
+    help: 'Requests refused 429 because they needed a new bucket and the memory store (or the local fallback) was full (store.maxKeys).',
+    registers: [this.registry],
+  });
+
   readonly gatewayResponses = new client.Counter({
     name: 'rategate_gateway_responses_total',
     help: 'Responses the gateway made itself (not the upstream), by status code.',
@@ -210,6 +226,7 @@ export class Metrics {
       batchSent: (requests) => this.storeBatchRequests.observe(requests),
       nodeUp: (node, up) => this.storeNodeUp.set({ node }, up ? 1 : 0),
       nodeGone: (node) => this.storeNodeUp.remove({ node }),
+      keysRefused: () => this.storeKeysRefused.inc(),
     };
   }
 

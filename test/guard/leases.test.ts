@@ -85,27 +85,36 @@ describe.skipIf(skipCluster('guard state on a Redis Cluster'))('guard state on a
   }, 60_000);
   afterAll(async () => cluster?.stop());
 
-  it('stores entries, starts bans and leases slots on a cluster (the entries share one hash slot)', async () => {
+  it('stores entries, starts bans and leases slots on a cluster (the entries share one hash slot), and each replica follows the change log', async () => {
     const a = new RedisGuardState({ url: cluster.url, prefix: 'rg', timeoutMs: 2_000 });
     const b = new RedisGuardState({ url: cluster.url, prefix: 'rg', timeoutMs: 2_000, pollMs: 50 });
     try {
       await Promise.all([a.ready(10_000), b.ready(10_000)]);
-      let changed = 0;
-      b.onChange(() => changed++);
+      await Promise.all([a.sync(), b.sync()]);
+      b.follow(true);
       await a.put({ kind: 'block', id: '203.0.113.0/24', reason: 'r', createdAt: Date.now(), expiresAt: Date.now() + 60_000 });
-      const c = { id: 'login/ip:198.51.100.1', limit: 2, periodMs: 60_000, banMs: 60_000, reason: 'x' };
+      const c = { id: 'login/ip:198.51.100.1', limit: 2, periodMs: 60_000, banMs: 60_000, reason: 'x', maxActive: 10 };
       expect(await a.countBan(c, Date.now())).toBeNull();
-      expect(await b.countBan(c, Date.now())).toMatchObject({ kind: 'ban', id: c.id });
-      expect((await b.list()).map((e) => `${e.kind}|${e.id}`).sort()).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
+      expect(await b.countBan(c, Date.now())).toMatchObject({ entry: { kind: 'ban', id: c.id }, dropped: [] });
+      const ids = (s: RedisGuardState) =>
+        s.view
+          .live(Date.now())
+          .map((e) => `${e.kind}|${e.id}`)
+          .sort();
+      expect(ids(b)).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
+      // `a` learns the ban from the log (announced, or polled since it holds an entry).
       const t0 = Date.now();
-      while (changed === 0 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
-      expect(changed).toBeGreaterThan(0);
+      while (ids(a).length < 2 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
+      expect(ids(a)).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
       const lease = await a.acquire('uploads:{acct:a:1}', 1, 10_000);
       expect(lease).not.toBeNull();
       expect(await b.acquire('uploads:{acct:a:1}', 1, 10_000)).toBeNull();
       await a.release('uploads:{acct:a:1}', lease!);
       expect(await b.acquire('uploads:{acct:a:1}', 1, 10_000)).not.toBeNull();
-      expect(await a.remove('block', '203.0.113.0/24')).toBe(true);
+      expect(await a.remove('block', '203.0.113.0/24')).toMatchObject({ kind: 'block', id: '203.0.113.0/24' });
+      const t1 = Date.now();
+      while (ids(b).length > 1 && Date.now() - t1 < 5_000) await new Promise((r) => setTimeout(r, 20));
+      expect(ids(b)).toEqual(['ban|login/ip:198.51.100.1']);
     } finally {
       await Promise.all([a.close(), b.close()]);
     }

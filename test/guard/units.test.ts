@@ -72,16 +72,18 @@ describe('MemoryGuardState bans', () => {
   it('bans at the limit within the period, not before, and the ban ends by itself', async () => {
     let now = 1_000;
     const s = new MemoryGuardState(() => now);
-    const c = { id: 'b/ip:1.2.3.4', limit: 3, periodMs: 10_000, banMs: 5_000, reason: 'x' };
+    const c = { id: 'b/ip:1.2.3.4', limit: 3, periodMs: 10_000, banMs: 5_000, reason: 'x', maxActive: 100 };
     expect(await s.countBan(c, now)).toBeNull();
     expect(await s.countBan(c, now)).toBeNull();
     now = 12_000; // the window passed: counting starts again
     expect(await s.countBan(c, now)).toBeNull();
     expect(await s.countBan(c, now)).toBeNull();
-    expect(await s.countBan(c, now)).toMatchObject({ kind: 'ban', id: 'b/ip:1.2.3.4', expiresAt: 17_000 });
-    expect((await s.list()).map((e) => e.id)).toEqual(['b/ip:1.2.3.4']);
+    expect(await s.countBan(c, now)).toMatchObject({ entry: { kind: 'ban', id: 'b/ip:1.2.3.4', expiresAt: 17_000, who: 'ban b' }, dropped: [] });
+    expect(s.view.live(now).map((e) => e.id)).toEqual(['b/ip:1.2.3.4']);
     now = 17_000;
-    expect(await s.list()).toEqual([]);
+    expect(s.view.live(now)).toEqual([]);
+    await s.sync();
+    expect(s.view.size).toBe(0);
   });
 });
 

@@ -30,6 +30,11 @@ export function guardShapes(ruleMatchShape: RuleMatchShape) {
     limit: positiveInt().describe('Counted requests allowed in `period` before the key is banned.'),
     period: duration(1).describe('The counting window (findtime).'),
     ban: duration(1000).describe('How long the key stays banned (bantime).'),
+    maxActive: positiveInt()
+      .default(100_000)
+      .describe(
+        'Live bans this ban may hold (default 100000): one more ends the oldest, logged and counted (rategate_bans_dropped_total), so a ban wave costs bounded memory.',
+      ),
   };
 
   const concurrencyShape = {

@@ -9,9 +9,13 @@
  *
  * Keys are packed, never changed: the part before the first `{` (the rule's prefix, e.g. `ip-access:`)
  * is interned as a 16-bit number, a canonical `{ip:a.b.c.d}` tail becomes four bytes, any other ASCII
- * tail up to 12 characters is copied. Keys that do not pack (IPv6 networks, long account keys, keys with
- * no `{`) go to a small string map beside the table and cost what they did before. Packing is injective
- * (a tag byte tells the forms apart), so two keys share a row only when they are the same string.
+ * tail up to 12 characters is copied. A digest tail (`{ck:<64 hex>}`, `{hdr:…}`, `{tok:…}`, `{prm:…}`,
+ * `{acct:h:…}`: values the client chooses) interns its prefix with the kind (`sid:{ck:`) and keeps the
+ * digest's first 96 bits. Keys that do not pack (IPv6 networks, long account keys, keys with no `{`) go
+ * to a small string map beside the table and cost what they did before. A tag byte tells the forms
+ * apart; the packing is injective but for digests, where two values share a row only when their
+ * SHA-256 digests agree on 96 bits: such clients would be counted together (never more than a limit
+ * admits), and finding a value that shares a given client's row is a 2^96 search.
  *
  * Rows stay dense: removing a row moves the last row into its place, so the arrays can shrink when the
  * clients of a busier period have expired (at a quarter full, to half the capacity).
@@ -24,6 +28,10 @@ const KEY = 16;
 const LONG = 0xff; // length byte of a row whose key is in `longKeys`
 const TAG_IPV4 = 1;
 const TAG_ASCII = 2;
+const TAG_DIGEST = 3;
+/** Hex digits of a SHA-256 digest, and how many of them a row keeps (96 bits: the payload's 12 bytes). */
+const DIGEST_HEX = 64;
+const KEPT_HEX = 24;
 const MIN_ROWS = 1024;
 const MAX_PREFIXES = 0xffff;
 
@@ -151,7 +159,8 @@ export class BucketTable {
   private packKey(key: string): number {
     const brace = key.indexOf('{');
     if (brace < 0) return LONG;
-    const prefix = key.slice(0, brace);
+    const hexAt = digestStart(key, brace);
+    const prefix = key.slice(0, hexAt < 0 ? brace : hexAt);
     let id = this.prefixes.get(prefix);
     if (id === undefined) {
       if (this.prefixes.size >= MAX_PREFIXES) return LONG;
@@ -161,6 +170,11 @@ export class BucketTable {
     const s = this.scratch;
     s[1] = id & 0xff;
     s[2] = id >>> 8;
+    if (hexAt >= 0) {
+      s[3] = TAG_DIGEST;
+      for (let i = 0; i < KEPT_HEX / 2; i++) s[4 + i] = (hexValue(key.charCodeAt(hexAt + 2 * i)) << 4) | hexValue(key.charCodeAt(hexAt + 2 * i + 1));
+      return 3 + KEPT_HEX / 2;
+    }
     if (this.packIpv4(key, brace)) {
       s[3] = TAG_IPV4;
       return 7;
@@ -264,4 +278,28 @@ export class BucketTable {
     this.mask = size - 1;
     for (let r = 0; r < rows; r++) this.place(r, hashes[r]!);
   }
+}
+
+/** A lowercase hex digit's value (the caller has checked it is one). */
+function hexValue(c: number): number {
+  return c <= 0x39 ? c - 0x30 : c - 0x57;
+}
+
+/**
+ * Where the digest starts in a `{<kind>:<64 lowercase hex>}` tail (kind: 1–12 of `a-z` and `:`, e.g.
+ * `ck`, `acct:h`), or -1 when the tail is not of that form.
+ */
+function digestStart(key: string, brace: number): number {
+  const end = key.length - 1;
+  const hexAt = end - DIGEST_HEX;
+  if (key.charCodeAt(end) !== 0x7d /* } */ || hexAt < brace + 3 || hexAt - brace > 14 || key.charCodeAt(hexAt - 1) !== 0x3a /* : */) return -1;
+  for (let i = brace + 1; i < hexAt; i++) {
+    const c = key.charCodeAt(i);
+    if ((c < 0x61 || c > 0x7a) && c !== 0x3a) return -1;
+  }
+  for (let i = hexAt; i < end; i++) {
+    const c = key.charCodeAt(i);
+    if ((c < 0x30 || c > 0x39) && (c < 0x61 || c > 0x66)) return -1;
+  }
+  return hexAt;
 }

@@ -1,13 +1,54 @@
-/** @module The in-process store: exact, all-or-nothing counting in a packed table, with expired buckets swept. */
+/**
+ * @module The in-process store: exact, all-or-nothing counting in a packed table, with expired buckets
+ * swept, and a bound on the buckets held (`store.maxKeys`).
+ *
+ * When full, a request that needs a bucket the table does not hold is refused (429, retry in 1 s), never
+ * admitted uncounted, and a bucket it holds is never dropped to make room: so no client is ever admitted
+ * past a limit, and a flood of new keys costs new clients an answer, not the memory of the process.
+ * Keys whose values the client chooses (tokens, headers, parameters, cookies, IPv6 networks) may fill
+ * only 90 % of the table; the rest is kept for IPv4 addresses, accounts and `global`, so that such a
+ * flood leaves those clients their buckets.
+ */
 import { evaluate, type Evaluation, type State } from '../algorithms.js';
 import { BucketTable, ROW } from './bucket-table.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
+
+/**
+ * Default `store.maxKeys`. A bucket costs ~90 B (bench: test/limiter/memory-bound.test.ts measures it;
+ * IPv6 networks and long account keys ~300 B): 1,000,000 buckets are ~90 MB, at most ~300 MB.
+ */
+export const DEFAULT_MAX_KEYS = 1_000_000;
+/** The share of the table keys chosen by the client may fill. */
+const CLIENT_CHOSEN_SHARE = 0.9;
+/** A request refused for want of room is told to come back after this. */
+const FULL_RETRY_MS = 1_000;
 
 export interface MemoryStoreOptions {
   now?: () => number;
   /** How many entries one sweep step examines; steps run every `sweepIntervalMs`. */
   sweepBatch?: number;
   sweepIntervalMs?: number;
+  /** Buckets held at most (default DEFAULT_MAX_KEYS). */
+  maxKeys?: number;
+  /** Told of each request refused because the table is full (for a metric and a log line). */
+  onFull?: (key: string) => void;
+}
+
+/** IPv4 (`{ip:a.b.c.d}`, no colon), account and global keys: not multiplied by values the client picks. */
+function reservedKind(key: string): boolean {
+  const brace = key.indexOf('{');
+  if (brace < 0) return false;
+  if (key.startsWith('{acct:', brace) || key.startsWith('{global}', brace)) return true;
+  return key.startsWith('{ip:', brace) && key.indexOf(':', brace + 4) < 0;
+}
+
+/** The row of a bucket the table had no room for (never written). */
+const FULL = -2;
+
+/** The answer for a bucket the table has no room for: limited, retry in FULL_RETRY_MS. */
+function fullEvaluation(now: number): Evaluation {
+  const at = now + FULL_RETRY_MS;
+  return { ok: false, next: [0, 0, 0], expireAt: now, remainingIfCharged: 0, remainingNow: 0, resetIfCharged: at, resetNow: at, retryAt: at };
 }
 
 /**
@@ -24,9 +65,17 @@ export class MemoryStore implements Store {
   /** consumeSync's rows, reused: it runs to completion, so no two calls share it. */
   private readonly rows: number[] = [];
   private readonly timer: NodeJS.Timeout | undefined;
+  readonly maxKeys: number;
+  private readonly clientChosenMax: number;
+  private readonly onFull: ((key: string) => void) | undefined;
+  /** When a full table last forced a sweep step (at most one per 100 ms on the request path). */
+  private forcedSweepAt = -Infinity;
 
   constructor(opts: MemoryStoreOptions = {}) {
     this.now = opts.now ?? Date.now;
+    this.maxKeys = opts.maxKeys ?? DEFAULT_MAX_KEYS;
+    this.clientChosenMax = Math.floor(this.maxKeys * CLIENT_CHOSEN_SHARE);
+    this.onFull = opts.onFull;
     this.sweepBatch = opts.sweepBatch ?? 20_000;
     const interval = opts.sweepIntervalMs ?? 250;
     if (interval > 0) {
@@ -54,18 +103,36 @@ export class MemoryStore implements Store {
     // Rows found here stay valid through the writes below: adding rows never moves the others.
     const rows = this.rows;
     let allowed = true;
+    let adding = 0;
+    let refusedFor: string | undefined;
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]!;
-      const row = this.table.find(spec.key);
+      let row = this.table.find(spec.key);
+      if (row < 0 && !this.room(spec.key, adding)) {
+        // No room: refused (a shadow rule only reports, and keeps no bucket).
+        row = FULL;
+        if (!spec.shadow) {
+          evals[i] = fullEvaluation(now);
+          rows[i] = row;
+          refusedFor ??= spec.key;
+          allowed = false;
+          continue;
+        }
+      } else if (row < 0) adding++;
       rows[i] = row;
       const e = evaluate(spec, this.read(row, now), now);
       evals[i] = e;
       if (!e.ok && !spec.shadow) allowed = false;
     }
+    if (refusedFor !== undefined) this.onFull?.(refusedFor);
     const buckets: BucketState[] = new Array(specs.length);
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]!;
       const e = evals[i]!;
+      if (allowed && e.ok && rows[i] === FULL) {
+        buckets[i] = { remaining: e.remainingIfCharged, resetAt: e.resetIfCharged, limited: false, retryAt: now };
+        continue;
+      }
       // Charged only when the whole request passes and this bucket itself had room (a full shadow
       // bucket is reported as limited but not pushed past its limit).
       if (allowed && e.ok) {
@@ -100,6 +167,22 @@ export class MemoryStore implements Store {
     this.table.clear();
     this.sweepRow = 0;
     return Promise.resolve();
+  }
+
+  /**
+   * Whether a new bucket for `key` fits, `adding` more being added by the same request. When it does
+   * not, a sweep step runs at once (at most every 100 ms): expired buckets make room before the timer's.
+   */
+  private room(key: string, adding: number): boolean {
+    const size = this.table.size + adding;
+    if (size < this.clientChosenMax || (size < this.maxKeys && reservedKind(key))) return true;
+    const t = this.now();
+    if (t - this.forcedSweepAt >= 100) {
+      this.forcedSweepAt = t;
+      this.sweepStep();
+      if (this.table.size + adding < (reservedKind(key) ? this.maxKeys : this.clientChosenMax)) return true;
+    }
+    return false;
   }
 
   /** A row's state, or undefined when absent or expired (an expired row is left for the sweeper). */
