@@ -101,6 +101,9 @@ describe.skipIf(skipCluster('guard state on a Redis Cluster'))('guard state on a
           .live(Date.now())
           .map((e) => `${e.kind}|${e.id}`)
           .sort();
+      // `b` started the ban itself; the block it learns from the log (its next poll, 50 ms).
+      const tb = Date.now();
+      while (ids(b).length < 2 && Date.now() - tb < 5_000) await new Promise((r) => setTimeout(r, 20));
       expect(ids(b)).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
       // `a` learns the ban from the log (announced, or polled since it holds an entry).
       const t0 = Date.now();
