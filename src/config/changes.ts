@@ -19,6 +19,7 @@ export const RESTART_ONLY: readonly string[] = [
   'store.lease',
   'store.gateways',
   'store.sentinelPassword',
+  'store.sentinelPasswordFile',
   'clients.account.path',
   'clients.account.connections',
   'server.maxHeaderSize',

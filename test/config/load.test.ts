@@ -26,10 +26,20 @@ const DEFAULTS: Config = {
   upstreams: {},
   routes: [],
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
-  store: { url: 'memory', prefix: 'rategate', timeout: 50, onError: 'local', failReadiness: false, lease: true, gateways: 2, sentinelPassword: null },
+  store: {
+    url: 'memory',
+    prefix: 'rategate',
+    timeout: 50,
+    onError: 'local',
+    failReadiness: false,
+    lease: true,
+    gateways: 2,
+    sentinelPassword: null,
+    sentinelPasswordFile: null,
+  },
   methods: { custom: [] },
   clients: {
-    trustedProxies: ['loopback', 'private'],
+    trustedProxies: ['loopback'],
     ipv6Prefix: 64,
     account: { from: 'introspect', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 },
   },
@@ -47,6 +57,7 @@ const DEFAULTS: Config = {
     bodyLimits: [],
     paramPeekBytes: 64 * 1024,
   },
+  readiness: { upstream: false },
   limits: [],
   bans: [],
   concurrency: [],
@@ -86,6 +97,7 @@ describe('defaults', () => {
       lease: true,
       gateways: 2,
       sentinelPassword: null,
+      sentinelPasswordFile: null,
     });
     expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 });
   });
@@ -129,6 +141,7 @@ describe('a fully written file', () => {
         lease: true,
         gateways: 2,
         sentinelPassword: null,
+        sentinelPasswordFile: null,
       },
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
@@ -152,6 +165,7 @@ describe('a fully written file', () => {
         paramPeekBytes: 64 * 1024,
       },
       methods: { custom: ['PURGE'] },
+      readiness: { upstream: false },
       limits: [
         {
           name: 'burst.v2',
@@ -291,7 +305,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, upstreams, routes, store, clients, responses, exempt, block, log, server, methods, limits, bans, concurrency)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, upstreams, routes, store, clients, responses, exempt, block, log, server, methods, readiness, limits, bans, concurrency)',
     ]);
   });
 
