@@ -66,7 +66,9 @@ const storeShape = {
     .regex(PREFIX, { error: (iss) => `invalid prefix ${show(iss.input)} (use letters, digits, "_", ".", ":" and "-")` })
     .default('rategate')
     .describe('Prefix of every store key.'),
-  timeout: duration(1).prefault('50ms').describe('A store call slower than this counts as a store error.'),
+  // 250ms, from store-call latencies measured under load with three gateways on a busy host (docs/stores.md,
+  // "Choosing store.timeout"): 50ms sent a healthy Redis's decisions to the fallback by the thousand.
+  timeout: duration(1).prefault('250ms').describe('A store call slower than this counts as a store error (and is decided by onError).'),
   onError: onError.default('local').describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
   failReadiness: z.boolean().default(false).describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
   lease: z

@@ -29,7 +29,7 @@ const DEFAULTS: Config = {
   store: {
     url: 'memory',
     prefix: 'rategate',
-    timeout: 50,
+    timeout: 250,
     onError: 'local',
     failReadiness: false,
     lease: true,
@@ -91,7 +91,7 @@ describe('defaults', () => {
     expect(cfg.store).toEqual({
       url: 'redis://cache:6379',
       prefix: 'rategate',
-      timeout: 50,
+      timeout: 250,
       onError: 'local',
       failReadiness: false,
       lease: true,
