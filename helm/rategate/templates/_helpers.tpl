@@ -79,7 +79,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/*
 The replicas sharing the store (config.store.gateways: each counts alone from its 1/gateways share
 while Redis fails, and leases are sized by it): replicaCount, or with the HPA its maxReplicas, the
-most that can run, so that the replicas together never admit more than a limit while Redis is down
+most that can run, so that the replicas together stay within about one limit while Redis is down
 (with fewer running they admit less: strict, for an outage).
 */}}
 {{- define "rategate.gateways" -}}
