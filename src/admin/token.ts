@@ -2,8 +2,8 @@
  * @module Where the admin API's bearer token comes from (`admin.token`, RATEGATE_ADMIN_TOKEN via the
  * config overrides, or `admin.tokenFile`), and whether the admin listener is reachable off the host.
  */
-import { readFile } from 'node:fs/promises';
-import { ConfigError, parseHostPort } from '../config/index.js';
+import { parseHostPort } from '../config/index.js';
+import { readSecretFile } from '../config/secret-file.js';
 
 /**
  * True when the listen address only accepts connections from this host: 127.0.0.0/8, ::1, localhost.
@@ -27,15 +27,5 @@ export function isLoopbackListen(listen: string): boolean {
 export async function loadAdminToken(admin: { token: string | null; tokenFile: string | null }, source: string): Promise<string | null> {
   if (admin.token !== null) return admin.token;
   if (admin.tokenFile === null) return null;
-  let text: string;
-  try {
-    text = await readFile(admin.tokenFile, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
-    throw new ConfigError(source, [`admin.tokenFile: cannot read "${admin.tokenFile}": ${why}`]);
-  }
-  const token = text.trim();
-  if (token.length === 0) throw new ConfigError(source, [`admin.tokenFile: "${admin.tokenFile}" is empty`]);
-  return token;
+  return readSecretFile(admin.tokenFile, 'admin.tokenFile', source);
 }

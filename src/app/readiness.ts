@@ -1,4 +1,4 @@
-/** @module Readiness of a single process: what /readyz checks (config, serving, upstream, the store when asked). */
+/** @module Readiness of a single process: what /readyz checks (config, serving; the upstream and the store only when asked). */
 import net from 'node:net';
 import type { StoreHandle } from '../limiter/factory.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -11,10 +11,11 @@ export interface ReadinessReport {
 }
 
 /**
- * The /readyz answer. Readiness means "can serve": a store that does not answer leaves the gateway
- * serving under its onError policy (and every route no rule matches), so it fails readiness only when
- * asked to. Probes run at most once a second, whatever the rate of probes and scrapes; the store probe
- * is also the one the metrics read.
+ * The /readyz answer. Readiness means "can serve": config loaded, listening, not draining. Every replica
+ * shares the upstream and the store, so failing readiness on either would take every endpoint away at
+ * once (and blocks, bans and 429s with it); both are reported in the body (and as metrics) and count
+ * only when asked (`readiness.upstream`, `store.failReadiness`). Probes run at most once a second,
+ * whatever the rate of probes and scrapes; they are also the ones the metrics read.
  */
 export function createReadiness(opts: {
   origin: string;
@@ -26,13 +27,15 @@ export function createReadiness(opts: {
   const upstreamProbe = cachedProbe(opts.origin);
   const storeProbe = cached(() => opts.store.reachable());
   opts.metrics.storeProbe = storeProbe;
+  opts.metrics.upstreamProbe = upstreamProbe;
   return async () => {
-    const reachable = await storeProbe();
-    const storeCfg = opts.policy().snapshot.config.store;
-    const checks: Record<string, boolean> = { config: true, serving: !opts.draining(), upstream: await upstreamProbe() };
-    if (storeCfg.failReadiness) checks.store = reachable;
-    const store = { kind: opts.store.kind, reachable, fallbackActive: opts.store.fallbackActive(), onError: storeCfg.onError };
-    return { ready: Object.values(checks).every(Boolean), checks, details: { store } };
+    const [reachable, upstreamReachable] = await Promise.all([storeProbe(), upstreamProbe()]);
+    const config = opts.policy().snapshot.config;
+    const checks: Record<string, boolean> = { config: true, serving: !opts.draining() };
+    if (config.readiness.upstream) checks.upstream = upstreamReachable;
+    if (config.store.failReadiness) checks.store = reachable;
+    const store = { kind: opts.store.kind, reachable, fallbackActive: opts.store.fallbackActive(), onError: config.store.onError };
+    return { ready: Object.values(checks).every(Boolean), checks, details: { upstream: { reachable: upstreamReachable }, store } };
   };
 }
 

@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import { ConfigError, parseConfig, type ConfigOverrides, type Snapshot } from '../config/index.js';
-import { configChanges } from '../config/changes.js';
+import { configChanges, ruleChanges } from '../config/changes.js';
 import { ConfigWatcher } from '../config/watch.js';
 import type { Introspect } from '../identity/account.js';
 import { loadAdminToken } from '../admin/token.js';
@@ -51,6 +51,7 @@ export async function applyConfig(t: ReloadTarget, text: string): Promise<boolea
   const applied =
     changes.live.length > 0 ? `; in force now: ${changes.live.join(', ')}` : changes.atRestart.length > 0 ? '; nothing in force changed' : '; nothing changed';
   t.log.info({ rules: next.rules.length, source: t.configPath, applied: changes.live }, `config reloaded: ${next.rules.length} rules${applied}`);
+  for (const c of ruleChanges(previous.snapshot.config, next.config)) t.log.info({ section: c.section, rule: c.name, change: c.change }, c.text);
   if (changes.atRestart.length > 0) {
     t.log.warn(
       { atRestart: changes.atRestart },

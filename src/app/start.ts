@@ -4,9 +4,9 @@
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { parseConfig, parseHostPort, type Config, type ConfigOverrides, type Snapshot } from '../config/index.js';
+import { parseConfig, parseHostPort, readConfigText, type Config, type ConfigOverrides, type Snapshot } from '../config/index.js';
+import { loadSentinelPassword } from '../config/secret-file.js';
 import { createHttpIntrospector, createIntrospectionPool } from '../identity/index.js';
 import { createStoreFor, type StoreHandle } from '../limiter/factory.js';
 import { createAccessLog, createProcessLogger } from '../observability/log.js';
@@ -69,7 +69,7 @@ export interface RunningGateway {
 
 export async function startGateway(settings: GatewaySettings): Promise<RunningGateway> {
   const overrides = settings.overrides ?? {};
-  const initialText = await readFile(settings.configPath, 'utf8');
+  const initialText = await readConfigText(settings.configPath);
   const snapshot = parseConfig(initialText, settings.configPath, overrides);
   const cfg = snapshot.config;
   const log = settings.logger ?? createProcessLogger();
@@ -79,13 +79,15 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const origin = new URL(builtin?.url ?? cfg.upstream.url).origin;
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
   metrics.configLoaded(true, false);
-  const storeHandle = await createStoreFor(cfg.store, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
+  // The sentinels' password may come from a file (a mounted Secret): read once, for the counters and the guard alike.
+  const storeCfg = { ...cfg.store, sentinelPassword: await loadSentinelPassword(cfg.store, settings.configPath) };
+  const storeHandle = await createStoreFor(storeCfg, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
   metrics.storeKeysProbe = () => storeHandle.localKeys();
   const upstream = upstreamClients(cfg, origin, { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() });
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect);
-  const guard = await createGuard({ store: cfg.store, registry: metrics.registry, log, config: () => policy.snapshot.config });
+  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config: () => policy.snapshot.config });
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });

@@ -8,6 +8,23 @@ function record(v: unknown): Record<string, unknown> | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
+/** A secret given twice, in the file (or its variable) and as a file to read: which one wins would be a guess. */
+function secretIssues(top: Record<string, unknown>): PathIssue[] {
+  const issues: PathIssue[] = [];
+  const admin = record(top.admin);
+  if (admin !== undefined && admin.token != null && admin.tokenFile != null) {
+    issues.push({ path: ['admin', 'tokenFile'], message: 'set either admin.token (or RATEGATE_ADMIN_TOKEN) or admin.tokenFile, not both' });
+  }
+  const store = record(top.store);
+  if (store !== undefined && store.sentinelPassword != null && store.sentinelPasswordFile != null) {
+    issues.push({
+      path: ['store', 'sentinelPasswordFile'],
+      message: 'set either store.sentinelPassword (or RATEGATE_STORE_SENTINEL_PASSWORD) or store.sentinelPasswordFile, not both',
+    });
+  }
+  return issues;
+}
+
 /**
  * Checks that relate several fields. They run on the raw input, field by field defensively, so they
  * are reported together with the schema's errors instead of only once those are fixed.
@@ -29,9 +46,7 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
     });
   }
 
-  if (adminRaw !== undefined && adminRaw.token != null && adminRaw.tokenFile != null) {
-    issues.push({ path: ['admin', 'tokenFile'], message: 'set either admin.token (or RATEGATE_ADMIN_TOKEN) or admin.tokenFile, not both' });
-  }
+  issues.push(...secretIssues(top));
 
   const account = record(record(top.clients)?.account);
   if (account !== undefined) {

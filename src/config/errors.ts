@@ -14,6 +14,22 @@ export class ConfigError extends RategateError {
   }
 }
 
+/** The config file could not be read at all (missing, a directory, no permission): nothing to list but that. */
+export class ConfigFileUnreadable extends ConfigError {
+  constructor(
+    readonly file: string,
+    readonly why: string,
+  ) {
+    super(file, [`cannot read the config file: ${why}`]);
+  }
+}
+
+/** Why a file could not be read, in words: what a person fixes (ENOENT → no such file). */
+export function whyUnreadable(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : String((err as Error).message);
+}
+
 export type PathItem = string | number | symbol;
 
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$-]*$/;

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { buildSnapshot } from './compile.js';
-import { ConfigError, configErrorMap, formatPath, unknownKeyMessage, type PathIssue, type PathItem } from './errors.js';
+import { ConfigError, ConfigFileUnreadable, configErrorMap, formatPath, unknownKeyMessage, whyUnreadable, type PathIssue, type PathItem } from './errors.js';
 import { crossFieldIssues } from './cross-field.js';
 import { configSchema, knownKeysAt, type Config } from './schema.js';
 import type { Snapshot } from './types.js';
@@ -20,6 +20,8 @@ export interface ConfigOverrides {
   store?: string;
   /** `log.level` (RATEGATE_LOG_LEVEL): wins over the file at start and on every reload alike. */
   logLevel?: string;
+  /** RATEGATE_STORE_SENTINEL_PASSWORD: replaces `store.sentinelPassword`, so the secret need not sit in the file. */
+  sentinelPassword?: string;
 }
 
 export const EMPTY_FILE = '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")';
@@ -57,6 +59,7 @@ const OVERRIDE_PATHS: Record<keyof ConfigOverrides, readonly string[]> = {
   upstream: ['upstream', 'url'],
   store: ['store', 'url'],
   logLevel: ['log', 'level'],
+  sentinelPassword: ['store', 'sentinelPassword'],
 };
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -165,15 +168,15 @@ export function parseConfig(text: string, source: string, overrides?: ConfigOver
   return buildSnapshot(result.config, source);
 }
 
-export async function loadConfigFile(path: string, overrides?: ConfigOverrides): Promise<Snapshot> {
-  let text: string;
+/** The config file's text; an unreadable file is a ConfigFileUnreadable naming it. */
+export async function readConfigText(path: string): Promise<string> {
   try {
-    text = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why =
-      code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : String((err as Error).message);
-    throw new ConfigError(path, [`cannot read the config file: ${why}`]);
+    throw new ConfigFileUnreadable(path, whyUnreadable(err));
   }
-  return parseConfig(text, path, overrides);
+}
+
+export async function loadConfigFile(path: string, overrides?: ConfigOverrides): Promise<Snapshot> {
+  return parseConfig(await readConfigText(path), path, overrides);
 }

@@ -66,7 +66,9 @@ const storeShape = {
     .regex(PREFIX, { error: (iss) => `invalid prefix ${show(iss.input)} (use letters, digits, "_", ".", ":" and "-")` })
     .default('rategate')
     .describe('Prefix of every store key.'),
-  timeout: duration(1).prefault('50ms').describe('A store call slower than this counts as a store error.'),
+  // 250ms, from store-call latencies measured under load with three gateways on a busy host (docs/stores.md,
+  // "Choosing store.timeout"): 50ms sent a healthy Redis's decisions to the fallback by the thousand.
+  timeout: duration(1).prefault('250ms').describe('A store call slower than this counts as a store error (and is decided by onError).'),
   maxKeys: positiveInt()
     .default(1_000_000)
     .describe(
@@ -92,7 +94,15 @@ const storeShape = {
     .min(1)
     .nullable()
     .default(null)
-    .describe("The sentinels' own password (redis-sentinel:// URLs), when they require one; the URL's credentials are the master's."),
+    .describe(
+      "The sentinels' own password (redis-sentinel:// URLs), when they require one; the URL's credentials are the master's. Better from RATEGATE_STORE_SENTINEL_PASSWORD or sentinelPasswordFile than in this file.",
+    ),
+  sentinelPasswordFile: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("Path of a file holding the sentinels' password (e.g. a mounted Secret), trimmed; read at start."),
 };
 const accountShape = {
   from: z
@@ -124,8 +134,12 @@ const accountShape = {
 const clientsShape = {
   trustedProxies: z
     .array(checked(checkTrustedProxy))
-    .default(['loopback', 'private'])
-    .describe('Peers whose X-Forwarded-For is honoured: loopback, private, IPs or CIDRs.'),
+    // Security: loopback only. `private` would let any pod, or a node that source-NATs a LoadBalancer's
+    // traffic, name the client (X-Forwarded-For: 127.0.0.1 is then "localhost", exempt in Mastodon's table).
+    .default(['loopback'])
+    .describe(
+      'Peers whose X-Forwarded-For is honoured: loopback, private, IPs or CIDRs. Default loopback only: name your reverse proxy, Ingress controller or L7 load balancer.',
+    ),
   ipv6Prefix: z.number().int().min(1).max(128).default(64).describe('IPv6 clients are grouped by this prefix length.'),
   account: z.object(accountShape).strict().prefault({}).describe('How a request’s account is found.'),
 };
@@ -195,6 +209,15 @@ const logShape = {
     .describe('The client IP in the access log: off (default), digest (a SHA-256 prefix, stable per IP) or clear.'),
 };
 
+/** SPEC §3.3: readiness is the gateway's own; the upstream counts only when asked. */
+const readinessShape = {
+  upstream: z
+    .boolean()
+    .default(false)
+    .describe(
+      'true: /readyz answers 503 while the upstream refuses connections. Default false: every replica shares the upstream, so failing on it would take every endpoint away at once (blocks, bans and 429s with it).',
+    ),
+};
 const methodsShape = {
   custom: z
     .array(checked(checkCustomMethod))
@@ -225,6 +248,7 @@ export const topShape = {
   log: z.object(logShape).strict().prefault({}).describe('Logging.'),
   server: z.object(serverShape).strict().prefault({}).describe('Protection of the proxy listener against hostile clients.'),
   methods: z.object(methodsShape).strict().prefault({}).describe('HTTP methods that patterns may name.'),
+  readiness: z.object(readinessShape).strict().prefault({}).describe('What /readyz checks beyond the gateway itself.'),
   limits: z
     .array(rule)
     // `limits:` with every rule commented out reads as null: an empty table, not an error.
@@ -259,6 +283,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   server: Object.keys(serverShape),
   'server.bodyLimits': Object.keys(bodyLimitShape),
   methods: Object.keys(methodsShape),
+  readiness: Object.keys(readinessShape),
   limits: Object.keys(ruleShape),
   ...guard.knownKeys,
 };

@@ -16,6 +16,7 @@ import { createResilientStore, type BreakerOptions, type StoreEvent } from './re
 import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
 import { StoreStateLog } from './state-log.js';
 import type { Store, StoreLog, StoreObserver } from './types.js';
+import { formatPrefix } from './store-format.js';
 
 export interface StoreHandle {
   readonly store: Store;
@@ -73,7 +74,8 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
   const where = { store: url.kind, url: redactStoreUrl(storeConfig.url) };
   const redis = createRedisStore({
     url: storeConfig.url,
-    prefix: storeConfig.prefix,
+    // The format version joins the prefix from format 2 on: two releases share buckets only when they read them alike.
+    prefix: formatPrefix(storeConfig.prefix),
     timeoutMs: storeConfig.timeout,
     ...(storeConfig.sentinelPassword != null ? { sentinelPassword: storeConfig.sentinelPassword } : {}),
     ...(opts.now ? { now: opts.now } : {}),

@@ -135,6 +135,18 @@ export class Metrics {
     },
   });
 
+  /** Asked at each scrape for rategate_upstream_up (set by the composition root: the readiness probe, cached). */
+  upstreamProbe: (() => Promise<boolean>) | undefined;
+  readonly upstreamUp: client.Gauge = new client.Gauge({
+    name: 'rategate_upstream_up',
+    help: '1 while the default upstream accepts TCP connections (checked at most once a second); readiness ignores it unless readiness.upstream is true.',
+    registers: [this.registry],
+    aggregator: 'min',
+    collect: async () => {
+      if (this.upstreamProbe) this.upstreamUp.set((await this.upstreamProbe()) ? 1 : 0);
+    },
+  });
+
   readonly storeNodeUp = new client.Gauge({
     name: 'rategate_store_node_up',
     help: 'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',

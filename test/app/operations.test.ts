@@ -104,6 +104,26 @@ describe('reload messages', () => {
     expect(after[1]).toMatchObject({ level: 40, atRestart: ['store.prefix', 'server.maxConnections'] });
   });
 
+  it('name each rule the edit changed, old → new, and each rule added or removed', async () => {
+    const { file, lines } = await start(QUIET + SEED_TABLE);
+    const edited = SEED_TABLE.replace('limit: 5\n    period: 30m', 'limit: 6\n    period: 1h')
+      .replace(/ {2}- name: deletion[\s\S]*$/, '')
+      .concat('  - { name: search, match: GET /api/v2/search, per: ip, limit: 10, period: 1m }\n')
+      .concat('bans:\n  - { name: login-failures, match: POST /auth/sign_in, per: ip, on: { status: [401] }, limit: 10, period: 10m, ban: 1h }\n');
+    writeFileSync(file, QUIET + edited);
+    expect(await fx.gw!.reload()).toBe(true);
+    const ruleLines = lines.filter((l) => l.rule !== undefined && l.change !== undefined);
+    expect(ruleLines.map((l) => l.msg)).toEqual([
+      'rule sign-up changed: limit 5 → 6, period 30m → 1h',
+      'rule search added: match GET /api/v2/search, per ip, limit 10, period 1m, algorithm fixed-window, cost 1, shadow false',
+      'rule deletion removed',
+      expect.stringMatching(/^ban login-failures added: match POST \/auth\/sign_in, per ip, .*limit 10, period 10m, ban 1h/),
+    ]);
+    expect(ruleLines[0]).toMatchObject({ level: 30, section: 'limits', rule: 'sign-up', change: 'changed' });
+    // Unchanged rules are not named.
+    expect(JSON.stringify(ruleLines)).not.toContain('ip-access');
+  });
+
   it('say so when nothing changed', async () => {
     const { file, lines } = await start(QUIET + SEED_TABLE);
     writeFileSync(file, `# a comment\n${QUIET}${SEED_TABLE}`);

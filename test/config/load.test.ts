@@ -29,17 +29,18 @@ const DEFAULTS: Config = {
   store: {
     url: 'memory',
     prefix: 'rategate',
-    timeout: 50,
+    timeout: 250,
     maxKeys: 1_000_000,
     onError: 'local',
     failReadiness: false,
     lease: true,
     gateways: 2,
     sentinelPassword: null,
+    sentinelPasswordFile: null,
   },
   methods: { custom: [] },
   clients: {
-    trustedProxies: ['loopback', 'private'],
+    trustedProxies: ['loopback'],
     ipv6Prefix: 64,
     account: { from: 'introspect', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 },
   },
@@ -61,6 +62,7 @@ const DEFAULTS: Config = {
     upstreamQueueTimeout: 5_000,
     maxUpstreamConnectionsPerIp: 32,
   },
+  readiness: { upstream: false },
   limits: [],
   bans: [],
   concurrency: [],
@@ -94,13 +96,14 @@ describe('defaults', () => {
     expect(cfg.store).toEqual({
       url: 'redis://cache:6379',
       prefix: 'rategate',
-      timeout: 50,
+      timeout: 250,
       maxKeys: 1_000_000,
       onError: 'local',
       failReadiness: false,
       lease: true,
       gateways: 2,
       sentinelPassword: null,
+      sentinelPasswordFile: null,
     });
     expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 });
   });
@@ -145,6 +148,7 @@ describe('a fully written file', () => {
         lease: true,
         gateways: 2,
         sentinelPassword: null,
+        sentinelPasswordFile: null,
       },
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
@@ -172,6 +176,7 @@ describe('a fully written file', () => {
         maxUpstreamConnectionsPerIp: 0,
       },
       methods: { custom: ['PURGE'] },
+      readiness: { upstream: false },
       limits: [
         {
           name: 'burst.v2',
@@ -311,7 +316,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, upstreams, routes, store, clients, responses, exempt, block, log, server, methods, limits, bans, concurrency)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, upstreams, routes, store, clients, responses, exempt, block, log, server, methods, readiness, limits, bans, concurrency)',
     ]);
   });
 

@@ -18,6 +18,8 @@ limits:
 const UNTRUSTED = `${RULE}\nclients: { trustedProxies: [10.0.0.0/8] }\n`;
 /** The default trusts loopback: the test client plays a trusted proxy. */
 const TRUSTED = RULE;
+/** Loopback and one more proxy range named (the default trusts loopback only): hops in 10/8 are walked past. */
+const TRUSTED_HOPS = `${RULE}\nclients: { trustedProxies: [loopback, 10.0.0.0/8] }\n`;
 
 const CLAIMS = {
   Forwarded: 'for=198.51.100.1',
@@ -74,7 +76,7 @@ describe('from a trusted proxy', () => {
   });
 
   it('reads a quoted IPv6 node with a port, and walks past trusted hops right to left', async () => {
-    fx.gw = await startTestGateway(TRUSTED, { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(TRUSTED_HOPS, { upstream: fx.upstream.url });
     await get({ Forwarded: 'for="[2001:db8:cafe::17]:4711"' });
     expect(await counted('2001:db8:cafe::1')).toBe(1); // the same /64
     await get({ Forwarded: 'for=203.0.113.9, for=198.51.100.70, for=10.1.2.3' });

@@ -34,6 +34,8 @@ describe('the alert rules file', () => {
       expect.arrayContaining([
         'RategateConfigReloadFailed',
         'RategateStoreDegraded',
+        'RategateStoreTimeouts',
+        'RategateUpstreamDown',
         'RategateUpstreamErrors',
         'RategateHighRejectionRatio',
         'RategateStoreSlow',
@@ -55,7 +57,7 @@ describe('the alert rules file', () => {
   });
 
   it.skipIf(missing.length > 0)(
-    'passes promtool check and its unit tests (fires on a broken reload, a dead store, a gateway down or absent, never on a healthy gateway)',
+    'passes promtool check and its unit tests (fires on a broken reload, a dead store, a sustained error rate, a gateway down or absent; never on a healthy gateway nor on one store timeout)',
     () => {
       const check = spawnSync('promtool', ['check', 'rules', RULES], { encoding: 'utf8' });
       expect(check.status, check.stdout + check.stderr).toBe(0);

@@ -34,7 +34,9 @@ const DEMO = { upstream: { url: 'builtin' } };
 const render = (overrides: object = {}, options: RenderOptions = {}): Rendered => renderChart({ ...DEMO, ...overrides }, options);
 const renderError = (overrides: object, options: RenderOptions = {}): string => renderChartError({ ...DEMO, ...overrides }, options);
 
-const SIDECAR = { mode: 'sidecar', app: { image: { repository: 'ghcr.io/mastodon/mastodon', tag: 'v4.3.0' }, port: 3000 } };
+/** Behind an Ingress controller the chart wants to be told who sets the client's address (README: Client addresses). */
+const NAMED = { clients: { trustedProxies: ['10.244.0.0/16'] } };
+const SIDECAR = { mode: 'sidecar', app: { image: { repository: 'ghcr.io/mastodon/mastodon', tag: 'v4.3.0' }, port: 3000 }, config: NAMED };
 const LOAD_BALANCED = { service: { type: 'LoadBalancer' }, replicaCount: 3, store: { url: 'redis://redis-master.redis.svc:6379' } };
 const EVERYTHING = {
   upstream: { url: 'http://mastodon-web.social.svc:3000' },
@@ -54,14 +56,14 @@ const EVERYTHING = {
   },
   helmTest: { enabled: true },
   dashboards: { enabled: true },
-  config: { store: { prefix: 'edge', onError: 'allow' }, server: { maxBodySize: '40MB' } },
+  config: { store: { prefix: 'edge', onError: 'allow' }, server: { maxBodySize: '40MB' }, ...NAMED },
 };
 const MODES: [string, object][] = [
   ['the defaults', {}],
   ['sidecar mode', SIDECAR],
   ['a LoadBalancer with Redis and 3 replicas', LOAD_BALANCED],
   ['every feature on at once', EVERYTHING],
-  ['every feature on in sidecar mode', { ...EVERYTHING, ...SIDECAR, upstream: { url: 'builtin' } }],
+  ['every feature on in sidecar mode', { ...EVERYTHING, ...SIDECAR, config: EVERYTHING.config, upstream: { url: 'builtin' } }],
 ];
 
 const env = (deployment: K8sObject, name: string): K8sObject | undefined =>
@@ -214,7 +216,7 @@ describeRendered('the Deployment, rendered', () => {
     });
     expect(env(d, 'RATEGATE_UPSTREAM')?.value).toBe('http://127.0.0.1:3000');
     expect(find(r, 'Service', 'edge-rategate').spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
-    expect(renderError({ mode: 'sidecar' })).toMatch(/app\.image\.repository is required in sidecar mode/);
+    expect(renderError({ mode: 'sidecar', config: NAMED })).toMatch(/app\.image\.repository is required in sidecar mode/);
     expect(renderError({ ...SIDECAR, app: { ...SIDECAR.app, port: 8080 } })).toMatch(/app\.port must differ/);
   });
 
@@ -355,7 +357,12 @@ describeRendered('the optional resources', () => {
 
   it('the NetworkPolicy finds every Redis Cluster port, the https default, and no admin rule when nothing is allowed', () => {
     const np = find(
-      render({ networkPolicy: { enabled: true }, upstream: { url: 'https://api.example.com' }, store: { url: 'redis-cluster://:pw@r1:7000,r2:7001,r3' } }),
+      render({
+        networkPolicy: { enabled: true },
+        upstream: { url: 'https://api.example.com' },
+        store: { url: 'redis-cluster://:pw@r1:7000,r2:7001,r3' },
+        config: NAMED,
+      }),
       'NetworkPolicy',
     ).spec;
     expect(np.ingress).toHaveLength(1);
@@ -438,12 +445,12 @@ describeRendered('the helm test pod’s check, run against a real gateway', () =
     }
   });
 
-  it('fails when the upstream is unreachable', async () => {
+  it('fails when the upstream is unreachable: the gateway stays ready, the proxied request gets a 502', async () => {
     const gw = await startTestGateway(SEED_TABLE, { upstream: 'http://127.0.0.1:9' });
     try {
       const result = await runCheck(`${gw.adminUrl}/readyz`, `${gw.url}${path}`);
       expect(result.code).toBe(1);
-      expect(result.out).toMatch(/ready failed/);
+      expect(result.out).toMatch(/ready: GET .* -> 200[\s\S]*proxied: GET .* -> 502[\s\S]*proxied failed/);
     } finally {
       await gw.shutdown(1000);
     }

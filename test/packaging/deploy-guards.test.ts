@@ -25,8 +25,10 @@ const withValues = (o: Record<string, unknown>): Record<string, unknown> => {
 };
 const schemaErrors = (o: Record<string, unknown>): string[] => (check(withValues(o)) ? [] : (check.errors ?? []).map((e) => `${e.instancePath}: ${e.message}`));
 
-const SIDECAR = { mode: 'sidecar', app: { image: { repository: 'ghcr.io/mastodon/mastodon', tag: 'v4.3.0' }, port: 3000 } };
-const MASTODON = { upstream: { url: 'http://mastodon-web.social.svc:3000' } };
+/** Behind an Ingress controller the chart wants to be told who sets the client's address (README: Client addresses). */
+const NAMED = { clients: { trustedProxies: ['10.244.0.0/16'] } };
+const SIDECAR = { mode: 'sidecar', app: { image: { repository: 'ghcr.io/mastodon/mastodon', tag: 'v4.3.0' }, port: 3000 }, config: NAMED };
+const MASTODON = { upstream: { url: 'http://mastodon-web.social.svc:3000' }, config: NAMED };
 
 describe('ingress mode needs an explicit upstream', () => {
   it('is refused by values.schema.json without upstream.url; builtin written out and sidecar mode are accepted', () => {
@@ -82,6 +84,7 @@ describeRendered('the NetworkPolicy cannot cut a sidecar app off', () => {
         ...MASTODON,
         networkPolicy: { enabled: true },
         config: {
+          ...NAMED,
           upstreams: { streaming: { url: 'http://mastodon-streaming.social.svc:4000' } },
           routes: [{ match: '/api/v1/streaming/*', upstream: 'streaming' }],
         },
@@ -97,6 +100,7 @@ describeRendered("ingress mode sends Mastodon's streaming path to its own Servic
   it('renders config.upstreams and config.routes into limits.yaml, rolls the pods when they change, and the gateway accepts the file', () => {
     const streaming = {
       config: {
+        ...NAMED,
         upstreams: { streaming: { url: 'http://mastodon-streaming.social.svc:4000', timeout: 0 } },
         routes: [{ match: '/api/v1/streaming/*', upstream: 'streaming' }],
       },

@@ -15,7 +15,7 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Job } from 'kubernetes-models/batch/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { PodMonitor, PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { CHART, ROOT } from './support.js';
 
 export const RENDERER = `${ROOT}.build/helm-render`;
@@ -91,6 +91,7 @@ const MODELS: Record<string, ModelClass> = {
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy as unknown as ModelClass,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget as unknown as ModelClass,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor as unknown as ModelClass,
+  'monitoring.coreos.com/v1/PodMonitor': PodMonitor as unknown as ModelClass,
   'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule as unknown as ModelClass,
 };
 

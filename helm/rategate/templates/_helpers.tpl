@@ -71,11 +71,37 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/* "true" when the counters live in a store every replica shares (Redis), "" for memory. */}}
+{{- define "rategate.sharedStore" -}}
+{{- if or .Values.store.existingSecret (ne .Values.store.url "memory") }}true{{ end }}
+{{- end }}
+
+{{/*
+The replicas sharing the store (config.store.gateways: each counts alone from its 1/gateways share
+while Redis fails, and leases are sized by it): replicaCount, or with the HPA its maxReplicas, the
+most that can run, so that the replicas together stay within about one limit while Redis is down
+(with fewer running they admit less: strict, for an outage).
+*/}}
+{{- define "rategate.gateways" -}}
+{{- if .Values.autoscaling.enabled }}{{ .Values.autoscaling.maxReplicas }}{{ else }}{{ .Values.replicaCount }}{{ end }}
+{{- end }}
+
+{{/* .Values.config with what the chart derives: store.gateways, unless the operator set it. */}}
+{{- define "rategate.config" -}}
+{{- $config := deepCopy (.Values.config | default dict) }}
+{{- $store := get $config "store" | default dict }}
+{{- if and (include "rategate.sharedStore" .) (not (hasKey $store "gateways")) }}
+{{- $_ := set $store "gateways" (include "rategate.gateways" . | int) }}
+{{- $_ := set $config "store" $store }}
+{{- end }}
+{{- toJson $config }}
+{{- end }}
+
 {{/* limits.yaml as the chart renders it: the ConfigMap's and the pre-upgrade check's, one text. */}}
 {{- define "rategate.limitsYaml" -}}
 # Rendered by the rategate chart from .Values.limits and .Values.config. Listen addresses, the
-# upstream and the store come from the pod's environment (RATEGATE_*), which wins over this file.
-{{ toYaml (merge (dict "limits" .Values.limits) (deepCopy (.Values.config | default dict))) }}
+# upstream, the store and its secrets come from the pod's environment (RATEGATE_*), which wins over this file.
+{{ toYaml (merge (dict "limits" .Values.limits) (include "rategate.config" . | fromJson)) }}
 {{- end }}
 
 {{/* Inside the pod the limit table lives here; the ConfigMap is mounted on the directory. */}}
@@ -89,6 +115,62 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- .Values.admin.existingSecret }}
 {{- else if .Values.admin.token }}
 {{- printf "%s-admin" (include "rategate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the sentinels' password, or "" when there is none. */}}
+{{- define "rategate.sentinelSecretName" -}}
+{{- if .Values.store.sentinelPasswordSecret }}
+{{- .Values.store.sentinelPasswordSecret }}
+{{- else if .Values.store.sentinelPassword }}
+{{- printf "%s-store" (include "rategate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* The client-facing Service's externalTrafficPolicy: Local unless set (LoadBalancer and NodePort only). */}}
+{{- define "rategate.externalTrafficPolicy" -}}
+{{- if has .Values.service.type (list "LoadBalancer" "NodePort") }}{{ .Values.service.externalTrafficPolicy | default "Local" }}{{ end }}
+{{- end }}
+
+{{/*
+The store's TCP ports, as a JSON list: networkPolicy.egress.storePorts when set; else from store.url
+(every host of a cluster or Sentinel list; a Sentinel URL adds 6379, the data port its sentinels hand
+out, which the URL cannot say); else, the URL being in a Secret the chart cannot read, 6379 and 26379.
+*/}}
+{{- define "rategate.storePorts" -}}
+{{- $ports := list }}
+{{- if .Values.networkPolicy.egress.storePorts }}
+{{- $ports = .Values.networkPolicy.egress.storePorts }}
+{{- else if .Values.store.existingSecret }}
+{{- $ports = list 6379 26379 }}
+{{- else if ne .Values.store.url "memory" }}
+{{- $sentinel := regexMatch "^rediss?-sentinel://" .Values.store.url }}
+{{- $hosts := regexReplaceAll "/.*$" (regexReplaceAll "^[^@/]*@" (regexReplaceAll "^[a-z+-]+://" .Values.store.url "") "") "" }}
+{{- range splitList "," $hosts }}
+{{- $ports = append $ports (regexFind ":[0-9]+$" . | trimPrefix ":" | default (ternary "26379" "6379" $sentinel) | int) }}
+{{- end }}
+{{- if $sentinel }}
+{{- $ports = append $ports 6379 }}
+{{- end }}
+{{- end }}
+{{- toJson (uniq $ports) }}
+{{- end }}
+
+{{/* The app container's preStop pause in sidecar mode: app.preStopSleepSeconds, else the gateway's pause + its drain. */}}
+{{- define "rategate.appPreStopSeconds" -}}
+{{- if kindIs "invalid" .Values.app.preStopSleepSeconds }}{{ add (int .Values.lifecycle.preStopSleepSeconds) 10 }}{{ else }}{{ int .Values.app.preStopSleepSeconds }}{{ end }}
+{{- end }}
+
+{{/*
+The pod's securityContext. In sidecar mode the app runs as its own image's user (Mastodon's 991), so
+the gateway's runAsUser/runAsGroup/fsGroup (10001) stay on the gateway container, not the pod, and
+app.podSecurityContext adds the app's own (e.g. fsGroup).
+*/}}
+{{- define "rategate.podSecurityContext" -}}
+{{- if eq .Values.mode "sidecar" }}
+{{- toYaml (merge (deepCopy (.Values.app.podSecurityContext | default dict)) (omit .Values.podSecurityContext "runAsUser" "runAsGroup" "fsGroup")) }}
+{{- else }}
+{{- toYaml .Values.podSecurityContext }}
 {{- end }}
 {{- end }}
 
@@ -114,7 +196,8 @@ changing one.
 {{- toJson (dict
   "admin" (get $config "admin")
   "adminToken" .Values.admin.token
-  "store" (get $config "store")
+  "sentinelPassword" .Values.store.sentinelPassword
+  "store" (get (include "rategate.config" . | fromJson) "store")
   "upstream" (get $config "upstream")
   "upstreams" (get $config "upstreams")
   "routes" (get $config "routes")
@@ -145,5 +228,32 @@ is its own value, and an admin token in `config` would sit in the ConfigMap in c
 {{- end }}
 {{- if hasKey (get $config "admin" | default dict) "token" }}
 {{- fail "config.admin.token would put the admin token in the ConfigMap, in clear: set admin.token (the chart makes a Secret) or admin.existingSecret instead" }}
+{{- end }}
+{{- if hasKey (get $config "store" | default dict) "sentinelPassword" }}
+{{- fail "config.store.sentinelPassword would put the sentinels' password in the ConfigMaps, in clear: set store.sentinelPassword (the chart makes a Secret) or store.sentinelPasswordSecret instead" }}
+{{- end }}
+{{- include "rategate.checkClients" . }}
+{{- end }}
+
+{{/*
+Refuses a release where nobody said who may set the client's address. The gateway believes
+X-Forwarded-For only from config.clients.trustedProxies (default: loopback). Behind an Ingress
+controller every client would be counted as the controller, so its pods must be named; behind a
+LoadBalancer or NodePort with externalTrafficPolicy Cluster, kube-proxy source-NATs every client to a
+node's address. Clients connecting directly (LoadBalancer/NodePort with Local, the chart's default for
+them) need nothing named; nor does the demo (upstream.url builtin, reached by port-forward).
+*/}}
+{{- define "rategate.checkClients" -}}
+{{- $named := hasKey (get (.Values.config | default dict) "clients" | default dict) "trustedProxies" }}
+{{- $policy := include "rategate.externalTrafficPolicy" . }}
+{{- $demo := and (ne .Values.mode "sidecar") (eq .Values.upstream.url "builtin") }}
+{{- if not $named }}
+{{- if .Values.ingress.enabled }}
+{{- fail "ingress.enabled: the Ingress controller connects to the gateway, so config.clients.trustedProxies must name its pods' addresses (your cluster's pod range, e.g. [10.244.0.0/16]), or every client is counted as the controller (README: Client addresses)" }}
+{{- else if eq $policy "Cluster" }}
+{{- fail "service.externalTrafficPolicy Cluster source-NATs every client to a node's address: leave it empty (Local) so clients reach the gateway with their own, or name the proxies in front in config.clients.trustedProxies (README: Client addresses)" }}
+{{- else if and (not $policy) (not $demo) }}
+{{- fail "config.clients.trustedProxies must name what connects to the gateway: your Ingress controller's or load balancer's addresses (e.g. [10.244.0.0/16]), or [loopback] when clients connect directly; or use service.type LoadBalancer/NodePort (externalTrafficPolicy Local) (README: Client addresses)" }}
+{{- end }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,74 @@
+/**
+ * @module What the commands that read a config share: strict flag parsing, the RATEGATE_* overrides
+ * (environment, then flags), the config path, and how a config error is reported (one line for a file
+ * that cannot be read, every error with its place otherwise).
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, ConfigFileUnreadable } from '../config/errors.js';
+import type { ConfigOverrides } from '../config/load.js';
+
+export const DEFAULT_CONFIG = 'config/limits.yaml';
+
+type Options = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+
+/** Parses flags strictly: an unknown flag is an error, not silently ignored. */
+export function parse(args: string[], options: Options): { values: Record<string, string | boolean | undefined> } {
+  const { values } = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false });
+  return { values: values as Record<string, string | boolean | undefined> };
+}
+
+/** A secret from the environment only (a flag would show it in `ps`), trimmed: a Secret written with a trailing newline must still match. */
+function secretFromEnv(name: string): string | undefined {
+  const value = process.env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+/** Environment first, then flags on top: flags win. */
+export function overridesFrom(values: Record<string, unknown>): ConfigOverrides {
+  const env = process.env;
+  const o: ConfigOverrides = {};
+  const pick = (flag: unknown, envName: string): string | undefined =>
+    typeof flag === 'string' ? flag : env[envName] !== undefined && env[envName] !== '' ? env[envName] : undefined;
+  const listen = pick(values.listen, 'RATEGATE_LISTEN');
+  const adminListen = pick(values['admin-listen'], 'RATEGATE_ADMIN_LISTEN');
+  const up = pick(values.upstream, 'RATEGATE_UPSTREAM');
+  const store = pick(values.store, 'RATEGATE_STORE');
+  const logLevel = pick(undefined, 'RATEGATE_LOG_LEVEL');
+  if (logLevel !== undefined) o.logLevel = logLevel;
+  if (listen !== undefined) o.listen = listen;
+  if (adminListen !== undefined) o.adminListen = adminListen;
+  if (up !== undefined) o.upstream = up;
+  if (store !== undefined) o.store = store;
+  const adminToken = secretFromEnv('RATEGATE_ADMIN_TOKEN');
+  if (adminToken !== undefined) o.adminToken = adminToken;
+  const sentinelPassword = secretFromEnv('RATEGATE_STORE_SENTINEL_PASSWORD');
+  if (sentinelPassword !== undefined) o.sentinelPassword = sentinelPassword;
+  return o;
+}
+
+export function configPath(values: Record<string, unknown>): string {
+  return typeof values.config === 'string' ? values.config : process.env.RATEGATE_CONFIG || DEFAULT_CONFIG;
+}
+
+/** Prints a config error and returns the exit code; anything else is rethrown. */
+export function reportConfigError(err: unknown): number {
+  if (err instanceof ConfigFileUnreadable) {
+    // One line: a missing file has nothing else to report, and the usual cause is the folder it ran in.
+    const hint = err.file === DEFAULT_CONFIG ? ` (the default, under ${process.cwd()}: give --config FILE or set RATEGATE_CONFIG)` : '';
+    console.error(`rategate: cannot read the config file ${err.file}: ${err.why}${hint}`);
+    return 1;
+  }
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    return 1;
+  }
+  throw err;
+}
+
+export function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => resolve();
+    process.once('SIGTERM', done);
+    process.once('SIGINT', done);
+  });
+}

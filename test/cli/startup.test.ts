@@ -1,0 +1,79 @@
+/**
+ * Issue 29 item 12: the command line loads only what a command needs (`--version` and `check` never load
+ * the gateway, its HTTP client, Redis or the logger), and `serve` from a folder without the default
+ * config says so in one line instead of a stack trace.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../packaging/support.js';
+
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const CLI = path.join(ROOT, 'src/cli/index.ts');
+
+/** A module hook that prints the URL of every module loaded after it (node: built-ins aside). */
+const tracer = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-trace-')), 'trace.mjs');
+writeFileSync(
+  tracer,
+  `import { register } from 'node:module';
+register('data:text/javascript,' + encodeURIComponent(\`export async function load(url, context, next) {
+  if (!url.startsWith('node:')) process._rawDebug('LOADED ' + url);
+  return next(url, context);
+}\`));
+`,
+);
+
+/** Runs the command line from `cwd`; returns its exit code, output and the modules it loaded. */
+function run(args: string[], cwd = ROOT): { code: number | null; stdout: string; stderr: string; loaded: string[] } {
+  const r = spawnSync(process.execPath, ['--import', TSX, '--import', pathToFileURL(tracer).href, CLI, ...args], { cwd, encoding: 'utf8' });
+  const lines = r.stderr.split('\n');
+  return {
+    code: r.status,
+    stdout: r.stdout,
+    stderr: lines.filter((l) => !l.startsWith('LOADED ')).join('\n'),
+    loaded: lines.filter((l) => l.startsWith('LOADED ')).map((l) => l.slice('LOADED '.length)),
+  };
+}
+
+/** What serving takes, and a command that only reads or prints must not load. */
+const GATEWAY = /\/src\/(app|pipeline|proxy|limiter|guard|admin|mastodon|http\/listener)\/|\/node_modules\/(pino|undici|ioredis|prom-client|http-proxy)\//;
+
+describe('the command line at start-up', () => {
+  it('prints the version without loading the gateway, the config schema or the logger', () => {
+    const r = run(['--version']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(r.loaded.filter((u) => GATEWAY.test(u) || /node_modules\/(zod|yaml)\//.test(u))).toEqual([]);
+  });
+
+  it('checks a table without loading the gateway: only the config code, zod and yaml', () => {
+    const r = run(['check', 'config/limits.yaml']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/sign-up/);
+    expect(r.loaded.filter((u) => GATEWAY.test(u))).toEqual([]);
+  });
+
+  it('says in one line that serve found no config/limits.yaml in the folder it runs in, with no stack trace', () => {
+    const empty = mkdtempSync(path.join(os.tmpdir(), 'rategate-empty-'));
+    const r = run(['serve', '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'], empty);
+    expect(r.code).toBe(1);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^rategate: cannot read the config file config\/limits\.yaml: no such file \(the default, under .*: give --config FILE or set RATEGATE_CONFIG\)$/,
+    );
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('names a missing --config file the same way, for serve and check', () => {
+    for (const command of ['serve', 'check']) {
+      const r = run([command, '--config', '/nonexistent/limits.yaml']);
+      expect(r.code, command).toBe(1);
+      expect(r.stderr.trim(), command).toBe('rategate: cannot read the config file /nonexistent/limits.yaml: no such file');
+    }
+  });
+});
