@@ -15,7 +15,6 @@
  * Writes bench/results/latest.json, bench/results/latest.svg and bench/profile.md.
  * `--render bench/results/latest.json` only redraws the SVG from a results file.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,7 +47,7 @@ import {
 import { build, env, launch, machine, startRedis, startUpstream, stopServer, unavailable, type Server } from './lib/systems.js';
 import type { InstructionsResult, MemoryResult, PerClientResult } from './lib/types.js';
 import { benchManyClients } from './scenarios/clients.js';
-import { benchInstructions, perfCountsInstructions } from './scenarios/instructions.js';
+import { benchInstructions, callgrindAvailable, INSTR_LABELS, INSTR_ORDER, type InstrKey } from './scenarios/instructions.js';
 import { benchRound, pickBest, rounds } from './scenarios/load.js';
 import { benchPerClient } from './scenarios/memory.js';
 import { benchMillion } from './scenarios/million.js';
@@ -71,7 +70,7 @@ async function main(): Promise<void> {
   let redisServer: Server | null = null;
   let memory: MemoryResult | null = null;
   let perClient: PerClientResult | null = null;
-  const instructions: Partial<Record<SystemKey, InstructionsResult>> = {};
+  const instructions: Partial<Record<InstrKey, InstructionsResult>> = {};
   const profiles: Partial<Record<'rategate-memory' | 'rategate-redis', ProfileSummary>> = {};
   try {
     redisServer = await startRedis();
@@ -125,22 +124,20 @@ async function main(): Promise<void> {
     if (!SKIP.has('million') && want('rategate-memory')) memory = await benchMillion();
     if (!SKIP.has('clients')) for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchManyClients(k);
     if (!SKIP.has('instructions')) {
-      const usePerf = perfCountsInstructions();
-      if (!usePerf && spawnSync('valgrind', ['--version']).error)
-        note('instructions per request skipped: perf does not count instructions here and valgrind is not installed');
+      if (!callgrindAvailable()) note('instructions per request skipped: valgrind (callgrind) is not installed (apt-get install -y valgrind)');
       else {
-        if (!usePerf) note('perf stat cannot count instructions on this machine (no PMU in the VM): instructions per request come from callgrind');
-        for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) {
-          if (!want(k) || unavailable(k) !== null) continue;
+        for (const k of INSTR_ORDER) {
+          const system: SystemKey = k === 'rategate-redis-clients' ? 'rategate-redis' : k;
+          if (!(ONLY?.has(k) ?? false) && (!want(system) || unavailable(system) !== null)) continue;
           try {
-            const r = await benchInstructions(k, usePerf);
-            if (r) instructions[k] = r;
+            instructions[k] = await benchInstructions(k);
           } catch (err) {
-            note(`instructions per request, ${LABELS[k]}: ${(err as Error).message.slice(0, 200)}`);
+            process.stdout.write('\n');
+            note(`instructions per request, ${INSTR_LABELS[k]}: ${(err as Error).message.slice(0, 300)}`);
           }
         }
       }
-    } else if (QUICK) note('instructions per request skipped (--quick skips them: callgrind takes minutes; add --instructions)');
+    } else if (QUICK) note('instructions per request skipped (--quick skips them: callgrind takes minutes per run; add --instructions)');
     if (!SKIP.has('profile')) {
       for (const k of ['rategate-memory', 'rategate-redis'] as const) {
         if (!want(k) || unavailable(k) !== null) continue;
