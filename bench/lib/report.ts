@@ -261,7 +261,7 @@ export function instructionsTable(instructions: Partial<Record<InstrKey, Instruc
     `Instructions per forwarded request, main thread (callgrind; ${first.warmup} requests uninstrumented first, then ${first.runs[0]?.requests} measured, ` +
       `8 connections; idle timer work subtracted; median of ${first.runs.length} runs, each a fresh process):`,
     '',
-    '| system | main thread | × bare | spread | runs | without GC, compile | GC (entries/run) | compile | timers subtracted | all threads | Redis calls/req | req/s | CPU µs itself | upstream | redis |',
+    '| system | main thread | × bare | spread | runs | without GC, compile | GC (entries/run) | compile | timers subtracted (idle /s) | all threads | Redis calls/req | req/s | CPU µs itself | upstream | redis |',
     '|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const key of INSTR_ORDER) {
@@ -272,7 +272,7 @@ export function instructionsTable(instructions: Partial<Record<InstrKey, Instruc
     lines.push(
       `| ${INSTR_LABELS[key]} | ${k(r.main)} | ${bare && key !== 'thin' ? (r.main / bare).toFixed(2) : '1'} | ${(r.spread * 100).toFixed(1)} % | ` +
         `${r.runs.map((x) => k(x.main)).join(', ')} | ${k(r.steady)} | ${k(med((x) => x.gc))} (${med((x) => x.gcEntries)}) | ${k(med((x) => x.compile))} | ` +
-        `${k(med((x) => x.timers))} | ${k(med((x) => x.allThreads))} | ${redis} | ${loadFigures(key)} |`,
+        `${k(med((x) => x.timers))} (${k(med((x) => x.idlePerSecond))}) | ${k(med((x) => x.allThreads))} | ${redis} | ${loadFigures(key)} |`,
     );
   }
   return lines.join('\n');

@@ -106,8 +106,12 @@ export interface InstructionsRun {
   gcEntries: number;
   /** Subtracted from `main`: the main thread's instructions per second when idle × the window's seconds, per request. */
   timers: number;
+  /** The main thread's instructions per second with no request (its timers): the idle cost. */
+  idlePerSecond: number;
   /** Every thread of the process (V8's compiler and GC helpers too), nothing subtracted. */
   allThreads: number;
+  /** Answers other than 200 in the window (at most 1 %), when any. */
+  non200?: number;
   /** Redis-backed systems: script calls (round trips) per request in the window. */
   redisScriptCalls?: number;
 }
