@@ -63,7 +63,8 @@ async function main(): Promise<void> {
   );
   const load1 = (m.loadavgAtStart as number[])[0]!;
   if (load1 > 0.7) note(`load average ${load1} at start: other processes are using the CPU; figures are noisier than on an idle machine`);
-  env.cli = build();
+  // --cli: another build's dist/cli/index.js (a checkout of the code before a change, for an A/B).
+  env.cli = argv.cli ?? build();
   mkdirSync(RESULTS, { recursive: true });
 
   let upstream: Server | null = null;
@@ -127,8 +128,9 @@ async function main(): Promise<void> {
       if (!callgrindAvailable()) note('instructions per request skipped: valgrind (callgrind) is not installed (apt-get install -y valgrind)');
       else {
         for (const k of INSTR_ORDER) {
+          // `rategate-redis-clients` comes with `rategate-redis`, or alone when --only names it.
           const system: SystemKey = k === 'rategate-redis-clients' ? 'rategate-redis' : k;
-          if (!(ONLY?.has(k) ?? false) && (!want(system) || unavailable(system) !== null)) continue;
+          if (unavailable(system) !== null || !(ONLY?.has(k) === true || want(system))) continue;
           try {
             instructions[k] = await benchInstructions(k);
           } catch (err) {

@@ -19,6 +19,7 @@ export const { values: argv } = parseArgs({
     skip: { type: 'string' },
     instructions: { type: 'boolean', default: false },
     'instr-runs': { type: 'string' },
+    cli: { type: 'string' },
   },
   strict: true,
 });
