@@ -9,7 +9,7 @@
  * fastify + @fastify/rate-limit (Redis) + @fastify/reply-from (bench/fastify-stack.ts), rategate with the
  * memory store (access log off, and on at `info`) and with Redis. Scenarios: forwarded, fixed rate,
  * rejected, mixed seed traffic, memory per distinct client, N distinct clients (memory), instructions
- * per request (perf stat, else callgrind), CPU profiles of the gateway.
+ * per request (callgrind, main thread, 3 fresh runs per system), CPU profiles of the gateway.
  * The runner: settings in lib/settings.ts, the processes in lib/systems.ts, one file per scenario in
  * scenarios/, the tables and goals in lib/report.ts.
  * Writes bench/results/latest.json, bench/results/latest.svg and bench/profile.md.
