@@ -39,6 +39,8 @@ export const WARMUP = 3000;
 /** Measured requests per run: several scavenges' worth of allocation. */
 export const WINDOW = QUICK ? 1500 : 3000;
 const IDLE_MS = 5000;
+/** From the warm-up's end to the idle window: longer than every keep-alive timeout on the way. */
+const SETTLE_MS = 8000;
 /** Requests between the idle window and the measured one, not counted. */
 const REWARM = 200;
 /** Distinct clients of `rategate-redis-clients`: every request of a run comes from one not seen before. */
@@ -109,8 +111,9 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
   };
   try {
     await send(key, server.port, WARMUP, 0);
-    // The warm-up's connections close as it ends: their teardown is not timer work.
-    await sleep(2000);
+    // The warm-up's connections close as it ends, and the pools' idle ones to the upstream on their
+    // keep-alive timeouts (4–5 s): their teardown is not timer work, so the idle window starts after.
+    await sleep(SETTLE_MS);
     control('-i', 'on');
     control('-z');
     const i0 = performance.now();
