@@ -61,7 +61,7 @@ async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<S
 }
 
 /** Sends `n` requests (8 keep-alive connections, one in flight each) from the client(s) starting at `offset`; how many were not 200. */
-async function send(key: InstrKey, port: number, n: number, offset: number): Promise<number> {
+async function send(key: InstrKey, port: number, n: number, offset: number, strict = true): Promise<number> {
   const many = key === 'rategate-redis-clients';
   const r = await runScript<{ n: number; statuses: Record<string, number> }>(
     'bench/million.ts',
@@ -79,7 +79,7 @@ async function send(key: InstrKey, port: number, n: number, offset: number): Pro
   );
   // A forwarder without retries answers an odd 502 when the upstream closes a kept-alive connection as a
   // request goes out (valgrind's slowness widens that race): a few are no reason to lose the run.
-  if ((r.statuses['200'] ?? 0) < n * 0.99) throw new Error(`expected ${n} answers 200, got ${JSON.stringify(r.statuses)}`);
+  if (strict && (r.statuses['200'] ?? 0) < n * 0.99) throw new Error(`expected ${n} answers 200, got ${JSON.stringify(r.statuses)}`);
   return n - (r.statuses['200'] ?? 0);
 }
 
@@ -124,7 +124,7 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
     // The upstream has closed the connections idle through that window (its keep-alive timeout, 5 s,
     // runs at native speed, the system's own timers ~50× slower): a few requests open fresh ones (and
     // take the leases again) before the count starts, so the window sees no reset connection.
-    await send(key, server.port, REWARM, WARMUP + WINDOW);
+    await send(key, server.port, REWARM, WARMUP + WINDOW, false);
     const redisBefore = key === 'thin' || key === 'rategate-memory' ? null : await redisCalls();
     control('-z');
     const w0 = performance.now();
