@@ -6,6 +6,7 @@
  * promise hops a request takes without reading any code.
  *
  *   npx tsx bench/callgrind-top.ts bench/.build/callgrind/rategate-redis/run1 [--dump 2] [--requests 3000] [--top 40] [--inclusive] [--calls REGEX]
+ *   npx tsx bench/callgrind-top.ts DIR --vs OTHER_DIR     (what differs per request, largest first: a regression's functions)
  *
  * `--dump 1` is the idle window (timers only: figures per second), `--dump 2` (default) the measured window
  * (figures per request); the main thread's file. The run's `run.json` gives the requests and seconds.
@@ -43,6 +44,50 @@ function named(costs: ReadonlyMap<string, number>, map: PerfMap | null): Map<str
   return out;
 }
 
+interface Loaded {
+  readonly file: string;
+  readonly per: 'request' | 'second';
+  readonly total: number;
+  /** Cost per request (or second) by function name. */
+  readonly costs: Map<string, number>;
+  /** Calls and inclusive cost per request (or second) of the functions `wanted` names. */
+  readonly calls: Map<string, { calls: number; cost: number }>;
+}
+
+/** The same function in two builds or tiers: no checkout path, no tier mark (`*` optimized, `^` baseline, `~` interpreted). */
+const comparable = (name: string): string =>
+  name
+    .replace(/^JS:[*^~]/, 'JS:')
+    .replace(/file:\/\/\/\S*?\/dist\//, 'dist/')
+    .replace(/\/\S*\/node_modules\//, 'node_modules/');
+
+function load(target: string, dump: string, inclusiveCosts: boolean, requestsGiven: string | undefined, wanted: RegExp, strip: boolean): Loaded {
+  const file = mainThreadFile(target, Number(dump));
+  const dir = statSync(target).isFile() ? path.dirname(target) : target;
+  const map = readPerfMap(path.join(dir, 'perf.map'));
+  const run = existsSync(path.join(dir, 'run.json'))
+    ? (JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as { requests: number; idleSeconds: number })
+    : null;
+  const idle = dump === '1';
+  const n = Number(requestsGiven ?? (idle ? run?.idleSeconds : run?.requests) ?? 1);
+  const d = readDump(file);
+  const costs = new Map<string, number>();
+  for (const [fn, c] of named(inclusiveCosts ? inclusive(d) : d.self, map)) {
+    const k = strip ? comparable(fn) : fn;
+    costs.set(k, (costs.get(k) ?? 0) + c / n);
+  }
+  const calls = new Map<string, { calls: number; cost: number }>();
+  for (const e of d.edges) {
+    if (!wanted.test(e.callee)) continue;
+    const c = calls.get(e.callee) ?? { calls: 0, cost: 0 };
+    c.calls += e.calls / n;
+    c.cost += e.cost / n;
+    calls.set(e.callee, c);
+  }
+  if (map === null) console.log(`${file}: no perf map, JIT code unnamed`);
+  return { file, per: idle && requestsGiven === undefined ? 'second' : 'request', total: d.total / n, costs, calls };
+}
+
 function main(): void {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
@@ -52,42 +97,39 @@ function main(): void {
       top: { type: 'string', default: '40' },
       inclusive: { type: 'boolean', default: false },
       calls: { type: 'string', default: PROMISE_CALLS },
+      vs: { type: 'string' },
     },
   });
   const target = positionals[0];
   if (target === undefined) {
-    console.error('usage: npx tsx bench/callgrind-top.ts DIR|FILE [--dump N] [--requests N] [--top N] [--inclusive] [--calls REGEX]');
+    console.error('usage: npx tsx bench/callgrind-top.ts DIR|FILE [--vs DIR|FILE] [--dump N] [--requests N] [--top N] [--inclusive] [--calls REGEX]');
     process.exit(2);
   }
-  const file = mainThreadFile(target, Number(values.dump));
-  const dir = statSync(target).isFile() ? path.dirname(target) : target;
-  const map = readPerfMap(path.join(dir, 'perf.map'));
-  const run = existsSync(path.join(dir, 'run.json'))
-    ? (JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as { requests: number; idleSeconds: number })
-    : null;
-  const idle = values.dump === '1';
-  const requests = Number(values.requests ?? (idle ? run?.idleSeconds : run?.requests) ?? 1);
-  const per = idle && values.requests === undefined ? 'second' : 'request';
-  const d = readDump(file);
-  const costs = named(values.inclusive ? inclusive(d) : d.self, map);
-  console.log(
-    `${file}: ${(d.total / requests).toFixed(0)} instructions per ${per} over ${requests} (${map === null ? 'no perf map: JIT code unnamed' : 'JIT code named by perf.map'})`,
-  );
-  console.log(`\n| ${values.inclusive ? 'inclusive' : 'self'} per ${per} | share | function |\n|--:|--:|---|`);
-  const rows = [...costs].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top));
-  for (const [fn, c] of rows) console.log(`| ${(c / requests).toFixed(0)} | ${((c / d.total) * 100).toFixed(1)} % | ${fn.slice(0, 140)} |`);
   const wanted = new RegExp(values.calls);
-  const calls = new Map<string, { calls: number; cost: number }>();
-  for (const e of d.edges) {
-    if (!wanted.test(e.callee)) continue;
-    const c = calls.get(e.callee) ?? { calls: 0, cost: 0 };
-    c.calls += e.calls;
-    c.cost += e.cost;
-    calls.set(e.callee, c);
+  const top = Number(values.top);
+  const kind = values.inclusive ? 'inclusive' : 'self';
+  const a = load(target, values.dump, values.inclusive, values.requests, wanted, values.vs !== undefined);
+  if (values.vs === undefined) {
+    console.log(`${a.file}: ${a.total.toFixed(0)} instructions per ${a.per}`);
+    console.log(`\n| ${kind} per ${a.per} | share | function |\n|--:|--:|---|`);
+    for (const [fn, c] of [...a.costs].sort((x, y) => y[1] - x[1]).slice(0, top))
+      console.log(`| ${c.toFixed(0)} | ${((c / a.total) * 100).toFixed(1)} % | ${fn.slice(0, 140)} |`);
+    console.log(`\n| calls per ${a.per} | inclusive instructions per ${a.per} | function |\n|--:|--:|---|`);
+    for (const [fn, c] of [...a.calls].sort((x, y) => y[1].calls - x[1].calls)) console.log(`| ${c.calls.toFixed(2)} | ${c.cost.toFixed(0)} | ${fn} |`);
+    return;
   }
-  console.log(`\n| calls per ${per} | inclusive instructions per ${per} | function |\n|--:|--:|---|`);
-  for (const [fn, c] of [...calls].sort((a, b) => b[1].calls - a[1].calls))
-    console.log(`| ${(c.calls / requests).toFixed(2)} | ${(c.cost / requests).toFixed(0)} | ${fn} |`);
+  const b = load(values.vs, values.dump, values.inclusive, values.requests, wanted, true);
+  console.log(`${a.file}: ${a.total.toFixed(0)} per ${a.per}\n  vs ${b.file}: ${b.total.toFixed(0)} (difference ${(a.total - b.total).toFixed(0)})`);
+  const diff = new Map<string, [number, number]>();
+  for (const [fn, c] of a.costs) diff.set(fn, [c, b.costs.get(fn) ?? 0]);
+  for (const [fn, c] of b.costs) if (!diff.has(fn)) diff.set(fn, [0, c]);
+  console.log(`\n| ${kind}, first | second | first − second | function |\n|--:|--:|--:|---|`);
+  const rows = [...diff].sort((x, y) => Math.abs(y[1][0] - y[1][1]) - Math.abs(x[1][0] - x[1][1])).slice(0, top);
+  for (const [fn, [x, y]] of rows) console.log(`| ${x.toFixed(0)} | ${y.toFixed(0)} | ${(x - y).toFixed(0)} | ${fn.slice(0, 140)} |`);
+  console.log(`\n| calls, first | second | function |\n|--:|--:|---|`);
+  const names = new Set([...a.calls.keys(), ...b.calls.keys()]);
+  for (const fn of [...names].sort((x, y) => (a.calls.get(y)?.calls ?? 0) - (a.calls.get(x)?.calls ?? 0)))
+    console.log(`| ${(a.calls.get(fn)?.calls ?? 0).toFixed(2)} | ${(b.calls.get(fn)?.calls ?? 0).toFixed(2)} | ${fn} |`);
 }
 
 main();
