@@ -7,6 +7,7 @@
  *
  *   npx tsx bench/callgrind-top.ts bench/.build/callgrind/rategate-redis/run1 [--dump 2] [--requests 3000] [--top 40] [--inclusive] [--calls REGEX]
  *   npx tsx bench/callgrind-top.ts DIR --vs OTHER_DIR     (what differs per request, largest first: a regression's functions)
+ *   npx tsx bench/callgrind-top.ts --figures RUN_DIR…     (each run's figures worked out again from its kept dumps)
  *
  * `--dump 1` is the idle window (timers only: figures per second), `--dump 2` (default) the measured window
  * (figures per request); the main thread's file. The run's `run.json` gives the requests and seconds.
@@ -14,7 +15,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { jsName, readDump, readPerfMap, type CallgrindDump, type PerfMap } from './lib/callgrind.js';
+import { jsName, readDump, readPerfMap, runFigures, type CallgrindDump, type PerfMap } from './lib/callgrind.js';
 
 /** Builtins a promise hop or an await goes through. */
 const PROMISE_CALLS =
@@ -98,8 +99,20 @@ function main(): void {
       inclusive: { type: 'boolean', default: false },
       calls: { type: 'string', default: PROMISE_CALLS },
       vs: { type: 'string' },
+      figures: { type: 'boolean', default: false },
     },
   });
+  if (values.figures) {
+    const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
+    console.log('| run | main thread | without GC, compile | GC | compile | timers subtracted | idle /s | all threads |\n|---|--:|--:|--:|--:|--:|--:|--:|');
+    for (const dir of positionals) {
+      const r = runFigures(dir);
+      console.log(
+        `| ${dir} | ${k(r.main)} | ${k(r.main - r.gc - r.compile)} | ${k(r.gc)} | ${k(r.compile)} | ${k(r.timers)} | ${k(r.idlePerSecond)} | ${k(r.allThreads)} |`,
+      );
+    }
+    return;
+  }
   const target = positionals[0];
   if (target === undefined) {
     console.error('usage: npx tsx bench/callgrind-top.ts DIR|FILE [--vs DIR|FILE] [--dump N] [--requests N] [--top N] [--inclusive] [--calls REGEX]');

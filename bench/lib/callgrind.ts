@@ -3,9 +3,12 @@
  * cost, the calls between functions with their inclusive cost, and the instructions spent under a set of
  * entry points (V8's garbage collector, its compilers), so that a window's count can show them apart.
  * JIT-compiled JavaScript has no symbol: `jsNames` maps its addresses to names through the perf map
- * V8 writes with `--perf-basic-prof` (`/tmp/perf-PID.map`).
+ * V8 writes with `--perf-basic-prof` (`/tmp/perf-PID.map`). `runFigures` turns one run's two dumps (idle,
+ * measured window) into its figures per request, so that they can be worked out again from kept dumps.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { InstructionsRun } from './types.js';
 
 export interface CallEdge {
   readonly caller: string;
@@ -144,4 +147,51 @@ export function jsName(map: PerfMap | null, fn: string): string {
   }
   // Code can be recompiled at an address an older entry covered: the latest entry starting at or before it wins.
   return found >= 0 && at < map.ends[found]! ? map.names[found]! : fn;
+}
+
+/** JS timers: every callback of node's timer list runs inside this (libuv's timer callback). */
+const TIMERS = /^node::Environment::RunTimers/;
+
+/** What a run of the instructions scenario wrote beside its dumps. */
+export interface RunInfo {
+  readonly pid: number;
+  readonly idleSeconds: number;
+  readonly requests: number;
+  readonly seconds: number;
+}
+
+/**
+ * One run's figures per request from its dumps (1: idle window, 2: measured window). Timer work, which
+ * grows per request with valgrind's slowdown, is taken out: the window's own JS timers as the call
+ * graph counts them (calls into RunTimers), plus the idle window's other work per second (the I/O
+ * the timers cause: a poll's reply, a file read; the loop's wake-ups) × the window's seconds.
+ */
+export function runFigures(dir: string): Omit<InstructionsRun, 'non200' | 'redisScriptCalls'> {
+  const run = JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as RunInfo;
+  const file = (dump: number, thread: string): string => path.join(dir, `callgrind.out.${run.pid}.${dump}-${thread}`);
+  const idle = readDump(file(1, '01'));
+  const window = readDump(file(2, '01'));
+  const timersOf = (d: CallgrindDump): number =>
+    spentUnder(
+      d,
+      (f) => TIMERS.test(f),
+      () => false,
+    ).cost;
+  const idleRest = (idle.total - timersOf(idle)) / run.idleSeconds;
+  const timers = (timersOf(window) + idleRest * run.seconds) / run.requests;
+  const allThreads = readdirSync(dir)
+    .filter((f) => f.startsWith(`callgrind.out.${run.pid}.2-`))
+    .reduce((sum, f) => sum + readDump(path.join(dir, f)).total, 0);
+  const gc = gcCost(window);
+  return {
+    requests: run.requests,
+    seconds: run.seconds,
+    main: window.total / run.requests - timers,
+    gc: gc.cost / run.requests,
+    gcEntries: gc.entries,
+    compile: compileCost(window).cost / run.requests,
+    timers,
+    idlePerSecond: idle.total / run.idleSeconds,
+    allThreads: allThreads / run.requests,
+  };
 }

@@ -7,16 +7,19 @@
  * (`callgrind_control -i on`) for an idle window (the timers' own work: instructions per second with no
  * request) and a measured window of `WINDOW` requests, long enough for several scavenges. Each window is
  * one dump (`-z` before, `-d` after), one file per thread (`--separate-threads=yes`; `-01` is the main
- * thread). A run's figure is the main thread's count less the idle rate × the window's seconds, per
- * request; V8's garbage collector and compilers on the main thread are reported apart (lib/callgrind.ts).
+ * thread). A run's figure is the main thread's count less its timer work, per request (lib/callgrind.ts
+ * runFigures: the window's JS timers from the call graph, plus the idle window's other work per second ×
+ * the window's seconds); V8's garbage collector and compilers on the main thread are reported apart.
+ * (`--toggle-collect=node::Environment::RunTimers` would leave timers out at the source, but callgrind
+ * does not see every return out of V8's frames: collection stays toggled and nothing is counted.)
  * Node runs with `--perf-basic-prof`, so the dumps can name JIT-compiled JavaScript
  * (`npx tsx bench/callgrind-top.ts DIR`). Dumps stay in `bench/.build/callgrind/<system>/run<N>/`.
  * Valgrind's default `--smc-check=all-non-file` already sees V8 rewriting its code (anonymous mappings).
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { compileCost, gcCost, readDump } from '../lib/callgrind.js';
+import { runFigures } from '../lib/callgrind.js';
 import { redisCalls } from '../lib/measure.js';
 import { runScript, sleep } from '../lib/procs.js';
 import { BENCH_CONFIG, INSTR_RUNS, QUICK } from '../lib/settings.js';
@@ -100,18 +103,13 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
     const r = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8', timeout: 120_000 });
     if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stderr || r.stdout}`);
   };
-  /** Dumps now; the main thread's file of that dump, and every thread's. */
-  const dump = async (): Promise<{ main: string; all: string[] }> => {
+  /** Dumps now (one file per thread, `callgrind.out.PID.N-TT`) and waits for the main thread's file. */
+  const dump = async (): Promise<void> => {
     control('-d');
-    const n = ++dumps;
-    const prefix = `callgrind.out.${pid}.${n}-`;
+    const main = path.join(dir, `callgrind.out.${pid}.${++dumps}-01`);
     const until = Date.now() + 60_000;
-    while (!existsSync(path.join(dir, `${prefix}01`)) && Date.now() < until) await sleep(100);
+    while (!existsSync(main) && Date.now() < until) await sleep(100);
     await sleep(500);
-    const all = readdirSync(dir)
-      .filter((f) => f.startsWith(prefix))
-      .map((f) => path.join(dir, f));
-    return { main: path.join(dir, `${prefix}01`), all };
   };
   try {
     await send(key, server.port, WARMUP, 0);
@@ -122,9 +120,8 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
     control('-z');
     const i0 = performance.now();
     await sleep(IDLE_MS);
-    const idle = await dump();
+    await dump();
     const idleSeconds = (performance.now() - i0) / 1000;
-    const idlePerSecond = readDump(idle.main).total / idleSeconds;
     // The upstream has closed the connections idle through that window (its keep-alive timeout, 5 s,
     // runs at native speed, the system's own timers ~50× slower): a few requests open fresh ones (and
     // take the leases again) before the count starts, so the window sees no reset connection.
@@ -134,26 +131,14 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
     const w0 = performance.now();
     const failed = await send(key, server.port, WINDOW, WARMUP);
     const seconds = (performance.now() - w0) / 1000;
-    const window = await dump();
+    await dump();
     const redisAfter = redisBefore === null ? null : await redisCalls();
-    const main = readDump(window.main);
-    const allThreads = window.all.reduce((sum, f) => sum + readDump(f).total, 0);
-    const gc = gcCost(main);
-    const timers = (idlePerSecond * seconds) / WINDOW;
     const perfMap = `/tmp/perf-${pid}.map`;
     if (existsSync(perfMap)) copyFileSync(perfMap, path.join(dir, 'perf.map'));
-    // For bench/callgrind-top.ts: what the dumps' counts are divided by.
+    // What the dumps' counts are divided by (runFigures, bench/callgrind-top.ts).
     writeFileSync(path.join(dir, 'run.json'), `${JSON.stringify({ system: key, pid, idleSeconds, requests: WINDOW, seconds })}\n`);
     return {
-      requests: WINDOW,
-      seconds,
-      main: main.total / WINDOW - timers,
-      gc: gc.cost / WINDOW,
-      gcEntries: gc.entries,
-      compile: compileCost(main).cost / WINDOW,
-      timers,
-      idlePerSecond,
-      allThreads: allThreads / WINDOW,
+      ...runFigures(dir),
       ...(failed > 0 ? { non200: failed } : {}),
       ...(redisBefore !== null && redisAfter !== null ? { redisScriptCalls: (redisAfter.scripts - redisBefore.scripts) / WINDOW } : {}),
     };
