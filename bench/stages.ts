@@ -124,6 +124,13 @@ async function stages(): Promise<Stage[]> {
   await leases.consume(specs);
   await leases.consume(specs);
   const cached = createBlockedCacheStore(leases);
+  // The same stack seen through consume only (no consumeLocal): the cache's .then hop of before issue 30.
+  const hopping = createBlockedCacheStore({
+    consume: (x) => leases.consume(x),
+    peek: (x) => leases.peek(x),
+    reset: (x) => leases.reset(x),
+    close: () => leases.close(),
+  });
   const outcome = memory.consumeSync(specs);
   const req = {
     method: 'GET',
@@ -151,6 +158,12 @@ async function stages(): Promise<Stage[]> {
     { name: 'lease-local', what: 'lease layer consumeLocal, every bucket leased', run: () => leases.consumeLocal(specs) },
     { name: 'lease-cached', what: 'blocked cache over the leases: consumeLocal (Redis mode, synchronous)', run: () => cached.consumeLocal(specs) },
     { name: 'lease-await', what: 'blocked cache over the leases: consume, awaited (the pipeline awaits it)', run: () => cached.consume(specs), async: true },
+    {
+      name: 'lease-await-hop',
+      what: 'the same without consumeLocal inside: the .then hop the cache took before',
+      run: () => hopping.consume(specs),
+      async: true,
+    },
     { name: 'headers', what: 'rateLimitHeaders with the IETF RateLimit fields (the default)', run: () => rateLimitHeaders(ietf, rules, outcome) },
     { name: 'headers-plain', what: 'rateLimitHeaders, X-RateLimit-* only (standardHeaders: false)', run: () => rateLimitHeaders(plain, rules, outcome) },
     { name: 'request-id', what: 'requestId of a request without X-Request-Id', run: () => requestId(req) },
