@@ -7,10 +7,12 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const dist = path.resolve(process.argv[2]);
-const { MemoryStore } = await import(pathToFileURL(path.join(dist, 'limiter', 'memory.js')).href);
+const { MemoryStore } = await import(pathToFileURL(path.join(dist, 'limiter', 'memory', 'store.js')).href);
 MemoryStore.prototype.consume = function consume(specs) {
   const out = this.consumeSync(specs);
   return new Promise((resolve) => setImmediate(resolve, out));
 };
+// No synchronous answer either: every decision takes the deferred path.
+MemoryStore.prototype.consumeLocal = () => undefined;
 process.argv.splice(2, 1);
-await import(pathToFileURL(path.join(dist, 'cli.js')).href);
+await import(pathToFileURL(path.join(dist, 'cli', 'index.js')).href);

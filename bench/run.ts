@@ -9,13 +9,12 @@
  * fastify + @fastify/rate-limit (Redis) + @fastify/reply-from (bench/fastify-stack.ts), rategate with the
  * memory store (access log off, and on at `info`) and with Redis. Scenarios: forwarded, fixed rate,
  * rejected, mixed seed traffic, memory per distinct client, N distinct clients (memory), instructions
- * per request (perf stat, else callgrind), CPU profiles of the gateway.
+ * per request (callgrind, main thread, 3 fresh runs per system), CPU profiles of the gateway.
  * The runner: settings in lib/settings.ts, the processes in lib/systems.ts, one file per scenario in
  * scenarios/, the tables and goals in lib/report.ts.
  * Writes bench/results/latest.json, bench/results/latest.svg and bench/profile.md.
  * `--render bench/results/latest.json` only redraws the SVG from a results file.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,7 +47,7 @@ import {
 import { build, env, launch, machine, startRedis, startUpstream, stopServer, unavailable, type Server } from './lib/systems.js';
 import type { InstructionsResult, MemoryResult, PerClientResult } from './lib/types.js';
 import { benchManyClients } from './scenarios/clients.js';
-import { benchInstructions, perfCountsInstructions } from './scenarios/instructions.js';
+import { benchInstructions, callgrindAvailable, INSTR_LABELS, INSTR_ORDER, type InstrKey } from './scenarios/instructions.js';
 import { benchRound, pickBest, rounds } from './scenarios/load.js';
 import { benchPerClient } from './scenarios/memory.js';
 import { benchMillion } from './scenarios/million.js';
@@ -64,14 +63,15 @@ async function main(): Promise<void> {
   );
   const load1 = (m.loadavgAtStart as number[])[0]!;
   if (load1 > 0.7) note(`load average ${load1} at start: other processes are using the CPU; figures are noisier than on an idle machine`);
-  env.cli = build();
+  // --cli: another build's dist/cli/index.js (a checkout of the code before a change, for an A/B).
+  env.cli = argv.cli ?? build();
   mkdirSync(RESULTS, { recursive: true });
 
   let upstream: Server | null = null;
   let redisServer: Server | null = null;
   let memory: MemoryResult | null = null;
   let perClient: PerClientResult | null = null;
-  const instructions: Partial<Record<SystemKey, InstructionsResult>> = {};
+  const instructions: Partial<Record<InstrKey, InstructionsResult>> = {};
   const profiles: Partial<Record<'rategate-memory' | 'rategate-redis', ProfileSummary>> = {};
   try {
     redisServer = await startRedis();
@@ -125,22 +125,21 @@ async function main(): Promise<void> {
     if (!SKIP.has('million') && want('rategate-memory')) memory = await benchMillion();
     if (!SKIP.has('clients')) for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchManyClients(k);
     if (!SKIP.has('instructions')) {
-      const usePerf = perfCountsInstructions();
-      if (!usePerf && spawnSync('valgrind', ['--version']).error)
-        note('instructions per request skipped: perf does not count instructions here and valgrind is not installed');
+      if (!callgrindAvailable()) note('instructions per request skipped: valgrind (callgrind) is not installed (apt-get install -y valgrind)');
       else {
-        if (!usePerf) note('perf stat cannot count instructions on this machine (no PMU in the VM): instructions per request come from callgrind');
-        for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) {
-          if (!want(k) || unavailable(k) !== null) continue;
+        for (const k of INSTR_ORDER) {
+          // `rategate-redis-clients` comes with `rategate-redis`, or alone when --only names it.
+          const system: SystemKey = k === 'rategate-redis-clients' ? 'rategate-redis' : k;
+          if (unavailable(system) !== null || !(ONLY?.has(k) === true || want(system))) continue;
           try {
-            const r = await benchInstructions(k, usePerf);
-            if (r) instructions[k] = r;
+            instructions[k] = await benchInstructions(k);
           } catch (err) {
-            note(`instructions per request, ${LABELS[k]}: ${(err as Error).message.slice(0, 200)}`);
+            process.stdout.write('\n');
+            note(`instructions per request, ${INSTR_LABELS[k]}: ${(err as Error).message.slice(0, 300)}`);
           }
         }
       }
-    } else if (QUICK) note('instructions per request skipped (--quick skips them: callgrind takes minutes; add --instructions)');
+    } else if (QUICK) note('instructions per request skipped (--quick skips them: callgrind takes minutes per run; add --instructions)');
     if (!SKIP.has('profile')) {
       for (const k of ['rategate-memory', 'rategate-redis'] as const) {
         if (!want(k) || unavailable(k) !== null) continue;

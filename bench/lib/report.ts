@@ -6,7 +6,8 @@ import os from 'node:os';
 import { renderChart, type Panel } from './chart.js';
 import { fmtInt, fmtMs, fmtUs, statusSummary } from './format.js';
 import { CONNECTIONS, LABELS, MANY_CLIENTS, ORDER, RATE, results, type SystemKey } from './settings.js';
-import type { InstructionsResult, MemoryResult, PerClientResult, SystemResult } from './types.js';
+import type { InstructionsResult, InstructionsRun, MemoryResult, PerClientResult, SystemResult } from './types.js';
+import { INSTR_LABELS, INSTR_ORDER, type InstrKey } from '../scenarios/instructions.js';
 
 export interface Ratio {
   name: string;
@@ -239,26 +240,52 @@ export function renderOnly(file: string): void {
   console.log(`wrote ${out}`);
 }
 
+/** Req/s and CPU µs per request of a system in this run's load scenarios, beside its instruction count. */
+function loadFigures(k: InstrKey): string {
+  if (k === 'rategate-redis-clients') {
+    const m = results['rategate-redis']?.manyClients;
+    return m ? `${fmtInt(m.rps)} | ${m.cpuUsSystem.toFixed(1)} | — | ${m.cpuUsRedis?.toFixed(1) ?? '—'}` : '— | — | — | —';
+  }
+  const f = results[k]?.forwarded;
+  const c = f?.cpuUsPerRequest;
+  if (!f || !c) return '— | — | — | —';
+  return `${fmtInt(f.rps)} | ${c.system?.toFixed(1) ?? '—'} | ${c.upstream.toFixed(1)} | ${c.redis?.toFixed(1) ?? '—'}`;
+}
+
+/** Instructions per forwarded request (main thread, median of the runs) with their spread, GC and compile shares, and the load figures beside. */
+export function instructionsTable(instructions: Partial<Record<InstrKey, InstructionsResult>>): string {
+  const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
+  const bare = instructions.thin?.main;
+  const first = Object.values(instructions)[0]!;
+  const lines = [
+    `Instructions per forwarded request, main thread (callgrind; ${first.warmup} requests uninstrumented first, then ${first.runs[0]?.requests} measured, ` +
+      `8 connections; idle timer work subtracted; median of ${first.runs.length} runs, each a fresh process):`,
+    '',
+    '| system | main thread | × bare | spread | runs | without GC, compile | GC (entries/run) | compile | timers subtracted (idle /s) | all threads | Redis calls/req | req/s | CPU µs itself | upstream | redis |',
+    '|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+  ];
+  for (const key of INSTR_ORDER) {
+    const r = instructions[key];
+    if (!r) continue;
+    const med = (f: (x: InstructionsRun) => number): number => [...r.runs.map(f)].sort((a, b) => a - b)[r.runs.length >> 1]!;
+    const redis = r.runs[0]?.redisScriptCalls === undefined ? '—' : med((x) => x.redisScriptCalls!).toFixed(3);
+    lines.push(
+      `| ${INSTR_LABELS[key]} | ${k(r.main)} | ${bare && key !== 'thin' ? (r.main / bare).toFixed(2) : '1'} | ${(r.spread * 100).toFixed(1)} % | ` +
+        `${r.runs.map((x) => k(x.main)).join(', ')} | ${k(r.steady)} | ${k(med((x) => x.gc))} (${med((x) => x.gcEntries)}) | ${k(med((x) => x.compile))} | ` +
+        `${k(med((x) => x.timers))} (${k(med((x) => x.idlePerSecond))}) | ${k(med((x) => x.allThreads))} | ${redis} | ${loadFigures(key)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
 /** The lines after the tables: instructions, memory, Redis calls, mixed traffic, and the goals with their verdicts. */
 export function printSummary(
   rs: Ratio[],
-  instructions: Partial<Record<SystemKey, InstructionsResult>>,
+  instructions: Partial<Record<InstrKey, InstructionsResult>>,
   perClient: PerClientResult | null,
   memory: MemoryResult | null,
 ): void {
-  const instr = Object.entries(instructions);
-  if (instr.length > 0) {
-    const thinI = instructions.thin?.mainThreadPerRequest ?? instructions.thin?.perRequest;
-    console.log(`Instructions per forwarded request, gateway process (${instr[0]![1].tool}; 8 connections, one client):`);
-    for (const [k, r] of instr) {
-      const main = r.mainThreadPerRequest ?? r.perRequest;
-      console.log(
-        `  ${LABELS[k as SystemKey].padEnd(28)} all threads ${(r.perRequest / 1000).toFixed(0).padStart(6)} k, main thread ${(main / 1000).toFixed(0).padStart(6)} k` +
-          `${thinI && k !== 'thin' ? `  (main thread ${(main / thinI).toFixed(2)} × bare forwarder)` : ''}`,
-      );
-    }
-    console.log('');
-  }
+  if (Object.keys(instructions).length > 0) console.log(`${instructionsTable(instructions)}\n`);
   if (perClient) {
     console.log(
       `memory per distinct client (bench/memory-per-client.ts, ${perClient.clients.toLocaleString('en')} clients, in-process after a full GC): ` +

@@ -18,6 +18,8 @@ export const { values: argv } = parseArgs({
     only: { type: 'string' },
     skip: { type: 'string' },
     instructions: { type: 'boolean', default: false },
+    'instr-runs': { type: 'string' },
+    cli: { type: 'string' },
   },
   strict: true,
 });
@@ -32,6 +34,8 @@ export const CLIENTS = Number(argv.clients ?? (QUICK ? 100_000 : 1_000_000));
 /** Distinct clients of the many-client scenario, each sending MANY_CLIENTS_EACH requests (spread: client i % N). */
 export const MANY_CLIENTS = Number(argv.clients ?? 100_000);
 export const MANY_CLIENTS_EACH = 3;
+/** Callgrind runs per system (a fresh process each) of the instructions scenario. */
+export const INSTR_RUNS = Math.max(1, Number(argv['instr-runs'] ?? 3));
 export const PROFILE_SEC = QUICK ? 3 : 8;
 export const ONLY = argv.only ? new Set(argv.only.split(',')) : null;
 export const SKIP = new Set((argv.skip ?? (QUICK ? 'profile,instructions' : '')).split(',').filter(Boolean));

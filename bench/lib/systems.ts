@@ -106,20 +106,31 @@ export async function startRedis(): Promise<Server | null> {
   return { key: 'redis', port, proc, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** `accessLog`: the default `info` level (one JSON line per request, to a temp file) instead of warn. */
-/** `wrap`: a command to run the gateway under (valgrind); `launcher`: `wrap` replaces node and cli.js. */
-export async function startGateway(
-  key: string,
-  config: string,
-  store: string,
-  cpuProfDir?: string,
-  accessLog = false,
-  wrap: string[] = [],
-  launcher = false,
-): Promise<Server> {
+/** How a gateway is started: under `--cpu-prof`, with its access log on, under a wrapper (valgrind). */
+export interface GatewayLaunch {
+  /** `--cpu-prof` into this directory. */
+  readonly cpuProfDir?: string;
+  /** The default `info` level (one JSON line per request, to a temp file) instead of warn. */
+  readonly accessLog?: boolean;
+  /** A command to run node under (valgrind and its options). */
+  readonly wrap?: readonly string[];
+  /** `wrap` replaces node and cli.js altogether (bench/deferred-memory.mjs). */
+  readonly launcher?: boolean;
+  /** Options for node itself (`--perf-basic-prof`). */
+  readonly nodeFlags?: readonly string[];
+}
+
+/** The command and arguments that run node with `nodeArgs` under `wrap` (nothing: node itself). */
+export function nodeCommand(wrap: readonly string[], nodeArgs: readonly string[]): [string, string[]] {
+  return wrap.length > 0 ? [wrap[0]!, [...wrap.slice(1), process.execPath, ...nodeArgs]] : [process.execPath, [...nodeArgs]];
+}
+
+export async function startGateway(key: string, config: string, store: string, o: GatewayLaunch = {}): Promise<Server> {
+  const { cpuProfDir, accessLog = false, wrap = [], launcher = false, nodeFlags = [] } = o;
   const port = await freePort();
   const adminPort = await freePort();
   const args = [
+    ...nodeFlags,
     ...(cpuProfDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : []),
     env.cli,
     'serve',
@@ -136,14 +147,8 @@ export async function startGateway(
   ];
   // Access log off (warn level), as nginx's and fastify's are; or on, written to a file as to a log volume.
   const logFile = accessLog ? path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-bench-log-')), 'access.log') : undefined;
-  const [cmd, ...pre] = launcher ? wrap : wrap.length > 0 ? [...wrap, process.execPath] : [process.execPath];
-  const proc = start(
-    key,
-    cmd!,
-    [...pre, ...(launcher ? args.filter((a) => a !== env.cli) : args)],
-    { RATEGATE_LOG_LEVEL: accessLog ? 'info' : 'warn' },
-    logFile,
-  );
+  const [cmd, argv] = launcher ? [wrap[0]!, [...wrap.slice(1), ...args.filter((a) => a !== env.cli)]] : nodeCommand(wrap, args);
+  const proc = start(key, cmd, argv, { RATEGATE_LOG_LEVEL: accessLog ? 'info' : 'warn' }, logFile);
   // Under valgrind, Node takes a minute or more to start.
   await waitForPort(proc, port, wrap.length > 0 && !launcher ? 300_000 : 30_000);
   if (store !== 'memory') {
@@ -164,16 +169,28 @@ export async function startGateway(
   return { key, port, adminPort, proc, ...(logFile ? { cleanup: () => rmSync(path.dirname(logFile), { recursive: true, force: true }) } : {}) };
 }
 
-export async function startThin(): Promise<Server> {
+/** The thin forwarder; under `wrap` (valgrind) with `nodeFlags` for the instruction counts. */
+export async function startThin(wrap: readonly string[] = [], nodeFlags: readonly string[] = []): Promise<Server> {
   const port = await freePort();
-  const proc = start('thin', process.execPath, ['--import', 'tsx', 'bench/thin-forwarder.ts', '--listen', `127.0.0.1:${port}`, '--upstream', env.upstreamUrl]);
-  await waitForPort(proc, port);
+  const [cmd, argv] = nodeCommand(wrap, [
+    ...nodeFlags,
+    '--import',
+    'tsx',
+    'bench/thin-forwarder.ts',
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--upstream',
+    env.upstreamUrl,
+  ]);
+  const proc = start('thin', cmd, argv);
+  await waitForPort(proc, port, wrap.length > 0 ? 300_000 : 30_000);
   return { key: 'thin', port, proc };
 }
 
-export async function startFastify(): Promise<Server> {
+export async function startFastify(wrap: readonly string[] = [], nodeFlags: readonly string[] = []): Promise<Server> {
   const port = await freePort();
-  const proc = start('fastify', process.execPath, [
+  const [cmd, argv] = nodeCommand(wrap, [
+    ...nodeFlags,
     '--import',
     'tsx',
     'bench/fastify-stack.ts',
@@ -184,7 +201,8 @@ export async function startFastify(): Promise<Server> {
     '--redis',
     env.redisUrl!,
   ]);
-  await waitForPort(proc, port);
+  const proc = start('fastify', cmd, argv);
+  await waitForPort(proc, port, wrap.length > 0 ? 300_000 : 30_000);
   return { key: 'fastify', port, proc };
 }
 
@@ -236,9 +254,9 @@ export async function startSystem(key: SystemKey, config = BENCH_CONFIG): Promis
     case 'rategate-memory':
       return startGateway(key, config, 'memory');
     case 'rategate-memory-log':
-      return startGateway(key, config, 'memory', undefined, true);
+      return startGateway(key, config, 'memory', { accessLog: true });
     case 'rategate-memory-deferred':
-      return startGateway(key, config, 'memory', undefined, false, [process.execPath, 'bench/deferred-memory.mjs', path.dirname(env.cli)], true);
+      return startGateway(key, config, 'memory', { wrap: [process.execPath, 'bench/deferred-memory.mjs', path.dirname(env.cli)], launcher: true });
     case 'rategate-redis':
       return startGateway(key, config, env.redisUrl!);
     case 'rategate-redis-unix':

@@ -92,13 +92,36 @@ export interface PerClientResult {
   heapBytesPerClientAfterExpiry: number;
 }
 
-export interface InstructionsResult {
-  tool: 'perf' | 'callgrind';
+/** One callgrind run of a system (a fresh process): its measured window, per forwarded request. */
+export interface InstructionsRun {
+  /** Requests in the measured window, and its wall time (under callgrind: ~50× native). */
   requests: number;
-  perRequest: number;
-  /**
-   * Callgrind only: the main thread's (the event loop's) share. V8 compiles and marks on other threads,
-   * still busy after thousands of requests under valgrind; the main thread's count is the steadier one.
-   */
-  mainThreadPerRequest?: number | null;
+  seconds: number;
+  /** Main thread (the event loop), idle timer work subtracted: the headline figure. */
+  main: number;
+  /** Of `main`: V8's garbage collector on the main thread, and its compilers (lazy, baseline, TurboFan installs, deopts). */
+  gc: number;
+  compile: number;
+  /** Collections and incremental-marking steps entered in the window (all of them, not per request). */
+  gcEntries: number;
+  /** Subtracted from `main`: the main thread's instructions per second when idle × the window's seconds, per request. */
+  timers: number;
+  /** The main thread's instructions per second with no request (its timers): the idle cost. */
+  idlePerSecond: number;
+  /** Every thread of the process (V8's compiler and GC helpers too), nothing subtracted. */
+  allThreads: number;
+  /** Answers other than 200 in the window (at most 1 %), when any. */
+  non200?: number;
+  /** Redis-backed systems: script calls (round trips) per request in the window. */
+  redisScriptCalls?: number;
+}
+
+export interface InstructionsResult {
+  tool: 'callgrind';
+  warmup: number;
+  runs: InstructionsRun[];
+  /** Medians over the runs, and the spread (max − min) ÷ median of `main`. */
+  main: number;
+  steady: number;
+  spread: number;
 }

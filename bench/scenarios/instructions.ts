@@ -1,110 +1,179 @@
 /**
- * @module Scenario `instructions`: instructions per forwarded request of the gateway process (perf stat, else callgrind).
+ * @module Scenario `instructions`: main-thread instructions per forwarded request of each system under
+ * callgrind, the figure a shared machine cannot move (perf has no hardware counters in this VM).
+ *
+ * One run is one fresh process under `valgrind --tool=callgrind --instr-atstart=no`: start-up and
+ * `WARMUP` requests run uninstrumented (V8 settles its tiers meanwhile), then instrumentation goes on
+ * (`callgrind_control -i on`) for an idle window (the timers' own work: instructions per second with no
+ * request) and a measured window of `WINDOW` requests, long enough for several scavenges. Each window is
+ * one dump (`-z` before, `-d` after), one file per thread (`--separate-threads=yes`; `-01` is the main
+ * thread). A run's figure is the main thread's count less its timer work, per request (lib/callgrind.ts
+ * runFigures: the window's JS timers from the call graph, plus the idle window's other work per second ×
+ * the window's seconds); V8's garbage collector and compilers on the main thread are reported apart.
+ * (`--toggle-collect=node::Environment::RunTimers` would leave timers out at the source, but callgrind
+ * does not see every return out of V8's frames: collection stays toggled and nothing is counted.)
+ * Node runs with `--perf-basic-prof`, so the dumps can name JIT-compiled JavaScript
+ * (`npx tsx bench/callgrind-top.ts DIR`). Dumps stay in `bench/.build/callgrind/<system>/run<N>/`.
+ * Valgrind's default `--smc-check=all-non-file` already sees V8 rewriting its code (anonymous mappings).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { freePort, runScript, sleep, start, waitForPort } from '../lib/procs.js';
-import { BENCH_CONFIG, LABELS, QUICK } from '../lib/settings.js';
-import { env, startGateway, stopServer, type Server } from '../lib/systems.js';
-import type { InstructionsResult } from '../lib/types.js';
+import { runFigures } from '../lib/callgrind.js';
+import { redisCalls } from '../lib/measure.js';
+import { runScript, sleep } from '../lib/procs.js';
+import { BENCH_CONFIG, INSTR_RUNS, QUICK } from '../lib/settings.js';
+import { env, startFastify, startGateway, startThin, stopServer, type Server } from '../lib/systems.js';
+import type { InstructionsResult, InstructionsRun } from '../lib/types.js';
 
-/** `perf stat -e instructions` counts on this machine (not in most VMs, which hide the PMU). */
-export function perfCountsInstructions(): boolean {
-  const r = spawnSync('perf', ['stat', '-e', 'instructions', '-x,', 'true'], { encoding: 'utf8' });
-  return !r.error && /^\d+,/m.test(r.stderr ?? '');
+/** The systems measured: the hot-key ones of the load scenario, and the Redis gateway with a new client per request. */
+export type InstrKey = 'thin' | 'rategate-memory' | 'rategate-redis' | 'rategate-redis-clients' | 'fastify';
+export const INSTR_ORDER: readonly InstrKey[] = ['thin', 'rategate-memory', 'rategate-redis', 'rategate-redis-clients', 'fastify'];
+export const INSTR_LABELS: Record<InstrKey, string> = {
+  thin: 'bare Node forwarder',
+  'rategate-memory': 'rategate memory',
+  'rategate-redis': 'rategate Redis, hot key',
+  'rategate-redis-clients': 'rategate Redis, many clients',
+  fastify: 'fastify+rate-limit (Redis)',
+};
+
+/** Uninstrumented requests before any count: the JIT's tiers settle within the first few thousand. */
+export const WARMUP = 3000;
+/** Measured requests per run: several scavenges' worth of allocation. */
+export const WINDOW = QUICK ? 1500 : 3000;
+const IDLE_MS = 5000;
+/** From the warm-up's end to the idle window: longer than every keep-alive timeout on the way. */
+const SETTLE_MS = 8000;
+/** Requests between the idle window and the measured one, not counted. */
+const REWARM = 200;
+/** Distinct clients of `rategate-redis-clients`: every request of a run comes from one not seen before. */
+const MANY = 100_000;
+
+/** valgrind is installed (perf cannot count here: callgrind is the only counter). */
+export function callgrindAvailable(): boolean {
+  return !spawnSync('valgrind', ['--version']).error && !spawnSync('callgrind_control', ['-h']).error;
 }
 
-/**
- * Instructions per forwarded request of the gateway process: with perf where it counts, else under
- * `valgrind --tool=callgrind` (instrumentation switched on after start-up, counters zeroed after a
- * warm-up, so the count is the measured requests' only). About 50× slower than native: a few hundred
- * requests, 8 connections, each system started alone. Counts user-space instructions of every thread
- * (V8's compiler and GC threads too), none of the kernel's: socket syscalls show in the CPU table's
- * system time instead. Much steadier than req/s on a shared machine.
- */
-export async function benchInstructions(key: 'thin' | 'rategate-memory' | 'rategate-redis', usePerf: boolean): Promise<InstructionsResult | null> {
-  // V8 keeps optimizing (on threads callgrind also counts) for the first thousand requests or so.
-  const warm = QUICK ? 300 : 1500;
-  const measured = QUICK ? 300 : 500;
-  const target = {
-    path: `/api/v1/statuses/${env.fx.statusId}`,
-    headers: { authorization: `Bearer ${env.fx.userToken}` },
-    clients: 1,
-    connections: 8,
-    depth: 1,
-  };
-  if (key === 'rategate-redis') await env.redis!.flushall();
-  // The dumps stay in bench/.build/callgrind/<system>/ for callgrind_annotate (native code and V8 builtins are named; JIT code is not).
-  const cgDir = path.resolve('bench', '.build', 'callgrind', key);
-  rmSync(cgDir, { recursive: true, force: true });
-  mkdirSync(cgDir, { recursive: true });
-  const wrap = usePerf
-    ? []
-    : ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${path.join(cgDir, 'callgrind.out.%p')}`];
-  process.stdout.write(`${LABELS[key].padEnd(28)} instructions per request (${usePerf ? 'perf stat' : 'callgrind'}) … `);
-  let server: Server;
-  if (key === 'thin') {
-    const port = await freePort();
-    const proc = start('thin', wrap[0] ?? process.execPath, [
-      ...wrap.slice(1),
-      ...(wrap.length ? [process.execPath] : []),
-      '--import',
-      'tsx',
-      'bench/thin-forwarder.ts',
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--upstream',
-      env.upstreamUrl,
-    ]);
-    await waitForPort(proc, port, 300_000);
-    server = { key, port, proc };
-  } else server = await startGateway(key, BENCH_CONFIG, key === 'rategate-memory' ? 'memory' : env.redisUrl!, undefined, false, wrap);
+async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<Server> {
+  // The perf map names JIT code in the dumps; V8 then also logs its memory chunks, into the run's directory.
+  const nodeFlags = ['--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${path.join(dir, 'v8.log')}`];
+  if (key === 'thin') return startThin(wrap, nodeFlags);
+  if (key === 'fastify') return startFastify(wrap, nodeFlags);
+  const store = key === 'rategate-memory' ? 'memory' : env.redisUrl!;
+  // The bench table with a store timeout fit for valgrind: 50 ms of native time is seconds under it,
+  // and a timed-out call would send the count down the fault policy's path instead of the normal one.
+  const config = path.join(dir, 'limits.yaml');
+  writeFileSync(config, `${readFileSync(BENCH_CONFIG, 'utf8')}\nstore:\n  timeout: 10s\n`);
+  return startGateway(key, config, store, { wrap, nodeFlags });
+}
+
+/** Sends `n` requests (8 keep-alive connections, one in flight each) from the client(s) starting at `offset`; how many were not 200. */
+async function send(key: InstrKey, port: number, n: number, offset: number, strict = true): Promise<number> {
+  const many = key === 'rategate-redis-clients';
+  const r = await runScript<{ n: number; statuses: Record<string, number> }>(
+    'bench/million.ts',
+    {
+      port,
+      path: `/api/v1/statuses/${env.fx.statusId}`,
+      headers: { authorization: `Bearer ${env.fx.userToken}` },
+      n,
+      clients: many ? MANY : 1,
+      offset: many ? offset : 0,
+      connections: 8,
+      depth: 1,
+    },
+    30 * 60_000,
+  );
+  // A forwarder without retries answers an odd 502 when the upstream closes a kept-alive connection as a
+  // request goes out (valgrind's slowness widens that race): a few are no reason to lose the run.
+  if (strict && (r.statuses['200'] ?? 0) < n * 0.99) throw new Error(`expected ${n} answers 200, got ${JSON.stringify(r.statuses)}`);
+  return n - (r.statuses['200'] ?? 0);
+}
+
+/** One run: a fresh process, warm-up, idle window, measured window. */
+async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  if (key !== 'thin' && key !== 'rategate-memory') await env.redis!.flushall();
+  const wrap = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${path.join(dir, 'callgrind.out.%p')}`];
+  const server = await startUnder(key, wrap, dir);
   const pid = server.proc.pid;
+  let dumps = 0;
   const control = (...args: string[]): void => {
-    const r = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stderr}`);
+    const r = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8', timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stderr || r.stdout}`);
+  };
+  /** Dumps now (one file per thread, `callgrind.out.PID.N-TT`) and waits for the main thread's file. */
+  const dump = async (): Promise<void> => {
+    control('-d');
+    const main = path.join(dir, `callgrind.out.${pid}.${++dumps}-01`);
+    const until = Date.now() + 60_000;
+    while (!existsSync(main) && Date.now() < until) await sleep(100);
+    await sleep(500);
   };
   try {
-    if (!usePerf) control('-i', 'on');
-    await runScript('bench/million.ts', { port: server.port, n: warm, ...target }, 600_000);
-    let count: number;
-    let mainThread = NaN;
-    if (usePerf) {
-      const perf = start('perf', 'perf', ['stat', '-e', 'instructions', '-x,', '-p', String(pid)]);
-      await sleep(200);
-      await runScript('bench/million.ts', { port: server.port, n: measured, ...target }, 600_000);
-      await perf.stop('SIGINT');
-      count = Number(/^(\d+),/m.exec(perf.output())?.[1] ?? NaN);
-    } else {
-      control('-z');
-      await runScript('bench/million.ts', { port: server.port, n: measured, ...target }, 600_000);
-      const before = new Set(readdirSync(cgDir));
-      control('-d');
-      const until = Date.now() + 30_000;
-      let files: string[] = [];
-      while (files.length === 0 && Date.now() < until) {
-        await sleep(200);
-        files = readdirSync(cgDir).filter((f) => !before.has(f));
-      }
-      await sleep(1000);
-      // --separate-threads: one file per thread, `…-01` the main thread (the event loop).
-      count = 0;
-      for (const f of readdirSync(cgDir).filter((x) => !before.has(x))) {
-        const n = Number(/^totals:\s+(\d+)/m.exec(readFileSync(path.join(cgDir, f), 'utf8'))?.[1] ?? NaN);
-        count += n;
-        if (f.endsWith('-01')) mainThread = n;
-      }
-    }
-    const perRequest = count / measured;
-    const main = mainThread / measured;
-    process.stdout.write(
-      `${Number.isFinite(perRequest) ? `${(perRequest / 1000).toFixed(0)} k` : 'n/a'}${Number.isFinite(main) ? `, main thread ${(main / 1000).toFixed(0)} k` : ''} (${measured} requests after ${warm})\n`,
-    );
-    return Number.isFinite(perRequest)
-      ? { tool: usePerf ? 'perf' : 'callgrind', requests: measured, perRequest, mainThreadPerRequest: Number.isFinite(main) ? main : null }
-      : null;
+    await send(key, server.port, WARMUP, 0);
+    // The warm-up's connections close as it ends, and the pools' idle ones to the upstream on their
+    // keep-alive timeouts (4–5 s): their teardown is not timer work, so the idle window starts after.
+    await sleep(SETTLE_MS);
+    control('-i', 'on');
+    control('-z');
+    const i0 = performance.now();
+    await sleep(IDLE_MS);
+    await dump();
+    const idleSeconds = (performance.now() - i0) / 1000;
+    // The upstream has closed the connections idle through that window (its keep-alive timeout, 5 s,
+    // runs at native speed, the system's own timers ~50× slower): a few requests open fresh ones (and
+    // take the leases again) before the count starts, so the window sees no reset connection.
+    await send(key, server.port, REWARM, WARMUP + WINDOW, false);
+    const redisBefore = key === 'thin' || key === 'rategate-memory' ? null : await redisCalls();
+    control('-z');
+    const w0 = performance.now();
+    const failed = await send(key, server.port, WINDOW, WARMUP);
+    const seconds = (performance.now() - w0) / 1000;
+    await dump();
+    const redisAfter = redisBefore === null ? null : await redisCalls();
+    const perfMap = `/tmp/perf-${pid}.map`;
+    if (existsSync(perfMap)) copyFileSync(perfMap, path.join(dir, 'perf.map'));
+    // What the dumps' counts are divided by (runFigures, bench/callgrind-top.ts).
+    writeFileSync(path.join(dir, 'run.json'), `${JSON.stringify({ system: key, pid, idleSeconds, requests: WINDOW, seconds })}\n`);
+    return {
+      ...runFigures(dir),
+      ...(failed > 0 ? { non200: failed } : {}),
+      ...(redisBefore !== null && redisAfter !== null ? { redisScriptCalls: (redisAfter.scripts - redisBefore.scripts) / WINDOW } : {}),
+    };
   } finally {
     await stopServer(server);
+    rmSync(`/tmp/perf-${pid}.map`, { force: true });
   }
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/** `INSTR_RUNS` runs of one system, each in a fresh process; the medians and the spread of the main-thread figure. */
+export async function benchInstructions(key: InstrKey): Promise<InstructionsResult> {
+  const runs: InstructionsRun[] = [];
+  for (let i = 0; i < INSTR_RUNS; i++) {
+    process.stdout.write(`${INSTR_LABELS[key].padEnd(30)} callgrind run ${i + 1}/${INSTR_RUNS} … `);
+    const r = await oneRun(key, path.resolve('bench', '.build', 'callgrind', key, `run${i + 1}`));
+    runs.push(r);
+    const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
+    process.stdout.write(
+      `main thread ${k(r.main)} per request (GC ${k(r.gc)} in ${r.gcEntries} entries, compile ${k(r.compile)}, timers ${k(r.timers)} subtracted: idle ${k(r.idlePerSecond)}/s), ` +
+        `all threads ${k(r.allThreads)}${r.redisScriptCalls === undefined ? '' : `, ${r.redisScriptCalls.toFixed(3)} script calls`}; ${r.seconds.toFixed(0)} s\n`,
+    );
+  }
+  const mains = runs.map((r) => r.main);
+  const main = median(mains);
+  return {
+    tool: 'callgrind',
+    warmup: WARMUP,
+    runs,
+    main,
+    steady: median(runs.map((r) => r.main - r.gc - r.compile)),
+    spread: (Math.max(...mains) - Math.min(...mains)) / main,
+  };
 }

@@ -15,7 +15,7 @@ export async function profileGateway(key: 'rategate-memory' | 'rategate-redis'):
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   if (key === 'rategate-redis') await env.redis!.flushall();
-  const gw = await startGateway(key, BENCH_CONFIG, key === 'rategate-memory' ? 'memory' : env.redisUrl!, dir);
+  const gw = await startGateway(key, BENCH_CONFIG, key === 'rategate-memory' ? 'memory' : env.redisUrl!, { cpuProfDir: dir });
   process.stdout.write(`${LABELS[key].padEnd(28)} under --cpu-prof, forwarded for ${PROFILE_SEC} s … `);
   try {
     const r = await runScript<LoadResult>(

@@ -1,8 +1,10 @@
 /**
  * @module Watches the config file and reloads it: directory watch (so a Kubernetes ConfigMap's `..data`
- * symlink swap is seen), a poll as a safety net for missed events, and SIGHUP. Keeps the last good table.
+ * symlink swap is seen), a stat poll as a safety net for missed events, and SIGHUP. Keeps the last good table.
+ * The poll compares the file's stat (through symlinks: a swap changes the inode) in libuv, so an
+ * unchanged file costs no read and no JavaScript; it is read only when its stat changed or an event came.
  */
-import { watch, type FSWatcher } from 'node:fs';
+import { unwatchFile, watch, watchFile, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -12,19 +14,23 @@ export interface ConfigWatcherOptions {
   onChange: (text: string) => Promise<void>;
   /** Events arriving within this many ms are handled as one (editors write in several steps). */
   debounceMs?: number;
-  /** Re-read the file at this interval too: inotify misses some swaps (network volumes, renames). */
+  /** Stat the file at this interval too: inotify misses some swaps (network volumes, renames). */
   pollMs?: number;
+  /** Reads the file (tests count the reads); default fs.promises.readFile. */
+  read?: (path: string) => Promise<string>;
   /** Read errors (file missing mid-swap, permissions): reported, old table kept. */
   onError: (err: Error) => void;
 }
 
 export class ConfigWatcher {
   private watcher: FSWatcher | undefined;
-  private poller: NodeJS.Timeout | undefined;
+  private polling = false;
   private debounce: NodeJS.Timeout | undefined;
   private lastText: string | undefined;
   private running: Promise<void> = Promise.resolve();
   private readonly onSighup = () => this.trigger(0, true);
+  /** Called by libuv's stat poll only when the stat changed (mtime, size, inode, …). */
+  private readonly onStat = () => this.trigger(0, false);
 
   constructor(private readonly opts: ConfigWatcherOptions) {}
 
@@ -39,14 +45,15 @@ export class ConfigWatcher {
     } catch (err) {
       this.opts.onError(err as Error);
     }
-    this.poller = setInterval(() => this.trigger(0, false), this.opts.pollMs ?? 1000);
-    this.poller.unref();
+    watchFile(this.opts.path, { persistent: false, interval: this.opts.pollMs ?? 1000 }, this.onStat);
+    this.polling = true;
     process.on('SIGHUP', this.onSighup);
   }
 
   stop(): void {
     this.watcher?.close();
-    if (this.poller) clearInterval(this.poller);
+    if (this.polling) unwatchFile(this.opts.path, this.onStat);
+    this.polling = false;
     if (this.debounce) clearTimeout(this.debounce);
     process.off('SIGHUP', this.onSighup);
   }
@@ -67,9 +74,9 @@ export class ConfigWatcher {
     this.running = this.running.then(async () => {
       let text: string;
       try {
-        text = await readFile(this.opts.path, 'utf8');
+        text = this.opts.read !== undefined ? await this.opts.read(this.opts.path) : await readFile(this.opts.path, 'utf8');
       } catch (err) {
-        // Mid-swap the path can briefly dangle; the next event or poll will see the new file.
+        // Mid-swap the path can briefly dangle; the next event or stat change will see the new file.
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.onError(err as Error);
         return;
       }

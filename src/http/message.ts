@@ -16,10 +16,18 @@ export function firstHeader(v: string | string[] | undefined): string | undefine
 /** A request id from the client is kept when it is a plain token of sane length, else replaced. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
+/**
+ * Ids this process makes: a random prefix drawn once (a UUID's first 24 characters, 70 random bits, so
+ * unique across replicas, workers and restarts) and a counter in the last 12 hex digits, keeping the
+ * UUID's shape at the cost of an increment instead of a random draw per request.
+ */
+const ID_PREFIX = randomUUID().slice(0, 24);
+let idCount = 0;
+
 /** The client's request id when it is usable, else a fresh one (which is then forwarded upstream). */
 export function requestId(req: http.IncomingMessage): string {
   const given = req.headers['x-request-id'];
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++idCount).toString(16).padStart(12, '0');
 }
 
 /** Retry-After: whole seconds, rounded up, until `at`; at least 1 so that a client never retries at once. */

@@ -33,6 +33,8 @@ export interface BlockedCacheOptions {
 }
 
 export interface BlockedCacheStore extends Store {
+  /** A blocked bucket's refusal, or the inner store's synchronous answer (a held lease); else undefined. */
+  consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined;
   /** Blocked buckets currently held. */
   readonly size: number;
   /** Requests rejected locally without calling the inner store, since start. */
@@ -83,19 +85,31 @@ class BlockedCache implements BlockedCacheStore {
 
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
     const now = this.clock() + this.offset;
-    let hit: Entry | undefined;
-    if (this.entries.size > 0) {
-      for (const spec of specs) {
-        if (spec.shadow) continue;
-        const e = this.blocking(spec, now);
-        if (e) {
-          hit = e;
-          break;
-        }
-      }
-    }
-    if (hit) return Promise.resolve(this.rejectLocally(specs, hit, now));
+    const hit = this.blockingAny(specs, now);
+    if (hit !== undefined) return Promise.resolve(this.rejectLocally(specs, hit, now));
+    // A decision the inner store makes without I/O (a held lease) takes no promise hop through here.
+    const local = this.inner.consumeLocal?.(specs);
+    if (local !== undefined) return Promise.resolve(this.learn(specs, local));
     return this.inner.consume(specs).then((out) => this.learn(specs, out));
+  }
+
+  consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined {
+    const now = this.clock() + this.offset;
+    const hit = this.blockingAny(specs, now);
+    if (hit !== undefined) return this.rejectLocally(specs, hit, now);
+    const local = this.inner.consumeLocal?.(specs);
+    return local === undefined ? undefined : this.learn(specs, local);
+  }
+
+  /** The entry that blocks one of the request's non-shadow buckets now, if any. */
+  private blockingAny(specs: readonly BucketSpec[], now: number): Entry | undefined {
+    if (this.entries.size === 0) return undefined;
+    for (const spec of specs) {
+      if (spec.shadow) continue;
+      const e = this.blocking(spec, now);
+      if (e) return e;
+    }
+    return undefined;
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {

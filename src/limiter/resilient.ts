@@ -143,9 +143,10 @@ class Resilient implements ResilientStore {
 
   /**
    * Asks the deciding master when its breaker allows it, else (or when it fails) answers by the fault
-   * policy. `err` is undefined when the breaker kept the call from the master.
+   * policy. `err` is undefined when the breaker kept the call from the master. Not an async function:
+   * with the breaker closed, this layer is one reaction on the primary's promise, no frame of its own.
    */
-  private async viaPrimary<T>(
+  private viaPrimary<T>(
     op: 'consume' | 'peek',
     specs: readonly BucketSpec[],
     call: () => Promise<T>,
@@ -160,15 +161,21 @@ class Resilient implements ResilientStore {
       if (op === 'consume') breaker.skipped();
       return degraded(undefined);
     }
+    const failed = (err: unknown): Promise<T> => {
+      breaker.failed(op, err);
+      return degraded(err);
+    };
+    let pending: Promise<T>;
     try {
-      const out = await call();
+      pending = call();
+    } catch (err) {
+      return failed(err);
+    }
+    return pending.then((out) => {
       breaker.succeeded();
       answered?.(out);
       return out;
-    } catch (err) {
-      breaker.failed(op, err);
-      return degraded(err);
-    }
+    }, failed);
   }
 
   /** A request whose buckets span masters: only while every one of their breakers is closed. */

@@ -31,6 +31,18 @@ class Counting implements Store {
   }
 }
 
+/** An inner store that decides without I/O (as a held lease does), counting both kinds of call. */
+class CountingLocal extends Counting {
+  locals = 0;
+  constructor(readonly memory: MemoryStore) {
+    super(memory);
+  }
+  consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome {
+    this.locals++;
+    return this.memory.consumeLocal(specs);
+  }
+}
+
 function setup(maxEntries?: number) {
   const clock = new FakeClock(T0);
   const inner = new Counting(new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }));
@@ -183,5 +195,37 @@ describe('the blocked-bucket cache', () => {
     expect(inner.consumes).toBe(2);
     advance(1);
     expect((await store.consume([b])).allowed).toBe(true);
+  });
+
+  it("takes the inner store's synchronous answer without a promise hop, and learns blocks from it", async () => {
+    const clock = new FakeClock(T0);
+    const inner = new CountingLocal(new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }));
+    const store = createBlockedCacheStore(inner, { now: clock.now });
+    const b = spec();
+    // The decision's promise settles in the first microtask turn, before a reaction queued after it.
+    const order: string[] = [];
+    const decided = store.consume([b]).then(() => order.push('decision'));
+    const next = Promise.resolve().then(() => order.push('next microtask'));
+    await Promise.all([decided, next]);
+    expect(order).toEqual(['decision', 'next microtask']);
+    expect([inner.consumes, inner.locals]).toEqual([0, 1]);
+    const outs = [store.consumeLocal([b]), store.consumeLocal([b]), store.consumeLocal([b])];
+    expect(outs.map((o) => o?.allowed)).toEqual([true, true, false]);
+    // Blocked now: refused here, neither method of the inner store asked.
+    expect(store.consumeLocal([b])).toMatchObject({ allowed: false, buckets: [{ remaining: 0, limited: true, retryAt: T0 + 60_000 }] });
+    expect((await store.consume([b])).allowed).toBe(false);
+    expect([inner.consumes, inner.locals, store.localRejections]).toEqual([0, 4, 2]);
+  });
+
+  it('consumeLocal answers nothing and changes nothing when the inner store cannot decide without I/O, but refuses a blocked bucket', async () => {
+    const { inner, store } = setup();
+    const b = spec({ limit: 1 });
+    expect(store.consumeLocal([b])).toBeUndefined();
+    expect(inner.consumes).toBe(0);
+    expect((await store.consume([b])).allowed).toBe(true);
+    expect((await store.consume([b])).allowed).toBe(false);
+    expect(store.consumeLocal([b])).toMatchObject({ allowed: false, buckets: [{ remaining: 0, limited: true }] });
+    expect(store.consumeLocal([spec()])).toBeUndefined();
+    expect([inner.consumes, store.localRejections]).toEqual([2, 1]);
   });
 });

@@ -47,6 +47,31 @@ async function untilAllRejected(hs: readonly StoreHandle[], specs: readonly Buck
   throw new Error('never rejected');
 }
 
+/** As untilAllRejected, each request asked of consumeLocal first (a held lease answers at once), as the request path asks. */
+async function untilAllRejectedLocalFirst(
+  hs: readonly StoreHandle[],
+  specs: readonly BucketSpec[],
+  burst: number,
+): Promise<{ admitted: number; local: number }> {
+  let admitted = 0;
+  let local = 0;
+  for (let round = 0; round < 10_000; round++) {
+    const outs = await Promise.all(
+      hs.flatMap((h) =>
+        Array.from({ length: burst }, () => {
+          const out = h.store.consumeLocal!(specs);
+          if (out !== undefined && out.allowed) local++;
+          return out !== undefined ? Promise.resolve(out) : h.store.consume(specs);
+        }),
+      ),
+    );
+    const ok = outs.filter((o) => o.allowed).length;
+    admitted += ok;
+    if (ok === 0) return { admitted, local };
+  }
+  throw new Error('never rejected');
+}
+
 async function closeAll(hs: readonly StoreHandle[]): Promise<void> {
   await Promise.all(hs.map((h) => h.store.close()));
 }
@@ -74,6 +99,20 @@ describe.skipIf(skipRedis('the lease tests'))('leases on one Redis', () => {
         expect(hs.map((h) => leases(h).heldTokens(specs[0]!.key))).toEqual([0, 0, 0]);
         const heldWide = hs.reduce((n, h) => n + leases(h).heldTokens(specs[1]!.key), 0);
         expect((await hs[0]!.store.peek(specs[1]!)).remaining + heldWide).toBe(9 * limit);
+      } finally {
+        await closeAll(hs);
+      }
+    });
+
+    it(`${algorithm}: three gateways asked synchronously first (consumeLocal) admit exactly the limit, never more`, async () => {
+      const hs = await gateways(redis.url, 3);
+      try {
+        const limit = 600;
+        const specs = [bucket(algorithm, limit), bucket(algorithm, 10 * limit)];
+        const { admitted, local } = await untilAllRejectedLocalFirst(hs, specs, 12);
+        expect(admitted).toBe(limit);
+        expect(local).toBeGreaterThan(limit / 3);
+        expect(hs.map((h) => leases(h).heldTokens(specs[0]!.key))).toEqual([0, 0, 0]);
       } finally {
         await closeAll(hs);
       }

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/limiter/memory/store.js';
 import { FakeClock } from '../support/clock.js';
-import { storeContract } from './store.contract.js';
+import { storeContract, throughConsumeLocal } from './store.contract.js';
 
 storeContract('memory', async (clock) => new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }));
+storeContract('memory, decided through consumeLocal', async (clock) => throughConsumeLocal(new MemoryStore({ now: clock.now, sweepIntervalMs: 0 })));
 
 describe('the memory store', () => {
   it('sweeps expired buckets in batches so memory stays bounded by one period of clients', () => {

@@ -9,7 +9,7 @@ import { FakeClock } from '../support/clock.js';
 import { readBucketState, skipCluster, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { freePort } from '../support/servers.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
-import { storeContract } from './store.contract.js';
+import { storeContract, throughConsumeLocal } from './store.contract.js';
 
 let seq = 0;
 function spec(over: Partial<BucketSpec> = {}): BucketSpec {
@@ -58,6 +58,11 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
   storeContract('redis as the factory composes it (BlockedCache over Resilient)', async (clock) => {
     const handle = await createStoreFor({ url: redis.url, prefix: 'rgdeco', timeout: 2_000, onError: 'deny' }, { now: clock.now });
     return handle.store;
+  });
+  // The same stack (leases inside the blocked-bucket cache) asked synchronously first, as the request path asks it.
+  storeContract('redis as the factory composes it, decided through consumeLocal', async (clock) => {
+    const handle = await createStoreFor({ url: redis.url, prefix: 'rglocal', timeout: 2_000, onError: 'deny' }, { now: clock.now });
+    return throughConsumeLocal(handle.store);
   });
 
   it('makes the same decisions and reports the same numbers as the memory store, for random traffic', async () => {

@@ -28,6 +28,27 @@ function bucket(over: Partial<BucketSpec> = {}): BucketSpec {
   };
 }
 
+/**
+ * The store with every decision asked of `consumeLocal` first, as the request path asks it, and of
+ * `consume` when it gives no answer; a call that gives none must have changed no bucket (checked by
+ * peeking before and after). Run through the contract, its answers must be the store's own.
+ */
+export function throughConsumeLocal(store: Store): Store {
+  const local = store.consumeLocal!.bind(store);
+  return {
+    async consume(specs) {
+      const before = await Promise.all(specs.map((s) => store.peek(s)));
+      const out = local(specs);
+      if (out !== undefined) return out;
+      expect(await Promise.all(specs.map((s) => store.peek(s)))).toEqual(before);
+      return store.consume(specs);
+    },
+    peek: (spec) => store.peek(spec),
+    reset: (spec) => store.reset(spec),
+    close: () => store.close(),
+  };
+}
+
 export function storeContract(name: string, factory: StoreFactory): void {
   describe(`the ${name} store contract`, () => {
     let clock: FakeClock;

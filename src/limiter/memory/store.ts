@@ -93,6 +93,11 @@ export class MemoryStore implements Store {
     return Promise.resolve(this.consumeSync(specs));
   }
 
+  /** Always decided here: the Store contract's synchronous answer. */
+  consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome {
+    return this.consumeSync(specs);
+  }
+
   /**
    * The decision itself, synchronous: JavaScript runs it to completion, so check-then-charge over all
    * buckets is atomic without a lock.

@@ -42,6 +42,8 @@ export interface LeaseOptions {
 }
 
 export interface LeaseStore extends Store {
+  /** Admitted from the leases held when every bucket has one with room for its cost; else undefined, nothing spent. */
+  consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined;
   /** Requests admitted from leases without a store call, since start. */
   readonly localAdmissions: number;
   /** Tokens held now, for one bucket key or over all keys (tests, metrics). */
@@ -68,6 +70,7 @@ class Leases implements LeaseStore {
   /** Store clock − local clock, as of the last answer. */
   private offset = 0;
   private cancelSweep: (() => void) | null = null;
+  private closed = false;
   private readonly pendingGiveBacks = new Set<Promise<unknown>>();
 
   constructor(
@@ -80,7 +83,6 @@ class Leases implements LeaseStore {
     this.maxAgeMs = opts.maxAgeMs ?? 1_000;
     this.idleMs = opts.idleMs ?? 1_000;
     this.maxEntries = opts.maxEntries ?? 100_000;
-    this.scheduleSweep();
   }
 
   heldTokens(key?: string): number {
@@ -98,27 +100,37 @@ class Leases implements LeaseStore {
     return this.decide(specs, false);
   }
 
+  consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined {
+    const now = this.clock.now();
+    return this.firstUnheld(specs, now) === -1 ? this.admitLocally(specs, now) : undefined;
+  }
+
   /** `waited`: this request already waited once for a lease in flight; it goes to the store now. */
   private decide(specs: readonly BucketSpec[], waited: boolean): Promise<ConsumeOutcome> {
-    const n = specs.length;
     const now = this.clock.now();
-    if (n > 0 && this.entries.size > 0) {
-      let all = true;
-      for (let i = 0; i < n; i++) {
-        const spec = specs[i]!;
-        const e = this.entries.get(spec.key);
-        if (e === undefined || e.tokens < spec.cost || e.validUntil <= now || !sameRule(e.spec, spec)) {
-          // A lease for this bucket is on its way: wait for it (no longer than that store call) rather
-          // than make a store call of our own, which would cost as long and the store more.
-          if (e !== undefined && e.pending !== null && !waited) return e.pending.then(() => this.decide(specs, true));
-          all = false;
-          break;
-        }
-        found[i] = e;
-      }
-      if (all) return Promise.resolve(this.admitLocally(specs, now));
-    }
+    const i = this.firstUnheld(specs, now);
+    if (i === -1) return Promise.resolve(this.admitLocally(specs, now));
+    // A lease for this bucket is on its way: wait for it (no longer than that store call) rather than
+    // make a store call of our own, which would cost as long and the store more.
+    const pending = i < specs.length ? (this.entries.get(specs[i]!.key)?.pending ?? null) : null;
+    if (pending !== null && !waited) return pending.then(() => this.decide(specs, true));
     return this.viaStore(specs, now);
+  }
+
+  /**
+   * −1 when every bucket holds a valid lease with room for its cost under the same rule (those leases
+   * are then in `found`), else the index of the first that does not (`specs.length` when no lease is held).
+   */
+  private firstUnheld(specs: readonly BucketSpec[], now: number): number {
+    const n = specs.length;
+    if (n === 0 || this.entries.size === 0) return n;
+    for (let i = 0; i < n; i++) {
+      const spec = specs[i]!;
+      const e = this.entries.get(spec.key);
+      if (e === undefined || e.tokens < spec.cost || e.validUntil <= now || !sameRule(e.spec, spec)) return i;
+      found[i] = e;
+    }
+    return -1;
   }
 
   /** Every bucket had a lease: spend them and answer from what the store said last, plus what is held. */
@@ -165,6 +177,7 @@ class Leases implements LeaseStore {
           e = new LeaseEntry(spec, now);
           e.lastCallAt = last;
           this.entries.set(spec.key, e);
+          this.scheduleSweep();
         }
       }
       entries[i] = e;
@@ -245,6 +258,7 @@ class Leases implements LeaseStore {
 
   /** Drain: every unspent token goes back before the inner store closes (bounded by its timeout). */
   async close(): Promise<void> {
+    this.closed = true;
     this.cancelSweep?.();
     this.cancelSweep = null;
     const now = this.clock.now();
@@ -266,11 +280,14 @@ class Leases implements LeaseStore {
     void p.then(() => this.pendingGiveBacks.delete(p));
   }
 
+  /** The sweep runs only while some key has lease state: an idle gateway, or one whose keys are all cold, has no timer. */
   private scheduleSweep(): void {
+    if (this.cancelSweep !== null || this.closed) return;
     const every = Math.max(50, Math.min(this.idleMs, this.maxAgeMs) / 4);
     this.cancelSweep = this.clock.after(every, () => {
+      this.cancelSweep = null;
       this.sweep();
-      this.scheduleSweep();
+      if (this.entries.size > 0) this.scheduleSweep();
     });
   }
 }
