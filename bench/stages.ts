@@ -23,7 +23,7 @@ import { createLeaseStore } from '../src/limiter/redis/lease.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../src/limiter/types.js';
 import { recordOf } from '../src/pipeline/access-record.js';
 import { admitted } from '../src/pipeline/decision.js';
-import { bucketsFor, buildRequestPolicy, type RequestPolicy } from '../src/pipeline/policy.js';
+import { bucketsFor, knownClient, buildRequestPolicy, type RequestPolicy } from '../src/pipeline/policy.js';
 import { rateLimitHeaders } from '../src/pipeline/rate-limited.js';
 import { RequestView } from '../src/pipeline/request-view.js';
 import { normalizePath } from '../src/routing/index.js';
@@ -116,7 +116,7 @@ async function stages(): Promise<Stage[]> {
   const introspecting = createAccountResolver({ from: 'introspect', introspect: () => Promise.resolve({ kind: 'account', id: '42' }), cacheTtlMs: 3_600_000 });
   await introspecting.resolve(TOKEN, undefined, false);
   const account = introspecting.known(TOKEN, undefined, false) ?? null;
-  const who = { ipKey: client.key, address: client.address, accountKey: account, accountKnown: true, facts: null };
+  const who = knownClient(client, account);
   const { specs, rules } = bucketsFor(ietf, matched, who);
   const memory = new MemoryStore({ sweepIntervalMs: 0 });
   const leases = createLeaseStore(new Granting(), { giveBack: () => Promise.resolve(), maxAgeMs: 3_600_000, idleMs: 3_600_000 });
@@ -139,7 +139,7 @@ async function stages(): Promise<Stage[]> {
   } as unknown as http.IncomingMessage;
   const view = new RequestView(req, ietf, peer);
   view.path = PATH;
-  view.matched = matched;
+  view.rules = ietf.routeRules.of('GET', PATH);
   const decision = admitted(rateLimitHeaders(ietf, rules, outcome), rules, true, 'allowed');
   const started = performance.now();
   return [
