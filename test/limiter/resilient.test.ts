@@ -437,7 +437,8 @@ describe.skipIf(skipRedis('the Redis fault tests'))('the fault policy over a rea
 
   it('holds each policy while Redis is dead, opens the circuit, and recovers by itself after a restart: the charge lands in the new server', async () => {
     if (redis.source === 'env') return; // cannot kill an external Redis
-    const redisStore = createRedisStore({ url: redis.url, prefix: 'fault', timeoutMs: 100 });
+    // A dead Redis refuses at once; the timeout only has to outlast a loaded machine (100 ms did not, in CI).
+    const redisStore = createRedisStore({ url: redis.url, prefix: 'fault', timeoutMs: 2000 });
     await redisStore.ready();
     const events: StoreEvent[] = [];
     let recovered!: () => void;
