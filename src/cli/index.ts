@@ -3,7 +3,7 @@
  * @module The command line's entry: reads the command and loads only that command's modules (`--version`
  * and `check` never load the gateway, its HTTP client or Redis). The only place that calls process.exit.
  * The commands: serve.ts (`serve`, `upstream`), table-commands.ts (`check`, `explain`), guard.ts
- * (`block`, `exempt`, `bans`).
+ * (`block`, `exempt`, `bans`), replay.ts (`replay`).
  */
 import { USAGE } from './usage.js';
 
@@ -18,6 +18,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./table-commands.js')).check(rest);
     case 'explain':
       return (await import('./table-commands.js')).explainCommand(rest);
+    case 'replay':
+      return (await import('./replay.js')).replayCommand(rest);
     case 'block':
     case 'exempt':
     case 'bans':

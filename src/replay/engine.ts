@@ -1,0 +1,106 @@
+/**
+ * @module Drives log records through the gateway's own decision (pipeline/screen.ts, as `serve` and
+ * `explain` run it): the table less what the log cannot decide, a memory store whose clock is the log's
+ * time, no guard (bans answer on status codes a replay cannot reproduce) and no upstream. Each record is
+ * a request from its logged address, with its logged headers (X-Forwarded-For walked through
+ * `clients.trustedProxies` as the gateway walks it).
+ */
+import type http from 'node:http';
+import type { Snapshot } from '../config/types.js';
+import { MemoryStore } from '../limiter/memory/store.js';
+import { Metrics } from '../observability/metrics.js';
+import { bucketsFor, buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
+import { RequestView } from '../pipeline/request-view.js';
+import { screen, type ScreenContext, type Screened } from '../pipeline/screen.js';
+import { decidableTable } from './decidable.js';
+import type { FormatFacts, LogRecord } from './record.js';
+import { HOUR_MS, LogTally, RuleTally } from './tally.js';
+
+const NO_BYTES = Buffer.alloc(0);
+const NO_RELEASE = (): void => {};
+/** Replay never asks an upstream who owns a token: rules that need the account are not driven. */
+const NO_INTROSPECTION = () => Promise.resolve({ kind: 'anonymous' as const });
+/** Sweep expired buckets every this many records: the store's own timer runs on wall time, not the log's. */
+const SWEEP_EVERY = 4096;
+
+export class Replayer {
+  readonly log = new LogTally();
+  /** Every rule of the table, in its order (rules the log cannot decide included, never counted). */
+  readonly rules: RuleTally[];
+  /** Rule name → why the log cannot decide it (absent: it can). */
+  readonly undecidable = new Map<string, string>();
+  private readonly byName = new Map<string, RuleTally>();
+  private readonly policy: RequestPolicy;
+  private readonly store: MemoryStore;
+  private readonly ctx: ScreenContext;
+  private clock = 0;
+  private sinceSweep = 0;
+
+  constructor(
+    readonly snapshot: Snapshot,
+    format: FormatFacts,
+  ) {
+    const { decided, reasons } = decidableTable(snapshot, format);
+    this.rules = snapshot.rules.map((r) => new RuleTally(r.name, r.shadow));
+    for (const t of this.rules) this.byName.set(t.name, t);
+    for (const [name, why] of reasons) if (why !== null) this.undecidable.set(name, why);
+    this.policy = buildRequestPolicy(decided, NO_INTROSPECTION);
+    const now = () => this.clock;
+    // Every bucket of a day's log may be live at once: the bound is the table's, not the process's.
+    this.store = new MemoryStore({ now, sweepIntervalMs: 0, maxKeys: Number.MAX_SAFE_INTEGER });
+    this.ctx = { store: this.store, metrics: new Metrics({ collectDefault: false }), now };
+  }
+
+  /** Decides one record; a promise only when the decision awaited the store. */
+  replay(r: LogRecord): void | Promise<void> {
+    const log = this.log;
+    log.lines++;
+    // The log's clock never goes back: nginx logs a request when it ends, so lines may be a little out of order.
+    if (r.time > this.clock) this.clock = r.time;
+    if (r.time < log.first) log.first = r.time;
+    if (r.time > log.last) log.last = r.time;
+    if (++this.sinceSweep === SWEEP_EVERY) {
+      this.sinceSweep = 0;
+      this.store.sweepStep();
+    }
+    const peer = this.policy.resolveIp.peer(r.remoteAddr);
+    if (peer.client.address === '') {
+      log.noAddress++;
+      return;
+    }
+    const head = { method: r.method, url: r.target, headers: r.headers as http.IncomingHttpHeaders, rawHeaders: rawHeaders(r.headers) };
+    const v = new RequestView(head, this.policy, peer);
+    const s = screen(this.ctx, v, NO_BYTES, undefined, NO_RELEASE);
+    if (s instanceof Promise) return s.then((done) => this.tally(done, r.time));
+    this.tally(s, r.time);
+  }
+
+  /** Counts a decision under each rule that counted it (the bucket key of each that would have limited it). */
+  private tally(s: Screened, time: number): void {
+    const d = s.decision;
+    const outcome = d.outcome;
+    if (d.kind === 'limited') this.log.limited++;
+    if (outcome === undefined || d.rules.length === 0) {
+      this.log.outcome(d.kind);
+      return;
+    }
+    const hour = Math.floor(time / HOUR_MS);
+    let keys: readonly { key: string }[] | null = null;
+    for (let i = 0; i < d.rules.length; i++) {
+      const limited = outcome.buckets[i]!.limited;
+      // The bucket keys, found again only for a request some rule limits (the allowed ones need none).
+      if (limited) keys ??= bucketsFor(this.policy, s.view.rules.limits, s.view, true).specs;
+      this.byName.get(d.rules[i]!.name)!.count(hour, limited ? keys![i]!.key : null);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}
+
+function rawHeaders(headers: Record<string, string>): string[] {
+  const raw: string[] = [];
+  for (const name in headers) raw.push(name, headers[name]!);
+  return raw;
+}

@@ -1,0 +1,116 @@
+/**
+ * @module Replay's report as data (what `--json` prints and the HTML page draws) and as text (stdout):
+ * per rule, counted, would-be-limited, distinct keys limited, the top keys and the hours; the rules the
+ * log cannot decide, with why; the log's bad lines by place.
+ */
+import { formatDuration } from '../config/fields/duration.js';
+import { perLabel } from '../config/describe.js';
+import type { Replayer } from './engine.js';
+import { HOUR_MS, type BadLine } from './tally.js';
+
+export interface RuleReport {
+  readonly name: string;
+  /** `limit/period per KEY`, as `rategate check` writes it. */
+  readonly limit: string;
+  readonly shadow: boolean;
+  /** Why the log cannot decide it; absent: it was driven. */
+  readonly notDecidable?: string;
+  readonly counted: number;
+  /** Requests it would have limited (a shadow rule: would have, it never rejects). */
+  readonly limited: number;
+  readonly distinctKeysLimited: number;
+  readonly topKeys: readonly { key: string; limited: number }[];
+  /** One entry per hour of the log, from its first hour to its last. */
+  readonly hours: readonly { hour: string; counted: number; limited: number }[];
+}
+
+export interface ReplayReport {
+  readonly config: string;
+  readonly format: string;
+  readonly sources: readonly string[];
+  readonly lines: number;
+  /** Records driven (lines read, less bad ones). */
+  readonly requests: number;
+  readonly from: string | null;
+  readonly to: string | null;
+  readonly badLines: { readonly count: number; readonly first: readonly BadLine[] };
+  readonly noClientAddress: number;
+  /** Requests an enforced rule would have answered 429. */
+  readonly limited: number;
+  /** Requests decided before any rule counted them, by kind (unmatched, exempt, blocked, rejected). */
+  readonly uncounted: Readonly<Record<string, number>>;
+  readonly rules: readonly RuleReport[];
+  /** Lines per second of the run (wall time), for the record. */
+  readonly linesPerSecond: number;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function buildReport(r: Replayer, meta: { format: string; sources: readonly string[]; lines: number; seconds: number }, top = 10): ReplayReport {
+  const log = r.log;
+  const span = log.first <= log.last ? [Math.floor(log.first / HOUR_MS), Math.floor(log.last / HOUR_MS)] : null;
+  const rules = r.rules.map((t, i): RuleReport => {
+    const rule = r.snapshot.rules[i]!;
+    const hours: { hour: string; counted: number; limited: number }[] = [];
+    if (span !== null)
+      for (let h = span[0]!; h <= span[1]!; h++) {
+        const c = t.hours.get(h);
+        hours.push({ hour: iso(h * HOUR_MS), counted: c?.[0] ?? 0, limited: c?.[1] ?? 0 });
+      }
+    const why = r.undecidable.get(t.name);
+    return {
+      name: t.name,
+      limit: `${rule.limit}/${formatDuration(rule.periodMs)} per ${perLabel(rule)}`,
+      shadow: t.shadow,
+      ...(why === undefined ? {} : { notDecidable: why }),
+      counted: t.counted,
+      limited: t.limited,
+      distinctKeysLimited: t.limitedKeys.size,
+      topKeys: t.topKeys(top),
+      hours,
+    };
+  });
+  return {
+    config: r.snapshot.source,
+    format: meta.format,
+    sources: meta.sources,
+    lines: meta.lines,
+    requests: log.lines,
+    from: span === null ? null : iso(log.first),
+    to: span === null ? null : iso(log.last),
+    badLines: { count: log.bad, first: log.badSamples },
+    noClientAddress: log.noAddress,
+    limited: log.limited,
+    uncounted: Object.fromEntries(log.outcomes),
+    rules,
+    linesPerSecond: meta.seconds > 0 ? Math.round(meta.lines / meta.seconds) : 0,
+  };
+}
+
+const n = (v: number) => v.toLocaleString('en-US');
+
+/** The report as text, for stdout. */
+export function formatReport(rep: ReplayReport): string {
+  const out = [
+    `Replayed ${n(rep.requests)} requests (${n(rep.lines)} lines, ${rep.format}) from ${rep.from ?? '-'} to ${rep.to ?? '-'} against ${rep.config}`,
+    `  would have been limited (429): ${n(rep.limited)}`,
+  ];
+  for (const [kind, count] of Object.entries(rep.uncounted)) out.push(`  ${kind} (no rule counted): ${n(count)}`);
+  if (rep.noClientAddress > 0) out.push(`  skipped, no client address in the log: ${n(rep.noClientAddress)}`);
+  if (rep.badLines.count > 0) {
+    out.push(`  bad lines: ${n(rep.badLines.count)}; the first:`);
+    for (const b of rep.badLines.first) out.push(`    ${b.source}:${b.line}: ${b.why}`);
+  }
+  for (const rule of rep.rules) out.push('', ...ruleLines(rule));
+  return out.join('\n');
+}
+
+function ruleLines(rule: RuleReport): string[] {
+  const head = `${rule.name} (${rule.limit})${rule.shadow ? ' [shadow: would have limited, never rejects]' : ''}`;
+  if (rule.notDecidable !== undefined) return [head, `  not decidable from this log: ${rule.notDecidable}`];
+  const lines = [head, `  counted ${n(rule.counted)}, would have limited ${n(rule.limited)}, distinct keys limited ${n(rule.distinctKeysLimited)}`];
+  if (rule.topKeys.length > 0) lines.push(`  top keys: ${rule.topKeys.map((k) => `${k.key} (${n(k.limited)})`).join(', ')}`);
+  const busy = rule.hours.filter((h) => h.limited > 0);
+  if (busy.length > 0) lines.push(`  limited by hour: ${busy.map((h) => `${h.hour.slice(0, 13)}h ${n(h.limited)}`).join(', ')}`);
+  return lines;
+}

@@ -1,0 +1,73 @@
+/**
+ * @module What replay counts while it drives a log: per rule, the requests it counted and those it
+ * would have limited, by hour, and the keys it would have limited; per log, its lines, the bad ones
+ * (the first few by place), and the requests nothing counted for a reason of their own.
+ */
+import { displayKey } from '../keys/index.js';
+
+export const HOUR_MS = 3_600_000;
+/** Bad lines named by place in the report; the rest are counted. */
+export const BAD_SAMPLES = 5;
+
+export class RuleTally {
+  counted = 0;
+  limited = 0;
+  /** Per hour (epoch ms / HOUR_MS): [counted, limited]. */
+  readonly hours = new Map<number, [number, number]>();
+  /** Bucket key → requests limited under it. */
+  readonly limitedKeys = new Map<string, number>();
+
+  constructor(
+    readonly name: string,
+    readonly shadow: boolean,
+  ) {}
+
+  count(hour: number, limitedKey: string | null): void {
+    this.counted++;
+    let h = this.hours.get(hour);
+    if (h === undefined) this.hours.set(hour, (h = [0, 0]));
+    h[0]++;
+    if (limitedKey === null) return;
+    this.limited++;
+    h[1]++;
+    this.limitedKeys.set(limitedKey, (this.limitedKeys.get(limitedKey) ?? 0) + 1);
+  }
+
+  /** The `n` keys limited most, as an operator knows them (displayKey). */
+  topKeys(n: number): { key: string; limited: number }[] {
+    return [...this.limitedKeys]
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, n)
+      .map(([key, limited]) => ({ key: displayKey(key), limited }));
+  }
+}
+
+export interface BadLine {
+  readonly source: string;
+  readonly line: number;
+  readonly why: string;
+}
+
+/** The log's own counts, beside the rules'. */
+export class LogTally {
+  lines = 0;
+  bad = 0;
+  readonly badSamples: BadLine[] = [];
+  /** Requests with no client address the table could key (rategate's log without `log.client: clear`). */
+  noAddress = 0;
+  /** Requests decided before any rule: block.ips, exempt.ips, a refusal (bad path, bad query …). */
+  readonly outcomes = new Map<string, number>();
+  /** Requests at least one enforced rule would have refused (429). */
+  limited = 0;
+  first = Infinity;
+  last = -Infinity;
+
+  badLine(source: string, line: number, why: string): void {
+    this.bad++;
+    if (this.badSamples.length < BAD_SAMPLES) this.badSamples.push({ source, line, why });
+  }
+
+  outcome(kind: string): void {
+    this.outcomes.set(kind, (this.outcomes.get(kind) ?? 0) + 1);
+  }
+}
