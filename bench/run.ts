@@ -14,6 +14,7 @@
  * scenarios/, the tables and goals in lib/report.ts.
  * Writes bench/results/latest.json, bench/results/latest.svg and bench/profile.md.
  * `--render bench/results/latest.json` only redraws the SVG from a results file.
+ * `--replay [--lines N]` only measures `rategate replay` (bench/replay.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -205,6 +206,10 @@ process.on('SIGINT', () => {
   process.exit(130);
 });
 process.on('exit', killAll);
+if (argv.replay === true) {
+  await (await import('./replay.js')).benchReplay(Number(argv.lines ?? 1_200_000));
+  process.exit(0);
+}
 if (argv.render !== undefined) {
   renderOnly(argv.render);
   process.exit(0);

@@ -14,6 +14,8 @@ const DAY = Date.UTC(2026, 10, 21);
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 export const FLOOD_IP = '203.0.113.50';
 export const WAVE_NET = '198.51.100.';
+/** Ordinary clients: a busy instance's day (each sends ~60 requests at 1.2M lines). */
+const CLIENTS = 20_000;
 const UA = '"Mozilla/5.0 (X11; Linux x86_64) Firefox/132.0"';
 
 /** mulberry32: small, seeded, good enough to spread traffic. */
@@ -63,7 +65,8 @@ function second(s: number, perSecond: number, rand: () => number): string {
   let out = '';
   const count = Math.floor(perSecond) + (rand() < perSecond % 1 ? 1 : 0);
   for (let i = 0; i < count; i++) {
-    const ip = `10.${Math.floor(rand() * 80)}.${Math.floor(rand() * 250)}.${1 + Math.floor(rand() * 250)}`;
+    const client = Math.floor(rand() * CLIENTS);
+    const ip = `10.${client >> 16}.${(client >> 8) & 255}.${client & 255}`;
     out += line(ip, ms, ordinary(rand), 200);
   }
   if (s >= 3 * 3600 && s < 3.5 * 3600) for (let i = 0; i < 3; i++) out += line(FLOOD_IP, ms, 'GET /api/v1/timelines/public', 200);

@@ -20,6 +20,9 @@ export const { values: argv } = parseArgs({
     instructions: { type: 'boolean', default: false },
     'instr-runs': { type: 'string' },
     cli: { type: 'string' },
+    // --replay: only `rategate replay`'s lines/s (bench/replay.ts), --lines of generated log.
+    replay: { type: 'boolean', default: false },
+    lines: { type: 'string' },
   },
   strict: true,
 });

@@ -7,6 +7,7 @@
  */
 import type http from 'node:http';
 import type { Snapshot } from '../config/types.js';
+import type { Peer } from '../identity/index.js';
 import { MemoryStore } from '../limiter/memory/store.js';
 import { Metrics } from '../observability/metrics.js';
 import { bucketsFor, buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
@@ -22,6 +23,8 @@ const NO_RELEASE = (): void => {};
 const NO_INTROSPECTION = () => Promise.resolve({ kind: 'anonymous' as const });
 /** Sweep expired buckets every this many records: the store's own timer runs on wall time, not the log's. */
 const SWEEP_EVERY = 4096;
+/** Peers remembered by address string; past this many distinct ones the memory starts over. */
+const PEER_CACHE = 1_000_000;
 
 export class Replayer {
   readonly log = new LogTally();
@@ -35,6 +38,11 @@ export class Replayer {
   private readonly ctx: ScreenContext;
   private clock = 0;
   private sinceSweep = 0;
+  /**
+   * The resolver's own cache keeps 10,000 addresses (the gateway's bound against a flood of new
+   * ones); a day's log has more clients than that and would miss on most lines.
+   */
+  private readonly peers = new Map<string, Peer>();
 
   constructor(
     readonly snapshot: Snapshot,
@@ -63,7 +71,7 @@ export class Replayer {
       this.sinceSweep = 0;
       this.store.sweepStep();
     }
-    const peer = this.policy.resolveIp.peer(r.remoteAddr);
+    const peer = this.peerOf(r.remoteAddr);
     if (peer.client.address === '') {
       log.noAddress++;
       return;
@@ -73,6 +81,15 @@ export class Replayer {
     const s = screen(this.ctx, v, NO_BYTES, undefined, NO_RELEASE);
     if (s instanceof Promise) return s.then((done) => this.tally(done, r.time));
     this.tally(s, r.time);
+  }
+
+  private peerOf(addr: string): Peer {
+    let peer = this.peers.get(addr);
+    if (peer === undefined) {
+      if (this.peers.size >= PEER_CACHE) this.peers.clear();
+      this.peers.set(addr, (peer = this.policy.resolveIp.peer(addr)));
+    }
+    return peer;
   }
 
   /** Counts a decision under each rule that counted it (the bucket key of each that would have limited it). */
