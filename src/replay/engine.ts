@@ -13,6 +13,7 @@ import { Metrics } from '../observability/metrics.js';
 import { bucketsFor, buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
 import { RequestView } from '../pipeline/request-view.js';
 import { screen, type ScreenContext, type Screened } from '../pipeline/screen.js';
+import type { Decision } from '../pipeline/decision.js';
 import { decidableTable } from './decidable.js';
 import type { FormatFacts, LogRecord } from './record.js';
 import { HOUR_MS, LogTally, RuleTally } from './tally.js';
@@ -47,6 +48,8 @@ export class Replayer {
   constructor(
     readonly snapshot: Snapshot,
     format: FormatFacts,
+    /** Told each record's decision, in log order (the agreement test compares them with serve's). */
+    private readonly onDecision?: (d: Decision) => void,
   ) {
     const { decided, reasons } = decidableTable(snapshot, format);
     this.rules = snapshot.rules.map((r) => new RuleTally(r.name, r.shadow));
@@ -95,6 +98,7 @@ export class Replayer {
   /** Counts a decision under each rule that counted it (the bucket key of each that would have limited it). */
   private tally(s: Screened, time: number): void {
     const d = s.decision;
+    this.onDecision?.(d);
     const outcome = d.outcome;
     if (d.kind === 'limited') this.log.limited++;
     if (outcome === undefined || d.rules.length === 0) {

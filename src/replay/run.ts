@@ -3,6 +3,7 @@
  * counted, the progress on stderr when it is a terminal (lines per second and the log time reached).
  */
 import type { Snapshot } from '../config/types.js';
+import type { Decision } from '../pipeline/decision.js';
 import { Replayer } from './engine.js';
 import { logLines } from './lines.js';
 import type { LogFormat } from './record.js';
@@ -15,12 +16,14 @@ export interface RunOptions {
   /** Where progress goes (a terminal's stderr), or null for none. */
   readonly progress?: NodeJS.WriteStream | null;
   readonly top?: number;
+  /** Told each request's decision, in log order. */
+  readonly onDecision?: (d: Decision) => void;
 }
 
 const PROGRESS_MS = 250;
 
 export async function runReplay(o: RunOptions): Promise<ReplayReport> {
-  const replayer = new Replayer(o.snapshot, o.format);
+  const replayer = new Replayer(o.snapshot, o.format, o.onDecision);
   const parse = o.format.parse;
   const started = performance.now();
   let lines = 0;
