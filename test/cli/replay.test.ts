@@ -1,0 +1,57 @@
+/** `rategate replay` as a command: its exit codes, stdout's report (text or JSON), --html, standard input, gzip, bad input. */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../support/process.js';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-cli-'));
+const LOG =
+  Array.from({ length: 8 }, (_, i) => `198.51.100.9 - - [21/Nov/2026:14:00:0${i} +0000] "POST /api/v1/accounts HTTP/1.1" 200 5 "-" "ua"`).join('\n') + '\n';
+const plain = path.join(dir, 'access.log');
+const gz = path.join(dir, 'access.log.1');
+writeFileSync(plain, LOG + 'junk\n');
+writeFileSync(gz, gzipSync(LOG));
+
+describe('rategate replay', () => {
+  it('reports on stdout, reads gzip and plain logs as one, and writes the HTML page', async () => {
+    const html = path.join(dir, 'report.html');
+    const r = await runCli(['replay', '--config', 'config/limits.yaml', gz, plain, '--html', html]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Replayed 16 requests (17 lines, nginx)');
+    // The plain log repeats the gzip one's times: read as one log on a clock that never goes back, both count in one window.
+    expect(r.stdout).toMatch(/sign-up \(5\/30m per ip\)\n\s+counted 16, would have limited 11, distinct keys limited 1/);
+    expect(r.stdout).toContain(`${plain}:9: expected`);
+    expect(r.stdout).toMatch(/account-access .*\n\s+not decidable from this log/);
+    expect(r.stderr).not.toContain('lines/s'); // no progress when stderr is not a terminal
+    expect(readFileSync(html, 'utf8')).toMatch(/^<!doctype html>[\s\S]*<svg/);
+  });
+
+  it('prints JSON with --json, reads standard input with -', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'replay', '--json', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stdin.end(gzipSync(LOG));
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    expect(code).toBe(0);
+    const report = JSON.parse(out) as { requests: number; rules: { name: string; limited: number; topKeys: unknown[] }[] };
+    expect(report.requests).toBe(8);
+    expect(report.rules.find((r) => r.name === 'sign-up')).toMatchObject({ limited: 3, topKeys: [{ key: '198.51.100.9', limited: 3 }] });
+  });
+
+  it('refuses an unknown format, a log_format it cannot read, no log, and a missing file, with exit 1', async () => {
+    for (const [args, message] of [
+      [['replay', '--format', 'apache', plain], /unknown format "apache"/],
+      [['replay', '--format', 'nginx:$remote_addr', plain], /no time/],
+      [['replay'], /name at least one log/],
+      [['replay', path.join(dir, 'missing.log')], /ENOENT|no such file/],
+      [['replay', '--top', 'x', plain], /--top/],
+    ] as const) {
+      const r = await runCli([...args]);
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.stderr).toMatch(message);
+    }
+  });
+});
