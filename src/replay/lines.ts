@@ -8,6 +8,9 @@ import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { createGunzip } from 'node:zlib';
 
+/** A line is cut after this many characters (it is then a bad line): no access log has lines near it. */
+export const MAX_LINE = 64 * 1024;
+
 /** A batch of lines of one source, in order; `first` is the line number of lines[0] (from 1). */
 export interface LineBatch {
   readonly source: string;
@@ -43,10 +46,22 @@ export async function* logLines(sources: readonly string[], stdin: Readable = pr
     let bytes = 0;
     let carry = '';
     let lineNo = 1;
+    let overlong = false;
     for await (const chunk of decoded(input, (n) => (bytes += n))) {
-      const text = carry + decoder.write(chunk);
-      const lines = text.split('\n');
+      let text = decoder.write(chunk);
+      if (overlong) {
+        // The rest of a line past MAX_LINE is dropped up to its end: a file with no newline is not held.
+        const nl = text.indexOf('\n');
+        if (nl < 0) continue;
+        text = text.slice(nl);
+        overlong = false;
+      }
+      const lines = (carry + text).split('\n');
       carry = lines.pop()!;
+      if (carry.length > MAX_LINE) {
+        carry = carry.slice(0, MAX_LINE);
+        overlong = true;
+      }
       if (lines.length === 0) continue;
       for (let i = 0; i < lines.length; i++) if (lines[i]!.endsWith('\r')) lines[i] = lines[i]!.slice(0, -1);
       yield { source, first: lineNo, lines, bytes };

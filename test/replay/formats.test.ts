@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { formatNamed } from '../../src/replay/formats.js';
-import { logLines } from '../../src/replay/lines.js';
+import { logLines, MAX_LINE } from '../../src/replay/lines.js';
 import { compileNginxFormat } from '../../src/replay/nginx-format.js';
 import type { LogRecord } from '../../src/replay/record.js';
 
@@ -131,5 +131,19 @@ describe('log lines', () => {
     }
     expect(n).toBe(50_000);
     expect(batches).toBeGreaterThan(1);
+  });
+});
+
+describe('hostile logs', () => {
+  it('cuts a line with no end at MAX_LINE and goes on with the next one', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-lines-'));
+    const file = path.join(dir, 'hostile.log');
+    writeFileSync(file, `first\n${'x'.repeat(5 * 1024 * 1024)}\nlast\n`);
+    const got = await collect([file]);
+    expect(got.map((g) => [g.n, g.line.length])).toEqual([
+      [1, 5],
+      [2, MAX_LINE],
+      [3, 4],
+    ]);
   });
 });
