@@ -70,3 +70,29 @@ describe('replay', () => {
     expect(formatReport(rep)).toContain('[shadow: would have limited, never rejects]');
   });
 });
+
+describe('replay of hostile and partial logs', () => {
+  it("escapes what a log line says in the HTML page (a bad line's request is shown, never run)", async () => {
+    const { reportPage } = await import('../../src/replay/html.js');
+    const snapshot = parseConfig(`limits:\n  - { name: r, match: /api/*, per: ip, limit: 1, period: 1m }\n`, 't.yaml');
+    const hostile = `192.0.2.1 [${at(0)}] "<script>alert(1)</script> /x HTTP/1.1" 200 "-" "ua"`;
+    const rep = await runReplay({ snapshot, format: formatNamed(XFF_FORMAT), sources: [logFile([hostile])] });
+    expect(rep.badLines.first[0]!.why).toContain('<script>');
+    const page = reportPage(rep);
+    expect(page).not.toContain('<script>');
+    expect(page).toContain('&#60;script&#62;');
+  });
+
+  it("counts rategate's own log lines without a client address (log.client off or digest) as skipped, not as some client", async () => {
+    const snapshot = parseConfig(`limits:\n  - { name: r, match: /api/*, per: ip, limit: 1, period: 1m }\n`, 't.yaml');
+    const rec = (client?: string) =>
+      JSON.stringify({ level: 30, time: 1795460405500, method: 'GET', path: '/api/v1/x', status: 200, ms: 1, msg: 'request', ...(client ? { client } : {}) });
+    const rep = await runReplay({
+      snapshot,
+      format: formatNamed('rategate'),
+      sources: [logFile([rec(), rec('3f2a9c0d11aa22bb'), rec('192.0.2.7'), rec('192.0.2.7')])],
+    });
+    expect(rep.noClientAddress).toBe(2);
+    expect(rep.rules[0]).toMatchObject({ counted: 2, limited: 1 });
+  });
+});
