@@ -54,7 +54,9 @@ export const overrideShape = {
   keys: z
     .array(z.string().min(1))
     .default([])
-    .describe('Key values of a token/header/param/cookie/jwt rule: the header, parameter, cookie or claim value as sent, or the token’s SHA-256 digest.'),
+    .describe(
+      'Key values of a token/header/param/cookie/jwt/signature rule: the header, parameter, cookie or claim value as sent, the signing server’s domain, or the token’s SHA-256 digest.',
+    ),
   limit: positiveInt().describe('Requests allowed per period for these clients.'),
 };
 
