@@ -18,7 +18,7 @@ const blockShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs answered 403, never counted nor forwarded.'),
 };
 const rule = z.object(ruleShape).strict();
-const guard = guardShapes({ match: ruleShape.match, per: ruleShape.per, when: ruleShape.when });
+const guard = guardShapes({ match: ruleShape.match, per: ruleShape.per, missing: ruleShape.missing, when: ruleShape.when });
 
 const adminShape = {
   listen: checked(checkListen).default('127.0.0.1:9464').describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
