@@ -55,16 +55,21 @@ function sameName(s: string, at: number, name: string): boolean {
   return s.charCodeAt(at + name.length) === 0x3d /* = */ && s.slice(at, at + name.length).toLowerCase() === name;
 }
 
-/** The lower-cased host of a keyId URL (`https://host/users/x#main-key`), or undefined when it names none. */
+/**
+ * The lower-cased host of a keyId: a URL (`https://host/users/x#main-key`), or `acct:user@host` (older
+ * senders; Mastodon resolves it by WebFinger); undefined when it names none.
+ */
 export function keyIdDomain(keyId: string): string | undefined {
   if (keyId.length === 0 || keyId.length > MAX_KEY_ID) return undefined;
   let url: URL;
   try {
-    url = new URL(keyId);
+    url = new URL(keyId.startsWith('acct:') ? `https://${keyId.slice(keyId.lastIndexOf('@') + 1)}/` : keyId);
   } catch {
     return undefined;
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
+  // An acct: keyId is a user at a host and nothing more.
+  if (keyId.startsWith('acct:') && (!keyId.includes('@') || url.href !== `https://${url.host}/`)) return undefined;
   // `host.` and `host` are one server; the URL parser already lower-cased and punycoded the name.
   const host = url.hostname.endsWith('.') ? url.hostname.slice(0, -1) : url.hostname;
   if (host.length === 0 || host.length > 253) return undefined;

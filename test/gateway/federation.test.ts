@@ -5,7 +5,8 @@
  * buckets per remote server, a forger's deliveries from another IP, requests without a signature,
  * `missing: ip`, composite bans, the operator's views part by part, and hostile headers.
  */
-import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import type http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -138,7 +139,7 @@ describe('per: signature:domain: a remote server whatever its address', () => {
     fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
     const unsigned = await deliver(null, '203.0.113.50');
     expect(unsigned.headers['ratelimit-policy']).toBe('"signed-or-ip";q=4;w=600');
-    for (const keyId of ['test-key-rsa-pss', 'acct:relay@mastodon.example']) {
+    for (const keyId of ['test-key-rsa-pss', 'acct:relay', 'ftp://mastodon.example/key']) {
       // A keyId that names no server is no signature domain either.
       const r = await deliver(MASTODON, '203.0.113.50', '/inbox', { Signature: `keyId="${keyId}",signature="c2ln"` });
       expect(r.headers['ratelimit-policy']).toBe('"signed-or-ip";q=4;w=600');
@@ -190,6 +191,50 @@ bans:
     );
     const unsigned = await explain(snap, { request: 'POST /inbox', headers: [], ip: '203.0.113.9' });
     expect(unsigned).toContain('   1. inbox: no (no key: the request has no HTTP signature keyId)');
+  });
+});
+
+/**
+ * An upstream that verifies RFC 9421 deliveries as Mastodon does (the key of the claimed keyid, over the
+ * signature base), answering 401 to a bad signature: the test's servers' public keys stand for the key
+ * fetch. `@target-uri` is the URL as Rails reads it behind proxies (X-Forwarded-Proto and -Host).
+ */
+function verifyingInbox(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const keys: Record<string, KeyObject> = { 'mastodon.example': rsa.publicKey, 'pleroma.example': ed.publicKey };
+  const h = (n: string) => String(req.headers[n] ?? '');
+  req.resume();
+  req.on('end', () => {
+    const input = /^sig1=(.*;keyid="https:\/\/([^/]+)\/[^"]*".*)$/.exec(h('signature-input'));
+    let ok = false;
+    if (input) {
+      const base = `"@method": POST\n"@target-uri": ${h('x-forwarded-proto')}://${h('x-forwarded-host')}${req.url}\n"content-digest": ${h('content-digest')}\n"@signature-params": ${input[1]}`;
+      const key = keys[input[2]!];
+      ok = key !== undefined && verify(null, Buffer.from(base), key, Buffer.from(/^sig1=:(.*):$/.exec(h('signature'))?.[1] ?? '', 'base64'));
+    }
+    res.writeHead(ok ? 202 : 401).end();
+  });
+}
+
+describe('a ban on the upstream’s verdict', () => {
+  it('bans the pair whose signatures the upstream refuses, never the real server', async () => {
+    fx.upstream.route('/verified/inbox', verifyingInbox);
+    const table = `limits: []
+bans:
+  - { name: bad-signatures, match: POST /verified/inbox, per: [signature:domain, ip], on: { status: [401] }, limit: 3, period: 10m, ban: 1h }
+`;
+    fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
+    const forger: Server = { domain: 'pleroma.example', form: 'rfc9421', key: generateKeyPairSync('ed25519').privateKey };
+    // The TLS proxy in front (loopback: trusted) names the scheme and host the sender signed.
+    const proxied = { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'gateway.example' };
+    const forged: number[] = [];
+    for (let i = 0; i < 4; i++) forged.push((await deliver(forger, '192.0.2.66', '/verified/inbox', proxied)).status);
+    expect(forged.slice(0, 3)).toEqual([401, 401, 401]);
+    const deadline = Date.now() + 5000;
+    let last = forged[3]!;
+    while (last !== 403 && Date.now() < deadline) last = (await deliver(forger, '192.0.2.66', '/verified/inbox', proxied)).status;
+    expect(last).toBe(403);
+    // The real server's deliveries verify and pass, many more than the ban's limit.
+    for (let i = 0; i < 6; i++) expect((await deliver(PLEROMA, '203.0.113.40', '/verified/inbox', proxied)).status).toBe(202);
   });
 });
 

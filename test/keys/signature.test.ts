@@ -16,6 +16,7 @@ describe('reading the signing server from an HTTP signature', () => {
     expect(signatureDomain(undefined, 'keyId="https://a.example./actor#main-key"')).toBe('a.example');
     expect(signatureDomain(undefined, 'keyId="https://[2001:DB8::1]:8443/actor"')).toBe('[2001:db8::1]');
     expect(signatureDomain(undefined, 'keyId="https://bücher.example/actor"')).toBe('xn--bcher-kva.example');
+    expect(signatureDomain(undefined, 'keyId="acct:relay@Social.Example"')).toBe('social.example');
     expect(quotedParam('a="x\\"keyid=\\"evil", keyid="real"', 'keyid')).toBe('real');
   });
 
@@ -27,7 +28,8 @@ describe('reading the signing server from an HTTP signature', () => {
       'xkeyId="https://a.example/actor"',
       'headers="keyId=\\"https://a.example/\\""',
       'keyId="test-key-rsa-pss"',
-      'keyId="acct:alice@a.example"',
+      'keyId="acct:alice"',
+      'keyId="acct:alice@a.example/x"',
       'keyId="ftp://a.example/key"',
       'keyId="https://a{b}.example/key"',
       `keyId="https://${'a'.repeat(2100)}.example/"`,
