@@ -173,6 +173,33 @@ bans:
     expect((await deliver(null, '203.0.113.5')).status).toBe(200);
   });
 
+  it('holds one in-flight slot per server and IP', async () => {
+    const held: http.ServerResponse[] = [];
+    fx.upstream.route('/slow/inbox', (req, res) => {
+      req.resume();
+      held.push(res);
+    });
+    const table = 'limits: []\nconcurrency:\n  - { name: inbox-slots, match: POST /slow/inbox, per: [signature:domain, ip], max: 1 }\n';
+    fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
+    const first = deliver(MASTODON, '203.0.113.60', '/slow/inbox');
+    const deadline = Date.now() + 5000;
+    while (held.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const second = await deliver(MASTODON, '203.0.113.60', '/slow/inbox');
+    expect(second.status).toBe(429);
+    expect(second.headers['retry-after']).toBe('1');
+    // Another address of the same server, and another server at the same address, have their own slots.
+    const others = [deliver(MASTODON, '203.0.113.61', '/slow/inbox'), deliver(PLEROMA, '203.0.113.60', '/slow/inbox')];
+    while (held.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(held.length).toBe(3);
+    for (const res of held) res.writeHead(202).end();
+    expect((await Promise.all([first, ...others])).map((a) => a.status)).toEqual([202, 202, 202]);
+    // The slot is free again once the answer ended.
+    const again = deliver(MASTODON, '203.0.113.60', '/slow/inbox');
+    while (held.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    held[3]!.writeHead(202).end();
+    expect((await again).status).toBe(202);
+  });
+
   it('logs the key of a 429 part by part, and explain shows it', async () => {
     const { logger, lines } = capturingLogger();
     fx.gw = await startTestGateway(`${PAIR}log: { client: digest }\n`, { upstream: fx.upstream.url, now: new FakeClock().now, logger });
