@@ -265,6 +265,41 @@ bans:
   });
 });
 
+/** An upstream that verifies draft-cavage deliveries as Mastodon does: the signed headers as they arrive, `host` among them. */
+function verifyingCavageInbox(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const sig = String(req.headers.signature ?? '');
+    const param = (name: string) => new RegExp(`${name}="([^"]*)"`).exec(sig)?.[1] ?? '';
+    const digestOk = req.headers.digest === `SHA-256=${createHash('sha256').update(Buffer.concat(chunks)).digest('base64')}`;
+    const signed = param('headers')
+      .split(' ')
+      .map((h) => (h === '(request-target)' ? `${h}: ${req.method!.toLowerCase()} ${req.url}` : `${h}: ${String(req.headers[h] ?? '')}`))
+      .join('\n');
+    const ok =
+      digestOk &&
+      param('keyId').startsWith('https://mastodon.example/') &&
+      verify('sha256', Buffer.from(signed), rsa.publicKey, Buffer.from(param('signature'), 'base64'));
+    res.writeHead(ok ? 202 : 401).end();
+  });
+}
+
+describe('draft-cavage deliveries signed over Host', () => {
+  it('reach a verifying upstream intact with upstream.host: client, and fail without it', async () => {
+    fx.upstream.route('/cavage/inbox', verifyingCavageInbox);
+    const table = 'limits:\n  - { name: inbox, match: POST /cavage/inbox, per: [signature:domain, ip], limit: 3, period: 10m }\n';
+    fx.gw = await startTestGateway(`${table}upstream: { host: client }\n`, { upstream: fx.upstream.url, now: new FakeClock().now });
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await deliver(MASTODON, '203.0.113.90', '/cavage/inbox')).status);
+    expect(statuses).toEqual([202, 202, 202, 429]);
+    await fx.gw.shutdown(200);
+    // The upstream's own Host is not the one signed: the upstream refuses the delivery.
+    fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
+    expect((await deliver(MASTODON, '203.0.113.90', '/cavage/inbox')).status).toBe(401);
+  });
+});
+
 describe('hostile signature headers', () => {
   it('answers huge, malformed and binary signature headers, and the process stays alive', async () => {
     const table = 'limits:\n  - { name: inbox, match: POST /inbox, per: [signature:domain, ip], missing: ip, limit: 1000, period: 10m }\n';
