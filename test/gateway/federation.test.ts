@@ -171,6 +171,12 @@ bans:
     expect((await deliver(MASTODON, '203.0.113.6')).status).toBe(200);
     expect((await deliver(PLEROMA, '203.0.113.5')).status).toBe(200);
     expect((await deliver(null, '203.0.113.5')).status).toBe(200);
+    // The ban is listed by its key, part by part, and lifted by it.
+    const listed = await admin<{ bans: { ban: string; key: string }[] }>('/admin/bans');
+    expect(listed.bans.map((b) => `${b.ban} ${b.key}`)).toEqual(['inbox-flood sig:mastodon.example|ip:203.0.113.5']);
+    const lift = await fetch(`${fx.gw.adminUrl}/admin/bans/inbox-flood/${encodeURIComponent('sig:mastodon.example|ip:203.0.113.5')}`, { method: 'DELETE' });
+    expect(lift.status).toBe(200);
+    expect((await deliver(MASTODON, '203.0.113.5')).status).toBe(200);
   });
 
   it('holds one in-flight slot per server and IP', async () => {
