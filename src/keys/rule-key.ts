@@ -227,11 +227,14 @@ export function keyWhat(key: RuleKey, facts?: KeyFacts): string {
 export function keyShown(key: RuleKey, facts: KeyFacts, tag: string): string {
   if (key.parts.length === 1 && !tag.startsWith(`${KINDS.ip.tag}:`)) return key.parts[0]!.spec.shown(key.parts[0]!.arg, facts, tagValue(tag));
   const shown: string[] = [];
+  const missing: string[] = [];
   for (const p of key.parts) {
     const value = p.spec.read(p.arg, facts);
     if (value !== null) shown.push(p.spec.shown(p.arg, facts, value));
-    // The part counted per IP in its place (`missing: ip`) says so; a key with an ip part shows that one.
-    else if (!key.parts.some((q) => q.kind === 'ip')) shown.push(`${KINDS.ip.shown(NO_NAME, facts, facts.ipKey)} (no ${p.spec.what(p.arg)}: missing: ip)`);
+    else missing.push(p.spec.what(p.arg));
   }
-  return shown.join(' + ');
+  if (missing.length === 0) return shown.join(' + ');
+  // The parts counted per IP in their place (`missing: ip`) say so; a key with an ip part shows that one.
+  if (!key.parts.some((q) => q.kind === 'ip')) shown.push(KINDS.ip.shown(NO_NAME, facts, facts.ipKey));
+  return `${shown.join(' + ')} (no ${missing.join(' and ')}: missing: ip)`;
 }

@@ -40,7 +40,9 @@ describe('composite keys', () => {
     expect(alone.tag(facts())).toBe('ip:203.0.113.7');
     expect(keyShown(alone, facts(), 'ip:203.0.113.7')).toBe('ip 203.0.113.7 (no HTTP signature keyId: missing: ip)');
     // A key with an ip part already keeps that one: the missing part adds nothing.
-    expect(compileKey(['signature:domain', 'ip'], 'ip').tag(facts())).toBe('ip:203.0.113.7');
+    const pair = compileKey(['signature:domain', 'ip'], 'ip');
+    expect(pair.tag(facts())).toBe('ip:203.0.113.7');
+    expect(keyShown(pair, facts(), 'ip:203.0.113.7')).toBe('ip 203.0.113.7 (no HTTP signature keyId: missing: ip)');
     expect(compileKey(['signature:domain', 'header:x-app'], 'ip').tag(facts({ 'x-app': 'a' }))).toMatch(/^ip:203\.0\.113\.7\|hdr:[0-9a-f]{64}$/);
     expect(compileKey('signature:domain', 'skip').tag(facts())).toBeNull();
   });
@@ -77,7 +79,9 @@ describe('composite keys in the config', () => {
 
   it('refuses malformed composite keys with their place', () => {
     const msg = (yaml: string) => errorsOf(yaml).join('\n');
-    expect(msg(rule('[ip]'))).toMatch(/limits\[0\]\.per: a composite key lists two or more kinds/);
+    expect(errorsOf(rule('[ip]', ', overrides: [{ keys: [a], limit: 2 }]'))).toEqual([
+      'limits[0].per: a composite key lists two or more kinds (write one kind without brackets)',
+    ]);
     expect(msg(rule('[ip, ip]'))).toMatch(/limits\[0\]\.per: lists ip twice/);
     expect(msg(rule('[global, ip]'))).toMatch(/limits\[0\]\.per: global is one bucket for everyone/);
     expect(msg(rule('[signature:domain, ips]'))).toMatch(/limits\[0\]\.per\[1\]: must be one of/);

@@ -15,7 +15,8 @@ const KEYED_TEXT = `${KEYED.slice(0, -1).join(', ')} and ${KEYED.at(-1)!}`;
 export function overrideIssues(r: Record<string, unknown>, i: number, issues: PathIssue[]): void {
   if (!Array.isArray(r.overrides)) return;
   const cost = typeof r.cost === 'number' ? r.cost : 1;
-  const composite = Array.isArray(r.per) ? r.per.length : 0;
+  // A one-kind list is refused by the schema already: no tuple error on top of that.
+  const composite = Array.isArray(r.per) && r.per.length >= 2 ? r.per.length : 0;
   const per = typeof r.per === 'string' ? r.per : '';
   const part = per === '' ? null : parsePart(per);
   const keyed = composite > 0 || part === null || typeof part === 'string' || part.spec.overrideKeys;
