@@ -4,7 +4,8 @@
  * parameter, cookie or claim value), turned into the bucket key exactly as the request path does it by
  * the rule's key kind (keys/kinds.ts), an override's bucket included (named by `override=N`, or found
  * from the key as a request would find it). A missing parameter is answered 400 with what can be asked:
- * the rules, and a rule's recently limited keys.
+ * the rules, and a rule's recently limited keys. A composite key (`per: [signature:domain, ip]`) is named
+ * part by part: one `key=` per part, in order.
  */
 import type { Store } from '../limiter/types.js';
 import type { CompiledRule } from '../config/types.js';
@@ -12,7 +13,7 @@ import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import { bucketSpec, overrideFor, type RequestPolicy } from '../pipeline/policy.js';
 import type { TopLimited } from '../guard/top-keys.js';
 import { formatDuration } from '../config/fields/duration.js';
-import { tagValue, typedTags } from '../keys/index.js';
+import { PART_SEPARATOR, tagValue, typedTags } from '../keys/index.js';
 import { iso8601Micro } from '../pipeline/ratelimit-headers.js';
 
 export type BucketsAnswer = { status: number; body: unknown };
@@ -20,10 +21,10 @@ export type BucketsAnswer = { status: number; body: unknown };
 export async function bucketsEndpoint(method: string, params: URLSearchParams, policy: RequestPolicy, store: Store, top?: TopLimited): Promise<BucketsAnswer> {
   const found = ruleNamed(params, policy, top);
   if ('status' in found) return found;
-  const key = params.get('key') ?? '';
-  const named = tagNamedBy(found.rule, key, policy);
+  const keys = params.getAll('key');
+  const named = tagNamedBy(found.rule, keys, policy);
   if (typeof named !== 'string') return named;
-  const override = overrideOf(found.rule, params.get('override'), key, named, policy);
+  const override = overrideOf(found.rule, params.get('override'), keys, named, policy);
   if (typeof override !== 'number') return override;
   const rule = override >= 0 ? found.rule.overrides[override]!.rule : found.rule;
   const spec = bucketSpec(policy, rule, bucketKey(ruleKeyPrefix(rule.name, override), named));
@@ -79,8 +80,8 @@ function ruleNamed(params: URLSearchParams, policy: RequestPolicy, top: TopLimit
 }
 
 /** The tag of the bucket an operator's `key=` names for this rule (as its key kind digests it), or the 400 that says what it must be. */
-function tagNamedBy(rule: CompiledRule, key: string, policy: RequestPolicy): string | BucketsAnswer {
-  const tags = typedTags(rule.key, key, policy.typedContext);
+function tagNamedBy(rule: CompiledRule, keys: readonly string[], policy: RequestPolicy): string | BucketsAnswer {
+  const tags = typedTags(rule.key, keys.length === 1 ? keys[0]! : keys, policy.typedContext);
   if ('hint' in tags) return { status: 400, body: { error: `key must be ${tags.hint} for rule ${rule.name} (per: ${rule.key.label})` } };
   return tags[0]!;
 }
@@ -89,7 +90,7 @@ function tagNamedBy(rule: CompiledRule, key: string, policy: RequestPolicy): str
  * The override whose bucket is meant: `override=N`, or the first that names this client as a request
  * would find it (by its IP, its account or its key's tag); -1 for the rule's own bucket.
  */
-function overrideOf(rule: CompiledRule, param: string | null, key: string, tag: string, policy: RequestPolicy): number | BucketsAnswer {
+function overrideOf(rule: CompiledRule, param: string | null, keys: readonly string[], tag: string, policy: RequestPolicy): number | BucketsAnswer {
   if (param !== null) {
     const n = Number(param);
     if (!Number.isInteger(n) || n < 0 || n >= rule.overrides.length) {
@@ -97,8 +98,10 @@ function overrideOf(rule: CompiledRule, param: string | null, key: string, tag: 
     }
     return n;
   }
-  const names = rule.key.parts[0]!.spec.operatorNames;
-  const address = names === 'client-ip' ? key.trim() : '';
-  const accountKey = names === 'account' ? tagValue(tag) : null;
+  const parts = rule.key.parts;
+  const ip = parts.findIndex((p) => p.spec.operatorNames === 'client-ip');
+  const account = parts.findIndex((p) => p.spec.operatorNames === 'account');
+  const address = ip < 0 ? '' : (keys[ip] ?? '').trim();
+  const accountKey = account < 0 ? null : tagValue(tag.split(PART_SEPARATOR)[account] ?? '');
   return overrideFor(policy.overrides[rule.index] ?? [], address, accountKey, tag);
 }

@@ -219,7 +219,7 @@ function banKeysNamedBy(given: string, ipv6Prefix: number): string[] {
 function noBanMessage(ctx: GuardApiContext, ban: string, given: string): string {
   const names = ctx.policy.snapshot.config.bans.map((b) => b.name);
   if (!names.includes(ban) && !ctx.guard.hasBans(ban)) return `no ban named ${JSON.stringify(ban)} (bans: ${names.join(', ') || 'none'})`;
-  return `no ban ${ban} on ${given} (keys as GET /admin/bans lists them: ip:203.0.113.7 or the bare IP, acct:a:42, tok:<sha256>, hdr:…, prm:…, ck:…)`;
+  return `no ban ${ban} on ${given} (keys as GET /admin/bans lists them: ip:203.0.113.7 or the bare IP, acct:a:42, tok:<sha256>, hdr:…, prm:…, ck:…, sig:mastodon.example; a composite key's parts joined by |)`;
 }
 
 function wantsReset(params: URLSearchParams): boolean {

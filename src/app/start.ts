@@ -184,7 +184,13 @@ function upstreamClients(
   origin: string,
   admission: PoolAdmission,
 ): { forwarder: Forwarder; introspectionPool: ReturnType<typeof createIntrospectionPool>; introspect: Introspect; admission: PoolAdmission } {
-  const forwarder = new Forwarder({ origin, timeoutMs: cfg.upstream.timeout, connectTimeoutMs: cfg.upstream.connectTimeout, ...admission });
+  const forwarder = new Forwarder({
+    origin,
+    timeoutMs: cfg.upstream.timeout,
+    connectTimeoutMs: cfg.upstream.connectTimeout,
+    clientHost: cfg.upstream.host === 'client',
+    ...admission,
+  });
   // Introspection delays the request it serves: bound it well below the upstream timeout. Its pool is
   // its own, so nothing introspection does can hold the proxy's connections (issue 18).
   const introspectTimeoutMs = Math.min(cfg.upstream.timeout, 5_000);

@@ -24,7 +24,7 @@ function ruleNeeds(rule: LimitRule, keyNeeds: number): number {
 }
 
 export function compileRule(rule: LimitRule, index: number): CompiledRule {
-  const key = compileKey(rule.per);
+  const key = compileKey(rule.per, rule.missing);
   const base = {
     index,
     name: rule.name,

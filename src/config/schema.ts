@@ -18,7 +18,7 @@ const blockShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs answered 403, never counted nor forwarded.'),
 };
 const rule = z.object(ruleShape).strict();
-const guard = guardShapes({ match: ruleShape.match, per: ruleShape.per, when: ruleShape.when });
+const guard = guardShapes({ match: ruleShape.match, per: ruleShape.per, missing: ruleShape.missing, when: ruleShape.when });
 
 const adminShape = {
   listen: checked(checkListen).default('127.0.0.1:9464').describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
@@ -37,10 +37,18 @@ const adminShape = {
     .default(null)
     .describe('Path of a file holding the admin token (e.g. a mounted Secret), trimmed; read at start and on every reload.'),
 };
+/** The Host header the upstream sees: its own (default), or the client's (signed deliveries sign it: docs/federation.md). */
+const upstreamHost = z
+  .enum(['upstream', 'client'])
+  .optional()
+  .describe(
+    "upstream (default): the upstream's own Host, the client's in X-Forwarded-Host; client: the client's Host unchanged, as nginx's `proxy_set_header Host $host` (Mastodon verifies HTTP signatures over it).",
+  );
 const upstreamShape = {
   url: checked(checkUpstreamUrl).default('builtin').describe('builtin, or the http(s) URL of the upstream API.'),
   timeout: duration(1).prefault('30s').describe('Upper bound for an upstream response to start.'),
   connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to the upstream.'),
+  host: upstreamHost,
 };
 /** SPEC §3.2: named upstreams and the routes to them; applied at restart (each has its own connection pool). */
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;
@@ -50,6 +58,7 @@ const namedUpstreamShape = {
     .prefault('30s')
     .describe('Upper bound for a response to start, and between its chunks; 0: none (long-lived streams such as Mastodon’s streaming API).'),
   connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to this upstream.'),
+  host: upstreamHost,
 };
 const routeShape = {
   match: patterns.describe('Pattern(s) as in limits[].match; the first route that matches wins.'),

@@ -48,8 +48,8 @@ export interface CompiledRule {
 export interface RuleOverride {
   readonly ips: readonly string[];
   readonly accounts: readonly string[];
-  /** As written: a header or parameter value, or a token digest. */
-  readonly keys: readonly string[];
+  /** As written: a header or parameter value, a domain, a token digest; a composite key's: one value per part. */
+  readonly keys: readonly (string | readonly string[])[];
   /** The rule with this override's limit (and policy item); same name, index and everything else. */
   readonly rule: CompiledRule;
 }

@@ -41,11 +41,21 @@ export const NO_GUARD_RULES: GuardRules = Object.freeze({ bans: [], concurrency:
 export function compileGuardRules(cfg: Pick<Config, 'bans' | 'concurrency'>): GuardRules {
   if (cfg.bans.length === 0 && cfg.concurrency.length === 0) return NO_GUARD_RULES;
   const asRule = (
-    r: { name: string; match: string[]; per: string; when?: { authenticated?: boolean | undefined; query?: string[] | undefined } | undefined },
+    r: {
+      name: string;
+      match: string[];
+      per: string | string[];
+      missing?: 'skip' | 'ip' | undefined;
+      when?: { authenticated?: boolean | undefined; query?: string[] | undefined } | undefined;
+    },
     i: number,
     limit: number,
     period: number,
-  ) => compileRule({ name: r.name, match: r.match, per: r.per, when: r.when, limit, period, algorithm: 'fixed-window', cost: 1, shadow: false }, i);
+  ) =>
+    compileRule(
+      { name: r.name, match: r.match, per: r.per, missing: r.missing, when: r.when, limit, period, algorithm: 'fixed-window', cost: 1, shadow: false },
+      i,
+    );
   const bans = cfg.bans.map((b, i) => ({
     rule: asRule(b, i, b.limit, b.period),
     on: b.on ? new Set(b.on.status) : null,

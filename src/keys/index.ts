@@ -2,12 +2,14 @@
 export { KINDS, KIND_NAMES, paramPath, type KeyFacts, type KeyKind, type KindArg, type KindName, type TypedContext } from './kinds.js';
 export {
   compileKey,
+  compositeError,
   displayKey,
   isClientIpKey,
   keyParams,
   keyShown,
   keyWhat,
   parsePart,
+  PART_SEPARATOR,
   perError,
   PER_HINT,
   PER_MEANINGS,

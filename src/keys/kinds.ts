@@ -1,6 +1,6 @@
 /**
  * @module The one table of key kinds (`per: ip | account | global | token | header:NAME | param:NAME |
- * cookie:NAME | jwt:CLAIM`): for each, its syntax, its bucket tag, what it needs from the request, how it
+ * cookie:NAME | jwt:CLAIM | signature:domain`): for each, its syntax, its bucket tag, what it needs from the request, how it
  * reads its value, how it digests a value an operator types, and how it shows a key. The schema, the
  * compiled rules, the bucket keys, the request path, the admin API, `explain` and the triage sketch all
  * derive from this table, so a kind is added here (plus its tests) and nowhere else.
@@ -13,9 +13,10 @@ import { ipBucketKey } from '../identity/ip.js';
 import { normalizeParamKey } from '../identity/key-normalize.js';
 import { parseKey } from '../rack-params.js';
 import { tokenClaim } from './jwt.js';
+import { keyIdDomain, requestSignatureDomain } from './signature.js';
 import { NEED } from './needs.js';
 
-export type KindName = 'ip' | 'account' | 'global' | 'token' | 'header' | 'param' | 'cookie' | 'jwt';
+export type KindName = 'ip' | 'account' | 'global' | 'token' | 'header' | 'param' | 'cookie' | 'jwt' | 'signature';
 
 /** What a key reads from one request, each fact read at most once (the pipeline's RequestView provides it). */
 export interface KeyFacts {
@@ -284,6 +285,33 @@ export const KINDS = {
     display: (value) => `jwt ${value.slice(0, 16)}`,
     what: (arg) => `JWT claim ${arg.name}`,
     shown: (arg, facts, value) => `JWT claim ${arg.name} ${JSON.stringify(trim(tokenClaim(facts, arg.name) ?? ''))}, ${shortDigest(value)}`,
+  },
+  signature: {
+    syntax: 'signature:domain',
+    meaning:
+      "The lower-cased host of the HTTP Signature's keyId (RFC 9421 Signature-Input or draft-cavage Signature), unverified: combine it with ip (docs/federation.md).",
+    compileName: named(
+      'signature part',
+      (n) => n === 'domain',
+      ' (signature:domain is the one form)',
+      () => Object.freeze({ name: 'domain', path: null }),
+    ),
+    tag: 'sig',
+    needs: NEED.header,
+    wantsParam: () => null,
+    operatorNames: 'value',
+    overrideKeys: true,
+    // A domain is neither a secret nor personal data: kept as it is, so operators read it everywhere.
+    read: (_arg, facts) => requestSignatureDomain(facts) ?? null,
+    typed: (_arg, text) => {
+      const t = text.trim();
+      const domain = t === '' ? undefined : keyIdDomain(t.includes('://') ? t : `https://${t}/`);
+      return domain === undefined ? [] : [domain];
+    },
+    typedHint: () => 'the signing server’s domain (e.g. mastodon.example)',
+    display: (value) => `signature ${value}`,
+    what: () => 'HTTP signature keyId',
+    shown: (_arg, _facts, value) => `signature domain ${value} (claimed, unverified)`,
   },
 } as const satisfies Record<KindName, KeyKind>;
 

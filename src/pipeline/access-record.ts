@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import type { RequestView } from './request-view.js';
 import type { Decision, DecisionKind } from './decision.js';
+import { displayKey, KINDS, PART_SEPARATOR } from '../keys/index.js';
 
 /**
  * The client field for the access log, or undefined (`off`). `digest`: the first 16 hex digits of the
@@ -12,7 +13,29 @@ export function clientField(v: RequestView): string | undefined {
   const mode = v.policy.snapshot.config.log.client;
   if (mode === 'off') return undefined;
   const address = v.client.address;
-  return mode === 'clear' ? address : createHash('sha256').update(address).digest('hex').slice(0, 16);
+  return mode === 'clear' ? address : digest16(address);
+}
+
+const digest16 = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 16);
+
+/**
+ * On a 429 by a rule keyed on more than the IP (`per: [signature:domain, ip]`, a header…), the key it
+ * counted, part by part as /admin/limited shows it (`signature mastodon.example + 203.0.113.7`); under
+ * `log.client: digest` an IP or account part is its digest prefix. Only when `log.client` is on.
+ */
+export function keyField(v: RequestView, rule: Decision['rejectedBy']): string | undefined {
+  const mode = v.policy.snapshot.config.log.client;
+  if (mode === 'off' || rule === undefined || (rule.key.parts.length === 1 && rule.key.parts[0]!.kind === 'ip')) return undefined;
+  const tag = rule.key.tag(v);
+  if (tag === null) return undefined;
+  if (mode === 'clear') return displayKey(tag);
+  return displayKey(tag.split(PART_SEPARATOR).map(digestPersonal).join(PART_SEPARATOR));
+}
+
+/** An IP or account part of a tag as its digest prefix (`log.client: digest` logs neither). */
+function digestPersonal(tag: string): string {
+  for (const kind of [KINDS.ip.tag, KINDS.account.tag]) if (tag.startsWith(`${kind}:`)) return `${kind}:${digest16(tag.slice(kind.length + 1))}`;
+  return tag;
 }
 
 /** One line per request for the access log; no token, no account, no client IP. */
@@ -29,6 +52,8 @@ export interface RequestRecord {
   decision: DecisionKind;
   /** `log.client: digest | clear`: the client IP's digest prefix, or the IP itself. */
   client?: string;
+  /** On a 429 by a rule keyed on more than the IP, with `log.client` on: its key, part by part. */
+  key?: string;
   /** Milliseconds from the request's arrival to its answer's head, to the microsecond. */
   ms: number;
   error?: string;
@@ -57,5 +82,7 @@ export function recordOf(
   if (end.error !== undefined) record.error = end.error;
   const client = clientField(view);
   if (client !== undefined) record.client = client;
+  const key = keyField(view, d.rejectedBy);
+  if (key !== undefined) record.key = key;
   return record;
 }

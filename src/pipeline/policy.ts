@@ -203,7 +203,7 @@ export function ruleTag(rule: CompiledRule, who: RuleInputs): string | null {
 
 /** Why ruleTag gave no tag: for the trace (explain, replay) only. */
 export function whySkipped(rule: CompiledRule, who: RuleInputs): string {
-  return whenFails(rule, who.facts(), who.accountKey !== null) ?? `no key: the request has no ${keyWhat(rule.key)}`;
+  return whenFails(rule, who.facts(), who.accountKey !== null) ?? `no key: the request has no ${keyWhat(rule.key, who)}`;
 }
 
 /**

@@ -21,6 +21,8 @@ export interface ForwarderOptions {
   /** Waiting for the upstream's headers, and for each chunk of its body. */
   timeoutMs: number;
   connectTimeoutMs: number;
+  /** `upstream.host: client`: the client's Host is forwarded unchanged (else the upstream's own). */
+  clientHost?: boolean;
   /** Upstream connections kept open (keep-alive); more requests wait in line (admission.ts). */
   connections?: number;
   /** Read per request: how long a request may wait for a connection, and the per-client cap (`server.*`). */
@@ -60,8 +62,10 @@ export interface ForwardRequest {
 export class Forwarder {
   readonly pool: Pool;
   readonly admission: UpstreamAdmission;
+  readonly clientHost: boolean;
 
   constructor(opts: ForwarderOptions) {
+    this.clientHost = opts.clientHost === true;
     const connections = opts.connections ?? 128;
     this.pool = new Pool(opts.origin, {
       connections,
@@ -167,7 +171,7 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
       {
         path: out.pathAndQuery,
         method: req.method as 'GET',
-        headers: upstreamRequestHeaders(req, out.forwarded, this.body !== null, out.dropOverrideHeader),
+        headers: upstreamRequestHeaders(req, out.forwarded, this.body !== null, out.dropOverrideHeader, this.forwarder.clientHost),
         body: this.body,
       },
       this,
@@ -305,7 +309,13 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
 
 const REBUILT: ReadonlySet<string> = new Set(['host', 'x-request-id', 'expect']);
 
-function upstreamRequestHeaders(req: http.IncomingMessage, forwarded: ForwardedHeaders, hasBody: boolean, dropOverrideHeader: boolean): string[] {
+function upstreamRequestHeaders(
+  req: http.IncomingMessage,
+  forwarded: ForwardedHeaders,
+  hasBody: boolean,
+  dropOverrideHeader: boolean,
+  clientHost: boolean,
+): string[] {
   const raw = req.rawHeaders;
   const listed = connectionListed(req.headers.connection);
   const out: string[] = [];
@@ -313,10 +323,10 @@ function upstreamRequestHeaders(req: http.IncomingMessage, forwarded: ForwardedH
     const name = raw[i]!;
     const lower = name.toLowerCase();
     if (isHopByHop(lower, listed)) continue;
-    // Host is the upstream's (undici sets it); the client's goes in X-Forwarded-Host. X-Forwarded-* and
+    // Host is the upstream's (undici sets it; `clientHost`: the client's, kept); the client's also goes in X-Forwarded-Host. X-Forwarded-* and
     // Forwarded and X-Request-Id are rebuilt; other client-IP claims pass from trusted proxies only.
     // Expect was answered by the gateway (undici refuses to send it).
-    if (REBUILT.has(lower) || dropsClientIpHeader(lower, forwarded.trusted)) continue;
+    if ((REBUILT.has(lower) && !(clientHost && lower === 'host')) || dropsClientIpHeader(lower, forwarded.trusted)) continue;
     if (lower === 'content-length' && !hasBody) continue;
     if (dropOverrideHeader && lower === 'x-http-method-override') continue;
     out.push(name, raw[i + 1]!);

@@ -41,7 +41,7 @@ export class UpstreamRoutes {
       byName.set(name, {
         name,
         // timeout 0: undici's 0 disables its headers and body timeouts (long-lived streams).
-        forwarder: new Forwarder({ origin, timeoutMs: u.timeout, connectTimeoutMs: u.connectTimeout, ...admission }),
+        forwarder: new Forwarder({ origin, timeoutMs: u.timeout, connectTimeoutMs: u.connectTimeout, clientHost: u.host === 'client', ...admission }),
         tunnel: new Tunnel(origin),
       });
     }

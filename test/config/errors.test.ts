@@ -15,7 +15,7 @@ const EXPECTED: Record<string, string> = {
   'per-header-invalid.yaml': 'limits[0].per: invalid header name "X App" in per "header:X App"',
   'override-limit-below-cost.yaml': "limits[0].overrides[1].limit: limit 2 is below the rule's cost 5 (no request could ever be admitted)",
   'override-keys-per-ip.yaml':
-    'limits[0].overrides[0].keys: keys apply to per: token, header:NAME, param:NAME, cookie:NAME and jwt:CLAIM rules (this rule is per: ip; use ips or accounts)',
+    'limits[0].overrides[0].keys: keys apply to per: token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM and signature:domain rules (this rule is per: ip; use ips or accounts)',
   'when-unknown-key.yaml': 'limits[0].when.querry: unknown key (did you mean "query"?)',
   'format-not-at-end.yaml': 'limits[0].match[1]: "(.:format)" is only allowed at the end of a pattern, in "/auth(.:format)/password"',
   'block-ip-invalid.yaml': 'block.ips[0]: invalid IP address or CIDR "203.0.113.0/33"',
@@ -58,7 +58,8 @@ const EXPECTED: Record<string, string> = {
   'name-invalid.yaml': 'limits[0].name: invalid rule name "sign up" (use letters, digits, "_", "." and "-")',
   'name-not-string.yaml': 'limits[0].name: expected a string, got 42',
   'on-store-error-invalid.yaml': 'limits[0].onStoreError: must be one of local, allow, deny (got "ignore")',
-  'per-invalid.yaml': 'limits[0].per: must be one of ip, account, global, token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM (got "user")',
+  'per-invalid.yaml':
+    'limits[0].per: must be one of ip, account, global, token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM, signature:domain (got "user")',
   'per-missing.yaml': 'limits[0].per: required',
   'period-fractional.yaml': 'limits[0].period: invalid duration "1.5h" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',
   'period-invalid.yaml': 'limits[2].period: invalid duration "5x" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',

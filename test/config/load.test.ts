@@ -297,7 +297,7 @@ describe('error collection', () => {
         'limits[0].period: invalid duration "5x" (use 30s, 5m, 1h, 1d, 250ms or milliseconds)',
         'limits[1].name: duplicate rule name "sign-up" (first used at limits[0].name)',
         'limits[1].match: "*" is only allowed as the last segment, in "/api/*/x"',
-        'limits[1].per: must be one of ip, account, global, token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM (got "someone")',
+        'limits[1].per: must be one of ip, account, global, token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM, signature:domain (got "someone")',
         'limits[1].cots: unknown key (did you mean "cost"?)',
       ]);
       return true;

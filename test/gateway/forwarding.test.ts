@@ -55,6 +55,19 @@ describe('header hygiene', () => {
   });
 });
 
+describe('the Host header upstream', () => {
+  it("sends the upstream's own Host by default, and the client's unchanged with upstream.host: client", async () => {
+    const own = await gateway();
+    await send(own.url, { path: '/api/v1/host', headers: { Host: 'social.example' } });
+    expect(upstream.seen.at(-1)!.headers.host).toBe(new URL(upstream.url).host);
+    expect(upstream.seen.at(-1)!.headers['x-forwarded-host']).toBe('social.example');
+    const kept = await gateway(`${SEED_TABLE}upstream: { host: client }\n`);
+    await send(kept.url, { path: '/api/v1/host', headers: { Host: 'social.example' } });
+    expect(upstream.seen.at(-1)!.headers.host).toBe('social.example');
+    expect(upstream.seen.at(-1)!.headers['x-forwarded-host']).toBe('social.example');
+  });
+});
+
 describe('upstream failures', () => {
   it('answers 502 JSON with the rate-limit headers when the upstream refuses connections', async () => {
     const port = await freePort();

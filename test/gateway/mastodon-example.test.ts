@@ -2,13 +2,16 @@
  * config/examples/mastodon.yaml — all of Mastodon's rack-attack throttles — through the real gateway
  * in front of the built-in upstream (started by the gateway, `upstream: builtin`), with a fake clock.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfigFile } from '../../src/config/index.js';
 import { FakeClock } from '../support/clock.js';
 import { send, type Answer } from '../support/http.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { uncommentBlock } from '../support/opt-in.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url));
 const T0 = Date.UTC(2026, 10, 21, 19, 0, 0);
@@ -53,6 +56,18 @@ describe('config/examples/mastodon.yaml', () => {
     // each (web form and API; token and session), throttle_login_attempts/email three (the e-mail, the
     // two-factor step's session).
     expect(snap.rules.length).toBe(20);
+  });
+
+  it('carries the opt-in inbox rule per remote server commented out, valid once uncommented', async () => {
+    const text = readFileSync(EXAMPLE, 'utf8');
+    expect(text).toContain('mastodon/mastodon#21977');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-optin-'));
+    writeFileSync(path.join(dir, 'limits.yaml'), uncommentBlock(text, 'inbox-per-server'));
+    const rules = (await loadConfigFile(path.join(dir, 'limits.yaml'))).rules;
+    expect(rules.length).toBe(21);
+    const inbox = rules.find((r) => r.name === 'inbox-per-server')!;
+    expect(inbox.key.label).toBe('[signature:domain, ip]');
+    expect(inbox.patterns).toEqual(['POST /inbox', 'POST /users/:name/inbox', 'POST /actor/inbox']);
   });
 
   it('limits password resets to 5 per e-mail across IPs, at /auth/password and /auth/password.json', async () => {

@@ -7,12 +7,12 @@ const jwt = (payload: unknown, header: unknown = { alg: 'HS256', typ: 'JWT' }) =
 
 describe('the key-kind table', () => {
   it('has one entry per kind with a tag of its own, and the schema’s hint and pattern list them all', () => {
-    expect(KIND_NAMES).toEqual(['ip', 'account', 'global', 'token', 'header', 'param', 'cookie', 'jwt']);
+    expect(KIND_NAMES).toEqual(['ip', 'account', 'global', 'token', 'header', 'param', 'cookie', 'jwt', 'signature']);
     const tags = KIND_NAMES.map((k) => KINDS[k].tag);
     expect(new Set(tags).size).toBe(tags.length);
-    expect(PER_HINT).toBe('ip, account, global, token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM');
+    expect(PER_HINT).toBe('ip, account, global, token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM, signature:domain');
     for (const per of ['ip', 'global', 'header:x', 'jwt:sub', 'cookie:sid']) expect(PER_PATTERN.test(per), per).toBe(true);
-    for (const per of ['ips', 'ip:x', 'header', 'jwt', 'signature:domain']) expect(PER_PATTERN.test(per), per).toBe(false);
+    for (const per of ['ips', 'ip:x', 'header', 'jwt', 'signature']) expect(PER_PATTERN.test(per), per).toBe(false);
   });
 
   it('checks each kind’s name and normalizes it in the label', () => {

@@ -6,10 +6,11 @@ import { z } from 'zod';
 import { show } from '../errors.js';
 import { duration, positiveInt } from './formats.js';
 
-/** `match`, `per` and `when` exactly as a limit rule takes them (schema.ts hands them in: no import cycle). */
+/** `match`, `per`, `missing` and `when` exactly as a limit rule takes them (schema.ts hands them in: no import cycle). */
 export interface RuleMatchShape {
   readonly match: z.ZodType<string[], unknown>;
-  readonly per: z.ZodType<string, unknown>;
+  readonly per: z.ZodType<string | string[], unknown>;
+  readonly missing: z.ZodType<'skip' | 'ip' | undefined, unknown>;
   readonly when: z.ZodType<{ authenticated?: boolean | undefined; query?: string[] | undefined } | undefined, unknown>;
 }
 

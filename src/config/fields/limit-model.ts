@@ -15,9 +15,11 @@ const KEYED_TEXT = `${KEYED.slice(0, -1).join(', ')} and ${KEYED.at(-1)!}`;
 export function overrideIssues(r: Record<string, unknown>, i: number, issues: PathIssue[]): void {
   if (!Array.isArray(r.overrides)) return;
   const cost = typeof r.cost === 'number' ? r.cost : 1;
+  // A one-kind list is refused by the schema already: no tuple error on top of that.
+  const composite = Array.isArray(r.per) && r.per.length >= 2 ? r.per.length : 0;
   const per = typeof r.per === 'string' ? r.per : '';
   const part = per === '' ? null : parsePart(per);
-  const keyed = part === null || typeof part === 'string' || part.spec.overrideKeys;
+  const keyed = composite > 0 || part === null || typeof part === 'string' || part.spec.overrideKeys;
   (r.overrides as unknown[]).forEach((item, j) => {
     const o = record(item);
     if (o === undefined) return;
@@ -33,9 +35,21 @@ export function overrideIssues(r: Record<string, unknown>, i: number, issues: Pa
         message: `keys apply to per: ${KEYED_TEXT} rules (this rule is per: ${per}; use ips or accounts)`,
       });
     }
+    if (Array.isArray(o.keys)) tupleIssues(o.keys as unknown[], composite, ['limits', i, 'overrides', j, 'keys'], issues);
     const names = (v: unknown) => Array.isArray(v) && v.length > 0;
     if (!names(o.ips) && !names(o.accounts) && !names(o.keys)) {
       issues.push({ path: ['limits', i, 'overrides', j], message: 'names no client (give ips, accounts or keys)' });
+    }
+  });
+}
+
+/** A composite rule's override keys are tuples, one value per part; a one-kind rule's are plain values. */
+function tupleIssues(keys: unknown[], parts: number, path: PathIssue['path'], issues: PathIssue[]): void {
+  keys.forEach((k, n) => {
+    if (parts === 0 && Array.isArray(k))
+      issues.push({ path: [...path, n], message: 'a list of values names a key of a composite per; this rule has one kind' });
+    if (parts > 0 && (!Array.isArray(k) || k.length !== parts)) {
+      issues.push({ path: [...path, n], message: `a composite per of ${parts} kinds takes a list of ${parts} values, one per kind in order` });
     }
   });
 }

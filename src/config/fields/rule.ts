@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { parsePattern } from '../../routing/pattern.js';
 import { show } from '../errors.js';
 import { checked, duration, positiveInt } from './formats.js';
-import { PER_HINT, PER_MEANINGS, PER_PATTERN, perError } from '../../keys/index.js';
+import { compositeError, PER_HINT, PER_MEANINGS, PER_PATTERN, perError } from '../../keys/index.js';
 import { checkIpOrCidr } from './validators.js';
 
 /** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
@@ -52,11 +52,37 @@ export const overrideShape = {
     .default([])
     .describe('Account ids (as in exempt.accounts).'),
   keys: z
-    .array(z.string().min(1))
+    .array(z.union([z.string().min(1), z.array(z.string().min(1)).min(2)]))
     .default([])
-    .describe('Key values of a token/header/param/cookie/jwt rule: the header, parameter, cookie or claim value as sent, or the token’s SHA-256 digest.'),
+    .describe(
+      'Key values of a token/header/param/cookie/jwt/signature rule: the header, parameter, cookie or claim value as sent, the signing server’s domain, or the token’s SHA-256 digest.',
+    ),
   limit: positiveInt().describe('Requests allowed per period for these clients.'),
 };
+
+/** One key kind: its shape (PER_PATTERN) and its name (the kind table checks it). */
+const perPart = z
+  .string({ error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind, got ${show(iss.input)}`) })
+  .regex(PER_PATTERN, { error: (iss) => `must be one of ${PER_HINT} (got ${show(iss.input)})` })
+  .superRefine((v, ctx) => {
+    // The kind's name (a header, parameter, cookie or claim name): the kind table checks it.
+    const error = PER_PATTERN.test(v) ? perError(v) : null;
+    if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
+  });
+
+/** `per:` — one kind, or a composite `[KIND, KIND, …]`: one bucket per combination of the parts' values. */
+const perShape = z
+  .union([perPart, z.array(perPart)], {
+    error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind or a list of key kinds, got ${show(iss.input)}`),
+  })
+  .superRefine((v, ctx) => {
+    if (typeof v === 'string') return;
+    const error = compositeError(v);
+    if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
+  })
+  .describe(
+    `Whose bucket: one kind, or a list of kinds (one bucket per combination, e.g. [signature:domain, ip]); a request without the key (any part) skips the rule. ${PER_MEANINGS}`,
+  );
 
 export const ruleShape = {
   name: z
@@ -64,15 +90,11 @@ export const ruleShape = {
     .regex(RULE_NAME, { error: (iss) => `invalid rule name ${show(iss.input)} (use letters, digits, "_", "." and "-")` })
     .describe('Unique rule name; used in metrics, logs and the RateLimit-Policy header.'),
   match: patterns.describe('One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).'),
-  per: z
-    .string({ error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind, got ${show(iss.input)}`) })
-    .regex(PER_PATTERN, { error: (iss) => `must be one of ${PER_HINT} (got ${show(iss.input)})` })
-    .superRefine((v, ctx) => {
-      // The kind's name (a header, parameter, cookie or claim name): the kind table checks it.
-      const error = PER_PATTERN.test(v) ? perError(v) : null;
-      if (error !== null) ctx.addIssue({ code: 'custom', message: error, input: v });
-    })
-    .describe(`Whose bucket; a request without the key skips the rule. ${PER_MEANINGS}`),
+  per: perShape,
+  missing: z
+    .enum(['skip', 'ip'])
+    .optional()
+    .describe('A request without the key (or a part of it): skip (default) leaves the rule out; ip counts it per client IP instead.'),
   limit: positiveInt().describe('Requests allowed per period.'),
   period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
   algorithm: z
