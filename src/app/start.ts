@@ -77,12 +77,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 
   const builtin = cfg.upstream.url === 'builtin' ? await startUpstream({ host: '127.0.0.1', port: 0 }) : undefined;
   const origin = new URL(builtin?.url ?? cfg.upstream.url).origin;
-  const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
-  metrics.configLoaded(true, false);
-  // The sentinels' password may come from a file (a mounted Secret): read once, for the counters and the guard alike.
-  const storeCfg = { ...cfg.store, sentinelPassword: await loadSentinelPassword(cfg.store, settings.configPath) };
-  const storeHandle = await createStoreFor(storeCfg, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
-  metrics.storeKeysProbe = () => storeHandle.localKeys();
+  const { metrics, storeCfg, storeHandle } = await openStore(cfg, settings, log);
   const upstream = upstreamClients(cfg, origin, { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() });
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
@@ -92,14 +87,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
 
-  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse);
-  server.on('checkContinue', gateway.handle);
-  // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
-  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
-    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head, metrics.countGatewayAnswer),
-  );
-  const listen = parseHostPort(cfg.listen)!;
-  await listenOn(server, listen.host, listen.port);
+  const server = await listenProxy(cfg, gateway, metrics, drain);
 
   const runAdmin = settings.admin ?? true;
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
@@ -132,12 +120,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 
   const url = urlOf(server);
   const adminUrl = runAdmin ? urlOf(admin) : '';
-  const upstreamText = cfg.upstream.url === 'builtin' ? `builtin at ${origin}` : origin;
-  log.info(
-    { listen: url, admin: adminUrl, store: storeHandle.kind, upstream: upstreamText, rules: snapshot.rules.length },
-    `rategate listening on ${url}, admin ${runAdmin ? `on ${adminUrl}` : 'in the primary'}, store ${storeHandle.kind}, upstream ${upstreamText}, ${snapshot.rules.length} rules from ${settings.configPath}`,
-  );
-  log.flush();
+  logListening(log, { url, adminUrl, runAdmin, origin, cfg, store: storeHandle.kind, rules: snapshot.rules.length, configPath: settings.configPath });
 
   return {
     url,
@@ -149,33 +132,96 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     guard,
     snapshot: () => policy.snapshot,
     reload: () => config.reload(),
-    async shutdown(graceMs = 10_000) {
-      config.stop();
-      status.stop();
-      log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
-      log.flush();
-      // WebSockets have no natural end: they get the drain time, then are closed.
-      const wsTimer = setTimeout(() => gateway.closeTunnels(), graceMs);
-      // Sets the drain's flag at once: from here new requests are answered 503 and readiness fails.
-      await drain.run(server, graceMs, () => log.warn('drain time over: closing remaining connections'));
-      clearTimeout(wsTimer);
-      gateway.closeTunnels();
-      if (runAdmin) {
-        await new Promise<void>((resolve) => {
-          admin.close(() => resolve());
-          admin.closeAllConnections();
-        });
-      }
-      await upstream.forwarder.close();
-      await routes?.close();
-      await upstream.introspectionPool.close();
-      await storeHandle.store.close();
-      await guard.close();
-      await builtin?.close();
-      log.info('stopped');
-      log.flush();
-    },
+    shutdown: (graceMs = 10_000) =>
+      shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, builtin }, graceMs),
   };
+}
+
+/** The metrics, and the counters' store wired to them; the store settings returned are the guard's too. */
+async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayParts['log']) {
+  const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
+  metrics.configLoaded(true, false);
+  // The sentinels' password may come from a file (a mounted Secret): read once, for the counters and the guard alike.
+  const storeCfg = { ...cfg.store, sentinelPassword: await loadSentinelPassword(cfg.store, settings.configPath) };
+  const storeHandle = await createStoreFor(storeCfg, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
+  metrics.storeKeysProbe = () => storeHandle.localKeys();
+  return { metrics, storeCfg, storeHandle };
+}
+
+/** The proxy listener: requests, `Expect: 100-continue` and upgrades go to the gateway. */
+async function listenProxy(
+  cfg: Config,
+  gateway: ReturnType<typeof buildGateway>,
+  metrics: Metrics,
+  drain: ReturnType<typeof createDrain>,
+): Promise<http.Server> {
+  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse);
+  server.on('checkContinue', gateway.handle);
+  // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head, metrics.countGatewayAnswer),
+  );
+  const listen = parseHostPort(cfg.listen)!;
+  await listenOn(server, listen.host, listen.port);
+  return server;
+}
+
+function logListening(
+  log: GatewayParts['log'],
+  at: { url: string; adminUrl: string; runAdmin: boolean; origin: string; cfg: Config; store: string; rules: number; configPath: string },
+): void {
+  const { url, adminUrl, runAdmin, origin, cfg, store, rules, configPath } = at;
+  const upstreamText = cfg.upstream.url === 'builtin' ? `builtin at ${origin}` : origin;
+  log.info(
+    { listen: url, admin: adminUrl, store, upstream: upstreamText, rules },
+    `rategate listening on ${url}, admin ${runAdmin ? `on ${adminUrl}` : 'in the primary'}, store ${store}, upstream ${upstreamText}, ${rules} rules from ${configPath}`,
+  );
+  log.flush();
+}
+
+interface GatewayParts {
+  config: ReturnType<typeof watchConfig>;
+  status: ReturnType<typeof createStatusSources>;
+  log: ReturnType<typeof createProcessLogger>;
+  gateway: ReturnType<typeof buildGateway>;
+  drain: ReturnType<typeof createDrain>;
+  server: http.Server;
+  runAdmin: boolean;
+  admin: ReturnType<typeof createAdminServer>;
+  upstream: ReturnType<typeof upstreamClients>;
+  routes: ReturnType<typeof UpstreamRoutes.build>;
+  storeHandle: StoreHandle;
+  guard: Guard;
+  builtin: Awaited<ReturnType<typeof startUpstream>> | undefined;
+}
+
+/** Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes everything. */
+async function shutdownGateway(parts: GatewayParts, graceMs: number): Promise<void> {
+  const { config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, builtin } = parts;
+  config.stop();
+  status.stop();
+  log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
+  log.flush();
+  // WebSockets have no natural end: they get the drain time, then are closed.
+  const wsTimer = setTimeout(() => gateway.closeTunnels(), graceMs);
+  // Sets the drain's flag at once: from here new requests are answered 503 and readiness fails.
+  await drain.run(server, graceMs, () => log.warn('drain time over: closing remaining connections'));
+  clearTimeout(wsTimer);
+  gateway.closeTunnels();
+  if (runAdmin) {
+    await new Promise<void>((resolve) => {
+      admin.close(() => resolve());
+      admin.closeAllConnections();
+    });
+  }
+  await upstream.forwarder.close();
+  await routes?.close();
+  await upstream.introspectionPool.close();
+  await storeHandle.store.close();
+  await guard.close();
+  await builtin?.close();
+  log.info('stopped');
+  log.flush();
 }
 
 /** The default upstream's proxy pool, and introspection on a pool of its own. `admission`: every proxy pool's (the server's live limits). */

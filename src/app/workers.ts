@@ -80,6 +80,14 @@ export async function runPrimary(opts: {
 
   await opts.waitForSignal();
   stopping = true;
+  await stopWorkers();
+  await new Promise<void>((resolve) => admin.close(() => resolve()));
+  await builtin?.close();
+  return 0;
+}
+
+/** SIGTERM to every worker; resolves once all have exited. */
+async function stopWorkers(): Promise<void> {
   const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
   await Promise.all(
     workers.map(
@@ -90,9 +98,6 @@ export async function runPrimary(opts: {
         }),
     ),
   );
-  await new Promise<void>((resolve) => admin.close(() => resolve()));
-  await builtin?.close();
-  return 0;
 }
 
 /** In a worker: answer the primary's metric requests from this worker's registry. */

@@ -48,18 +48,7 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
 
   issues.push(...secretIssues(top));
 
-  const account = record(record(top.clients)?.account);
-  if (account !== undefined) {
-    const from = account.from ?? 'introspect';
-    if (from === 'header' && account.header === undefined) {
-      issues.push({ path: ['clients', 'account', 'header'], message: 'required when from is "header"' });
-    } else if (typeof from === 'string' && from !== 'header' && account.header !== undefined) {
-      issues.push({
-        path: ['clients', 'account', 'header'],
-        message: `only used with from: header (from is "${from}")`,
-      });
-    }
-  }
+  issues.push(...accountHeaderIssues(top));
 
   issues.push(...methodIssues(top));
 
@@ -102,6 +91,19 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
   });
   for (const section of ['bans', 'concurrency'] as const) uniqueNames(top[section], section, issues);
   return issues;
+}
+
+/** `clients.account.header` is required with `from: header` and meaningless otherwise. */
+function accountHeaderIssues(top: Record<string, unknown>): PathIssue[] {
+  const account = record(record(top.clients)?.account);
+  if (account === undefined) return [];
+  const from = account.from ?? 'introspect';
+  if (from === 'header' && account.header === undefined) {
+    return [{ path: ['clients', 'account', 'header'], message: 'required when from is "header"' }];
+  } else if (typeof from === 'string' && from !== 'header' && account.header !== undefined) {
+    return [{ path: ['clients', 'account', 'header'], message: `only used with from: header (from is "${from}")` }];
+  }
+  return [];
 }
 
 /** Ban and in-flight rule names key store entries and metric labels: each unique in its section. */

@@ -161,23 +161,10 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     } finally {
       inflight.delete(digest);
     }
-    switch (result.kind) {
-      case 'account': {
-        const key = accountKeyFromId(result.id);
-        if (key === null) break; // an id we cannot key on: as unreliable as an error
-        cache.set(digest, { key, expiresAt: now() + cacheTtlMs });
-        return key;
-      }
-      case 'token': {
-        const key = accountKeyFromDigest(digest);
-        cache.set(digest, { key, expiresAt: now() + cacheTtlMs });
-        return key;
-      }
-      case 'anonymous':
-        cache.set(digest, { key: null, expiresAt: now() + anonymousTtlMs });
-        return null;
-      case 'error':
-        break;
+    const entry = cacheEntryFor(result, digest, now(), cacheTtlMs, anonymousTtlMs);
+    if (entry !== null) {
+      cache.set(digest, entry);
+      return entry.key;
     }
     // Not cached, so the next request retries. The digest key keeps a client on one account bucket
     // while the upstream is flaky (a failure must not be a way to dodge the account limit) without
@@ -217,4 +204,20 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     known: knownToken,
     resolve: resolveToken,
   };
+}
+
+/** What an introspection answer caches; null for an error or an id we cannot key on (as unreliable as an error). */
+function cacheEntryFor(result: IntrospectResult, digest: string, now: number, cacheTtlMs: number, anonymousTtlMs: number): CacheEntry | null {
+  switch (result.kind) {
+    case 'account': {
+      const key = accountKeyFromId(result.id);
+      return key === null ? null : { key, expiresAt: now + cacheTtlMs };
+    }
+    case 'token':
+      return { key: accountKeyFromDigest(digest), expiresAt: now + cacheTtlMs };
+    case 'anonymous':
+      return { key: null, expiresAt: now + anonymousTtlMs };
+    case 'error':
+      return null;
+  }
 }

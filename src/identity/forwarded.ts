@@ -77,21 +77,14 @@ export function forwardedForNodes(header: string): (string | null)[] | null {
         break;
       }
       i++; // '='
-      let value: string;
-      if (i < n && header.charCodeAt(i) === C.QUOTE) {
-        const q = readQuoted(header, i + 1);
-        if (q === null) {
-          // An unterminated quote swallows the rest of the header: nothing after it can be read.
-          out.push(null);
-          return out;
-        }
-        value = q.value;
-        i = q.end;
-      } else {
-        const start = i;
-        while (i < n && isTchar(header.charCodeAt(i))) i++;
-        value = header.slice(start, i);
+      const read = readValue(header, i);
+      if (read === null) {
+        // An unterminated quote swallows the rest of the header: nothing after it can be read.
+        out.push(null);
+        return out;
       }
+      const value = read.value;
+      i = read.end;
       if (name.length === 3 && name.toLowerCase() === 'for') {
         if (forValue !== undefined) bad = true;
         forValue = value;
@@ -115,6 +108,14 @@ export function forwardedForNodes(header: string): (string | null)[] | null {
     i++; // ','
   }
   return out.length === 0 && !malformed ? null : out;
+}
+
+/** A parameter's value at `i`, a quoted-string or a token, and the index after it; null when a quote never closes. */
+function readValue(header: string, i: number): { value: string; end: number } | null {
+  if (i < header.length && header.charCodeAt(i) === C.QUOTE) return readQuoted(header, i + 1);
+  let end = i;
+  while (end < header.length && isTchar(header.charCodeAt(end))) end++;
+  return { value: header.slice(i, end), end };
 }
 
 /** A quoted-string's value from just after its opening quote, and the index after its closing one; null when it never closes. */

@@ -90,31 +90,7 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
     ...(opts.breaker ? { breaker: opts.breaker } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
-    onEvent: (e: StoreEvent) => {
-      switch (e.type) {
-        case 'error':
-          observer.storeError?.(e.reason);
-          break;
-        case 'local_rejection':
-          observer.localRejection?.('fallback');
-          break;
-        case 'fallback_active':
-          observer.fallbackActive?.(e.active);
-          break;
-        case 'node':
-          observer.nodeUp?.(e.node, !e.failing);
-          if (e.failing) states?.failed(e.node, message(e.cause));
-          else states?.succeeded(e.node);
-          break;
-        case 'circuit':
-          if (e.state === 'open') states?.opened(e.node, undefined);
-          break;
-        case 'promotion':
-          observer.nodeGone?.(e.node);
-          states?.promoted(e.from, e.to, e.node);
-          break;
-      }
-    },
+    onEvent: storeEventReporter(observer, states),
   });
   // A Redis that is down at start-up must not keep the gateway from serving under its fault policy.
   try {
@@ -142,15 +118,47 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     }),
     ...(leases ? { leases } : {}),
     kind: url.kind,
-    reachable: async () => {
-      if (!redis.covered() || resilient.fallbackActive) return false;
-      return redis.ping().then(
-        () => true,
-        () => false,
-      );
-    },
+    reachable: () => redisReachable(redis, resilient),
     fallbackActive: () => resilient.fallbackActive,
     localKeys: () => fallback.size,
+  };
+}
+
+/** Readiness: every key has a master, the fallback is not answering, and Redis answers a ping. */
+async function redisReachable(redis: ReturnType<typeof createRedisStore>, resilient: ReturnType<typeof createResilientStore>): Promise<boolean> {
+  if (!redis.covered() || resilient.fallbackActive) return false;
+  return redis.ping().then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The resilient store's events as metrics and state-change log lines. */
+function storeEventReporter(observer: Partial<StoreObserver>, states: StoreStateLog | undefined): (e: StoreEvent) => void {
+  return (e) => {
+    switch (e.type) {
+      case 'error':
+        observer.storeError?.(e.reason);
+        break;
+      case 'local_rejection':
+        observer.localRejection?.('fallback');
+        break;
+      case 'fallback_active':
+        observer.fallbackActive?.(e.active);
+        break;
+      case 'node':
+        observer.nodeUp?.(e.node, !e.failing);
+        if (e.failing) states?.failed(e.node, message(e.cause));
+        else states?.succeeded(e.node);
+        break;
+      case 'circuit':
+        if (e.state === 'open') states?.opened(e.node, undefined);
+        break;
+      case 'promotion':
+        observer.nodeGone?.(e.node);
+        states?.promoted(e.from, e.to, e.node);
+        break;
+    }
   };
 }
 

@@ -179,25 +179,8 @@ function readMultipart<T>(req: IncomingMessage, opts: ParseOptions<T>, maxField:
   if (declared !== undefined && declared > maxFile * maxFiles + maxField * 2) {
     return Promise.reject(tooLarge('Request body', maxFile * maxFiles + maxField * 2));
   }
-  let bb: busboy.Busboy;
-  try {
-    bb = busboy({
-      headers: req.headers,
-      defParamCharset: 'utf8',
-      limits: {
-        fieldNameSize: 1024,
-        fieldSize: maxField + 1,
-        // Busboy flags a file that reaches its limit; one byte more lets exactly `maxFile` through.
-        fileSize: maxFile + 1,
-        files: maxFiles,
-        fields: MAX_PARAMS,
-        parts: MAX_PARAMS + maxFiles,
-      },
-    });
-  } catch (err) {
-    return Promise.reject(new HttpError(400, `Malformed multipart body: ${(err as Error).message}`));
-  }
-  const parser = bb;
+  const parser = multipartParser(req, maxField, maxFile, maxFiles);
+  if (parser instanceof HttpError) return Promise.reject(parser);
   return new Promise<Map<string, T>>((resolve, reject) => {
     const files = new Map<string, T>();
     const pending: Array<Promise<void>> = [];
@@ -210,15 +193,7 @@ function readMultipart<T>(req: IncomingMessage, opts: ParseOptions<T>, maxField:
       reject(err);
       // Stop reading: nothing more of the body is parsed or handed on. Deferred, because busboy
       // emits from inside its own write and touches its state after the listener returns.
-      process.nextTick(() => {
-        req.unpipe(parser);
-        req.off('error', onReqError);
-        req.off('close', onReqClose);
-        for (const stream of open) stream.destroy();
-        parser.removeAllListeners();
-        parser.on('error', () => undefined);
-        parser.destroy();
-      });
+      process.nextTick(() => stopMultipart(req, parser, open, onReqError, onReqClose));
     };
     const onReqError = (): void => fail(new HttpError(400, 'Request body was not received in full'));
     const onReqClose = (): void => {
@@ -246,10 +221,7 @@ function readMultipart<T>(req: IncomingMessage, opts: ParseOptions<T>, maxField:
       );
       pending.push(job);
     });
-    parser.on('fieldsLimit', () => fail(new HttpError(413, `Too many parameters (maximum is ${MAX_PARAMS})`, true)));
-    parser.on('partsLimit', () => fail(new HttpError(413, 'Too many parts in multipart body', true)));
-    parser.on('filesLimit', () => fail(new HttpError(413, `Too many files (maximum is ${maxFiles})`, true)));
-    parser.on('error', (err) => fail(new HttpError(400, `Malformed multipart body: ${(err as Error).message}`)));
+    failOnLimits(parser, maxFiles, fail);
     parser.on('close', () => {
       void Promise.all(pending).then(() => {
         if (settled) return;
@@ -263,4 +235,43 @@ function readMultipart<T>(req: IncomingMessage, opts: ParseOptions<T>, maxField:
     req.on('close', onReqClose);
     req.pipe(parser);
   });
+}
+
+/** Busboy with the field, file and part limits; a header busboy cannot read is the client's error. */
+function multipartParser(req: IncomingMessage, maxField: number, maxFile: number, maxFiles: number): busboy.Busboy | HttpError {
+  try {
+    return busboy({
+      headers: req.headers,
+      defParamCharset: 'utf8',
+      limits: {
+        fieldNameSize: 1024,
+        fieldSize: maxField + 1,
+        // Busboy flags a file that reaches its limit; one byte more lets exactly `maxFile` through.
+        fileSize: maxFile + 1,
+        files: maxFiles,
+        fields: MAX_PARAMS,
+        parts: MAX_PARAMS + maxFiles,
+      },
+    });
+  } catch (err) {
+    return new HttpError(400, `Malformed multipart body: ${(err as Error).message}`);
+  }
+}
+
+/** Stop reading: nothing more of the body is parsed or handed on. */
+function stopMultipart(req: IncomingMessage, parser: busboy.Busboy, open: Set<Readable>, onReqError: () => void, onReqClose: () => void): void {
+  req.unpipe(parser);
+  req.off('error', onReqError);
+  req.off('close', onReqClose);
+  for (const stream of open) stream.destroy();
+  parser.removeAllListeners();
+  parser.on('error', () => undefined);
+  parser.destroy();
+}
+
+function failOnLimits(parser: busboy.Busboy, maxFiles: number, fail: (err: HttpError) => void): void {
+  parser.on('fieldsLimit', () => fail(new HttpError(413, `Too many parameters (maximum is ${MAX_PARAMS})`, true)));
+  parser.on('partsLimit', () => fail(new HttpError(413, 'Too many parts in multipart body', true)));
+  parser.on('filesLimit', () => fail(new HttpError(413, `Too many files (maximum is ${maxFiles})`, true)));
+  parser.on('error', (err) => fail(new HttpError(400, `Malformed multipart body: ${(err as Error).message}`)));
 }

@@ -58,65 +58,8 @@ function agreed(a: PartReading, b: PartReading): boolean {
 export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedParams, maxBytes: number): MultipartPeek {
   const boundary = strictBoundary(headers['content-type'] ?? '');
   if (boundary === null) throw new Error('the boundary is missing, repeated or unusual');
-  let state: MultipartState = HEAD;
-  let why = '';
-  const pairs: Array<[string, string]> = [];
-  let pending: string | null = null;
-  const counted = (name: string): boolean => topsOf(name).some((t) => wanted.tops.has(t));
-  const refuse = (next: MultipartState, message: string): false => {
-    if (state.kind !== 'beyond' && state.kind !== 'malformed') {
-      state = next;
-      why = message;
-    }
-    return false;
-  };
-
-  const splitter = new PartSplitter(
-    boundary,
-    {
-      head(head) {
-        if (state.kind === 'beyond' || state.kind === 'malformed') return false;
-        const r2 = rack2Reading(head);
-        const r3 = rack3Reading(head);
-        const names = [r2, r3].flatMap((r) => (r.kind === 'error' ? [] : [r.name]));
-        const mentions = names.some(counted) || candidateNames(head).some(counted);
-        const field = r2.kind === 'field' && r3.kind === 'field' && agreed(r2, r3) ? r2.name : null;
-        const fileLike = r2.kind !== 'field' || r3.kind !== 'field';
-        if (mentions) {
-          // Security: a counted name is read only where both Racks read the same field by it.
-          if (state === TAIL) return refuse(BEYOND, 'a counted multipart field comes after a file part; send it before the first file');
-          if (field === null || !counted(field)) {
-            const message =
-              fileLike && field === null && agreed(r2, r3)
-                ? 'Malformed multipart body: a counted field is sent as a file'
-                : 'Malformed multipart body: a part names a counted field in a way Rack versions read differently';
-            return refuse({ kind: 'malformed', status: 400, message }, message);
-          }
-        }
-        if (fileLike) {
-          if (state === HEAD) state = TAIL;
-          return false;
-        }
-        if (state !== HEAD || field === null) return false;
-        pending = field;
-        return true;
-      },
-      field(body, truncated) {
-        const name = pending!;
-        pending = null;
-        if (state !== HEAD) return;
-        if (truncated && counted(name)) {
-          refuse(BEYOND, `the multipart field ${JSON.stringify(name.slice(0, 64))} is longer than ${maxBytes} bytes`);
-          return;
-        }
-        pairs.push([name, body.toString('utf8')]);
-      },
-      malformed(reason) {
-        refuse({ kind: 'malformed', status: 400, message: `Malformed multipart body: ${reason}` }, `Malformed multipart body: ${reason}`);
-      },
-    },
-    maxBytes,
-  );
+  const reader = new PartReader(wanted, maxBytes);
+  const splitter = new PartSplitter(boundary, reader, maxBytes);
 
   let disposed = false;
   return {
@@ -128,21 +71,92 @@ export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedP
     end() {
       if (disposed) return;
       splitter.end();
-      if (state === HEAD || state === TAIL) state = DONE;
+      if (reader.state === HEAD || reader.state === TAIL) reader.state = DONE;
     },
-    state: () => state,
-    values() {
-      try {
-        return valuesOf(pairsToHash(pairs), wanted);
-      } catch (err) {
-        if (!(err instanceof ParamError)) throw err;
-        why = err.message;
-        return null;
-      }
-    },
-    error: () => why,
+    state: () => reader.state,
+    values: () => reader.values(),
+    error: () => reader.why,
     dispose() {
       disposed = true;
     },
   };
+}
+
+/** The splitter's events: which parts are read as fields, and when the peek gives up. */
+class PartReader {
+  state: MultipartState = HEAD;
+  why = '';
+  private readonly pairs: Array<[string, string]> = [];
+  private pending: string | null = null;
+
+  constructor(
+    private readonly wanted: WantedParams,
+    private readonly maxBytes: number,
+  ) {}
+
+  private counted(name: string): boolean {
+    return topsOf(name).some((t) => this.wanted.tops.has(t));
+  }
+
+  private refuse(next: MultipartState, message: string): false {
+    if (this.state.kind !== 'beyond' && this.state.kind !== 'malformed') {
+      this.state = next;
+      this.why = message;
+    }
+    return false;
+  }
+
+  head(head: string): boolean {
+    if (this.state.kind === 'beyond' || this.state.kind === 'malformed') return false;
+    const r2 = rack2Reading(head);
+    const r3 = rack3Reading(head);
+    const names = [r2, r3].flatMap((r) => (r.kind === 'error' ? [] : [r.name]));
+    const counted = (name: string): boolean => this.counted(name);
+    const mentions = names.some(counted) || candidateNames(head).some(counted);
+    const field = r2.kind === 'field' && r3.kind === 'field' && agreed(r2, r3) ? r2.name : null;
+    const fileLike = r2.kind !== 'field' || r3.kind !== 'field';
+    if (mentions) {
+      // Security: a counted name is read only where both Racks read the same field by it.
+      if (this.state === TAIL) return this.refuse(BEYOND, 'a counted multipart field comes after a file part; send it before the first file');
+      if (field === null || !counted(field)) {
+        const message =
+          fileLike && field === null && agreed(r2, r3)
+            ? 'Malformed multipart body: a counted field is sent as a file'
+            : 'Malformed multipart body: a part names a counted field in a way Rack versions read differently';
+        return this.refuse({ kind: 'malformed', status: 400, message }, message);
+      }
+    }
+    if (fileLike) {
+      if (this.state === HEAD) this.state = TAIL;
+      return false;
+    }
+    if (this.state !== HEAD || field === null) return false;
+    this.pending = field;
+    return true;
+  }
+
+  field(body: Buffer, truncated: boolean): void {
+    const name = this.pending!;
+    this.pending = null;
+    if (this.state !== HEAD) return;
+    if (truncated && this.counted(name)) {
+      this.refuse(BEYOND, `the multipart field ${JSON.stringify(name.slice(0, 64))} is longer than ${this.maxBytes} bytes`);
+      return;
+    }
+    this.pairs.push([name, body.toString('utf8')]);
+  }
+
+  malformed(reason: string): void {
+    this.refuse({ kind: 'malformed', status: 400, message: `Malformed multipart body: ${reason}` }, `Malformed multipart body: ${reason}`);
+  }
+
+  values(): Map<string, string> | null {
+    try {
+      return valuesOf(pairsToHash(this.pairs), this.wanted);
+    } catch (err) {
+      if (!(err instanceof ParamError)) throw err;
+      this.why = err.message;
+      return null;
+    }
+  }
 }

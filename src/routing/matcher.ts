@@ -41,37 +41,7 @@ const EMPTY: readonly never[] = Object.freeze([]);
 
 /** Throws on an invalid pattern: the config loader has reported those before compiling. */
 export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): RuleMatcher<R> {
-  const root = newNode();
-  rules.forEach((rule, index) => {
-    for (const source of rule.patterns) {
-      const parsed = parsePattern(source);
-      if (!parsed.ok) throw new Error(`invalid pattern "${source}": ${parsed.error}`);
-      let node = root;
-      let parent = root;
-      let rest = false;
-      for (const seg of parsed.pattern.segments) {
-        if (seg.kind === 'rest') {
-          rest = true;
-          break;
-        }
-        parent = node;
-        if (seg.kind === 'param') {
-          node.param ??= newNode();
-          node = node.param;
-        } else {
-          let next = node.literals.get(seg.value);
-          if (next === undefined) node.literals.set(seg.value, (next = newNode()));
-          node = next;
-        }
-      }
-      const entry = { rule: index, method: parsed.pattern.method };
-      if (rest) node.rest.push(entry);
-      else if (parsed.pattern.format) {
-        node.formatEnd.push(entry);
-        parent.formatChildren = true;
-      } else node.end.push(entry);
-    }
-  });
+  const root = buildTrie(rules);
 
   const n = rules.length;
   // Scratch state reused by every call: matching is synchronous, so calls cannot interleave.
@@ -89,13 +59,7 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
   function collect(entries: readonly Entry[]): void {
     for (const e of entries) {
       if (seen[e.rule] === 1) continue;
-      if (
-        e.method === null ||
-        e.method === reqMethod ||
-        // HEAD is served by GET routes (Rails, Express, Node frameworks generally), so without this
-        // a client could probe a GET-limited route with HEAD and never be counted.
-        (e.method === 'GET' && reqMethod === 'HEAD')
-      ) {
+      if (methodMatches(e.method, reqMethod)) {
         seen[e.rule] = 1;
         touched[count++] = e.rule;
       }
@@ -135,15 +99,7 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
     // Paths start with `/`; the first segment begins after it.
     visit(root, path, 1);
     if (count === 0) return EMPTY;
-    let key: number | string;
-    if (maskKeys) {
-      key = 0;
-      for (let i = 0; i < count; i++) key += pow2[touched[i] ?? 0] ?? 0;
-    } else {
-      key = Array.from(touched.subarray(0, count))
-        .sort((a, b) => a - b)
-        .join(',');
-    }
+    const key = maskKeys ? maskKey(pow2, touched, count) : listKey(touched, count);
     let result = cache.get(key);
     if (result === undefined) {
       const list: R[] = [];
@@ -156,4 +112,62 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
   }
 
   return Object.freeze({ match });
+}
+
+/** The rules' patterns as a trie of path segments; each end holds the rule index and its method. */
+function buildTrie(rules: readonly MatchableRule[]): Node {
+  const root = newNode();
+  rules.forEach((rule, index) => {
+    for (const source of rule.patterns) insertPattern(root, source, index);
+  });
+  return root;
+}
+
+function insertPattern(root: Node, source: string, index: number): void {
+  const parsed = parsePattern(source);
+  if (!parsed.ok) throw new Error(`invalid pattern "${source}": ${parsed.error}`);
+  let node = root;
+  let parent = root;
+  let rest = false;
+  for (const seg of parsed.pattern.segments) {
+    if (seg.kind === 'rest') {
+      rest = true;
+      break;
+    }
+    parent = node;
+    if (seg.kind === 'param') {
+      node.param ??= newNode();
+      node = node.param;
+    } else {
+      let next = node.literals.get(seg.value);
+      if (next === undefined) node.literals.set(seg.value, (next = newNode()));
+      node = next;
+    }
+  }
+  const entry = { rule: index, method: parsed.pattern.method };
+  if (rest) node.rest.push(entry);
+  else if (parsed.pattern.format) {
+    node.formatEnd.push(entry);
+    parent.formatChildren = true;
+  } else node.end.push(entry);
+}
+
+/** The matched set as a bit mask (up to 52 rules): a sum of distinct powers of two is exact in a double. */
+function maskKey(pow2: readonly number[], touched: Int32Array, count: number): number {
+  let key = 0;
+  for (let i = 0; i < count; i++) key += pow2[touched[i] ?? 0] ?? 0;
+  return key;
+}
+
+/** The matched set as its sorted indices, for tables too large for a mask. */
+function listKey(touched: Int32Array, count: number): string {
+  return Array.from(touched.subarray(0, count))
+    .sort((a, b) => a - b)
+    .join(',');
+}
+
+function methodMatches(ruleMethod: string | null, reqMethod: string): boolean {
+  // HEAD is served by GET routes (Rails, Express, Node frameworks generally), so without this
+  // a client could probe a GET-limited route with HEAD and never be counted.
+  return ruleMethod === null || ruleMethod === reqMethod || (ruleMethod === 'GET' && reqMethod === 'HEAD');
 }

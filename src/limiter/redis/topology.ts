@@ -52,19 +52,7 @@ export function clusterTopology(client: Cluster, now: () => number = Date.now): 
   };
   client.on('refresh', () => {
     const slots = client.slots;
-    // Owner changes, from the last known owner of each slot (a refresh that saw a slot without a
-    // master, between a master's failure and its replica's promotion, does not forget who it was).
-    const moved = new Map<string, string>();
-    const owners = new Set<string>();
-    for (let i = 0; i < SLOTS; i++) {
-      const to = slots[i]?.[0];
-      if (to === undefined) continue;
-      owners.add(to);
-      const from = last[i]?.[0];
-      if (from !== undefined && from !== to && !moved.has(from)) moved.set(from, to);
-    }
-    // A master that owns no slot any more was replaced: its breaker can go.
-    for (const [from, to] of moved) if (!owners.has(from)) for (const fn of listeners) fn(from, to, from);
+    for (const [from, to] of replacedMasters(last, slots)) for (const fn of listeners) fn(from, to, from);
     last = slots.map((s, i) => (s?.[0] === undefined ? last[i] : [...s]));
   });
 
@@ -104,6 +92,24 @@ export function clusterTopology(client: Cluster, now: () => number = Date.now): 
       timer = undefined;
     },
   };
+}
+
+/**
+ * Masters that own no slot any more, each with the master that took its first slot: owner changes from
+ * the last known owner of each slot (a refresh that saw a slot without a master, between a master's
+ * failure and its replica's promotion, does not forget who it was). Their breakers can go.
+ */
+function replacedMasters(last: readonly (readonly string[] | undefined)[], slots: readonly (readonly string[] | undefined)[]): Array<[string, string]> {
+  const moved = new Map<string, string>();
+  const owners = new Set<string>();
+  for (let i = 0; i < SLOTS; i++) {
+    const to = slots[i]?.[0];
+    if (to === undefined) continue;
+    owners.add(to);
+    const from = last[i]?.[0];
+    if (from !== undefined && from !== to && !moved.has(from)) moved.set(from, to);
+  }
+  return [...moved].filter(([from]) => !owners.has(from));
 }
 
 /**
