@@ -30,6 +30,9 @@ import { startUpstream } from '../mastodon/index.js';
 import { createGuard, type Guard } from '../guard/index.js';
 import { displayKey } from '../keys/index.js';
 
+/** How long a shutdown lets in-flight requests finish; the chart's termination grace period is built on it. */
+export const DRAIN_GRACE_MS = 10_000;
+
 export interface GatewaySettings {
   /** Path of limits.yaml. */
   configPath: string;
@@ -132,7 +135,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     guard,
     snapshot: () => policy.snapshot,
     reload: () => config.reload(),
-    shutdown: (graceMs = 10_000) =>
+    shutdown: (graceMs = DRAIN_GRACE_MS) =>
       shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, builtin }, graceMs),
   };
 }

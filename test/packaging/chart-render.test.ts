@@ -181,7 +181,7 @@ describeRendered('the Deployment, rendered', () => {
       /must exceed lifecycle\.preStopSleepSeconds \(5\) plus the gateway's 10 s drain/,
     );
     // The chart's drain figure is the gateway's own shutdown bound.
-    const appDrainMs = Number(/shutdown\(graceMs = ([0-9_]+)\)/.exec(read('src/app/start.ts'))?.[1]?.replace(/_/g, ''));
+    const appDrainMs = Number(/export const DRAIN_GRACE_MS = ([0-9_]+);/.exec(read('src/app/start.ts'))?.[1]?.replace(/_/g, ''));
     const chartDrain = Number(/\$drainSeconds := (\d+)/.exec(read('helm/rategate/templates/deployment.yaml'))?.[1]);
     expect(chartDrain * 1000).toBe(appDrainMs);
   });
