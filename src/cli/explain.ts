@@ -7,7 +7,8 @@
  */
 import type http from 'node:http';
 import type { CompiledRule, Snapshot } from '../config/types.js';
-import { formatDuration } from '../config/fields/duration.js';
+import { formatDuration, parseDuration } from '../config/fields/duration.js';
+import { describeAge, type AccountFacts } from '../identity/account-facts.js';
 import { perLabel } from '../config/describe.js';
 import { Guard } from '../guard/guard.js';
 import type { IntrospectResult } from '../identity/index.js';
@@ -32,6 +33,10 @@ export interface ExplainRequest {
   readonly body?: string | undefined;
   /** The account id the upstream would say owns the bearer token (introspection; default `token-owner`); null: it owns none. */
   readonly account?: string | null | undefined;
+  /** What the upstream would tell of that account (`when.account`): its age as a duration (`3d`); without it, its age is unknown. */
+  readonly accountAge?: string | undefined;
+  readonly bot?: boolean | undefined;
+  readonly locked?: boolean | undefined;
 }
 
 /** The decision and what it noted, with the explanation as text lines. */
@@ -52,7 +57,7 @@ export async function explain(snapshot: Snapshot, r: ExplainRequest): Promise<st
 /** Runs the gateway's decision on the described request and explains it. */
 export async function explainRequest(snapshot: Snapshot, r: ExplainRequest): Promise<Explanation> {
   const head = requestHead(r);
-  const answer: IntrospectResult = r.account === null ? { kind: 'anonymous' } : { kind: 'account', id: r.account ?? 'token-owner' };
+  const answer: IntrospectResult = r.account === null ? { kind: 'anonymous' } : { kind: 'account', id: r.account ?? 'token-owner', facts: toldFacts(r) };
   const policy = buildRequestPolicy(snapshot, () => Promise.resolve(answer));
   const peer = policy.resolveIp.peer(r.ip);
   if (peer.client.address === '') throw new Error(`--ip: not an IP address: "${r.ip}"`);
@@ -72,6 +77,17 @@ export async function explainRequest(snapshot: Snapshot, r: ExplainRequest): Pro
     for (const release of releases) release();
     await Promise.all([store.close(), guard.close()]);
   }
+}
+
+/** The account facts the options describe: unknown age without --account-age; not a bot, not locked unless said. */
+function toldFacts(r: ExplainRequest): AccountFacts {
+  let createdAt: number | null = null;
+  if (r.accountAge !== undefined) {
+    const ms = parseDuration(r.accountAge);
+    if (ms === undefined) throw new Error(`--account-age: not a duration: "${r.accountAge}" (e.g. 3d, 12h, 45d)`);
+    createdAt = Date.now() - ms;
+  }
+  return { createdAt, bot: r.bot ?? false, locked: r.locked ?? false };
 }
 
 /** The request head `r` describes: its headers as node:http gives them, and a Content-Type for a body that has none. */
@@ -141,7 +157,9 @@ function accountLine(snapshot: Snapshot, v: RequestView, r: ExplainRequest): str
   }
   if (account === null) return v.token === null ? 'none (no bearer token)' : 'none (the upstream would say the token has no account)';
   if (acct.from === 'token') return `the token's digest ${account.slice(2, 14)}…`;
-  return `${displayKey(`acct:${account}`)}: the bearer token's owner, as the upstream would say (not asked${r.account === undefined ? '; --account names it' : ''})`;
+  const facts = v.accountFacts();
+  const about = facts === null ? '' : `, ${describeAge(facts, Date.now())}${facts.bot === true ? ', a bot' : ''}${facts.locked === true ? ', locked' : ''}`;
+  return `${displayKey(`acct:${account}`)}${about}: the bearer token's owner, as the upstream would say (not asked${r.account === undefined ? '; --account names it' : ''})`;
 }
 
 /** The headers the client sees, as the decision made them (fresh buckets: the least remaining after this request). */

@@ -41,6 +41,9 @@ export async function explainCommand(args: string[]): Promise<number> {
       ip: { type: 'string' },
       body: { type: 'string' },
       account: { type: 'string' },
+      'account-age': { type: 'string' },
+      bot: { type: 'boolean' },
+      locked: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -60,6 +63,9 @@ export async function explainCommand(args: string[]): Promise<number> {
       ip: values.ip ?? '192.0.2.1',
       body: values.body,
       account: values.account,
+      accountAge: values['account-age'],
+      bot: values.bot,
+      locked: values.locked,
     });
     console.log(lines.join('\n'));
     return 0;

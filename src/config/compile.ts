@@ -16,7 +16,7 @@ export function policyItem(name: string, limit: number, periodMs: number): strin
 /** What a rule needs from a request: its key's needs, `when`'s and its overrides'. */
 function ruleNeeds(rule: LimitRule, keyNeeds: number): number {
   let needs = keyNeeds;
-  if (rule.when?.authenticated !== undefined) needs |= NEED.account;
+  if (rule.when?.authenticated !== undefined || rule.when?.account !== undefined) needs |= NEED.account;
   // Rack's params: the query merged with a form body (a GET's form body included).
   if (rule.when?.query !== undefined) needs |= NEED.query | NEED.form;
   if ((rule.overrides ?? []).some((o) => o.accounts.length > 0)) needs |= NEED.account;
@@ -30,6 +30,7 @@ export function compileRule(rule: LimitRule, index: number): CompiledRule {
     name: rule.name,
     key,
     whenAuthenticated: rule.when?.authenticated,
+    whenAccount: rule.when?.account ? Object.freeze({ ...rule.when.account }) : null,
     whenQuery: rule.when?.query ? Object.freeze([...rule.when.query]) : null,
     whenQueryPaths: rule.when?.query ? Object.freeze(rule.when.query.map((q) => Object.freeze(paramPath(q) ?? [q]))) : null,
     needs: ruleNeeds(rule, key.needs),

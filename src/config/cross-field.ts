@@ -90,6 +90,28 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
     overrideIssues(r, i, issues);
   });
   for (const section of ['bans', 'concurrency'] as const) uniqueNames(top[section], section, issues);
+  issues.push(...accountWhenIssues(top));
+  return issues;
+}
+
+/**
+ * `when.account` reads what the upstream tells of an account: only introspection asks it. Under
+ * `from: token` or `header` every account would be of unknown age, so counted as new: refused instead.
+ */
+function accountWhenIssues(top: Record<string, unknown>): PathIssue[] {
+  const from = record(record(top.clients)?.account)?.from ?? 'introspect';
+  if (from === 'introspect') return [];
+  const issues: PathIssue[] = [];
+  for (const section of ['limits', 'bans', 'concurrency'] as const) {
+    const list = Array.isArray(top[section]) ? (top[section] as unknown[]) : [];
+    list.forEach((item, i) => {
+      if (record(record(item)?.when)?.account === undefined) return;
+      issues.push({
+        path: [section, i, 'when', 'account'],
+        message: `needs clients.account.from: introspect (the upstream tells an account's age, bot and locked; from is "${String(from)}")`,
+      });
+    });
+  }
   return issues;
 }
 

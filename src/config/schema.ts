@@ -5,7 +5,7 @@ import { show, type PathItem } from './errors.js';
 import { accountId, checked, duration, positiveInt, size } from './fields/formats.js';
 import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
-import { onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
+import { accountWhenShape, onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
 import { checkIpOrCidr, checkListen, checkNamedUpstreamUrl, checkStoreUrl, checkTrustedProxy, checkUpstreamUrl, HEADER_NAME } from './fields/validators.js';
 
 /** The chart check compares its rule keys with these; kept importable from here. */
@@ -287,6 +287,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   exempt: Object.keys(exemptShape),
   block: Object.keys(blockShape),
   'limits.when': Object.keys(whenShape),
+  'limits.when.account': Object.keys(accountWhenShape),
   'limits.overrides': Object.keys(overrideShape),
   log: Object.keys(logShape),
   server: Object.keys(serverShape),

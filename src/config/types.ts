@@ -1,6 +1,7 @@
 /** @module The compiled, immutable form of a limit table that the request path reads. */
 import type { RuleKey } from '../keys/index.js';
 import type { Config, LimitRule } from './schema.js';
+import type { AccountCondition } from '../identity/account-facts.js';
 
 export type { Config };
 
@@ -28,6 +29,8 @@ export interface CompiledRule {
   readonly patterns: readonly string[];
   /** `when.authenticated`, undefined when the rule does not care. */
   readonly whenAuthenticated: boolean | undefined;
+  /** `when.account` (the account's age, bot, locked), null when the rule does not care. */
+  readonly whenAccount: AccountCondition | null;
   /** `when.query`, null when the rule does not care. */
   readonly whenQuery: readonly string[] | null;
   /** `when.query`'s bracket paths, same order, compiled at load (a name Rack reads literally: itself). */

@@ -8,6 +8,7 @@ import type { Config } from '../config/schema.js';
 import type { CompiledRule } from '../config/types.js';
 import { KINDS, keyParams, tagOf } from '../keys/index.js';
 import { ruleKeyPrefix } from '../limiter/keys.js';
+import type { RuleWhen } from '../config/fields/guard.js';
 
 export interface CompiledBan {
   readonly rule: CompiledRule;
@@ -46,7 +47,7 @@ export function compileGuardRules(cfg: Pick<Config, 'bans' | 'concurrency'>): Gu
       match: string[];
       per: string | string[];
       missing?: 'skip' | 'ip' | undefined;
-      when?: { authenticated?: boolean | undefined; query?: string[] | undefined } | undefined;
+      when?: RuleWhen | undefined;
     },
     i: number,
     limit: number,

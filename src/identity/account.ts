@@ -2,12 +2,14 @@
 import { hash } from 'node:crypto';
 import { accountKeyFromDigest, accountKeyFromHeader, accountKeyFromId } from './account-key.js';
 import { BoundedMap } from './bounded-map.js';
+import type { AccountFacts } from './account-facts.js';
 
 export { accountKeyFromHeader, accountKeyFromId } from './account-key.js';
 
 /** What the upstream says about a token. */
 export type IntrospectResult =
-  | { readonly kind: 'account'; readonly id: string }
+  /** `facts`: what the answer tells of the account (`when.account`); absent: nothing. */
+  | { readonly kind: 'account'; readonly id: string; readonly facts?: AccountFacts | undefined }
   /**
    * The token is invalid (401, or any other 4xx but 403: a token too large for the upstream's head is
    * 431 or 400) or has no owner (422, an app-only token): counted per IP only, as Mastodon does.
@@ -61,7 +63,14 @@ export interface AccountResolver {
    * upstream: the gateway then first checks what it can refuse without the account.
    */
   known(token: string | null, headerValue: string | undefined, peerTrusted: boolean, digest?: TokenDigestOf): AccountKey | undefined;
+  /**
+   * What the upstream last told of an account `resolve` gave (introspect mode), or undefined: not
+   * told (token and header modes, a token the upstream will not name, an error, an evicted entry).
+   */
+  facts(accountKey: string): AccountFacts | undefined;
 }
+
+const NO_FACTS = (): undefined => undefined;
 
 /** Where the token's SHA-256 was already taken (the request's view holds it): read, not hashed again. */
 export interface TokenDigestOf {
@@ -110,7 +119,7 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
       // spreads requests over fresh account buckets, and per-IP rules still count every one.
       const fromToken = (token: string | null, _header?: string, _trusted?: boolean, digest?: TokenDigestOf): AccountKey =>
         token === null ? null : accountKeyFromDigest(digestOf(token, digest));
-      return { from: 'token', header: undefined, resolve: fromToken, known: fromToken };
+      return { from: 'token', header: undefined, resolve: fromToken, known: fromToken, facts: NO_FACTS };
     }
     case 'header': {
       const header = opts.header.trim().toLowerCase();
@@ -126,6 +135,7 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
         header,
         resolve: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
         known: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
+        facts: NO_FACTS,
       };
     }
     case 'introspect':
@@ -143,6 +153,8 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
   // Single flight: concurrent misses for one token share one upstream call. Bounded by the number of
   // calls in progress, which the upstream pool's timeout bounds in time.
   const inflight = new Map<string, Promise<AccountKey>>();
+  // Per account, not per token: refreshed whenever one of its tokens is introspected again, so as fresh as the account.
+  const factsByAccount = new BoundedMap<string, AccountFacts>(opts.maxEntries ?? 100_000);
 
   async function lookUp(token: string, digest: string): Promise<AccountKey> {
     let call: Promise<IntrospectResult>;
@@ -163,6 +175,7 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     }
     const entry = cacheEntryFor(result, digest, now(), cacheTtlMs, anonymousTtlMs);
     if (entry !== null) {
+      if (entry.key !== null && result.kind === 'account' && result.facts !== undefined) factsByAccount.set(entry.key, result.facts);
       cache.set(digest, entry);
       return entry.key;
     }
@@ -198,12 +211,7 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     return pending;
   }
 
-  return {
-    from: 'introspect',
-    header: undefined,
-    known: knownToken,
-    resolve: resolveToken,
-  };
+  return { from: 'introspect', header: undefined, known: knownToken, resolve: resolveToken, facts: (key) => factsByAccount.get(key) };
 }
 
 /** What an introspection answer caches; null for an error or an id we cannot key on (as unreliable as an error). */

@@ -1,6 +1,7 @@
 /** @module Asks the upstream who owns a bearer token (Mastodon `GET /api/v1/accounts/verify_credentials`). */
 import { Pool, type Dispatcher } from 'undici';
 import { isIntrospectable, type Introspect, type IntrospectResult } from './account.js';
+import { factsOf } from './account-facts.js';
 
 export interface HttpIntrospectorOptions {
   /** Introspection's own pool to the upstream (createIntrospectionPool), never the proxy's. */
@@ -111,8 +112,9 @@ export function createHttpIntrospector(opts: HttpIntrospectorOptions): Introspec
 /** Mastodon ids are strings; an integer id (other servers) is accepted in its decimal form. */
 function accountOf(value: unknown): IntrospectResult {
   if (typeof value !== 'object' || value === null) return ERROR;
-  const id = (value as { id?: unknown }).id;
-  if (typeof id === 'string' && id.length > 0) return { kind: 'account', id };
-  if (typeof id === 'number' && Number.isSafeInteger(id)) return { kind: 'account', id: String(id) };
+  const entity = value as Record<string, unknown>;
+  const id = entity.id;
+  if (typeof id === 'string' && id.length > 0) return { kind: 'account', id, facts: factsOf(entity) };
+  if (typeof id === 'number' && Number.isSafeInteger(id)) return { kind: 'account', id: String(id), facts: factsOf(entity) };
   return ERROR;
 }

@@ -8,6 +8,8 @@ import type { AccountRecord, Store, TokenRecord } from './store.js';
 export interface ResolvedOptions {
   readonly maxUploadBytes: number;
   readonly baseUrl: string;
+  /** The upstream's clock (epoch ms): when an account is created. */
+  readonly now: () => number;
 }
 
 export interface Reply {

@@ -8,6 +8,8 @@ export interface UpstreamOptions {
   maxUploadBytes?: number;
   /** Prefix of the URLs inside entities (account, status, media). Default `http://localhost`. */
   baseUrl?: string;
+  /** The clock accounts are created by (epoch ms; default Date.now): a test signs up an account "in the past". */
+  now?: () => number;
 }
 
 export interface RunningUpstream {
@@ -26,7 +28,7 @@ export function createUpstreamHandler(opts: UpstreamOptions = {}): (req: http.In
     throw new RangeError(`maxUploadBytes must be a positive integer, got ${String(opts.maxUploadBytes)}`);
   }
   const baseUrl = (opts.baseUrl ?? 'http://localhost').replace(/\/+$/, '');
-  return createHandler({ maxUploadBytes, baseUrl });
+  return createHandler({ maxUploadBytes, baseUrl, now: opts.now ?? Date.now });
 }
 
 /** Listens on `host` (default 127.0.0.1) and `port` (default 0: a free port). */

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RouteContext, type Handler, type ResolvedOptions } from './context.js';
 import { HttpError, notFound, sendJson } from './reply.js';
 import { ParamError } from '../rack-params.js';
-import { signUp, verifyCredentials } from './routes/accounts.js';
+import { signUp, updateCredentials, verifyCredentials } from './routes/accounts.js';
 import { paranoidMail, signIn } from './routes/auth.js';
 import { showMedia, uploadV1, uploadV2 } from './routes/media.js';
 import { createApp, issueToken } from './routes/oauth.js';
@@ -19,6 +19,7 @@ const STATIC_ROUTES: ReadonlyMap<string, Methods> = new Map<string, Methods>([
   ['/oauth/token', { POST: issueToken }],
   ['/api/v1/accounts', { POST: signUp }],
   ['/api/v1/accounts/verify_credentials', { GET: verifyCredentials }],
+  ['/api/v1/accounts/update_credentials', { PATCH: updateCredentials }],
   ['/api/v1/media', { POST: uploadV1 }],
   ['/api/v2/media', { POST: uploadV2 }],
   ['/api/v1/statuses', { POST: createStatus }],

@@ -32,6 +32,9 @@ export interface AccountRecord {
   readonly locale: string;
   readonly reason: string | null;
   readonly createdAt: Date;
+  /** The owner's own settings (update_credentials): an automated account, and one that approves its followers. */
+  bot: boolean;
+  locked: boolean;
   statusesCount: number;
   lastStatusAt: Date | null;
 }

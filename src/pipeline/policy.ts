@@ -20,6 +20,7 @@ import type { BucketSpec } from '../limiter/types.js';
 import { compileMatcher, type RuleMatcher } from '../routing/index.js';
 import { compileGuardRules, type GuardRules } from '../guard/rules.js';
 import { RouteRuleIndex } from './route-rules.js';
+import { accountConditionFails, type AccountFacts } from '../identity/account-facts.js';
 import type { Trace } from './trace.js';
 
 export interface RequestPolicy {
@@ -168,6 +169,8 @@ export function isExemptAccount(policy: RequestPolicy, accountKey: string): bool
 /** Who the request is, for the rules: what the key kinds read, the client's address (overrides by IP), what `when.query` reads. */
 export interface RuleInputs extends KeyFacts {
   readonly client: { readonly address: string };
+  /** The account's facts (`when.account`), null when unknown; read only for a request with an account. */
+  accountFacts(): AccountFacts | null;
   facts(): Pick<RequestFacts, 'queryHasAny'>;
 }
 
@@ -187,6 +190,7 @@ export function knownClient(client: { readonly address: string; readonly key: st
     cookie: () => undefined,
     param: () => undefined,
     rawToken: () => null,
+    accountFacts: () => null,
     facts: () => NO_FACTS,
   };
 }
@@ -198,12 +202,19 @@ export function knownClient(client: { readonly address: string; readonly key: st
 export function ruleTag(rule: CompiledRule, who: RuleInputs): string | null {
   if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== (who.accountKey !== null)) return null;
   if (rule.whenQuery !== null && !who.facts().queryHasAny(rule.whenQuery, rule.whenQueryPaths!)) return null;
+  if (
+    rule.whenAccount !== null &&
+    accountConditionFails(rule.whenAccount, who.accountKey, who.accountKey === null ? null : who.accountFacts(), Date.now()) !== null
+  ) {
+    return null;
+  }
   return rule.key.tag(who);
 }
 
 /** Why ruleTag gave no tag: for the trace (explain, replay) only. */
 export function whySkipped(rule: CompiledRule, who: RuleInputs): string {
-  return whenFails(rule, who.facts(), who.accountKey !== null) ?? `no key: the request has no ${keyWhat(rule.key, who)}`;
+  const account = { key: who.accountKey, facts: who.accountKey === null ? null : who.accountFacts(), now: Date.now() };
+  return whenFails(rule, who.facts(), who.accountKey !== null, account) ?? `no key: the request has no ${keyWhat(rule.key, who)}`;
 }
 
 /**

@@ -8,6 +8,7 @@
 import type http from 'node:http';
 import { forwardedForNodes, tokenDigest, type ClientIp, type ParsedForwarded, type Peer } from '../identity/index.js';
 import type { KeyFacts } from '../keys/index.js';
+import type { AccountFacts } from '../identity/account-facts.js';
 import { firstHeader } from '../http/message.js';
 import { NO_QUERY, RequestFacts, type BodyParams, type QueryParams } from '../rails/index.js';
 import type { RequestPolicy } from './policy.js';
@@ -28,6 +29,7 @@ export class RequestView implements KeyFacts, ParsedForwarded {
   private ruleFacts: RequestFacts | undefined;
   private digest: string | null | undefined;
   private exemptFound: boolean | undefined;
+  private facts_: AccountFacts | null | undefined;
   /** The method Rails routes by (Rack's override applied once the params are read). */
   method: string;
   /** The normalized path (the raw target until it is normalized). */
@@ -122,6 +124,13 @@ export class RequestView implements KeyFacts, ParsedForwarded {
 
   get accountKey(): string | null {
     return this.account ?? null;
+  }
+
+  /** What the upstream told of the account (`when.account`); null when nothing (or no account). */
+  accountFacts(): AccountFacts | null {
+    if (this.account === undefined) return null; // not looked up yet: nothing to keep
+    if (this.facts_ === undefined) this.facts_ = this.account === null ? null : (this.policy.account.facts(this.account) ?? null);
+    return this.facts_;
   }
 
   /** The token's SHA-256 hex, computed once per request (the account resolver and `per: token` share it). */

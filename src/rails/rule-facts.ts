@@ -9,6 +9,7 @@ import { isHash, lookUp, type ParamValue } from '../rack-params.js';
 import type { CompiledRule } from '../config/types.js';
 import { paramPath } from '../keys/index.js';
 import type { QueryParams } from './request-params.js';
+import { accountConditionFails, type AccountFacts } from '../identity/account-facts.js';
 
 /** The `param:` values the pipeline read (query and body together, rails/read-params.ts), by name as written. */
 export type BodyParams = ReadonlyMap<string, string>;
@@ -109,9 +110,18 @@ export function whenQueryNames(rules: readonly CompiledRule[]): string[] {
 }
 
 /** Why a rule's `when` does not hold, or null when it holds. `authenticated` is whether the request has an account. */
-export function whenFails(rule: CompiledRule, facts: Pick<RequestFacts, 'queryHasAny'> | null, authenticated: boolean): string | null {
+export function whenFails(
+  rule: CompiledRule,
+  facts: Pick<RequestFacts, 'queryHasAny'> | null,
+  authenticated: boolean,
+  account: { readonly key: string | null; readonly facts: AccountFacts | null; readonly now: number } | null = null,
+): string | null {
   if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== authenticated) {
     return rule.whenAuthenticated ? 'when.authenticated: the request has no account' : 'when.authenticated: false, and the request has an account';
+  }
+  if (rule.whenAccount !== null) {
+    const fails = accountConditionFails(rule.whenAccount, account?.key ?? null, account?.facts ?? null, account?.now ?? Date.now());
+    if (fails !== null) return fails;
   }
   if (rule.whenQuery !== null && (facts === null || !facts.queryHasAny(rule.whenQuery, rule.whenQueryPaths!))) {
     return `when.query: none of ${rule.whenQuery.join(', ')} is in the query string or a form body`;

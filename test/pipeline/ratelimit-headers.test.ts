@@ -20,6 +20,7 @@ function rule(index: number, name: string, limit: number, over: Partial<Compiled
     policyItem: `"${name}";q=${limit};w=300`,
     patterns: ['/api/*'],
     whenAuthenticated: undefined,
+    whenAccount: null,
     whenQuery: null,
     whenQueryPaths: null,
     needs: 0,

@@ -5,13 +5,21 @@
 import { z } from 'zod';
 import { show } from '../errors.js';
 import { duration, positiveInt } from './formats.js';
+import type { AccountCondition } from '../../identity/account-facts.js';
+
+/** A rule's `when`, as the schema gives it. */
+export interface RuleWhen {
+  authenticated?: boolean | undefined;
+  query?: string[] | undefined;
+  account?: AccountCondition | undefined;
+}
 
 /** `match`, `per`, `missing` and `when` exactly as a limit rule takes them (schema.ts hands them in: no import cycle). */
 export interface RuleMatchShape {
   readonly match: z.ZodType<string[], unknown>;
   readonly per: z.ZodType<string | string[], unknown>;
   readonly missing: z.ZodType<'skip' | 'ip' | undefined, unknown>;
-  readonly when: z.ZodType<{ authenticated?: boolean | undefined; query?: string[] | undefined } | undefined, unknown>;
+  readonly when: z.ZodType<RuleWhen | undefined, unknown>;
 }
 
 const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, { error: (iss) => `invalid name ${show(iss.input)} (use letters, digits, "_", "." and "-")` });
@@ -66,9 +74,11 @@ export function guardShapes(ruleMatchShape: RuleMatchShape) {
   const knownKeys: Record<string, readonly string[]> = {
     bans: Object.keys(banShape),
     'bans.on': ['status'],
-    'bans.when': ['authenticated', 'query'],
+    'bans.when': ['authenticated', 'query', 'account'],
+    'bans.when.account': ['age', 'bot', 'locked'],
     concurrency: Object.keys(concurrencyShape),
-    'concurrency.when': ['authenticated', 'query'],
+    'concurrency.when': ['authenticated', 'query', 'account'],
+    'concurrency.when.account': ['age', 'bot', 'locked'],
   };
   return { top, knownKeys };
 }

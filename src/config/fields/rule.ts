@@ -5,6 +5,27 @@ import { show } from '../errors.js';
 import { checked, duration, positiveInt } from './formats.js';
 import { compositeError, PER_HINT, PER_MEANINGS, PER_PATTERN, perError } from '../../keys/index.js';
 import { checkIpOrCidr } from './validators.js';
+import { parseDuration, DURATION_HINT } from './duration.js';
+import { AGE_PATTERN, type AgeOp } from '../../identity/account-facts.js';
+
+/** `when.account.age`: `< 7d`, `>= 30d` → the comparison and milliseconds. */
+const accountAge = z.string().transform((v, ctx) => {
+  const m = AGE_PATTERN.exec(v);
+  const ms = m === null ? undefined : parseDuration(m[2]);
+  if (m === null || ms === undefined) {
+    ctx.issues.push({ code: 'custom', message: `invalid age ${show(v)} (a comparison and a duration: "< 7d", ">= 30d"; ${DURATION_HINT})`, input: v });
+    return z.NEVER;
+  }
+  return { op: m[1] as AgeOp, ms, text: `${m[1]!} ${m[2]!}` };
+});
+
+export const accountWhenShape = {
+  age: accountAge
+    .optional()
+    .describe('The account\'s age (from created_at), compared: "< 7d", ">= 30d". An account whose creation the upstream does not tell counts as new (age 0).'),
+  bot: z.boolean().optional().describe('Whether the account says it is a bot (unknown: false).'),
+  locked: z.boolean().optional().describe('Whether the account approves its followers (unknown: false).'),
+};
 
 /** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
 export const RULE_NAME = /^[A-Za-z0-9_.-]+$/;
@@ -42,6 +63,13 @@ export const whenShape = {
     .optional()
     .describe(
       "Only requests with any of these parameters, non-empty, in the query string or a form body (Rack's params: GET merged with POST), e.g. [page, min_id, max_id, since_id].",
+    ),
+  account: z
+    .object(accountWhenShape)
+    .strict()
+    .optional()
+    .describe(
+      'Only requests whose account (clients.account.from: introspect) has these facts, as verify_credentials tells them; a request without an account never matches.',
     ),
 };
 

@@ -236,7 +236,9 @@ export const signUp: Handler = async (ctx) => {
     passwordSalt: salt,
     locale: locale === null || blank(locale) ? 'en' : locale,
     reason: typeof reason === 'string' && reason !== '' ? reason : null,
-    createdAt: new Date(),
+    createdAt: new Date(ctx.opts.now()),
+    bot: false,
+    locked: false,
     statusesCount: 0,
     lastStatusAt: null,
   };
@@ -247,8 +249,21 @@ export const signUp: Handler = async (ctx) => {
   return { status: 200, body: tokenEntity(token, record) };
 };
 
+/** Mastodon's profile update, the two flags only (`bot`, `locked`; form or JSON booleans as Rails reads them). */
+export const updateCredentials: Handler = async (ctx) => {
+  const { account } = ctx.requireUser();
+  const { params } = await ctx.params();
+  const bot = getBool(params, 'bot');
+  const locked = getBool(params, 'locked');
+  if (bot !== undefined) account.bot = bot;
+  if (locked !== undefined) account.locked = locked;
+  return { status: 200, body: credentialAccountEntity(account, ctx.opts.baseUrl) };
+};
+
 /** Kept to one Map lookup and one serialisation: the gateway's account introspection calls it. */
 export const verifyCredentials: Handler = async (ctx) => {
-  const { account } = ctx.requireUser();
+  const { account, token } = ctx.requireUser();
+  // Doorkeeper's scope check, as Mastodon's `read:accounts`: a write-only token is known but not named.
+  if (!token.scopes.some((s) => s === 'read' || s === 'read:accounts')) throw new HttpError(403, 'This action is outside the authorized scopes');
   return { status: 200, body: credentialAccountEntity(account, ctx.opts.baseUrl) };
 };
