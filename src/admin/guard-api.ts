@@ -14,6 +14,7 @@ import type { Store } from '../limiter/types.js';
 import type { RequestPolicy } from '../pipeline/policy.js';
 import { whoOf, type Actor, type Audit } from './audit.js';
 import { resetIpBuckets } from './reset-ip.js';
+import { surgesEndpoint } from './surges-api.js';
 
 export type AdminAnswer = { status: number; body: unknown };
 
@@ -89,6 +90,8 @@ export async function guardEndpoint(
     if (method !== 'DELETE') return { status: 405, body: { error: 'use DELETE on /admin/bans/<ban>/<key>' } };
     return liftBan(ctx, path.slice('/admin/bans/'.length), params);
   }
+  const surge = await surgesEndpoint(method, path, params, ctx);
+  if (surge !== null) return surge;
   if (path === '/admin/limited') {
     if (method !== 'GET') return { status: 405, body: { error: 'use GET on /admin/limited' } };
     return limited(params, ctx.policy, ctx.guard);

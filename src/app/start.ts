@@ -27,7 +27,8 @@ import type { Introspect } from '../identity/account.js';
 import { createReadiness } from './readiness.js';
 import { watchConfig } from './reload.js';
 import { startUpstream } from '../mastodon/index.js';
-import { createGuard, type Guard } from '../guard/index.js';
+import { createGuard, type Guard, type GuardSetup } from '../guard/index.js';
+import { Surges } from '../surge/surges.js';
 import { displayKey } from '../keys/index.js';
 
 /** How long a shutdown lets in-flight requests finish; the chart's termination grace period is built on it. */
@@ -84,8 +85,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const upstream = upstreamClients(cfg, origin, { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() });
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
-  let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect);
-  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config: () => policy.snapshot.config });
+  let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect, undefined, (name) => guard.surges?.active(name) === true);
+  const guard = await openGuard(storeCfg, storeHandle, () => policy, metrics, log);
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
@@ -114,7 +115,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       swap: (next, token) => {
         policy = next;
         adminToken = token;
-        guard.rulesInUse(next.snapshot.config.bans.length > 0);
+        guard.rulesInUse(followsStore(next.snapshot.config));
       },
     },
     initialText,
@@ -250,6 +251,20 @@ function upstreamClients(
   });
   const introspect = createHttpIntrospector({ dispatcher: introspectionPool, origin, path: cfg.clients.account.path, timeoutMs: introspectTimeoutMs });
   return { forwarder, introspectionPool, introspect, admission };
+}
+
+/** The guard, with `surges:` running on it (their state is the guard's; their counts are in the counter store). */
+async function openGuard(storeCfg: GuardSetup['store'], storeHandle: StoreHandle, policy: () => RequestPolicy, metrics: Metrics, log: Logger): Promise<Guard> {
+  const config = () => policy().snapshot.config;
+  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config });
+  guard.surges = new Surges({ guard, store: storeHandle.store, log, config, registry: metrics.registry });
+  guard.rulesInUse(followsStore(config()));
+  return guard;
+}
+
+/** A shared guard state follows the store's changes continuously while bans or surges are configured (within 1 s). */
+function followsStore(c: Config): boolean {
+  return c.bans.length > 0 || c.surges.length > 0;
 }
 
 /** The pipeline, wired to the access log, the guard and the triage sketch. */

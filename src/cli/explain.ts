@@ -37,6 +37,8 @@ export interface ExplainRequest {
   readonly accountAge?: string | undefined;
   readonly bot?: boolean | undefined;
   readonly locked?: boolean | undefined;
+  /** A surge (`surges:`) taken as on: its rules count the request. */
+  readonly surge?: string | undefined;
 }
 
 /** The decision and what it noted, with the explanation as text lines. */
@@ -58,7 +60,16 @@ export async function explain(snapshot: Snapshot, r: ExplainRequest): Promise<st
 export async function explainRequest(snapshot: Snapshot, r: ExplainRequest): Promise<Explanation> {
   const head = requestHead(r);
   const answer: IntrospectResult = r.account === null ? { kind: 'anonymous' } : { kind: 'account', id: r.account ?? 'token-owner', facts: toldFacts(r) };
-  const policy = buildRequestPolicy(snapshot, () => Promise.resolve(answer));
+  const surges = snapshot.config.surges.map((s) => s.name);
+  if (r.surge !== undefined && !surges.includes(r.surge)) {
+    throw new Error(`--surge: no surge ${JSON.stringify(r.surge)} in the table (${surges.length > 0 ? `surges: ${surges.join(', ')}` : 'it has no surges'})`);
+  }
+  const policy = buildRequestPolicy(
+    snapshot,
+    () => Promise.resolve(answer),
+    undefined,
+    (name) => name === r.surge,
+  );
   const peer = policy.resolveIp.peer(r.ip);
   if (peer.client.address === '') throw new Error(`--ip: not an IP address: "${r.ip}"`);
   // The client as a trusted proxy in front of the gateway names it: its headers (the account header) are believed.

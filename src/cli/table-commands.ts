@@ -44,6 +44,7 @@ export async function explainCommand(args: string[]): Promise<number> {
       'account-age': { type: 'string' },
       bot: { type: 'boolean' },
       locked: { type: 'boolean' },
+      surge: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -66,6 +67,7 @@ export async function explainCommand(args: string[]): Promise<number> {
       accountAge: values['account-age'],
       bot: values.bot,
       locked: values.locked,
+      surge: values.surge,
     });
     console.log(lines.join('\n'));
     return 0;

@@ -6,7 +6,7 @@ export const USAGE = `Usage:
                     [--upstream URL|builtin] [--store memory|URL] [--workers N|auto]
   rategate check    [--config FILE | FILE]
   rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"] [--account ID|none]
-                    [--account-age 3d] [--bot] [--locked]
+                    [--account-age 3d] [--bot] [--locked] [--surge NAME]
   rategate replay   [--config FILE] LOG… [--format nginx|combined|mastodon|rategate|json|'nginx:<log_format>']
                     [--json] [--html REPORT.html] [--top N]      (LOG: plain or gzip; - reads standard input)
   rategate upstream [--listen HOST:PORT]

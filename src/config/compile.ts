@@ -23,11 +23,13 @@ function ruleNeeds(rule: LimitRule, keyNeeds: number): number {
   return needs;
 }
 
-export function compileRule(rule: LimitRule, index: number): CompiledRule {
+/** `surge`: the surge whose rule this is (it counts only while the surge is on), or null for `limits:`. */
+export function compileRule(rule: LimitRule, index: number, surge: string | null = null): CompiledRule {
   const key = compileKey(rule.per, rule.missing);
   const base = {
     index,
     name: rule.name,
+    surge,
     key,
     whenAuthenticated: rule.when?.authenticated,
     whenAccount: rule.when?.account ? Object.freeze({ ...rule.when.account }) : null,
@@ -64,7 +66,12 @@ export function deepFreeze<T>(value: T): T {
 /** `config` must have passed validation (patterns are parsed again here and assumed valid). */
 export function buildSnapshot(config: Config, source: string): Snapshot {
   const frozen = deepFreeze(config);
-  const rules = Object.freeze(frozen.limits.map(compileRule));
+  // A surge's rules follow the table's, each marked with its surge: one index, one matcher, one reading.
+  const surgeRules = frozen.surges.flatMap((s) => s.limits.map((r) => ({ r, surge: s.name })));
+  const rules = Object.freeze([
+    ...frozen.limits.map((r, i) => compileRule(r, i)),
+    ...surgeRules.map(({ r, surge }, j) => compileRule(r, frozen.limits.length + j, surge)),
+  ]);
   // The matcher keeps a private result cache, so it is frozen shallowly (its own method table only).
   return Object.freeze({ config: frozen, rules, matcher: compileMatcher(rules), source });
 }

@@ -91,6 +91,41 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
   });
   for (const section of ['bans', 'concurrency'] as const) uniqueNames(top[section], section, issues);
   issues.push(...accountWhenIssues(top));
+  issues.push(...surgeIssues(top, firstIndex));
+  return issues;
+}
+
+/**
+ * A surge's trigger names a rule of `limits:`; surge names are unique; a surge's rules share the
+ * namespace of `limits:` (metric labels, bucket keys, the policy header), so their names are unique across both.
+ */
+function surgeIssues(top: Record<string, unknown>, limitNames: ReadonlyMap<string, number>): PathIssue[] {
+  if (!Array.isArray(top.surges)) return [];
+  const issues: PathIssue[] = [];
+  const surgeNames = new Map<string, number>();
+  const ruleNames = new Map<string, string>([...limitNames].map(([n, i]) => [n, formatPath(['limits', i, 'name'])]));
+  (top.surges as unknown[]).forEach((item, i) => {
+    const s = record(item);
+    if (s === undefined) return;
+    if (typeof s.name === 'string') {
+      const first = surgeNames.get(s.name);
+      if (first === undefined) surgeNames.set(s.name, i);
+      else issues.push({ path: ['surges', i, 'name'], message: `duplicate surge name "${s.name}" (first used at ${formatPath(['surges', first, 'name'])})` });
+    }
+    const rule = record(s.trigger)?.rule;
+    if (typeof rule === 'string' && !limitNames.has(rule)) {
+      const known = limitNames.size > 0 ? `limits: ${[...limitNames.keys()].join(', ')}` : 'limits: is empty';
+      issues.push({ path: ['surges', i, 'trigger', 'rule'], message: `unknown rule "${rule}" (a rule of limits:; ${known})` });
+    }
+    const limits = Array.isArray(s.limits) ? (s.limits as unknown[]) : [];
+    limits.forEach((r, j) => {
+      const name = record(r)?.name;
+      if (typeof name !== 'string') return;
+      const first = ruleNames.get(name);
+      if (first === undefined) ruleNames.set(name, formatPath(['surges', i, 'limits', j, 'name']));
+      else issues.push({ path: ['surges', i, 'limits', j, 'name'], message: `duplicate rule name "${name}" (first used at ${first})` });
+    });
+  });
   return issues;
 }
 

@@ -5,6 +5,7 @@ import { show, type PathItem } from './errors.js';
 import { accountId, checked, duration, positiveInt, size } from './fields/formats.js';
 import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
+import { surgeShape, surgesSection, surgeTriggerShape } from './fields/surge.js';
 import { accountWhenShape, onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
 import { checkIpOrCidr, checkListen, checkNamedUpstreamUrl, checkStoreUrl, checkTrustedProxy, checkUpstreamUrl, HEADER_NAME } from './fields/validators.js';
 
@@ -266,6 +267,7 @@ export const topShape = {
     .prefault([])
     .describe('The limit table; every matching rule counts a request.'),
   ...guard.top,
+  surges: surgesSection,
 };
 
 export const configSchema = z.object(topShape).strict().describe('rategate limit table and settings');
@@ -273,6 +275,7 @@ export const configSchema = z.object(topShape).strict().describe('rategate limit
 export type Config = z.output<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
 export type LimitRule = Config['limits'][number];
+export type SurgeConfig = Config['surges'][number];
 
 /** Known keys of each object, by path with list indices dropped: for "did you mean" hints. */
 const KNOWN_KEYS: Record<string, readonly string[]> = {
@@ -296,6 +299,12 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   readiness: Object.keys(readinessShape),
   limits: Object.keys(ruleShape),
   ...guard.knownKeys,
+  surges: Object.keys(surgeShape),
+  'surges.trigger': Object.keys(surgeTriggerShape),
+  'surges.limits': Object.keys(ruleShape),
+  'surges.limits.when': Object.keys(whenShape),
+  'surges.limits.when.account': Object.keys(accountWhenShape),
+  'surges.limits.overrides': Object.keys(overrideShape),
 };
 
 export function knownKeysAt(path: readonly PathItem[]): readonly string[] {

@@ -14,6 +14,8 @@ export interface CompiledRule {
   /** Position in the table: ties between buckets go to the lower index. */
   readonly index: number;
   readonly name: string;
+  /** The surge (`surges:`) this rule belongs to: it counts only while that surge is on; null for `limits:`. */
+  readonly surge: string | null;
   /** `per:`, compiled against the key-kind table (keys/kinds.ts): what the rule counts per. */
   readonly key: RuleKey;
   readonly limit: number;

@@ -11,6 +11,7 @@ import type { GuardMetrics } from './metrics.js';
 import type { GuardEntry, GuardState } from './state.js';
 import { TopLimited } from './top-keys.js';
 import type { GuardView } from './view.js';
+import type { Surges } from '../surge/surges.js';
 
 /** A store-scope slot is leased this long and renewed while its request runs: a dead replica frees it by then. */
 export const LEASE_MS = 15_000;
@@ -28,6 +29,8 @@ export class Guard {
   private readonly capLog = new Map<string, { at: number; since: number }>();
   readonly top = new TopLimited();
   metrics: GuardMetrics | null = null;
+  /** `surges:` at run time (their state is this guard's, kind `surge`); null where none run (explain). */
+  surges: Surges | null = null;
 
   constructor(
     readonly state: GuardState,
@@ -159,6 +162,7 @@ export class Guard {
 
   async close(): Promise<void> {
     clearInterval(this.renewTimer);
+    this.surges?.close();
     await this.state.close();
   }
 

@@ -25,7 +25,7 @@ export function entryScore(e: GuardEntry): string {
 export function parseEntry(field: string, json: string): GuardEntry | null {
   const bar = field.indexOf('|');
   const kind = field.slice(0, bar);
-  if (kind !== 'block' && kind !== 'exempt' && kind !== 'ban') return null;
+  if (kind !== 'block' && kind !== 'exempt' && kind !== 'ban' && kind !== 'surge') return null;
   const id = field.slice(bar + 1);
   if (kind === 'ban' && id.indexOf('/') <= 0) return null;
   try {

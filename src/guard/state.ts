@@ -6,12 +6,12 @@
  */
 import { fieldOf, GuardView, splitBanId } from './view.js';
 
-export type EntryKind = 'block' | 'exempt' | 'ban';
+export type EntryKind = 'block' | 'exempt' | 'ban' | 'surge';
 
 /** One runtime block, exemption or ban. Times are epoch ms. */
 export interface GuardEntry {
   readonly kind: EntryKind;
-  /** block/exempt: the IP or CIDR as given; ban: `<ban name>/<key>`. */
+  /** block/exempt: the IP or CIDR as given; ban: `<ban name>/<key>`; surge: `surge:<name>` (never an address, to older releases either). */
   readonly id: string;
   readonly reason: string;
   readonly createdAt: number;

@@ -65,6 +65,8 @@ export class GuardView {
       if (keys === undefined) this.byBan.set(ban, (keys = new Map()));
       keys.set(key, until);
       if (key.startsWith('ip:')) this.ipBans.set(key, { ban, expiresAt: until });
+    } else if (e.kind === 'surge') {
+      // Looked up by its field alone (surge/surges.ts).
     } else if (!(e.kind === 'block' ? this.blocks : this.exempts).set(e.id, until)) {
       this.byField.delete(field);
       return;
@@ -113,6 +115,7 @@ export class GuardView {
   private unindex(e: GuardEntry): void {
     if (e.kind === 'block') return this.blocks.delete(e.id);
     if (e.kind === 'exempt') return this.exempts.delete(e.id);
+    if (e.kind === 'surge') return;
     const { ban, key } = splitBanId(e.id);
     const keys = this.byBan.get(ban);
     keys?.delete(key);

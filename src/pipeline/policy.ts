@@ -56,6 +56,8 @@ export interface RequestPolicy {
   readonly routeRules: RouteRuleIndex;
   /** What an operator's key value means under this config (overrides' keys, the admin API). */
   readonly typedContext: TypedContext;
+  /** Whether a surge is on now: its rules (`surges[].limits`) count only then. */
+  readonly surgeActive: (surge: string) => boolean;
   /** Whether resolving the account reads the token (introspect and token modes: not a trusted header). */
   readonly accountReadsToken: boolean;
   /** Largest request body for (method, path), in bytes; Infinity for no limit. */
@@ -80,7 +82,12 @@ interface BodyLimit {
  * Builds the policy for a snapshot. `introspect` asks the upstream about a token (introspect mode);
  * `previous` lets a reload keep the account cache when the account settings did not change.
  */
-export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, previous?: RequestPolicy): RequestPolicy {
+export function buildRequestPolicy(
+  snapshot: Snapshot,
+  introspect: Introspect,
+  previous?: RequestPolicy,
+  surgeActive?: (surge: string) => boolean,
+): RequestPolicy {
   const cfg = snapshot.config;
   const trustedProxies = compileCidrs(cfg.clients.trustedProxies);
   const acct = cfg.clients.account;
@@ -112,6 +119,7 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     routeRules: new RouteRuleIndex({ limits: snapshot.rules, bans: guard.bans.map((b) => b.rule), slots: guard.concurrency.map((c) => c.rule), routes }),
     typedContext,
     accountReadsToken: acct.from !== 'header',
+    surgeActive: surgeActive ?? previous?.surgeActive ?? NO_SURGE,
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
@@ -120,6 +128,9 @@ export function buildRequestPolicy(snapshot: Snapshot, introspect: Introspect, p
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
   };
 }
+
+/** Without a surge runtime (explain, replay, benchmarks): no surge is on. */
+const NO_SURGE = (): boolean => false;
 
 /** The rules of `bans:` and `concurrency:`. */
 function guardRules(guard: GuardRules): CompiledRule[] {
@@ -235,6 +246,10 @@ export function bucketsFor(
   const used: CompiledRule[] = [];
   for (const rule of rules) {
     if (!accountKnown && needs(rule.needs, NEED.account)) continue;
+    if (rule.surge !== null && !policy.surgeActive(rule.surge)) {
+      if (trace !== null) trace.skipped(rule, `surge ${rule.surge} is not on`);
+      continue;
+    }
     const tag = ruleTag(rule, who);
     if (tag === null) {
       if (trace !== null) trace.skipped(rule, whySkipped(rule, who));

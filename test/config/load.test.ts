@@ -66,6 +66,7 @@ const DEFAULTS: Config = {
   limits: [],
   bans: [],
   concurrency: [],
+  surges: [],
 };
 
 describe('defaults', () => {
@@ -161,6 +162,7 @@ describe('a fully written file', () => {
       log: { level: 'debug', requests: 'info', client: 'off' },
       bans: [],
       concurrency: [],
+      surges: [],
       server: {
         maxHeaderSize: 8192,
         headersTimeout: 5_000,

@@ -21,6 +21,7 @@ function rule(index: number, name: string, limit: number, over: Partial<Compiled
     patterns: ['/api/*'],
     whenAuthenticated: undefined,
     whenAccount: null,
+    surge: null,
     whenQuery: null,
     whenQueryPaths: null,
     needs: 0,
