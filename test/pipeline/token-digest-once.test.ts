@@ -44,18 +44,18 @@ concurrency:
   });
 
   it('is hashed once per connection for the same token, again for another token or on another connection', async () => {
-    fx.gw = await startTestGateway(
+    const gw = (fx.gw = await startTestGateway(
       `clients: { account: { from: token } }
 limits:
   - { name: per-account, match: /api/*, per: account, limit: 50, period: 1m }
 `,
       { upstream: fx.upstream.url },
-    );
+    ));
     const one = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const other = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
       const get = async (agent: http.Agent, token: string) => {
-        const a = await send(fx.gw.url, { path: '/api/v1/x', headers: { Authorization: `Bearer ${token}` }, agent });
+        const a = await send(gw.url, { path: '/api/v1/x', headers: { Authorization: `Bearer ${token}` }, agent });
         expect(a.status).toBe(200);
         expect(a.headers['x-ratelimit-limit']).toBe('50');
         return a;
