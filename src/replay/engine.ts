@@ -75,8 +75,8 @@ export class Replayer {
   constructor(
     readonly snapshot: Snapshot,
     format: FormatFacts,
-    /** Told each record's decision, in log order (the agreement test compares them with serve's). */
-    private readonly onDecision?: (d: Decision) => void,
+    /** Told each record's decision, in log order (the agreement tests compare them with serve's). */
+    private readonly onDecision?: (d: Decision, r: LogRecord) => void,
   ) {
     const { decided, reasons, banReasons } = decidableTable(snapshot, format);
     this.rules = snapshot.rules.map((r) => new RuleTally(r.name, r.shadow));
@@ -120,6 +120,7 @@ export class Replayer {
 
   /** Counts the decision, then the answer for the bans it matched: the logged status where admitted, else the gateway's. */
   private decided(s: Screened, r: LogRecord): void {
+    this.onDecision?.(s.decision, r);
     this.tally(s, r.time);
     if (s.banHits !== null && this.guard !== undefined) countBans(this.guard, s.banHits, s.decision.admit ? (r.status ?? 0) : s.decision.status);
   }
@@ -145,7 +146,6 @@ export class Replayer {
   /** Counts a decision under each rule that counted it (the bucket key of each that would have limited it). */
   private tally(s: Screened, time: number): void {
     const d = s.decision;
-    this.onDecision?.(d);
     const outcome = d.outcome;
     if (d.kind === 'limited') this.log.limited++;
     if (outcome === undefined || d.rules.length === 0) {
