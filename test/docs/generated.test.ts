@@ -4,11 +4,12 @@
  * metric a doc, the chart's alerts or its dashboard names exists, every line listing key kinds lists
  * them all, and every admin endpoint listed is one the real admin listener serves (and the other way round).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GENERATED_BLOCKS, ROOT, gatewayMetrics, renderDoc } from '../../scripts/gen-docs.js';
 import { ADMIN_ENDPOINTS } from '../../src/admin/endpoints.js';
+import { parseYaml, validateConfig } from '../../src/config/load.js';
 import { KIND_NAMES, KINDS } from '../../src/keys/kinds.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
@@ -91,5 +92,43 @@ describe('the admin endpoints', () => {
     matched.delete('/admin');
     expect([...matched].filter((p) => !listed.includes(p))).toEqual([]);
     expect(matched.size).toBeGreaterThanOrEqual(10);
+  });
+});
+
+/** Optional keys whose absence means this value (the schema leaves them unset). */
+const IMPLIED: Record<string, unknown> = { 'upstream.host': 'upstream' };
+
+describe("docs/limit-table.md's sections with their defaults", () => {
+  it('are the defaults the config loader applies', () => {
+    const doc = read('docs/limit-table.md');
+    const start = doc.indexOf('Other sections, all optional, with their defaults:');
+    const block = /```yaml\n([\s\S]*?)```/.exec(doc.slice(start))?.[1];
+    expect(block).toBeDefined();
+    const written = validateConfig({ ...(parseYaml(block!, 'docs') as object), limits: [] });
+    const defaults = validateConfig({ limits: [] });
+    if (!written.ok || !defaults.ok) throw new Error(`not a valid config: ${JSON.stringify(written)}`);
+    const differ: string[] = [];
+    const walk = (a: unknown, b: unknown, at: string): void => {
+      // `bodyLimits` there is an example ("e.g."), not a default.
+      if (at === 'server.bodyLimits') return;
+      if (a !== null && typeof a === 'object' && !Array.isArray(a) && b !== null && typeof b === 'object') {
+        for (const k of Object.keys(a)) walk((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], at === '' ? k : `${at}.${k}`);
+      } else if (JSON.stringify(a) !== JSON.stringify(b === undefined && at in IMPLIED ? IMPLIED[at] : b))
+        differ.push(`${at}: doc ${JSON.stringify(a)}, default ${JSON.stringify(b)}`);
+    };
+    walk(written.config, defaults.config, '');
+    expect(differ).toEqual([]);
+  });
+});
+
+describe('files the docs name', () => {
+  it('exist', () => {
+    const missing: string[] = [];
+    for (const file of [...docs, 'helm/rategate/README.md']) {
+      for (const [p] of read(file).matchAll(/\b(?:src|test|scripts|bench|config)\/[A-Za-z0-9_./-]+\.(?:ts|yaml|json|mjs|rb)\b/g)) {
+        if (!existsSync(path.join(ROOT, p))) missing.push(`${file}: ${p}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 });
