@@ -86,7 +86,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect, undefined, (name) => guard.surges?.active(name) === true);
-  const guard = await openGuard(storeCfg, storeHandle, () => policy, metrics, log);
+  const guard = await openGuard({ store: storeCfg, registry: metrics.registry, log, now: settings.now }, () => policy.snapshot.config, storeHandle);
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
@@ -254,10 +254,9 @@ function upstreamClients(
 }
 
 /** The guard, with `surges:` running on it (their state is the guard's; their counts are in the counter store). */
-async function openGuard(storeCfg: GuardSetup['store'], storeHandle: StoreHandle, policy: () => RequestPolicy, metrics: Metrics, log: Logger): Promise<Guard> {
-  const config = () => policy().snapshot.config;
-  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config });
-  guard.surges = new Surges({ guard, store: storeHandle.store, log, config, registry: metrics.registry });
+async function openGuard(setup: Omit<GuardSetup, 'config'>, config: () => Config, storeHandle: StoreHandle): Promise<Guard> {
+  const guard = await createGuard({ ...setup, config });
+  guard.surges = new Surges({ guard, store: storeHandle.store, log: setup.log, config, registry: setup.registry });
   guard.rulesInUse(followsStore(config()));
   return guard;
 }

@@ -35,7 +35,8 @@ export class Guard {
   constructor(
     readonly state: GuardState,
     private readonly log: StoreLog,
-    private readonly now: () => number = Date.now,
+    /** The clock its entries expire by (surges read it too). */
+    readonly now: () => number = Date.now,
   ) {
     state.events = {
       restored: (written, held, why) => {

@@ -25,7 +25,6 @@ export interface SurgeSetup {
   readonly log: StoreLog;
   readonly config: () => Pick<Config, 'surges'>;
   readonly registry: client.Registry;
-  readonly now?: () => number;
 }
 
 /** What GET /admin/surges and the status page show of one surge. */
@@ -72,7 +71,8 @@ export class Surges {
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly o: SurgeSetup) {
-    this.now = o.now ?? Date.now;
+    // The guard's clock: its entries (the surges among them) expire by it.
+    this.now = o.guard.now;
     const gauge: client.Gauge<'surge'> = new client.Gauge({
       name: 'rategate_surge_active',
       help: 'Whether a surge (surges: in limits.yaml) is on now: 1 on, 0 off, by surge.',
