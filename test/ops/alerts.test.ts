@@ -41,6 +41,7 @@ describe('the alert rules file', () => {
         'RategateStoreSlow',
         'RategateBanWave',
         'RategateRuntimeBlocksInForce',
+        'RategateSurgeActive',
         'RategateDown',
         'RategateAbsent',
       ]),
