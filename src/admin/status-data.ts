@@ -16,7 +16,7 @@ import { guardEndpoint, type AdminAnswer } from './guard-api.js';
 import { RuleRates, type DecisionRates, type RateWindow } from './rates.js';
 import { ReloadHistory, type ReloadOutcome, type ReloadRecord } from './reloads.js';
 
-/** A surge of the table (issue 31 fills this in); the page shows the section only when there is one. */
+/** A surge of the table (surge/surges.ts `status`); the page shows the section only when there is one. */
 export interface SurgeStatus {
   readonly name: string;
   readonly active: boolean;
@@ -140,7 +140,7 @@ export async function statusData(
     exemptions: bodyOf(exemptions),
     limited,
     reloads: s.reloads.list(),
-    surges: s.surges?.() ?? [],
+    surges: guard?.surges?.status() ?? s.surges?.() ?? [],
   };
 }
 

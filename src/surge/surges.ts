@@ -14,6 +14,7 @@ import { isLive, type GuardEntry } from '../guard/state.js';
 import { fieldOf } from '../guard/view.js';
 import { bucketKey } from '../limiter/keys.js';
 import type { BucketSpec, Store, StoreLog } from '../limiter/types.js';
+import type { SurgeStatus } from '../admin/status-data.js';
 
 /** How often each replica looks for a surge that started or ended (its log lines; the request path reads the picture directly). */
 const WATCH_MS = 250;
@@ -189,6 +190,20 @@ export class Surges {
       });
     }
     return out;
+  }
+
+  /** The status page's rows: every surge, from this replica's picture (no store call). */
+  status(): SurgeStatus[] {
+    return this.o.config().surges.map((s) => {
+      const e = this.entry(s.name);
+      return {
+        name: s.name,
+        active: e !== undefined,
+        since: e === undefined ? null : new Date(e.createdAt).toISOString(),
+        until: e?.expiresAt == null ? null : new Date(e.expiresAt).toISOString(),
+        trigger: `${s.trigger.rule} above ${s.trigger.above} within ${formatDuration(s.trigger.within)}, for ${formatDuration(s.for)}`,
+      };
+    });
   }
 
   private entry(name: string): GuardEntry | undefined {

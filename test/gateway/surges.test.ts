@@ -121,6 +121,10 @@ describe.skipIf(noRedis)('a sign-up surge over two gateways on one Redis', () =>
     expect(start.status).toBe(200);
     expect(await until(gws, true, 1000)).toBeLessThanOrEqual(1000);
     expect((await surge(b)).who).toMatch(/^no token from 127\.0\.0\.1/);
+    // The status page shows it, on the replica that did not start it too.
+    const page = (await (await fetch(`${b.adminUrl}/status.json`)).json()) as { surges: { name: string; active: boolean; trigger: string }[] };
+    expect(page.surges).toEqual([expect.objectContaining({ name: 'sign-up-wave', active: true, trigger: 'sign-up above 20 within 10m, for 3s' })]);
+    expect(await (await fetch(`${b.adminUrl}/`)).text()).toMatch(/Surges[\s\S]*sign-up-wave[\s\S]*active/);
     expect([(await signUp(b, '192.0.2.60')).status, (await signUp(a, '192.0.2.60')).status]).toEqual([200, 429]);
     const end = await fetch(`${b.adminUrl}/admin/surges/sign-up-wave/end?reason=over`, { method: 'POST' });
     expect(end.status).toBe(200);
