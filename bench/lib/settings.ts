@@ -19,7 +19,6 @@ export const { values: argv } = parseArgs({
     skip: { type: 'string' },
     instructions: { type: 'boolean', default: false },
     'instr-runs': { type: 'string' },
-    'instr-sync-compile': { type: 'boolean' },
     cli: { type: 'string' },
     // --replay: only `rategate replay`'s lines/s (bench/replay.ts), --lines of generated log.
     replay: { type: 'boolean', default: false },
@@ -40,8 +39,6 @@ export const MANY_CLIENTS = Number(argv.clients ?? 100_000);
 export const MANY_CLIENTS_EACH = 3;
 /** Callgrind runs per system (a fresh process each) of the instructions scenario. */
 export const INSTR_RUNS = Math.max(1, Number(argv['instr-runs'] ?? 3));
-/** `--instr-sync-compile`: V8's optimizing compiler on the main thread in the instructions scenario (scenarios/instructions.ts). */
-export const INSTR_SYNC_COMPILE = argv['instr-sync-compile'] === true;
 export const PROFILE_SEC = QUICK ? 3 : 8;
 export const ONLY = argv.only ? new Set(argv.only.split(',')) : null;
 export const SKIP = new Set((argv.skip ?? (QUICK ? 'profile,instructions' : '')).split(',').filter(Boolean));

@@ -12,11 +12,7 @@
  * the window's seconds); V8's garbage collector and compilers on the main thread are reported apart.
  * (`--toggle-collect=node::Environment::RunTimers` would leave timers out at the source, but callgrind
  * does not see every return out of V8's frames: collection stays toggled and nothing is counted.)
- * With `--instr-sync-compile`, node runs with `--no-concurrent-recompilation --no-concurrent-osr`: under
- * valgrind on a loaded machine the background compiler thread is starved, and a window can run much of
- * its code in the baseline tier (one run counted 365k where the same code counts ~260k); on the main
- * thread the tiers depend on the requests sent, but TurboFan's work lands in the window's "compile"
- * (150–500k per request after a 3 000-request warm-up): compare "without GC, compile" then. Node runs with `--perf-basic-prof`, so the dumps can name JIT-compiled JavaScript
+ * Node runs with `--perf-basic-prof`, so the dumps can name JIT-compiled JavaScript
  * (`npx tsx bench/callgrind-top.ts DIR`). Dumps stay in `bench/.build/callgrind/<system>/run<N>/`.
  * Valgrind's default `--smc-check=all-non-file` already sees V8 rewriting its code (anonymous mappings).
  */
@@ -26,7 +22,7 @@ import path from 'node:path';
 import { runFigures } from '../lib/callgrind.js';
 import { redisCalls } from '../lib/measure.js';
 import { runScript, sleep } from '../lib/procs.js';
-import { BENCH_CONFIG, INSTR_RUNS, INSTR_SYNC_COMPILE, QUICK } from '../lib/settings.js';
+import { BENCH_CONFIG, INSTR_RUNS, QUICK } from '../lib/settings.js';
 import { env, startFastify, startGateway, startThin, stopServer, type Server } from '../lib/systems.js';
 import type { InstructionsResult, InstructionsRun } from '../lib/types.js';
 
@@ -61,8 +57,6 @@ export function callgrindAvailable(): boolean {
 async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<Server> {
   // The perf map names JIT code in the dumps; V8 then also logs its memory chunks, into the run's directory.
   const nodeFlags = ['--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${path.join(dir, 'v8.log')}`];
-  // Optionally TurboFan compiles on the main thread (not a background one the machine's load can starve).
-  if (INSTR_SYNC_COMPILE) nodeFlags.push('--no-concurrent-recompilation', '--no-concurrent-osr');
   if (key === 'thin') return startThin(wrap, nodeFlags);
   if (key === 'fastify') return startFastify(wrap, nodeFlags);
   const store = key === 'rategate-memory' ? 'memory' : env.redisUrl!;
