@@ -77,7 +77,7 @@ function banSection(ban: BanReport): string {
     .filter((h) => h.started > 0)
     .map((h) => `<tr><td>${esc(h.hour.slice(0, 13))}h</td><td class="num lim">${n(h.started)}</td></tr>`)
     .join('');
-  return `${head}<p>Answers counted ${n(ban.counted)}, bans started <span class="lim">${n(ban.started)}</span>, distinct keys banned ${n(ban.distinctKeysBanned)}.</p>
+  return `${head}<p>Answers counted ${n(ban.counted)}, bans started <span class="lim">${n(ban.started)}</span>, distinct keys banned ${n(ban.distinctKeysBanned)}, requests refused while banned <span class="lim">${n(ban.refused)}</span>.</p>
 ${hours === '' ? '' : `<table><tr><th>hour</th><th class="num">bans started</th></tr>${hours}</table>`}
 ${keys === '' ? '' : `<table><tr><th>top keys banned</th><th class="num">bans</th></tr>${keys}</table>`}</section>`;
 }

@@ -66,7 +66,7 @@ concurrency:
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('  banned (no rule counted): 2');
     expect(r.stdout).toContain(
-      'login-failures (ban: 3 answered 401 in 10m per ip → banned 1h)\n  answers counted 3, bans started 1, distinct keys banned 1\n  top keys: 198.51.100.9 (1)\n  bans started by hour: 2026-11-21T14h 1',
+      'login-failures (ban: 3 answered 401 in 10m per ip → banned 1h)\n  answers counted 3, bans started 1, distinct keys banned 1, requests refused while banned 2\n  top keys: 198.51.100.9 (1)\n  bans started by hour: 2026-11-21T14h 1',
     );
     expect(r.stdout).toMatch(/streaming \(in-flight: 4 in flight per ip\)\n\s+not decidable from this log: an in-flight limit needs how long/);
     const page = readFileSync(html, 'utf8');
@@ -74,7 +74,7 @@ concurrency:
     expect(page).toContain('id="inflight-streaming"');
     const json = await runCli(['replay', '--config', config, '--json', log]);
     const report = JSON.parse(json.stdout) as { bans: { name: string; started: number }[]; inFlight: { name: string }[] };
-    expect(report.bans).toMatchObject([{ name: 'login-failures', counted: 3, started: 1, distinctKeysBanned: 1 }]);
+    expect(report.bans).toMatchObject([{ name: 'login-failures', counted: 3, started: 1, distinctKeysBanned: 1, refused: 2 }]);
     expect(report.inFlight).toMatchObject([{ name: 'streaming' }]);
   });
 
