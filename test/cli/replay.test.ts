@@ -78,6 +78,7 @@ concurrency:
     expect(report.inFlight).toMatchObject([{ name: 'streaming' }]);
   });
 
+  // Five processes, each started through tsx: about 4 s apiece on the loaded 2-core machine, past the 20 s default.
   it('refuses an unknown format, a log_format it cannot read, no log, and a missing file, with exit 1', async () => {
     for (const [args, message] of [
       [['replay', '--format', 'apache', plain], /unknown format "apache"/],
@@ -90,5 +91,5 @@ concurrency:
       expect(r.code, args.join(' ')).toBe(1);
       expect(r.stderr).toMatch(message);
     }
-  });
+  }, 60_000);
 });
