@@ -85,7 +85,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect);
-  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config: () => policy.snapshot.config });
+  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config: () => policy.snapshot.config, now: settings.now });
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
