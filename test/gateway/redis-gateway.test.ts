@@ -62,11 +62,26 @@ function tableFile(yaml: string): string {
 // deny + a generous timeout: a store failure must show as a 503, never as local counting, so that the
 // counts below are Redis's alone. (Under the default 50 ms and onError: local, an overloaded 2-core
 // machine falls back to per-process counting, which is the documented trade-off of `local`.)
+// No per-IP upstream cap: every request here comes from one IP, and a gateway that admits more than 32
+// of them while the upstream is slow to answer (a loaded machine) would refuse the rest with its own 429
+// (server.maxUpstreamConnectionsPerIp), which is not the limit under test. That was the CI failure
+// {200: 46, 429: 254}: the gateways' rules had admitted exactly 50, one gateway's cap refused 4.
 const EXACT = `limits:
   - { name: shared, match: /api/*, per: ip, limit: 50, period: 1h }
   - { name: wide, match: /api/*, per: global, limit: 100000, period: 1h }
 store: { timeout: 5s, onError: deny }
+server: { maxUpstreamConnectionsPerIp: 0 }
 `;
+
+/** A counter summed over the gateways' /metrics (0 where a gateway does not show it). */
+async function summed(adminUrls: string[], series: string): Promise<number> {
+  let n = 0;
+  for (const url of adminUrls) {
+    const line = (await (await fetch(`${url}/metrics`)).text()).split('\n').find((l) => l.startsWith(`${series} `));
+    n += line === undefined ? 0 : Number(line.slice(series.length + 1));
+  }
+  return n;
+}
 
 describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on one Redis', () => {
   let redis: RedisHandle;
@@ -85,6 +100,10 @@ describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on 
         300,
         (i) => `/api/v1/statuses/${i}`,
       );
+      // Which layer answered, should the counts below differ: the rules' decisions over the three gateways.
+      const admins = gws.map((g) => g.adminUrl);
+      expect(await summed(admins, 'rategate_requests_total{rule="shared",decision="allowed"}')).toBe(50);
+      expect(await summed(admins, 'rategate_upstream_refused_total{reason="per_ip_cap"}')).toBe(0);
       expect(counts).toEqual({ 200: 50, 429: 250 });
       expect(upstream.forwarded()).toHaveLength(50);
     } finally {
