@@ -111,6 +111,52 @@ describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on 
     }
   }, 60_000);
 
+  it('admit exactly N when a client moves from a gateway holding a lease to one the store has refused', async () => {
+    // The client's connection re-made on another replica: the first gateway holds a lease it no longer
+    // spends; the second is refused while the store counts that lease as spent, and must not refuse the
+    // client for the rest of the hour once the lease is given back (docs/leases.md, bound 2).
+    const config = tableFile(`limits:
+  - { name: moved, match: /api/*, per: ip, limit: 20, period: 1h }
+store: { timeout: 5s, onError: deny, gateways: 2 }
+server: { maxUpstreamConnectionsPerIp: 0 }
+`);
+    const [a, b] = await Promise.all([0, 1].map(() => spawnGateway(config, redis.url)));
+    const ip = '198.51.100.52';
+    const send = async (g: Proc, i: number): Promise<number> => {
+      const r = await request(`${g.url}/api/v1/moved/${i}`, { headers: { 'x-forwarded-for': ip } });
+      await r.body.dump();
+      return r.statusCode;
+    };
+    const held = async (g: { adminUrl: string }): Promise<number> =>
+      ((await (await fetch(`${g.adminUrl}/status.json`)).json()) as { store: { leases: { heldTokens: number } } }).store.leases.heldTokens;
+    try {
+      let admitted = 0;
+      let i = 0;
+      // Requests to the first gateway until it holds a lease (its second request already asks for one).
+      while ((await held(a!)) === 0 && i < 10) if ((await send(a!, i++)) === 200) admitted++;
+      const lease = await held(a!);
+      expect(lease).toBeGreaterThan(0);
+      // Then to the second only, until the store refuses it: the lease is counted as spent.
+      let status = 200;
+      while (status === 200 && i < 100) if ((status = await send(b!, i++)) === 200) admitted++;
+      expect(status).toBe(429);
+      expect(admitted).toBe(20 - lease);
+      // The first gateway gives its lease back after 1 s without traffic (and a sweep); the second
+      // re-checks its block within 1.25 s of the refusal and admits what came back, exactly.
+      const deadline = Date.now() + 15_000;
+      while (admitted < 20 && Date.now() < deadline) {
+        if ((await send(b!, i++)) === 200) admitted++;
+        else await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(admitted).toBe(20);
+      expect(await send(b!, i++)).toBe(429);
+      expect(await send(a!, i++)).toBe(429);
+      expect(upstream.forwarded().filter((s) => s.url.startsWith('/api/v1/moved/'))).toHaveLength(20);
+    } finally {
+      await Promise.all([a!, b!].map(stop));
+    }
+  }, 60_000);
+
   it('run as --workers 2 on one port, count exactly, and report metrics summed over the workers', async () => {
     const config = tableFile(EXACT);
     const gw = await spawnGateway(config, redis.url, ['--workers', '2']);
