@@ -115,6 +115,8 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     store: createBlockedCacheStore(leases ?? resilient, {
       ...(opts.now ? { now: opts.now } : {}),
       ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
+      // Another gateway's unspent lease comes back to the store: a block is re-checked as often.
+      ...(leases ? { recheckMs: leases.returnedWithinMs, storeDecides: () => !resilient.fallbackActive } : {}),
     }),
     ...(leases ? { leases } : {}),
     kind: url.kind,
