@@ -176,13 +176,12 @@ export async function decideWithoutStore(
     if (spec.onError === 'deny') throw unavailable(cause);
     if (spec.onError === 'local') n++;
   }
-  if (n === 0) return { allowed: true, now, buckets: specs.map((s) => openState(s, now)) };
+  if (n === 0) return { allowed: true, decider: 'fallback', now, buckets: specs.map((s) => openState(s, now)) };
   const out = await local.consume(n === specs.length ? specs : specs.filter((s) => s.onError === 'local'));
   if (!out.allowed) rejected();
-  if (n === specs.length) return out;
   let k = 0;
-  const buckets = specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
-  return { allowed: out.allowed, now: out.now, buckets };
+  const buckets = n === specs.length ? out.buckets : specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
+  return { allowed: out.allowed, decider: 'fallback', now: out.now, buckets };
 }
 
 /** A peek the store could not answer, by the bucket's onError. */

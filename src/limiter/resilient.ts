@@ -100,9 +100,9 @@ class Resilient implements ResilientStore {
       'consume',
       specs,
       debts === null ? () => this.primary.consume(specs) : () => this.writeBackThen(debts, specs),
-      (err) => {
+      (err, node) => {
         if (debts !== null) this.local.unwritten(debts);
-        return this.degradedConsume(specs, err);
+        return this.degradedConsume(specs, err, node);
       },
       (out) => this.local.remember(specs, out),
     );
@@ -150,7 +150,7 @@ class Resilient implements ResilientStore {
     op: 'consume' | 'peek',
     specs: readonly BucketSpec[],
     call: () => Promise<T>,
-    degraded: (err: unknown) => Promise<T>,
+    degraded: (err: unknown, node: string) => Promise<T>,
     answered?: (out: T) => void,
   ): Promise<T> {
     const nodes = this.nodesOf(specs);
@@ -159,11 +159,11 @@ class Resilient implements ResilientStore {
     if (!breaker.admit()) {
       this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[0]! });
       if (op === 'consume') breaker.skipped();
-      return degraded(undefined);
+      return degraded(undefined, nodes[0]!);
     }
     const failed = (err: unknown): Promise<T> => {
       breaker.failed(op, err);
-      return degraded(err);
+      return degraded(err, nodes[0]!);
     };
     let pending: Promise<T>;
     try {
@@ -183,7 +183,7 @@ class Resilient implements ResilientStore {
     nodes: readonly string[],
     op: 'consume' | 'peek',
     call: () => Promise<T>,
-    degraded: (err: unknown) => Promise<T>,
+    degraded: (err: unknown, node: string) => Promise<T>,
     answered?: (out: T) => void,
   ): Promise<T> {
     const breakers = nodes.map((n) => this.breaker(n));
@@ -191,7 +191,7 @@ class Resilient implements ResilientStore {
     if (shut !== -1) {
       this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[shut]! });
       if (op === 'consume') breakers[shut]!.skipped();
-      return degraded(undefined);
+      return degraded(undefined, nodes[shut]!);
     }
     try {
       const out = await call();
@@ -204,7 +204,7 @@ class Resilient implements ResilientStore {
         if (failed.includes(nodes[i]!)) breakers[i]!.failed(op, err);
         else breakers[i]!.succeeded();
       }
-      return degraded(err);
+      return degraded(err, failed[0] ?? nodes[0]!);
     }
   }
 
@@ -279,8 +279,17 @@ class Resilient implements ResilientStore {
   }
 
   /** Applies each bucket's onError to a request the primary could not decide (local-fallback.ts). */
-  private degradedConsume(specs: readonly BucketSpec[], cause: unknown): Promise<ConsumeOutcome> {
-    return decideWithoutStore(this.local, specs, cause, this.clock.now(), this.rejected);
+  private degradedConsume(specs: readonly BucketSpec[], cause: unknown, node: string): Promise<ConsumeOutcome> {
+    return decideWithoutStore(this.local, specs, cause, this.clock.now(), this.rejected).then(
+      (out) => {
+        this.emit({ type: 'fallback_decision', node, result: out.allowed ? 'admitted' : 'refused' });
+        return out;
+      },
+      (err: unknown) => {
+        this.emit({ type: 'fallback_decision', node, result: 'unavailable' });
+        throw err;
+      },
+    );
   }
 
   private degradedPeek(spec: BucketSpec, cause: unknown): Promise<BucketState> {

@@ -145,7 +145,7 @@ class Leases implements LeaseStore {
       e.lastUsed = now;
       buckets[i] = { remaining: e.storeRemaining + e.tokens, resetAt: e.resetAt, limited: false, retryAt: storeNow };
     }
-    return { allowed: true, now: storeNow, buckets };
+    return { allowed: true, decider: 'lease', now: storeNow, buckets };
   }
 
   /**
@@ -218,7 +218,8 @@ class Leases implements LeaseStore {
     }
     try {
       // Every bucket had tokens after all (a waiter whose lease arrived): no store call.
-      const out = asked.length === 0 ? { allowed: true, now: now + this.offset, buckets: [] } : await this.inner.consume(asked);
+      const out: ConsumeOutcome =
+        asked.length === 0 ? { allowed: true, decider: 'lease', now: now + this.offset, buckets: [] } : await this.inner.consume(asked);
       if (!out.allowed) unreserve(specs, entries, reserved);
       const at = this.clock.now();
       this.offset = out.now - at;
