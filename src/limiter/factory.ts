@@ -35,6 +35,8 @@ export interface StoreHandle {
   readonly leases?: LeaseStore;
   /** Buckets held in this process: the memory store's, or the Redis store's local fallback's (rategate_store_keys). */
   localKeys(): number;
+  /** Redis stores: the gateways sharing the store now (fleet/fleet.ts), for the fallback's share and the leases'. */
+  setGateways?(n: number): void;
 }
 
 export interface StoreFactoryOptions {
@@ -123,6 +125,10 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     reachable: () => redisReachable(redis, resilient),
     fallbackActive: () => resilient.fallbackActive,
     localKeys: () => fallback.size,
+    setGateways: (n) => {
+      resilient.setGateways(n);
+      leases?.setGateways(n);
+    },
   };
 }
 

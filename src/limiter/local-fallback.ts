@@ -42,7 +42,7 @@ export interface Touched {
 export class LocalFallback {
   private readonly seen = new Map<string, Seen>();
   private readonly touched = new Map<string, Touched>();
-  private readonly gateways: number;
+  private gateways: number;
   private readonly maxKeys: number;
 
   constructor(
@@ -56,6 +56,11 @@ export class LocalFallback {
   }
 
   private readonly now: () => number;
+
+  /** The gateways sharing the store now (the fleet's live count): buckets are counted at the new share from now on. */
+  setGateways(n: number): void {
+    this.gateways = Math.max(1, Math.floor(n));
+  }
 
   /** Remembers what the store reported for the `local` buckets of a decision. */
   remember(specs: readonly BucketSpec[], out: ConsumeOutcome): void {

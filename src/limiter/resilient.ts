@@ -48,6 +48,8 @@ export interface ResilientStore extends Store {
   readonly circuit: CircuitState;
   /** Masters whose keys follow the fault policy now. */
   readonly failingNodes: readonly string[];
+  /** The gateways sharing the store now: the local fallback's share follows it. */
+  setGateways(n: number): void;
 }
 
 /** The node name of a store that has only one. */
@@ -79,6 +81,10 @@ class Resilient implements ResilientStore {
 
   get fallbackActive(): boolean {
     return this.failing.size > 0;
+  }
+
+  setGateways(n: number): void {
+    this.local.setGateways(n);
   }
 
   get failingNodes(): readonly string[] {

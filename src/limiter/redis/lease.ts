@@ -52,6 +52,8 @@ export interface LeaseStore extends Store {
   sweep(): void;
   /** Resolves when the give-backs sent so far have been answered (or failed). */
   settled(): Promise<void>;
+  /** The gateways sharing the store now (the fleet's live count): later leases are sized by it. */
+  setGateways(n: number): void;
 }
 
 /** The leases found by the fast path; reused, since the path is synchronous. */
@@ -62,7 +64,7 @@ class Leases implements LeaseStore {
   private readonly entries = new Map<string, LeaseEntry>();
   private readonly recent = new RecentKeys();
   private readonly clock: Clock;
-  private readonly share: number;
+  private share: number;
   private readonly targetMs: number;
   private readonly maxAgeMs: number;
   private readonly idleMs: number;
@@ -83,6 +85,10 @@ class Leases implements LeaseStore {
     this.maxAgeMs = opts.maxAgeMs ?? 1_000;
     this.idleMs = opts.idleMs ?? 1_000;
     this.maxEntries = opts.maxEntries ?? 100_000;
+  }
+
+  setGateways(n: number): void {
+    this.share = 2 * Math.max(1, n);
   }
 
   heldTokens(key?: string): number {
