@@ -170,6 +170,9 @@ function storeEventReporter(observer: Partial<StoreObserver>, states: StoreState
         observer.nodeGone?.(e.node);
         states?.promoted(e.from, e.to, e.node);
         break;
+      case 'shared':
+        states?.shared(e.from, e.to);
+        break;
     }
   };
 }

@@ -59,6 +59,8 @@ const ONE: readonly string[] = [ONE_NODE];
 class Resilient implements ResilientStore {
   private readonly breakers = new Map<string, Breaker>();
   private readonly failing = new Set<string>();
+  /** Promoted in place of a failing master, no store decision yet: by the node names its keys may now go to. */
+  private readonly awaitingShared = new Map<string, { from: string; to: string; node: string }>();
   private closed = false;
   private readonly opts: BreakerOptions;
   private readonly local: LocalFallback;
@@ -179,6 +181,7 @@ class Resilient implements ResilientStore {
     }
     return pending.then((out) => {
       breaker.succeeded();
+      if (this.awaitingShared.size > 0) this.decidedBy(nodes[0]!);
       answered?.(out);
       return out;
     }, failed);
@@ -202,6 +205,7 @@ class Resilient implements ResilientStore {
     try {
       const out = await call();
       for (const b of breakers) b.succeeded();
+      if (this.awaitingShared.size > 0) for (const n of nodes) this.decidedBy(n);
       answered?.(out);
       return out;
     } catch (err) {
@@ -282,6 +286,22 @@ class Resilient implements ResilientStore {
     }
     if (wasFailing) this.nodeFailing(node, false, undefined, 'closed');
     this.emit({ type: 'promotion', from, to, node, wasFailing });
+    // Shared again at the first decision the store makes for these keys, not at the promotion: the new
+    // master may take a while to answer. Its keys go to `node` (Sentinel: the master's name) or `to` (a cluster node).
+    if (wasFailing) {
+      const awaited = { from, to, node };
+      this.awaitingShared.set(node, awaited);
+      this.awaitingShared.set(to, awaited);
+    }
+  }
+
+  /** The store decided for `node`'s keys: if they were waiting since a promotion, they are shared again. */
+  private decidedBy(node: string): void {
+    const a = this.awaitingShared.get(node);
+    if (a === undefined) return;
+    this.awaitingShared.delete(a.node);
+    this.awaitingShared.delete(a.to);
+    this.emit({ type: 'shared', ...a });
   }
 
   /** Applies each bucket's onError to a request the primary could not decide (local-fallback.ts). */

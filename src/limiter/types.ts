@@ -128,6 +128,8 @@ export type StoreEvent =
   | { readonly type: 'node'; readonly node: string; readonly failing: boolean; readonly circuit: CircuitState; readonly cause?: unknown }
   /** A replica took over from a master: `from`'s breaker is gone; `wasFailing`: its keys were on the fault policy. */
   | { readonly type: 'promotion'; readonly from: string; readonly to: string; readonly node: string; readonly wasFailing: boolean }
+  /** The first decision the store made for a failing master's keys after its replica took over: they are shared again. */
+  | { readonly type: 'shared'; readonly from: string; readonly to: string; readonly node: string }
   /** A request the fallback store rejected (onError: local) while its master failed. */
   | { readonly type: 'local_rejection' }
   /** A request decided by the fault policy because `node` failed or its breaker was open. */
