@@ -10,6 +10,7 @@ import { checkIpOrCidr } from '../config/fields/validators.js';
 import type { Guard } from '../guard/guard.js';
 import type { EntryKind, GuardEntry } from '../guard/state.js';
 import { ipBucketKey } from '../identity/index.js';
+import { KIND_NAMES, KINDS } from '../keys/kinds.js';
 import type { Store } from '../limiter/types.js';
 import type { RequestPolicy } from '../pipeline/policy.js';
 import { whoOf, type Actor, type Audit } from './audit.js';
@@ -51,6 +52,11 @@ interface GuardApiContext {
   readonly audit: Audit;
   readonly fleet: FleetSketches | undefined;
 }
+
+/** `tok:<sha256>, hdr:<sha256>, …`: the kinds keyed on a digest, from the key-kind table. */
+const DIGEST_TAGS = KIND_NAMES.filter((k) => KINDS[k].operatorNames === 'value' && k !== 'signature')
+  .map((k) => `${KINDS[k].tag}:<sha256>`)
+  .join(', ');
 
 const NOBODY: Actor = { address: 'unknown', tokenId: null };
 
@@ -224,7 +230,7 @@ function banKeysNamedBy(given: string, ipv6Prefix: number): string[] {
 function noBanMessage(ctx: GuardApiContext, ban: string, given: string): string {
   const names = ctx.policy.snapshot.config.bans.map((b) => b.name);
   if (!names.includes(ban) && !ctx.guard.hasBans(ban)) return `no ban named ${JSON.stringify(ban)} (bans: ${names.join(', ') || 'none'})`;
-  return `no ban ${ban} on ${given} (keys as GET /admin/bans lists them: ip:203.0.113.7 or the bare IP, acct:a:42, tok:<sha256>, hdr:…, prm:…, ck:…, sig:mastodon.example; a composite key's parts joined by |)`;
+  return `no ban ${ban} on ${given} (keys as GET /admin/bans lists them: ip:203.0.113.7 or the bare IP, acct:a:42, sig:mastodon.example, ${DIGEST_TAGS}; a composite key's parts joined by |)`;
 }
 
 function wantsReset(params: URLSearchParams): boolean {

@@ -87,7 +87,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect);
-  const { guard, fleet } = await openGuard(storeCfg, storeHandle, metrics, log, () => policy.snapshot.config);
+  const { guard, fleet } = await openGuard(storeCfg, storeHandle, metrics, log, () => policy.snapshot.config, settings.now);
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
@@ -154,8 +154,8 @@ async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayPar
 }
 
 /** Runtime blocks, bans and triage; and, with a shared store, the fleet: how many gateways share it, and their triage sketches. */
-async function openGuard(storeCfg: Config['store'], storeHandle: StoreHandle, metrics: Metrics, log: GatewayParts['log'], config: () => Config) {
-  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config });
+async function openGuard(storeCfg: Config['store'], storeHandle: StoreHandle, metrics: Metrics, log: GatewayParts['log'], config: () => Config, now?: () => number) {
+  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config, now });
   return { guard, fleet: joinFleet({ store: storeCfg, handle: storeHandle, metrics, top: guard.top }) };
 }
 

@@ -84,7 +84,7 @@ export interface Store {
 export type LocalRejectionSource = 'blocked_cache' | 'fallback';
 
 /**
- * What the limiter reports for metrics, without knowing Prometheus (app.ts wires it to metrics.ts).
+ * What the limiter reports for metrics, without knowing Prometheus (app/start.ts wires it to observability/metrics.ts).
  * Store latency is not here: the request path measures it once, around the whole decision.
  */
 export interface StoreObserver {

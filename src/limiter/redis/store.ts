@@ -176,7 +176,7 @@ export class RedisStore implements Store {
     }
   }
 
-  /** The masters that decide these buckets: each slot's owner, once (see redis-topology.ts). */
+  /** The masters that decide these buckets: each slot's owner, once (see topology.ts). */
   nodesOf(specs: readonly BucketSpec[]): readonly string[] {
     return this.topology.nodesOf(this.prefix, specs);
   }
