@@ -154,7 +154,14 @@ async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayPar
 }
 
 /** Runtime blocks, bans and triage; and, with a shared store, the fleet: how many gateways share it, and their triage sketches. */
-async function openGuard(storeCfg: Config['store'], storeHandle: StoreHandle, metrics: Metrics, log: GatewayParts['log'], config: () => Config, now?: () => number) {
+async function openGuard(
+  storeCfg: Config['store'],
+  storeHandle: StoreHandle,
+  metrics: Metrics,
+  log: GatewayParts['log'],
+  config: () => Config,
+  now?: () => number,
+) {
   const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config, now });
   return { guard, fleet: joinFleet({ store: storeCfg, handle: storeHandle, metrics, top: guard.top }) };
 }
