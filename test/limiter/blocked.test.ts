@@ -63,6 +63,7 @@ describe('the blocked-bucket cache', () => {
     clock.set(T0 + 59_999);
     expect(await store.consume([b])).toEqual({
       allowed: false,
+      decider: 'cache',
       now: T0 + 59_999,
       // Headers stay right: the window's end as reset and retry time, nothing remaining.
       buckets: [{ remaining: 0, resetAt: T0 + 60_000, limited: true, retryAt: T0 + 60_000 }],
