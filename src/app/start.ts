@@ -27,8 +27,10 @@ import type { Introspect } from '../identity/account.js';
 import { createReadiness } from './readiness.js';
 import { watchConfig } from './reload.js';
 import { startUpstream } from '../mastodon/index.js';
-import { createGuard, type Guard, type GuardSetup } from '../guard/index.js';
+import { createGuard, type Guard } from '../guard/index.js';
 import { Surges } from '../surge/surges.js';
+import type { Fleet } from '../fleet/fleet.js';
+import { joinFleet } from '../fleet/join.js';
 import { displayKey } from '../keys/index.js';
 
 /** How long a shutdown lets in-flight requests finish; the chart's termination grace period is built on it. */
@@ -86,7 +88,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect, undefined, (name) => guard.surges?.active(name) === true);
-  const guard = await openGuard({ store: storeCfg, registry: metrics.registry, log, now: settings.now }, () => policy.snapshot.config, storeHandle);
+  const { guard, fleet } = await openGuard(storeCfg, storeHandle, metrics, log, () => policy.snapshot.config, settings.now);
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
@@ -99,7 +101,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => drain.draining });
   const status = createStatusSources({ policy: () => policy, metrics, store: storeHandle, storeUrl: cfg.store.url, sample: runAdmin });
   const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status, log };
-  const admin = createAdminServer({ metrics: metrics.registry, ready, api });
+  const admin = createAdminServer({ metrics: metrics.registry, ready, api: { ...api, fleet } });
   if (runAdmin) await listenAdmin(admin, cfg, adminToken === null && !api.loopbackOnly, log);
 
   const config = watchConfig(
@@ -137,7 +139,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     snapshot: () => policy.snapshot,
     reload: () => config.reload(),
     shutdown: (graceMs = DRAIN_GRACE_MS) =>
-      shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, builtin }, graceMs),
+      shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin }, graceMs),
   };
 }
 
@@ -150,6 +152,22 @@ async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayPar
   const storeHandle = await createStoreFor(storeCfg, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
   metrics.storeKeysProbe = () => storeHandle.localKeys();
   return { metrics, storeCfg, storeHandle };
+}
+
+/** Runtime blocks, bans and triage; and, with a shared store, the fleet: how many gateways share it, and their triage sketches. */
+async function openGuard(
+  storeCfg: Config['store'],
+  storeHandle: StoreHandle,
+  metrics: Metrics,
+  log: GatewayParts['log'],
+  config: () => Config,
+  now?: () => number,
+) {
+  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config, now });
+  // `surges:` run on the guard: their state is its (kind surge), their counts are in the counter store.
+  guard.surges = new Surges({ guard, store: storeHandle.store, log, config, registry: metrics.registry });
+  guard.rulesInUse(followsStore(config()));
+  return { guard, fleet: joinFleet({ store: storeCfg, handle: storeHandle, metrics, top: guard.top }) };
 }
 
 /** The proxy listener: requests, `Expect: 100-continue` and upgrades go to the gateway. */
@@ -196,12 +214,13 @@ interface GatewayParts {
   routes: ReturnType<typeof UpstreamRoutes.build>;
   storeHandle: StoreHandle;
   guard: Guard;
+  fleet: Fleet | undefined;
   builtin: Awaited<ReturnType<typeof startUpstream>> | undefined;
 }
 
 /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes everything. */
 async function shutdownGateway(parts: GatewayParts, graceMs: number): Promise<void> {
-  const { config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, builtin } = parts;
+  const { config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin } = parts;
   config.stop();
   status.stop();
   log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
@@ -221,6 +240,7 @@ async function shutdownGateway(parts: GatewayParts, graceMs: number): Promise<vo
   await upstream.forwarder.close();
   await routes?.close();
   await upstream.introspectionPool.close();
+  await fleet?.close(); // leaves the fleet: the others' shares grow at their next heartbeat
   await storeHandle.store.close();
   await guard.close();
   await builtin?.close();
@@ -251,14 +271,6 @@ function upstreamClients(
   });
   const introspect = createHttpIntrospector({ dispatcher: introspectionPool, origin, path: cfg.clients.account.path, timeoutMs: introspectTimeoutMs });
   return { forwarder, introspectionPool, introspect, admission };
-}
-
-/** The guard, with `surges:` running on it (their state is the guard's; their counts are in the counter store). */
-async function openGuard(setup: Omit<GuardSetup, 'config'>, config: () => Config, storeHandle: StoreHandle): Promise<Guard> {
-  const guard = await createGuard({ ...setup, config });
-  guard.surges = new Surges({ guard, store: storeHandle.store, log: setup.log, config, registry: setup.registry });
-  guard.rulesInUse(followsStore(config()));
-  return guard;
 }
 
 /** A shared guard state follows the store's changes continuously while bans or surges are configured (within 1 s). */
