@@ -11,7 +11,8 @@ import { loadConfigFile } from '../../src/config/index.js';
 import { FakeClock } from '../support/clock.js';
 import { send, type Answer } from '../support/http.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { uncommentBlock } from '../support/opt-in.js';
+import { uncommentBlock, uncommentSection } from '../support/opt-in.js';
+import { explain } from '../../src/cli/explain.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url));
 const T0 = Date.UTC(2026, 10, 21, 19, 0, 0);
@@ -68,6 +69,24 @@ describe('config/examples/mastodon.yaml', () => {
     const inbox = rules.find((r) => r.name === 'inbox-per-server')!;
     expect(inbox.key.label).toBe('[signature:domain, ip]');
     expect(inbox.patterns).toEqual(['POST /inbox', 'POST /users/:name/inbox', 'POST /actor/inbox']);
+  });
+
+  it('carries the opt-in new-account rule and sign-up surge commented out, each valid once uncommented', async () => {
+    const text = readFileSync(EXAMPLE, 'utf8');
+    for (const issue of ['mastodon/mastodon#9766', 'mastodon/mastodon#25032', '#20315']) expect(text).toContain(issue);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-optin-'));
+    writeFileSync(path.join(dir, 'limits.yaml'), uncommentSection(uncommentBlock(text, 'new-accounts-post'), 'surges'));
+    const snap = await loadConfigFile(path.join(dir, 'limits.yaml'));
+    expect(snap.rules.length).toBe(23);
+    expect(snap.rules.find((r) => r.name === 'new-accounts-post')!.whenAccount).toMatchObject({ age: { op: '<', ms: 7 * 86_400_000 } });
+    expect(snap.config.surges.map((s) => [s.name, s.trigger.rule, s.for])).toEqual([['sign-up-wave', 'api-sign-up', 6 * 3_600_000]]);
+    const young = (await explain(snap, { request: 'POST /api/v1/statuses', headers: ['Authorization: Bearer t'], ip: '203.0.113.5', accountAge: '2d' })).join(
+      '\n',
+    );
+    expect(young).toMatch(/new-accounts-post: yes, per account, 10\/1h/);
+    const wave = (await explain(snap, { request: 'POST /api/v1/accounts', headers: [], ip: '203.0.113.5', surge: 'sign-up-wave' })).join('\n');
+    expect(wave).toMatch(/sign-up-surge-ip: yes, per ip, 1\/1d/);
+    expect(wave).toMatch(/sign-up-surge-cap: yes, per global, 200\/1d/);
   });
 
   it('limits password resets to 5 per e-mail across IPs, at /auth/password and /auth/password.json', async () => {

@@ -14,3 +14,12 @@ export function uncommentBlock(text: string, name: string): string {
   }
   return lines.join('\n');
 }
+
+/** `text` with the commented top-level section `# KEY:` and the commented lines under it (up to a blank comment line or the end of the comment) uncommented. */
+export function uncommentSection(text: string, key: string): string {
+  const lines = text.split('\n');
+  const start = lines.findIndex((l) => l === `# ${key}:`);
+  if (start < 0) throw new Error(`no commented section ${key}`);
+  for (let i = start; i < lines.length && lines[i]!.startsWith('# '); i++) lines[i] = lines[i]!.slice(2);
+  return lines.join('\n');
+}
