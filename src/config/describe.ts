@@ -33,13 +33,24 @@ function count(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? '' : 's'}`;
 }
 
-/** `per:` as written (`ip`, `header:x-app-id`, `param:user[email]`), plus a mark for `when` and overrides. */
+/** `per:` as written (`ip`, `header:x-app-id`, `param:user[email]`), plus a mark for `missing: ip`, a surge, `when` and overrides. */
 export function perLabel(r: CompiledRule): string {
   let label = r.key.label;
+  if (r.key.missingIp) label += ' (missing: ip)';
+  if (r.surge !== null) label += ` (surge ${r.surge})`;
   if (r.whenAuthenticated !== undefined) label += r.whenAuthenticated ? ' (authenticated)' : ' (unauthenticated)';
   if (r.whenQuery !== null) label += ` (query: ${r.whenQuery.join('|')})`;
+  if (r.whenAccount !== null) label += ` (account: ${accountLabel(r.whenAccount)})`;
   if (r.overrides.length > 0) label += ` (+${r.overrides.length} override${r.overrides.length === 1 ? '' : 's'})`;
   return label;
+}
+
+function accountLabel(c: NonNullable<CompiledRule['whenAccount']>): string {
+  const parts = [];
+  if (c.age !== undefined) parts.push(`age ${c.age.text}`);
+  if (c.bot !== undefined) parts.push(c.bot ? 'bot' : 'not bot');
+  if (c.locked !== undefined) parts.push(c.locked ? 'locked' : 'not locked');
+  return parts.join(', ');
 }
 
 /** The compiled rules as an aligned table (the summary is `formatSummary`, printed after it). */

@@ -24,6 +24,8 @@ export interface RuleKey {
   readonly needs: number;
   /** Whether `overrides[].keys` may name its values. */
   readonly overrideKeys: boolean;
+  /** `missing: ip`: a request lacking a part counts per IP instead of skipping the rule. */
+  readonly missingIp: boolean;
   /** The tag of this request's bucket (`ip:203.0.113.7`, `global`), or null: the request lacks the key. */
   tag(facts: KeyFacts): string | null;
 }
@@ -53,6 +55,7 @@ class SingleKey implements RuleKey {
   readonly label: string;
   readonly needs: number;
   readonly overrideKeys: boolean;
+  readonly missingIp = false;
   /** `ip:`: the tag without its value, built once. */
   private readonly prefix: string;
 
@@ -91,7 +94,7 @@ class CompositeKey implements RuleKey {
 
   constructor(
     readonly parts: readonly KeyPart[],
-    private readonly missingIp: boolean,
+    readonly missingIp: boolean,
   ) {
     this.label = parts.length === 1 ? parts[0]!.label : `[${parts.map((p) => p.label).join(', ')}]`;
     this.needs = parts.reduce((n, p) => n | p.spec.needs, 0);

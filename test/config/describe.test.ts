@@ -20,6 +20,29 @@ describe('formatRulesTable', () => {
     );
   });
 
+  it('marks missing: ip, when.account and a surge’s rules in the PER column', () => {
+    const snap = parseConfig(
+      `limits:
+  - { name: inbox, match: POST /inbox, per: [signature:domain, ip], missing: ip, limit: 3, period: 1m }
+  - { name: sig, match: POST /inbox, per: signature:domain, missing: ip, limit: 3, period: 1m }
+  - { name: young, match: POST /api/v1/statuses, per: account, when: { account: { age: "< 7d", bot: false } }, limit: 3, period: 1m }
+surges:
+  - { name: wave, trigger: { rule: inbox, above: 5, within: 1m }, for: 1h, limits: [{ name: wave-cap, match: POST /inbox, per: global, limit: 10, period: 1h }] }
+`,
+      't',
+    );
+    const per = formatRulesTable(snap)
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s{2,}/)[2]);
+    expect(per).toEqual([
+      '[signature:domain, ip] (missing: ip)',
+      'signature:domain (missing: ip)',
+      'account (account: age < 7d, not bot)',
+      'global (surge wave)',
+    ]);
+  });
+
   it('says so when there are no rules', () => {
     expect(formatRulesTable(parseConfig('limits: []', 'empty.yaml'))).toBe('(no rules: every request passes uncounted)');
   });
