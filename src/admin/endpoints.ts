@@ -36,5 +36,8 @@ export const ADMIN_ENDPOINTS: readonly AdminEndpoint[] = Object.freeze([
   api('DELETE', '/admin/exemptions/<ip-or-cidr>', 'lifts a runtime exemption'),
   api('GET', '/admin/bans', 'live bans: ban, key, reason, start, expiry, who'),
   api('DELETE', '/admin/bans/<ban>/<key>', 'lifts a ban (`?resetBuckets=true&reason=…`)'),
+  api('GET', '/admin/surges', 'every surge, on or off: since, until, reason, who, its trigger with its count, its rules'),
+  api('POST', '/admin/surges/<name>/start', 'starts (or extends) a surge on every replica (`?for=2h&reason=…`; default its `for`)'),
+  api('POST', '/admin/surges/<name>/end', 'ends a surge early on every replica and empties its count (`?reason=…`); 404 when it is not on'),
   api('GET', '/admin/limited', 'the keys limited most for a rule by every replica sharing the store (`?rule=NAME&top=20`; `&scope=local`: this replica)'),
 ]);

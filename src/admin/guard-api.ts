@@ -254,7 +254,7 @@ async function resetFor(ctx: GuardApiContext, ipOrCidr: string | null): Promise<
     ipOrCidr === null ? null : (ipBucketKey(ipOrCidr, ipv6Prefix) ?? (ipOrCidr.includes(':') && ipOrCidr.endsWith(`/${ipv6Prefix}`) ? ipOrCidr : null));
   if (ipKey === null) return { buckets: 0, note: 'not a single client IP: no bucket was reset' };
   if (ctx.store === undefined) return { buckets: 0, note: 'no store to reset buckets in' };
-  return { buckets: await resetIpBuckets(ctx.policy, ctx.store, ipKey) };
+  return { buckets: await resetIpBuckets(ctx.policy, ctx.store, ipKey, ctx.guard.limitedComposites) };
 }
 
 /**

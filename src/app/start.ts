@@ -165,7 +165,7 @@ async function openGuard(
 ) {
   const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config, now });
   // `surges:` run on the guard: their state is its (kind surge), their counts are in the counter store.
-  guard.surges = new Surges({ guard, store: storeHandle.store, log, config, registry: metrics.registry });
+  guard.surges = new Surges({ guard, store: storeHandle.store, log, config });
   guard.rulesInUse(followsStore(config()));
   return { guard, fleet: joinFleet({ store: storeCfg, handle: storeHandle, metrics, top: guard.top }) };
 }
@@ -305,7 +305,10 @@ function buildGateway(o: {
     wantsRecords: () => o.log.isLevelEnabled(requestLogLevel()),
     guard: o.guard,
     runtimeExempt: (address) => o.guard.runtimeExempts()?.contains(address) === true,
-    onLimited: (rule, key) => o.guard.top.add(rule, displayKey(key)),
+    onLimited: (rule, key) => {
+      o.guard.top.add(rule, displayKey(key));
+      o.guard.limitedComposites.note(key);
+    },
     drain: o.drain,
     bodyRate: new BodyRateWatch(
       () => o.policy().snapshot.config.server,

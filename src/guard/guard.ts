@@ -10,6 +10,7 @@ import type { CompiledBan, CompiledConcurrency } from './rules.js';
 import type { GuardMetrics } from './metrics.js';
 import type { GuardEntry, GuardState } from './state.js';
 import { TopLimited } from './top-keys.js';
+import { LimitedComposites } from './limited-composites.js';
 import type { GuardView } from './view.js';
 import type { Surges } from '../surge/surges.js';
 
@@ -28,6 +29,8 @@ export class Guard {
   /** Per ban name: when the cap was last logged, and the bans ended since. */
   private readonly capLog = new Map<string, { at: number; since: number }>();
   readonly top = new TopLimited();
+  /** Composite buckets holding an IP that refused it: a lifted block or ban resets them too. */
+  readonly limitedComposites = new LimitedComposites();
   metrics: GuardMetrics | null = null;
   /** `surges:` at run time (their state is this guard's, kind `surge`); null where none run (explain). */
   surges: Surges | null = null;

@@ -37,6 +37,7 @@ export async function createGuard(s: GuardSetup): Promise<Guard> {
       bansActive: () => guard.activeBans(),
       blocksActive: () => ({ config: s.config().block.ips.length, runtime: guard.view.blocks.size }),
       exemptionsActive: () => ({ config: s.config().exempt.ips.length, runtime: guard.view.exempts.size }),
+      surgesActive: () => new Map(guard.surges?.status().map((x) => [x.name, x.active]) ?? []),
     }),
     () => s.config().bans.map((b) => b.name),
   );

@@ -9,6 +9,8 @@ export interface GuardGauges {
   bansActive(): ReadonlyMap<string, number>;
   blocksActive(): { config: number; runtime: number };
   exemptionsActive(): { config: number; runtime: number };
+  /** Per surge of the table (`surges:`): whether it is on now. */
+  surgesActive?(): ReadonlyMap<string, boolean>;
 }
 
 export class GuardMetrics {
@@ -85,6 +87,16 @@ function registerGauges(registers: client.Registry[], gauges: () => GuardGauges 
       const g = gauges();
       for (const name of banNames()) this.labels(name).set(0);
       for (const [ban, n] of g?.bansActive() ?? []) this.labels(ban).set(n);
+    },
+  });
+  new client.Gauge({
+    name: 'rategate_surge_active',
+    help: 'Whether a surge (surges: in limits.yaml) is on now, by surge: 1 on, 0 off (as this replica sees the store).',
+    labelNames: ['surge'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [surge, on] of gauges()?.surgesActive?.() ?? []) this.labels(surge).set(on ? 1 : 0);
     },
   });
   new client.Gauge({

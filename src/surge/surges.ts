@@ -3,9 +3,9 @@
  * one instance-wide bucket in the counter store, starts the surge when the count passes its threshold,
  * and keeps the surge itself as a guard entry (kind `surge`), so every replica on the store sees it
  * start and end within a second, as it sees bans (guard/redis-state.ts). The request path asks only
- * `active(name)`: one map lookup in the guard's local picture.
+ * `active(name)`: one map lookup in the guard's local picture. The gauge `rategate_surge_active` is
+ * the guard's (guard/metrics.ts), read from `status()`.
  */
-import client from 'prom-client';
 import type { Config, SurgeConfig } from '../config/schema.js';
 import type { CompiledRule } from '../config/types.js';
 import { formatDuration } from '../config/fields/duration.js';
@@ -25,7 +25,6 @@ export interface SurgeSetup {
   readonly store: Store;
   readonly log: StoreLog;
   readonly config: () => Pick<Config, 'surges'>;
-  readonly registry: client.Registry;
 }
 
 /** What GET /admin/surges and the status page show of one surge. */
@@ -74,16 +73,6 @@ export class Surges {
   constructor(private readonly o: SurgeSetup) {
     // The guard's clock: its entries (the surges among them) expire by it.
     this.now = o.guard.now;
-    const gauge: client.Gauge<'surge'> = new client.Gauge({
-      name: 'rategate_surge_active',
-      help: 'Whether a surge (surges: in limits.yaml) is on now: 1 on, 0 off, by surge.',
-      labelNames: ['surge'],
-      registers: [o.registry],
-      collect: () => {
-        gauge.reset();
-        for (const s of o.config().surges) gauge.labels(s.name).set(this.active(s.name) ? 1 : 0);
-      },
-    });
     this.timer = setInterval(() => this.watch(), WATCH_MS);
     this.timer.unref();
   }

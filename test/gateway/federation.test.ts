@@ -92,6 +92,21 @@ describe('per: [signature:domain, ip]: a remote server from one address', () => 
     expect((await deliver(friend, '198.51.100.78')).headers['x-ratelimit-limit']).toBe('3');
   });
 
+  it('resets the composite buckets holding a lifted IP (those that refused it), with /admin/blocks …?resetBuckets=true', async () => {
+    fx.gw = await startTestGateway(PAIR, { upstream: fx.upstream.url, now: new FakeClock().now });
+    const ip = '203.0.113.40';
+    for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, ip)).status).toBe(200);
+    expect((await deliver(MASTODON, ip)).status).toBe(429);
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${fx.gw!.adminUrl}${path}`, { method, ...(body ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}) });
+    expect((await call('POST', '/admin/blocks', { ip })).status).toBe(201);
+    const lifted = (await (await call('DELETE', `/admin/blocks/${ip}?resetBuckets=true`)).json()) as { bucketsReset: number };
+    expect(lifted.bucketsReset).toBe(1);
+    const again = await deliver(MASTODON, ip);
+    expect(again.status).toBe(200);
+    expect(again.headers['x-ratelimit-remaining']).toBe('2');
+  });
+
   it('does not let a forger who names a victim server from another IP spend the victim’s budget', async () => {
     fx.gw = await startTestGateway(`${PAIR}  - { name: server-alone, match: POST /inbox, per: signature:domain, limit: 5, period: 10m, shadow: true }\n`, {
       upstream: fx.upstream.url,

@@ -83,10 +83,10 @@ describe('config/examples/mastodon.yaml', () => {
     const young = (await explain(snap, { request: 'POST /api/v1/statuses', headers: ['Authorization: Bearer t'], ip: '203.0.113.5', accountAge: '2d' })).join(
       '\n',
     );
-    expect(young).toMatch(/new-accounts-post: yes, per account, 10\/1h/);
+    expect(young).toMatch(/new-accounts-post: yes, per account \(account: age < 7d\), 10\/1h/);
     const wave = (await explain(snap, { request: 'POST /api/v1/accounts', headers: [], ip: '203.0.113.5', surge: 'sign-up-wave' })).join('\n');
-    expect(wave).toMatch(/sign-up-surge-ip: yes, per ip, 1\/1d/);
-    expect(wave).toMatch(/sign-up-surge-cap: yes, per global, 200\/1d/);
+    expect(wave).toMatch(/sign-up-surge-ip: yes, per ip \(surge sign-up-wave\), 1\/1d/);
+    expect(wave).toMatch(/sign-up-surge-cap: yes, per global \(surge sign-up-wave\), 200\/1d/);
   });
 
   it('limits password resets to 5 per e-mail across IPs, at /auth/password and /auth/password.json', async () => {

@@ -150,8 +150,8 @@ describe('surges in the table and in explain', () => {
     const off = (await explain(snapshot, req)).join('\n');
     expect(off).toMatch(/sign-up-surge-ip: no \(surge sign-up-wave is not on\)/);
     const on = (await explain(snapshot, { ...req, surge: 'sign-up-wave' })).join('\n');
-    expect(on).toMatch(/sign-up-surge-ip: yes, per ip, 1\/1d/);
-    expect(on).toMatch(/sign-up-surge-cap: yes, per global/);
+    expect(on).toMatch(/sign-up-surge-ip: yes, per ip \(surge sign-up-wave\), 1\/1d/);
+    expect(on).toMatch(/sign-up-surge-cap: yes, per global \(surge sign-up-wave\)/);
     await expect(explain(snapshot, { ...req, surge: 'nope' })).rejects.toThrow(/--surge: no surge "nope" in the table \(surges: sign-up-wave\)/);
   });
 
