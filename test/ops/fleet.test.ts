@@ -83,6 +83,23 @@ describe.skipIf(skipRedis('the fleet on one Redis'))('the gateway count, learned
       await Promise.all(gws.map(stop));
     }
   }, 90_000);
+
+  it('counts each --workers worker: one gateway of 2 workers and one single process are 3', async () => {
+    const config = tableFile(TABLE);
+    const gws = [
+      await spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url, '--workers', '2'], { RATEGATE_LOG_LEVEL: 'warn' }),
+      await spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' }),
+    ];
+    try {
+      // The primary's /metrics combines its workers' gauges by max: every process sees the same count.
+      await waitFor(async () => (await Promise.all(gws.map((g) => metric(g, 'rategate_gateways')))).every((n) => n === 3), 25_000, 'both counting 3');
+      // One leaves: the others count it out at their next heartbeat (it deregisters as it stops).
+      await stop(gws[1]!);
+      await waitFor(async () => (await metric(gws[0]!, 'rategate_gateways')) === 2, 15_000, 'the workers counting 2');
+    } finally {
+      await Promise.all(gws.map(stop));
+    }
+  }, 90_000);
 });
 
 const TRIAGE = `limits:
