@@ -13,7 +13,7 @@ import { parseConfig } from '../../src/config/index.js';
 import { formatNamed } from '../../src/replay/formats.js';
 import { runReplay } from '../../src/replay/run.js';
 import { FakeClock } from '../support/clock.js';
-import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
+import { accessLine, capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 
@@ -106,16 +106,6 @@ describe('replay and serve agree', () => {
   }, 60_000);
 });
 
-async function accessLine(lines: LogLine[], id: string): Promise<LogLine> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const line = lines.find((l) => l.msg === 'request' && l.id === id);
-    if (line !== undefined) return line;
-    if (Date.now() > deadline) throw new Error(`no access-log line for ${id}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 function verdictOf(line: LogLine): string {
   return `${String(line.decision)}${line.rule === undefined ? '' : ` by ${String(line.rule)}`}`;
 }
@@ -202,6 +192,13 @@ describe('replay and serve agree on bans', () => {
     const bans = new Map(report.bans.map((b) => [b.name, b]));
     for (const name of ['login-failures', 'scanners', 'hammer', 'past-limit']) expect(bans.get(name)!.started, name).toBeGreaterThan(0);
     expect(report.uncounted.banned).toBe(banned);
+    // Which ban refused each request: serve's own metric, per ban, against replay's count.
+    const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+    for (const b of report.bans) {
+      const m = new RegExp(`^rategate_banned_requests_total\\{ban="${b.name}"\\} (\\d+)$`, 'm').exec(metrics);
+      expect(b.refused, b.name).toBe(Number(m?.[1] ?? 0));
+    }
+    expect(report.bans.some((b) => b.refused > 0 && b.name !== 'login-failures')).toBe(true);
     expect(report.inFlight).toEqual([{ name: 'streaming', limit: '2 in flight per ip', notDecidable: expect.stringMatching(/how long/) }]);
   }, 60_000);
 

@@ -46,6 +46,11 @@ export interface LeaseStore extends Store {
   consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined;
   /** Requests admitted from leases without a store call, since start. */
   readonly localAdmissions: number;
+  /**
+   * Every token charged for a lease is spent or given back within this long of its charge (its age
+   * limit, plus the sweep's period): a gateway refused meanwhile may find them back in the store then.
+   */
+  readonly returnedWithinMs: number;
   /** Tokens held now, for one bucket key or over all keys (tests, metrics). */
   heldTokens(key?: string): number;
   /** Gives back what expired or idled now (the timer calls it; tests call it after moving the clock). */
@@ -69,6 +74,7 @@ class Leases implements LeaseStore {
   private readonly maxAgeMs: number;
   private readonly idleMs: number;
   private readonly maxEntries: number;
+  private readonly sweepEveryMs: number;
   /** Store clock − local clock, as of the last answer. */
   private offset = 0;
   private cancelSweep: (() => void) | null = null;
@@ -85,6 +91,11 @@ class Leases implements LeaseStore {
     this.maxAgeMs = opts.maxAgeMs ?? 1_000;
     this.idleMs = opts.idleMs ?? 1_000;
     this.maxEntries = opts.maxEntries ?? 100_000;
+    this.sweepEveryMs = Math.max(50, Math.min(this.idleMs, this.maxAgeMs) / 4);
+  }
+
+  get returnedWithinMs(): number {
+    return this.maxAgeMs + this.sweepEveryMs;
   }
 
   setGateways(n: number): void {
@@ -290,8 +301,7 @@ class Leases implements LeaseStore {
   /** The sweep runs only while some key has lease state: an idle gateway, or one whose keys are all cold, has no timer. */
   private scheduleSweep(): void {
     if (this.cancelSweep !== null || this.closed) return;
-    const every = Math.max(50, Math.min(this.idleMs, this.maxAgeMs) / 4);
-    this.cancelSweep = this.clock.after(every, () => {
+    this.cancelSweep = this.clock.after(this.sweepEveryMs, () => {
       this.cancelSweep = null;
       this.sweep();
       if (this.entries.size > 0) this.scheduleSweep();
