@@ -150,6 +150,19 @@ describe.skipIf(skipRedis('fleet triage'))('triage for the whole fleet', () => {
       expect(one.stdout).not.toContain('203.0.113.2');
       const rules = await runCli(['limited', '--admin', gws[0]!.adminUrl]);
       expect(rules.stdout).toContain('rules that limited recently: posts');
+
+      // The store down: this replica's own answer, saying the fleet's could not be read; asked for the fleet, 503.
+      if (redis.source !== 'env') {
+        await redis.node.kill();
+        try {
+          const res = await fetch(`${gws[0]!.adminUrl}/admin/limited?rule=posts`);
+          expect(res.status).toBe(200);
+          expect(await res.json()).toMatchObject({ scope: 'local', top: [{ key: '203.0.113.1' }], fleet: expect.stringMatching(/^not read: /) });
+          expect((await fetch(`${gws[0]!.adminUrl}/admin/limited?rule=posts&scope=fleet`)).status).toBe(503);
+        } finally {
+          await redis.node.restart();
+        }
+      }
     } finally {
       await Promise.all(gws.map(stop));
     }
