@@ -19,15 +19,18 @@ export interface GuardSetup {
   readonly log: StoreLog;
   /** The config in force now (read at scrape time for the config-side gauges and ban names). */
   readonly config: () => Pick<Config, 'bans' | 'block' | 'exempt'>;
+  /** Tests only: the memory store's clock, which its bans then follow too (a shared state keeps the store's time). */
+  readonly now?: (() => number) | undefined;
 }
 
 export async function createGuard(s: GuardSetup): Promise<Guard> {
   const url = parseStoreUrl(s.store.url);
+  const now = url.kind === 'memory' ? (s.now ?? Date.now) : Date.now;
   const state =
     url.kind === 'memory'
-      ? new MemoryGuardState()
+      ? new MemoryGuardState(now)
       : new RedisGuardState({ url: s.store.url, prefix: s.store.prefix, timeoutMs: s.store.timeout, sentinelPassword: s.store.sentinelPassword });
-  const guard = new Guard(state, s.log);
+  const guard = new Guard(state, s.log, now);
   guard.metrics = new GuardMetrics(
     s.registry,
     () => ({

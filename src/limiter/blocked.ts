@@ -176,7 +176,7 @@ class BlockedCache implements BlockedCacheStore {
         ? { remaining: 0, resetAt: own.resetAt, limited: true, retryAt: own.retryAt }
         : (lastSeen(hit, spec.key, now) ?? { remaining: spec.limit, resetAt: now, limited: false, retryAt: now });
     }
-    return { allowed: false, now, buckets };
+    return { allowed: false, decider: 'cache', now, buckets };
   }
 
   private learn(specs: readonly BucketSpec[], out: ConsumeOutcome): ConsumeOutcome {

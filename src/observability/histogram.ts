@@ -48,7 +48,7 @@ export class FastHistogram {
     readonly name: string,
     readonly help: string,
     private readonly bounds: readonly number[],
-    private readonly labelName?: string,
+    readonly labelName?: string,
   ) {
     // Like prom-client: a histogram without labels shows its (zero) series from the start.
     if (labelName === undefined) this.unlabelled = this.labels();

@@ -7,7 +7,11 @@ import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
 import { VERSION } from './version.js';
 import { ADMISSION_REFUSALS, type AdmissionObserver } from '../proxy/admission.js';
 
-export type Decision = 'allowed' | 'limited' | 'shadow_limited';
+/** The values of rategate_requests_total's `decision` label. */
+export const DECISIONS = ['allowed', 'limited', 'shadow_limited'] as const;
+export type Decision = (typeof DECISIONS)[number];
+/** The values of rategate_upstream_duration_seconds's `status_class` label. */
+export const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
 /**
  * Label values known in advance: their series exist at 0 from the start, so that an alert on
@@ -92,7 +96,7 @@ export class Metrics {
   );
   readonly upstreamErrors = new client.Counter({
     name: 'rategate_upstream_errors_total',
-    help: 'Upstream failures answered by the gateway, by reason (unreachable, reset, timeout).',
+    help: 'Upstream failures answered by the gateway, by reason.',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
@@ -147,6 +151,13 @@ export class Metrics {
     },
   });
 
+  readonly gateways = new client.Gauge({
+    name: 'rategate_gateways',
+    help: 'Gateway processes sharing the store (each --workers worker counts), learned from their heartbeats; store.gateways until the store has answered. The local fallback and the leases are sized by it.',
+    registers: [this.registry],
+    aggregator: 'max',
+  });
+
   readonly storeNodeUp = new client.Gauge({
     name: 'rategate_store_node_up',
     help: 'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',
@@ -198,7 +209,7 @@ export class Metrics {
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
   readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();
 
-  private readonly statusClass = ['1xx', '2xx', '3xx', '4xx', '5xx'].map((c) => this.upstreamDuration.labels(c));
+  private readonly statusClass = STATUS_CLASSES.map((c) => this.upstreamDuration.labels(c));
 
   /**
    * Local rejections as plain numbers, handed to prom-client at scrape time like the rule counts: a

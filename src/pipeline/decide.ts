@@ -5,7 +5,7 @@
  * is answered as a value (no promise); the store and an introspection miss are the only waits.
  */
 import type { CompiledRule } from '../config/types.js';
-import { StoreUnavailableError, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
+import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ERROR_BODIES } from '../http/errors.js';
 import { NEED, needs } from '../keys/index.js';
@@ -61,18 +61,36 @@ function charge(ctx: DecideContext, v: RequestView): Decision | Promise<Decision
   return consume(ctx, v, specs, rules);
 }
 
-async function consume(ctx: DecideContext, v: RequestView, specs: Parameters<Store['consume']>[0], rules: CompiledRule[]): Promise<Decision> {
-  const { store, metrics } = ctx;
-  let outcome: ConsumeOutcome;
+/** The store's synchronous answer when it has one (memory, a held lease, a blocked bucket): no promise hop. */
+function consume(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[]): Decision | Promise<Decision> {
   const storeStarted = performance.now();
+  const local = ctx.store.consumeLocal?.(specs);
+  if (local !== undefined) return decided(ctx, v, specs, rules, local, storeStarted);
+  return consumeAsync(ctx, v, specs, rules, storeStarted);
+}
+
+async function consumeAsync(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], storeStarted: number): Promise<Decision> {
+  let outcome: ConsumeOutcome;
   try {
-    outcome = await store.consume(specs);
+    outcome = await ctx.store.consume(specs);
   } catch (err) {
     if (!(err instanceof StoreUnavailableError)) throw err;
     return { ...refusal(503, ERROR_BODIES.STORE_UNAVAILABLE, 'store_unavailable'), rules, matched: true };
   }
-  metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
-  countDecision(metrics, rules, outcome);
+  return decided(ctx, v, specs, rules, outcome, storeStarted);
+}
+
+/** The store's outcome as the request's decision, whichever way it came. */
+function decided(
+  ctx: DecideContext,
+  v: RequestView,
+  specs: readonly BucketSpec[],
+  rules: CompiledRule[],
+  outcome: ConsumeOutcome,
+  storeStarted: number,
+): Decision {
+  ctx.metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
+  countDecision(ctx.metrics, rules, outcome);
   if (outcome.allowed) return admitted(rateLimitHeaders(v.policy, rules, outcome), rules, true, 'allowed', outcome);
   noteLimited(ctx, rules, specs, outcome);
   return rateLimited(v.policy, rejecting(rules, outcome), { rules, outcome });
@@ -91,7 +109,8 @@ async function refuseEarly(ctx: DecideContext, v: RequestView): Promise<Decision
   } catch {
     return null; // the store's trouble is the consume's to handle, with its onError policy
   }
-  const outcome: ConsumeOutcome = { allowed: false, now: ctx.now(), buckets };
+  // Read through the store's layers (a peek the store could not answer is the fallback's, not told apart here).
+  const outcome: ConsumeOutcome = { allowed: false, decider: 'store', now: ctx.now(), buckets };
   if (rejecting(rules, outcome) === undefined) return null;
   countDecision(ctx.metrics, rules, outcome);
   noteLimited(ctx, rules, specs, outcome);

@@ -6,7 +6,8 @@
  * it and read it; it needs no socket (explain and replay build one from a described request).
  */
 import type http from 'node:http';
-import { forwardedForNodes, tokenDigest, type ClientIp, type ParsedForwarded, type Peer } from '../identity/index.js';
+import { forwardedForNodes, type ClientIp, type ParsedForwarded, type Peer } from '../identity/index.js';
+import { connectionTokenDigest } from '../identity/connection-digest.js';
 import type { KeyFacts } from '../keys/index.js';
 import { firstHeader } from '../http/message.js';
 import { NO_QUERY, RequestFacts, type BodyParams, type QueryParams } from '../rails/index.js';
@@ -20,6 +21,8 @@ export interface RequestHead {
   readonly url?: string | undefined;
   readonly headers: http.IncomingHttpHeaders;
   readonly rawHeaders: readonly string[];
+  /** The connection it came on (a socket's request): the token digest is memoized per connection. */
+  readonly socket?: object | null | undefined;
 }
 
 export class RequestView implements KeyFacts, ParsedForwarded {
@@ -124,9 +127,12 @@ export class RequestView implements KeyFacts, ParsedForwarded {
     return this.account ?? null;
   }
 
-  /** The token's SHA-256 hex, computed once per request (the account resolver and `per: token` share it). */
+  /**
+   * The token's SHA-256 hex, computed once per request (the account resolver and `per: token` share it),
+   * and not again for the same token on the same connection (identity/connection-digest.ts).
+   */
   tokenDigest(): string | null {
-    if (this.digest === undefined) this.digest = this.token === null ? null : tokenDigest(this.token);
+    if (this.digest === undefined) this.digest = this.token === null ? null : connectionTokenDigest(this.req.socket, this.token);
     return this.digest;
   }
 

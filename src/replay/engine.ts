@@ -1,12 +1,18 @@
 /**
  * @module Drives log records through the gateway's own decision (pipeline/screen.ts, as `serve` and
- * `explain` run it): the table less what the log cannot decide, a memory store whose clock is the log's
- * time, no guard (bans answer on status codes a replay cannot reproduce) and no upstream. Each record is
- * a request from its logged address, with its logged headers (X-Forwarded-For walked through
- * `clients.trustedProxies` as the gateway walks it).
+ * `explain` run it): the table less what the log cannot decide, a memory store and a memory guard whose
+ * clock is the log's time, and no upstream. Each record is a request from its logged address, with its
+ * logged headers (X-Forwarded-For walked through `clients.trustedProxies` as the gateway walks it).
+ * Bans count answers as serve counts them (guard-stage.ts countBans): the logged status where the table
+ * lets the request through, the gateway's own refusal (429, 403) where it does not.
  */
 import type http from 'node:http';
 import type { Snapshot } from '../config/types.js';
+import client from 'prom-client';
+import { Guard } from '../guard/guard.js';
+import { GuardMetrics } from '../guard/metrics.js';
+import { MemoryGuardState, type BanCount, type BanStarted } from '../guard/state.js';
+import { splitBanId } from '../guard/view.js';
 import type { Peer } from '../identity/index.js';
 import { MemoryStore } from '../limiter/memory/store.js';
 import { Metrics } from '../observability/metrics.js';
@@ -14,9 +20,10 @@ import { bucketsFor, buildRequestPolicy, type RequestPolicy } from '../pipeline/
 import { RequestView } from '../pipeline/request-view.js';
 import { screen, type ScreenContext, type Screened } from '../pipeline/screen.js';
 import type { Decision } from '../pipeline/decision.js';
+import { countBans } from '../pipeline/guard-stage.js';
 import { decidableTable } from './decidable.js';
 import type { FormatFacts, LogRecord } from './record.js';
-import { HOUR_MS, LogTally, RuleTally } from './tally.js';
+import { BanTally, HOUR_MS, LogTally, RuleTally } from './tally.js';
 
 const NO_BYTES = Buffer.alloc(0);
 const NO_RELEASE = (): void => {};
@@ -26,6 +33,22 @@ const NO_INTROSPECTION = () => Promise.resolve({ kind: 'anonymous' as const });
 const SWEEP_EVERY = 4096;
 /** Peers remembered by address string; past this many distinct ones the memory starts over. */
 const PEER_CACHE = 1_000_000;
+/** The replaying guard logs nothing: what it starts is in the report. */
+const QUIET = { warn: () => {}, info: () => {} };
+
+/** The memory guard state, telling replay each answer it counts for a ban and each ban it starts. */
+class TallyingGuardState extends MemoryGuardState {
+  constructor(
+    now: () => number,
+    private readonly told: (c: BanCount, now: number, started: BanStarted | null) => void,
+  ) {
+    super(now);
+  }
+
+  override countBan(c: BanCount, now: number): Promise<BanStarted | null> {
+    return super.countBan(c, now).then((started) => (this.told(c, now, started), started));
+  }
+}
 
 export class Replayer {
   readonly log = new LogTally();
@@ -33,6 +56,12 @@ export class Replayer {
   readonly rules: RuleTally[];
   /** Rule name → why the log cannot decide it (absent: it can). */
   readonly undecidable = new Map<string, string>();
+  /** Every ban of the table, in its order (those the log cannot decide included, never counted). */
+  readonly bans: BanTally[];
+  /** Ban name → why the log cannot decide it (absent: it can). */
+  readonly undecidableBans = new Map<string, string>();
+  private readonly bansByName = new Map<string, BanTally>();
+  private readonly guard: Guard | undefined;
   private readonly byName = new Map<string, RuleTally>();
   private readonly policy: RequestPolicy;
   private readonly store: MemoryStore;
@@ -48,18 +77,30 @@ export class Replayer {
   constructor(
     readonly snapshot: Snapshot,
     format: FormatFacts,
-    /** Told each record's decision, in log order (the agreement test compares them with serve's). */
-    private readonly onDecision?: (d: Decision) => void,
+    /** Told each record's decision, in log order (the agreement tests compare them with serve's). */
+    private readonly onDecision?: (d: Decision, r: LogRecord) => void,
   ) {
-    const { decided, reasons } = decidableTable(snapshot, format);
+    const { decided, reasons, banReasons } = decidableTable(snapshot, format);
     this.rules = snapshot.rules.map((r) => new RuleTally(r.name, r.shadow));
     for (const t of this.rules) this.byName.set(t.name, t);
     for (const [name, why] of reasons) if (why !== null) this.undecidable.set(name, why);
+    this.bans = [...banReasons.keys()].map((name) => new BanTally(name));
+    for (const t of this.bans) this.bansByName.set(t.name, t);
+    for (const [name, why] of banReasons) if (why !== null) this.undecidableBans.set(name, why);
     this.policy = buildRequestPolicy(decided, NO_INTROSPECTION);
     const now = () => this.clock;
     // Every bucket of a day's log may be live at once: the bound is the table's, not the process's.
     this.store = new MemoryStore({ now, sweepIntervalMs: 0, maxKeys: Number.MAX_SAFE_INTEGER });
-    this.ctx = { store: this.store, metrics: new Metrics({ collectDefault: false }), now };
+    this.guard =
+      decided.config.bans.length === 0 ? undefined : new Guard(new TallyingGuardState(now, (c, at, started) => this.banCounted(c, at, started)), QUIET, now);
+    // The guard's own metrics (on a registry of this run) say which ban refused each request, as serve's do.
+    if (this.guard !== undefined)
+      this.guard.metrics = new GuardMetrics(
+        new client.Registry(),
+        () => null,
+        () => [],
+      );
+    this.ctx = { store: this.store, metrics: new Metrics({ collectDefault: false }), now, guard: this.guard };
   }
 
   /** Decides one record; a promise only when the decision awaited the store. */
@@ -82,8 +123,24 @@ export class Replayer {
     const head = { method: r.method, url: r.target, headers: r.headers as http.IncomingHttpHeaders, rawHeaders: rawHeaders(r.headers) };
     const v = new RequestView(head, this.policy, peer);
     const s = screen(this.ctx, v, NO_BYTES, undefined, NO_RELEASE);
-    if (s instanceof Promise) return s.then((done) => this.tally(done, r.time));
+    if (s instanceof Promise) return s.then((done) => this.decided(done, r));
+    this.decided(s, r);
+  }
+
+  /** Counts the decision, then the answer for the bans it matched: the logged status where admitted, else the gateway's. */
+  private decided(s: Screened, r: LogRecord): void {
+    this.onDecision?.(s.decision, r);
     this.tally(s, r.time);
+    if (s.banHits !== null && this.guard !== undefined) countBans(this.guard, s.banHits, s.decision.admit ? (r.status ?? 0) : s.decision.status);
+  }
+
+  /** Told by the guard's state (in a microtask: `at` is the count's time, not the clock's by then). */
+  private banCounted(c: BanCount, at: number, started: BanStarted | null): void {
+    const { ban, key } = splitBanId(c.id);
+    const t = this.bansByName.get(ban);
+    if (t === undefined) return;
+    t.counted++;
+    if (started !== null) t.start(Math.floor(at / HOUR_MS), key);
   }
 
   private peerOf(addr: string): Peer {
@@ -98,7 +155,6 @@ export class Replayer {
   /** Counts a decision under each rule that counted it (the bucket key of each that would have limited it). */
   private tally(s: Screened, time: number): void {
     const d = s.decision;
-    this.onDecision?.(d);
     const outcome = d.outcome;
     if (d.kind === 'limited') this.log.limited++;
     if (outcome === undefined || d.rules.length === 0) {
@@ -115,8 +171,14 @@ export class Replayer {
     }
   }
 
-  close(): Promise<void> {
-    return this.store.close();
+  /** Ends the run: the requests each ban refused are read from the guard's metric first. */
+  async close(): Promise<void> {
+    const refused = await this.guard?.metrics?.bannedRequests.get();
+    for (const v of refused?.values ?? []) {
+      const t = this.bansByName.get(String(v.labels.ban));
+      if (t !== undefined) t.refused += v.value;
+    }
+    await Promise.all([this.store.close(), this.guard?.close()]);
   }
 }
 

@@ -3,7 +3,7 @@
  * (per rule, requests counted and would-be-limited per hour), the tables; no script, nothing fetched,
  * so it opens from a mail attachment or an air-gapped laptop alike.
  */
-import type { ReplayReport, RuleReport } from './report.js';
+import type { BanReport, InFlightReport, ReplayReport, RuleReport } from './report.js';
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const n = (v: number) => v.toLocaleString('en-US');
@@ -25,6 +25,8 @@ export function reportPage(r: ReplayReport): string {
 <p class="meta">${esc(r.sources.join(', '))} (${esc(r.format)}) against ${esc(r.config)}: ${n(r.requests)} requests from ${esc(r.from ?? '-')} to ${esc(r.to ?? '-')}</p>
 ${summary(r)}
 ${r.rules.map(ruleSection).join('\n')}
+${r.bans.map(banSection).join('\n')}
+${r.inFlight.map(inFlightSection).join('\n')}
 </body></html>
 `;
 }
@@ -50,7 +52,24 @@ function summary(r: ReplayReport): string {
     .join('');
   return `<table>${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td class="num">${n(v)}</td></tr>`).join('')}</table>
 ${bad === '' ? '' : `<p>First bad lines:</p><ul>${bad}</ul>`}
-<table><tr><th>rule</th><th>limit</th><th class="num">counted</th><th class="num">would be limited</th><th class="num">keys limited</th></tr>${rules}</table>`;
+<table><tr><th>rule</th><th>limit</th><th class="num">counted</th><th class="num">would be limited</th><th class="num">keys limited</th></tr>${rules}</table>
+${banSummary(r)}`;
+}
+
+/** One row per ban, beside the rules' table (none when the table has no bans). */
+function banSummary(r: ReplayReport): string {
+  if (r.bans.length === 0) return '';
+  const rows = r.bans
+    .map(
+      (b) =>
+        `<tr><td><a href="#ban-${esc(b.name)}">${esc(b.name)}</a></td><td>${esc(b.ban)}</td>` +
+        (b.notDecidable === undefined
+          ? `<td class="num">${n(b.counted)}</td><td class="num lim">${n(b.started)}</td><td class="num lim">${n(b.refused)}</td>`
+          : `<td colspan="3" class="nd">not decidable from this log</td>`) +
+        '</tr>',
+    )
+    .join('');
+  return `<table><tr><th>ban</th><th>rule</th><th class="num">answers counted</th><th class="num">bans started</th><th class="num">refused while banned</th></tr>${rows}</table>`;
 }
 
 function badge(rule: RuleReport): string {
@@ -65,6 +84,23 @@ function ruleSection(rule: RuleReport): string {
   return `${head}<p>Counted ${n(rule.counted)}, would have limited <span class="lim">${n(rule.limited)}</span>${rule.shadow ? ' (shadow: never rejects)' : ''}, distinct keys limited ${n(rule.distinctKeysLimited)}.</p>
 ${chart(rule)}
 ${keys === '' ? '' : `<table><tr><th>top keys limited</th><th class="num">requests</th></tr>${keys}</table>`}</section>`;
+}
+
+function banSection(ban: BanReport): string {
+  const head = `<section class="rule ban" id="ban-${esc(ban.name)}"><h2>${esc(ban.name)}<span class="tag">ban</span></h2><p class="meta">${esc(ban.ban)}</p>`;
+  if (ban.notDecidable !== undefined) return `${head}<p class="nd">Not decidable from this log: ${esc(ban.notDecidable)}.</p></section>`;
+  const keys = ban.topKeys.map((k) => `<tr><td><code>${esc(k.key)}</code></td><td class="num lim">${n(k.bans)}</td></tr>`).join('');
+  const hours = ban.hours
+    .filter((h) => h.started > 0)
+    .map((h) => `<tr><td>${esc(h.hour.slice(0, 13))}h</td><td class="num lim">${n(h.started)}</td></tr>`)
+    .join('');
+  return `${head}<p>Answers counted ${n(ban.counted)}, bans started <span class="lim">${n(ban.started)}</span>, distinct keys banned ${n(ban.distinctKeysBanned)}, requests refused while banned <span class="lim">${n(ban.refused)}</span>.</p>
+${hours === '' ? '' : `<table><tr><th>hour</th><th class="num">bans started</th></tr>${hours}</table>`}
+${keys === '' ? '' : `<table><tr><th>top keys banned</th><th class="num">bans</th></tr>${keys}</table>`}</section>`;
+}
+
+function inFlightSection(c: InFlightReport): string {
+  return `<section class="rule" id="inflight-${esc(c.name)}"><h2>${esc(c.name)}<span class="tag nd">in-flight</span></h2><p class="meta">${esc(c.limit)}</p><p class="nd">Not decidable from this log: ${esc(c.notDecidable)}.</p></section>`;
 }
 
 const W = 960;

@@ -29,6 +29,7 @@ function parseObject(line: string): Json | string {
 export const RATEGATE_FORMAT: LogFormat = {
   name: 'rategate',
   headers: new Set(),
+  status: true,
   parse(line) {
     const o = parseObject(line);
     if (typeof o === 'string') return o;
@@ -37,13 +38,16 @@ export const RATEGATE_FORMAT: LogFormat = {
     const path = str(o.path);
     if (typeof o.time !== 'number' || method === undefined || path === undefined) return 'no time, method or path';
     const ms = typeof o.ms === 'number' ? o.ms : 0;
-    return { time: Math.round(o.time - ms), method, target: path, remoteAddr: str(o.client) ?? '', headers: {} };
+    const rec: LogRecord = { time: Math.round(o.time - ms), method, target: path, remoteAddr: str(o.client) ?? '', headers: {} };
+    if (typeof o.status === 'number') rec.status = o.status;
+    return rec;
   },
 };
 
 const TIME = ['time', 'timestamp', '@timestamp', 'ts', 'time_iso8601', 'time_local', 'msec'];
 const METHOD = ['method', 'request_method', 'http_method'];
 const TARGET = ['request_uri', 'uri', 'url', 'path', 'request_path'];
+const STATUS = ['status', 'status_code', 'response_status', 'DownstreamStatus'];
 const ADDR = ['remote_addr', 'remote_ip', 'client_ip', 'ip', 'client', 'ClientHost'];
 const HEADERS: readonly (readonly [string, readonly string[]])[] = [
   ['x-forwarded-for', ['http_x_forwarded_for', 'x_forwarded_for', 'xff', 'forwarded_for']],
@@ -55,6 +59,7 @@ const HEADERS: readonly (readonly [string, readonly string[]])[] = [
 export const JSON_FORMAT: LogFormat = {
   name: 'json',
   headers: new Set(HEADERS.map(([h]) => h)),
+  status: true,
   parse(line) {
     const o = parseObject(line);
     if (typeof o === 'string') return o;
@@ -76,6 +81,9 @@ export const JSON_FORMAT: LogFormat = {
       const v = str(pick(o, names));
       if (v !== undefined) headers[h] = v;
     }
-    return { time, method: method.toUpperCase(), target, remoteAddr: str(pick(o, ADDR)) ?? '', headers } satisfies LogRecord;
+    const rec: LogRecord = { time, method: method.toUpperCase(), target, remoteAddr: str(pick(o, ADDR)) ?? '', headers };
+    const status = Number(pick(o, STATUS));
+    if (Number.isInteger(status) && status >= 100 && status <= 999) rec.status = status;
+    return rec;
   },
 };

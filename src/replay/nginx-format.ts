@@ -51,6 +51,7 @@ function slotFor(name: string): Slot | null {
   if (name === 'time_local') return (r, v) => void (r.time = parseTimeLocal(v));
   if (name === 'time_iso8601') return (r, v) => void (r.time = parseIsoTime(v));
   if (name === 'msec') return (r, v) => void (r.time = Math.round(Number(v) * 1000));
+  if (name === 'status') return (r, v) => void (r.status = Number(v));
   if (name === 'request') return (_, v, ctx) => void (ctx.request = v);
   if (name === 'request_method') return (r, v) => void (r.method = v);
   if (name === 'request_uri') return (r, v) => void (r.target = unescape(v));
@@ -78,7 +79,7 @@ export function compileNginxFormat(format: string, name = `nginx:${format}`): Lo
       throw new Error(`log_format: $${(segs[i] as { name: string }).name} and the next variable have nothing between them`);
   const plan = segs.map((s) => ('lit' in s ? s.lit : slotFor(s.name)));
   const headers = new Set(names.filter((n) => n.startsWith('http_')).map((n) => n.slice(5).replace(/_/g, '-')));
-  return { name, headers, parse: (line) => parseWith(plan, line) };
+  return { name, headers, status: has('status'), parse: (line) => parseWith(plan, line) };
 }
 
 /** Reads one line by the compiled plan: literals must match where they stand. */
@@ -112,5 +113,6 @@ function finish(r: Partial<LogRecord> & { headers: Record<string, string> }, ctx
   }
   if (r.target === undefined && ctx.uri !== undefined) r.target = ctx.args ? `${ctx.uri}?${ctx.args}` : ctx.uri;
   if (r.method === undefined || r.target === undefined || r.target === '') return 'no request';
+  if (r.status !== undefined && !(r.status >= 100 && r.status <= 999)) return 'no readable status';
   return r as LogRecord;
 }

@@ -14,6 +14,8 @@ export interface LogRecord {
   remoteAddr: string;
   /** Logged request headers by lower-case name (X-Forwarded-For, User-Agent …); absent or '-' ones left out. */
   headers: Record<string, string>;
+  /** The status the log holds (what answered the request then); absent when the format has none. */
+  status?: number;
 }
 
 /** A line's parser: the record, or why the line is bad. */
@@ -24,6 +26,8 @@ export interface FormatFacts {
   readonly name: string;
   /** Lower-case names of the request headers the format logs. */
   readonly headers: ReadonlySet<string>;
+  /** Whether the format logs each answer's status (bans on statuses need it). */
+  readonly status: boolean;
 }
 
 export interface LogFormat extends FormatFacts {

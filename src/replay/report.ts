@@ -5,8 +5,10 @@
  */
 import { formatDuration } from '../config/fields/duration.js';
 import { perLabel } from '../config/describe.js';
+import { compileGuardRules, type CompiledBan } from '../guard/rules.js';
 import type { Replayer } from './engine.js';
-import { HOUR_MS, type BadLine } from './tally.js';
+import { IN_FLIGHT_REASON } from './decidable.js';
+import { HOUR_MS, type BadLine, type BanTally } from './tally.js';
 
 export interface RuleReport {
   readonly name: string;
@@ -22,6 +24,30 @@ export interface RuleReport {
   readonly topKeys: readonly { key: string; limited: number }[];
   /** One entry per hour of the log, from its first hour to its last. */
   readonly hours: readonly { hour: string; counted: number; limited: number }[];
+}
+
+export interface BanReport {
+  readonly name: string;
+  /** `limit [statuses] in period per KEY → ban for`. */
+  readonly ban: string;
+  /** Why the log cannot decide it; absent: it was driven. */
+  readonly notDecidable?: string;
+  /** Answers counted towards it (it matched, and its `on` took the status). */
+  readonly counted: number;
+  readonly started: number;
+  /** Requests a live ban of this name would have refused (403). */
+  readonly refused: number;
+  readonly distinctKeysBanned: number;
+  readonly topKeys: readonly { key: string; bans: number }[];
+  /** One entry per hour of the log: bans started. */
+  readonly hours: readonly { hour: string; started: number }[];
+}
+
+/** An in-flight limit: never decidable from a log (it needs which requests overlapped). */
+export interface InFlightReport {
+  readonly name: string;
+  readonly limit: string;
+  readonly notDecidable: string;
 }
 
 export interface ReplayReport {
@@ -40,14 +66,43 @@ export interface ReplayReport {
   /** Requests decided before any rule counted them, by kind (unmatched, exempt, blocked, rejected). */
   readonly uncounted: Readonly<Record<string, number>>;
   readonly rules: readonly RuleReport[];
+  /** The table's bans, driven through the gateway's guard where the log decides them. */
+  readonly bans: readonly BanReport[];
+  readonly inFlight: readonly InFlightReport[];
   /** Lines per second of the run (wall time), for the record. */
   readonly linesPerSecond: number;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** The hours of the log, first to last (epoch ms / HOUR_MS), or none. */
+function hoursOf(r: Replayer): number[] {
+  const { first, last } = r.log;
+  if (first > last) return [];
+  const out: number[] = [];
+  for (let h = Math.floor(first / HOUR_MS); h <= Math.floor(last / HOUR_MS); h++) out.push(h);
+  return out;
+}
+
+function banReport(r: Replayer, t: BanTally, ban: CompiledBan, top: number): BanReport {
+  const on = ban.on === null ? '' : ` answered ${[...ban.on].join('/')}`;
+  const why = r.undecidableBans.get(t.name);
+  return {
+    name: t.name,
+    ban: `${ban.limit}${on} in ${formatDuration(ban.periodMs)} per ${perLabel(ban.rule)} → banned ${formatDuration(ban.banMs)}`,
+    ...(why === undefined ? {} : { notDecidable: why }),
+    counted: t.counted,
+    started: t.started,
+    refused: t.refused,
+    distinctKeysBanned: t.keys.size,
+    topKeys: t.topKeys(top),
+    hours: hoursOf(r).map((h) => ({ hour: iso(h * HOUR_MS), started: t.hours.get(h) ?? 0 })),
+  };
+}
+
 export function buildReport(r: Replayer, meta: { format: string; sources: readonly string[]; lines: number; seconds: number }, top = 10): ReplayReport {
   const log = r.log;
+  const guardRules = compileGuardRules(r.snapshot.config);
   const span = log.first <= log.last ? [Math.floor(log.first / HOUR_MS), Math.floor(log.last / HOUR_MS)] : null;
   const rules = r.rules.map((t, i): RuleReport => {
     const rule = r.snapshot.rules[i]!;
@@ -83,6 +138,8 @@ export function buildReport(r: Replayer, meta: { format: string; sources: readon
     limited: log.limited,
     uncounted: Object.fromEntries(log.outcomes),
     rules,
+    bans: r.bans.map((t, i) => banReport(r, t, guardRules.bans[i]!, top)),
+    inFlight: guardRules.concurrency.map((c) => ({ name: c.rule.name, limit: `${c.max} in flight per ${perLabel(c.rule)}`, notDecidable: IN_FLIGHT_REASON })),
     linesPerSecond: meta.seconds > 0 ? Math.round(meta.lines / meta.seconds) : 0,
   };
 }
@@ -102,7 +159,22 @@ export function formatReport(rep: ReplayReport): string {
     for (const b of rep.badLines.first) out.push(`    ${b.source}:${b.line}: ${b.why}`);
   }
   for (const rule of rep.rules) out.push('', ...ruleLines(rule));
+  for (const ban of rep.bans) out.push('', ...banLines(ban));
+  for (const c of rep.inFlight) out.push('', `${c.name} (in-flight: ${c.limit})`, `  not decidable from this log: ${c.notDecidable}`);
   return out.join('\n');
+}
+
+function banLines(ban: BanReport): string[] {
+  const head = `${ban.name} (ban: ${ban.ban})`;
+  if (ban.notDecidable !== undefined) return [head, `  not decidable from this log: ${ban.notDecidable}`];
+  const lines = [
+    head,
+    `  answers counted ${n(ban.counted)}, bans started ${n(ban.started)}, distinct keys banned ${n(ban.distinctKeysBanned)}, requests refused while banned ${n(ban.refused)}`,
+  ];
+  if (ban.topKeys.length > 0) lines.push(`  top keys: ${ban.topKeys.map((k) => `${k.key} (${n(k.bans)})`).join(', ')}`);
+  const busy = ban.hours.filter((h) => h.started > 0);
+  if (busy.length > 0) lines.push(`  bans started by hour: ${busy.map((h) => `${h.hour.slice(0, 13)}h ${n(h.started)}`).join(', ')}`);
+  return lines;
 }
 
 function ruleLines(rule: RuleReport): string[] {

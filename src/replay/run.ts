@@ -6,7 +6,7 @@ import type { Snapshot } from '../config/types.js';
 import type { Decision } from '../pipeline/decision.js';
 import { Replayer } from './engine.js';
 import { logLines } from './lines.js';
-import type { LogFormat } from './record.js';
+import type { LogFormat, LogRecord } from './record.js';
 import { buildReport, type ReplayReport } from './report.js';
 
 export interface RunOptions {
@@ -16,8 +16,8 @@ export interface RunOptions {
   /** Where progress goes (a terminal's stderr), or null for none. */
   readonly progress?: NodeJS.WriteStream | null;
   readonly top?: number;
-  /** Told each request's decision, in log order. */
-  readonly onDecision?: (d: Decision) => void;
+  /** Told each request's decision, with its record, in log order. */
+  readonly onDecision?: (d: Decision, r: LogRecord) => void;
 }
 
 const PROGRESS_MS = 250;

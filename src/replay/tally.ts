@@ -71,3 +71,32 @@ export class LogTally {
     this.outcomes.set(kind, (this.outcomes.get(kind) ?? 0) + 1);
   }
 }
+
+/** What replay counts per ban: the answers it counted, the bans it started (by hour), and on which keys. */
+export class BanTally {
+  /** Answers counted towards a ban (the ban matched, and its `on` took the status). */
+  counted = 0;
+  started = 0;
+  /** Requests refused 403 because a live ban of this name held their key. */
+  refused = 0;
+  /** Per hour (epoch ms / HOUR_MS): bans started. */
+  readonly hours = new Map<number, number>();
+  /** Ban key → bans started on it. */
+  readonly keys = new Map<string, number>();
+
+  constructor(readonly name: string) {}
+
+  start(hour: number, key: string): void {
+    this.started++;
+    this.hours.set(hour, (this.hours.get(hour) ?? 0) + 1);
+    this.keys.set(key, (this.keys.get(key) ?? 0) + 1);
+  }
+
+  /** The `n` keys banned most often, as an operator knows them. */
+  topKeys(n: number): { key: string; bans: number }[] {
+    return [...this.keys]
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, n)
+      .map(([key, bans]) => ({ key: displayKey(key), bans }));
+  }
+}

@@ -1,8 +1,9 @@
 /**
  * Issue 32, the status page in a real browser (Debian's chromium through playwright-core): it shows the
  * rules and updates their rates while traffic flows, without a reload; it reads without JavaScript;
- * lifting a ban through its button lifts it on both replicas of a shared Redis; a wrong token is refused
- * with a message; a phone-sized viewport lays it out readably. Screenshots go to test-output/screenshots/.
+ * lifting a ban through its button lifts it on both replicas of a shared Redis, and so does removing a
+ * runtime block or exemption through theirs; a wrong token is refused with a message; a phone-sized
+ * viewport lays it out readably. Screenshots go to test-output/screenshots/.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -255,6 +256,30 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       await expect.poll(() => page.locator('#message').textContent()).toBe('The admin token was refused (401): nothing was changed. Enter the right one.');
       expect(await page.locator('#token-form').isVisible()).toBe(true);
       expect(await bansOn(a)).toHaveLength(1);
+      await page.close();
+    });
+
+    it('removes a runtime block and an exemption through their buttons, and both are gone on both replicas', async () => {
+      const [a, b] = gws as [GatewayProcess, GatewayProcess];
+      const listed = async (gw: GatewayProcess, what: string): Promise<string> =>
+        JSON.stringify(await (await fetch(`${gw.adminUrl}/admin/${what}`, { headers: auth })).json());
+      await fetch(`${a.adminUrl}/admin/blocks`, { method: 'POST', headers: auth, body: JSON.stringify({ ip: '203.0.113.88', for: '1h', reason: 'crawler' }) });
+      await fetch(`${a.adminUrl}/admin/exemptions`, { method: 'POST', headers: auth, body: JSON.stringify({ ip: '192.0.2.77', for: '1h', reason: 'probe' }) });
+      await waitFor(async () => (await get(`${b.url}/api/v1/timelines/home`, '203.0.113.88')) === 403, 5_000, 'the block on replica B');
+      const page = await signedIn(b);
+      const blockRow = page.locator('#s-blocks tbody tr', { hasText: '203.0.113.88' });
+      await blockRow.getByRole('button', { name: 'Remove' }).click();
+      await expect.poll(() => page.locator('#message').textContent()).toBe('Removed block of 203.0.113.88.');
+      await blockRow.waitFor({ state: 'detached' });
+      const exemptRow = page.locator('#s-exemptions tbody tr', { hasText: '192.0.2.77' });
+      await exemptRow.getByRole('button', { name: 'Remove' }).click();
+      await expect.poll(() => page.locator('#message').textContent()).toBe('Removed exemption of 192.0.2.77.');
+      await exemptRow.waitFor({ state: 'detached' });
+      // The other replica: its listings and the client's requests.
+      await waitFor(async () => !(await listed(a, 'blocks')).includes('203.0.113.88'), 2_000, 'the block removed on replica A');
+      await waitFor(async () => !(await listed(a, 'exemptions')).includes('192.0.2.77'), 2_000, 'the exemption removed on replica A');
+      expect(await get(`${a.url}/api/v1/timelines/home`, '203.0.113.88')).toBe(200);
+      expect(page.errors).toEqual([]);
       await page.close();
     });
 

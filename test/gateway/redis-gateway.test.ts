@@ -10,8 +10,9 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
+import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle, skipUnlessOwnRedis } from '../support/redis.js';
 import { capturingLogger, startTestGateway } from '../support/gateway.js';
+import { eventually, pause } from '../support/eventually.js';
 
 let upstream: RecordingUpstream;
 beforeAll(async () => {
@@ -163,12 +164,14 @@ server: { maxUpstreamConnectionsPerIp: 0 }
     const gw = await spawnGateway(config, redis.url, ['--workers', '2']);
     try {
       // Wait until the workers listen (the primary's admin answers first).
-      const deadline = Date.now() + 20_000;
-      while (((await (await fetch(`${gw.adminUrl}/readyz`)).json()) as { workers: number }).workers < 2) {
-        if (Date.now() > deadline) throw new Error('workers did not start');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      await new Promise((r) => setTimeout(r, 500));
+      await eventually(async () => ((await (await fetch(`${gw.adminUrl}/readyz`)).json()) as { workers: number }).workers, {
+        what: 'two workers listening',
+        withinMs: 20_000,
+        everyMs: 100,
+        until: (n) => n >= 2,
+      });
+      // A worker listens before its store connection is up: its first requests would follow onError.
+      await pause(500);
       // Its own client: the Redis of this block already holds the previous test's exhausted bucket.
       const counts = await flood([gw.url], 200, (i) => `/api/v2/items/${i}`, '198.51.100.51');
       expect(counts).toEqual({ 200: 50, 429: 150 });
@@ -284,14 +287,12 @@ store: { timeout: 100ms, gateways: 1 }
 
       await redis.node.restart();
       // Recovery by itself: a restarted (empty) Redis counts again.
-      const deadline = Date.now() + 10_000;
-      let status = 0;
-      while (Date.now() < deadline) {
-        status = (await timed(gw.url, '/deny')).status;
-        if (status === 200) break;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      expect(status).toBe(200);
+      await eventually(async () => (await timed(gw.url, '/deny')).status, {
+        what: '/deny answered 200 again',
+        withinMs: 10_000,
+        everyMs: 200,
+        until: (s) => s === 200,
+      });
       const after = await (await fetch(`${gw.adminUrl}/metrics`)).text();
       expect(after).toContain('rategate_store_fallback_active 0');
       // The 4th /local was rejected by the local count; the 5th by the blocked cache, which learnt that
@@ -308,42 +309,47 @@ store: { timeout: 100ms, gateways: 1 }
     }
   }, 60_000);
 
-  it('warns within seconds when it starts with Redis down, serves under the fault policy, and logs the recovery once', async () => {
-    if (redis.source === 'env') return;
-    const log = capturingLogger('info');
-    await redis.node.kill();
-    const started = Date.now();
-    const gw = await startTestGateway(
-      `limits:
+  it.skipIf(skipUnlessOwnRedis('a test that kills its Redis'))(
+    'warns within seconds when it starts with Redis down, serves under the fault policy, and logs the recovery once',
+    async () => {
+      const log = capturingLogger('info');
+      await redis.node.kill();
+      const started = Date.now();
+      const gw = await startTestGateway(
+        `limits:
   - { name: local-rule, match: /local, per: ip, limit: 3, period: 1h, onStoreError: local }
 store: { timeout: 100ms }
 `,
-      { upstream: upstream.url, store: redis.url, logger: log.logger },
-    );
-    try {
-      const unreachable = log.lines.filter((r) => /store unreachable at start/.test(r.msg));
-      expect(unreachable).toHaveLength(1);
-      expect(unreachable[0]!.level).toBe(40);
-      // The 3 s start-up wait for a first connection, plus the start itself (generous: CI machines are shared).
-      expect(Date.now() - started).toBeLessThan(20_000);
-      expect((await timed(gw.url, '/local')).status).toBe(200);
-      await redis.node.restart();
-      // No traffic at all (issue 19): the client's reconnection and the breaker's background probe alone
-      // must notice the restarted Redis. (The probe's timer could fire a few ms before the breaker's
-      // clock said the open period was over, on a busy machine; it was then dropped, and only a request
-      // reaching the store recovered. The deadline is a bound for a loaded machine, not a wait.)
-      const deadline = Date.now() + 30_000;
-      const back = (): boolean => log.lines.some((r) => /store (recovered|connected)/.test(r.msg)) && !gw.store.fallbackActive();
-      while (!back() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      expect(gw.store.fallbackActive()).toBe(false);
-      expect(await gw.store.reachable()).toBe(true);
-      expect(
-        log.lines.filter((r) => /store (recovered|connected)/.test(r.msg)),
-        JSON.stringify(log.lines),
-      ).toHaveLength(1);
-      expect(log.lines.filter((r) => r.level === 40).length).toBeLessThanOrEqual(3);
-    } finally {
-      await gw.shutdown(500);
-    }
-  }, 60_000);
+        { upstream: upstream.url, store: redis.url, logger: log.logger },
+      );
+      try {
+        const unreachable = log.lines.filter((r) => /store unreachable at start/.test(r.msg));
+        expect(unreachable).toHaveLength(1);
+        expect(unreachable[0]!.level).toBe(40);
+        // The 3 s start-up wait for a first connection, plus the start itself (generous: CI machines are shared).
+        expect(Date.now() - started).toBeLessThan(20_000);
+        expect((await timed(gw.url, '/local')).status).toBe(200);
+        await redis.node.restart();
+        // No traffic at all (issue 19): the client's reconnection and the breaker's background probe alone
+        // must notice the restarted Redis. (The probe's timer could fire a few ms before the breaker's
+        // clock said the open period was over, on a busy machine; it was then dropped, and only a request
+        // reaching the store recovered. The deadline is a bound for a loaded machine, not a wait.)
+        await eventually(() => log.lines.some((r) => /store (recovered|connected)/.test(r.msg)) && !gw.store.fallbackActive(), {
+          what: 'the store recovered without traffic',
+          withinMs: 30_000,
+          everyMs: 50,
+        });
+        expect(gw.store.fallbackActive()).toBe(false);
+        expect(await gw.store.reachable()).toBe(true);
+        expect(
+          log.lines.filter((r) => /store (recovered|connected)/.test(r.msg)),
+          JSON.stringify(log.lines),
+        ).toHaveLength(1);
+        expect(log.lines.filter((r) => r.level === 40).length).toBeLessThanOrEqual(3);
+      } finally {
+        await gw.shutdown(500);
+      }
+    },
+    60_000,
+  );
 });

@@ -3,12 +3,10 @@ import { createBlockedCacheStore } from '../../src/limiter/blocked.js';
 import { MemoryStore } from '../../src/limiter/memory/store.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
+import { freshBuckets } from '../support/buckets.js';
 
 const T0 = Date.UTC(2026, 10, 21, 19, 0, 0);
-let seq = 0;
-function spec(over: Partial<BucketSpec> = {}): BucketSpec {
-  return { key: `b${++seq}:{ip:192.0.2.1}`, limit: 3, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local', ...over };
-}
+const spec = freshBuckets((n) => `b${n}:{ip:192.0.2.1}`);
 
 /** The inner store, counting the calls that reach it (the Redis round trips the cache saves). */
 class Counting implements Store {
@@ -65,6 +63,7 @@ describe('the blocked-bucket cache', () => {
     clock.set(T0 + 59_999);
     expect(await store.consume([b])).toEqual({
       allowed: false,
+      decider: 'cache',
       now: T0 + 59_999,
       // Headers stay right: the window's end as reset and retry time, nothing remaining.
       buckets: [{ remaining: 0, resetAt: T0 + 60_000, limited: true, retryAt: T0 + 60_000 }],

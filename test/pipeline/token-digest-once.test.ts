@@ -1,8 +1,10 @@
 /**
  * Each request fact once: a request's token is hashed (SHA-256) once, however many stages read its
  * digest — the account (token mode), a `per: token` limit, a `per: token` ban and in-flight limit — and
- * its account is found once for the guard stage and the limit decision alike.
+ * its account is found once for the guard stage and the limit decision alike. Nor again for the same
+ * token on the same keep-alive connection; but never reused across connections.
  */
+import http from 'node:http';
 import crypto from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { send } from '../support/http.js';
@@ -39,5 +41,44 @@ concurrency:
     const a = await send(fx.gw.url, { path: '/api/v1/x', headers: { Authorization: `Bearer ${token}` } });
     expect(a.status).toBe(200);
     expect(hashed.filter((d) => d === token)).toHaveLength(1);
+  });
+
+  it('is hashed once per connection for the same token, again for another token or on another connection', async () => {
+    const gw = (fx.gw = await startTestGateway(
+      `clients: { account: { from: token } }
+limits:
+  - { name: per-account, match: /api/*, per: account, limit: 50, period: 1m }
+`,
+      { upstream: fx.upstream.url },
+    ));
+    const one = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const other = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const get = async (agent: http.Agent, token: string) => {
+        const a = await send(gw.url, { path: '/api/v1/x', headers: { Authorization: `Bearer ${token}` }, agent });
+        expect(a.status).toBe(200);
+        expect(a.headers['x-ratelimit-limit']).toBe('50');
+        return a;
+      };
+      hashed.length = 0;
+      const [t1, t2] = ['token-one-on-a-connection', 'token-two-on-a-connection'];
+      await get(one, t1);
+      await get(one, t1);
+      await get(one, t1);
+      expect(hashed.filter((d) => d === t1)).toHaveLength(1);
+      await get(one, t2);
+      await get(one, t1);
+      expect(hashed.filter((d) => d === t2)).toHaveLength(1);
+      expect(hashed.filter((d) => d === t1)).toHaveLength(2);
+      // Another connection with the same token: hashed anew, no entry shared between connections.
+      await get(other, t1);
+      expect(hashed.filter((d) => d === t1)).toHaveLength(3);
+      // Every request was counted in its own token's bucket: this is t1's sixth (t2's one is not in it).
+      const last = await get(one, t1);
+      expect(last.headers['x-ratelimit-remaining']).toBe('44');
+    } finally {
+      one.destroy();
+      other.destroy();
+    }
   });
 });

@@ -21,6 +21,7 @@ describe('nginx formats', () => {
       target: '/api/v1/accounts?x=1',
       remoteAddr: '198.51.100.7',
       headers: { 'user-agent': 'Mastodon/4.3 (+https://x)' },
+      status: 200,
     });
     expect(formatNamed('mastodon').parse(COMBINED_LINE)).toEqual(r);
   });
@@ -28,10 +29,14 @@ describe('nginx formats', () => {
   it('compiles any log_format, X-Forwarded-For and escaped quotes included', () => {
     const f = compileNginxFormat('$msec $remote_addr "$request" $status "$http_x_forwarded_for" ${request_time}s');
     expect(f.headers).toEqual(new Set(['x-forwarded-for']));
+    expect(f.status).toBe(true);
     const r = f.parse('1795460405.123 10.0.0.2 "GET /a?q=\\x22b\\x22 HTTP/2.0" 200 "203.0.113.9, 10.0.0.1" 0.002s') as LogRecord;
     expect(r.time).toBe(1795460405123);
     expect(r.target).toBe('/a?q="b"');
     expect(r.headers['x-forwarded-for']).toBe('203.0.113.9, 10.0.0.1');
+    expect(r.status).toBe(200);
+    expect(f.parse('1795460405.123 10.0.0.2 "GET / HTTP/2.0" x "-" 0.002s')).toBe('no readable status');
+    expect(compileNginxFormat('$remote_addr [$time_local] "$request"').status).toBe(false);
   });
 
   it('says why a line is bad, and refuses a format it cannot read', () => {
@@ -74,6 +79,7 @@ describe('JSON formats', () => {
       target: '/api/v1/timelines/home',
       remoteAddr: '192.0.2.4',
       headers: {},
+      status: 200,
     });
     expect(formatNamed('rategate').parse('{"level":30,"msg":"listening"}')).toMatch(/not a request line/);
   });
@@ -91,6 +97,8 @@ describe('JSON formats', () => {
       headers: { 'x-forwarded-for': '1.1.1.1' },
     });
     expect(f.parse('{"ts":1795460405,"method":"post","path":"/a","args":"b=1"}')).toMatchObject({ time: 1795460405000, method: 'POST', target: '/a?b=1' });
+    expect(f.parse('{"ts":1795460405,"method":"post","path":"/a","status":"401"}')).toMatchObject({ status: 401 });
+    expect(f.parse('{"ts":1795460405,"method":"post","path":"/a","status_code":422}')).toMatchObject({ status: 422 });
     expect(f.parse('[1]')).toBe('not a JSON object');
     expect(f.parse('{')).toBe('not JSON');
   });

@@ -13,7 +13,7 @@ import { parseConfig } from '../../src/config/index.js';
 import { formatNamed } from '../../src/replay/formats.js';
 import { runReplay } from '../../src/replay/run.js';
 import { FakeClock } from '../support/clock.js';
-import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
+import { accessLine, capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 
@@ -106,16 +106,114 @@ describe('replay and serve agree', () => {
   }, 60_000);
 });
 
-async function accessLine(lines: LogLine[], id: string): Promise<LogLine> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const line = lines.find((l) => l.msg === 'request' && l.id === id);
-    if (line !== undefined) return line;
-    if (Date.now() > deadline) throw new Error(`no access-log line for ${id}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 function verdictOf(line: LogLine): string {
   return `${String(line.decision)}${line.rule === undefined ? '' : ` by ${String(line.rule)}`}`;
 }
+
+const BANS_TABLE = `limits:
+  - { name: ip-access, match: /api/*, per: ip, limit: 6, period: 1m }
+bans:
+  - { name: login-failures, match: POST /auth/sign_in, per: ip, on: { status: [401, 422] }, limit: 3, period: 10m, ban: 30s }
+  - { name: scanners, match: GET /wp-login.php, per: ip, on: { status: [404] }, limit: 3, period: 1m, ban: 10s }
+  - { name: hammer, match: GET /api/v1/timelines/home, per: ip, limit: 5, period: 1m, ban: 10s }
+  - { name: past-limit, match: /api/*, per: ip, on: { status: [429] }, limit: 3, period: 1m, ban: 20s }
+concurrency:
+  - { name: streaming, match: GET /api/v1/streaming, per: ip, max: 2 }
+`;
+const BAN_IPS = ['198.51.100.1', '198.51.100.2', '2001:db8::7', '192.0.2.5'];
+const BAN_REQUESTS = [
+  'POST /auth/sign_in',
+  'GET /api/v1/timelines/home',
+  'GET /api/v1/timelines/home',
+  'GET /api/v1/timelines/public',
+  'GET /api/v1/timelines/public',
+  'GET /wp-login.php',
+  'GET /api/v1/streaming',
+  'GET /about',
+];
+
+describe('replay and serve agree on bans', () => {
+  let upstream: RecordingUpstream;
+  let gw: TestGateway;
+  let lines: LogLine[];
+  const clock = new FakeClock(T0);
+
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream();
+    // The upstream answers what the test asks of it (X-Answer): the status the log of the same request holds.
+    upstream.route('/', (req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(Number(req.headers['x-answer'] ?? 200)).end());
+    });
+    const cap = capturingLogger();
+    lines = cap.lines;
+    gw = await startTestGateway(BANS_TABLE, { upstream: upstream.url, now: clock.now, logger: cap.logger });
+  });
+  afterAll(async () => {
+    await gw.shutdown(200);
+    await upstream.close();
+  });
+
+  /**
+   * The log is the upstream's (yesterday's, before this table): each line holds the status the upstream
+   * answered, whatever the gateway did. Replay counts a ban on that status where the table lets the
+   * request through, and on its own answer (429, 403) where it refuses it, as serve does.
+   */
+  it('bans the same clients at the same requests, from the statuses the log holds', async () => {
+    const rand = rng(11);
+    const log: string[] = [];
+    const served: string[] = [];
+    let t = T0;
+    for (let i = 0; i < 400; i++) {
+      t += rand() < 0.5 ? 0 : Math.floor(rand() * 6) * 1000;
+      clock.set(t);
+      const ip = BAN_IPS[Math.floor(rand() * BAN_IPS.length)]!;
+      const req = BAN_REQUESTS[Math.floor(rand() * BAN_REQUESTS.length)]!;
+      const [method, target] = req.split(' ') as [string, string];
+      const status = target === '/auth/sign_in' ? (rand() < 0.7 ? 401 : 302) : target === '/wp-login.php' ? 404 : 200;
+      const id = `b${i}`;
+      await send(gw.url, { method, path: target, headers: { 'X-Forwarded-For': ip, 'X-Request-Id': id, 'X-Answer': String(status) } });
+      log.push(`127.0.0.1 - - [${timeLocal(t)}] "${req} HTTP/1.1" ${status} "${ip}"`);
+      served.push(verdictOf(await accessLine(lines, id)));
+    }
+    const replayed: string[] = [];
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replay-bans-')), 'access.log');
+    writeFileSync(file, log.join('\n') + '\n');
+    const report = await runReplay({
+      snapshot: parseConfig(BANS_TABLE, 't.yaml'),
+      format: formatNamed(FORMAT),
+      sources: [file],
+      onDecision: (d) => replayed.push(`${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}`),
+    });
+    const banned = served.filter((v) => v === 'banned').length;
+
+    expect(banned).toBeGreaterThan(20);
+    expect(replayed).toEqual(served);
+    const bans = new Map(report.bans.map((b) => [b.name, b]));
+    for (const name of ['login-failures', 'scanners', 'hammer', 'past-limit']) expect(bans.get(name)!.started, name).toBeGreaterThan(0);
+    expect(report.uncounted.banned).toBe(banned);
+    // Which ban refused each request: serve's own metric, per ban, against replay's count.
+    const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+    for (const b of report.bans) {
+      const m = new RegExp(`^rategate_banned_requests_total\\{ban="${b.name}"\\} (\\d+)$`, 'm').exec(metrics);
+      expect(b.refused, b.name).toBe(Number(m?.[1] ?? 0));
+    }
+    expect(report.bans.some((b) => b.refused > 0 && b.name !== 'login-failures')).toBe(true);
+    expect(report.inFlight).toEqual([{ name: 'streaming', limit: '2 in flight per ip', notDecidable: expect.stringMatching(/how long/) }]);
+  }, 60_000);
+
+  it('reports a ban on statuses as not decidable from a log without $status', async () => {
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replay-bans-')), 'access.log');
+    writeFileSync(file, `127.0.0.1 [${timeLocal(T0)}] "POST /auth/sign_in HTTP/1.1" "198.51.100.1"\n`);
+    const report = await runReplay({
+      snapshot: parseConfig(BANS_TABLE, 't.yaml'),
+      format: formatNamed('nginx:$remote_addr [$time_local] "$request" "$http_x_forwarded_for"'),
+      sources: [file],
+    });
+    const bans = new Map(report.bans.map((b) => [b.name, b]));
+    expect(bans.get('login-failures')!.notDecidable).toMatch(/\$status/);
+    expect(bans.get('scanners')!.notDecidable).toMatch(/\$status/);
+    // A ban with no `on` counts every request it matches: the log decides it.
+    expect(bans.get('hammer')!.notDecidable).toBeUndefined();
+  });
+});

@@ -9,7 +9,7 @@
  * Failover (SPEC §6: decisions resume within 2 s of Redis's promotion): ioredis's own retries are few
  * and short (more would outlast `store.timeout` and report a dead node as a timeout), so a failure
  * reaches the fault policy within the bound with its true reason; a cluster's slot map is refreshed
- * every second and at once after a failure (redis-topology.ts), each refresh bounded well below the goal
+ * every second and at once after a failure (topology.ts), each refresh bounded well below the goal
  * so that a frozen node cannot hold it; a Sentinel client is kept on the announced master by
  * SentinelWatch (+switch-master on every sentinel: a frozen master never closes the connection, so
  * waiting for a connection error would wait forever; ioredis's own failoverDetector can end the client

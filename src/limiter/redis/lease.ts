@@ -6,7 +6,7 @@
  * A request is admitted here when every one of its buckets holds a valid lease with at least its cost;
  * all are then charged locally. Otherwise the buckets without one go to the inner store, which charges
  * them (the request stays all-or-nothing: the leased buckets' tokens are reserved meanwhile) and adds
- * the extra tokens this gateway asks for, as far as they fit (redis-codec.ts / lua/lib.lua): never more
+ * the extra tokens this gateway asks for, as far as they fit (codec.ts / lua/lib.lua): never more
  * than what remains after the charge ÷ `share` (2 × the number of gateways), so as a bucket nears its
  * limit leases shrink and the last tokens go one by one. The size asked for follows this gateway's rate
  * on the key (lease-entry.ts). A store that grants nothing (the fault policy's fallback) leaves the
@@ -57,6 +57,8 @@ export interface LeaseStore extends Store {
   sweep(): void;
   /** Resolves when the give-backs sent so far have been answered (or failed). */
   settled(): Promise<void>;
+  /** The gateways sharing the store now (the fleet's live count): later leases are sized by it. */
+  setGateways(n: number): void;
 }
 
 /** The leases found by the fast path; reused, since the path is synchronous. */
@@ -67,7 +69,7 @@ class Leases implements LeaseStore {
   private readonly entries = new Map<string, LeaseEntry>();
   private readonly recent = new RecentKeys();
   private readonly clock: Clock;
-  private readonly share: number;
+  private share: number;
   private readonly targetMs: number;
   private readonly maxAgeMs: number;
   private readonly idleMs: number;
@@ -94,6 +96,10 @@ class Leases implements LeaseStore {
 
   get returnedWithinMs(): number {
     return this.maxAgeMs + this.sweepEveryMs;
+  }
+
+  setGateways(n: number): void {
+    this.share = 2 * Math.max(1, n);
   }
 
   heldTokens(key?: string): number {
@@ -156,7 +162,7 @@ class Leases implements LeaseStore {
       e.lastUsed = now;
       buckets[i] = { remaining: e.storeRemaining + e.tokens, resetAt: e.resetAt, limited: false, retryAt: storeNow };
     }
-    return { allowed: true, now: storeNow, buckets };
+    return { allowed: true, decider: 'lease', now: storeNow, buckets };
   }
 
   /**
@@ -229,7 +235,8 @@ class Leases implements LeaseStore {
     }
     try {
       // Every bucket had tokens after all (a waiter whose lease arrived): no store call.
-      const out = asked.length === 0 ? { allowed: true, now: now + this.offset, buckets: [] } : await this.inner.consume(asked);
+      const out: ConsumeOutcome =
+        asked.length === 0 ? { allowed: true, decider: 'lease', now: now + this.offset, buckets: [] } : await this.inner.consume(asked);
       if (!out.allowed) unreserve(specs, entries, reserved);
       const at = this.clock.now();
       this.offset = out.now - at;

@@ -11,7 +11,7 @@
  * sentinel names); and when the client is on (or connecting to) the replaced master (frozen, so its
  * connection never breaks), it reconnects it at once, and a client waiting out its back-off goes now.
  *
- * ioredis's own `failoverDetector` does the same job badly and stays off (redis-connection.ts): on
+ * ioredis's own `failoverDetector` does the same job badly and stays off (connection.ts): on
  * +switch-master it ends the connector even while the client is resolving the master from a sentinel
  * (status `connecting`, a window that comes back every reconnection attempt while the master is dead and
  * widens on a loaded machine), and the connect then fails with "Connection is closed." and ioredis sets

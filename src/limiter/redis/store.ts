@@ -176,7 +176,7 @@ export class RedisStore implements Store {
     }
   }
 
-  /** The masters that decide these buckets: each slot's owner, once (see redis-topology.ts). */
+  /** The masters that decide these buckets: each slot's owner, once (see topology.ts). */
   nodesOf(specs: readonly BucketSpec[]): readonly string[] {
     return this.topology.nodesOf(this.prefix, specs);
   }
@@ -193,7 +193,7 @@ export class RedisStore implements Store {
 
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
     const n = specs.length;
-    if (n === 0) return Promise.resolve({ allowed: true, now: this.now?.() ?? Date.now(), buckets: [] });
+    if (n === 0) return Promise.resolve({ allowed: true, decider: 'store', now: this.now?.() ?? Date.now(), buckets: [] });
     const keys: string[] = new Array(n);
     for (let i = 0; i < n; i++) keys[i] = this.prefix + specs[i]!.key;
     if (this.kind === 'redis-cluster') {
