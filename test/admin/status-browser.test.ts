@@ -240,6 +240,15 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       await page.press('#token', 'Enter');
       await page.locator('#s-rules').waitFor();
       expect(await page.locator('#message').textContent()).toBe('');
+      // Asked once: kept in the tab's sessionStorage, sent as a bearer header, not asked again on a reload.
+      expect(await page.evaluate("sessionStorage.getItem('rategate.adminToken')")).toBe(TOKEN);
+      const sent: (string | undefined)[] = [];
+      page.on('request', (r) => void (r.url().endsWith('/status.json') && sent.push(r.headers().authorization)));
+      await page.reload();
+      await page.locator('#s-rules').waitFor();
+      await expect.poll(() => sent.length).toBeGreaterThan(0);
+      expect(new Set(sent)).toEqual(new Set([`Bearer ${TOKEN}`]));
+      expect(await page.locator('#token-form').isVisible()).toBe(false);
       await page.close();
     });
 
