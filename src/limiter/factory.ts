@@ -15,6 +15,7 @@ import { createRedisStore } from './redis/store.js';
 import { createResilientStore, type BreakerOptions, type StoreEvent } from './resilient.js';
 import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
 import { StoreStateLog } from './state-log.js';
+import { StoreWarnings } from './store-warnings.js';
 import type { Store, StoreLog, StoreObserver } from './types.js';
 import { formatPrefix } from './store-format.js';
 
@@ -34,6 +35,8 @@ export interface StoreHandle {
   readonly leases?: LeaseStore;
   /** Buckets held in this process: the memory store's, or the Redis store's local fallback's (rategate_store_keys). */
   localKeys(): number;
+  /** Redis stores: the gateways sharing the store now (fleet/fleet.ts), for the fallback's share and the leases'. */
+  setGateways?(n: number): void;
 }
 
 export interface StoreFactoryOptions {
@@ -84,13 +87,14 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
   });
   const policy = `onError: ${storeConfig.onError} (per-rule onStoreError aside)`;
   const states = log ? new StoreStateLog({ log, where, policy, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
+  const warnings = log ? new StoreWarnings({ log, where, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
   const fallback = memory('local fallback');
   const resilient = createResilientStore(redis, {
     fallback,
     ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
     ...(opts.breaker ? { breaker: opts.breaker } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
-    onEvent: storeEventReporter(observer, states),
+    onEvent: storeEventReporter(observer, states, warnings),
   });
   // A Redis that is down at start-up must not keep the gateway from serving under its fault policy.
   try {
@@ -115,12 +119,18 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     store: createBlockedCacheStore(leases ?? resilient, {
       ...(opts.now ? { now: opts.now } : {}),
       ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
+      // Another gateway's unspent lease comes back to the store: a block is re-checked as often.
+      ...(leases ? { recheckMs: leases.returnedWithinMs, storeDecides: () => !resilient.fallbackActive } : {}),
     }),
     ...(leases ? { leases } : {}),
     kind: url.kind,
     reachable: () => redisReachable(redis, resilient),
     fallbackActive: () => resilient.fallbackActive,
     localKeys: () => fallback.size,
+    setGateways: (n) => {
+      resilient.setGateways(n);
+      leases?.setGateways(n);
+    },
   };
 }
 
@@ -134,11 +144,15 @@ async function redisReachable(redis: ReturnType<typeof createRedisStore>, resili
 }
 
 /** The resilient store's events as metrics and state-change log lines. */
-function storeEventReporter(observer: Partial<StoreObserver>, states: StoreStateLog | undefined): (e: StoreEvent) => void {
+function storeEventReporter(observer: Partial<StoreObserver>, states: StoreStateLog | undefined, warnings: StoreWarnings | undefined): (e: StoreEvent) => void {
   return (e) => {
     switch (e.type) {
       case 'error':
         observer.storeError?.(e.reason);
+        if (e.reason !== 'circuit_open') warnings?.error(e.node, e.reason);
+        break;
+      case 'fallback_decision':
+        warnings?.decided(e.node, e.result);
         break;
       case 'local_rejection':
         observer.localRejection?.('fallback');
@@ -157,6 +171,9 @@ function storeEventReporter(observer: Partial<StoreObserver>, states: StoreState
       case 'promotion':
         observer.nodeGone?.(e.node);
         states?.promoted(e.from, e.to, e.node);
+        break;
+      case 'shared':
+        states?.shared(e.from, e.to);
         break;
     }
   };

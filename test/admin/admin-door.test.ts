@@ -3,7 +3,6 @@
  * (from admin.token, RATEGATE_ADMIN_TOKEN or admin.tokenFile), while metrics and probes stay open; and a
  * malformed admin target is a 4xx, never a 500.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,7 +12,7 @@ import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { ConfigError, type ConfigOverrides } from '../../src/config/index.js';
 import { isLoopbackListen } from '../../src/admin/token.js';
 import { send } from '../support/http.js';
-import { freePort } from '../support/servers.js';
+import { spawnServe, stop } from '../support/process.js';
 import { SEED_TABLE, gatewayFixture } from '../support/gateway.js';
 
 const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
@@ -133,37 +132,20 @@ describe('a loopback-only admin listener', () => {
 
 describe('RATEGATE_ADMIN_TOKEN through the command line', () => {
   it('protects the buckets API of a served gateway', async () => {
-    const port = await freePort();
-    const adminPort = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli/index.ts',
-        'serve',
-        '--config',
-        configFile(),
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--admin-listen',
-        `0.0.0.0:${adminPort}`,
-        '--upstream',
-        fx.upstream.url,
-      ],
-      { env: { ...process.env, RATEGATE_ADMIN_TOKEN: 'cli-s3cret\n', RATEGATE_LOG_LEVEL: 'silent' }, stdio: 'ignore' },
+    // An admin listener on every address: the token, not loopback, is what guards it.
+    const gw = await spawnServe(
+      ['--config', configFile(), '--upstream', fx.upstream.url],
+      { RATEGATE_ADMIN_TOKEN: 'cli-s3cret\n', RATEGATE_LOG_LEVEL: 'silent' },
+      20_000,
+      {
+        adminHost: '0.0.0.0',
+      },
     );
     try {
-      const admin = `http://127.0.0.1:${adminPort}`;
-      for (let i = 0; i < 100; i++) {
-        if ((await fetch(`${admin}/healthz`).catch(() => null))?.status === 200) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      expect((await fetch(admin + BUCKET)).status).toBe(401);
-      expect((await fetch(admin + BUCKET, { headers: { Authorization: 'Bearer cli-s3cret' } })).status).toBe(200);
+      expect((await fetch(gw.adminUrl + BUCKET)).status).toBe(401);
+      expect((await fetch(gw.adminUrl + BUCKET, { headers: { Authorization: 'Bearer cli-s3cret' } })).status).toBe(200);
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      await stop(gw);
     }
   }, 20_000);
 });

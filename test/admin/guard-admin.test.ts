@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { capturingLogger, gatewayFixture, startTestGateway, type LogLine } from '../support/gateway.js';
 import { runCli } from '../support/process.js';
+import { eventually } from '../support/eventually.js';
 
 const TOKEN = 'guard-admin-test-token-0123456789';
 const TOKEN_ID = createHash('sha256').update(TOKEN).digest('hex').slice(0, 8);
@@ -65,11 +66,7 @@ async function metrics(): Promise<string> {
 
 /** Each ban is logged by the replica that started it: waits for the count (bans start after the answer). */
 async function bansStarted(lines: LogLine[], n: number): Promise<void> {
-  const t0 = Date.now();
-  while (lines.filter((l) => l.msg.startsWith('ban started')).length < n) {
-    if (Date.now() - t0 > 2_000) throw new Error(`${n} bans not started within 2 s`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await eventually(() => lines.filter((l) => l.msg.startsWith('ban started')).length >= n, { what: `${n} bans started`, withinMs: 2_000 });
 }
 
 describe('admin writes', () => {

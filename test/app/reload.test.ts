@@ -7,13 +7,14 @@ import { describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { send } from '../support/http.js';
 import { startTestGateway, gatewayFixture } from '../support/gateway.js';
+import { eventually } from '../support/eventually.js';
 
 const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
 
 const table = (limit: number) => `limits:\n  - { name: everything, match: /x/*, per: global, limit: ${limit}, period: 1h }\n`;
 
 /** Sends requests on 4 concurrent loops until stopped; returns every status seen. */
-function loadLoop(url: string): { stop: () => Promise<number[]>; latestLimit: () => string | undefined } {
+function loadLoop(url: string): { stop: () => Promise<number[]>; latestLimit: () => string | undefined; sent: () => number } {
   let running = true;
   const statuses: number[] = [];
   let latest: string | undefined;
@@ -36,25 +37,20 @@ function loadLoop(url: string): { stop: () => Promise<number[]>; latestLimit: ()
       return statuses;
     },
     latestLimit: () => latest,
+    sent: () => statuses.length,
   };
-}
-
-async function waitFor(cond: () => boolean | Promise<boolean>, ms: number): Promise<number> {
-  const started = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - started > ms) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return Date.now() - started;
 }
 
 describe('hot reload', () => {
   it('applies a rewritten file within 2 s under load, without a failed request', async () => {
     fx.gw = await startTestGateway(table(1_000_000), { upstream: fx.upstream.url });
     const load = loadLoop(fx.gw.url);
-    await waitFor(() => load.latestLimit() === '1000000', 2000);
+    // The load is under way before the edit (on a busy machine its first requests take a while).
+    await eventually(() => load.latestLimit() === '1000000' && load.sent() > 20, { what: 'the first limit in force under load', withinMs: 10_000 });
     writeFileSync((fx.gw as { configPath: string } & RunningGateway).configPath, table(999_999));
-    const took = await waitFor(() => load.latestLimit() === '999999', 2000);
+    const written = Date.now();
+    await eventually(() => load.latestLimit() === '999999', { what: 'the rewritten limit in force', withinMs: 2000 });
+    const took = Date.now() - written;
     const statuses = await load.stop();
     expect(took).toBeLessThan(2000);
     expect(statuses.length).toBeGreaterThan(20);
@@ -81,7 +77,7 @@ describe('hot reload', () => {
     });
     expect((await send(fx.gw.url, { path: '/x/1' })).headers['x-ratelimit-limit']).toBe('100');
     publish('..2026_11_21_2', 7);
-    await waitFor(async () => (await send(fx.gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '7', 2000);
+    await eventually(async () => (await send(fx.gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '7', { what: 'limit 7 in force', withinMs: 2000 });
   });
 
   it('refuses an invalid file, counts the error, and keeps the old table in force', async () => {
@@ -104,7 +100,10 @@ describe('hot reload', () => {
     // Write without waiting for the watcher, then signal: the signal alone must be enough.
     writeFileSync(t.configPath, table(31));
     process.emit('SIGHUP', 'SIGHUP');
-    await waitFor(async () => (await send(fx.gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '31', 2000);
+    await eventually(async () => (await send(fx.gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '31', {
+      what: 'limit 31 in force',
+      withinMs: 2000,
+    });
   });
 
   it('keeps counts across a reload that leaves a rule unchanged', async () => {

@@ -1,5 +1,4 @@
 /** Graceful shutdown of the real process: SIGTERM drains in-flight requests and exits 0. */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -7,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { freePort } from '../support/servers.js';
+import { eventually } from '../support/eventually.js';
 import { SEED_TABLE } from '../support/gateway.js';
 import { spawnServe, waitFor } from '../support/process.js';
 
@@ -56,44 +55,23 @@ describe('graceful shutdown', () => {
   it('finishes an in-flight slow request after SIGTERM, refuses new connections, and exits 0', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-drain-'));
     writeFileSync(path.join(dir, 'limits.yaml'), SEED_TABLE);
-    const port = await freePort();
-    const adminPort = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli/index.ts',
-        'serve',
-        '--config',
-        path.join(dir, 'limits.yaml'),
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--admin-listen',
-        `127.0.0.1:${adminPort}`,
-        '--upstream',
-        upstream.url,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    const started = Date.now();
-    while (!out.includes('rategate listening')) {
-      if (Date.now() - started > 15_000) throw new Error(`gateway did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(out).toMatch(/store memory/);
+    const gw = await spawnServe(['--config', path.join(dir, 'limits.yaml'), '--upstream', upstream.url]);
+    await eventually(() => gw.output().includes('rategate listening'), { what: 'the start-up line' });
+    const { child, exited, url } = gw;
+    expect(gw.output()).toMatch(/store memory/);
 
-    const url = `http://127.0.0.1:${port}`;
     const slow = send(url, { path: '/api/v1/slow' });
     await waitFor(() => upstream.seen.some((r) => r.url === '/api/v1/slow'), 5_000, 'the slow request at the upstream');
     child.kill('SIGTERM');
-    // The signal's delivery and the listener's close cannot be awaited from here: a short wait, then the check.
-    await new Promise((r) => setTimeout(r, 100));
-    await expect(send(url, { path: '/api/v1/statuses/1' })).rejects.toThrow();
+    // The signal's delivery and the listener's close cannot be awaited from here: a new connection is refused soon.
+    await eventually(
+      () =>
+        send(url, { path: '/api/v1/statuses/1' }).then(
+          () => false,
+          () => true,
+        ),
+      { what: 'a new connection refused' },
+    );
     const answer = await slow;
     expect(answer.status).toBe(200);
     expect(answer.body).toBe('{"slow":true}');

@@ -12,7 +12,7 @@ import { explainRequest } from '../../src/cli/explain.js';
 import { headlineBucket } from '../../src/pipeline/ratelimit-headers.js';
 import { FakeClock } from '../support/clock.js';
 import { send } from '../support/http.js';
-import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
+import { accessLine, capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 
 const TABLE = `clients: { account: { from: introspect } }
@@ -171,12 +171,7 @@ describe('explain and serve decide alike', () => {
       headers: { ...w.headers, 'X-Forwarded-For': g.ip },
       ...(w.body === undefined ? {} : { body: w.body }),
     });
-    const deadline = Date.now() + 5_000;
-    let line: LogLine | undefined;
-    while ((line = lines.find((l) => l.msg === 'request' && l.id === id)) === undefined) {
-      if (Date.now() > deadline) throw new Error(`no access-log line for ${id}`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    const line = await accessLine(lines, id);
     const policy = answer.headers['ratelimit-policy'];
     const headline = typeof policy === 'string' ? /^"([^"]+)"/.exec(policy)![1]! : null;
     return { kind: String(line.decision), rules: line.rules as string[], headline };

@@ -5,14 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigWatcher } from '../../src/config/watch.js';
-
-async function until(cond: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+import { eventually, pause } from '../support/eventually.js';
 
 describe('the config watcher', () => {
   let watcher: ConfigWatcher | undefined;
@@ -40,10 +33,10 @@ describe('the config watcher', () => {
     });
     watcher.start('limits: []\n');
     // Asserting that nothing happens takes time: 15 poll intervals with the file untouched.
-    await new Promise((r) => setTimeout(r, 300));
+    await pause(300);
     expect(reads).toBe(0);
     writeFileSync(file, 'limits: [] # changed\n');
-    await until(() => seen.length === 1, 2000);
+    await eventually(() => seen.length === 1, { what: 'the change seen', withinMs: 2000 });
     expect(seen).toEqual(['limits: [] # changed\n']);
     expect(reads).toBeGreaterThanOrEqual(1);
   });

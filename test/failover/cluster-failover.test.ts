@@ -20,6 +20,7 @@ import { capturingLogger, startTestGateway, type LogLine, type TestGateway } fro
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, type ReplicatedCluster } from '../support/redis-ha.js';
+import { pause } from '../support/eventually.js';
 
 const LIMIT = 10;
 const TABLE = `limits:
@@ -66,7 +67,7 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
         const [deadIp, ...healthyIps] = ips as [string, string, string];
         // 6 requests every 50 ms: 120 req/s, 20 per second per key and rule (each window sees 40 for a limit of 10).
         const load = startLoad({ gateways: gws.map((g) => g.url), ips, rules: ['loc', 'den'], everyMs: 50 });
-        await sleep(4_200); // at least one whole 2 s window before the fault: the exact counts to compare with
+        await pause(4_200); // load phases are the subject: at least one whole 2 s window before the fault: the exact counts to compare with
         const faultAt = Date.now();
         if (how === 'killed') await victim.kill();
         else victim.freeze();
@@ -77,11 +78,11 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
           while (polling) {
             const up = await gws[0]!.store.reachable();
             ups.push({ at: Date.now(), up });
-            await sleep(100);
+            await pause(100); // the sampler's pace
           }
         })();
         const promotedAt = await cluster.promotedAt(replica);
-        await sleep(4_000);
+        await pause(4_000); // the load through the outage and past the promotion
         const samples = await load.stop();
         polling = false;
         await poll;
@@ -119,9 +120,10 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
           const failover = story.findIndex((m) => m.startsWith(`store failover: ${replicaName} promoted in place of ${victimName}`));
           expect(failing, story.join('\n')).toBeGreaterThanOrEqual(0);
           expect(failover, story.join('\n')).toBeGreaterThan(failing);
-          // No line about a healthy master.
+          // No state line about a healthy master (a call of its timing out on a loaded machine is counted in
+          // a rate-limited warning, store-warnings.ts: trouble, not a state change).
           expect(
-            story.filter((m) => m.startsWith('store node') && !m.includes(victimName)),
+            story.filter((m) => m.startsWith('store node') && !m.includes(victimName) && !m.includes('(at most one such line per')),
             story.join('\n'),
           ).toEqual([]);
         }
@@ -173,5 +175,3 @@ function summarize(samples: readonly Sample[], o: { deadIp: string; healthyIps: 
     beforeFault,
   };
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

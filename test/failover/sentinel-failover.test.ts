@@ -13,6 +13,7 @@ import { capturingLogger, startTestGateway, type TestGateway } from '../support/
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipCluster } from '../support/redis.js';
 import { startSentinelGroup } from '../support/redis-ha.js';
+import { eventually, pause } from '../support/eventually.js';
 
 const LIMIT = 10;
 const table = (sentinelPassword: string): string => `limits:
@@ -40,25 +41,26 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
         for (const l of logs) gws.push(await startTestGateway(table('s3ntinel'), { upstream: upstream.url, store: group.url, logger: l.logger }));
         const ip = '198.51.100.7';
         const load = startLoad({ gateways: gws.map((g) => g.url), ips: [ip], rules: ['loc', 'den'], everyMs: 50 });
-        await sleep(3_000);
+        // Phases of load are the subject: whole rate windows before the fault, during it, and after.
+        await pause(3_000);
         const switched = await group.watchSwitch();
         const faultAt = Date.now();
         if (how === 'killed') await group.master.kill();
         else group.master.freeze();
         const promotedAt = await group.promotedAt(group.replica);
         const switchedAt = await switched.at;
-        await sleep(2_500);
+        await pause(2_500);
         // The old master is back: restarted empty (a master by its own config) or resumed.
         if (how === 'killed') await group.master.restart();
         else group.master.thaw();
         const backAt = Date.now();
-        await sleep(3_500);
+        await pause(3_500);
         const samples = await load.stop();
         // Every gateway follows, not only the one the deny traffic reaches (the load's round-robin sends
         // each rule to one gateway): each decides from the store again (the slack: a ping on a loaded machine).
         const following = await Promise.all(
           gws.map((g) =>
-            until(() => g.store.reachable(), 2_000).then(
+            eventually(() => g.store.reachable(), { what: 'the store reachable', withinMs: 2_000 }).then(
               () => true,
               () => false,
             ),
@@ -88,7 +90,7 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
         expect(report.deniedAfterOldMasterBack).toBe(0);
         expect(report.following).toEqual([true, true]);
         expect(await group.role(group.replica)).toBe('master');
-        await until(async () => (await group.role(group.master)) === 'slave');
+        await eventually(async () => (await group.role(group.master)) === 'slave', { what: 'the old master a replica', withinMs: 15_000 });
 
         for (const { lines } of logs) {
           const story = lines.map((l) => l.msg).filter((m) => m.startsWith('store'));
@@ -112,13 +114,3 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
 function maxPerWindow(samples: readonly Sample[], ip: string, rule: string): number {
   return Math.max(0, ...admittedPerWindow(samples, ip, rule).values());
 }
-
-async function until(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(100);
-  }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -17,6 +17,7 @@ import { send, type Answer } from '../support/http.js';
 import { capturingLogger, gatewayFixture, startTestGateway } from '../support/gateway.js';
 import { uncommentBlock } from '../support/opt-in.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { eventually } from '../support/eventually.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
@@ -164,10 +165,8 @@ bans:
 `;
     fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
     for (let i = 0; i < 4; i++) await deliver(MASTODON, '203.0.113.5');
-    const deadline = Date.now() + 5000;
-    let banned = await deliver(MASTODON, '203.0.113.5');
-    while (banned.status !== 403 && Date.now() < deadline) banned = await deliver(MASTODON, '203.0.113.5');
-    expect(banned.status).toBe(403);
+    // The ban starts once the fourth answer is counted: the next deliveries are refused.
+    await eventually(async () => (await deliver(MASTODON, '203.0.113.5')).status, { what: 'the server banned at that address', until: (s) => s === 403 });
     expect((await deliver(MASTODON, '203.0.113.6')).status).toBe(200);
     expect((await deliver(PLEROMA, '203.0.113.5')).status).toBe(200);
     expect((await deliver(null, '203.0.113.5')).status).toBe(200);
@@ -188,20 +187,19 @@ bans:
     const table = 'limits: []\nconcurrency:\n  - { name: inbox-slots, match: POST /slow/inbox, per: [signature:domain, ip], max: 1 }\n';
     fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
     const first = deliver(MASTODON, '203.0.113.60', '/slow/inbox');
-    const deadline = Date.now() + 5000;
-    while (held.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await eventually(() => held.length >= 1, { what: 'the first delivery held upstream' });
     const second = await deliver(MASTODON, '203.0.113.60', '/slow/inbox');
     expect(second.status).toBe(429);
     expect(second.headers['retry-after']).toBe('1');
     // Another address of the same server, and another server at the same address, have their own slots.
     const others = [deliver(MASTODON, '203.0.113.61', '/slow/inbox'), deliver(PLEROMA, '203.0.113.60', '/slow/inbox')];
-    while (held.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await eventually(() => held.length >= 3, { what: '3 deliveries held upstream' });
     expect(held.length).toBe(3);
     for (const res of held) res.writeHead(202).end();
     expect((await Promise.all([first, ...others])).map((a) => a.status)).toEqual([202, 202, 202]);
     // The slot is free again once the answer ended.
     const again = deliver(MASTODON, '203.0.113.60', '/slow/inbox');
-    while (held.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await eventually(() => held.length >= 4, { what: '4 deliveries held upstream' });
     held[3]!.writeHead(202).end();
     expect((await again).status).toBe(202);
   });
@@ -262,10 +260,12 @@ bans:
     const forged: number[] = [];
     for (let i = 0; i < 4; i++) forged.push((await deliver(forger, '192.0.2.66', '/verified/inbox', proxied)).status);
     expect(forged.slice(0, 3)).toEqual([401, 401, 401]);
-    const deadline = Date.now() + 5000;
-    let last = forged[3]!;
-    while (last !== 403 && Date.now() < deadline) last = (await deliver(forger, '192.0.2.66', '/verified/inbox', proxied)).status;
-    expect(last).toBe(403);
+    if (forged[3] !== 403) {
+      await eventually(async () => (await deliver(forger, '192.0.2.66', '/verified/inbox', proxied)).status, {
+        what: 'the forger banned',
+        until: (s) => s === 403,
+      });
+    }
     // The real server's deliveries verify and pass, many more than the ban's limit.
     for (let i = 0; i < 6; i++) expect((await deliver(PLEROMA, '203.0.113.40', '/verified/inbox', proxied)).status).toBe(202);
   });

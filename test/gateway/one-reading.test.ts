@@ -9,19 +9,11 @@ import type http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { send, type Answer } from '../support/http.js';
 import { gatewayFixture, startTestGateway } from '../support/gateway.js';
+import { eventually } from '../support/eventually.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
 const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };
-
-/** Polls `probe` until it returns true, at most `withinMs`; a failure names what did not happen. */
-async function eventually(probe: () => boolean | Promise<boolean>, what: string, withinMs = 5_000): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('the body is read for every rule that may apply, not only the limit rules', () => {
   it('an in-flight limit on GET /api/v2/search holds POSTs overridden to GET by a form _method', async () => {
@@ -41,7 +33,7 @@ describe('the body is read for every rule that may apply, not only the limit rul
         () => {},
       ),
     );
-    await eventually(() => answers.length === 3, 'three answers while one search is held upstream');
+    await eventually(() => answers.length === 3, { what: 'three answers while one search is held upstream' });
     expect(answers.map((a) => a.status)).toEqual([429, 429, 429]);
     expect(held).toHaveLength(1);
     for (const res of held) res.end('{}');
@@ -69,7 +61,7 @@ describe('the body is read for every rule that may apply, not only the limit rul
       statuses.push(a.status);
       return a.status;
     };
-    await eventually(async () => (await del()) === 403 || statuses.length >= 8, 'a 403 or eight answers');
+    await eventually(async () => (await del()) === 403 || statuses.length >= 8, { what: 'a 403 or eight answers' });
     expect(statuses).toContain(403);
     expect(statuses.filter((s) => s === 404).length).toBeLessThanOrEqual(3);
     // The ban refuses the same client on any route, and the process answers others.
@@ -99,7 +91,7 @@ bans:
     };
     // From a new IP each time: only the token relates them.
     let n = 0;
-    await eventually(async () => (await post(`192.0.2.${++n}`)) === 403 || statuses.length >= 8, 'a 403 or eight answers');
+    await eventually(async () => (await post(`192.0.2.${++n}`)) === 403 || statuses.length >= 8, { what: 'a 403 or eight answers' });
     expect(statuses).toContain(403);
     expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(3);
     // The same token in the Authorization header is the same key: banned too.

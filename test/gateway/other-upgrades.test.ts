@@ -7,6 +7,7 @@ import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { eventually } from '../support/eventually.js';
 
 let upstream: RecordingUpstream;
 let gw: TestGateway;
@@ -176,7 +177,9 @@ describe('an Upgrade pipelined behind another request, and Connection naming the
   it('survives a client that resets the connection while its pipelined upgrade waits for the answer before it', async () => {
     gw = await startTestGateway(TABLE, { upstream: upstream.url });
     let answered = 0;
+    let arrived = false;
     upstream.route('/api/v1/slow-first', (_req, res) => {
+      arrived = true;
       // Answers after the client is gone: the upgrade behind it waits on a socket with no listener of node:http's.
       setTimeout(() => {
         answered++;
@@ -188,10 +191,10 @@ describe('an Upgrade pipelined behind another request, and Connection naming the
     socket.on('error', () => undefined);
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.write('GET /api/v1/slow-first HTTP/1.1\r\nHost: x\r\n\r\nGET /api/v1/behind HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n');
-    await new Promise((resolve) => setTimeout(resolve, 100)); // both requests parsed, the first one at the upstream
+    // Both requests parsed (one packet), the first one at the upstream.
+    await eventually(() => arrived, { what: 'the first request at the upstream' });
     socket.resetAndDestroy();
-    const deadline = Date.now() + 5000;
-    while (answered === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await eventually(() => answered > 0, { what: 'the first request answered by the upstream' });
     expect((await fetch(`${gw.url}/api/v1/alive`)).status).toBe(200);
     expect(upstream.forwarded().some((s) => s.url === '/api/v1/behind')).toBe(false);
   });

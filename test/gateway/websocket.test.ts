@@ -4,6 +4,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { pause } from '../support/eventually.js';
 
 let wss: WebSocketServer;
 let upstreamUrl: string;
@@ -125,7 +126,7 @@ describe('WebSocket upgrades run the same pipeline as plain requests', () => {
     await new Promise((r) => socket.once('connect', r));
     // The head is half sent when the drain starts, so the request is in flight, not an idle connection.
     socket.write('GET /api/v1/streaming HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n');
-    await new Promise((r) => setTimeout(r, 50));
+    await pause(50); // the half head read by the gateway: no event says so from outside
     const stopped = gw.shutdown(2_000);
     await new Promise((r) => setImmediate(r));
     socket.write('Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
@@ -176,9 +177,9 @@ describe('an upgrade whose client resets during the limit decision', () => {
       );
       // Waits that must stay: the reset must land while the upgrade is under way (nothing to await from
       // the outside), and the check is that nothing happens afterwards (the process stays up).
-      await new Promise((r) => setTimeout(r, 100));
+      await pause(100);
       socket.resetAndDestroy();
-      await new Promise((r) => setTimeout(r, 400));
+      await pause(400);
       expect((await fetch(`${gw.url}/healthz-is-not-limited`)).status).toBeGreaterThan(0);
     } finally {
       await slow.close();

@@ -9,7 +9,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
-import { waitFor } from '../support/process.js';
+import { statusFor as status, untilEveryAnswers } from '../support/http.js';
+import { eventually, pause } from '../support/eventually.js';
 
 const TOKEN = 'guard-store-test-token';
 
@@ -28,12 +29,6 @@ admin: { token: ${TOKEN} }
 store: { timeout: 2s }
 `;
 
-async function status(url: string, ip: string, init: RequestInit = {}): Promise<number> {
-  const r = await fetch(url, { ...init, headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) } });
-  await r.arrayBuffer();
-  return r.status;
-}
-
 async function admin(gw: TestGateway, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const r = await fetch(`${gw.adminUrl}${path}`, {
     method,
@@ -44,18 +39,13 @@ async function admin(gw: TestGateway, method: string, path: string, body?: unkno
 }
 
 /** Polls until every gateway answers `want` for `ip`; the ms it took. */
-async function until(gws: readonly TestGateway[], ip: string, want: number, withinMs: number): Promise<number> {
-  const t0 = Date.now();
-  await waitFor(
-    async () => {
-      for (const g of gws) if ((await status(`${g.url}/anything`, ip)) !== want) return false;
-      return true;
-    },
+const until = (gws: readonly TestGateway[], ip: string, want: number, withinMs: number): Promise<number> =>
+  untilEveryAnswers(
+    gws.map((g) => `${g.url}/anything`),
+    ip,
+    want,
     withinMs,
-    `every gateway answering ${want} for ${ip}`,
   );
-  return Date.now() - t0;
-}
 
 async function statsField(probe: Redis, field: string): Promise<number> {
   return Number(new RegExp(`${field}:(\\d+)`).exec(await probe.info('stats'))![1]);
@@ -131,8 +121,10 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     // The second replica can still see that something changed (GET) but can read nothing else.
     await probe.call('ACL', 'SETUSER', 'gw', '-@all', '+get', '+ping', '+info', '+client', '+subscribe', '+hello', '+auth', '+select', '+cluster');
     expect((await admin(gws[0]!, 'POST', '/admin/blocks', { ip, for: '1h' })).status).toBe(201);
+    const refusedBefore = await statsField(probe, 'total_error_replies');
     expect(await status(`${gws[0]!.url}/x`, ip)).toBe(403);
-    await new Promise((r) => setTimeout(r, 1_000)); // a few polls that fail: nothing to wait for but time
+    // A few of the replica's reads refused (NOPERM) since the block was written.
+    await eventually(async () => (await statsField(probe, 'total_error_replies')) >= refusedBefore + 3, { what: 'three refused reads' });
     expect(await status(`${gws[1]!.url}/x`, ip)).toBe(200);
     await probe.call('ACL', 'SETUSER', 'gw', '+@all');
     const took = await until([gws[1]!], ip, 403, 1_500);
@@ -154,7 +146,7 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     const t0 = Date.now();
     // Never a gap: each replica keeps what it applied.
     for (let i = 0; i < 5; i++) for (const g of gws) expect(await status(`${g.url}/x`, blocked)).toBe(403);
-    await waitFor(async () => (await probe.hlen('rategate:{guard}:entries')) >= 2, 2_000, 'the entries written back');
+    await eventually(async () => (await probe.hlen('rategate:{guard}:entries')) >= 2, { what: 'the entries written back', withinMs: 2_000 });
     console.log(`guard state written back ${Date.now() - t0} ms after FLUSHALL`);
     // A third replica that starts now reads them from the store.
     const late = await startTestGateway(TABLE, { upstream: upstream.url, store: redis.url });
@@ -183,7 +175,7 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     await redis.node.restart();
     const fresh = new Redis(redis.url);
     try {
-      await waitFor(async () => (await fresh.hexists('rategate:{guard}:entries', `block|${ip}`)) === 1, 4_000, 'the block written back');
+      await eventually(async () => (await fresh.hexists('rategate:{guard}:entries', `block|${ip}`)) === 1, { what: 'the block written back', withinMs: 4_000 });
     } finally {
       fresh.disconnect();
     }
@@ -216,10 +208,10 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
       await startTestGateway(PLAIN, { upstream: upstream.url, store: redis.url }),
       await startTestGateway(PLAIN, { upstream: upstream.url, store: redis.url }),
     ];
-    await new Promise((r) => setTimeout(r, 300)); // let start-up settle
+    await pause(300); // start-up's own store calls done: what follows counts only idle ones
     const before = await statsField(probe, 'total_commands_processed');
     // Measured over a fixed time by necessity: the claim is that nothing happens in it.
-    await new Promise((r) => setTimeout(r, 1_500));
+    await pause(1_500);
     const idle = (await statsField(probe, 'total_commands_processed')) - before - 1; // the probe's own INFO
     console.log(`two idle gateways: ${idle} store commands in 1.5 s`);
     expect(idle).toBeLessThanOrEqual(1);

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { eventually } from '../support/eventually.js';
 
 let wss: WebSocketServer;
 let gw: TestGateway;
@@ -41,11 +42,7 @@ describe('concurrency on upgrades', () => {
       first.ws.once('close', () => r());
       first.ws.close();
     });
-    const t0 = Date.now();
-    while (gw.guard.inFlight('streams:{ip:127.0.0.1}') !== 0) {
-      if (Date.now() - t0 > 5_000) throw new Error('slot not released after the tunnel closed');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await eventually(() => gw.guard.inFlight('streams:{ip:127.0.0.1}') === 0, { what: 'the slot released after the tunnel closed' });
     const third = await connect();
     expect(third.status).toBe(101);
     third.ws.terminate();

@@ -8,6 +8,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { eventually } from '../support/eventually.js';
 
 const IP = '203.0.113.9';
 const KEY = `slow:{ip:${IP}}`;
@@ -55,14 +56,6 @@ function get(path: string, ip = IP): Promise<{ status: number; retryAfter: strin
   });
 }
 
-async function eventually(check: () => boolean, what: string, withinMs = 5_000): Promise<void> {
-  const t0 = Date.now();
-  while (!check()) {
-    if (Date.now() - t0 > withinMs) throw new Error(`not within ${withinMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 function releaseAll(): void {
   for (const res of [...held]) res.end('{}');
 }
@@ -71,20 +64,20 @@ describe('concurrency: max 2 per IP', () => {
   it('of 5 parallel slow requests, forwards 2 and refuses 3 with 429 and Retry-After: 1', async () => {
     const forwardedBefore = upstream.forwarded().length;
     const answers = Array.from({ length: 5 }, () => get('/api/v1/slow'));
-    await eventually(() => held.length === 2, 'two requests held upstream');
+    await eventually(() => held.length === 2, { what: 'two requests held upstream' });
     // The three others are answered while the two are still in flight.
     const settled: { status: number; retryAfter: string | undefined }[] = [];
     for (const a of answers) void a.then((r) => settled.push(r));
-    await eventually(() => settled.length === 3, 'three refusals');
+    await eventually(() => settled.length === 3, { what: 'three refusals' });
     expect(settled.every((r) => r.status === 429 && r.retryAfter === '1')).toBe(true);
     expect(upstream.forwarded().length - forwardedBefore).toBe(2);
     // Another client is not limited by this one's slots.
     const other = get('/api/v1/slow', '198.51.100.3');
-    await eventually(() => held.length === 3, 'the other client forwarded');
+    await eventually(() => held.length === 3, { what: 'the other client forwarded' });
     releaseAll();
     const all = await Promise.all([...answers, other]);
     expect(all.filter((r) => r.status === 200)).toHaveLength(3);
-    await eventually(() => gw.guard.inFlight(KEY) === 0, 'slots released');
+    await eventually(() => gw.guard.inFlight(KEY) === 0, { what: 'slots released' });
   });
 
   it('releases the slot when the upstream fails (502)', async () => {
@@ -112,11 +105,11 @@ describe('concurrency: max 2 per IP', () => {
         ),
       );
     }
-    await eventually(() => gw.guard.inFlight(KEY) === 0, 'every aborted slot released');
-    await eventually(() => held.length === 0, 'upstream requests of aborted clients dropped');
+    await eventually(() => gw.guard.inFlight(KEY) === 0, { what: 'every aborted slot released' });
+    await eventually(() => held.length === 0, { what: 'upstream requests of aborted clients dropped' });
     const forwardedBefore = upstream.forwarded().length;
     const answers = Array.from({ length: 3 }, () => get('/api/v1/slow'));
-    await eventually(() => held.length === 2, 'max (2) admitted again');
+    await eventually(() => held.length === 2, { what: 'max (2) admitted again' });
     const first = await Promise.race(answers);
     expect(first).toEqual({ status: 429, retryAfter: '1' });
     expect(upstream.forwarded().length - forwardedBefore).toBe(2);
@@ -135,12 +128,12 @@ describe('concurrency: max 2 per IP', () => {
         return r.status;
       });
     const first = upload('user-7', '198.51.100.1');
-    await eventually(() => held.length === 1, 'the first upload held upstream');
+    await eventually(() => held.length === 1, { what: 'the first upload held upstream' });
     expect(await upload('user-7', '198.51.100.2')).toBe(429);
     const other = upload('user-8', '198.51.100.1');
-    await eventually(() => held.length === 2, "another account's upload forwarded");
+    await eventually(() => held.length === 2, { what: "another account's upload forwarded" });
     releaseAll();
     expect([await first, await other]).toEqual([200, 200]);
-    await eventually(() => gw.guard.inFlight('uploads:{acct:a:7}') === 0, 'slot released');
+    await eventually(() => gw.guard.inFlight('uploads:{acct:a:7}') === 0, { what: 'slot released' });
   });
 });

@@ -8,6 +8,7 @@ import { startRecordingUpstream, type RecordingUpstream } from '../support/recor
 import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { RedisGuardState } from '../../src/guard/redis-state.js';
+import { eventually } from '../support/eventually.js';
 
 describe.skipIf(skipRedis('store-scope in-flight limits'))('scope: store', () => {
   let redis: RedisHandle;
@@ -46,18 +47,18 @@ store: { timeout: 2s }
     const answers = Array.from({ length: 5 }, (_, i) => post(i));
     const settled: { status: number; retryAfter: string | null }[] = [];
     for (const a of answers) void a.then((r) => settled.push(r));
-    const t0 = Date.now();
-    while (held.length < 2 || settled.length < 3) {
-      if (Date.now() - t0 > 10_000) throw new Error(`held ${held.length}, settled ${settled.length}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await eventually(() => ({ held: held.length, settled: settled.length }), {
+      what: 'two held upstream and three answered',
+      withinMs: 10_000,
+      until: (n) => n.held >= 2 && n.settled >= 3,
+    });
     expect(held).toHaveLength(2);
     expect(settled).toEqual([0, 1, 2].map(() => ({ status: 429, retryAfter: '1' })));
     for (const r of held.splice(0)) r.end('{}');
     expect((await Promise.all(answers)).filter((r) => r.status === 200)).toHaveLength(2);
     // Released: both slots free again.
     const again = [post(0), post(1)];
-    while (held.length < 2) await new Promise((r) => setTimeout(r, 10));
+    await eventually(() => held.length >= 2, { what: 'both held upstream again' });
     for (const r of held.splice(0)) r.end('{}');
     expect((await Promise.all(again)).map((r) => r.status)).toEqual([200, 200]);
   });
@@ -102,12 +103,10 @@ describe.skipIf(skipCluster('guard state on a Redis Cluster'))('guard state on a
           .map((e) => `${e.kind}|${e.id}`)
           .sort();
       // `b` started the ban itself; the block it learns from the log (its next poll, 50 ms).
-      const tb = Date.now();
-      while (ids(b).length < 2 && Date.now() - tb < 5_000) await new Promise((r) => setTimeout(r, 20));
+      await eventually(() => ids(b), { what: 'b holding both entries', until: (l) => l.length >= 2 });
       expect(ids(b)).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
       // `a` learns the ban from the log (announced, or polled since it holds an entry).
-      const t0 = Date.now();
-      while (ids(a).length < 2 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
+      await eventually(() => ids(a), { what: 'a holding both entries', until: (l) => l.length >= 2 });
       expect(ids(a)).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
       const lease = await a.acquire('uploads:{acct:a:1}', 1, 10_000);
       expect(lease).not.toBeNull();
@@ -115,8 +114,7 @@ describe.skipIf(skipCluster('guard state on a Redis Cluster'))('guard state on a
       await a.release('uploads:{acct:a:1}', lease!);
       expect(await b.acquire('uploads:{acct:a:1}', 1, 10_000)).not.toBeNull();
       expect(await a.remove('block', '203.0.113.0/24')).toMatchObject({ kind: 'block', id: '203.0.113.0/24' });
-      const t1 = Date.now();
-      while (ids(b).length > 1 && Date.now() - t1 < 5_000) await new Promise((r) => setTimeout(r, 20));
+      await eventually(() => ids(b), { what: 'the removal on b', until: (l) => l.length <= 1 });
       expect(ids(b)).toEqual(['ban|login/ip:198.51.100.1']);
     } finally {
       await Promise.all([a.close(), b.close()]);

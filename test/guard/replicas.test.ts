@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { Redis } from 'ioredis';
+import { statusFor as status, untilEveryAnswers as until } from '../support/http.js';
 
 const TOKEN = 'attack-test-admin-token';
 const run = promisify(execFile);
@@ -45,25 +46,6 @@ function tableFile(yaml: string): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-attack-'));
   writeFileSync(path.join(dir, 'limits.yaml'), yaml);
   return path.join(dir, 'limits.yaml');
-}
-
-async function status(url: string, ip: string, init: RequestInit = {}): Promise<number> {
-  const r = await fetch(url, { ...init, headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) } });
-  await r.arrayBuffer();
-  return r.status;
-}
-
-/** Polls until every URL answers `want` for `ip`; returns the ms it took (throws after `withinMs`). */
-async function until(urls: string[], ip: string, want: number, withinMs: number): Promise<number> {
-  const t0 = Date.now();
-  const pending = new Set(urls);
-  while (pending.size > 0) {
-    for (const u of [...pending]) if ((await status(u, ip)) === want) pending.delete(u);
-    if (pending.size === 0) break;
-    if (Date.now() - t0 > withinMs) throw new Error(`${[...pending].join(', ')} did not answer ${want} for ${ip} within ${withinMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return Date.now() - t0;
 }
 
 function cli(args: string[]): Promise<{ code: number; out: string }> {

@@ -8,6 +8,7 @@ import { startRecordingUpstream, type RecordingUpstream } from '../support/recor
 import { skipCluster } from '../support/redis.js';
 import { startSentinelGroup, type SentinelGroup } from '../support/redis-ha.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { eventually } from '../support/eventually.js';
 
 describe.skipIf(skipCluster('the Sentinel guard test'))('runtime blocks with a Sentinel store', () => {
   let group: SentinelGroup;
@@ -37,12 +38,6 @@ clients: { trustedProxies: [loopback] }
     const post = await fetch(`${gw.adminUrl}/admin/blocks`, { method: 'POST', body: JSON.stringify({ ip, for: '1m', reason: 'test' }) });
     expect(post.status).toBe(201);
     // Applied within the guard's poll (250 ms); allow a few polls.
-    const t0 = Date.now();
-    let status = await get();
-    while (status !== 403 && Date.now() - t0 < 3_000) {
-      await new Promise((r) => setTimeout(r, 50));
-      status = await get();
-    }
-    expect(status).toBe(403);
+    await eventually(get, { what: 'the block applied', withinMs: 3_000, everyMs: 50, until: (s) => s === 403 });
   });
 });

@@ -4,6 +4,7 @@ import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { SEED_TABLE, startTestGateway, gatewayFixture } from '../support/gateway.js';
+import { pause } from '../support/eventually.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
@@ -29,7 +30,7 @@ function raw(url: string, chunks: (string | Buffer)[], ms = 3000, gapMs = 0): Pr
       for (const c of chunks) {
         if (s.destroyed) break;
         s.write(c);
-        if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
+        if (gapMs) await pause(gapMs); // a slow client's pace
       }
     });
   });

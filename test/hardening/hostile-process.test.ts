@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../support/recording-upstream.js';
 import { SEED_TABLE } from '../support/gateway.js';
 import { spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
+import { eventually, pause } from '../support/eventually.js';
 
 /** GET `path`, failing unless the whole answer arrives within `ms`. */
 function answerWithin(url: string, pathAndQuery: string, ms = 2000, headers: http.OutgoingHttpHeaders = {}): Promise<{ status: number; body: string }> {
@@ -113,7 +114,7 @@ async function interruptedUploads(gw: GatewayProcess, extraHead = ''): Promise<v
   // In waves, so that each cut lands while the gateway is reading that request.
   for (let i = 0; i < offsets.length; i += 16) {
     const sockets = await Promise.all(offsets.slice(i, i + 16).map((at) => rawConnection(gw.url, Buffer.concat([Buffer.from(head), body.subarray(0, at)]))));
-    await new Promise((r) => setTimeout(r, 30));
+    await pause(30); // each cut while the gateway reads that request
     for (const s of sockets) s.destroy();
   }
 }
@@ -199,7 +200,7 @@ describe('the default table', () => {
         r.write(Buffer.alloc(512, 120));
       });
       expect(status).toBe(200);
-      await new Promise((r) => setTimeout(r, 50));
+      await pause(50); // the hang-up reaches the gateway: an error it raises must not pass unseen
       await expectAlive(gw);
     }
   });
@@ -424,16 +425,8 @@ describe('one-byte chunks from many connections (item 3)', () => {
     let peak = rssBytes(pid);
     const sample = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
     try {
-      const until = Date.now() + 30_000;
-      for (;;) {
-        try {
-          await answerWithin(gw.url, '/api/v1/statuses/1', 500);
-          break;
-        } catch (err) {
-          if (Date.now() > until) throw err;
-        }
-      }
-      await new Promise((r) => setTimeout(r, 500));
+      await eventually(() => answerWithin(gw.url, '/api/v1/statuses/1', 500), { what: 'the gateway answering again', withinMs: 30_000, everyMs: 0 });
+      await pause(500); // RSS sampled "a while after" it caught up: time is the subject
     } finally {
       clearInterval(sample);
     }
@@ -592,10 +585,10 @@ describe('a full upstream pool (issue 27, item 1)', () => {
     });
     r.on('error', () => undefined);
     r.write(Buffer.alloc(1000, 120));
-    await new Promise((resolve) => setTimeout(resolve, 500)); // the hang-up the finding names: half a second into the body
+    await pause(500); // the hang-up the finding names: half a second into the body
     r.destroy();
     // Before issue 27: `Unhandled 'error' event … UpstreamBody`, the process gone within milliseconds.
-    await new Promise((resolve) => setTimeout(resolve, 300)); // time for the error to surface (no event to wait for: it must not happen)
+    await pause(300); // time for the error to surface (no event to wait for: it must not happen)
     await expectRunning();
     release();
     for (const s of holds) s.destroy();
@@ -676,7 +669,7 @@ describe('140 slow uploads (issue 27, item 2)', () => {
           failures.push((err as Error).message);
         }
         latencies.push(Date.now() - started);
-        await new Promise((resolve) => setTimeout(resolve, 200)); // a client's pace, not a wait for the gateway
+        await pause(200); // a client's pace, not a wait for the gateway
       }
       expect(failures, `latencies ${latencies.join(',')}`).toEqual([]);
       // The uploads themselves are answered — 408 (too slow) or 503 (no upstream connection in time) — not left hanging.

@@ -4,6 +4,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { eventually, pause } from '../support/eventually.js';
 
 let upstream: RecordingUpstream;
 let gw: TestGateway;
@@ -72,17 +73,19 @@ describe('soak', () => {
     // Warm up so pools and caches exist before the baseline.
     for (let i = 0; i < 50; i++) await abortOne();
     // A wait that stays: the warm-up's sockets close asynchronously on both hops, with no event to await here.
-    await new Promise((r) => setTimeout(r, 300));
+    await pause(300);
     const baseline = handles();
     global.gc?.();
     const heapBefore = process.memoryUsage().heapUsed;
 
     for (let round = 0; round < 40; round++) await Promise.all(Array.from({ length: 50 }, abortOne));
     // Socket teardown is asynchronous on both hops: give it up to 10 s to settle, no more.
-    const settled = Date.now() + 10_000;
-    while ((handles().TCPSocketWrap ?? 0) > (baseline.TCPSocketWrap ?? 0) + 4 && Date.now() < settled) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(() => handles().TCPSocketWrap ?? 0, {
+      what: 'sockets back to the baseline',
+      withinMs: 10_000,
+      everyMs: 100,
+      until: (n) => n <= (baseline.TCPSocketWrap ?? 0) + 4,
+    });
     global.gc?.();
     const after = handles();
     // Sockets return to (about) the baseline: aborted requests took their upstream sockets with them.

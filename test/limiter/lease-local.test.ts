@@ -7,12 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { createLeaseStore } from '../../src/limiter/redis/lease.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
+import { freshBuckets } from '../support/buckets.js';
 
 const T0 = Date.UTC(2026, 10, 21, 19, 0, 0);
-let seq = 0;
-function spec(over: Partial<BucketSpec> = {}): BucketSpec {
-  return { key: `l${++seq}:{ip:192.0.2.1}`, limit: 1_000, periodMs: 3_600_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local', ...over };
-}
+const spec = freshBuckets((n) => `l${n}:{ip:192.0.2.1}`, { limit: 1_000, periodMs: 3_600_000 });
 
 /** A fixed-window store that grants the lease asked for as far as it fits, counting its calls. */
 class Granting implements Store {

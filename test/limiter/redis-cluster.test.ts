@@ -8,6 +8,7 @@ import { FakeClock } from '../support/clock.js';
 import { skipCluster, startRedisCluster, type ClusterHandle, type RedisNode } from '../support/redis.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
 import { storeContract, throughConsumeLocal } from './store.contract.js';
+import { pause } from '../support/eventually.js';
 
 let seq = 0;
 function spec(tag: string, over: Partial<BucketSpec> = {}): BucketSpec {
@@ -92,7 +93,7 @@ describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster
     const t0 = Date.now();
     await expect(s.consume([ipBucket, acctBucket])).rejects.toBeInstanceOf(StoreTimeoutError);
     expect(Date.now() - t0).toBeLessThan(400);
-    await new Promise((r) => setTimeout(r, 700));
+    await pause(700); // the pause over and the late replies in: what they charged is what peek reads
     pauser.disconnect();
     expect(await s.peek(ipBucket)).toMatchObject({ remaining: 3 });
     expect(await s.peek(acctBucket)).toMatchObject({ remaining: 3 });

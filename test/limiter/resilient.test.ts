@@ -11,21 +11,10 @@ import { createRedisStore } from '../../src/limiter/redis/store.js';
 import { createResilientStore, type StoreEvent } from '../../src/limiter/resilient.js';
 import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
-import { readBucketState, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { readBucketState, skipRedis, startRedis, type RedisHandle, skipUnlessOwnRedis } from '../support/redis.js';
+import { freshBuckets } from '../support/buckets.js';
 
-let seq = 0;
-function spec(over: Partial<BucketSpec> = {}): BucketSpec {
-  return {
-    key: `r${++seq}:{ip:192.0.2.${seq % 250}}`,
-    limit: 3,
-    periodMs: 60_000,
-    algorithm: 'fixed-window',
-    cost: 1,
-    shadow: false,
-    onError: 'local',
-    ...over,
-  };
-}
+const spec = freshBuckets((n) => `r${n}:{ip:192.0.2.${n % 250}}`);
 
 /** Lets the promise callbacks queued so far run (no time passes). */
 const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -316,7 +305,11 @@ describe('the fault policy', () => {
     promote('A', 'A2', 'A');
     expect(store.failingNodes).toEqual([]);
     expect(store.fallbackActive).toBe(false);
+    // Shared again when the store has decided for A's keys, not at the promotion.
+    expect(events.filter((e) => e.type === 'shared')).toEqual([]);
     expect((await store.consume([onA])).allowed).toBe(true);
+    await store.consume([onA]);
+    expect(events.filter((e) => e.type === 'shared')).toEqual([{ type: 'shared', from: 'A', to: 'A2', node: 'A' }]);
     expect(events.filter((e) => e.type === 'promotion')).toEqual([{ type: 'promotion', from: 'A', to: 'A2', node: 'A', wasFailing: true }]);
     expect(events.filter((e) => e.type === 'node').map((e) => [(e as { node: string }).node, (e as { failing: boolean }).failing])).toEqual([
       ['A', true],
@@ -435,41 +428,43 @@ describe.skipIf(skipRedis('the Redis fault tests'))('the fault policy over a rea
     await store.close();
   });
 
-  it('holds each policy while Redis is dead, opens the circuit, and recovers by itself after a restart: the charge lands in the new server', async () => {
-    if (redis.source === 'env') return; // cannot kill an external Redis
-    // A dead Redis refuses at once; the timeout only has to outlast a loaded machine (100 ms did not, in CI).
-    const redisStore = createRedisStore({ url: redis.url, prefix: 'fault', timeoutMs: 2000 });
-    await redisStore.ready();
-    const events: StoreEvent[] = [];
-    let recovered!: () => void;
-    const back = new Promise<void>((r) => (recovered = r));
-    const store = createResilientStore(redisStore, {
-      fallback: new MemoryStore({ sweepIntervalMs: 0 }),
-      breaker: { failureThreshold: 1, openMs: 50 },
-      onEvent: (e) => {
-        events.push(e);
-        if (e.type === 'fallback_active' && !e.active) recovered();
-      },
-    });
-    await redis.node.kill();
-    const local = spec({ onError: 'local', limit: 2 });
-    expect((await Promise.all([1, 2, 3].map(() => store.consume([local])))).map((o) => o.allowed).sort()).toEqual([false, true, true]);
-    expect((await store.consume([spec({ onError: 'allow', limit: 2 }), spec({ onError: 'allow', limit: 2 })])).buckets).toMatchObject([
-      { remaining: 2 },
-      { remaining: 2 },
-    ]);
-    await expect(store.consume([spec({ onError: 'deny' })])).rejects.toBeInstanceOf(StoreUnavailableError);
-    expect(store.fallbackActive).toBe(true);
-    expect(store.circuit).not.toBe('closed');
-    expect(events.some((e) => e.type === 'error' && e.reason === 'circuit_open')).toBe(true);
-    await redis.node.restart();
-    await back; // the background probe (real timers here: Redis's restart is real) closed the breaker
-    expect(store.circuit).toBe('closed');
-    const fresh = spec({ limit: 5 });
-    expect((await store.consume([fresh])).buckets[0]!.remaining).toBe(4);
-    const admin = new Redis(redis.url);
-    expect((await readBucketState(admin, `fault:${fresh.key}`))?.slice(1)).toEqual([1, 0]);
-    admin.disconnect();
-    await store.close();
-  });
+  it.skipIf(skipUnlessOwnRedis('a test that kills its Redis'))(
+    'holds each policy while Redis is dead, opens the circuit, and recovers by itself after a restart: the charge lands in the new server',
+    async () => {
+      // A dead Redis refuses at once; the timeout only has to outlast a loaded machine (100 ms did not, in CI).
+      const redisStore = createRedisStore({ url: redis.url, prefix: 'fault', timeoutMs: 2000 });
+      await redisStore.ready();
+      const events: StoreEvent[] = [];
+      let recovered!: () => void;
+      const back = new Promise<void>((r) => (recovered = r));
+      const store = createResilientStore(redisStore, {
+        fallback: new MemoryStore({ sweepIntervalMs: 0 }),
+        breaker: { failureThreshold: 1, openMs: 50 },
+        onEvent: (e) => {
+          events.push(e);
+          if (e.type === 'fallback_active' && !e.active) recovered();
+        },
+      });
+      await redis.node.kill();
+      const local = spec({ onError: 'local', limit: 2 });
+      expect((await Promise.all([1, 2, 3].map(() => store.consume([local])))).map((o) => o.allowed).sort()).toEqual([false, true, true]);
+      expect((await store.consume([spec({ onError: 'allow', limit: 2 }), spec({ onError: 'allow', limit: 2 })])).buckets).toMatchObject([
+        { remaining: 2 },
+        { remaining: 2 },
+      ]);
+      await expect(store.consume([spec({ onError: 'deny' })])).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(store.fallbackActive).toBe(true);
+      expect(store.circuit).not.toBe('closed');
+      expect(events.some((e) => e.type === 'error' && e.reason === 'circuit_open')).toBe(true);
+      await redis.node.restart();
+      await back; // the background probe (real timers here: Redis's restart is real) closed the breaker
+      expect(store.circuit).toBe('closed');
+      const fresh = spec({ limit: 5 });
+      expect((await store.consume([fresh])).buckets[0]!.remaining).toBe(4);
+      const admin = new Redis(redis.url);
+      expect((await readBucketState(admin, `fault:${fresh.key}`))?.slice(1)).toEqual([1, 0]);
+      admin.disconnect();
+      await store.close();
+    },
+  );
 });

@@ -6,11 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/limiter/errors.js';
 import { createStoreFor, refundReporter, type StoreHandle } from '../../src/limiter/factory.js';
-import type { BucketSpec, StoreLog } from '../../src/limiter/types.js';
+import type { StoreLog } from '../../src/limiter/types.js';
 import { StoreStateLog } from '../../src/limiter/state-log.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { FakeClock } from '../support/clock.js';
-import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { skipRedis, startRedis, type RedisHandle, skipUnlessOwnRedis } from '../support/redis.js';
+import { freshBuckets } from '../support/buckets.js';
 
 interface Line {
   level: 'warn' | 'info';
@@ -43,19 +44,7 @@ class CapturingLog implements StoreLog {
   }
 }
 
-let seq = 0;
-function spec(over: Partial<BucketSpec> = {}): BucketSpec {
-  return {
-    key: `ev${++seq}:{ip:192.0.2.${seq % 250}}`,
-    limit: 1_000_000,
-    periodMs: 60_000,
-    algorithm: 'fixed-window',
-    cost: 1,
-    shadow: false,
-    onError: 'local',
-    ...over,
-  };
-}
+const spec = freshBuckets((n) => `ev${n}:{ip:192.0.2.${n % 250}}`, { limit: 1_000_000 });
 
 async function metricsText(m: Metrics): Promise<string> {
   return m.registry.metrics();
@@ -142,7 +131,7 @@ describe('the store state log', () => {
     expect(log.lines.map((l) => l.level)).toEqual(['warn', 'info']);
   });
 
-  it('says failover when a replica took over a failing master, and keeps other nodes apart', () => {
+  it('says failover when a replica took over a failing master, "shared again" only when the store decided, and keeps other nodes apart', () => {
     const { log, clock, states } = setup();
     states.failed('a:1', 'timeout');
     states.opened('a:1', undefined);
@@ -150,10 +139,12 @@ describe('the store state log', () => {
     clock.advance(10_000);
     states.failed('c:3', 'connect ECONNREFUSED');
     states.opened('c:3', undefined);
+    states.shared('a:1', 'b:2');
     expect(log.lines.map((l) => l.msg)).toEqual([
       expect.stringMatching(/^store node a:1 failing/),
-      'store failover: b:2 promoted in place of a:1; decisions for its keys are shared again',
+      'store failover: b:2 promoted in place of a:1',
       expect.stringMatching(/^store node c:3 failing/),
+      'store node b:2: decisions for the keys of a:1 are shared again',
     ]);
     expect(log.lines[1]!.obj).toMatchObject({ node: 'a:1', promoted: 'b:2' });
   });
@@ -194,59 +185,63 @@ describe.skipIf(skipRedis('the store event tests'))('the store stack over a real
     await handle.store.close();
   });
 
-  it('logs Redis dying under traffic with at least one warning and at most a few, and its recovery with one line', async () => {
-    if (redis.source === 'env') return; // cannot kill an external Redis
-    const log = new CapturingLog();
-    const metrics = new Metrics({ collectDefault: false });
-    const handle: StoreHandle = await createStoreFor(storeConfig(), { log, observer: metrics.storeObserver() });
-    expect(log.lines).toEqual([]);
-    let served = 0;
-    let running = true;
-    const traffic = (async () => {
-      while (running) {
-        await Promise.all([1, 2, 3, 4].map(() => handle.store.consume([spec({ limit: 1_000 }), spec({ onError: 'allow' })])));
-        served += 4;
-        await new Promise((r) => setImmediate(r));
-      }
-    })();
-    const servedPast = async (n: number): Promise<void> => {
-      const target = served + n;
-      while (served < target) await new Promise((r) => setImmediate(r));
-    };
-    await servedPast(200);
-    await redis.node.kill();
-    await log.waitFor(/store node .* failing/);
-    await servedPast(2_000); // well past the breaker's opening: hundreds of requests on the fallback
-    expect(await metricsText(metrics)).toContain('rategate_store_fallback_active 1');
-    await redis.node.restart();
-    await log.waitFor(/store node .* recovered/);
-    await servedPast(200);
-    running = false;
-    await traffic;
-    expect(log.count('warn')).toBeGreaterThanOrEqual(1);
-    expect(log.count('warn')).toBeLessThanOrEqual(3);
-    expect(log.count('info', /store node .* recovered/)).toBe(1);
-    expect(log.lines.length).toBeLessThanOrEqual(4);
-    const failing = log.lines.find((l) => /store node .* failing/.test(l.msg))!;
-    expect(failing.msg).toContain('onError: local');
-    expect(failing.obj).toMatchObject({ store: 'redis', node: `127.0.0.1:${redis.node.port}`, err: expect.any(String) });
-    expect(await metricsText(metrics)).toContain('rategate_store_fallback_active 0');
-    await handle.store.close();
-  });
+  it.skipIf(skipUnlessOwnRedis('a test that kills its Redis'))(
+    'logs Redis dying under traffic with at least one warning and at most a few, and its recovery with one line',
+    async () => {
+      const log = new CapturingLog();
+      const metrics = new Metrics({ collectDefault: false });
+      const handle: StoreHandle = await createStoreFor(storeConfig(), { log, observer: metrics.storeObserver() });
+      expect(log.lines).toEqual([]);
+      let served = 0;
+      let running = true;
+      const traffic = (async () => {
+        while (running) {
+          await Promise.all([1, 2, 3, 4].map(() => handle.store.consume([spec({ limit: 1_000 }), spec({ onError: 'allow' })])));
+          served += 4;
+          await new Promise((r) => setImmediate(r));
+        }
+      })();
+      const servedPast = async (n: number): Promise<void> => {
+        const target = served + n;
+        while (served < target) await new Promise((r) => setImmediate(r));
+      };
+      await servedPast(200);
+      await redis.node.kill();
+      await log.waitFor(/store node .* failing/);
+      await servedPast(2_000); // well past the breaker's opening: hundreds of requests on the fallback
+      expect(await metricsText(metrics)).toContain('rategate_store_fallback_active 1');
+      await redis.node.restart();
+      await log.waitFor(/store node .* recovered/);
+      await servedPast(200);
+      running = false;
+      await traffic;
+      expect(log.count('warn')).toBeGreaterThanOrEqual(1);
+      expect(log.count('warn')).toBeLessThanOrEqual(3);
+      expect(log.count('info', /store node .* recovered/)).toBe(1);
+      expect(log.lines.length).toBeLessThanOrEqual(4);
+      const failing = log.lines.find((l) => /store node .* failing/.test(l.msg))!;
+      expect(failing.msg).toContain('onError: local');
+      expect(failing.obj).toMatchObject({ store: 'redis', node: `127.0.0.1:${redis.node.port}`, err: expect.any(String) });
+      expect(await metricsText(metrics)).toContain('rategate_store_fallback_active 0');
+      await handle.store.close();
+    },
+  );
 
-  it('warns at start when Redis is unreachable, serves under the fault policy, and says once when it connects', async () => {
-    if (redis.source === 'env') return;
-    await redis.node.kill();
-    const log = new CapturingLog();
-    const handle = await createStoreFor(storeConfig(), { log, connectWaitMs: 300 });
-    // The warning is there by the time start-up goes on (after connectWaitMs, 3 s by default).
-    expect(log.count('warn', /store unreachable at start/)).toBe(1);
-    expect(log.lines[0]!.msg).toContain('onError: local');
-    expect(await handle.reachable()).toBe(false); // down, and still serving under the local fallback
-    await redis.node.restart();
-    await log.waitFor(/store connected/);
-    expect((await handle.store.consume([spec()])).allowed).toBe(true);
-    expect(log.lines.map((l) => l.level)).toEqual(['warn', 'info']);
-    await handle.store.close();
-  });
+  it.skipIf(skipUnlessOwnRedis('a test that kills its Redis'))(
+    'warns at start when Redis is unreachable, serves under the fault policy, and says once when it connects',
+    async () => {
+      await redis.node.kill();
+      const log = new CapturingLog();
+      const handle = await createStoreFor(storeConfig(), { log, connectWaitMs: 300 });
+      // The warning is there by the time start-up goes on (after connectWaitMs, 3 s by default).
+      expect(log.count('warn', /store unreachable at start/)).toBe(1);
+      expect(log.lines[0]!.msg).toContain('onError: local');
+      expect(await handle.reachable()).toBe(false); // down, and still serving under the local fallback
+      await redis.node.restart();
+      await log.waitFor(/store connected/);
+      expect((await handle.store.consume([spec()])).allowed).toBe(true);
+      expect(log.lines.map((l) => l.level)).toEqual(['warn', 'info']);
+      await handle.store.close();
+    },
+  );
 });

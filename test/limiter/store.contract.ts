@@ -7,26 +7,16 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BucketSpec, Store } from '../../src/limiter/types.js';
 import { bucketKey, ruleKeyPrefix } from '../../src/limiter/keys.js';
 import { FakeClock } from '../support/clock.js';
+import { freshBuckets } from '../support/buckets.js';
 
 export type StoreFactory = (clock: FakeClock) => Promise<Store>;
 
 /** A time on a 5-minute (and 30-minute and 1-hour) boundary, so window edges are easy to reason about. */
 const T0 = Date.UTC(2026, 10, 21, 19, 0, 0);
+// Each test gets fresh keys so that stores shared across tests do not interfere.
+const bucket = freshBuckets((n) => `contract-${process.pid}-${n}:{ip:192.0.2.1}`);
+/** For the keys and rule names made by hand below (their own prefix: never one of bucket()'s). */
 let seq = 0;
-
-function bucket(over: Partial<BucketSpec> = {}): BucketSpec {
-  // Each test gets fresh keys so that stores shared across tests do not interfere.
-  return {
-    key: `contract-${process.pid}-${++seq}:{ip:192.0.2.1}`,
-    limit: 3,
-    periodMs: 60_000,
-    algorithm: 'fixed-window',
-    cost: 1,
-    shadow: false,
-    onError: 'local',
-    ...over,
-  };
-}
 
 /**
  * The store with every decision asked of `consumeLocal` first, as the request path asks it, and of
@@ -103,7 +93,7 @@ export function storeContract(name: string, factory: StoreFactory): void {
     it('charges every bucket or none when the buckets belong to different identities (different cluster slots)', async () => {
       // An IP bucket and an account bucket carry different hash tags: on a cluster they live in different
       // slots, so this is the reserve-and-refund path there. The result must not differ from one slot.
-      const acct = (over: Partial<BucketSpec> = {}): BucketSpec => bucket({ key: `contract-${process.pid}-${++seq}:{acct:1}`, ...over });
+      const acct = (over: Partial<BucketSpec> = {}): BucketSpec => bucket({ key: `contract-${process.pid}-h${++seq}:{acct:1}`, ...over });
       const ipWide = bucket({ limit: 5 });
       const acctNarrow = acct({ limit: 1 });
       expect((await store.consume([ipWide, acctNarrow])).buckets.map((b) => b.remaining)).toEqual([4, 0]);
@@ -139,7 +129,7 @@ export function storeContract(name: string, factory: StoreFactory): void {
     it('counts token, header and parameter keys and override buckets like any other, all-or-nothing, in every algorithm', async () => {
       const digest = (c: string) => c.repeat(64);
       for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
-        const rule = `contract-${process.pid}-${++seq}`;
+        const rule = `contract-${process.pid}-h${++seq}`;
         const tags: Record<string, string> = {
           ip: 'ip:192.0.2.1',
           token: `tok:${digest('t')}`,

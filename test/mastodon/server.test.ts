@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createUpstreamHandler, startUpstream } from '../../src/mastodon/index.js';
 import { appToken, call, newUser, useUpstream } from './support.js';
+import { pause } from '../support/eventually.js';
 
 const server = useUpstream();
 
@@ -176,7 +177,7 @@ describe('startUpstream and createUpstreamHandler', () => {
     });
     req.write('status=half');
     // A wait that stays: the half body must be in the server's hands before close() (no event says so).
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await pause(30);
     const started = Date.now();
     const closing = up.close();
     req.end('way');

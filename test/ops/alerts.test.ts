@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { startTestGateway, SEED_TABLE, type TestGateway } from '../support/gateway.js';
 import { freePort } from '../support/servers.js';
+import { eventually } from '../support/eventually.js';
 
 const RULES = 'helm/rategate/alerts/rategate.rules.yaml';
 const has = (bin: string): boolean => spawnSync(bin, ['--version'], { stdio: 'ignore' }).status === 0;
@@ -84,15 +85,9 @@ describe.skipIf(missing.length > 0)('a real Prometheus with the shipped rules', 
     const r = (await (await fetch(`${base}/api/v1/alerts`)).json()) as { data: { alerts: Alert[] } };
     return r.data.alerts;
   }
-  async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
-    const started = Date.now();
-    for (;;) {
-      const v = await probe().catch(() => undefined);
-      if (v !== undefined) return v;
-      if (Date.now() - started > ms) throw new Error(`${what}: not within ${ms} ms`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  /** A probe's first defined answer (Prometheus evaluates every second: asked every 200 ms). */
+  const until = <T>(what: string, withinMs: number, probe: () => Promise<T | undefined>): Promise<T> =>
+    eventually(probe, { what, withinMs, everyMs: 200, until: (v) => v !== undefined }) as Promise<T>;
 
   it('shows nothing for a healthy gateway, ReloadFailed after one broken edit, StoreDegraded with Redis down', async () => {
     upstream = await startRecordingUpstream();

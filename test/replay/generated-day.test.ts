@@ -19,7 +19,7 @@ import { reportPage } from '../../src/replay/html.js';
 import { runReplay } from '../../src/replay/run.js';
 import { keepScreenshot, launchBrowser, skipBrowser } from '../support/browser.js';
 import { FakeClock } from '../support/clock.js';
-import { capturingLogger, SEED_TABLE, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
+import { accessLine, capturingLogger, SEED_TABLE, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 
@@ -123,7 +123,7 @@ describe('a generated day of 1.2 M lines', () => {
       clock.set(r.time);
       const id = `d${i}`;
       await send(gw.url, { method: r.method, path: r.target, headers: { 'X-Forwarded-For': r.remoteAddr, 'X-Request-Id': id } });
-      served.push(verdictOf(await accessLine(lines, id)));
+      served.push(verdictOf(await accessLine(lines, id, 10_000)));
     }
     expect(served).toEqual(watched.map((w) => w.verdict));
     // No other address was limited: the rules' whole-day counts are the ones serve just gave.
@@ -135,15 +135,6 @@ describe('a generated day of 1.2 M lines', () => {
     expect(report.limited).toBe(served.filter((v) => v.startsWith('limited')).length);
   }, 600_000);
 });
-
-async function accessLine(lines: LogLine[], id: string): Promise<LogLine> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    for (let i = lines.length - 1; i >= 0 && i >= lines.length - 50; i--) if (lines[i]!.msg === 'request' && lines[i]!.id === id) return lines[i]!;
-    if (Date.now() > deadline) throw new Error(`no access-log line for ${id}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
 
 function verdictOf(line: LogLine): string {
   return `${String(line.decision)}${line.rule === undefined ? '' : ` by ${String(line.rule)}`}`;

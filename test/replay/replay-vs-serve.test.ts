@@ -13,7 +13,7 @@ import { parseConfig } from '../../src/config/index.js';
 import { formatNamed } from '../../src/replay/formats.js';
 import { runReplay } from '../../src/replay/run.js';
 import { FakeClock } from '../support/clock.js';
-import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
+import { accessLine, capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 
@@ -105,16 +105,6 @@ describe('replay and serve agree', () => {
     expect(report.rules.find((r) => r.name === 'watch')!.limited).toBeGreaterThan(0);
   }, 60_000);
 });
-
-async function accessLine(lines: LogLine[], id: string): Promise<LogLine> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const line = lines.find((l) => l.msg === 'request' && l.id === id);
-    if (line !== undefined) return line;
-    if (Date.now() > deadline) throw new Error(`no access-log line for ${id}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 function verdictOf(line: LogLine): string {
   return `${String(line.decision)}${line.rule === undefined ? '' : ` by ${String(line.rule)}`}`;

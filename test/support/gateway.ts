@@ -6,6 +6,7 @@ import { pino, type Logger } from 'pino';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { startRecordingUpstream, type RecordingUpstream } from './recording-upstream.js';
+import { eventually } from './eventually.js';
 
 export interface TestGateway extends RunningGateway {
   configPath: string;
@@ -45,6 +46,15 @@ export function capturingLogger(level = 'info'): { logger: Logger; lines: LogLin
 }
 
 export type LogLine = { level: number; msg: string } & Record<string, unknown>;
+
+/** The access-log line of request `id` (written once the answer is sent, so polled for), newest lines first. */
+export async function accessLine(lines: readonly LogLine[], id: string, withinMs = 5_000): Promise<LogLine> {
+  const find = (): LogLine | undefined => {
+    for (let i = lines.length - 1; i >= 0; i--) if (lines[i]!.msg === 'request' && lines[i]!.id === id) return lines[i];
+    return undefined;
+  };
+  return (await eventually(find, { what: `the access-log line of ${id}`, withinMs, everyMs: 2, until: (l) => l !== undefined }))!;
+}
 
 export { SEED_TABLE } from './seed-table.js';
 

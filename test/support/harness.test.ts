@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster, Redis } from 'ioredis';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from './redis.js';
+import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle, skipUnlessOwnRedis } from './redis.js';
 
 describe.skipIf(skipRedis('the Redis harness test'))('the Redis harness', () => {
   let redis: RedisHandle;
@@ -16,8 +16,7 @@ describe.skipIf(skipRedis('the Redis harness test'))('the Redis harness', () => 
     client.disconnect();
   });
 
-  it('kills and restarts a binary-backed Redis on the same port', async () => {
-    if (redis.source !== 'binary') return;
+  it.skipIf(skipUnlessOwnRedis('a test that kills its Redis'))('kills and restarts a binary-backed Redis on the same port', async () => {
     const client = new Redis(redis.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => 50 });
     client.on('error', () => {});
     await new Promise((r) => client.once('ready', r));

@@ -1,5 +1,6 @@
 /** @module A raw HTTP client for tests: sends the path byte for byte (fetch would normalize it). */
 import http from 'node:http';
+import { eventually } from './eventually.js';
 
 export interface Answer {
   status: number;
@@ -42,4 +43,25 @@ export function send(baseUrl: string, req: Send): Promise<Answer> {
     r.on('error', reject);
     r.end(req.body);
   });
+}
+
+/** The status a gateway answers the client `ip` names (X-Forwarded-For, from a trusted loopback peer); the body drained. */
+export async function statusFor(url: string, ip: string, init: RequestInit = {}): Promise<number> {
+  const r = await fetch(url, { ...init, headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) } });
+  await r.arrayBuffer();
+  return r.status;
+}
+
+/** Polls until every URL has answered `want` to `ip` (replicas applying a shared change); the ms it took. */
+export async function untilEveryAnswers(urls: readonly string[], ip: string, want: number, withinMs: number): Promise<number> {
+  const t0 = Date.now();
+  const pending = new Set(urls);
+  await eventually(
+    async () => {
+      for (const u of [...pending]) if ((await statusFor(u, ip)) === want) pending.delete(u);
+      return pending.size === 0 ? true : [...pending];
+    },
+    { what: `every replica answering ${want} to ${ip}`, withinMs, until: (v) => v === true },
+  );
+  return Date.now() - t0;
 }

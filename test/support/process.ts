@@ -1,5 +1,6 @@
 /** @module Spawns the real `rategate` command line (through tsx) for ops tests, and waits on its output. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { eventually } from './eventually.js';
 import { freePort } from './servers.js';
 
 export interface GatewayProcess {
@@ -11,13 +12,32 @@ export interface GatewayProcess {
   readonly exited: Promise<number | null>;
 }
 
-/** Runs `rategate serve` on free loopback ports; resolves once the admin listener answers. */
-export async function spawnServe(args: string[], env: Record<string, string> = {}, startMs = 20_000): Promise<GatewayProcess> {
+/**
+ * Runs `rategate serve` on free loopback ports (the admin listener on `adminHost`); resolves once the
+ * admin listener answers. The ports are chosen here, not by listening on port 0: the process would
+ * report its choice only in its start-up line, which a test may silence (`RATEGATE_LOG_LEVEL`).
+ */
+export async function spawnServe(
+  args: string[],
+  env: Record<string, string> = {},
+  startMs = 20_000,
+  opts: { adminHost?: string } = {},
+): Promise<GatewayProcess> {
   const port = await freePort();
   const adminPort = await freePort();
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--listen', `127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${adminPort}`, ...args],
+    [
+      '--import',
+      'tsx',
+      'src/cli/index.ts',
+      'serve',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--admin-listen',
+      `${opts.adminHost ?? '127.0.0.1'}:${adminPort}`,
+      ...args,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
   );
   let out = '';
@@ -25,16 +45,13 @@ export async function spawnServe(args: string[], env: Record<string, string> = {
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const adminUrl = `http://127.0.0.1:${adminPort}`;
-  const started = Date.now();
-  for (;;) {
-    try {
-      await fetch(`${adminUrl}/healthz`);
-      break;
-    } catch {
-      if (Date.now() - started > startMs || child.exitCode !== null) throw new Error(`gateway did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const state = await eventually(
+    async () => (child.exitCode !== null ? 'exited' : (await fetch(`${adminUrl}/healthz`).catch(() => null))?.ok === true ? 'up' : false),
+    { what: 'the admin listener of `rategate serve`', withinMs: startMs },
+  ).catch((err: Error) => {
+    throw new Error(`gateway did not start (${err.message}): ${out}`);
+  });
+  if (state === 'exited') throw new Error(`gateway did not start: ${out}`);
   return { child, url: `http://127.0.0.1:${port}`, adminUrl, output: () => out, exited };
 }
 
@@ -53,12 +70,9 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
   });
 }
 
+/** `eventually` for a boolean condition (kept for the tests written against it). */
 export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, what = 'condition'): Promise<void> {
-  const started = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - started > ms) throw new Error(`${what} not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await eventually(cond, { what, withinMs: ms });
 }
 
 export function stop(p: GatewayProcess): Promise<number | null> {

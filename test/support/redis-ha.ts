@@ -11,6 +11,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { startBinaryNode, waitForPing, type RedisNode } from './redis.js';
 import { freePort } from './servers.js';
+import { eventually } from './eventually.js';
 
 type Node = RedisNode & { stop(): Promise<void> };
 
@@ -225,15 +226,7 @@ async function roleMasterAt(node: RedisNode, password: string | undefined, timeo
   }
 }
 
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000, everyMs = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      // not yet: a node still starting, a command refused while the cluster forms
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+/** `eventually` as these set-ups ask it: a throw is a node still starting or a command refused while the cluster forms. */
+async function until(check: () => Promise<boolean>, what: string, withinMs = 20_000, everyMs = 50): Promise<void> {
+  await eventually(check, { what, withinMs, everyMs, until: (ok) => ok });
 }

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './servers.js';
+import { eventually } from './eventually.js';
 
 export interface RedisNode {
   host: string;
@@ -76,6 +77,22 @@ export function skipCluster(what: string): boolean {
   const reason = clusterUnavailableReason();
   if (!reason) return false;
   if (process.env.CI === 'true') throw new Error(`${what} needs a Redis Cluster, and CI=true: ${reason}`);
+  console.warn(`\n*** SKIPPING ${what}: ${reason} ***\n`);
+  return true;
+}
+
+/**
+ * For `it.skipIf(…)` on a test that kills and restarts its Redis: true (with the reason printed) when
+ * `startRedis()` would not give it a redis-server of its own to kill, i.e. REDIS_URL names a shared
+ * server, or there is no binary (a container is stopped, not restarted on its port).
+ */
+export function skipUnlessOwnRedis(what: string): boolean {
+  const reason = process.env.REDIS_URL
+    ? 'REDIS_URL names a server this test must not kill'
+    : hasRedisBinary()
+      ? null
+      : 'no redis-server binary (a container cannot be restarted on its port)';
+  if (reason === null) return false;
   console.warn(`\n*** SKIPPING ${what}: ${reason} ***\n`);
   return true;
 }
@@ -234,28 +251,32 @@ export async function startBinaryNode(
 
 /** Sends PING until the server answers PONG; fails at once when `alive` says the server is gone. */
 export async function waitForPing(host: string, port: number, timeoutMs: number, alive: () => boolean = () => true): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (!alive()) throw new Error(`redis-server on ${host}:${port} exited before answering (was the port taken?)`);
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, host);
-      s.setTimeout(500);
-      s.once('connect', () => s.write('PING\r\n'));
-      s.once('data', (d) => {
-        s.destroy();
-        // A server with a password answers NOAUTH: it is up all the same.
-        resolve(d.toString().startsWith('+PONG') || d.toString().startsWith('-NOAUTH'));
-      });
-      s.once('error', () => resolve(false));
-      s.once('timeout', () => {
-        s.destroy();
-        resolve(false);
-      });
+  const up = await eventually(
+    async () => {
+      if (!alive()) return 'exited';
+      return (await pong(host, port)) ? 'up' : false;
+    },
+    { what: `redis on ${host}:${port} answering PING`, withinMs: timeoutMs, everyMs: 50 },
+  );
+  if (up === 'exited') throw new Error(`redis-server on ${host}:${port} exited before answering (was the port taken?)`);
+}
+
+/** One PING: true when the server answers (a server with a password answers NOAUTH: it is up all the same). */
+function pong(host: string, port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const s = net.connect(port, host);
+    s.setTimeout(500);
+    s.once('connect', () => s.write('PING\r\n'));
+    s.once('data', (d) => {
+      s.destroy();
+      resolve(d.toString().startsWith('+PONG') || d.toString().startsWith('-NOAUTH'));
     });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`redis on ${host}:${port} did not answer within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    s.once('error', () => resolve(false));
+    s.once('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
 }
 
 /** Splits the slots over the nodes, introduces them to each other, and waits for cluster_state:ok everywhere. */
@@ -265,14 +286,14 @@ async function formCluster(nodes: RedisNode[], password?: string): Promise<void>
     const per = Math.ceil(16384 / nodes.length);
     await Promise.all(clients.map((c, i) => c.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(16383, (i + 1) * per - 1)))));
     for (const n of nodes.slice(1)) await clients[0]!.call('CLUSTER', 'MEET', n.host, String(n.port));
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const infos = await Promise.all(clients.map((c) => c.call('CLUSTER', 'INFO') as Promise<string>));
-      const slots = await Promise.all(clients.map((c) => c.call('CLUSTER', 'SLOTS') as Promise<unknown[]>));
-      if (infos.every((i) => i.includes('cluster_state:ok')) && slots.every((s) => s.length === nodes.length)) return;
-      if (Date.now() > deadline) throw new Error(`cluster did not converge: ${infos.join(' | ')}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(
+      async () => {
+        const infos = await Promise.all(clients.map((c) => c.call('CLUSTER', 'INFO') as Promise<string>));
+        const slots = await Promise.all(clients.map((c) => c.call('CLUSTER', 'SLOTS') as Promise<unknown[]>));
+        return infos.every((i) => i.includes('cluster_state:ok')) && slots.every((s) => s.length === nodes.length) ? true : infos.join(' | ');
+      },
+      { what: 'the cluster converged (cluster_state:ok, every slot range known everywhere)', withinMs: 20_000, everyMs: 100, until: (v) => v === true },
+    );
   } finally {
     clients.forEach((c) => c.disconnect());
   }
