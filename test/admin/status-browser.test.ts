@@ -292,6 +292,22 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       await page.close();
     });
 
+    it("shows the fleet's top limited keys: a client limited on replica B is on replica A's page", async () => {
+      const [a, b] = gws as [GatewayProcess, GatewayProcess];
+      const signUp = { method: 'POST', body: 'username=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+      const statuses: number[] = [];
+      for (let i = 0; i < 10; i++) statuses.push(await get(`${b.url}/api/v1/accounts`, '192.0.2.66', signUp));
+      expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+      const page = await signedIn(a);
+      const row = page.locator('#s-limited tbody tr', { hasText: '192.0.2.66' });
+      // Replica B publishes its sketch with its heartbeat (every 5 s); replica A's page refreshes itself.
+      await row.waitFor({ timeout: 20_000 });
+      expect(await row.locator('td').first().textContent()).toBe('sign-up');
+      expect(await page.locator('#s-limited').innerText()).toContain('every replica sharing the store');
+      expect(page.errors).toEqual([]);
+      await page.close();
+    });
+
     it('lays out on a phone-sized viewport: no sideways scrolling, labelled rows', async () => {
       const phone = await launchBrowser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
       try {
