@@ -103,18 +103,7 @@ export async function createStoreFor(storeConfig: StoreSettings, opts: StoreFact
     states?.unreachableAtStart(message(err));
     redis.onReady(() => states?.connected());
   }
-  // Leases sit inside the blocked-bucket cache (a flood of rejections never reaches them) and outside
-  // the fault policy: a fallback answer grants none, and tokens already counted by the store stay
-  // spendable while it fails. Give-backs go straight to Redis (best effort).
-  const leases =
-    storeConfig.lease === false
-      ? undefined
-      : createLeaseStore(resilient, {
-          giveBack: (spec, tokens, chargedAt) => redis.giveBack(spec, tokens, chargedAt),
-          ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
-          // Tests that script the store's time script the leases' too (a lease must not outlive its window).
-          ...(opts.clock ? { clock: opts.clock } : opts.now ? { clock: { now: opts.now, after: systemClock.after } } : {}),
-        });
+  const leases = leaseLayer(storeConfig, opts, resilient, redis);
   return {
     store: createBlockedCacheStore(leases ?? resilient, {
       ...(opts.now ? { now: opts.now } : {}),
@@ -213,4 +202,24 @@ export function refundReporter(
 
 function message(err: unknown): string | undefined {
   return err === undefined ? undefined : err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Leases sit inside the blocked-bucket cache (a flood of rejections never reaches them) and outside
+ * the fault policy: a fallback answer grants none, and tokens already counted by the store stay
+ * spendable while it fails. Give-backs go straight to Redis (best effort).
+ */
+function leaseLayer(
+  storeConfig: StoreSettings,
+  opts: StoreFactoryOptions,
+  resilient: ReturnType<typeof createResilientStore>,
+  redis: ReturnType<typeof createRedisStore>,
+): LeaseStore | undefined {
+  if (storeConfig.lease === false) return undefined;
+  return createLeaseStore(resilient, {
+    giveBack: (spec, tokens, chargedAt) => redis.giveBack(spec, tokens, chargedAt),
+    ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
+    // Tests that script the store's time script the leases' too (a lease must not outlive its window).
+    ...(opts.clock ? { clock: opts.clock } : opts.now ? { clock: { now: opts.now, after: systemClock.after } } : {}),
+  });
 }
