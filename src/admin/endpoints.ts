@@ -36,5 +36,5 @@ export const ADMIN_ENDPOINTS: readonly AdminEndpoint[] = Object.freeze([
   api('DELETE', '/admin/exemptions/<ip-or-cidr>', 'lifts a runtime exemption'),
   api('GET', '/admin/bans', 'live bans: ban, key, reason, start, expiry, who'),
   api('DELETE', '/admin/bans/<ban>/<key>', 'lifts a ban (`?resetBuckets=true&reason=…`)'),
-  api('GET', '/admin/limited', 'the keys this replica limited most for a rule (`?rule=NAME&top=20`)'),
+  api('GET', '/admin/limited', 'the keys limited most for a rule by every replica sharing the store (`?rule=NAME&top=20`; `&scope=local`: this replica)'),
 ]);

@@ -15,6 +15,8 @@ import type { Store } from '../limiter/types.js';
 import type { RequestPolicy } from '../pipeline/policy.js';
 import { whoOf, type Actor, type Audit } from './audit.js';
 import { resetIpBuckets } from './reset-ip.js';
+import type { FleetSketches } from '../fleet/fleet.js';
+import { mergeSketches, sketchRules } from '../fleet/sketch.js';
 
 export type AdminAnswer = { status: number; body: unknown };
 
@@ -37,6 +39,8 @@ export interface GuardWriteContext {
   readonly store?: Store;
   readonly actor?: Actor;
   readonly audit?: Audit;
+  /** The replicas sharing the store: `/admin/limited` answers for all of them (absent: this process). */
+  readonly fleet?: FleetSketches | undefined;
 }
 
 /** What a guard endpoint works with. */
@@ -46,6 +50,7 @@ interface GuardApiContext {
   readonly store: Store | undefined;
   readonly actor: Actor;
   readonly audit: Audit;
+  readonly fleet: FleetSketches | undefined;
 }
 
 /** `tok:<sha256>, hdr:<sha256>, …`: the kinds keyed on a digest, from the key-kind table. */
@@ -64,7 +69,7 @@ export async function guardEndpoint(
   guard: Guard,
   write: GuardWriteContext = {},
 ): Promise<AdminAnswer | null> {
-  const ctx: GuardApiContext = { policy, guard, store: write.store, actor: write.actor ?? NOBODY, audit: write.audit ?? (() => {}) };
+  const ctx: GuardApiContext = { policy, guard, store: write.store, actor: write.actor ?? NOBODY, audit: write.audit ?? (() => {}), fleet: write.fleet };
   const method = req.method ?? 'GET';
   for (const [base, s] of Object.entries(SECTIONS)) {
     if (path === base) {
@@ -97,7 +102,7 @@ export async function guardEndpoint(
   }
   if (path === '/admin/limited') {
     if (method !== 'GET') return { status: 405, body: { error: 'use GET on /admin/limited' } };
-    return limited(params, ctx.policy, ctx.guard);
+    return limited(params, ctx);
   }
   return null;
 }
@@ -249,16 +254,38 @@ async function resetFor(ctx: GuardApiContext, ipOrCidr: string | null): Promise<
   return { buckets: await resetIpBuckets(ctx.policy, ctx.store, ipKey) };
 }
 
-function limited(params: URLSearchParams, policy: RequestPolicy, guard: Guard): AdminAnswer {
+/**
+ * Triage: the keys most limited for a rule. With a shared store, the fleet's (every live replica's
+ * published sketch, merged; a replica publishes at each heartbeat, so its last seconds may be missing),
+ * unless `scope=local` asks for this process's own.
+ */
+async function limited(params: URLSearchParams, ctx: GuardApiContext): Promise<AdminAnswer> {
+  const { policy, guard } = ctx;
+  const scope = params.get('scope') ?? (ctx.fleet === undefined ? 'local' : 'fleet');
+  if (scope !== 'local' && scope !== 'fleet') return { status: 400, body: { error: 'scope must be local or fleet' } };
+  if (scope === 'fleet' && ctx.fleet === undefined) return { status: 400, body: { error: 'scope=fleet needs a shared (Redis) store' } };
+  const fleet = scope === 'fleet' ? ctx.fleet : undefined;
+  const sketches = fleet === undefined ? undefined : await publishedNow(fleet);
   const rule = params.get('rule');
   const names = policy.snapshot.rules.map((r) => r.name);
   if (rule === null || rule === '') {
-    return { status: 400, body: { error: 'missing rule: use /admin/limited?rule=NAME&top=20', rules: names, recentlyLimited: guard.top.rules() } };
+    const recentlyLimited = sketches === undefined ? guard.top.rules() : sketchRules(sketches);
+    return { status: 400, body: { error: 'missing rule: use /admin/limited?rule=NAME&top=20', rules: names, recentlyLimited } };
   }
   if (!names.includes(rule)) return { status: 404, body: { error: `unknown rule ${JSON.stringify(rule)}`, rules: names } };
   const n = params.get('top') === null ? 20 : Number(params.get('top'));
   if (!Number.isInteger(n) || n < 1 || n > MAX_TOP) return { status: 400, body: { error: `top must be an integer from 1 to ${MAX_TOP}` } };
-  return { status: 200, body: { rule, window: 'the last 5 to 10 minutes, this replica', top: guard.top.top(rule, n) } };
+  if (sketches === undefined)
+    return { status: 200, body: { rule, scope: 'local', window: 'the last 5 to 10 minutes, this replica', top: guard.top.top(rule, n) } };
+  const { top, partial } = mergeSketches(sketches, rule, n);
+  const body = { rule, scope: 'fleet', replicas: sketches.length, window: 'the last 5 to 10 minutes, every replica sharing the store', top };
+  return { status: 200, body: partial ? { ...body, partial: 'some replica left rules out of its sketch to stay within 64 kB' } : body };
+}
+
+/** Every replica's sketch, this one's published first so that its latest 429s count. */
+async function publishedNow(fleet: FleetSketches): Promise<string[]> {
+  await fleet.beat();
+  return (await fleet.sketches()).map((s) => s.json);
 }
 
 function banJson(e: GuardEntry): Record<string, unknown> {

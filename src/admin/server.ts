@@ -12,6 +12,7 @@ import { BEARER_CHALLENGE, doorRefusal } from './door.js';
 import type { StatusSources } from './status-data.js';
 import { STATUS_PATHS, serveStatus } from './status-route.js';
 import type { StoreLog } from '../limiter/types.js';
+import type { FleetSketches } from '../fleet/fleet.js';
 import { actorOf, auditFor } from './audit.js';
 
 /** What /metrics serves: this process's registry, or the cluster primary's aggregate of its workers. */
@@ -43,6 +44,8 @@ export interface AdminApi {
   status?: StatusSources;
   /** Where the audit line of each admin write goes (absent: none is written). */
   log?: StoreLog;
+  /** The replicas sharing the store (absent: a memory store, /admin/limited is this process's). */
+  fleet?: FleetSketches | undefined;
 }
 
 export function createAdminServer(opts: AdminOptions): http.Server {
@@ -100,7 +103,7 @@ async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerRe
   }
   // A store that does not answer is the store's trouble, not the admin API's: 503 with its message.
   const g = opts.guard
-    ? await guardEndpoint(req, path, params, policy, opts.guard, { store: opts.store, actor, audit }).catch((err: Error) => ({
+    ? await guardEndpoint(req, path, params, policy, opts.guard, { store: opts.store, actor, audit, fleet: opts.fleet }).catch((err: Error) => ({
         status: 503,
         body: { error: `store: ${err.message}` },
       }))

@@ -28,6 +28,8 @@ import { createReadiness } from './readiness.js';
 import { watchConfig } from './reload.js';
 import { startUpstream } from '../mastodon/index.js';
 import { createGuard, type Guard } from '../guard/index.js';
+import type { Fleet } from '../fleet/fleet.js';
+import { joinFleet } from '../fleet/join.js';
 import { displayKey } from '../keys/index.js';
 
 /** How long a shutdown lets in-flight requests finish; the chart's termination grace period is built on it. */
@@ -85,7 +87,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect);
-  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config: () => policy.snapshot.config, now: settings.now });
+  const { guard, fleet } = await openGuard(storeCfg, storeHandle, metrics, log, () => policy.snapshot.config, settings.now);
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
@@ -98,7 +100,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => drain.draining });
   const status = createStatusSources({ policy: () => policy, metrics, store: storeHandle, storeUrl: cfg.store.url, sample: runAdmin });
   const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status, log };
-  const admin = createAdminServer({ metrics: metrics.registry, ready, api });
+  const admin = createAdminServer({ metrics: metrics.registry, ready, api: { ...api, fleet } });
   if (runAdmin) await listenAdmin(admin, cfg, adminToken === null && !api.loopbackOnly, log);
 
   const config = watchConfig(
@@ -136,7 +138,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     snapshot: () => policy.snapshot,
     reload: () => config.reload(),
     shutdown: (graceMs = DRAIN_GRACE_MS) =>
-      shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, builtin }, graceMs),
+      shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin }, graceMs),
   };
 }
 
@@ -149,6 +151,19 @@ async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayPar
   const storeHandle = await createStoreFor(storeCfg, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
   metrics.storeKeysProbe = () => storeHandle.localKeys();
   return { metrics, storeCfg, storeHandle };
+}
+
+/** Runtime blocks, bans and triage; and, with a shared store, the fleet: how many gateways share it, and their triage sketches. */
+async function openGuard(
+  storeCfg: Config['store'],
+  storeHandle: StoreHandle,
+  metrics: Metrics,
+  log: GatewayParts['log'],
+  config: () => Config,
+  now?: () => number,
+) {
+  const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config, now });
+  return { guard, fleet: joinFleet({ store: storeCfg, handle: storeHandle, metrics, top: guard.top }) };
 }
 
 /** The proxy listener: requests, `Expect: 100-continue` and upgrades go to the gateway. */
@@ -195,12 +210,13 @@ interface GatewayParts {
   routes: ReturnType<typeof UpstreamRoutes.build>;
   storeHandle: StoreHandle;
   guard: Guard;
+  fleet: Fleet | undefined;
   builtin: Awaited<ReturnType<typeof startUpstream>> | undefined;
 }
 
 /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes everything. */
 async function shutdownGateway(parts: GatewayParts, graceMs: number): Promise<void> {
-  const { config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, builtin } = parts;
+  const { config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin } = parts;
   config.stop();
   status.stop();
   log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
@@ -220,6 +236,7 @@ async function shutdownGateway(parts: GatewayParts, graceMs: number): Promise<vo
   await upstream.forwarder.close();
   await routes?.close();
   await upstream.introspectionPool.close();
+  await fleet?.close(); // leaves the fleet: the others' shares grow at their next heartbeat
   await storeHandle.store.close();
   await guard.close();
   await builtin?.close();

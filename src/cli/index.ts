@@ -3,7 +3,7 @@
  * @module The command line's entry: reads the command and loads only that command's modules (`--version`
  * and `check` never load the gateway, its HTTP client or Redis). The only place that calls process.exit.
  * The commands: serve.ts (`serve`, `upstream`), table-commands.ts (`check`, `explain`), guard.ts
- * (`block`, `exempt`, `bans`), replay.ts (`replay`).
+ * (`block`, `exempt`, `bans`, `limited`), replay.ts (`replay`).
  */
 import { USAGE } from './usage.js';
 
@@ -24,6 +24,8 @@ async function main(argv: string[]): Promise<number> {
     case 'exempt':
     case 'bans':
       return (await import('./guard.js')).guardCommand(command, rest);
+    case 'limited':
+      return (await import('./guard.js')).limitedCommand(rest);
     case '--version':
     case '-v':
     case 'version':

@@ -97,7 +97,9 @@ const storeShape = {
     .min(1)
     .max(1000)
     .default(2)
-    .describe('Gateway replicas sharing the store: while a master fails, each counts a bucket locally from this share of what the store last had left.'),
+    .describe(
+      'Gateway processes sharing the store until the store has answered once: after, the live count is learned from their heartbeats (rategate_gateways). While a master fails, each counts a bucket locally from its share of what the store last had left.',
+    ),
   sentinelPassword: z
     .string()
     .min(1)

@@ -16,6 +16,12 @@
  *     is reported full (remaining = limit, reset now), which keeps the blocked bucket the one chosen for
  *     the X-RateLimit headers.
  *
+ * With leases (docs/leases.md) a block can outlast the shortage: tokens another gateway holds were
+ * counted as spent when this one was refused, and come back when that gateway gives back what it did not
+ * spend (within a second or so). So a block is re-checked: once `recheckMs` has passed, one request goes
+ * to the store (the others stay blocked) and its answer lifts or renews the block. Not while the fault
+ * policy answers (`storeDecides` false): what was known full then stays refused until `retryAt`.
+ *
  * Times: entries hold store-clock times (Redis TIME); the local clock is mapped to the store's by the
  * offset seen on the last answer, so a replica with a skewed clock neither lifts nor extends a block.
  * Memory: at most `maxEntries` entries, oldest evicted first, expired ones dropped when met.
@@ -30,6 +36,10 @@ export interface BlockedCacheOptions {
   readonly now?: () => number;
   /** Told of each request rejected here without calling the inner store (metrics). */
   readonly onLocalRejection?: () => void;
+  /** One request per block goes to the store this often, before its retryAt (leases; default: never). */
+  readonly recheckMs?: number;
+  /** False while the fault policy answers instead of the store: no re-check then (default: always true). */
+  readonly storeDecides?: () => boolean;
 }
 
 export interface BlockedCacheStore extends Store {
@@ -43,6 +53,8 @@ export interface BlockedCacheStore extends Store {
 
 interface Entry {
   readonly retryAt: number;
+  /** Store time from which the next request goes to the store to re-check the block (Infinity: never). */
+  recheckAt: number;
   readonly resetAt: number;
   /**
    * The block holds for requests of this cost on the same rule shape only: a costlier request would be
@@ -65,6 +77,8 @@ class BlockedCache implements BlockedCacheStore {
   private offset = 0;
   private rejections = 0;
   private readonly onLocalRejection: (() => void) | undefined;
+  private readonly recheckMs: number;
+  private readonly storeDecides: () => boolean;
 
   constructor(
     private readonly inner: Store,
@@ -73,6 +87,8 @@ class BlockedCache implements BlockedCacheStore {
     this.max = Math.max(1, opts.maxEntries ?? 100_000);
     this.clock = opts.now ?? Date.now;
     this.onLocalRejection = opts.onLocalRejection;
+    this.recheckMs = opts.recheckMs ?? Infinity;
+    this.storeDecides = opts.storeDecides ?? (() => true);
   }
 
   get size(): number {
@@ -86,7 +102,12 @@ class BlockedCache implements BlockedCacheStore {
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
     const now = this.clock() + this.offset;
     const hit = this.blockingAny(specs, now);
-    if (hit !== undefined) return Promise.resolve(this.rejectLocally(specs, hit, now));
+    if (hit !== undefined) {
+      if (!this.due(hit, now)) return Promise.resolve(this.rejectLocally(specs, hit, now));
+      // This request re-checks the block; the next ones stay blocked until its answer, or recheckMs.
+      hit.recheckAt = now + this.recheckMs;
+      return this.inner.consume(specs).then((out) => this.learn(specs, out));
+    }
     // A decision the inner store makes without I/O (a held lease) takes no promise hop through here.
     const local = this.inner.consumeLocal?.(specs);
     if (local !== undefined) return Promise.resolve(this.learn(specs, local));
@@ -96,7 +117,8 @@ class BlockedCache implements BlockedCacheStore {
   consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined {
     const now = this.clock() + this.offset;
     const hit = this.blockingAny(specs, now);
-    if (hit !== undefined) return this.rejectLocally(specs, hit, now);
+    // A block due for its re-check: consume() sends the request to the store.
+    if (hit !== undefined) return this.due(hit, now) ? undefined : this.rejectLocally(specs, hit, now);
     const local = this.inner.consumeLocal?.(specs);
     return local === undefined ? undefined : this.learn(specs, local);
   }
@@ -110,6 +132,11 @@ class BlockedCache implements BlockedCacheStore {
       if (e) return e;
     }
     return undefined;
+  }
+
+  /** Is the block due for a re-check by the store (leases may have given its tokens back)? */
+  private due(e: Entry, now: number): boolean {
+    return e.recheckAt <= now && this.storeDecides();
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {
@@ -149,7 +176,7 @@ class BlockedCache implements BlockedCacheStore {
         ? { remaining: 0, resetAt: own.resetAt, limited: true, retryAt: own.retryAt }
         : (lastSeen(hit, spec.key, now) ?? { remaining: spec.limit, resetAt: now, limited: false, retryAt: now });
     }
-    return { allowed: false, now, buckets };
+    return { allowed: false, decider: 'cache', now, buckets };
   }
 
   private learn(specs: readonly BucketSpec[], out: ConsumeOutcome): ConsumeOutcome {
@@ -170,6 +197,7 @@ class BlockedCache implements BlockedCacheStore {
       this.entries.delete(spec.key);
       this.entries.set(spec.key, {
         retryAt: state.retryAt,
+        recheckAt: out.now + this.recheckMs,
         resetAt: state.resetAt,
         cost: spec.cost,
         limit: spec.limit,

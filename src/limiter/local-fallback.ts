@@ -42,7 +42,7 @@ export interface Touched {
 export class LocalFallback {
   private readonly seen = new Map<string, Seen>();
   private readonly touched = new Map<string, Touched>();
-  private readonly gateways: number;
+  private gateways: number;
   private readonly maxKeys: number;
 
   constructor(
@@ -56,6 +56,11 @@ export class LocalFallback {
   }
 
   private readonly now: () => number;
+
+  /** The gateways sharing the store now (the fleet's live count): buckets are counted at the new share from now on. */
+  setGateways(n: number): void {
+    this.gateways = Math.max(1, Math.floor(n));
+  }
 
   /** Remembers what the store reported for the `local` buckets of a decision. */
   remember(specs: readonly BucketSpec[], out: ConsumeOutcome): void {
@@ -176,13 +181,12 @@ export async function decideWithoutStore(
     if (spec.onError === 'deny') throw unavailable(cause);
     if (spec.onError === 'local') n++;
   }
-  if (n === 0) return { allowed: true, now, buckets: specs.map((s) => openState(s, now)) };
+  if (n === 0) return { allowed: true, decider: 'fallback', now, buckets: specs.map((s) => openState(s, now)) };
   const out = await local.consume(n === specs.length ? specs : specs.filter((s) => s.onError === 'local'));
   if (!out.allowed) rejected();
-  if (n === specs.length) return out;
   let k = 0;
-  const buckets = specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
-  return { allowed: out.allowed, now: out.now, buckets };
+  const buckets = n === specs.length ? out.buckets : specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
+  return { allowed: out.allowed, decider: 'fallback', now: out.now, buckets };
 }
 
 /** A peek the store could not answer, by the bucket's onError. */

@@ -48,6 +48,8 @@ export interface ResilientStore extends Store {
   readonly circuit: CircuitState;
   /** Masters whose keys follow the fault policy now. */
   readonly failingNodes: readonly string[];
+  /** The gateways sharing the store now: the local fallback's share follows it. */
+  setGateways(n: number): void;
 }
 
 /** The node name of a store that has only one. */
@@ -57,6 +59,8 @@ const ONE: readonly string[] = [ONE_NODE];
 class Resilient implements ResilientStore {
   private readonly breakers = new Map<string, Breaker>();
   private readonly failing = new Set<string>();
+  /** Promoted in place of a failing master, no store decision yet: by the node names its keys may now go to. */
+  private readonly awaitingShared = new Map<string, { from: string; to: string; node: string }>();
   private closed = false;
   private readonly opts: BreakerOptions;
   private readonly local: LocalFallback;
@@ -81,6 +85,10 @@ class Resilient implements ResilientStore {
     return this.failing.size > 0;
   }
 
+  setGateways(n: number): void {
+    this.local.setGateways(n);
+  }
+
   get failingNodes(): readonly string[] {
     return [...this.failing];
   }
@@ -100,9 +108,9 @@ class Resilient implements ResilientStore {
       'consume',
       specs,
       debts === null ? () => this.primary.consume(specs) : () => this.writeBackThen(debts, specs),
-      (err) => {
+      (err, node) => {
         if (debts !== null) this.local.unwritten(debts);
-        return this.degradedConsume(specs, err);
+        return this.degradedConsume(specs, err, node);
       },
       (out) => this.local.remember(specs, out),
     );
@@ -150,7 +158,7 @@ class Resilient implements ResilientStore {
     op: 'consume' | 'peek',
     specs: readonly BucketSpec[],
     call: () => Promise<T>,
-    degraded: (err: unknown) => Promise<T>,
+    degraded: (err: unknown, node: string) => Promise<T>,
     answered?: (out: T) => void,
   ): Promise<T> {
     const nodes = this.nodesOf(specs);
@@ -159,11 +167,11 @@ class Resilient implements ResilientStore {
     if (!breaker.admit()) {
       this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[0]! });
       if (op === 'consume') breaker.skipped();
-      return degraded(undefined);
+      return degraded(undefined, nodes[0]!);
     }
     const failed = (err: unknown): Promise<T> => {
       breaker.failed(op, err);
-      return degraded(err);
+      return degraded(err, nodes[0]!);
     };
     let pending: Promise<T>;
     try {
@@ -173,6 +181,7 @@ class Resilient implements ResilientStore {
     }
     return pending.then((out) => {
       breaker.succeeded();
+      if (this.awaitingShared.size > 0) this.decidedBy(nodes[0]!);
       answered?.(out);
       return out;
     }, failed);
@@ -183,7 +192,7 @@ class Resilient implements ResilientStore {
     nodes: readonly string[],
     op: 'consume' | 'peek',
     call: () => Promise<T>,
-    degraded: (err: unknown) => Promise<T>,
+    degraded: (err: unknown, node: string) => Promise<T>,
     answered?: (out: T) => void,
   ): Promise<T> {
     const breakers = nodes.map((n) => this.breaker(n));
@@ -191,11 +200,12 @@ class Resilient implements ResilientStore {
     if (shut !== -1) {
       this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[shut]! });
       if (op === 'consume') breakers[shut]!.skipped();
-      return degraded(undefined);
+      return degraded(undefined, nodes[shut]!);
     }
     try {
       const out = await call();
       for (const b of breakers) b.succeeded();
+      if (this.awaitingShared.size > 0) for (const n of nodes) this.decidedBy(n);
       answered?.(out);
       return out;
     } catch (err) {
@@ -204,7 +214,7 @@ class Resilient implements ResilientStore {
         if (failed.includes(nodes[i]!)) breakers[i]!.failed(op, err);
         else breakers[i]!.succeeded();
       }
-      return degraded(err);
+      return degraded(err, failed[0] ?? nodes[0]!);
     }
   }
 
@@ -276,11 +286,36 @@ class Resilient implements ResilientStore {
     }
     if (wasFailing) this.nodeFailing(node, false, undefined, 'closed');
     this.emit({ type: 'promotion', from, to, node, wasFailing });
+    // Shared again at the first decision the store makes for these keys, not at the promotion: the new
+    // master may take a while to answer. Its keys go to `node` (Sentinel: the master's name) or `to` (a cluster node).
+    if (wasFailing) {
+      const awaited = { from, to, node };
+      this.awaitingShared.set(node, awaited);
+      this.awaitingShared.set(to, awaited);
+    }
+  }
+
+  /** The store decided for `node`'s keys: if they were waiting since a promotion, they are shared again. */
+  private decidedBy(node: string): void {
+    const a = this.awaitingShared.get(node);
+    if (a === undefined) return;
+    this.awaitingShared.delete(a.node);
+    this.awaitingShared.delete(a.to);
+    this.emit({ type: 'shared', ...a });
   }
 
   /** Applies each bucket's onError to a request the primary could not decide (local-fallback.ts). */
-  private degradedConsume(specs: readonly BucketSpec[], cause: unknown): Promise<ConsumeOutcome> {
-    return decideWithoutStore(this.local, specs, cause, this.clock.now(), this.rejected);
+  private degradedConsume(specs: readonly BucketSpec[], cause: unknown, node: string): Promise<ConsumeOutcome> {
+    return decideWithoutStore(this.local, specs, cause, this.clock.now(), this.rejected).then(
+      (out) => {
+        this.emit({ type: 'fallback_decision', node, result: out.allowed ? 'admitted' : 'refused' });
+        return out;
+      },
+      (err: unknown) => {
+        this.emit({ type: 'fallback_decision', node, result: 'unavailable' });
+        throw err;
+      },
+    );
   }
 
   private degradedPeek(spec: BucketSpec, cause: unknown): Promise<BucketState> {

@@ -6,7 +6,9 @@
  *   - `store node N failing` (warn) when N's breaker opens: its keys follow the fault policy. A lone
  *     failed call that does not open the breaker is a metric (rategate_store_errors_total), not a line,
  *     so that ordinary hiccups neither fill the log nor hide the next real outage;
- *   - `store failover: M promoted in place of N` (warn) when a replica took over N's keys;
+ *   - `store failover: M promoted in place of N` (warn) when a replica took over N's keys, and then
+ *     `store node M: decisions for N's keys are shared again` (info) at the first decision the store
+ *     makes for them (not before: the new master may not answer at once);
  *   - `store node N recovered` (info) once N's calls have succeeded for `holdMs` without failing again:
  *     a node that flaps writes one failing line and one recovered line per stable period, not a pair per
  *     flap;
@@ -97,13 +99,14 @@ export class StoreStateLog {
   /** A replica took over `from` (the breaker named `node`): its keys are decided by `to` now. */
   promoted(from: string, to: string, node: string): void {
     const s = this.nodes.get(node);
-    const was = s?.reported === 'failing';
     if (s !== undefined) this.stopHold(s);
     this.nodes.delete(node);
-    this.o.log.warn(
-      { ...this.o.where, node: from, promoted: to },
-      `store failover: ${to} promoted in place of ${from}${was ? '; decisions for its keys are shared again' : ''}`,
-    );
+    this.o.log.warn({ ...this.o.where, node: from, promoted: to }, `store failover: ${to} promoted in place of ${from}`);
+  }
+
+  /** The first store decision for the keys of `from` since `to` took over. */
+  shared(from: string, to: string): void {
+    this.o.log.info({ ...this.o.where, node: to, replaced: from }, `store node ${to}: decisions for the keys of ${from} are shared again`);
   }
 
   private state(node: string): NodeState {

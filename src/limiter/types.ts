@@ -41,9 +41,18 @@ export interface BucketState {
   readonly leased?: number;
 }
 
+/**
+ * Who made a decision, as the access line names it: the shared store; a lease this gateway held; the
+ * blocked-bucket cache (a refusal the store gave before); the fault policy (`fallback`: the store could
+ * not answer); the memory store (`store.url: memory`). Set where the decision is made, so it costs a constant.
+ */
+export type Decider = 'store' | 'lease' | 'cache' | 'fallback' | 'memory';
+
 export interface ConsumeOutcome {
   /** True when every non-shadow bucket had room: all buckets were then charged. False: none was. */
   readonly allowed: boolean;
+  /** Who decided (unset only by stores outside this package: read as `store`). */
+  readonly decider?: Decider;
   /** The store's clock at decision time (Redis TIME for Redis stores), epoch ms. */
   readonly now: number;
   /** One state per spec, in the order given. */
@@ -103,6 +112,9 @@ export interface StoreLog {
   info(obj: object, msg: string): void;
 }
 
+/** How a decision of the fault policy went: admitted, refused (a local count), or a 503 (`onError: deny`). */
+export type FallbackResult = 'admitted' | 'refused' | 'unavailable';
+
 /** What the fault policy (resilient.ts) reports for metrics and the state log, without knowing about Prometheus. */
 export type StoreEvent =
   /** A request that could not use its master: why (`circuit_open`: the breaker skipped it). */
@@ -116,8 +128,12 @@ export type StoreEvent =
   | { readonly type: 'node'; readonly node: string; readonly failing: boolean; readonly circuit: CircuitState; readonly cause?: unknown }
   /** A replica took over from a master: `from`'s breaker is gone; `wasFailing`: its keys were on the fault policy. */
   | { readonly type: 'promotion'; readonly from: string; readonly to: string; readonly node: string; readonly wasFailing: boolean }
+  /** The first decision the store made for a failing master's keys after its replica took over: they are shared again. */
+  | { readonly type: 'shared'; readonly from: string; readonly to: string; readonly node: string }
   /** A request the fallback store rejected (onError: local) while its master failed. */
   | { readonly type: 'local_rejection' }
+  /** A request decided by the fault policy because `node` failed or its breaker was open. */
+  | { readonly type: 'fallback_decision'; readonly node: string; readonly result: FallbackResult }
   | { readonly type: 'circuit'; readonly state: CircuitState; readonly node: string };
 
 /** What a primary may offer beyond the Store contract: per-node routing, probes and promotions. */

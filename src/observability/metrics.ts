@@ -151,6 +151,13 @@ export class Metrics {
     },
   });
 
+  readonly gateways = new client.Gauge({
+    name: 'rategate_gateways',
+    help: 'Gateway processes sharing the store (each --workers worker counts), learned from their heartbeats; store.gateways until the store has answered. The local fallback and the leases are sized by it.',
+    registers: [this.registry],
+    aggregator: 'max',
+  });
+
   readonly storeNodeUp = new client.Gauge({
     name: 'rategate_store_node_up',
     help: 'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import type { RequestView } from './request-view.js';
 import type { Decision, DecisionKind } from './decision.js';
+import type { Decider } from '../limiter/types.js';
 import { displayKey, KINDS, PART_SEPARATOR } from '../keys/index.js';
 
 /**
@@ -50,6 +51,8 @@ export interface RequestRecord {
   /** On a 429: the rule that rejected it. */
   rule?: string;
   decision: DecisionKind;
+  /** Who decided, when the limiter was asked: store, lease, cache, fallback (the fault policy), memory. */
+  decider?: Decider;
   /** `log.client: digest | clear`: the client IP's digest prefix, or the IP itself. */
   client?: string;
   /** On a 429 by a rule keyed on more than the IP, with `log.client` on: its key, part by part. */
@@ -78,6 +81,9 @@ export function recordOf(
     decision: d.kind,
     ms: Math.round((performance.now() - started) * 1000) / 1000,
   };
+  // A 503 of `onError: deny` is the fault policy's decision too.
+  const decider = d.outcome?.decider ?? (d.kind === 'store_unavailable' ? 'fallback' : undefined);
+  if (decider !== undefined) record.decider = decider;
   if (d.rejectedBy !== undefined) record.rule = d.rejectedBy.name;
   if (end.error !== undefined) record.error = end.error;
   const client = clientField(view);

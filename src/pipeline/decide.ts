@@ -109,7 +109,8 @@ async function refuseEarly(ctx: DecideContext, v: RequestView): Promise<Decision
   } catch {
     return null; // the store's trouble is the consume's to handle, with its onError policy
   }
-  const outcome: ConsumeOutcome = { allowed: false, now: ctx.now(), buckets };
+  // Read through the store's layers (a peek the store could not answer is the fallback's, not told apart here).
+  const outcome: ConsumeOutcome = { allowed: false, decider: 'store', now: ctx.now(), buckets };
   if (rejecting(rules, outcome) === undefined) return null;
   countDecision(ctx.metrics, rules, outcome);
   noteLimited(ctx, rules, specs, outcome);

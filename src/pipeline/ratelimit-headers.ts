@@ -80,25 +80,56 @@ export function appendRateLimitHeaders(
   if (!outcome.allowed) out.push('Retry-After', String(secondsUntil(bucket.retryAt, now)));
   if (!standardHeaders) return;
 
-  // Closest to exhaustion first, as the IETF draft's examples list them; ties keep table order. An
-  // insertion sort: a request matches a handful of rules, and Array#sort with a comparator allocated
-  // more per request than everything else here.
-  const order: number[] = [];
+  const n = orderByRemaining(rules, outcome);
+  let state = '';
+  for (let k = 0; k < n; k++) {
+    const i = order[k]!;
+    const b = outcome.buckets[i]!;
+    const t = Math.max(0, Math.ceil((b.resetAt - now) / 1000));
+    state += (k === 0 ? '"' : ', "') + rules[i]!.name + '";r=' + (b.limited ? 0 : b.remaining) + ';t=' + t;
+  }
+  out.push('RateLimit-Policy', policyValue(rules, n), 'RateLimit', state);
+}
+
+/** The non-shadow buckets' indexes, closest to exhaustion first (`order[0..n)`); reused: each call runs to completion. */
+const order: number[] = [];
+
+/**
+ * Closest to exhaustion first, as the IETF draft's examples list them; ties keep table order. An
+ * insertion sort in place: a request matches a handful of rules, and Array#sort with a comparator (or a
+ * fresh array and splice) allocated more per request than everything else here. Returns the count.
+ */
+function orderByRemaining(rules: readonly CompiledRule[], outcome: ConsumeOutcome): number {
+  let n = 0;
   for (let i = 0; i < rules.length; i++) {
     if (rules[i]!.shadow) continue;
     const remaining = outcome.buckets[i]!.remaining;
-    let at = order.length;
-    while (at > 0 && outcome.buckets[order[at - 1]!]!.remaining > remaining) at--;
-    order.splice(at, 0, i);
+    let at = n++;
+    while (at > 0 && outcome.buckets[order[at - 1]!]!.remaining > remaining) {
+      order[at] = order[at - 1]!;
+      at--;
+    }
+    order[at] = i;
   }
-  let policy = '';
-  let state = '';
-  for (const i of order) {
-    const r = rules[i]!;
-    const b = outcome.buckets[i]!;
-    const sep = policy ? ', ' : '';
-    policy += sep + r.policyItem;
-    state += `${sep}"${r.name}";r=${b.limited ? 0 : b.remaining};t=${formatReset('delta', b.resetAt, now)}`;
+  return n;
+}
+
+/** The last RateLimit-Policy value and its rules in order: a request of the same rule set (and order) reuses it. */
+let policyRules: CompiledRule[] = [];
+let policyLast = '';
+
+/** RateLimit-Policy for `order[0..n)`: built only when the rules listed (or their order) differ from the last request's. */
+function policyValue(rules: readonly CompiledRule[], n: number): string {
+  let same = n === policyRules.length;
+  for (let k = 0; same && k < n; k++) same = policyRules[k] === rules[order[k]!];
+  if (same) return policyLast;
+  const listed: CompiledRule[] = new Array(n);
+  let value = '';
+  for (let k = 0; k < n; k++) {
+    listed[k] = rules[order[k]!]!;
+    value += (k === 0 ? '' : ', ') + listed[k]!.policyItem;
   }
-  out.push('RateLimit-Policy', policy, 'RateLimit', state);
+  policyRules = listed;
+  policyLast = value;
+  return value;
 }

@@ -5,8 +5,8 @@
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
-import { connectionListed, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
-import { dropsClientIpHeader, type ForwardedHeaders } from './client-ip-headers.js';
+import { connectionListed, HOP_BY_HOP, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
+import { CLIENT_IP_CLAIMS, REBUILT_HEADERS, type ForwardedHeaders } from './client-ip-headers.js';
 import { upstreamBody, type BodyOwner } from './upstream-body.js';
 import { hasCode } from '../errors.js';
 import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../http/errors.js';
@@ -307,7 +307,29 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
   return 'UPSTREAM_UNREACHABLE';
 }
 
-const REBUILT: ReadonlySet<string> = new Set(['host', 'x-request-id', 'expect']);
+/** What a request header is to the upstream copy, by lower-case name: one look-up per header; absent: copied. */
+const HOP = 1;
+/** Host (the upstream's, unless `clientHost`), X-Request-Id (replaced), Expect (answered by the gateway: undici refuses to send it). */
+const REBUILT = 2;
+const HOST = 4;
+/** X-Forwarded-* and Forwarded: rebuilt by the gateway (client-ip-headers.ts). */
+const FORWARDING = 8;
+/** Client-IP claims other than those: passed from a trusted proxy only. */
+const CLAIM = 16;
+const CONTENT_LENGTH = 32;
+const METHOD_OVERRIDE = 64;
+const SPECIAL: ReadonlyMap<string, number> = (() => {
+  const m = new Map<string, number>();
+  const add = (name: string, flag: number) => m.set(name, (m.get(name) ?? 0) | flag);
+  for (const n of HOP_BY_HOP) add(n, HOP);
+  for (const n of ['host', 'x-request-id', 'expect']) add(n, REBUILT);
+  add('host', HOST);
+  for (const n of REBUILT_HEADERS) add(n, FORWARDING);
+  for (const n of CLIENT_IP_CLAIMS) add(n, CLAIM);
+  add('content-length', CONTENT_LENGTH);
+  add('x-http-method-override', METHOD_OVERRIDE);
+  return m;
+})();
 
 function upstreamRequestHeaders(
   req: http.IncomingMessage,
@@ -322,18 +344,26 @@ function upstreamRequestHeaders(
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const lower = name.toLowerCase();
-    if (isHopByHop(lower, listed)) continue;
-    // Host is the upstream's (undici sets it; `clientHost`: the client's, kept); the client's also goes in X-Forwarded-Host. X-Forwarded-* and
-    // Forwarded and X-Request-Id are rebuilt; other client-IP claims pass from trusted proxies only.
-    // Expect was answered by the gateway (undici refuses to send it).
-    if ((REBUILT.has(lower) && !(clientHost && lower === 'host')) || dropsClientIpHeader(lower, forwarded.trusted)) continue;
-    if (lower === 'content-length' && !hasBody) continue;
-    if (dropOverrideHeader && lower === 'x-http-method-override') continue;
+    const f = SPECIAL.get(lower);
+    if (f !== undefined && !copied(f, forwarded.trusted, hasBody, dropOverrideHeader, clientHost)) continue;
+    if (listed !== null && listed.has(lower)) continue;
     out.push(name, raw[i + 1]!);
   }
   out.push('x-forwarded-for', forwarded.for, 'x-forwarded-proto', forwarded.proto, 'x-forwarded-host', forwarded.host, 'x-request-id', forwarded.requestId);
   if (forwarded.forwarded !== undefined) out.push('forwarded', forwarded.forwarded);
   return out;
+}
+
+/**
+ * Whether a request header with these SPECIAL flags goes upstream as it is. Host is the upstream's
+ * (undici sets it; `clientHost`: the client's, kept); the client's also goes in X-Forwarded-Host.
+ */
+function copied(f: number, trusted: boolean, hasBody: boolean, dropOverrideHeader: boolean, clientHost: boolean): boolean {
+  if ((f & (HOP | FORWARDING)) !== 0) return false;
+  if ((f & REBUILT) !== 0 && !(clientHost && (f & HOST) !== 0)) return false;
+  if ((f & CLAIM) !== 0 && !trusted) return false;
+  if ((f & CONTENT_LENGTH) !== 0 && !hasBody) return false;
+  return !((f & METHOD_OVERRIDE) !== 0 && dropOverrideHeader);
 }
 
 /**

@@ -5,7 +5,8 @@
  * merged with the gateway's (upstream-limits.ts).
  */
 
-const HOP_BY_HOP = new Set([
+/** The hop-by-hop headers of RFC 9110 (and the non-standard ones peers still send), lower-case. */
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'connection',
   'keep-alive',
   'proxy-connection',

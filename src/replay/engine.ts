@@ -8,7 +8,9 @@
  */
 import type http from 'node:http';
 import type { Snapshot } from '../config/types.js';
+import client from 'prom-client';
 import { Guard } from '../guard/guard.js';
+import { GuardMetrics } from '../guard/metrics.js';
 import { MemoryGuardState, type BanCount, type BanStarted } from '../guard/state.js';
 import { splitBanId } from '../guard/view.js';
 import type { Peer } from '../identity/index.js';
@@ -91,6 +93,13 @@ export class Replayer {
     this.store = new MemoryStore({ now, sweepIntervalMs: 0, maxKeys: Number.MAX_SAFE_INTEGER });
     this.guard =
       decided.config.bans.length === 0 ? undefined : new Guard(new TallyingGuardState(now, (c, at, started) => this.banCounted(c, at, started)), QUIET, now);
+    // The guard's own metrics (on a registry of this run) say which ban refused each request, as serve's do.
+    if (this.guard !== undefined)
+      this.guard.metrics = new GuardMetrics(
+        new client.Registry(),
+        () => null,
+        () => [],
+      );
     this.ctx = { store: this.store, metrics: new Metrics({ collectDefault: false }), now, guard: this.guard };
   }
 
@@ -162,7 +171,13 @@ export class Replayer {
     }
   }
 
+  /** Ends the run: the requests each ban refused are read from the guard's metric first. */
   async close(): Promise<void> {
+    const refused = await this.guard?.metrics?.bannedRequests.get();
+    for (const v of refused?.values ?? []) {
+      const t = this.bansByName.get(String(v.labels.ban));
+      if (t !== undefined) t.refused += v.value;
+    }
     await Promise.all([this.store.close(), this.guard?.close()]);
   }
 }

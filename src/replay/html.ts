@@ -52,7 +52,24 @@ function summary(r: ReplayReport): string {
     .join('');
   return `<table>${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td class="num">${n(v)}</td></tr>`).join('')}</table>
 ${bad === '' ? '' : `<p>First bad lines:</p><ul>${bad}</ul>`}
-<table><tr><th>rule</th><th>limit</th><th class="num">counted</th><th class="num">would be limited</th><th class="num">keys limited</th></tr>${rules}</table>`;
+<table><tr><th>rule</th><th>limit</th><th class="num">counted</th><th class="num">would be limited</th><th class="num">keys limited</th></tr>${rules}</table>
+${banSummary(r)}`;
+}
+
+/** One row per ban, beside the rules' table (none when the table has no bans). */
+function banSummary(r: ReplayReport): string {
+  if (r.bans.length === 0) return '';
+  const rows = r.bans
+    .map(
+      (b) =>
+        `<tr><td><a href="#ban-${esc(b.name)}">${esc(b.name)}</a></td><td>${esc(b.ban)}</td>` +
+        (b.notDecidable === undefined
+          ? `<td class="num">${n(b.counted)}</td><td class="num lim">${n(b.started)}</td><td class="num lim">${n(b.refused)}</td>`
+          : `<td colspan="3" class="nd">not decidable from this log</td>`) +
+        '</tr>',
+    )
+    .join('');
+  return `<table><tr><th>ban</th><th>rule</th><th class="num">answers counted</th><th class="num">bans started</th><th class="num">refused while banned</th></tr>${rows}</table>`;
 }
 
 function badge(rule: RuleReport): string {
@@ -77,7 +94,7 @@ function banSection(ban: BanReport): string {
     .filter((h) => h.started > 0)
     .map((h) => `<tr><td>${esc(h.hour.slice(0, 13))}h</td><td class="num lim">${n(h.started)}</td></tr>`)
     .join('');
-  return `${head}<p>Answers counted ${n(ban.counted)}, bans started <span class="lim">${n(ban.started)}</span>, distinct keys banned ${n(ban.distinctKeysBanned)}.</p>
+  return `${head}<p>Answers counted ${n(ban.counted)}, bans started <span class="lim">${n(ban.started)}</span>, distinct keys banned ${n(ban.distinctKeysBanned)}, requests refused while banned <span class="lim">${n(ban.refused)}</span>.</p>
 ${hours === '' ? '' : `<table><tr><th>hour</th><th class="num">bans started</th></tr>${hours}</table>`}
 ${keys === '' ? '' : `<table><tr><th>top keys banned</th><th class="num">bans</th></tr>${keys}</table>`}</section>`;
 }

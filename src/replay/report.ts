@@ -35,6 +35,8 @@ export interface BanReport {
   /** Answers counted towards it (it matched, and its `on` took the status). */
   readonly counted: number;
   readonly started: number;
+  /** Requests a live ban of this name would have refused (403). */
+  readonly refused: number;
   readonly distinctKeysBanned: number;
   readonly topKeys: readonly { key: string; bans: number }[];
   /** One entry per hour of the log: bans started. */
@@ -91,6 +93,7 @@ function banReport(r: Replayer, t: BanTally, ban: CompiledBan, top: number): Ban
     ...(why === undefined ? {} : { notDecidable: why }),
     counted: t.counted,
     started: t.started,
+    refused: t.refused,
     distinctKeysBanned: t.keys.size,
     topKeys: t.topKeys(top),
     hours: hoursOf(r).map((h) => ({ hour: iso(h * HOUR_MS), started: t.hours.get(h) ?? 0 })),
@@ -164,7 +167,10 @@ export function formatReport(rep: ReplayReport): string {
 function banLines(ban: BanReport): string[] {
   const head = `${ban.name} (ban: ${ban.ban})`;
   if (ban.notDecidable !== undefined) return [head, `  not decidable from this log: ${ban.notDecidable}`];
-  const lines = [head, `  answers counted ${n(ban.counted)}, bans started ${n(ban.started)}, distinct keys banned ${n(ban.distinctKeysBanned)}`];
+  const lines = [
+    head,
+    `  answers counted ${n(ban.counted)}, bans started ${n(ban.started)}, distinct keys banned ${n(ban.distinctKeysBanned)}, requests refused while banned ${n(ban.refused)}`,
+  ];
   if (ban.topKeys.length > 0) lines.push(`  top keys: ${ban.topKeys.map((k) => `${k.key} (${n(k.bans)})`).join(', ')}`);
   const busy = ban.hours.filter((h) => h.started > 0);
   if (busy.length > 0) lines.push(`  bans started by hour: ${busy.map((h) => `${h.hour.slice(0, 13)}h ${n(h.started)}`).join(', ')}`);

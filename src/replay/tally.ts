@@ -77,6 +77,8 @@ export class BanTally {
   /** Answers counted towards a ban (the ban matched, and its `on` took the status). */
   counted = 0;
   started = 0;
+  /** Requests refused 403 because a live ban of this name held their key. */
+  refused = 0;
   /** Per hour (epoch ms / HOUR_MS): bans started. */
   readonly hours = new Map<number, number>();
   /** Ban key → bans started on it. */

@@ -120,9 +120,10 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
           const failover = story.findIndex((m) => m.startsWith(`store failover: ${replicaName} promoted in place of ${victimName}`));
           expect(failing, story.join('\n')).toBeGreaterThanOrEqual(0);
           expect(failover, story.join('\n')).toBeGreaterThan(failing);
-          // No line about a healthy master.
+          // No state line about a healthy master (a call of its timing out on a loaded machine is counted in
+          // a rate-limited warning, store-warnings.ts: trouble, not a state change).
           expect(
-            story.filter((m) => m.startsWith('store node') && !m.includes(victimName)),
+            story.filter((m) => m.startsWith('store node') && !m.includes(victimName) && !m.includes('(at most one such line per')),
             story.join('\n'),
           ).toEqual([]);
         }

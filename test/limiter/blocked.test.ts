@@ -63,6 +63,7 @@ describe('the blocked-bucket cache', () => {
     clock.set(T0 + 59_999);
     expect(await store.consume([b])).toEqual({
       allowed: false,
+      decider: 'cache',
       now: T0 + 59_999,
       // Headers stay right: the window's end as reset and retry time, nothing remaining.
       buckets: [{ remaining: 0, resetAt: T0 + 60_000, limited: true, retryAt: T0 + 60_000 }],
@@ -225,5 +226,42 @@ describe('the blocked-bucket cache', () => {
     expect(store.consumeLocal([b])).toMatchObject({ allowed: false, buckets: [{ remaining: 0, limited: true }] });
     expect(store.consumeLocal([spec()])).toBeUndefined();
     expect([inner.consumes, store.localRejections]).toEqual([2, 1]);
+  });
+
+  it('with recheckMs (leases), lets one request per period re-check a block with the store, and lifts it when tokens came back', async () => {
+    const clock = new FakeClock(T0);
+    const memory = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
+    const inner = new Counting(memory);
+    let storeDecides = true;
+    const store = createBlockedCacheStore(inner, { now: clock.now, recheckMs: 1_250, storeDecides: () => storeDecides });
+    const b = spec({ limit: 2 });
+    for (let i = 0; i < 3; i++) await store.consume([b]);
+    expect(inner.consumes).toBe(3);
+    // Blocked: a flood costs the store nothing until the re-check is due, and consumeLocal refuses too.
+    for (let i = 0; i < 100; i++) expect((await store.consume([b])).allowed).toBe(false);
+    clock.advance(1_249);
+    expect(store.consumeLocal([b])?.allowed).toBe(false);
+    expect(inner.consumes).toBe(3);
+    // Due: consumeLocal leaves it to consume, which asks the store once; still full, so blocked again.
+    clock.advance(1);
+    expect(store.consumeLocal([b])).toBeUndefined();
+    const recheck = await store.consume([b]);
+    // The refusal reports the bucket's real retry time, not the re-check's.
+    expect(recheck).toMatchObject({ allowed: false, buckets: [{ limited: true, retryAt: T0 + 60_000 }] });
+    for (let i = 0; i < 10; i++) expect((await store.consume([b])).allowed).toBe(false);
+    expect(inner.consumes).toBe(4);
+    // Another gateway gave a token back (here: the count made smaller), the next re-check finds it.
+    await memory.reset(b);
+    await memory.consume([b]);
+    clock.advance(1_250);
+    expect((await store.consume([b])).allowed).toBe(true);
+    expect(store.size).toBe(0);
+    expect(inner.consumes).toBe(5);
+    // While the fault policy answers, a block is kept to its retryAt: what was known full stays refused.
+    expect((await store.consume([b])).allowed).toBe(false);
+    storeDecides = false;
+    clock.advance(5_000);
+    for (let i = 0; i < 10; i++) expect((await store.consume([b])).allowed).toBe(false);
+    expect(inner.consumes).toBe(6);
   });
 });

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Algorithm } from '../../src/config/types.js';
+import type { BlockedCacheStore } from '../../src/limiter/blocked.js';
 import { createStoreFor, type StoreHandle } from '../../src/limiter/factory.js';
 import type { LeaseStore } from '../../src/limiter/redis/lease.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
@@ -137,6 +138,38 @@ describe.skipIf(skipRedis('the lease tests'))('leases on one Redis', () => {
         await leases(a).settled();
         expect(leases(a).heldTokens()).toBe(0);
         expect((await hs[1]!.store.peek(spec)).remaining).toBe(limit - admitted);
+      } finally {
+        await closeAll(hs);
+      }
+    });
+
+    it(`${algorithm}: a lease left when its gateway's traffic stops is admitted at a gateway the store had refused, once given back`, async () => {
+      // A burst that moves from one gateway to another (a client's connection re-made elsewhere): the
+      // first holds a lease when its traffic stops, the second is refused while the store counts that
+      // lease as spent. Its blocked-bucket cache must not refuse the key until the window ends: the
+      // tokens come back within the lease's age and the sweep, and the limit is then reached exactly.
+      const clock = new FakeClock();
+      const hs = await gateways(redis.url, 2, { clock });
+      try {
+        const limit = 100;
+        const spec = bucket(algorithm, limit);
+        const [a, b] = [hs[0]!, hs[1]!];
+        let admitted = 0;
+        for (let i = 0; i < 30; i++) if ((await a.store.consume([spec])).allowed) admitted++;
+        const held = leases(a).heldTokens();
+        expect(held).toBeGreaterThan(0);
+        while ((await b.store.consume([spec])).allowed) admitted++;
+        expect(admitted).toBe(limit - held);
+        // Refused: the next requests are the blocked-bucket cache's, not the store's (a flood stays cheap).
+        const cache = b.store as BlockedCacheStore;
+        const rejected = cache.localRejections;
+        for (let i = 0; i < 5; i++) expect((await b.store.consume([spec])).allowed).toBe(false);
+        expect(cache.localRejections).toBe(rejected + 5);
+        clock.advance(leases(a).returnedWithinMs);
+        await leases(a).settled();
+        expect(leases(a).heldTokens()).toBe(0);
+        for (let i = 0; i < 2 * held; i++) if ((await b.store.consume([spec])).allowed) admitted++;
+        expect(admitted).toBe(limit);
       } finally {
         await closeAll(hs);
       }

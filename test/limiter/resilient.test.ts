@@ -305,7 +305,11 @@ describe('the fault policy', () => {
     promote('A', 'A2', 'A');
     expect(store.failingNodes).toEqual([]);
     expect(store.fallbackActive).toBe(false);
+    // Shared again when the store has decided for A's keys, not at the promotion.
+    expect(events.filter((e) => e.type === 'shared')).toEqual([]);
     expect((await store.consume([onA])).allowed).toBe(true);
+    await store.consume([onA]);
+    expect(events.filter((e) => e.type === 'shared')).toEqual([{ type: 'shared', from: 'A', to: 'A2', node: 'A' }]);
     expect(events.filter((e) => e.type === 'promotion')).toEqual([{ type: 'promotion', from: 'A', to: 'A2', node: 'A', wasFailing: true }]);
     expect(events.filter((e) => e.type === 'node').map((e) => [(e as { node: string }).node, (e as { failing: boolean }).failing])).toEqual([
       ['A', true],

@@ -131,7 +131,7 @@ describe('the store state log', () => {
     expect(log.lines.map((l) => l.level)).toEqual(['warn', 'info']);
   });
 
-  it('says failover when a replica took over a failing master, and keeps other nodes apart', () => {
+  it('says failover when a replica took over a failing master, "shared again" only when the store decided, and keeps other nodes apart', () => {
     const { log, clock, states } = setup();
     states.failed('a:1', 'timeout');
     states.opened('a:1', undefined);
@@ -139,10 +139,12 @@ describe('the store state log', () => {
     clock.advance(10_000);
     states.failed('c:3', 'connect ECONNREFUSED');
     states.opened('c:3', undefined);
+    states.shared('a:1', 'b:2');
     expect(log.lines.map((l) => l.msg)).toEqual([
       expect.stringMatching(/^store node a:1 failing/),
-      'store failover: b:2 promoted in place of a:1; decisions for its keys are shared again',
+      'store failover: b:2 promoted in place of a:1',
       expect.stringMatching(/^store node c:3 failing/),
+      'store node b:2: decisions for the keys of a:1 are shared again',
     ]);
     expect(log.lines[1]!.obj).toMatchObject({ node: 'a:1', promoted: 'b:2' });
   });

@@ -93,6 +93,29 @@ describe('the rate-limit headers', () => {
     expect(none).toEqual([]);
   });
 
+  it('list the IETF fields closest to exhaustion first, right when the rule set or its order changes between requests', () => {
+    const [a, b, c] = [rule(0, 'a', 10), rule(1, 'b', 20), rule(2, 'c', 30)];
+    const ietf = (rules: CompiledRule[], buckets: BucketState[]) => {
+      const out: string[] = [];
+      appendRateLimitHeaders(out, rules, outcome(true, buckets), 'delta', true);
+      return [out[7], out[9]];
+    };
+    // The value built for one request is reused only for the same rules in the same order.
+    const ab = [state(5, NOW + 1000), state(9, NOW + 2000)];
+    expect(ietf([a, b], ab)).toEqual(['"a";q=10;w=300, "b";q=20;w=300', '"a";r=5;t=1, "b";r=9;t=2']);
+    expect(ietf([a, b], ab)).toEqual(['"a";q=10;w=300, "b";q=20;w=300', '"a";r=5;t=1, "b";r=9;t=2']);
+    expect(ietf([a, b], [state(7, NOW + 1000), state(3, NOW + 2000)])).toEqual(['"b";q=20;w=300, "a";q=10;w=300', '"b";r=3;t=2, "a";r=7;t=1']);
+    expect(ietf([a, c], [state(7, NOW + 1000), state(3, NOW + 3000)])).toEqual(['"c";q=30;w=300, "a";q=10;w=300', '"c";r=3;t=3, "a";r=7;t=1']);
+    expect(ietf([a, b, c], [state(1, NOW), state(1, NOW), state(0, NOW)])).toEqual([
+      '"c";q=30;w=300, "a";q=10;w=300, "b";q=20;w=300',
+      '"c";r=0;t=0, "a";r=1;t=0, "b";r=1;t=0',
+    ]);
+    expect(ietf([a], [state(2, NOW)])).toEqual(['"a";q=10;w=300', '"a";r=2;t=0']);
+    // The same names under another limit (a reload, an override's variant) are other rules.
+    const a2 = rule(0, 'a', 99);
+    expect(ietf([a2], [state(2, NOW)])[0]).toBe('"a";q=99;w=300');
+  });
+
   it('format the reset as ISO 8601 with six fractional digits, Unix seconds, or seconds from now', () => {
     expect(iso8601Micro(Date.UTC(2017, 0, 1, 12, 0, 10))).toBe('2017-01-01T12:00:10.000000Z');
     expect(iso8601Micro(Date.UTC(2017, 0, 1, 12, 0, 10, 250))).toBe('2017-01-01T12:00:10.250000Z');

@@ -96,3 +96,41 @@ describe('replay of hostile and partial logs', () => {
     expect(rep.rules[0]).toMatchObject({ counted: 2, limited: 1 });
   });
 });
+
+describe('replayed bans', () => {
+  const BANS = `clients: { trustedProxies: [10.0.0.0/8] }
+exempt: { ips: [192.0.2.99] }
+bans:
+  - { name: by-account, match: /api/*, per: account, on: { status: [401] }, limit: 1, period: 1m, ban: 1h }
+  - { name: by-ua, match: /api/*, per: "header:user-agent", limit: 100, period: 1m, ban: 1h }
+  - { name: denied, match: /api/*, per: ip, on: { status: [401] }, limit: 2, period: 1m, ban: 30s }
+`;
+
+  it('says which bans the log cannot decide, never bans an exempt client, and ends a ban on the log clock', async () => {
+    const lines = [
+      // Two 401s start the ban; the next request, 10 s later, is refused; after 30 s it is over.
+      line('10.0.0.1', 0, 'GET /api/v1/timelines/home', '198.51.100.1').replace('" 200 "', '" 401 "'),
+      line('10.0.0.1', 1, 'GET /api/v1/timelines/home', '198.51.100.1').replace('" 200 "', '" 401 "'),
+      line('10.0.0.1', 11, 'GET /api/v1/timelines/home', '198.51.100.1'),
+      line('10.0.0.1', 32, 'GET /api/v1/timelines/home', '198.51.100.1'),
+      // An exempt client's 401s count for no ban.
+      ...[40, 41, 42].map((s) => line('192.0.2.99', s, 'GET /api/v1/timelines/home').replace('" 200 "', '" 401 "')),
+      line('192.0.2.99', 43, 'GET /api/v1/timelines/home'),
+    ];
+    const kinds: string[] = [];
+    const report = await runReplay({
+      snapshot: parseConfig(BANS, 't.yaml'),
+      format: formatNamed(XFF_FORMAT),
+      sources: [logFile(lines)],
+      onDecision: (d) => kinds.push(d.kind),
+    });
+    // No limit matches (the table has bans only): let through as `unmatched`, the exempt client's fourth included.
+    expect(kinds).toEqual(['unmatched', 'unmatched', 'banned', 'unmatched', 'unmatched', 'unmatched', 'unmatched', 'unmatched']);
+    const bans = new Map(report.bans.map((b) => [b.name, b]));
+    expect(bans.get('by-account')!.notDecidable).toMatch(/account/);
+    // The format logs $http_user_agent: a ban on it is decidable.
+    expect(bans.get('by-ua')!.notDecidable).toBeUndefined();
+    expect(bans.get('denied')).toMatchObject({ counted: 2, started: 1, refused: 1, topKeys: [{ key: '198.51.100.1', bans: 1 }] });
+    expect(formatReport(report)).toMatch(/by-account \(ban: .*\)\n {2}not decidable from this log: needs the account/);
+  });
+});

@@ -55,6 +55,7 @@ describe.skipIf(skipBrowser('the replay report test'))('replay --html in chromiu
       expect(await page.locator('#rule-account-access').innerText()).toContain('Not decidable from this log');
       expect(await page.locator('#rule-ip-access').innerText()).toContain('203.0.113.50');
       expect(await page.locator('body').innerText()).toContain(`access.log:${report.lines}: expected`);
+      expect(await page.locator('a[href="#ban-scanners"]').count()).toBe(1);
       const ban = await page.locator('#ban-scanners').innerText();
       expect(ban).toContain('bans started 1');
       expect(ban).toContain('2026-11-21T05h');

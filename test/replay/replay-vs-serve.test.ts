@@ -192,6 +192,13 @@ describe('replay and serve agree on bans', () => {
     const bans = new Map(report.bans.map((b) => [b.name, b]));
     for (const name of ['login-failures', 'scanners', 'hammer', 'past-limit']) expect(bans.get(name)!.started, name).toBeGreaterThan(0);
     expect(report.uncounted.banned).toBe(banned);
+    // Which ban refused each request: serve's own metric, per ban, against replay's count.
+    const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+    for (const b of report.bans) {
+      const m = new RegExp(`^rategate_banned_requests_total\\{ban="${b.name}"\\} (\\d+)$`, 'm').exec(metrics);
+      expect(b.refused, b.name).toBe(Number(m?.[1] ?? 0));
+    }
+    expect(report.bans.some((b) => b.refused > 0 && b.name !== 'login-failures')).toBe(true);
     expect(report.inFlight).toEqual([{ name: 'streaming', limit: '2 in flight per ip', notDecidable: expect.stringMatching(/how long/) }]);
   }, 60_000);
 

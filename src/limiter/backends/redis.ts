@@ -13,6 +13,7 @@ import { createLeaseStore, type LeaseStore } from '../redis/lease.js';
 import { createRedisStore } from '../redis/store.js';
 import { createResilientStore, type StoreEvent } from '../resilient.js';
 import { StoreStateLog } from '../state-log.js';
+import { StoreWarnings } from '../store-warnings.js';
 import { formatPrefix } from '../store-format.js';
 import type { StoreLog, StoreObserver } from '../types.js';
 import { boundedMemoryStore } from './memory.js';
@@ -50,13 +51,14 @@ async function openRedis(kind: string, storeConfig: StoreSettings, opts: StoreFa
   });
   const policy = `onError: ${storeConfig.onError} (per-rule onStoreError aside)`;
   const states = log ? new StoreStateLog({ log, where, policy, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
+  const warnings = log ? new StoreWarnings({ log, where, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
   const fallback = boundedMemoryStore(storeConfig, opts, 'local fallback');
   const resilient = createResilientStore(redis, {
     fallback,
     ...(storeConfig.gateways !== undefined ? { gateways: storeConfig.gateways } : {}),
     ...(opts.breaker ? { breaker: opts.breaker } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
-    onEvent: storeEventReporter(observer, states),
+    onEvent: storeEventReporter(observer, states, warnings),
   });
   // A Redis that is down at start-up must not keep the gateway from serving under its fault policy.
   try {
@@ -70,6 +72,8 @@ async function openRedis(kind: string, storeConfig: StoreSettings, opts: StoreFa
     store: createBlockedCacheStore(leases ?? resilient, {
       ...(opts.now ? { now: opts.now } : {}),
       ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
+      // Another gateway's unspent lease comes back to the store: a block is re-checked as often.
+      ...(leases ? { recheckMs: leases.returnedWithinMs, storeDecides: () => !resilient.fallbackActive } : {}),
     }),
     ...(leases ? { leases } : {}),
     kind,
@@ -77,6 +81,10 @@ async function openRedis(kind: string, storeConfig: StoreSettings, opts: StoreFa
     reachable: () => redisReachable(redis, resilient),
     fallbackActive: () => resilient.fallbackActive,
     localKeys: () => fallback.size,
+    setGateways: (n) => {
+      resilient.setGateways(n);
+      leases?.setGateways(n);
+    },
   };
 }
 
@@ -109,11 +117,15 @@ async function redisReachable(redis: ReturnType<typeof createRedisStore>, resili
 }
 
 /** The resilient store's events as metrics and state-change log lines. */
-function storeEventReporter(observer: Partial<StoreObserver>, states: StoreStateLog | undefined): (e: StoreEvent) => void {
+function storeEventReporter(observer: Partial<StoreObserver>, states: StoreStateLog | undefined, warnings: StoreWarnings | undefined): (e: StoreEvent) => void {
   return (e) => {
     switch (e.type) {
       case 'error':
         observer.storeError?.(e.reason);
+        if (e.reason !== 'circuit_open') warnings?.error(e.node, e.reason);
+        break;
+      case 'fallback_decision':
+        warnings?.decided(e.node, e.result);
         break;
       case 'local_rejection':
         observer.localRejection?.('fallback');
@@ -132,6 +144,9 @@ function storeEventReporter(observer: Partial<StoreObserver>, states: StoreState
       case 'promotion':
         observer.nodeGone?.(e.node);
         states?.promoted(e.from, e.to, e.node);
+        break;
+      case 'shared':
+        states?.shared(e.from, e.to);
         break;
     }
   };

@@ -27,6 +27,8 @@ export interface StoreHandle {
   readonly leases?: LeaseStore;
   /** Buckets held in this process: the memory store's, or the Redis store's local fallback's (rategate_store_keys). */
   localKeys(): number;
+  /** Redis stores: the gateways sharing the store now (fleet/fleet.ts), for the fallback's share and the leases'. */
+  setGateways?(n: number): void;
 }
 
 export interface BackendCapabilities {

@@ -152,7 +152,7 @@ export class MemoryStore implements Store {
         };
       }
     }
-    return { allowed, now, buckets };
+    return { allowed, decider: 'memory', now, buckets };
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {

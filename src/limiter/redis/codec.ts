@@ -146,7 +146,7 @@ export function parseBatch(reply: unknown, batch: readonly BatchEntry[]): Consum
     const specs = batch[i]!.specs;
     const n = specs.length;
     const leased = asksLease(specs);
-    out[i] = { allowed: reply[o] === 1, now, buckets: readBuckets(reply, o + 1, n, leased) };
+    out[i] = { allowed: reply[o] === 1, decider: 'store', now, buckets: readBuckets(reply, o + 1, n, leased) };
     o += 1 + (leased ? PLAIN_STRIDE + 1 : PLAIN_STRIDE) * n;
   }
   return out;
@@ -155,7 +155,7 @@ export function parseBatch(reply: unknown, batch: readonly BatchEntry[]): Consum
 /** consume.lua's plain reply for `n` buckets (`leased`: some asked for a lease, the extras follow). */
 export function parsePlain(r: unknown, n: number, leased = false): ConsumeOutcome {
   if (!isIntArray(r, 2 + (leased ? PLAIN_STRIDE + 1 : PLAIN_STRIDE) * n)) throw badReply('consume', r);
-  return { allowed: r[0] === 1, now: r[1]!, buckets: readBuckets(r, 2, n, leased) };
+  return { allowed: r[0] === 1, decider: 'store', now: r[1]!, buckets: readBuckets(r, 2, n, leased) };
 }
 
 /** peek.lua's reply. */

@@ -96,7 +96,7 @@ export class CrossSlot {
     // request is never held past its deadline for them (they go on in the background).
     const left = this.o.timeoutMs - (Date.now() - started);
     if (refunds.length > 0 && left > 0) await settleWithin(Promise.all(refunds), left);
-    return { allowed, now, buckets };
+    return { allowed, decider: 'store', now, buckets };
   }
 
   /** Waits (bounded) for refunds still in flight, so a closing replica does not leave charges behind. */

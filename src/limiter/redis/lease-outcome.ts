@@ -62,5 +62,6 @@ export function takeIn(
     }
     buckets[i] = { remaining: e.storeRemaining + e.tokens, resetAt: e.resetAt, limited: false, retryAt: out.now };
   }
-  return { allowed: out.allowed, now: out.now, buckets };
+  // The store (or the fallback) decided the buckets it was asked; a request served wholly from leases is the lease's.
+  return { allowed: out.allowed, decider: out.decider ?? 'store', now: out.now, buckets };
 }

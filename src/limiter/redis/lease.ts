@@ -46,12 +46,19 @@ export interface LeaseStore extends Store {
   consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined;
   /** Requests admitted from leases without a store call, since start. */
   readonly localAdmissions: number;
+  /**
+   * Every token charged for a lease is spent or given back within this long of its charge (its age
+   * limit, plus the sweep's period): a gateway refused meanwhile may find them back in the store then.
+   */
+  readonly returnedWithinMs: number;
   /** Tokens held now, for one bucket key or over all keys (tests, metrics). */
   heldTokens(key?: string): number;
   /** Gives back what expired or idled now (the timer calls it; tests call it after moving the clock). */
   sweep(): void;
   /** Resolves when the give-backs sent so far have been answered (or failed). */
   settled(): Promise<void>;
+  /** The gateways sharing the store now (the fleet's live count): later leases are sized by it. */
+  setGateways(n: number): void;
 }
 
 /** The leases found by the fast path; reused, since the path is synchronous. */
@@ -62,11 +69,12 @@ class Leases implements LeaseStore {
   private readonly entries = new Map<string, LeaseEntry>();
   private readonly recent = new RecentKeys();
   private readonly clock: Clock;
-  private readonly share: number;
+  private share: number;
   private readonly targetMs: number;
   private readonly maxAgeMs: number;
   private readonly idleMs: number;
   private readonly maxEntries: number;
+  private readonly sweepEveryMs: number;
   /** Store clock − local clock, as of the last answer. */
   private offset = 0;
   private cancelSweep: (() => void) | null = null;
@@ -83,6 +91,15 @@ class Leases implements LeaseStore {
     this.maxAgeMs = opts.maxAgeMs ?? 1_000;
     this.idleMs = opts.idleMs ?? 1_000;
     this.maxEntries = opts.maxEntries ?? 100_000;
+    this.sweepEveryMs = Math.max(50, Math.min(this.idleMs, this.maxAgeMs) / 4);
+  }
+
+  get returnedWithinMs(): number {
+    return this.maxAgeMs + this.sweepEveryMs;
+  }
+
+  setGateways(n: number): void {
+    this.share = 2 * Math.max(1, n);
   }
 
   heldTokens(key?: string): number {
@@ -145,7 +162,7 @@ class Leases implements LeaseStore {
       e.lastUsed = now;
       buckets[i] = { remaining: e.storeRemaining + e.tokens, resetAt: e.resetAt, limited: false, retryAt: storeNow };
     }
-    return { allowed: true, now: storeNow, buckets };
+    return { allowed: true, decider: 'lease', now: storeNow, buckets };
   }
 
   /**
@@ -218,7 +235,8 @@ class Leases implements LeaseStore {
     }
     try {
       // Every bucket had tokens after all (a waiter whose lease arrived): no store call.
-      const out = asked.length === 0 ? { allowed: true, now: now + this.offset, buckets: [] } : await this.inner.consume(asked);
+      const out: ConsumeOutcome =
+        asked.length === 0 ? { allowed: true, decider: 'lease', now: now + this.offset, buckets: [] } : await this.inner.consume(asked);
       if (!out.allowed) unreserve(specs, entries, reserved);
       const at = this.clock.now();
       this.offset = out.now - at;
@@ -283,8 +301,7 @@ class Leases implements LeaseStore {
   /** The sweep runs only while some key has lease state: an idle gateway, or one whose keys are all cold, has no timer. */
   private scheduleSweep(): void {
     if (this.cancelSweep !== null || this.closed) return;
-    const every = Math.max(50, Math.min(this.idleMs, this.maxAgeMs) / 4);
-    this.cancelSweep = this.clock.after(every, () => {
+    this.cancelSweep = this.clock.after(this.sweepEveryMs, () => {
       this.cancelSweep = null;
       this.sweep();
       if (this.entries.size > 0) this.scheduleSweep();

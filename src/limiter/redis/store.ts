@@ -193,7 +193,7 @@ export class RedisStore implements Store {
 
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
     const n = specs.length;
-    if (n === 0) return Promise.resolve({ allowed: true, now: this.now?.() ?? Date.now(), buckets: [] });
+    if (n === 0) return Promise.resolve({ allowed: true, decider: 'store', now: this.now?.() ?? Date.now(), buckets: [] });
     const keys: string[] = new Array(n);
     for (let i = 0; i < n; i++) keys[i] = this.prefix + specs[i]!.key;
     if (this.kind === 'redis-cluster') {

@@ -1,0 +1,163 @@
+/**
+ * @module The fleet: the gateway processes sharing one Redis, learned from the store instead of
+ * configured. Each process (each `--workers` worker too) registers in a sorted set with a heartbeat,
+ * scored by Redis's clock; a member not heard of for three heartbeats is gone. The live count sizes the
+ * local fallback's share and the leases (`store.gateways` is only the count used until the store has
+ * answered once, e.g. when it is unreachable at start); when the store fails, the last count stays.
+ * The same heartbeat publishes this process's triage sketch (bounded, expiring with it), so that
+ * `/admin/limited` can answer for the whole fleet.
+ *
+ * Keys, all in one cluster slot (`{fleet}`): `<prefix>:{fleet}:gateways` (member: the process id) and
+ * `<prefix>:{fleet}:limited:<id>` (a JSON sketch).
+ */
+import os from 'node:os';
+import type { Redis } from 'ioredis';
+import { parseStoreUrl } from '../config/store-url.js';
+import { createRedisClient, type RedisClient } from '../limiter/redis/connection.js';
+import { sentinelWatchFor, type SentinelWatch } from '../limiter/redis/sentinel-watch.js';
+import { formatPrefix } from '../limiter/store-format.js';
+
+export const HEARTBEAT_MS = 5_000;
+/** A member is gone after this many heartbeats unheard. */
+const MISSED_BEATS = 3;
+
+// Registers (scored by the server's clock), drops members unheard for the expiry, publishes the sketch
+// (or drops it), and answers the live count. One slot: KEYS share the {fleet} tag.
+const BEAT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
+redis.call('PEXPIRE', KEYS[1], ttl)
+if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'PX', ttl) else redis.call('DEL', KEYS[2]) end
+return redis.call('ZCARD', KEYS[1])
+`;
+
+export interface FleetOptions {
+  readonly url: string;
+  readonly prefix: string;
+  /** Bound of each call (store.timeout, at least 1 s here: a heartbeat is not on the request path). */
+  readonly timeoutMs: number;
+  readonly sentinelPassword?: string | null | undefined;
+  /** The count until the store has answered once (store.gateways). */
+  readonly floor: number;
+  /** Told the live count when it changes (and the floor at once). */
+  readonly onCount: (gateways: number) => void;
+  /** This process's sketch to publish, as JSON (undefined: none). */
+  readonly sketch?: () => string | undefined;
+  readonly heartbeatMs?: number;
+}
+
+/** One replica's published sketch. */
+export interface PublishedSketch {
+  readonly id: string;
+  readonly json: string;
+}
+
+/** What the admin API reads of the fleet. */
+export interface FleetSketches {
+  readonly id: string;
+  /** Live replicas (the heartbeat's last count). */
+  readonly gateways: number;
+  sketches(): Promise<PublishedSketch[]>;
+  /** Publishes this replica's sketch now (so a fleet answer includes its latest 429s). */
+  beat(): Promise<void>;
+}
+
+export class Fleet implements FleetSketches {
+  /** This process in the fleet: host name, pid and a random part (a restarted pod is a new member). */
+  readonly id = `${os.hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+  private count: number;
+  private learned = false;
+  private readonly client: RedisClient;
+  private readonly watch: SentinelWatch | undefined;
+  private readonly keys: { readonly set: string; readonly sketch: (id: string) => string };
+  private readonly beatMs: number;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly o: FleetOptions) {
+    const url = parseStoreUrl(o.url);
+    if (url.kind === 'memory') throw new Error('the fleet needs a Redis store');
+    const base = `${formatPrefix(o.prefix)}:{fleet}`;
+    this.keys = { set: `${base}:gateways`, sketch: (id) => `${base}:limited:${id}` };
+    this.beatMs = o.heartbeatMs ?? HEARTBEAT_MS;
+    this.count = Math.max(1, o.floor);
+    this.watch = sentinelWatchFor(url, o.sentinelPassword);
+    this.client = createRedisClient(url, {
+      connectTimeoutMs: 2_000,
+      timeoutMs: this.timeoutMs,
+      ...(o.sentinelPassword != null ? { sentinelPassword: o.sentinelPassword } : {}),
+      ...(this.watch !== undefined ? { natMap: this.watch.map } : {}),
+    });
+    this.watch?.follow(this.client as Redis);
+    this.client.on('error', () => {}); // the counter store reports the store's trouble; this client only retries
+    this.client.on('ready', () => void this.beat());
+    this.client.connect().catch(() => {});
+    o.onCount(this.count);
+    this.timer = setInterval(() => void this.beat(), this.beatMs);
+    this.timer.unref();
+  }
+
+  /** The live count (the floor until learned). */
+  get gateways(): number {
+    return this.count;
+  }
+
+  /** True once the store has answered a heartbeat. */
+  get known(): boolean {
+    return this.learned;
+  }
+
+  private get timeoutMs(): number {
+    return Math.max(1_000, this.o.timeoutMs);
+  }
+
+  /** Registers (again), publishes the sketch, learns the count; a failure keeps the last count. */
+  async beat(): Promise<void> {
+    if (this.client.status !== 'ready') return;
+    const ttl = this.beatMs * MISSED_BEATS;
+    try {
+      const n = await this.bounded(this.client.eval(BEAT, 2, this.keys.set, this.keys.sketch(this.id), this.id, ttl, this.o.sketch?.() ?? ''));
+      this.learned = true;
+      const live = Math.max(1, Number(n));
+      if (live !== this.count) {
+        this.count = live;
+        this.o.onCount(live);
+      }
+    } catch {
+      // The store does not answer: the fleet is what it was last seen to be.
+    }
+  }
+
+  /** Every live replica's published sketch (this one's included, as last published). */
+  async sketches(): Promise<PublishedSketch[]> {
+    const ids = (await this.bounded(this.client.zrange(this.keys.set, 0, -1))) as string[];
+    if (ids.length === 0) return [];
+    const values = (await this.bounded(this.client.mget(...ids.map((id) => this.keys.sketch(id))))) as (string | null)[];
+    const out: PublishedSketch[] = [];
+    for (let i = 0; i < ids.length; i++) if (values[i] != null) out.push({ id: ids[i]!, json: values[i]! });
+    return out;
+  }
+
+  /** Leaves the fleet (the others' shares grow at their next heartbeat), then disconnects. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.client.status === 'ready') {
+      await this.bounded(Promise.all([this.client.zrem(this.keys.set, this.id), this.client.del(this.keys.sketch(this.id))])).catch(() => {});
+    }
+    this.watch?.close();
+    this.client.disconnect();
+  }
+
+  private bounded<T>(p: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout;
+    return Promise.race([
+      p,
+      new Promise<T>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`store did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+  }
+}

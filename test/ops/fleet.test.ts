@@ -1,0 +1,137 @@
+/**
+ * The fleet sharing one Redis: the gateway count learned from heartbeats (the local fallback's share
+ * follows the processes really running, not `store.gateways`), and triage for the whole fleet. Real
+ * gateway processes, a real Redis, really killed.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { runCli, spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
+
+let upstream: RecordingUpstream;
+beforeAll(async () => {
+  upstream = await startRecordingUpstream();
+});
+afterAll(async () => upstream.close());
+
+function tableFile(yaml: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-fleet-'));
+  writeFileSync(path.join(dir, 'limits.yaml'), yaml);
+  return path.join(dir, 'limits.yaml');
+}
+
+async function metric(p: GatewayProcess, name: string): Promise<number | undefined> {
+  const text = await (await fetch(`${p.adminUrl}/metrics`)).text();
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** `total` requests, a few at a time, round-robin over the gateways, from one client; the status counts. */
+async function flood(gws: readonly GatewayProcess[], total: number, ip: string): Promise<Record<number, number>> {
+  const agent = new Agent({ connections: 16 });
+  const counts: Record<number, number> = {};
+  for (let i = 0; i < total; i += 6) {
+    const statuses = await Promise.all(
+      Array.from({ length: Math.min(6, total - i) }, async (_, k) => {
+        const r = await request(`${gws[(i + k) % gws.length]!.url}/api/v1/timelines/home`, { dispatcher: agent, headers: { 'x-forwarded-for': ip } });
+        await r.body.dump();
+        return r.statusCode;
+      }),
+    );
+    for (const s of statuses) counts[s] = (counts[s] ?? 0) + 1;
+  }
+  await agent.close();
+  return counts;
+}
+
+const LIMIT = 60;
+const TABLE = `limits:
+  - { name: home, match: /api/*, per: ip, limit: ${LIMIT}, period: 1h }
+store: { onError: local, gateways: 2 }
+`;
+
+describe.skipIf(skipRedis('the fleet on one Redis'))('the gateway count, learned', () => {
+  let redis: RedisHandle;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => redis?.stop());
+
+  it('is 3 for three gateways configured with store.gateways 2: with Redis killed, the fleet admits within limit × 1.1 + 5', async () => {
+    if (redis.source === 'env') return; // cannot kill an external Redis
+    const config = tableFile(TABLE);
+    const gws = await Promise.all(
+      [0, 1, 2].map(() => spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' })),
+    );
+    try {
+      // Each learns the count at its heartbeats (every 5 s).
+      await waitFor(async () => (await Promise.all(gws.map((g) => metric(g, 'rategate_gateways')))).every((n) => n === 3), 20_000, 'every gateway counting 3');
+      await redis.node.kill();
+      // A client the store never saw: each gateway starts it at its share of the limit.
+      const counts = await flood(gws, 240, '198.51.100.77');
+      expect((counts[200] ?? 0) + (counts[429] ?? 0)).toBe(240);
+      expect(counts[200]).toBeGreaterThanOrEqual(LIMIT * 0.9);
+      expect(counts[200]).toBeLessThanOrEqual(LIMIT * 1.1 + 5); // with store.gateways: 2, 3 × 30 = 90
+      // Still alive and answering, with the count it last saw.
+      for (const g of gws) expect(await metric(g, 'rategate_gateways')).toBe(3);
+    } finally {
+      await redis.node.restart();
+      await Promise.all(gws.map(stop));
+    }
+  }, 90_000);
+});
+
+const TRIAGE = `limits:
+  - { name: posts, match: POST /api/v1/statuses, per: ip, limit: 1, period: 1h }
+`;
+
+describe.skipIf(skipRedis('fleet triage'))('triage for the whole fleet', () => {
+  let redis: RedisHandle;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => redis?.stop());
+
+  it('/admin/limited and `rategate limited` answer for every replica, ?scope=local / --local for one', async () => {
+    const config = tableFile(TRIAGE);
+    const gws = await Promise.all(
+      [0, 1].map(() => spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' })),
+    );
+    try {
+      const post = async (g: GatewayProcess, ip: string): Promise<number> =>
+        (await fetch(`${g.url}/api/v1/statuses`, { method: 'POST', headers: { 'x-forwarded-for': ip } })).status;
+      // The lab's attack: one attacker on each replica.
+      expect([await post(gws[0]!, '203.0.113.1'), await post(gws[0]!, '203.0.113.1')]).toEqual([200, 429]);
+      expect([await post(gws[1]!, '203.0.113.2'), await post(gws[1]!, '203.0.113.2'), await post(gws[1]!, '203.0.113.2')]).toEqual([200, 429, 429]);
+      const limited = async (query: string): Promise<{ scope: string; replicas?: number; top: { key: string; count: number }[] }> =>
+        (await (await fetch(`${gws[0]!.adminUrl}/admin/limited?${query}`)).json()) as never;
+      // The other replica publishes at its heartbeat (every 5 s).
+      await waitFor(async () => (await limited('rule=posts')).top.length === 2, 15_000, 'both attackers in the fleet answer');
+      const fleet = await limited('rule=posts');
+      expect(fleet).toMatchObject({ scope: 'fleet', replicas: 2 });
+      expect(fleet.top.map((t) => [t.key, t.count])).toEqual([
+        ['203.0.113.2', 2],
+        ['203.0.113.1', 1],
+      ]);
+      const local = await limited('rule=posts&scope=local');
+      expect(local.scope).toBe('local');
+      expect(local.top.map((t) => t.key)).toEqual(['203.0.113.1']);
+
+      const cli = await runCli(['limited', 'posts', '--admin', gws[0]!.adminUrl]);
+      expect(cli.code).toBe(0);
+      expect(cli.stdout).toMatch(/2\s+0\s+203\.0\.113\.2\n1\s+0\s+203\.0\.113\.1/);
+      expect(cli.stdout).toContain('2 replicas published');
+      const one = await runCli(['limited', 'posts', '--local', '--admin', gws[0]!.adminUrl]);
+      expect(one.stdout).toContain('203.0.113.1');
+      expect(one.stdout).not.toContain('203.0.113.2');
+      const rules = await runCli(['limited', '--admin', gws[0]!.adminUrl]);
+      expect(rules.stdout).toContain('rules that limited recently: posts');
+    } finally {
+      await Promise.all(gws.map(stop));
+    }
+  }, 90_000);
+});
