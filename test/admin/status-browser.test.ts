@@ -14,7 +14,7 @@ import type { RunningGateway } from '../../src/app/start.js';
 import { keepScreenshot, launchBrowser, skipBrowser, type TestBrowser } from '../support/browser.js';
 import { SEED_TABLE, gatewayFixture, startTestGateway } from '../support/gateway.js';
 import { spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { startRecordingUpstream, type RecordingUpstream, refuseSignIns } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 
 const TOKEN = 'status-browser-admin-token';
@@ -124,13 +124,7 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
     beforeAll(async () => {
       redis = await startRedis();
       upstream = await startRecordingUpstream();
-      upstream.route('/auth/sign_in', (req, res) => {
-        req.resume();
-        req.on('end', () => {
-          res.writeHead(401, { 'content-type': 'application/json' });
-          res.end('{"error":"Invalid Email or password."}');
-        });
-      });
+      refuseSignIns(upstream);
       configPath = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-status-')), 'limits.yaml');
       writeFileSync(configPath, TABLE);
       gws = await Promise.all(

@@ -145,11 +145,13 @@ server: { maxUpstreamConnectionsPerIp: 0 }
       expect(admitted).toBeLessThanOrEqual(20);
       // The first gateway gives its lease back after 1 s without traffic (and a sweep); the second
       // re-checks its block within 1.25 s of the refusal and admits what came back, exactly.
-      const deadline = Date.now() + 15_000;
-      while (admitted < 20 && Date.now() < deadline) {
-        if ((await send(b!, i++)) === 200) admitted++;
-        else await new Promise((r) => setTimeout(r, 100));
-      }
+      await eventually(
+        async () => {
+          if ((await send(b!, i++)) === 200) admitted++;
+          return admitted;
+        },
+        { what: 'the returned lease admitted on the second gateway', withinMs: 15_000, everyMs: 100, until: (n) => n >= 20 },
+      );
       expect(admitted).toBe(20);
       expect(await send(b!, i++)).toBe(429);
       expect(await send(a!, i++)).toBe(429);
