@@ -7,6 +7,7 @@ import os from 'node:os';
 import type http from 'node:http';
 import { formatDuration } from '../config/fields/duration.js';
 import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
+import type { FleetSketches } from '../fleet/fleet.js';
 import type { Guard } from '../guard/guard.js';
 import type { StoreHandle } from '../limiter/factory.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -107,11 +108,16 @@ export async function statusData(
   policy: RequestPolicy,
   guard: Guard | undefined,
   tokenRequired: boolean,
+  /** The replicas sharing the store: the top limited keys are then theirs, as GET /admin/limited answers. */
+  fleet?: FleetSketches,
 ): Promise<StatusData> {
   const ask = (path: string, query = ''): Promise<AdminAnswer | null> =>
     guard === undefined
       ? Promise.resolve(null)
-      : guardEndpoint(req, path, new URLSearchParams(query), policy, guard).catch((err: Error) => ({ status: 503, body: { error: `store: ${err.message}` } }));
+      : guardEndpoint(req, path, new URLSearchParams(query), policy, guard, { fleet }).catch((err: Error) => ({
+          status: 503,
+          body: { error: `store: ${err.message}` },
+        }));
   const [bans, blocks, exemptions, limited, store] = await Promise.all([
     ask('/admin/bans'),
     ask('/admin/blocks'),

@@ -36,7 +36,7 @@ export async function serveStatus(api: AdminApi | undefined, req: http.IncomingM
     const shown = refused.status === 401 ? notice('sign-in', 'Sign in', SIGN_IN) : notice('refused', 'Refused', refused.error);
     return sendPage(res, refused.status, page(null, tokenRequired, [shown]));
   }
-  const data = await statusData(req, api.status, api.policy(), api.guard, tokenRequired);
+  const data = await statusData(req, api.status, api.policy(), api.guard, tokenRequired, api.fleet);
   const view = statusView(data);
   if (asJson) return sendJson(res, 200, { ...data, view });
   sendPage(res, 200, page(data, tokenRequired, view));

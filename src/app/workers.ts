@@ -13,6 +13,7 @@ import { loadConfigFile, parseHostPort, type ConfigOverrides } from '../config/i
 import { startUpstream, type RunningUpstream } from '../mastodon/index.js';
 import { createAdminServer } from '../admin/server.js';
 import { listenOn } from '../http/listener.js';
+import { backendFor } from '../limiter/backends/index.js';
 
 export function workerCount(value: string): number | null {
   if (value === 'auto') return Math.max(1, os.availableParallelism());
@@ -36,7 +37,7 @@ export async function runPrimary(opts: {
   const snapshot = await loadConfigFile(opts.configPath, opts.overrides);
   const cfg = snapshot.config;
   log.level = cfg.log.level;
-  if (cfg.store.url === 'memory') {
+  if (!backendFor(cfg.store.url).can.shared) {
     throw new WorkersRefused(
       `--workers ${opts.workers} needs a shared store: with store.url memory every worker would count on its own and admit up to ${opts.workers}× each limit. Use --store redis://… (or one worker per process and several replicas behind Redis).`,
     );

@@ -10,7 +10,9 @@
  * `rediss-sentinel://` (TLS) `[USER[:PASSWORD]@]HOST[:PORT],HOST[:PORT]…/MASTERNAME[/DB]` (the sentinels,
  * port 26379 by default, and the name they monitor the master by; the credentials are the master's,
  * the sentinels' own password is `store.sentinelPassword`); `redis+unix://[USER[:PASSWORD]@]/PATH` (a Unix
- * socket, absolute path, database 0). Credentials are percent-decoded.
+ * socket, absolute path, database 0). Each `redis` scheme has a `valkey` alias (`valkey://`, `valkeys://`,
+ * `valkey-cluster://`, `valkey-sentinel://`, `valkey+unix://`…): the same protocol, read the same way.
+ * Credentials are percent-decoded.
  * Query strings are refused rather than ignored: ioredis would read some of them, this parser would not.
  */
 import { isIP } from 'node:net';
@@ -38,7 +40,7 @@ interface RedisTarget {
 
 /** The forms `store.url` takes, as every refusal states them. */
 export const STORE_URL_FORMS =
-  'use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS';
+  'use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS; valkey… for any redis… (valkey://, valkey-cluster://…)';
 
 /** A `store.url` that names no store rategate can connect to. The message is the same wherever it is raised. */
 export class StoreUrlError extends RategateError {
@@ -52,7 +54,7 @@ function storeUrlMessage(url: string, detail: string): string {
   return `invalid store "${redactStoreUrl(url)}": ${detail} (${STORE_URL_FORMS})`;
 }
 
-const SCHEME = /^(rediss?)(-cluster|-sentinel)?:\/\/(.*)$/s;
+const SCHEME = /^(rediss?|valkeys?)(-cluster|-sentinel)?:\/\/(.*)$/s;
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*$/;
 const DEFAULT_PORT = 6379;
 const SENTINEL_PORT = 26379;
@@ -61,10 +63,10 @@ const MASTER_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 /** Parses a store URL; throws StoreUrlError (with the one message) for anything else. */
 export function parseStoreUrl(url: string): StoreUrl {
   if (url === 'memory') return { kind: 'memory' };
-  if (url.startsWith(UNIX_SCHEME)) return parseUnix(url);
+  if (url.startsWith(UNIX_SCHEME) || url.startsWith(VALKEY_UNIX_SCHEME)) return parseUnix(url);
   const m = SCHEME.exec(url);
   if (!m) throw new StoreUrlError(url, 'unknown scheme');
-  const tls = m[1] === 'rediss';
+  const tls = m[1] === 'rediss' || m[1] === 'valkeys';
   const cluster = m[2] === '-cluster';
   const sentinel = m[2] === '-sentinel';
   let rest = m[3]!;
@@ -104,10 +106,11 @@ function readCredentials(url: string, creds: string, out: { username?: string; p
 }
 
 const UNIX_SCHEME = 'redis+unix://';
+const VALKEY_UNIX_SCHEME = 'valkey+unix://';
 
 /** `redis+unix://[USER[:PASSWORD]@]/absolute/path`: the path is taken as written (no `..`, no NUL). */
 function parseUnix(url: string): StoreUrl {
-  let rest = url.slice(UNIX_SCHEME.length);
+  let rest = url.slice(url.indexOf('://') + 3);
   if (/[?#]/.test(rest)) throw new StoreUrlError(url, 'a query or fragment is not supported');
   const out: { tls: boolean; username?: string; password?: string } = { tls: false };
   const slash = rest.indexOf('/');
@@ -167,9 +170,16 @@ function decode(url: string, s: string): string {
   }
 }
 
+/** The scheme of a store URL as written (`redis`, `valkey-cluster`, `redis+unix`…), `memory` for the bare word. */
+export function storeScheme(url: string): string {
+  if (url === 'memory') return 'memory';
+  const i = url.indexOf('://');
+  return i === -1 ? '' : url.slice(0, i);
+}
+
 /** Hides the password in a store URL (the user name stays): URLs are printed and logged. */
 export function redactStoreUrl(url: string): string {
-  return url.replace(/^([a-z-]+:\/\/)(.*)@/is, (_, scheme: string, userinfo: string) => {
+  return url.replace(/^([a-z+-]+:\/\/)(.*)@/is, (_, scheme: string, userinfo: string) => {
     const user = userinfo.split(':')[0] ?? '';
     return `${scheme}${user}${userinfo.includes(':') ? ':***' : ''}@`;
   });

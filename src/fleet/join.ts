@@ -1,4 +1,4 @@
-/** @module Joins the fleet when the store is shared (a Redis URL): the live count to the store and the gauge, the triage sketch to the store. */
+/** @module Joins the fleet when the store is shared (a Redis-protocol backend): the live count to the store and the gauge, the triage sketch to the store. */
 import type { TopLimited } from '../guard/top-keys.js';
 import type { StoreHandle, StoreSettings } from '../limiter/factory.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -12,7 +12,8 @@ export function joinFleet(o: {
   readonly top: TopLimited;
   readonly heartbeatMs?: number;
 }): Fleet | undefined {
-  if (o.handle.kind === 'memory') {
+  // The fleet's heartbeat lives in the store: a backend that does not speak the Redis protocol has none.
+  if (!o.handle.can.redisProtocol) {
     o.metrics.gateways.set(1);
     return undefined;
   }

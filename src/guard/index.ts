@@ -4,7 +4,7 @@
  */
 import type client from 'prom-client';
 import type { Config } from '../config/schema.js';
-import { parseStoreUrl } from '../config/store-url.js';
+import { backendFor } from '../limiter/backends/index.js';
 import type { StoreLog } from '../limiter/types.js';
 import { Guard } from './guard.js';
 import { GuardMetrics } from './metrics.js';
@@ -24,12 +24,12 @@ export interface GuardSetup {
 }
 
 export async function createGuard(s: GuardSetup): Promise<Guard> {
-  const url = parseStoreUrl(s.store.url);
-  const now = url.kind === 'memory' ? (s.now ?? Date.now) : Date.now;
-  const state =
-    url.kind === 'memory'
-      ? new MemoryGuardState(now)
-      : new RedisGuardState({ url: s.store.url, prefix: s.store.prefix, timeoutMs: s.store.timeout, sentinelPassword: s.store.sentinelPassword });
+  // Shared through the store when the backend speaks the Redis protocol (scripts, streams); else this process's own.
+  const shared = backendFor(s.store.url).can.redisProtocol;
+  const now = shared ? Date.now : (s.now ?? Date.now);
+  const state = shared
+    ? new RedisGuardState({ url: s.store.url, prefix: s.store.prefix, timeoutMs: s.store.timeout, sentinelPassword: s.store.sentinelPassword })
+    : new MemoryGuardState(now);
   const guard = new Guard(state, s.log, now);
   guard.metrics = new GuardMetrics(
     s.registry,

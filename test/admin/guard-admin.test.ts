@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { capturingLogger, gatewayFixture, startTestGateway, type LogLine } from '../support/gateway.js';
 import { runCli } from '../support/process.js';
 import { eventually } from '../support/eventually.js';
+import { refuseSignIns } from '../support/recording-upstream.js';
 
 const TOKEN = 'guard-admin-test-token-0123456789';
 const TOKEN_ID = createHash('sha256').update(TOKEN).digest('hex').slice(0, 8);
@@ -25,13 +26,7 @@ const fx = gatewayFixture({ graceMs: 200 });
 
 function gateway(maxActive?: number) {
   const cap = capturingLogger('warn');
-  fx.upstream.route('/auth/sign_in', (req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(401, { 'content-type': 'application/json' });
-      res.end('{"error":"Invalid Email or password."}');
-    });
-  });
+  refuseSignIns(fx.upstream);
   return startTestGateway(TABLE(maxActive), { upstream: fx.upstream.url, logger: cap.logger }).then((gw) => {
     fx.gw = gw;
     return { gw, lines: cap.lines };

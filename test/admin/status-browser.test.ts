@@ -14,7 +14,7 @@ import type { RunningGateway } from '../../src/app/start.js';
 import { keepScreenshot, launchBrowser, skipBrowser, type TestBrowser } from '../support/browser.js';
 import { SEED_TABLE, gatewayFixture, startTestGateway } from '../support/gateway.js';
 import { spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { startRecordingUpstream, type RecordingUpstream, refuseSignIns } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 
 const TOKEN = 'status-browser-admin-token';
@@ -124,13 +124,7 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
     beforeAll(async () => {
       redis = await startRedis();
       upstream = await startRecordingUpstream();
-      upstream.route('/auth/sign_in', (req, res) => {
-        req.resume();
-        req.on('end', () => {
-          res.writeHead(401, { 'content-type': 'application/json' });
-          res.end('{"error":"Invalid Email or password."}');
-        });
-      });
+      refuseSignIns(upstream);
       configPath = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-status-')), 'limits.yaml');
       writeFileSync(configPath, TABLE);
       gws = await Promise.all(
@@ -240,6 +234,15 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       await page.press('#token', 'Enter');
       await page.locator('#s-rules').waitFor();
       expect(await page.locator('#message').textContent()).toBe('');
+      // Asked once: kept in the tab's sessionStorage, sent as a bearer header, not asked again on a reload.
+      expect(await page.evaluate("sessionStorage.getItem('rategate.adminToken')")).toBe(TOKEN);
+      const sent: (string | undefined)[] = [];
+      page.on('request', (r) => void (r.url().endsWith('/status.json') && sent.push(r.headers().authorization)));
+      await page.reload();
+      await page.locator('#s-rules').waitFor();
+      await expect.poll(() => sent.length).toBeGreaterThan(0);
+      expect(new Set(sent)).toEqual(new Set([`Bearer ${TOKEN}`]));
+      expect(await page.locator('#token-form').isVisible()).toBe(false);
       await page.close();
     });
 
@@ -279,6 +282,22 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       await waitFor(async () => !(await listed(a, 'blocks')).includes('203.0.113.88'), 2_000, 'the block removed on replica A');
       await waitFor(async () => !(await listed(a, 'exemptions')).includes('192.0.2.77'), 2_000, 'the exemption removed on replica A');
       expect(await get(`${a.url}/api/v1/timelines/home`, '203.0.113.88')).toBe(200);
+      expect(page.errors).toEqual([]);
+      await page.close();
+    });
+
+    it("shows the fleet's top limited keys: a client limited on replica B is on replica A's page", async () => {
+      const [a, b] = gws as [GatewayProcess, GatewayProcess];
+      const signUp = { method: 'POST', body: 'username=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+      const statuses: number[] = [];
+      for (let i = 0; i < 10; i++) statuses.push(await get(`${b.url}/api/v1/accounts`, '192.0.2.66', signUp));
+      expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+      const page = await signedIn(a);
+      const row = page.locator('#s-limited tbody tr', { hasText: '192.0.2.66' });
+      // Replica B publishes its sketch with its heartbeat (every 5 s); replica A's page refreshes itself.
+      await row.waitFor({ timeout: 20_000 });
+      expect(await row.locator('td').first().textContent()).toBe('sign-up');
+      expect(await page.locator('#s-limited').innerText()).toContain('every replica sharing the store');
       expect(page.errors).toEqual([]);
       await page.close();
     });

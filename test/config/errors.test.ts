@@ -72,11 +72,11 @@ const EXPECTED: Record<string, string> = {
   'section-unknown-key.yaml': 'store.timout: unknown key (did you mean "timeout"?)',
   'shadow-not-boolean.yaml': 'limits[0].shadow: expected true or false, got "yes"',
   'store-cluster-missing-port.yaml':
-    'store.url: invalid store "redis-cluster://10.0.0.1:6379,10.0.0.2": cluster node "10.0.0.2" has no port (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS)',
+    'store.url: invalid store "redis-cluster://10.0.0.1:6379,10.0.0.2": cluster node "10.0.0.2" has no port (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS; valkey… for any redis… (valkey://, valkey-cluster://…))',
   'store-on-error-invalid.yaml': 'store.onError: must be one of local, allow, deny (got "retry")',
   'store-prefix-invalid.yaml': 'store.prefix: invalid prefix "rate{gate}" (use letters, digits, "_", ".", ":" and "-")',
   'store-url-invalid.yaml':
-    'store.url: invalid store "mongodb://db:27017": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS)',
+    'store.url: invalid store "mongodb://db:27017": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS; valkey… for any redis… (valkey://, valkey-cluster://…))',
   'top-level-list.yaml': '(top level): expected a mapping, got a list',
   'top-unknown-key.yaml': 'limit: unknown key (did you mean "limits"?)',
   'trusted-proxy-invalid.yaml': 'clients.trustedProxies[1]: invalid trusted proxy "10.0.0.0/33" (use loopback, private, an IP address or a CIDR)',

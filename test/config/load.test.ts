@@ -94,18 +94,7 @@ describe('defaults', () => {
 
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
-    expect(cfg.store).toEqual({
-      url: 'redis://cache:6379',
-      prefix: 'rategate',
-      timeout: 250,
-      maxKeys: 1_000_000,
-      onError: 'local',
-      failReadiness: false,
-      lease: true,
-      gateways: 2,
-      sentinelPassword: null,
-      sentinelPasswordFile: null,
-    });
+    expect(cfg.store).toEqual({ ...DEFAULTS.store, url: 'redis://cache:6379' });
     expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 });
   });
 
@@ -356,7 +345,7 @@ describe('overrides', () => {
   it('are validated like the file, and say they came from an override', () => {
     expect(errorsOf(file, { listen: 'localhost', store: 'memcached://x' })).toEqual([
       'listen: invalid address "localhost" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080) (set by an override)',
-      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS) (set by an override)',
+      'store.url: invalid store "memcached://x": unknown scheme (use memory, redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, redis+unix:///PATH/TO/redis.sock, redis-cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT, rediss-cluster://… for TLS, redis-sentinel://[USER:PASSWORD@]HOST[:PORT],HOST[:PORT]/MASTERNAME[/DB] or rediss-sentinel://… for TLS; valkey… for any redis… (valkey://, valkey-cluster://…)) (set by an override)',
     ]);
   });
 

@@ -49,12 +49,12 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
         else group.master.freeze();
         const promotedAt = await group.promotedAt(group.replica);
         const switchedAt = await switched.at;
-        await pause(2_500);
+        await pause(2_500); // load through the promotion
         // The old master is back: restarted empty (a master by its own config) or resumed.
         if (how === 'killed') await group.master.restart();
         else group.master.thaw();
         const backAt = Date.now();
-        await pause(3_500);
+        await pause(3_500); // load with the old master back
         const samples = await load.stop();
         // Every gateway follows, not only the one the deny traffic reaches (the load's round-robin sends
         // each rule to one gateway): each decides from the store again (the slack: a ping on a loaded machine).

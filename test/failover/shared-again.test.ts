@@ -14,6 +14,7 @@ import { startRecordingUpstream, type RecordingUpstream } from '../support/recor
 import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, startSentinelGroup } from '../support/redis-ha.js';
 import { keySlot } from '../../src/limiter/redis/slot.js';
+import { eventually, pause } from '../support/eventually.js';
 
 const LIMIT = 20;
 const TABLE = `limits:
@@ -84,12 +85,11 @@ describe.skipIf(skipCluster('the shared-again test'))('the failover log line', (
       try {
         gw = await startTestGateway(TABLE, { upstream: upstream.url, store: ha.url, logger });
         const load = startLoad({ gateways: [gw.url], ips: [ha.ip], rules: ['loc'], everyMs: 20 });
-        await sleep(1_500);
+        await pause(1_500); // a phase of load before the fault: time is the subject
         await ha.fault(how);
         await ha.promoted();
-        const deadline = Date.now() + 15_000;
-        while (!lines.some((l) => /shared again/.test(l.msg)) && Date.now() < deadline) await sleep(50);
-        await sleep(1_500);
+        await eventually(() => lines.some((l) => /shared again/.test(l.msg)), { what: 'the store shared again', withinMs: 15_000, everyMs: 50 });
+        await pause(1_500); // and a phase after it
         const samples = await load.stop();
 
         const story = lines.filter((l) => l.msg.startsWith('store')).map((l) => l.msg);
@@ -124,5 +124,3 @@ describe.skipIf(skipCluster('the shared-again test'))('the failover log line', (
     90_000,
   );
 });
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capturingLogger, gatewayFixture, startTestGateway, type LogLine } from '../support/gateway.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { eventually } from '../support/eventually.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
@@ -21,14 +22,6 @@ async function post(url: string, n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) out.push((await fetch(`${url}/api/v1/statuses`, { method: 'POST' })).status);
   return out;
-}
-
-async function eventually(check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 describe('the decider in the access line', () => {
@@ -72,7 +65,11 @@ describe.skipIf(skipRedis('the decider over Redis'))('the decider over Redis', (
       const during = accessLines(lines).slice(4);
       expect(during.every((l) => l.decision === 'allowed' && l.decider === 'fallback')).toBe(true);
       // The first trouble is written at once, with what it counted; the rest waits for the interval.
-      await eventually(() => lines.some((l) => /^store node .*decisions? by the fault policy/.test(l.msg)));
+      await eventually(() => lines.some((l) => /^store node .*decisions? by the fault policy/.test(l.msg)), {
+        what: 'the fault-policy decisions logged',
+        withinMs: 10_000,
+        everyMs: 25,
+      });
       const warn = lines.find((l) => /^store node .*: /.test(l.msg) && l.fallback !== undefined)!;
       expect(warn.level).toBe(40);
       expect(warn).toMatchObject({ store: 'redis', node: `127.0.0.1:${redis.node.port}`, intervalMs: 10_000 });

@@ -7,7 +7,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { startRecordingUpstream, type RecordingUpstream, refuseSignIns } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { statusFor as status, untilEveryAnswers } from '../support/http.js';
 import { eventually, pause } from '../support/eventually.js';
@@ -60,13 +60,7 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     redis = await startRedis();
     probe = new Redis(redis.url);
     upstream = await startRecordingUpstream();
-    upstream.route('/auth/sign_in', (req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(401, { 'content-type': 'application/json' });
-        res.end('{"error":"Invalid Email or password."}');
-      });
-    });
+    refuseSignIns(upstream);
   });
   afterEach(async () => {
     await Promise.all(gws.map((g) => g.shutdown(100)));

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { startRecordingUpstream, type RecordingUpstream, refuseSignIns } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { Redis } from 'ioredis';
 import { statusFor as status, untilEveryAnswers as until } from '../support/http.js';
@@ -75,13 +75,7 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
   beforeAll(async () => {
     redis = await startRedis();
     upstream = await startRecordingUpstream();
-    upstream.route('/auth/sign_in', (req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(401, { 'content-type': 'application/json' });
-        res.end('{"error":"Invalid Email or password."}');
-      });
-    });
+    refuseSignIns(upstream);
     const config = tableFile(BANS);
     gws = await Promise.all([0, 1].map(() => spawnGateway(config, redis.url, upstream.url)));
   }, 60_000);

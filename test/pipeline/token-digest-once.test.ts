@@ -7,6 +7,7 @@
 import http from 'node:http';
 import crypto from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
+import { MEMO_MAX } from '../../src/identity/connection-digest.js';
 import { send } from '../support/http.js';
 import { gatewayFixture, startTestGateway } from '../support/gateway.js';
 
@@ -73,6 +74,11 @@ limits:
       // Another connection with the same token: hashed anew, no entry shared between connections.
       await get(other, t1);
       expect(hashed.filter((d) => d === t1)).toHaveLength(3);
+      // A token too long to keep (a large JWT, or a flood of huge ones) is hashed each time, never held.
+      const long = 'L'.repeat(MEMO_MAX + 1);
+      await get(other, long);
+      await get(other, long);
+      expect(hashed.filter((d) => d === long)).toHaveLength(2);
       // Every request was counted in its own token's bucket: this is t1's sixth (t2's one is not in it).
       const last = await get(one, t1);
       expect(last.headers['x-ratelimit-remaining']).toBe('44');

@@ -7,7 +7,7 @@
  * serve needs those addresses' requests alone (checked below, with no other address limited by replay).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,9 @@ import { parseConfig } from '../../src/config/index.js';
 import { formatNamed } from '../../src/replay/formats.js';
 import type { LogRecord } from '../../src/replay/record.js';
 import type { ReplayReport } from '../../src/replay/report.js';
+import { reportPage } from '../../src/replay/html.js';
 import { runReplay } from '../../src/replay/run.js';
+import { keepScreenshot, launchBrowser, skipBrowser } from '../support/browser.js';
 import { FakeClock } from '../support/clock.js';
 import { accessLine, capturingLogger, SEED_TABLE, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
@@ -79,6 +81,34 @@ describe('a generated day of 1.2 M lines', () => {
     expect(rule('account-access').notDecidable).toMatch(/account/);
     expect(report.badLines.count).toBe(4);
   });
+
+  it.skipIf(skipBrowser("the generated day's HTML report"))(
+    'writes an HTML report that opens in chromium with one chart per rule the log decides',
+    async () => {
+      const file = path.join(dir, 'report.html');
+      writeFileSync(file, reportPage(report));
+      const browser = await launchBrowser({ viewport: { width: 1200, height: 900 } });
+      try {
+        const page = await browser.newPage();
+        const requests: string[] = [];
+        page.on('request', (r) => void requests.push(r.url()));
+        await page.goto(`file://${file}`);
+        expect(await page.locator('section.rule svg').count()).toBe(2);
+        // 24 hours on each chart's axis; the flood's bar at 03h, the wave's at 14h.
+        expect(await page.locator('#rule-ip-access svg text', { hasText: /^\d\dh$/ }).count()).toBe(12);
+        expect(await page.locator('#rule-ip-access svg rect title').allTextContents()).toEqual(['2026-11-21T03h: 3,600 limited']);
+        expect(await page.locator('#rule-sign-up svg rect title').allTextContents()).toEqual([
+          `2026-11-21T14h: ${report.rules.find((r) => r.name === 'sign-up')!.limited} limited`,
+        ]);
+        expect(requests).toEqual([`file://${file}`]);
+        expect(page.errors).toEqual([]);
+        await keepScreenshot(page, 'replay-generated-day.png');
+      } finally {
+        await browser.close();
+      }
+    },
+    60_000,
+  );
 
   it("decides every request of the flood's and the wave's addresses as serve does, so the counts agree exactly", async () => {
     // The premise: every rule replay drives keys on the address alone.

@@ -20,7 +20,8 @@ export interface GatewayProcess {
 export async function spawnServe(
   args: string[],
   env: Record<string, string> = {},
-  startMs = 20_000,
+  // A readiness wait, not a speed claim: a busy shared machine (load 25+) took over 20 s to start tsx.
+  startMs = 60_000,
   opts: { adminHost?: string } = {},
 ): Promise<GatewayProcess> {
   const port = await freePort();

@@ -58,3 +58,11 @@ function reply(res: http.ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }
+
+/** Every sign-in attempt answered 401 once its body is read, as Devise answers a wrong password: what login bans count. */
+export function refuseSignIns(upstream: Pick<RecordingUpstream, 'route'>): void {
+  upstream.route('/auth/sign_in', (req, res) => {
+    req.resume();
+    req.on('end', () => reply(res, 401, { error: 'Invalid Email or password.' }));
+  });
+}
