@@ -307,7 +307,7 @@ describe('error collection', () => {
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
     expect(errorsOf('__proto__: { listen: "0.0.0.0:1" }')).toEqual([
-      '__proto__: unknown key (expected one of: listen, admin, upstream, upstreams, routes, store, clients, responses, exempt, block, log, server, methods, readiness, limits, bans, concurrency)',
+      '__proto__: unknown key (expected one of: listen, admin, upstream, upstreams, routes, store, clients, responses, exempt, block, log, server, methods, readiness, limits, bans, concurrency, surges)',
     ]);
   });
 
