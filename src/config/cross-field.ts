@@ -129,6 +129,10 @@ function surgeIssues(top: Record<string, unknown>, limitNames: ReadonlyMap<strin
   return issues;
 }
 
+function needsIntrospect(from: unknown): string {
+  return `needs clients.account.from: introspect (the upstream tells an account's age, bot and locked; from is "${String(from)}")`;
+}
+
 /**
  * `when.account` reads what the upstream tells of an account: only introspection asks it. Under
  * `from: token` or `header` every account would be of unknown age, so counted as new: refused instead.
@@ -141,12 +145,18 @@ function accountWhenIssues(top: Record<string, unknown>): PathIssue[] {
     const list = Array.isArray(top[section]) ? (top[section] as unknown[]) : [];
     list.forEach((item, i) => {
       if (record(record(item)?.when)?.account === undefined) return;
-      issues.push({
-        path: [section, i, 'when', 'account'],
-        message: `needs clients.account.from: introspect (the upstream tells an account's age, bot and locked; from is "${String(from)}")`,
-      });
+      issues.push({ path: [section, i, 'when', 'account'], message: needsIntrospect(from) });
     });
   }
+  const surges = Array.isArray(top.surges) ? (top.surges as unknown[]) : [];
+  surges.forEach((surge, i) => {
+    const limits = record(surge)?.limits;
+    if (!Array.isArray(limits)) return;
+    limits.forEach((item: unknown, j) => {
+      if (record(record(item)?.when)?.account !== undefined)
+        issues.push({ path: ['surges', i, 'limits', j, 'when', 'account'], message: needsIntrospect(from) });
+    });
+  });
   return issues;
 }
 

@@ -121,5 +121,12 @@ describe('config checks', () => {
     expect(() => parseConfig(`clients: { account: { from: token } }\n${TABLE}`, 'limits.yaml')).toThrow(
       /limits\[0\]\.when\.account: needs clients\.account\.from: introspect/,
     );
+    const surge = `clients: { account: { from: header, header: X-Account } }
+limits: [{ name: posts, match: /x, per: ip, limit: 5, period: 1m }]
+surges: [{ name: w, trigger: { rule: posts, above: 5, within: 1m }, for: 1h, limits: [{ name: w1, match: /x, per: account, limit: 1, period: 1m, when: { account: { bot: true } } }] }]
+`;
+    expect(() => parseConfig(surge, 'limits.yaml')).toThrow(
+      /surges\[0\]\.limits\[0\]\.when\.account: needs clients\.account\.from: introspect \(.*from is "header"\)/,
+    );
   });
 });
