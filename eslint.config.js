@@ -5,7 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.build/', 'bench/results/', 'helm/', 'scripts/helm-render/', 'test/fixtures/previous-release/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', '**/.build/', 'bench/results/', 'helm/', 'scripts/helm-render/', 'test/fixtures/previous-release/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
