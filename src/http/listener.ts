@@ -4,6 +4,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
 
 /**
@@ -45,7 +46,7 @@ export function createProxyServer(
       err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST';
     onRefused(GATEWAY_ERRORS[code].status);
     if (err.code === 'ECONNRESET') socket.destroy();
-    else respondOnSocket(socket, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], []);
+    else if (!answerInFlight(socket)) respondOnSocket(socket, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], []);
   });
   return server;
 }
@@ -64,4 +65,18 @@ export function urlOf(server: http.Server): string {
   const a = server.address() as AddressInfo;
   const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
   return `http://${host}:${a.port}`;
+}
+
+/**
+ * Bytes after a request that cannot be parsed (a body sent without framing) while that request is being
+ * answered: its answer goes out alone and then the connection closes. A 400 written now would reach the
+ * client before that answer (read as the answer to its request) or after a `Connection: close`. Node's
+ * own default handler checks the same in-flight response (`_httpMessage`, which it has kept for years).
+ */
+function answerInFlight(socket: Duplex): boolean {
+  const res = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  if (res == null) return false;
+  res.shouldKeepAlive = false; // too late once its head is written: then closed when it finishes
+  res.once('finish', () => socket.end());
+  return true;
 }
