@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { explain } from '../../src/cli/explain.js';
+import { eventually } from '../support/eventually.js';
 import { send } from '../support/http.js';
 import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
@@ -72,18 +73,6 @@ async function until(gws: TestGateway[], on: boolean, withinMs: number): Promise
   }
 }
 
-/** Retries `check` until it passes, for up to 1 s. */
-async function eventually(check: () => void): Promise<void> {
-  const t0 = Date.now();
-  for (;;) {
-    try {
-      return check();
-    } catch (err) {
-      if (Date.now() - t0 > 1000) throw err;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-}
 const said = (lines: LogLine[], re: RegExp): number => lines.filter((l) => re.test(l.msg)).length;
 
 const noRedis = skipRedis('surges on two gateways');
@@ -128,7 +117,7 @@ describe.skipIf(noRedis)('a sign-up surge over two gateways on one Redis', () =>
     // Each replica logs the start and the end once (it looks every 250 ms).
     for (const { lines } of logs) {
       expect(said(lines, /^surge sign-up-wave on until .*sign-up: more than 20 admitted within 10m/)).toBe(1);
-      await eventually(() => expect(said(lines, /^surge sign-up-wave off \(its time is up\)/)).toBe(1));
+      await eventually(() => expect(said(lines, /^surge sign-up-wave off \(its time is up\)/)).toBe(1), { withinMs: 1000, what: 'the off line' });
     }
   });
 
@@ -154,7 +143,7 @@ describe.skipIf(noRedis)('a sign-up surge over two gateways on one Redis', () =>
     expect((await fetch(`${b.adminUrl}/admin/surges/sign-up-wave/start?for=forever`, { method: 'POST' })).status).toBe(400);
     expect(logs[0]!.lines.find((l) => l.audit === 'surge.start')).toMatchObject({ surge: 'sign-up-wave', reason: 'spam wave' });
     expect(logs[1]!.lines.find((l) => l.audit === 'surge.end')).toMatchObject({ surge: 'sign-up-wave', reason: 'over' });
-    await eventually(() => expect(said(logs[1]!.lines, /^surge sign-up-wave off \(ended early\)/)).toBe(1));
+    await eventually(() => expect(said(logs[1]!.lines, /^surge sign-up-wave off \(ended early\)/)).toBe(1), { withinMs: 1000, what: 'the early-end line' });
     // Both gateways are alive and answer.
     for (const g of gws) expect((await fetch(`${g.adminUrl}/readyz`)).status).toBe(200);
   });
