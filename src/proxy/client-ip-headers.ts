@@ -63,11 +63,6 @@ export const CLIENT_IP_CLAIMS: ReadonlySet<string> = new Set([
   'fastly-client-ip',
 ]);
 
-/** Whether a request header (lower-case name) must not be copied to the upstream as it is. */
-export function dropsClientIpHeader(lower: string, trusted: boolean): boolean {
-  return REBUILT_HEADERS.has(lower) || (!trusted && CLIENT_IP_CLAIMS.has(lower));
-}
-
 /**
  * The X-Forwarded-For value for the upstream when a trusted peer sent `Forwarded` and no
  * X-Forwarded-For: its walkable `for=` addresses plus the peer, so Rails' RemoteIp (which reads only
