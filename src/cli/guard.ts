@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 export const GUARD_USAGE = `  rategate block  add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR [--reset-buckets]   [--admin URL] [--json]
   rategate exempt add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR                   [--admin URL] [--json]
   rategate bans   list | lift BAN KEY|IP [--reset-buckets]                                     [--admin URL] [--json]
-  rategate limited [RULE] [--top 20] [--local]                                                  [--admin URL] [--json]
+  rategate limited [RULE | --rule RULE] [--top 20] [--local]                                    [--admin URL] [--json]
   (rm and lift take --reason TEXT too, for the audit log; --reset-buckets gives a single IP full buckets again;
    limited: every replica sharing the store, or --local for the one behind --admin; no RULE: the rules limited recently)`;
 
@@ -75,6 +75,7 @@ export async function limitedCommand(args: string[], print: Print = { out: conso
     args,
     options: {
       admin: { type: 'string' },
+      rule: { type: 'string' },
       top: { type: 'string' },
       local: { type: 'boolean' },
       json: { type: 'boolean' },
@@ -83,12 +84,13 @@ export async function limitedCommand(args: string[], print: Print = { out: conso
     strict: true,
     allowPositionals: true,
   });
-  if (values.help || positionals.length > 1) {
+  // The rule as SPEC's `--rule NAME` or as the one positional: either, not both.
+  if (values.help || positionals.length > 1 || (values.rule !== undefined && positionals.length > 0)) {
     (values.help ? print.out : print.err)(`Usage:\n${GUARD_USAGE}`);
     return values.help ? 0 : 1;
   }
   const admin = (values.admin ?? process.env.RATEGATE_ADMIN_URL ?? DEFAULT_ADMIN).replace(/\/+$/, '');
-  const rule = positionals[0];
+  const rule = values.rule ?? positionals[0];
   const q = new URLSearchParams();
   if (rule !== undefined) q.set('rule', rule);
   if (values.top !== undefined) q.set('top', values.top);

@@ -145,6 +145,9 @@ describe.skipIf(skipRedis('fleet triage'))('triage for the whole fleet', () => {
       expect(cli.code).toBe(0);
       expect(cli.stdout).toMatch(/2\s+0\s+203\.0\.113\.2\n1\s+0\s+203\.0\.113\.1/);
       expect(cli.stdout).toContain('2 replicas published');
+      // SPEC's form names the rule with --rule; the same answer.
+      const named = await runCli(['limited', '--rule', 'posts', '--admin', gws[0]!.adminUrl]);
+      expect(named.stdout).toBe(cli.stdout);
       const one = await runCli(['limited', 'posts', '--local', '--admin', gws[0]!.adminUrl]);
       expect(one.stdout).toContain('203.0.113.1');
       expect(one.stdout).not.toContain('203.0.113.2');
