@@ -13,16 +13,11 @@ import { ConfigError, type ConfigOverrides } from '../../src/config/index.js';
 import { isLoopbackListen } from '../../src/admin/token.js';
 import { send } from '../support/http.js';
 import { spawnServe, stop } from '../support/process.js';
-import { SEED_TABLE, gatewayFixture } from '../support/gateway.js';
+import { SEED_TABLE, gatewayFixture, limitsFile } from '../support/gateway.js';
 
 const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
 
-function configFile(extra = ''): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-admin-'));
-  const p = path.join(dir, 'limits.yaml');
-  writeFileSync(p, `${SEED_TABLE}\n${extra}\n`);
-  return p;
-}
+const configFile = (extra = ''): string => limitsFile(`${SEED_TABLE}\n${extra}\n`);
 
 interface Logged {
   level: number;

@@ -13,12 +13,11 @@
  * and a store call slower than the timeout on a healthy master would be a (correctly handled) failure
  * that this test must not count against the failover.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { keySlot } from '../../src/limiter/redis/slot.js';
 import { eventually } from '../support/eventually.js';
 import { admittedPerWindow, startLoad, type Sample } from '../support/failover-load.js';
-import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { capturingLogger, startTestGateway, type LogLine, type TestGateway, upstreamFixture } from '../support/gateway.js';
 import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, type ReplicatedCluster } from '../support/redis-ha.js';
 
@@ -47,11 +46,7 @@ function ipsByMaster(): string[] {
   return out;
 }
 
-let upstream: RecordingUpstream;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream?.close());
+const upstream = upstreamFixture();
 
 describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failover under load, two gateways', () => {
   for (const how of ['killed', 'frozen'] as const) {

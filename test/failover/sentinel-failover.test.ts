@@ -7,10 +7,9 @@
  * operator's restart would; frozen: resumed), and no gateway may write to it: no split brain, the
  * `deny` key still admits at most the limit per window, and the sentinels turn it into a replica.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { admittedPerWindow, startLoad, type Sample } from '../support/failover-load.js';
-import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { capturingLogger, startTestGateway, type TestGateway, upstreamFixture } from '../support/gateway.js';
 import { skipCluster } from '../support/redis.js';
 import { startSentinelGroup } from '../support/redis-ha.js';
 import { eventually } from '../support/eventually.js';
@@ -24,11 +23,7 @@ clients: { trustedProxies: [loopback] }
 log: { level: info }
 `;
 
-let upstream: RecordingUpstream;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream?.close());
+const upstream = upstreamFixture();
 
 // Sentinel comes with the same redis-server binary the cluster tests need.
 describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel failover under load, two gateways', () => {

@@ -7,10 +7,9 @@
  * came close together even before the fix; the issue's 1.2 s gap was at 290 req/s on a busy machine.
  * The resilient store's own test (test/limiter/resilient.test.ts) pins the order of events.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { admittedPerWindow, startLoad } from '../support/failover-load.js';
-import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { capturingLogger, startTestGateway, type LogLine, type TestGateway, upstreamFixture } from '../support/gateway.js';
 import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, startSentinelGroup } from '../support/redis-ha.js';
 import { keySlot } from '../../src/limiter/redis/slot.js';
@@ -24,11 +23,7 @@ clients: { trustedProxies: [loopback] }
 log: { level: info }
 `;
 
-let upstream: RecordingUpstream;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream?.close());
+const upstream = upstreamFixture();
 
 interface Harness {
   readonly url: string;

@@ -3,9 +3,9 @@
  * outage is in the log as rate-limited warnings with counts: the log explains every limiter metric.
  * A real gateway on loopback; a real Redis, really killed.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { capturingLogger, gatewayFixture, startTestGateway, type LogLine } from '../support/gateway.js';
-import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { skipIfExternalRedis, skipRedis, redisFixture } from '../support/redis.js';
 import { eventually } from '../support/eventually.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
@@ -41,44 +41,42 @@ describe('the decider in the access line', () => {
 });
 
 describe.skipIf(skipRedis('the decider over Redis'))('the decider over Redis', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
 
-  it('is store for the first answers, cache for a refusal the store gave before, fallback while Redis is dead, with counted warnings', async () => {
-    if (redis.source === 'env') return; // cannot kill an external Redis
-    const { logger, lines } = capturingLogger();
-    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url, logger, store: redis.url });
-    expect(await post(fx.gw.url, 4)).toEqual([200, 200, 429, 429]);
-    const before = accessLines(lines).map((l) => [l.decision, l.decider]);
-    expect(before[0]).toEqual(['allowed', 'store']);
-    expect(before[2]).toEqual(['limited', 'store']);
-    expect(before[3]).toEqual(['limited', 'cache']);
+  it.skipIf(skipIfExternalRedis('the decider with Redis killed'))(
+    'is store for the first answers, cache for a refusal the store gave before, fallback while Redis is dead, with counted warnings',
+    async () => {
+      const { logger, lines } = capturingLogger();
+      fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url, logger, store: redis.url });
+      expect(await post(fx.gw.url, 4)).toEqual([200, 200, 429, 429]);
+      const before = accessLines(lines).map((l) => [l.decision, l.decider]);
+      expect(before[0]).toEqual(['allowed', 'store']);
+      expect(before[2]).toEqual(['limited', 'store']);
+      expect(before[3]).toEqual(['limited', 'cache']);
 
-    await redis.node.kill();
-    try {
-      // Another client: the first one's `wide` bucket holds a lease, spendable while the store fails.
-      const other = { headers: { 'x-forwarded-for': '203.0.113.9' } };
-      for (let i = 0; i < 6; i++) expect((await fetch(`${fx.gw.url}/api/v1/timelines/home`, other)).status).toBe(200);
-      const during = accessLines(lines).slice(4);
-      expect(during.every((l) => l.decision === 'allowed' && l.decider === 'fallback')).toBe(true);
-      // The first trouble is written at once, with what it counted; the rest waits for the interval.
-      await eventually(() => lines.some((l) => /^store node .*decisions? by the fault policy/.test(l.msg)), {
-        what: 'the fault-policy decisions logged',
-        withinMs: 10_000,
-        everyMs: 25,
-      });
-      const warn = lines.find((l) => /^store node .*: /.test(l.msg) && l.fallback !== undefined)!;
-      expect(warn.level).toBe(40);
-      expect(warn).toMatchObject({ store: 'redis', node: `127.0.0.1:${redis.node.port}`, intervalMs: 10_000 });
-      const warned = lines.filter((l) => l.fallback !== undefined);
-      expect(warned.length).toBeLessThanOrEqual(2); // one at once, at most one for the interval (a slow run)
-      // Alive and answering after all of it.
-      expect((await fetch(`${fx.gw.url}/api/v1/timelines/home`)).status).toBe(200);
-    } finally {
-      await redis.node.restart();
-    }
-  });
+      await redis.node.kill();
+      try {
+        // Another client: the first one's `wide` bucket holds a lease, spendable while the store fails.
+        const other = { headers: { 'x-forwarded-for': '203.0.113.9' } };
+        for (let i = 0; i < 6; i++) expect((await fetch(`${fx.gw.url}/api/v1/timelines/home`, other)).status).toBe(200);
+        const during = accessLines(lines).slice(4);
+        expect(during.every((l) => l.decision === 'allowed' && l.decider === 'fallback')).toBe(true);
+        // The first trouble is written at once, with what it counted; the rest waits for the interval.
+        await eventually(() => lines.some((l) => /^store node .*decisions? by the fault policy/.test(l.msg)), {
+          what: 'the fault-policy decisions logged',
+          withinMs: 10_000,
+          everyMs: 25,
+        });
+        const warn = lines.find((l) => /^store node .*: /.test(l.msg) && l.fallback !== undefined)!;
+        expect(warn.level).toBe(40);
+        expect(warn).toMatchObject({ store: 'redis', node: `127.0.0.1:${redis.node.port}`, intervalMs: 10_000 });
+        const warned = lines.filter((l) => l.fallback !== undefined);
+        expect(warned.length).toBeLessThanOrEqual(2); // one at once, at most one for the interval (a slow run)
+        // Alive and answering after all of it.
+        expect((await fetch(`${fx.gw.url}/api/v1/timelines/home`)).status).toBe(200);
+      } finally {
+        await redis.node.restart();
+      }
+    },
+  );
 });

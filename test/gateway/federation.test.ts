@@ -9,14 +9,14 @@ import { createHash, generateKeyPairSync, sign, verify, type KeyObject } from 'n
 import type http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { explain } from '../../src/cli/explain.js';
 import { FakeClock } from '../support/clock.js';
 import { send, type Answer } from '../support/http.js';
 import { capturingLogger, gatewayFixture, startTestGateway } from '../support/gateway.js';
 import { uncommentBlock } from '../support/opt-in.js';
-import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { skipRedis, redisFixture } from '../support/redis.js';
 import { eventually } from '../support/eventually.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
@@ -372,11 +372,7 @@ describe('the shipped Mastodon example, its opt-in inbox rule uncommented', () =
 
 const noRedis = skipRedis('composite keys on Redis');
 describe.skipIf(noRedis)('composite keys on Redis, two gateways', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
 
   it('shares one bucket per server and IP across replicas', async () => {
     const table = PAIR.replace('limit: 3', 'limit: 4');

@@ -2,19 +2,15 @@
 import http from 'node:http';
 import net from 'node:net';
 import { Readable } from 'node:stream';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../support/recording-upstream.js';
+import { VERIFY } from '../support/recording-upstream.js';
 import { freePort } from '../support/servers.js';
-import { SEED_TABLE, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { SEED_TABLE, startTestGateway, type TestGateway, upstreamFixture } from '../support/gateway.js';
 
-let upstream: RecordingUpstream;
+const upstream = upstreamFixture();
 const gateways: TestGateway[] = [];
 
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
 afterEach(async () => {
   await Promise.all(gateways.splice(0).map((g) => g.shutdown(500)));
   upstream.seen.length = 0;

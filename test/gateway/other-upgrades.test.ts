@@ -4,20 +4,15 @@
  */
 import { execFile } from 'node:child_process';
 import net from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { capturingLogger, startTestGateway, type TestGateway, upstreamFixture } from '../support/gateway.js';
 import { eventually } from '../support/eventually.js';
 
-let upstream: RecordingUpstream;
+const upstream = upstreamFixture();
 let gw: TestGateway;
 
 const TABLE = `limits:\n  - { name: api, match: /api/*, per: ip, limit: 10, period: 1h }\n`;
 
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
 afterEach(async () => gw.shutdown(200));
 
 /** Runs the real curl; resolves with its stdout (the body, then `-w`'s trailer) and stderr (the verbose trace). */

@@ -4,21 +4,14 @@
  */
 import { spawnServe } from '../support/process.js';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle, skipUnlessOwnRedis } from '../support/redis.js';
-import { capturingLogger, startTestGateway } from '../support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { skipCluster, skipRedis, skipUnlessOwnRedis, redisFixture, clusterFixture } from '../support/redis.js';
+import { capturingLogger, startTestGateway, upstreamFixture, limitsFile } from '../support/gateway.js';
 import { eventually } from '../support/eventually.js';
 
-let upstream: RecordingUpstream;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
+const upstream = upstreamFixture();
 
 interface Proc {
   url: string;
@@ -54,12 +47,6 @@ async function flood(urls: string[], total: number, pathFor: (i: number) => stri
   return counts;
 }
 
-function tableFile(yaml: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-redis-gw-'));
-  writeFileSync(path.join(dir, 'limits.yaml'), yaml);
-  return path.join(dir, 'limits.yaml');
-}
-
 // deny + a generous timeout: a store failure must show as a 503, never as local counting, so that the
 // counts below are Redis's alone. (Under the default 50 ms and onError: local, an overloaded 2-core
 // machine falls back to per-process counting, which is the documented trade-off of `local`.)
@@ -85,14 +72,10 @@ async function summed(adminUrls: string[], series: string): Promise<number> {
 }
 
 describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on one Redis', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
 
   it('admit exactly N of 300 concurrent requests for one bucket of limit N', async () => {
-    const config = tableFile(EXACT);
+    const config = limitsFile(EXACT);
     const gws = await Promise.all([0, 1, 2].map(() => spawnGateway(config, redis.url)));
     try {
       upstream.seen.length = 0;
@@ -116,7 +99,7 @@ describe.skipIf(skipRedis('gateways on one Redis'))('three gateway processes on 
     // The client's connection re-made on another replica: the first gateway holds a lease it no longer
     // spends; the second is refused while the store counts that lease as spent, and must not refuse the
     // client for the rest of the hour once the lease is given back (docs/leases.md, bound 2).
-    const config = tableFile(`limits:
+    const config = limitsFile(`limits:
   - { name: moved, match: /api/*, per: ip, limit: 20, period: 1h }
 store: { timeout: 5s, onError: deny, gateways: 2 }
 server: { maxUpstreamConnectionsPerIp: 0 }
@@ -162,7 +145,7 @@ server: { maxUpstreamConnectionsPerIp: 0 }
   }, 60_000);
 
   it('run as --workers 2 on one port, count exactly, and report metrics summed over the workers', async () => {
-    const config = tableFile(EXACT);
+    const config = limitsFile(EXACT);
     const gw = await spawnGateway(config, redis.url, ['--workers', '2']);
     try {
       // Wait until the workers listen (the primary's admin answers first).
@@ -200,16 +183,12 @@ server: { maxUpstreamConnectionsPerIp: 0 }
 });
 
 describe.skipIf(skipCluster('gateways on a Redis Cluster'))('three gateway processes on a Redis Cluster', () => {
-  let cluster: ClusterHandle;
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-  });
-  afterAll(async () => cluster?.stop());
+  const cluster = clusterFixture();
 
   it('admit exactly N, also when the buckets of a request live in different slots', async () => {
     // ip-keyed and account-keyed buckets hash to different slots: the reserve-and-refund path. No
     // per-IP upstream cap, as in EXACT: its 429s are not the limit under test.
-    const config = tableFile(`limits:
+    const config = limitsFile(`limits:
   - { name: by-ip, match: /api/*, per: ip, limit: 40, period: 1h }
   - { name: by-account, match: /api/*, per: account, limit: 1000, period: 1h }
 clients: { account: { from: header, header: X-Account-Id } }
@@ -244,11 +223,7 @@ server: { maxUpstreamConnectionsPerIp: 0 }
 });
 
 describe.skipIf(skipRedis('Redis faults under a gateway'))('Redis killed mid-traffic', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
 
   async function timed(url: string, path: string, ip = '198.51.100.70'): Promise<{ status: number; ms: number }> {
     const started = Date.now();

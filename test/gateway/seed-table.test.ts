@@ -2,21 +2,15 @@
  * The seed's limit table enforced end to end: real sockets, a recording upstream, and a fake clock
  * driving the memory store so that 30-minute windows pass in no time.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../support/clock.js';
 import { send, type Answer } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { SEED_TABLE, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { SEED_TABLE, startTestGateway, type TestGateway, upstreamFixture } from '../support/gateway.js';
 
 const T0 = Date.UTC(2026, 10, 21, 19, 0, 0); // on a 30-minute boundary
-let upstream: RecordingUpstream;
+const upstream = upstreamFixture();
 let gw: TestGateway;
 let clock: FakeClock;
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
 
 beforeEach(async () => {
   clock = new FakeClock(T0 + 60_000);

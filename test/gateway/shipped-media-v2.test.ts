@@ -4,23 +4,13 @@
  * table counts v2 uploads (a separate change to config/limits.yaml).
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { sharedGatewayFixture } from '../support/gateway.js';
 
 const SHIPPED = readFileSync(new URL('../../config/limits.yaml', import.meta.url), 'utf8');
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  gw = await startTestGateway(SHIPPED, { upstream: upstream.url });
-});
-afterAll(async () => {
-  await gw.shutdown(500);
-  await upstream.close();
-});
+const { gw } = sharedGatewayFixture(SHIPPED);
 
 function upload(version: 'v1' | 'v2') {
   return send(gw.url, { method: 'POST', path: `/api/${version}/media`, headers: { Authorization: 'Bearer user-4242', 'Content-Length': '0' } });

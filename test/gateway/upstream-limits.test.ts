@@ -2,20 +2,15 @@
  * The upstream's own rate limits reach the client (Mastodon sends X-RateLimit-* on its answers): its 429
  * keeps its headers, and on other answers the client sees the tighter of the gateway's and the upstream's.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startTestGateway, type TestGateway, upstreamFixture } from '../support/gateway.js';
 
-let upstream: RecordingUpstream;
+const upstream = upstreamFixture();
 let gw: TestGateway;
 
 const TABLE = `limits:\n  - { name: api, match: /api/*, per: ip, limit: 300, period: 5m }\n`;
 
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
 afterEach(async () => gw.shutdown(200));
 
 function answer(status: number, headers: Record<string, string>) {

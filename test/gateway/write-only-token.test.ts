@@ -1,8 +1,8 @@
 /** Issue 11 item 2: a token the upstream will not introspect (403) is still counted per account. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../support/recording-upstream.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { VERIFY } from '../support/recording-upstream.js';
+import { sharedGatewayFixture } from '../support/gateway.js';
 
 const TABLE = `
 limits:
@@ -13,17 +13,7 @@ limits:
     period: 30m
 `;
 
-let upstream: RecordingUpstream;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  gw = await startTestGateway(TABLE, { upstream: upstream.url });
-});
-afterAll(async () => {
-  await gw.shutdown(500);
-  await upstream.close();
-});
+const { upstream, gw } = sharedGatewayFixture(TABLE);
 
 function upload(token: string) {
   return send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { authorization: `Bearer ${token}`, 'content-length': '0' } });

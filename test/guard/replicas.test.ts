@@ -5,11 +5,9 @@
  */
 import { spawnServe } from '../support/process.js';
 import { execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { limitsFile } from '../support/gateway.js';
 import { startRecordingUpstream, type RecordingUpstream, refuseSignIns } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { Redis } from 'ioredis';
@@ -42,12 +40,6 @@ async function stop(p: Proc): Promise<void> {
   });
 }
 
-function tableFile(yaml: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-attack-'));
-  writeFileSync(path.join(dir, 'limits.yaml'), yaml);
-  return path.join(dir, 'limits.yaml');
-}
-
 function cli(args: string[]): Promise<{ code: number; out: string }> {
   return run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { env: { ...process.env, RATEGATE_ADMIN_TOKEN: TOKEN } }).then(
     (r) => ({ code: 0, out: r.stdout + r.stderr }),
@@ -76,7 +68,7 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
     redis = await startRedis();
     upstream = await startRecordingUpstream();
     refuseSignIns(upstream);
-    const config = tableFile(BANS);
+    const config = limitsFile(BANS);
     gws = await Promise.all([0, 1].map(() => spawnGateway(config, redis.url, upstream.url)));
   }, 60_000);
   afterAll(async () => {

@@ -4,13 +4,12 @@
  * percent-encoded characters (any case), dot segments, encoded dots and slashes.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { normalizePath } from '../../src/routing/index.js';
 import { readFileSync } from 'node:fs';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { SEED_TABLE, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { SEED_TABLE, sharedGatewayFixture } from '../support/gateway.js';
 
 const snapshot = parseConfig(readFileSync('config/limits.yaml', 'utf8'), 'limits.yaml');
 const names = (method: string, path: string) => snapshot.matcher.match(method, path).map((r) => r.name);
@@ -64,16 +63,7 @@ describe('bucket evasion', () => {
 });
 
 describe('bucket evasion end to end', () => {
-  let upstream: RecordingUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream();
-    gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
-  });
-  afterAll(async () => {
-    await gw.shutdown(200);
-    await upstream.close();
-  });
+  const { upstream, gw } = sharedGatewayFixture(SEED_TABLE, { graceMs: 200 });
 
   it('lets at most 5 disguised sign-ups from one IP reach the upstream', async () => {
     const samples = fc.sample(disguise('/api/v1/accounts', mildJunk), { numRuns: 200, seed: 42 });

@@ -2,14 +2,12 @@
  * Issue 18: attacks against the REAL process (`rategate serve` as a child): after each one it must be
  * alive and answer within 2 s, on the proxy listener and on the admin listener.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../support/recording-upstream.js';
-import { SEED_TABLE } from '../support/gateway.js';
+import { SEED_TABLE, limitsFile } from '../support/gateway.js';
 import { spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
 import { eventually, pause } from '../support/eventually.js';
 
@@ -73,13 +71,6 @@ async function expectAlive(gw: GatewayProcess, paths = ['/api/v1/statuses/1']): 
     throw new Error(`${(err as Error).message}\n${why()}`);
   }
   expect(gw.child.exitCode, why()).toBeNull();
-}
-
-function configFile(yaml: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-hostile-'));
-  const file = path.join(dir, 'limits.yaml');
-  writeFileSync(file, yaml);
-  return file;
 }
 
 /** Opens a raw connection, writes `bytes`, and resolves once they are flushed; the caller ends it. */
@@ -153,7 +144,7 @@ describe('the default table', () => {
   beforeAll(async () => {
     gw = await spawnServe([
       '--config',
-      configFile(`${SEED_TABLE}server: { maxBodySize: 1MB, bodyLimits: [{ match: [POST /api/v1/early, POST /api/v1/streaming-early], maxBodySize: 4kB }] }\n`),
+      limitsFile(`${SEED_TABLE}server: { maxBodySize: 1MB, bodyLimits: [{ match: [POST /api/v1/early, POST /api/v1/streaming-early], maxBodySize: 4kB }] }\n`),
       '--upstream',
       upstream.url,
     ]);
@@ -350,7 +341,7 @@ describe('tokens introspection cannot take (items 2 and 8)', () => {
     limit: 300
     period: 5m
 `;
-    gw = await spawnServe(['--config', configFile(table), '--upstream', verify.url]);
+    gw = await spawnServe(['--config', limitsFile(table), '--upstream', verify.url]);
   });
   afterAll(async () => {
     await stop(gw);
@@ -386,7 +377,7 @@ describe('tokens introspection cannot take (items 2 and 8)', () => {
 describe('one-byte chunks from many connections (item 3)', () => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await spawnServe(['--config', configFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+    gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
   });
   afterAll(async () => {
     await stop(gw);
@@ -445,7 +436,7 @@ describe('one-byte chunks from many connections (item 3)', () => {
 describe('odd bytes in the path and headers, more times than the proxy pool has connections', () => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await spawnServe(['--config', configFile('limits: []\n'), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+    gw = await spawnServe(['--config', limitsFile('limits: []\n'), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
   });
   afterAll(async () => {
     await stop(gw);
@@ -549,7 +540,7 @@ describe('a full upstream pool (issue 27, item 1)', () => {
   // One process per attack: an attack that ends it must not hide the next one.
   beforeEach(async () => {
     gw = await spawnServe(
-      ['--config', configFile(`${SEED_TABLE}server: { bodyLimits: [{ match: POST /api/v1/capped, maxBodySize: 4kB }] }\n`), '--upstream', upstream.url],
+      ['--config', limitsFile(`${SEED_TABLE}server: { bodyLimits: [{ match: POST /api/v1/capped, maxBodySize: 4kB }] }\n`), '--upstream', upstream.url],
       { RATEGATE_LOG_LEVEL: 'warn' },
     );
   });
@@ -627,7 +618,7 @@ describe('a full upstream pool (issue 27, item 1)', () => {
 describe('140 slow uploads (issue 27, item 2)', () => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await spawnServe(['--config', configFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+    gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
     // A gateway that has served before (its first request compiles what it runs): the flood meets it warm.
     await expectAlive(gw);
     await postWithin(gw.url, '/api/v1/statuses', '{"status":"warm"}', '10.73.0.1', 5000);

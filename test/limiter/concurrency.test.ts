@@ -4,12 +4,12 @@
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedisStore } from '../../src/limiter/redis/store.js';
 import { keySlot } from '../../src/limiter/redis/slot.js';
 import type { Algorithm } from '../../src/config/types.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
+import { skipCluster, skipRedis, redisFixture, clusterFixture } from '../support/redis.js';
 
 const WORKER = new URL('./fixtures/consume-worker.ts', import.meta.url).pathname;
 const REPLICAS = 3;
@@ -66,20 +66,12 @@ function exactlyLimit(target: () => string): void {
 }
 
 describe.skipIf(skipRedis('the Redis concurrency tests'))('exact counting on one Redis', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
   exactlyLimit(() => redis.url);
 });
 
 describe.skipIf(skipCluster('the Redis Cluster concurrency tests'))('exact counting on a Redis Cluster', () => {
-  let cluster: ClusterHandle;
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-  });
-  afterAll(async () => cluster?.stop());
+  const cluster = clusterFixture();
   exactlyLimit(() => cluster.url);
 
   it('never over-admits a request whose IP and account buckets live in different slots, and leaves no charge of a rejected request behind', async () => {

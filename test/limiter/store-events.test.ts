@@ -3,14 +3,14 @@
  * each, never one per request) and the limiter's metrics. Redis is real and really killed; the tests
  * wait for log lines and counts, not for time to pass.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/limiter/errors.js';
 import { createStoreFor, refundReporter, type StoreHandle } from '../../src/limiter/factory.js';
 import type { StoreLog } from '../../src/limiter/types.js';
 import { StoreStateLog } from '../../src/limiter/state-log.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { FakeClock } from '../support/clock.js';
-import { skipRedis, startRedis, type RedisHandle, skipUnlessOwnRedis } from '../support/redis.js';
+import { skipRedis, skipUnlessOwnRedis, redisFixture } from '../support/redis.js';
 import { freshBuckets } from '../support/buckets.js';
 
 interface Line {
@@ -159,11 +159,7 @@ describe('the store state log', () => {
 });
 
 describe.skipIf(skipRedis('the store event tests'))('the store stack over a real Redis', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
 
   const storeConfig = () => ({ url: redis.url, prefix: 'events', timeout: 100, onError: 'local' as const });
 

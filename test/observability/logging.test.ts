@@ -2,27 +2,13 @@
  * The log level rule of the real process (RATEGATE_LOG_LEVEL, else the file's log.level, at start and
  * on every reload alike), and the buffered access log losing no line on SIGTERM.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { SEED_TABLE } from '../support/gateway.js';
+import { SEED_TABLE, upstreamFixture, limitsFile } from '../support/gateway.js';
 import { spawnServe, waitFor, type GatewayProcess } from '../support/process.js';
 
-let upstream: RecordingUpstream;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-
-function configFile(text: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-log-'));
-  const file = path.join(dir, 'limits.yaml');
-  writeFileSync(file, text);
-  return file;
-}
+const upstream = upstreamFixture();
 
 const accessLines = (out: string): string[] => out.split('\n').filter((l) => l.includes('"msg":"request"'));
 
@@ -36,7 +22,7 @@ async function metric(gw: GatewayProcess, line: string): Promise<boolean> {
 
 describe('the log level', () => {
   it('logs one access line per request by default, and loses none of them on SIGTERM', async () => {
-    const gw = await spawnServe(['--config', configFile(SEED_TABLE), '--upstream', upstream.url]);
+    const gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url]);
     await sendMany(gw, 40);
     gw.child.kill('SIGTERM');
     expect(await gw.exited).toBe(0);
@@ -44,7 +30,7 @@ describe('the log level', () => {
   });
 
   it('is the file’s log.level from the start: warn prints no access lines', async () => {
-    const gw = await spawnServe(['--config', configFile(`log: { level: warn }\n${SEED_TABLE}`), '--upstream', upstream.url]);
+    const gw = await spawnServe(['--config', limitsFile(`log: { level: warn }\n${SEED_TABLE}`), '--upstream', upstream.url]);
     await sendMany(gw, 5);
     gw.child.kill('SIGTERM');
     expect(await gw.exited).toBe(0);
@@ -55,7 +41,7 @@ describe('the log level', () => {
   });
 
   it('stays RATEGATE_LOG_LEVEL over the file’s level after a reload', async () => {
-    const file = configFile(`log: { level: info }\n${SEED_TABLE}`);
+    const file = limitsFile(`log: { level: info }\n${SEED_TABLE}`);
     const gw = await spawnServe(['--config', file, '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
     await sendMany(gw, 3);
     writeFileSync(file, `log: { level: info }\n${SEED_TABLE.replace('limit: 5\n', 'limit: 6\n')}`);
@@ -67,7 +53,7 @@ describe('the log level', () => {
   });
 
   it('refuses an unknown RATEGATE_LOG_LEVEL like a bad value in the file', async () => {
-    await expect(spawnServe(['--config', configFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'verbose' })).rejects.toThrow(
+    await expect(spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'verbose' })).rejects.toThrow(
       'log.level: must be one of fatal, error, warn, info, debug, trace, silent (got "verbose") (set by an override)',
     );
   });

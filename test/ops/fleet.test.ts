@@ -3,26 +3,13 @@
  * follows the processes really running, not `store.gateways`), and triage for the whole fleet. Real
  * gateway processes, a real Redis, really killed.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Agent, request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { describe, expect, it } from 'vitest';
+import { upstreamFixture, limitsFile } from '../support/gateway.js';
+import { skipIfExternalRedis, skipRedis, redisFixture } from '../support/redis.js';
 import { runCli, spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
 
-let upstream: RecordingUpstream;
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-});
-afterAll(async () => upstream.close());
-
-function tableFile(yaml: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-fleet-'));
-  writeFileSync(path.join(dir, 'limits.yaml'), yaml);
-  return path.join(dir, 'limits.yaml');
-}
+const upstream = upstreamFixture();
 
 async function metric(p: GatewayProcess, name: string): Promise<number | undefined> {
   const text = await (await fetch(`${p.adminUrl}/metrics`)).text();
@@ -58,37 +45,40 @@ store: { onError: local, gateways: 2 }
 `;
 
 describe.skipIf(skipRedis('the fleet on one Redis'))('the gateway count, learned', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
 
-  it('is 3 for three gateways configured with store.gateways 2: with Redis killed, the fleet admits within limit × 1.1 + 5', async () => {
-    if (redis.source === 'env') return; // cannot kill an external Redis
-    const config = tableFile(TABLE);
-    const gws = await Promise.all(
-      [0, 1, 2].map(() => spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' }, START_MS)),
-    );
-    try {
-      // Each learns the count at its heartbeats (every 5 s).
-      await waitFor(async () => (await Promise.all(gws.map((g) => metric(g, 'rategate_gateways')))).every((n) => n === 3), 30_000, 'every gateway counting 3');
-      await redis.node.kill();
-      // A client the store never saw: each gateway starts it at its share of the limit.
-      const counts = await flood(gws, 240, '198.51.100.77');
-      expect((counts[200] ?? 0) + (counts[429] ?? 0)).toBe(240);
-      expect(counts[200]).toBeGreaterThanOrEqual(LIMIT * 0.9);
-      expect(counts[200]).toBeLessThanOrEqual(LIMIT * 1.1 + 5); // with store.gateways: 2, 3 × 30 = 90
-      // Still alive and answering, with the count it last saw.
-      for (const g of gws) expect(await metric(g, 'rategate_gateways')).toBe(3);
-    } finally {
-      await redis.node.restart();
-      await Promise.all(gws.map(stop));
-    }
-  }, 180_000);
+  it.skipIf(skipIfExternalRedis('the fleet with Redis killed'))(
+    'is 3 for three gateways configured with store.gateways 2: with Redis killed, the fleet admits within limit × 1.1 + 5',
+    async () => {
+      const config = limitsFile(TABLE);
+      const gws = await Promise.all(
+        [0, 1, 2].map(() => spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' }, START_MS)),
+      );
+      try {
+        // Each learns the count at its heartbeats (every 5 s).
+        await waitFor(
+          async () => (await Promise.all(gws.map((g) => metric(g, 'rategate_gateways')))).every((n) => n === 3),
+          30_000,
+          'every gateway counting 3',
+        );
+        await redis.node.kill();
+        // A client the store never saw: each gateway starts it at its share of the limit.
+        const counts = await flood(gws, 240, '198.51.100.77');
+        expect((counts[200] ?? 0) + (counts[429] ?? 0)).toBe(240);
+        expect(counts[200]).toBeGreaterThanOrEqual(LIMIT * 0.9);
+        expect(counts[200]).toBeLessThanOrEqual(LIMIT * 1.1 + 5); // with store.gateways: 2, 3 × 30 = 90
+        // Still alive and answering, with the count it last saw.
+        for (const g of gws) expect(await metric(g, 'rategate_gateways')).toBe(3);
+      } finally {
+        await redis.node.restart();
+        await Promise.all(gws.map(stop));
+      }
+    },
+    180_000,
+  );
 
   it('counts each --workers worker: one gateway of 2 workers and one single process are 3', async () => {
-    const config = tableFile(TABLE);
+    const config = limitsFile(TABLE);
     const gws = [
       await spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url, '--workers', '2'], { RATEGATE_LOG_LEVEL: 'warn' }, START_MS),
       await spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' }, START_MS),
@@ -110,14 +100,10 @@ const TRIAGE = `limits:
 `;
 
 describe.skipIf(skipRedis('fleet triage'))('triage for the whole fleet', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
 
   it('/admin/limited and `rategate limited` answer for every replica, ?scope=local / --local for one', async () => {
-    const config = tableFile(TRIAGE);
+    const config = limitsFile(TRIAGE);
     const gws = await Promise.all(
       [0, 1].map(() => spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' }, START_MS)),
     );

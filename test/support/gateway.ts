@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { startRecordingUpstream, type RecordingUpstream } from './recording-upstream.js';
 import { eventually } from './eventually.js';
+import { blockFixture, startedLater } from './fixture.js';
 
 export interface TestGateway extends RunningGateway {
   configPath: string;
@@ -17,9 +18,7 @@ export interface TestGateway extends RunningGateway {
  * loopback ports, and `upstream` to the given URL.
  */
 export async function startTestGateway(yaml: string, opts: { upstream: string; now?: () => number; store?: string; logger?: Logger }): Promise<TestGateway> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-gw-'));
-  const configPath = path.join(dir, 'limits.yaml');
-  writeFileSync(configPath, yaml);
+  const configPath = limitsFile(yaml);
   const gw = await startGateway({
     configPath,
     // The gateway sets its logger's level from the config: silent keeps test output readable, unless a
@@ -36,6 +35,37 @@ export async function startTestGateway(yaml: string, opts: { upstream: string; n
     ...(opts.now ? { now: opts.now } : {}),
   });
   return Object.assign(gw, { configPath });
+}
+
+/** Writes `yaml` as limits.yaml in a fresh temporary folder, for a gateway or command to read; returns its path. */
+export function limitsFile(yaml: string): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-')), 'limits.yaml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+/** The block's recording upstream (call it inside a `describe`, or at a file's top level): started before its tests, closed after. */
+export function upstreamFixture(): RecordingUpstream {
+  return blockFixture(startRecordingUpstream, (u) => u.close(), 'recording upstream');
+}
+
+/**
+ * One gateway for all of a block's tests, from `yaml`, in front of its own recording upstream: both
+ * started before the tests (the upstream first), the gateway shut down after them with `graceMs`, then the upstream.
+ */
+export function sharedGatewayFixture(yaml: string, opts: { graceMs?: number } = {}): { upstream: RecordingUpstream; gw: TestGateway } {
+  const both = blockFixture(
+    async () => {
+      const upstream = await startRecordingUpstream();
+      return { upstream, gw: await startTestGateway(yaml, { upstream: upstream.url }) };
+    },
+    async ({ upstream, gw }) => {
+      await gw.shutdown(opts.graceMs ?? 500);
+      await upstream.close();
+    },
+    'shared gateway',
+  );
+  return { upstream: startedLater(() => both.upstream, 'recording upstream'), gw: startedLater(() => both.gw, 'gateway') };
 }
 
 /** A pino logger that keeps every line it writes, JSON-parsed, for tests that read the log. */

@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Cluster, Redis } from 'ioredis';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle, skipUnlessOwnRedis } from './redis.js';
+import { skipCluster, skipRedis, skipUnlessOwnRedis, redisFixture, clusterFixture } from './redis.js';
 
 describe.skipIf(skipRedis('the Redis harness test'))('the Redis harness', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
 
   it('starts a real Redis that stores and returns a value', async () => {
     const client = new Redis(redis.url);
@@ -32,11 +28,7 @@ describe.skipIf(skipRedis('the Redis harness test'))('the Redis harness', () => 
 });
 
 describe.skipIf(skipCluster('the Redis Cluster harness test'))('the Redis Cluster harness', () => {
-  let cluster: ClusterHandle;
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-  });
-  afterAll(async () => cluster?.stop());
+  const cluster = clusterFixture();
 
   it('forms three masters covering every slot, and routes keys of different slots', async () => {
     const client = new Cluster(cluster.nodes.map((n) => ({ host: n.host, port: n.port })));

@@ -11,6 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { blockFixture } from './fixture.js';
 import { freePort } from './servers.js';
 import { eventually } from './eventually.js';
 
@@ -86,6 +87,13 @@ export function skipCluster(what: string): boolean {
  * `startRedis()` would not give it a redis-server of its own to kill, i.e. REDIS_URL names a shared
  * server, or there is no binary (a container is stopped, not restarted on its port).
  */
+/** For a test that kills its Redis (and need not restart it): skipped, loudly, when REDIS_URL names a server it must not kill. */
+export function skipIfExternalRedis(what: string): boolean {
+  if (!process.env.REDIS_URL) return false;
+  console.warn(`\n*** SKIPPING ${what}: REDIS_URL names a server this test must not kill ***\n`);
+  return true;
+}
+
 export function skipUnlessOwnRedis(what: string): boolean {
   const reason = process.env.REDIS_URL
     ? 'REDIS_URL names a server this test must not kill'
@@ -111,6 +119,27 @@ function hasDockerEngine(): boolean {
  * A single Redis for one test file. `serverArgs` (e.g. `--requirepass`, `--user`) need the binary: with
  * them, REDIS_URL and containers are not used.
  */
+/**
+ * The block's own Redis (call it inside a `describe`): started before its tests, stopped after. The
+ * handle reads through to the started one, so `redis.url` and `redis.node` work as a started handle's.
+ */
+export function redisFixture(serverArgs: string[] = []): RedisHandle {
+  return blockFixture(
+    () => startRedis(serverArgs),
+    (h) => h.stop(),
+    'Redis',
+  );
+}
+
+/** The block's own Redis Cluster, as `redisFixture`. */
+export function clusterFixture(opts: { password?: string } = {}): ClusterHandle {
+  return blockFixture(
+    () => startRedisCluster(opts),
+    (h) => h.stop(),
+    'Redis Cluster',
+  );
+}
+
 export async function startRedis(serverArgs: string[] = []): Promise<RedisHandle> {
   const envUrl = process.env.REDIS_URL;
   if (envUrl && serverArgs.length === 0) {
