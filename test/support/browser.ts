@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -66,4 +67,25 @@ export async function keepScreenshot(page: Page, name: string): Promise<string> 
   const file = path.join(SCREENSHOTS, name);
   await page.screenshot({ path: file, fullPage: true });
   return file;
+}
+
+/**
+ * Opens a self-contained HTML page (a replay report) from `file` in a fresh 1200×900 browser and hands
+ * it to `check`; then the page must have fetched nothing but itself and logged no error. Keeps its
+ * screenshot as `screenshot`; the browser is closed whatever happens.
+ */
+export async function checkStaticPage(file: string, screenshot: string, check: (page: Page) => Promise<void>): Promise<void> {
+  const browser = await launchBrowser({ viewport: { width: 1200, height: 900 } });
+  try {
+    const page = await browser.newPage();
+    const requests: string[] = [];
+    page.on('request', (r) => void requests.push(r.url()));
+    await page.goto(`file://${file}`);
+    await check(page);
+    expect(requests).toEqual([`file://${file}`]);
+    expect(page.errors).toEqual([]);
+    await keepScreenshot(page, screenshot);
+  } finally {
+    await browser.close();
+  }
 }
