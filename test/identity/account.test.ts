@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Pool } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { accountKeyFromHeader, createAccountResolver, type AccountKey, type Introspect } from '../../src/identity/account.js';
 import { createHttpIntrospector } from '../../src/identity/introspect.js';
-import { refusedOrigin, startIntrospectionServer, type IntrospectionServer } from './introspection-server.js';
+import { introspectionFixture, refusedOrigin } from './introspection-server.js';
 
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 const PATH = '/api/v1/accounts/verify_credentials';
@@ -122,21 +122,10 @@ describe('account by introspection (resolver logic)', () => {
 });
 
 describe('account by introspection over HTTP', () => {
-  let server: IntrospectionServer;
-  let pool: Pool;
-  let introspect: Introspect;
+  const fx = introspectionFixture(8);
+  const { introspect } = fx;
   let clock = 1_000_000;
   const now = (): number => clock;
-
-  beforeAll(async () => {
-    server = await startIntrospectionServer();
-    pool = new Pool(server.origin, { connections: 8 });
-    introspect = createHttpIntrospector({ dispatcher: pool, origin: server.origin, path: PATH, timeoutMs: 300 });
-  });
-  afterAll(async () => {
-    await pool.destroy();
-    await server.close();
-  });
 
   const resolver = (cacheTtlMs = 300_000, maxEntries?: number) =>
     createAccountResolver({ from: 'introspect', introspect, cacheTtlMs, now, ...(maxEntries === undefined ? {} : { maxEntries }) });
@@ -150,7 +139,7 @@ describe('account by introspection over HTTP', () => {
     expect(await r.resolve('user-222', undefined, false)).toBe('a:222');
     const second = r.resolve('user-222', undefined, false);
     expect(second).toBe('a:222'); // a plain value, not a Promise
-    expect(server.calls.get('user-222')).toBe(1);
+    expect(fx.server.calls.get('user-222')).toBe(1);
   });
 
   it('asks again once the cache entry has expired', async () => {
@@ -160,32 +149,32 @@ describe('account by introspection over HTTP', () => {
     expect(r.resolve('user-333', undefined, false)).toBe('a:333');
     clock += 1;
     expect(await r.resolve('user-333', undefined, false)).toBe('a:333');
-    expect(server.calls.get('user-333')).toBe(2);
+    expect(fx.server.calls.get('user-333')).toBe(2);
   });
 
   it('100 concurrent first requests for one token make exactly one upstream call', async () => {
     const r = resolver();
     const keys = await Promise.all(Array.from({ length: 100 }, async () => r.resolve('user-444', undefined, false)));
     expect(new Set(keys)).toEqual(new Set(['a:444']));
-    expect(server.calls.get('user-444')).toBe(1);
+    expect(fx.server.calls.get('user-444')).toBe(1);
   });
 
   it('an app-only token (401) has no account, and that answer is cached for at most 10 s', async () => {
     const r = resolver(300_000);
     expect(await r.resolve('app', undefined, false)).toBeNull();
-    const before = server.calls.get('app') ?? 0;
+    const before = fx.server.calls.get('app') ?? 0;
     expect(r.resolve('app', undefined, false)).toBeNull();
-    expect(server.calls.get('app')).toBe(before);
+    expect(fx.server.calls.get('app')).toBe(before);
     clock += 10_000;
     expect(await r.resolve('app', undefined, false)).toBeNull();
-    expect(server.calls.get('app')).toBe(before + 1);
+    expect(fx.server.calls.get('app')).toBe(before + 1);
   });
 
   it('an upstream failure cannot be used to dodge the account bucket: 500 falls back to the digest key, uncached', async () => {
     const r = resolver();
     expect(await r.resolve('boom', undefined, false)).toBe(`t:${sha('boom')}`);
     expect(await r.resolve('boom', undefined, false)).toBe(`t:${sha('boom')}`);
-    expect(server.calls.get('boom')).toBe(2);
+    expect(fx.server.calls.get('boom')).toBe(2);
   });
 
   it('a timeout falls back to the digest key', async () => {
@@ -212,8 +201,8 @@ describe('account by introspection over HTTP', () => {
     for (const t of ['user-a1', 'user-a2', 'user-a3']) await r.resolve(t, undefined, false);
     expect(r.resolve('user-a3', undefined, false)).toBe('a:a3'); // still cached
     expect(await r.resolve('user-a1', undefined, false)).toBe('a:a1'); // evicted, asked again
-    expect(server.calls.get('user-a1')).toBe(2);
-    expect(server.calls.get('user-a3')).toBe(1);
+    expect(fx.server.calls.get('user-a1')).toBe(2);
+    expect(fx.server.calls.get('user-a3')).toBe(1);
   });
 
   it('the token never appears in any key, whatever the upstream answers', async () => {

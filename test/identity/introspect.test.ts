@@ -1,28 +1,17 @@
 import { Pool } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHttpIntrospector } from '../../src/identity/introspect.js';
-import { refusedOrigin, startIntrospectionServer, type IntrospectionServer } from './introspection-server.js';
+import { introspectionFixture, refusedOrigin } from './introspection-server.js';
 
 const PATH = '/api/v1/accounts/verify_credentials';
 
 describe('createHttpIntrospector against a real HTTP server', () => {
-  let server: IntrospectionServer;
-  let pool: Pool;
-  let introspect: ReturnType<typeof createHttpIntrospector>;
-
-  beforeAll(async () => {
-    server = await startIntrospectionServer();
-    pool = new Pool(server.origin, { connections: 4 });
-    introspect = createHttpIntrospector({ dispatcher: pool, origin: server.origin, path: PATH, timeoutMs: 300 });
-  });
-  afterAll(async () => {
-    await pool.destroy();
-    await server.close();
-  });
+  const fx = introspectionFixture(4);
+  const { introspect } = fx;
 
   it('sends GET to the path with the bearer token and Accept: application/json', async () => {
     await introspect('user-7');
-    const req = server.requests.at(-1)!;
+    const req = fx.server.requests.at(-1)!;
     expect(req.method).toBe('GET');
     expect(req.url).toBe(PATH);
     expect(req.headers.authorization).toBe('Bearer user-7');
@@ -52,19 +41,19 @@ describe('createHttpIntrospector against a real HTTP server', () => {
   });
 
   it('does not call the upstream for a token outside Doorkeeper’s character set or over 4096 characters: anonymous', async () => {
-    const before = server.total();
+    const before = fx.server.total();
     for (const t of ['€1', 'a\u0000b', 'a b', 'a\r\nX-Injected: 1', 'x'.repeat(4097), 'abc=def', '']) {
       expect(await introspect(t), JSON.stringify(t.slice(0, 20))).toEqual({ kind: 'anonymous' });
     }
-    expect(server.total()).toBe(before);
+    expect(fx.server.total()).toBe(before);
     // The RFC 6750 b64token set is asked about.
     expect(await introspect('user-Ab9-._~+/==')).toMatchObject({ kind: 'account', id: 'Ab9-._~+/==' });
   });
 
   it('meets its deadline even while every connection of its pool is busy, and the pool recovers', async () => {
-    const small = new Pool(server.origin, { connections: 1 });
+    const small = new Pool(fx.server.origin, { connections: 1 });
     try {
-      const i = createHttpIntrospector({ dispatcher: small, origin: server.origin, path: PATH, timeoutMs: 300 });
+      const i = createHttpIntrospector({ dispatcher: small, origin: fx.server.origin, path: PATH, timeoutMs: 300 });
       const started = Date.now();
       // One never-answered call holds the only connection; the next waits in the queue.
       expect(await Promise.all([i('slow'), i('user-3')])).toEqual([{ kind: 'error' }, { kind: 'error' }]);

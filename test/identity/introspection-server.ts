@@ -1,6 +1,10 @@
 /** @module A real node:http stand-in for verify_credentials on 127.0.0.1:0 that counts its calls. */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Pool } from 'undici';
+import type { Introspect } from '../../src/identity/account.js';
+import { createHttpIntrospector } from '../../src/identity/introspect.js';
+import { blockFixture } from '../support/fixture.js';
 
 export interface IntrospectionServer {
   readonly origin: string;
@@ -11,6 +15,8 @@ export interface IntrospectionServer {
   total(): number;
   close(): Promise<void>;
 }
+
+export const VERIFY_PATH = '/api/v1/accounts/verify_credentials';
 
 /**
  * Token → behaviour: `user-<id>` 200 {id}, `num-<n>` 200 {id: n}, `app` 401, `forbidden` 403,
@@ -82,4 +88,29 @@ export async function refusedOrigin(): Promise<string> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return `http://127.0.0.1:${port}`;
+}
+
+/**
+ * The block's introspection server, and an HTTP introspector of verify_credentials on its own pool of
+ * `connections` (300 ms timeout): started before the block's tests, closed after.
+ */
+export function introspectionFixture(connections: number): { server: IntrospectionServer; introspect: Introspect } {
+  const parts = blockFixture(
+    async () => {
+      const server = await startIntrospectionServer();
+      const pool = new Pool(server.origin, { connections });
+      return { server, pool, introspect: createHttpIntrospector({ dispatcher: pool, origin: server.origin, path: VERIFY_PATH, timeoutMs: 300 }) };
+    },
+    async ({ server, pool }) => {
+      await pool.destroy();
+      await server.close();
+    },
+    'introspection server',
+  );
+  return {
+    get server() {
+      return parts.server;
+    },
+    introspect: (token) => parts.introspect(token),
+  };
 }

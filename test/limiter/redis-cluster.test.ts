@@ -6,8 +6,7 @@ import { keySlot } from '../../src/limiter/redis/slot.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 import { skipCluster, startRedisCluster, type ClusterHandle, type RedisNode } from '../support/redis.js';
-import { createStoreFor } from '../../src/limiter/factory.js';
-import { storeContract, throughConsumeLocal } from './store.contract.js';
+import { composedStoreContracts, storeContract } from './store.contract.js';
 import { eventually } from '../support/eventually.js';
 
 let seq = 0;
@@ -51,16 +50,7 @@ describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster
   });
 
   storeContract('redis-cluster', async (clock) => store({ now: clock.now }));
-  // The stack production uses: the blocked-bucket cache over the fault policy over the store.
-  storeContract('redis-cluster as the factory composes it (BlockedCache over Resilient)', async (clock) => {
-    const handle = await createStoreFor({ url: cluster.url, prefix: 'rgdeco', timeout: 2_000, onError: 'deny' }, { now: clock.now });
-    return handle.store;
-  });
-  // The same stack (leases inside the blocked-bucket cache) asked synchronously first, as the request path asks it.
-  storeContract('redis-cluster as the factory composes it, decided through consumeLocal', async (clock) => {
-    const handle = await createStoreFor({ url: cluster.url, prefix: 'rglocal', timeout: 2_000, onError: 'deny' }, { now: clock.now });
-    return throughConsumeLocal(handle.store);
-  });
+  composedStoreContracts('redis-cluster', () => cluster.url);
 
   it('computes the same hash slot as Redis for tagged, empty-tagged and non-ASCII keys', async () => {
     const c = new Redis(cluster.nodes[0]!.url);

@@ -9,7 +9,7 @@ import { FakeClock } from '../support/clock.js';
 import { readBucketState, skipCluster, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { freePort } from '../support/servers.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
-import { storeContract, throughConsumeLocal } from './store.contract.js';
+import { composedStoreContracts, storeContract } from './store.contract.js';
 import { eventually } from '../support/eventually.js';
 import { freshBuckets } from '../support/buckets.js';
 
@@ -44,16 +44,7 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
   });
 
   storeContract('redis', async (clock) => store({ now: clock.now }));
-  // The stack production uses: the blocked-bucket cache over the fault policy over the store.
-  storeContract('redis as the factory composes it (BlockedCache over Resilient)', async (clock) => {
-    const handle = await createStoreFor({ url: redis.url, prefix: 'rgdeco', timeout: 2_000, onError: 'deny' }, { now: clock.now });
-    return handle.store;
-  });
-  // The same stack (leases inside the blocked-bucket cache) asked synchronously first, as the request path asks it.
-  storeContract('redis as the factory composes it, decided through consumeLocal', async (clock) => {
-    const handle = await createStoreFor({ url: redis.url, prefix: 'rglocal', timeout: 2_000, onError: 'deny' }, { now: clock.now });
-    return throughConsumeLocal(handle.store);
-  });
+  composedStoreContracts('redis', () => redis.url);
 
   it('makes the same decisions and reports the same numbers as the memory store, for random traffic', async () => {
     // A differential test of lua/lib.lua against algorithms.ts: odd limits and periods (inexact

@@ -8,6 +8,7 @@ import type { BucketSpec, Store } from '../../src/limiter/types.js';
 import { bucketKey, ruleKeyPrefix } from '../../src/limiter/keys.js';
 import { FakeClock } from '../support/clock.js';
 import { freshBuckets } from '../support/buckets.js';
+import { createStoreFor } from '../../src/limiter/factory.js';
 
 export type StoreFactory = (clock: FakeClock) => Promise<Store>;
 
@@ -37,6 +38,18 @@ export function throughConsumeLocal(store: Store): Store {
     reset: (spec) => store.reset(spec),
     close: () => store.close(),
   };
+}
+
+/**
+ * The contract for the stack production builds on the store at `url()` (the blocked-bucket cache over
+ * the fault policy over the store, leases inside), asked as a store is, and synchronously first as the
+ * request path asks it.
+ */
+export function composedStoreContracts(name: string, url: () => string): void {
+  const compose = async (prefix: string, clock: FakeClock): Promise<Store> =>
+    (await createStoreFor({ url: url(), prefix, timeout: 2_000, onError: 'deny' }, { now: clock.now })).store;
+  storeContract(`${name} as the factory composes it (BlockedCache over Resilient)`, (clock) => compose('rgdeco', clock));
+  storeContract(`${name} as the factory composes it, decided through consumeLocal`, async (clock) => throughConsumeLocal(await compose('rglocal', clock)));
 }
 
 export function storeContract(name: string, factory: StoreFactory): void {

@@ -1,7 +1,7 @@
 /** @module Media uploads: type sniffing, validation, limits, v1 and v2 answers, and reading an attachment back. */
 import http from 'node:http';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { appToken, call, jpeg, mediaForm, mp3, mp4, newUser, png, useUpstream } from './support.js';
+import { appAndUsers, call, jpeg, mediaForm, mp3, mp4, png, useUpstream } from './support.js';
 
 const LIMIT = 64 * 1024;
 const server = useUpstream({ maxUploadBytes: LIMIT, baseUrl: 'https://social.example' });
@@ -10,9 +10,7 @@ let other = '';
 let app = '';
 
 beforeAll(async () => {
-  app = await appToken(server.url);
-  user = (await newUser(server.url, app)).token;
-  other = (await newUser(server.url, app)).token;
+  [app = '', user = '', other = ''] = await appAndUsers(server.url, 2);
 });
 
 function upload(version: 1 | 2, form: FormData, token = user): ReturnType<typeof call> {

@@ -1,6 +1,6 @@
 /** @module Statuses: posting (with media and polls, in every encoding), reading, deleting, boosting. */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { appToken, call, mediaForm, mp4, newUser, png, useUpstream, type Answer } from './support.js';
+import { appAndUsers, call, mediaForm, mp4, png, useUpstream, type Answer } from './support.js';
 
 const server = useUpstream();
 let app = '';
@@ -8,9 +8,7 @@ let alice = '';
 let bob = '';
 
 beforeAll(async () => {
-  app = await appToken(server.url);
-  alice = (await newUser(server.url, app)).token;
-  bob = (await newUser(server.url, app)).token;
+  [app = '', alice = '', bob = ''] = await appAndUsers(server.url, 2);
 });
 
 function post(token: string, form: Record<string, string> | URLSearchParams): Promise<Answer> {

@@ -94,6 +94,14 @@ export async function appToken(base: string, app?: App): Promise<string> {
   return (res.body as { access_token: string }).access_token;
 }
 
+/** An app token, and the tokens of `users` fresh users signed up with it: [app, user 1, user 2, …]. */
+export async function appAndUsers(base: string, users: number): Promise<string[]> {
+  const app = await appToken(base);
+  const tokens = [app];
+  for (let i = 0; i < users; i++) tokens.push((await newUser(base, app)).token);
+  return tokens;
+}
+
 let counter = 0;
 
 /** A fresh, unique sign-up; returns the user's token and the names used. */
