@@ -2,16 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { BucketTable, ROW } from '../../src/limiter/memory/bucket-table.js';
 import { MemoryStore } from '../../src/limiter/memory/store.js';
 import { FakeClock } from '../support/clock.js';
+import { seededRandom } from '../support/random.js';
 
-/** A small deterministic PRNG (mulberry32), so a failure replays. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 /** Keys of every form the table packs differently, with near-misses of the packed forms. */
 function keyOf(n: number): string {

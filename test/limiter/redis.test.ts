@@ -11,6 +11,7 @@ import { freePort } from '../support/servers.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
 import { composedStoreContracts, storeContract } from './store.contract.js';
 import { eventually } from '../support/eventually.js';
+import { seededInts } from '../support/random.js';
 import { freshBuckets } from '../support/buckets.js';
 
 const spec = freshBuckets((n) => `t${n}:{ip:198.51.100.${n % 250}}`, { limit: 5 });
@@ -46,20 +47,17 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
   storeContract('redis', async (clock) => store({ now: clock.now }));
   composedStoreContracts('redis', () => redis.url);
 
+  /** A memory store and a Redis store on one fake clock starting at `ms`, for differential tests. */
+  async function againstMemory(ms: number): Promise<{ clock: FakeClock; mem: MemoryStore; red: RedisStore }> {
+    const clock = new FakeClock(ms);
+    return { clock, mem: new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }), red: await store({ now: clock.now }) };
+  }
+
   it('makes the same decisions and reports the same numbers as the memory store, for random traffic', async () => {
     // A differential test of lua/lib.lua against algorithms.ts: odd limits and periods (inexact
     // emission intervals), costs, shadow buckets, several buckets per request, time jumping about.
-    const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0) + 7);
-    const mem = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
-    const red = await store({ now: clock.now });
-    let seed = 12345;
-    const rand = (n: number): number => {
-      // mulberry32: a seeded PRNG, so a failure replays identically.
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) % n;
-    };
+    const { clock, mem, red } = await againstMemory(Date.UTC(2026, 10, 21, 19, 0, 0) + 7);
+    const rand = seededInts(12345);
     const algorithms = ['fixed-window', 'sliding-window', 'token-bucket'] as const;
     const limits = [1, 2, 3, 6, 7, 10];
     const periods = [999, 1_000, 6_001, 7_001, 60_000];
@@ -107,14 +105,8 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
   });
 
   it('gives batched calls the same answers as one-by-one calls on the memory store, for random traffic', async () => {
-    const clock = new FakeClock(Date.UTC(2026, 10, 21, 20, 0, 0) + 3);
-    const mem = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
-    const red = await store({ now: clock.now });
-    let seed = 777;
-    const rand = (n: number): number => {
-      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-      return seed % n;
-    };
+    const { clock, mem, red } = await againstMemory(Date.UTC(2026, 10, 21, 20, 0, 0) + 3);
+    const rand = seededInts(777);
     const algorithms = ['fixed-window', 'sliding-window', 'token-bucket'] as const;
     const pool = Array.from({ length: 9 }, (_, i) =>
       spec({ algorithm: algorithms[i % 3]!, limit: 2 + rand(6), periodMs: [1_000, 7_001][rand(2)]!, shadow: i === 8 }),
