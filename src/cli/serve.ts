@@ -2,12 +2,12 @@
 import { parseHostPort } from '../config/fields/validators.js';
 import { ConfigError } from '../config/errors.js';
 import { createProcessLogger } from '../observability/log.js';
-import { configPath, overridesFrom, parse, reportConfigError, waitForSignal } from './options.js';
+import { CONFIG_FLAG, configPath, overridesFrom, parse, reportConfigError, waitForSignal } from './options.js';
 import { USAGE } from './usage.js';
 
 export async function serve(args: string[]): Promise<number> {
   const { values } = parse(args, {
-    config: { type: 'string', short: 'c' },
+    ...CONFIG_FLAG,
     listen: { type: 'string' },
     'admin-listen': { type: 'string' },
     upstream: { type: 'string' },
