@@ -35,6 +35,14 @@ function secretFromEnv(name: string): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
+/** The flags that override the config file, each over its RATEGATE_* variable (overridesFrom reads them). */
+export const OVERRIDE_FLAGS = {
+  listen: { type: 'string' },
+  'admin-listen': { type: 'string' },
+  upstream: { type: 'string' },
+  store: { type: 'string' },
+} as const;
+
 /** Environment first, then flags on top: flags win. */
 export function overridesFrom(values: Record<string, unknown>): ConfigOverrides {
   const env = process.env;
