@@ -25,6 +25,18 @@ beforeEach(async () => {
 afterEach(async () => gw.shutdown(1000));
 
 const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };
+/** Signs `username` up through the gateway as a client would: an app, its client-credentials token, then POST /api/v1/accounts. */
+async function signUpThrough(ip: string, username: string): Promise<Answer> {
+  const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{
+    client_id: string;
+    client_secret: string;
+  }>();
+  const grant = `grant_type=client_credentials&client_id=${app.client_id}&client_secret=${app.client_secret}&scope=read%20write`;
+  const appToken = (await req('POST', '/oauth/token', ip, FORM, grant)).json<{ access_token: string }>().access_token;
+  const fields = `username=${username}&email=${username}@example.com&password=correct%20horse%20battery&agreement=true&locale=en`;
+  return req('POST', '/api/v1/accounts', ip, { ...FORM, Authorization: `Bearer ${appToken}` }, fields);
+}
+
 function req(method: string, path: string, ip: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
   return send(gw.url, { method, path, headers: { 'X-Forwarded-For': ip, ...headers }, ...(body === undefined ? {} : { body }) });
 }
@@ -149,26 +161,7 @@ describe('config/examples/mastodon.yaml', () => {
 
   it('counts a signed-in user per account and per token, and not as unauthenticated', async () => {
     const ip = '198.51.100.40';
-    const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{
-      client_id: string;
-      client_secret: string;
-    }>();
-    const appToken = (
-      await req(
-        'POST',
-        '/oauth/token',
-        ip,
-        FORM,
-        `grant_type=client_credentials&client_id=${app.client_id}&client_secret=${app.client_secret}&scope=read%20write`,
-      )
-    ).json<{ access_token: string }>().access_token;
-    const signUp = await req(
-      'POST',
-      '/api/v1/accounts',
-      ip,
-      { ...FORM, Authorization: `Bearer ${appToken}` },
-      'username=alice&email=alice@example.com&password=correct%20horse%20battery&agreement=true&locale=en',
-    );
+    const signUp = await signUpThrough(ip, 'alice');
     expect(signUp.status).toBe(200);
     const token = signUp.json<{ access_token: string }>().access_token;
     const me = await req('GET', '/api/v1/accounts/verify_credentials?since_id=1', ip, { Authorization: `Bearer ${token}` });
@@ -178,26 +171,7 @@ describe('config/examples/mastodon.yaml', () => {
 
   it('counts the password change as Mastodon does: every authenticated PUT, PATCH /auth(.json), and a web session per cookie', async () => {
     const ip = '198.51.100.41';
-    const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{
-      client_id: string;
-      client_secret: string;
-    }>();
-    const appToken = (
-      await req(
-        'POST',
-        '/oauth/token',
-        ip,
-        FORM,
-        `grant_type=client_credentials&client_id=${app.client_id}&client_secret=${app.client_secret}&scope=read%20write`,
-      )
-    ).json<{ access_token: string }>().access_token;
-    const signUp = await req(
-      'POST',
-      '/api/v1/accounts',
-      ip,
-      { ...FORM, Authorization: `Bearer ${appToken}` },
-      'username=bob&email=bob@example.com&password=correct%20horse%20battery&agreement=true&locale=en',
-    );
+    const signUp = await signUpThrough(ip, 'bob');
     const auth = { Authorization: `Bearer ${signUp.json<{ access_token: string }>().access_token}` };
     // Editing a status (PUT) and PATCH /auth.json spend one budget of 10 per account.
     for (let i = 0; i < 10; i++) {

@@ -67,14 +67,22 @@ function setup(breaker = { failureThreshold: 3, openMs: 100 }, primary: Store = 
   return { events, store, clock };
 }
 
+/** A store whose primary fails every call (the circuit far from opening), and a bucket of each fault policy. */
+function failingStore(limits: { local: number; allow: number }) {
+  const primary = new ScriptedPrimary();
+  const parts = setup({ failureThreshold: 100, openMs: 100 }, primary);
+  primary.mode = 'fail';
+  return {
+    ...parts,
+    local: spec({ onError: 'local', limit: limits.local }),
+    allow: spec({ onError: 'allow', limit: limits.allow }),
+    deny: spec({ onError: 'deny' }),
+  };
+}
+
 describe('the fault policy', () => {
   it('counts onError: local buckets in the fallback store, fails open for allow, and answers 503 for deny while the store fails', async () => {
-    const primary = new ScriptedPrimary();
-    const { store, events } = setup({ failureThreshold: 100, openMs: 100 }, primary);
-    primary.mode = 'fail';
-    const local = spec({ onError: 'local', limit: 2 });
-    const allow = spec({ onError: 'allow', limit: 2 });
-    const deny = spec({ onError: 'deny' });
+    const { store, events, local, allow, deny } = failingStore({ local: 2, allow: 2 });
     const seen = [await store.consume([local]), await store.consume([local]), await store.consume([local])];
     expect(seen.map((o) => o.allowed)).toEqual([true, true, false]);
     expect(seen.map((o) => o.buckets[0]!.remaining)).toEqual([1, 0, 0]);
@@ -91,12 +99,7 @@ describe('the fault policy', () => {
   });
 
   it('lets deny win in a request of mixed policies, and otherwise counts local buckets while skipping allow buckets', async () => {
-    const primary = new ScriptedPrimary();
-    const { store, events } = setup({ failureThreshold: 100, openMs: 100 }, primary);
-    primary.mode = 'fail';
-    const local = spec({ onError: 'local', limit: 1 });
-    const allow = spec({ onError: 'allow', limit: 5 });
-    const deny = spec({ onError: 'deny' });
+    const { store, events, local, allow, deny } = failingStore({ local: 1, allow: 5 });
     await expect(store.consume([allow, local, deny])).rejects.toBeInstanceOf(StoreUnavailableError);
     const first = await store.consume([allow, local]);
     expect(first.allowed).toBe(true);
