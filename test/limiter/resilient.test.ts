@@ -80,6 +80,13 @@ function failingStore(limits: { local: number; allow: number }) {
   };
 }
 
+/** The fault policy of one gateway of two (its local share is half a limit) over a scripted primary, on `clock`. */
+function oneOfTwoGateways(clock: FakeClock, openMs: number) {
+  const primary = new ScriptedPrimary();
+  const fallback = new MemoryStore({ sweepIntervalMs: 0, now: clock.now });
+  return { primary, store: createResilientStore(primary, { fallback, gateways: 2, breaker: { failureThreshold: 100, openMs }, clock }) };
+}
+
 describe('the fault policy', () => {
   it('counts onError: local buckets in the fallback store, fails open for allow, and answers 503 for deny while the store fails', async () => {
     const { store, events, local, allow, deny } = failingStore({ local: 2, allow: 2 });
@@ -322,14 +329,7 @@ describe('the fault policy', () => {
   });
 
   it('seeds a local bucket from what the store last reported, split by the gateways, and writes what it admitted back to the store', async () => {
-    const primary = new ScriptedPrimary();
-    const clock = new FakeClock();
-    const store = createResilientStore(primary, {
-      fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }),
-      gateways: 2,
-      breaker: { failureThreshold: 100, openMs: 100 },
-      clock,
-    });
+    const { primary, store } = oneOfTwoGateways(new FakeClock(), 100);
     const b = spec({ limit: 20, periodMs: 3_600_000 });
     for (let i = 0; i < 10; i++) await store.consume([b]); // the store has 10 left
     primary.mode = 'fail';
@@ -351,14 +351,8 @@ describe('the fault policy', () => {
   });
 
   it('gives each gateway its share of the limit in every window of an outage longer than a window', async () => {
-    const primary = new ScriptedPrimary();
     const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0));
-    const store = createResilientStore(primary, {
-      fallback: new MemoryStore({ sweepIntervalMs: 0, now: clock.now }),
-      gateways: 2,
-      breaker: { failureThreshold: 100, openMs: 60_000 },
-      clock,
-    });
+    const { primary, store } = oneOfTwoGateways(clock, 60_000);
     const b = spec({ limit: 10, periodMs: 1_000 });
     primary.mode = 'fail';
     for (let w = 0; w < 3; w++) {
