@@ -70,6 +70,7 @@ export class RedisStore implements Store {
   private readonly consumeFn: ScriptFn;
   private readonly peekFn: ScriptFn;
   private readonly refundFn: ScriptFn;
+  private readonly giveBackCall: ScriptCall;
   private readonly sameSlot: SameSlot;
   private readonly crossSlot: CrossSlot;
   private readonly prefix: string;
@@ -101,6 +102,8 @@ export class RedisStore implements Store {
     this.consumeFn = this.script('rgConsume', luaScripts.consume);
     this.peekFn = this.script('rgPeek', luaScripts.peek, true);
     this.refundFn = this.script('rgRefund', luaScripts.refund);
+    // A lease's give-back is one call per expired lease: the prebuilt command where it can go.
+    this.giveBackCall = isCluster(this.client) ? (args) => this.refundFn(...args) : rawScript(this.client, luaScripts.refund);
     const onBatch = opts.onBatch;
     this.sameSlot = new SameSlot({
       ...this.sameSlotCalls(),
@@ -226,7 +229,7 @@ export class RedisStore implements Store {
     // The refund key of a window charge is its window's start; a token bucket's only needs to be > 0.
     const a = spec.algorithm === 'token-bucket' ? 1 : chargedAt - (chargedAt % spec.periodMs);
     const r = await this.bounded(
-      this.refundFn(1, this.prefix + spec.key, this.clockArg(), chargedAt, spec.algorithm, spec.limit, spec.periodMs, tokens, a),
+      this.giveBackCall([1, this.prefix + spec.key, this.clockArg(), chargedAt, spec.algorithm, spec.limit, spec.periodMs, tokens, a]),
       'refund',
     );
     return r === 1;
