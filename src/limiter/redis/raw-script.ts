@@ -36,71 +36,53 @@ function bulk(...parts: string[]): Buffer {
   return Buffer.from(parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join(''));
 }
 
-/** Writes `n` (a non-negative integer) in decimal at `at`; returns the offset after it. */
-function writeInt(buf: Buffer, at: number, n: number): number {
-  if (n < 10) {
-    buf[at] = 48 + n;
-    return at + 1;
-  }
-  const s = String(n);
-  for (let i = 0; i < s.length; i++) buf[at + i] = s.charCodeAt(i);
-  return at + s.length;
-}
+/** Any character beyond ASCII: its UTF-8 bytes then differ from its length. */
+const NON_ASCII = /[\u0080-\uffff]/;
 
-/** Decimal digits of a non-negative integer. */
-function digits(n: number): number {
-  let d = 1;
-  while (n >= 10) {
-    n = Math.floor(n / 10);
-    d++;
-  }
-  return d;
-}
-
-/** UTF-8 bytes of `s`: its length when it is ASCII (keys nearly always are), found without a native call. */
-function utf8Length(s: string): number {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return Buffer.byteLength(s);
-  return s.length;
-}
-
-/** Writes `s` at `at` (`len` bytes of UTF-8); ASCII byte by byte, which costs less than a native call for a key. */
-function writeText(buf: Buffer, at: number, s: string, len: number): number {
-  if (len !== s.length) return buf.write(s, at, len, 'utf8');
-  for (let i = 0; i < len; i++) buf[at + i] = s.charCodeAt(i);
-  return len;
-}
-
-/** The whole command: `*<count>`, then `head` (name and script), then each argument as a bulk string. */
-export function encodeCall(head: Buffer, args: readonly Arg[]): Buffer {
-  const n = args.length;
-  const texts: (string | Buffer)[] = new Array(n);
-  const lengths: number[] = new Array(n);
-  let size = 1 + digits(n + 2) + 2 + head.length;
-  for (let i = 0; i < n; i++) {
+/**
+ * The command as text and buffers in order: `*<count>`, `head`, then each argument as a bulk string
+ * (`$<bytes>\r\n<bytes>\r\n`), a Buffer's bytes as they are. `exact`: byte lengths measured (UTF-8);
+ * else taken as the strings' lengths (ASCII).
+ */
+function parts(head: Buffer, args: readonly Arg[], exact: boolean): (string | Buffer)[] {
+  const out: (string | Buffer)[] = [`*${args.length + 2}\r\n`, head];
+  let text = '';
+  for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    const t = typeof a === 'number' ? String(a) : a;
-    const len = typeof t === 'string' ? utf8Length(t) : t.length;
-    texts[i] = t;
-    lengths[i] = len;
-    size += 1 + digits(len) + 2 + len + 2;
+    if (typeof a === 'string') text += `$${exact ? Buffer.byteLength(a) : a.length}\r\n${a}\r\n`;
+    else if (typeof a === 'number') {
+      const t = String(a);
+      text += `$${t.length}\r\n${t}\r\n`;
+    } else {
+      out.push(`${text}$${a.length}\r\n`, a);
+      text = '\r\n';
+    }
+  }
+  if (text !== '') out.push(text);
+  return out;
+}
+
+/**
+ * The whole command in one buffer. Keys are nearly always ASCII: the text is built once with the
+ * strings' lengths, and again with their UTF-8 byte lengths only when some character is not. A few
+ * native calls per command (a regular-expression test and a write per text part), none per argument.
+ */
+export function encodeCall(head: Buffer, args: readonly Arg[]): Buffer {
+  let ps = parts(head, args, false);
+  let size = 0;
+  let ascii = true;
+  for (const p of ps) {
+    if (typeof p === 'string' && NON_ASCII.test(p)) ascii = false;
+    size += p.length;
+  }
+  if (!ascii) {
+    ps = parts(head, args, true);
+    size = 0;
+    for (const p of ps) size += typeof p === 'string' ? Buffer.byteLength(p) : p.length;
   }
   const buf = Buffer.allocUnsafe(size);
-  buf[0] = 42; // *
-  let at = writeInt(buf, 1, n + 2);
-  buf[at++] = 13;
-  buf[at++] = 10;
-  at += head.copy(buf, at);
-  for (let i = 0; i < n; i++) {
-    const t = texts[i]!;
-    const len = lengths[i]!;
-    buf[at++] = 36; // $
-    at = writeInt(buf, at, len);
-    buf[at++] = 13;
-    buf[at++] = 10;
-    at += typeof t === 'string' ? writeText(buf, at, t, len) : t.copy(buf, at);
-    buf[at++] = 13;
-    buf[at++] = 10;
-  }
+  let at = 0;
+  for (const p of ps) at += typeof p === 'string' ? buf.write(p, at, ascii ? 'latin1' : 'utf8') : p.copy(buf, at);
   return buf;
 }
 
