@@ -2,7 +2,7 @@
 /**
  * @module The command line's entry: reads the command and loads only that command's modules (`--version`
  * and `check` never load the gateway, its HTTP client or Redis). The only place that calls process.exit.
- * The commands: serve.ts (`serve`, `upstream`), table-commands.ts (`check`, `explain`), guard.ts
+ * The commands: serve.ts (`serve`, `upstream`), check.ts (`check`), table-commands.ts (`explain`), guard.ts
  * (`block`, `exempt`, `bans`, `limited`), replay.ts (`replay`).
  */
 import { USAGE } from './usage.js';
@@ -15,7 +15,7 @@ async function main(argv: string[]): Promise<number> {
     case 'upstream':
       return (await import('./serve.js')).upstream(rest);
     case 'check':
-      return (await import('./table-commands.js')).check(rest);
+      return (await import('./check.js')).check(rest);
     case 'explain':
       return (await import('./table-commands.js')).explainCommand(rest);
     case 'replay':
