@@ -1,7 +1,8 @@
 /**
  * @module `rategate check`: reads a limit table as serve would, and prints its rules or every error with its
  * place. A module of its own, importing only the config code: the build bundles it into one file
- * (scripts/bundle-cli.mjs), so a check (a deploy hook, an editor's save) starts in about twice `node -e 0`.
+ * with its code cache (scripts/bundle-cli.ts, run by src/cli/bundled.ts), so a check (a deploy hook, an
+ * editor's save) starts in about twice `node -e 0`.
  */
 import { parseArgs } from 'node:util';
 import { formatRulesTable, formatSummary } from '../config/describe.js';
