@@ -4,20 +4,14 @@
  * with its code cache (scripts/bundle-cli.ts, run by src/cli/bundled.ts), so a check (a deploy hook, an
  * editor's save) starts in about twice `node -e 0`.
  */
-import { parseArgs } from 'node:util';
 import { formatRulesTable, formatSummary } from '../config/describe.js';
 import { loadConfigFile } from '../config/load.js';
-import { configPath, overridesFrom, reportConfigError } from './options.js';
+import { CONFIG_FLAG, configPath, overridesFrom, parseCommand, reportConfigError } from './options.js';
 import { USAGE } from './usage.js';
 
 export async function check(args: string[]): Promise<number> {
   // `rategate check FILE` reads as naturally as `--config FILE`; one file either way.
-  const { values, positionals } = parseArgs({
-    args,
-    options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } },
-    strict: true,
-    allowPositionals: true,
-  });
+  const { values, positionals } = parseCommand(args, CONFIG_FLAG);
   if (values.help) return (console.log(USAGE), 0);
   if (positionals.length > 1 || (positionals.length === 1 && values.config !== undefined)) {
     console.error(`rategate: check takes one config file (got ${[values.config, ...positionals].filter(Boolean).join(', ')})\n\n${USAGE}`);

@@ -1,28 +1,21 @@
 /** @module `rategate explain`: which rules a request would be counted by, read offline from a limit table (`check` has its own module, check.ts). */
-import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/errors.js';
 import { loadConfigFile } from '../config/load.js';
-import { configPath, reportConfigError } from './options.js';
+import { CONFIG_FLAG, configPath, parseCommand, reportConfigError } from './options.js';
 import { USAGE } from './usage.js';
 
 /** Which rules a request would be counted by, and why the others would not count it. */
 export async function explainCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      config: { type: 'string', short: 'c' },
-      header: { type: 'string', short: 'H', multiple: true },
-      ip: { type: 'string' },
-      body: { type: 'string' },
-      account: { type: 'string' },
-      'account-age': { type: 'string' },
-      bot: { type: 'boolean' },
-      locked: { type: 'boolean' },
-      surge: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: true,
+  const { values, positionals } = parseCommand(args, {
+    ...CONFIG_FLAG,
+    header: { type: 'string', short: 'H', multiple: true },
+    ip: { type: 'string' },
+    body: { type: 'string' },
+    account: { type: 'string' },
+    'account-age': { type: 'string' },
+    bot: { type: 'boolean' },
+    locked: { type: 'boolean' },
+    surge: { type: 'string' },
   });
   if (values.help) return (console.log(USAGE), 0);
   if (positionals.length !== 1) {

@@ -32,6 +32,19 @@ export function duration(minMs: number) {
     });
 }
 
+/**
+ * A list at the top of `limits.yaml` (`limits:`, `bans:`, `concurrency:`, `surges:`): absent, or with
+ * every entry commented out (YAML reads that as null), it is an empty list, not an error.
+ */
+export function tableList<T extends z.ZodType>(item: T, description: string) {
+  return z
+    .array(item)
+    .nullable()
+    .transform((v) => v ?? [])
+    .prefault([])
+    .describe(description);
+}
+
 export const positiveInt = () =>
   z
     .number()
