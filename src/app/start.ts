@@ -9,7 +9,7 @@ import { parseConfig, parseHostPort, readConfigText, type Config, type ConfigOve
 import { loadSentinelPassword } from '../config/secret-file.js';
 import { createHttpIntrospector, createIntrospectionPool } from '../identity/index.js';
 import { createStoreFor, type StoreHandle } from '../limiter/factory.js';
-import { createAccessLog, createProcessLogger } from '../observability/log.js';
+import { createAccessLog, createProcessLogger, startupLog } from '../observability/log.js';
 import { Metrics } from '../observability/metrics.js';
 import { Forwarder } from '../proxy/forward.js';
 import { Tunnel } from '../proxy/tunnel.js';
@@ -194,7 +194,7 @@ function logListening(
 ): void {
   const { url, adminUrl, runAdmin, origin, cfg, store, rules, configPath } = at;
   const upstreamText = cfg.upstream.url === 'builtin' ? `builtin at ${origin}` : origin;
-  log.info(
+  startupLog(log).info(
     { listen: url, admin: adminUrl, store, upstream: upstreamText, rules },
     `rategate listening on ${url}, admin ${runAdmin ? `on ${adminUrl}` : 'in the primary'}, store ${store}, upstream ${upstreamText}, ${rules} rules from ${configPath}`,
   );

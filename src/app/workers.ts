@@ -12,7 +12,8 @@ import type { Logger } from 'pino';
 import { loadConfigFile, parseHostPort, type ConfigOverrides } from '../config/index.js';
 import { startUpstream, type RunningUpstream } from '../mastodon/index.js';
 import { createAdminServer } from '../admin/server.js';
-import { listenOn } from '../http/listener.js';
+import { listenOn, urlOf } from '../http/listener.js';
+import { startupLog } from '../observability/log.js';
 import { backendFor } from '../limiter/backends/index.js';
 
 export function workerCount(value: string): number | null {
@@ -77,7 +78,9 @@ export async function runPrimary(opts: {
   });
   const adminAt = parseHostPort(cfg.admin.listen)!;
   await listenOn(admin, adminAt.host, adminAt.port);
-  log.info({ workers: opts.workers, admin: cfg.admin.listen }, `rategate primary: ${opts.workers} workers, admin on ${cfg.admin.listen}`);
+  // The bound address, not the configured one: with port 0 it says which port was chosen.
+  const adminUrl = urlOf(admin);
+  startupLog(log).info({ workers: opts.workers, admin: adminUrl }, `rategate primary: ${opts.workers} workers, admin on ${adminUrl}`);
 
   await opts.waitForSignal();
   stopping = true;

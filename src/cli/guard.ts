@@ -3,7 +3,7 @@
  * bans, and of triage (the keys most limited, for the whole fleet on a shared store), talking to a running gateway's admin API (`--admin URL`, token from RATEGATE_ADMIN_TOKEN). Prints
  * plain tables and one-line confirmations; exits 1 with the API's own message on an error.
  */
-import { parseArgs } from 'node:util';
+import { parseCommand } from './options.js';
 
 export const GUARD_USAGE = `  rategate block  add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR [--reset-buckets]   [--admin URL] [--json]
   rategate exempt add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR                   [--admin URL] [--json]
@@ -13,6 +13,13 @@ export const GUARD_USAGE = `  rategate block  add IP|CIDR [--for 1h] [--reason T
    limited: every replica sharing the store, or --local for the one behind --admin; no RULE: the rules limited recently)`;
 
 const DEFAULT_ADMIN = 'http://127.0.0.1:9464';
+/** The flags every command here takes: where the admin API is, and JSON instead of tables. */
+const ADMIN_FLAGS = { admin: { type: 'string' }, json: { type: 'boolean' } } as const;
+
+/** `--admin`, else RATEGATE_ADMIN_URL, else the default; without a trailing slash. */
+function adminUrl(flag: string | undefined): string {
+  return (flag ?? process.env.RATEGATE_ADMIN_URL ?? DEFAULT_ADMIN).replace(/\/+$/, '');
+}
 
 type Print = { out: (line: string) => void; err: (line: string) => void };
 
@@ -22,18 +29,11 @@ export async function guardCommand(
   args: string[],
   print: Print = { out: console.log, err: console.error },
 ): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      admin: { type: 'string' },
-      for: { type: 'string' },
-      reason: { type: 'string' },
-      'reset-buckets': { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: true,
+  const { values, positionals } = parseCommand(args, {
+    ...ADMIN_FLAGS,
+    for: { type: 'string' },
+    reason: { type: 'string' },
+    'reset-buckets': { type: 'boolean' },
   });
   const [action, ...rest] = positionals;
   if (values.help || action === undefined) {
@@ -42,7 +42,7 @@ export async function guardCommand(
     );
     return values.help ? 0 : 1;
   }
-  const admin = (values.admin ?? process.env.RATEGATE_ADMIN_URL ?? DEFAULT_ADMIN).replace(/\/+$/, '');
+  const admin = adminUrl(values.admin);
   const fail = (msg: string): number => (print.err(`rategate ${command} ${action}: ${msg}`), 1);
 
   const call = requestFor(command, action, rest, values);
@@ -71,25 +71,13 @@ export async function guardCommand(
 
 /** `rategate limited [RULE]`: the keys most limited for a rule (no rule: which rules limited recently). */
 export async function limitedCommand(args: string[], print: Print = { out: console.log, err: console.error }): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      admin: { type: 'string' },
-      rule: { type: 'string' },
-      top: { type: 'string' },
-      local: { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: true,
-  });
+  const { values, positionals } = parseCommand(args, { ...ADMIN_FLAGS, rule: { type: 'string' }, top: { type: 'string' }, local: { type: 'boolean' } });
   // The rule as SPEC's `--rule NAME` or as the one positional: either, not both.
   if (values.help || positionals.length > 1 || (values.rule !== undefined && positionals.length > 0)) {
     (values.help ? print.out : print.err)(`Usage:\n${GUARD_USAGE}`);
     return values.help ? 0 : 1;
   }
-  const admin = (values.admin ?? process.env.RATEGATE_ADMIN_URL ?? DEFAULT_ADMIN).replace(/\/+$/, '');
+  const admin = adminUrl(values.admin);
   const rule = values.rule ?? positionals[0];
   const q = new URLSearchParams();
   if (rule !== undefined) q.set('rule', rule);

@@ -1,9 +1,9 @@
 /**
- * @module What the commands that read a config share: strict flag parsing, the RATEGATE_* overrides
- * (environment, then flags), the config path, and how a config error is reported (one line for a file
- * that cannot be read, every error with its place otherwise).
+ * @module What the commands share: strict flag parsing (with -h), and for those that read a config the
+ * RATEGATE_* overrides (environment, then flags), the config path, and how a config error is reported
+ * (one line for a file that cannot be read, every error with its place otherwise).
  */
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, ConfigFileUnreadable } from '../config/errors.js';
 import type { ConfigOverrides } from '../config/load.js';
 
@@ -11,10 +11,22 @@ export const DEFAULT_CONFIG = 'config/limits.yaml';
 
 type Options = Record<string, { type: 'string' | 'boolean'; short?: string }>;
 
+/** Every command takes -h / --help. */
+const HELP = { help: { type: 'boolean', short: 'h' } } as const;
+/** `-c, --config FILE`: the commands that read a limit table. */
+export const CONFIG_FLAG = { config: { type: 'string', short: 'c' } } as const;
+
 /** Parses flags strictly: an unknown flag is an error, not silently ignored. */
 export function parse(args: string[], options: Options): { values: Record<string, string | boolean | undefined> } {
-  const { values } = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false });
+  const { values } = parseArgs({ args, options: { ...options, ...HELP }, strict: true, allowPositionals: false });
   return { values: values as Record<string, string | boolean | undefined> };
+}
+
+type CommandConfig<O> = { args: string[]; options: O & typeof HELP; strict: true; allowPositionals: true };
+
+/** Parses a command's flags strictly, as `parse` does, and its positional arguments; the values keep their flag types. */
+export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O): ReturnType<typeof parseArgs<CommandConfig<O>>> {
+  return parseArgs<CommandConfig<O>>({ args, options: { ...options, ...HELP }, strict: true, allowPositionals: true });
 }
 
 /** A secret from the environment only (a flag would show it in `ps`), trimmed: a Secret written with a trailing newline must still match. */
@@ -22,6 +34,14 @@ function secretFromEnv(name: string): string | undefined {
   const value = process.env[name]?.trim();
   return value === undefined || value === '' ? undefined : value;
 }
+
+/** The flags that override the config file, each over its RATEGATE_* variable (overridesFrom reads them). */
+export const OVERRIDE_FLAGS = {
+  listen: { type: 'string' },
+  'admin-listen': { type: 'string' },
+  upstream: { type: 'string' },
+  store: { type: 'string' },
+} as const;
 
 /** Environment first, then flags on top: flags win. */
 export function overridesFrom(values: Record<string, unknown>): ConfigOverrides {

@@ -4,28 +4,21 @@
  * with a chart per rule; progress on stderr when it is a terminal.
  */
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/errors.js';
 import { loadConfigFile } from '../config/load.js';
 import { formatNamed } from '../replay/formats.js';
 import { formatReport } from '../replay/report.js';
 import { runReplay } from '../replay/run.js';
-import { configPath, reportConfigError } from './options.js';
+import { CONFIG_FLAG, configPath, parseCommand, reportConfigError } from './options.js';
 import { USAGE } from './usage.js';
 
 export async function replayCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      config: { type: 'string', short: 'c' },
-      format: { type: 'string', short: 'f' },
-      html: { type: 'string' },
-      json: { type: 'boolean' },
-      top: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: true,
+  const { values, positionals } = parseCommand(args, {
+    ...CONFIG_FLAG,
+    format: { type: 'string', short: 'f' },
+    html: { type: 'string' },
+    json: { type: 'boolean' },
+    top: { type: 'string' },
   });
   if (values.help) return (console.log(USAGE), 0);
   if (positionals.length === 0) {

@@ -2,18 +2,11 @@
 import { parseHostPort } from '../config/fields/validators.js';
 import { ConfigError } from '../config/errors.js';
 import { createProcessLogger } from '../observability/log.js';
-import { configPath, overridesFrom, parse, reportConfigError, waitForSignal } from './options.js';
+import { CONFIG_FLAG, configPath, OVERRIDE_FLAGS, overridesFrom, parse, reportConfigError, waitForSignal } from './options.js';
 import { USAGE } from './usage.js';
 
 export async function serve(args: string[]): Promise<number> {
-  const { values } = parse(args, {
-    config: { type: 'string', short: 'c' },
-    listen: { type: 'string' },
-    'admin-listen': { type: 'string' },
-    upstream: { type: 'string' },
-    store: { type: 'string' },
-    workers: { type: 'string' },
-  });
+  const { values } = parse(args, { ...CONFIG_FLAG, ...OVERRIDE_FLAGS, workers: { type: 'string' } });
   if (values.help) return (console.log(USAGE), 0);
   const logger = createProcessLogger();
   const workersFlag = typeof values.workers === 'string' ? values.workers : '1';

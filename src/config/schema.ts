@@ -1,8 +1,8 @@
 /** @module The zod schema of `limits.yaml` (SPEC §3): its sections, defaults and the TS types derived from it; one limit rule lives in fields/rule.ts, value formats in fields/formats.ts, checks across fields in cross-field.ts. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { GATEWAY_ERRORS } from '../http/errors.js';
 import { show, type PathItem } from './errors.js';
-import { accountId, checked, duration, positiveInt, size } from './fields/formats.js';
+import { accountId, checked, duration, positiveInt, size, tableList } from './fields/formats.js';
 import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
 import { surgeShape, surgesSection, surgeTriggerShape } from './fields/surge.js';
@@ -261,13 +261,7 @@ export const topShape = {
   server: z.object(serverShape).strict().prefault({}).describe('Protection of the proxy listener against hostile clients.'),
   methods: z.object(methodsShape).strict().prefault({}).describe('HTTP methods that patterns may name.'),
   readiness: z.object(readinessShape).strict().prefault({}).describe('What /readyz checks beyond the gateway itself.'),
-  limits: z
-    .array(rule)
-    // `limits:` with every rule commented out reads as null: an empty table, not an error.
-    .nullable()
-    .transform((v) => v ?? [])
-    .prefault([])
-    .describe('The limit table; every matching rule counts a request.'),
+  limits: tableList(rule, 'The limit table; every matching rule counts a request.'),
   ...guard.top,
   surges: surgesSection,
 };

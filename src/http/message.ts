@@ -1,4 +1,4 @@
-/** @module Facts of one HTTP message that every stage reads and writes the same way: does it carry a body, a header's first value, its request id, a Retry-After value. */
+/** @module Facts of one HTTP message that every stage reads and writes the same way: does it carry a body, listening to that body, a header's first value, its request id, a Retry-After value. */
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 
@@ -6,6 +6,26 @@ import { randomUUID } from 'node:crypto';
 export function declaresBody(req: http.IncomingMessage): boolean {
   const length = req.headers['content-length'];
   return length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Listens to `req`'s body: each chunk, its end, and an error or a close before the end (an abort).
+ * Returns what removes the four listeners again.
+ */
+export function onBody(req: http.IncomingMessage, onData: (chunk: Buffer) => void, onEnd: () => void, onAbort: () => void): () => void {
+  const onClose = (): void => {
+    if (!req.complete) onAbort();
+  };
+  req.on('data', onData);
+  req.on('end', onEnd);
+  req.on('error', onAbort);
+  req.on('close', onClose);
+  return () => {
+    req.off('data', onData);
+    req.off('end', onEnd);
+    req.off('error', onAbort);
+    req.off('close', onClose);
+  };
 }
 
 /** A header's first value (node:http gives an array for the few headers it does not join). */

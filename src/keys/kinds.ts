@@ -119,7 +119,10 @@ function displayAccount(value: string): string {
   return value.startsWith('t:') ? `token ${value.slice(2, 18)}` : `account ${value.slice(2)}`;
 }
 
-function named(kind: string, check: (name: string) => boolean, hint: string, arg: (name: string) => KindArg): KeyKind['compileName'] {
+/** The NAME as written: no path (cookie names and claim names are case-sensitive). */
+const asWritten = (name: string): KindArg => Object.freeze({ name, path: null });
+
+function named(kind: string, check: (name: string) => boolean, hint: string, arg: (name: string) => KindArg = asWritten): KeyKind['compileName'] {
   return (name, per) => (check(name) ? arg(name) : `invalid ${kind} name ${JSON.stringify(name)} in per ${JSON.stringify(per)}${hint}`);
 }
 
@@ -245,12 +248,7 @@ export const KINDS = {
   cookie: {
     syntax: 'cookie:NAME',
     meaning: "A cookie's value (case-sensitive name), digested; a cookie never makes a request authenticated.",
-    compileName: named(
-      'cookie',
-      (n) => TOKEN_NAME.test(n),
-      ' (an RFC 6265 token, e.g. _mastodon_session)',
-      (n) => Object.freeze({ name: n, path: null }),
-    ),
+    compileName: named('cookie', (n) => TOKEN_NAME.test(n), ' (an RFC 6265 token, e.g. _mastodon_session)'),
     tag: 'ck',
     needs: NEED.cookie,
     wantsParam: () => null,
@@ -268,12 +266,7 @@ export const KINDS = {
     syntax: 'jwt:CLAIM',
     meaning:
       'A claim (string or number) of the bearer token read as a JWT, unverified: a key the client chooses unless the upstream verifies the token; digested.',
-    compileName: named(
-      'claim',
-      (n) => CLAIM_NAME.test(n),
-      ' (a JWT claim name, e.g. sub or tenant_id)',
-      (n) => Object.freeze({ name: n, path: null }),
-    ),
+    compileName: named('claim', (n) => CLAIM_NAME.test(n), ' (a JWT claim name, e.g. sub or tenant_id)'),
     tag: 'jwt',
     needs: NEED.token,
     wantsParam: () => null,

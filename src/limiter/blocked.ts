@@ -26,7 +26,6 @@
  * offset seen on the last answer, so a replica with a skewed clock neither lifts nor extends a block.
  * Memory: at most `maxEntries` entries, oldest evicted first, expired ones dropped when met.
  */
-import type { Algorithm } from '../config/types.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
 
 export interface BlockedCacheOptions {
@@ -57,13 +56,11 @@ interface Entry {
   recheckAt: number;
   readonly resetAt: number;
   /**
-   * The block holds for requests of this cost on the same rule shape only: a costlier request would be
-   * blocked too but until a later time we cannot compute here, and a reload may change the rule.
+   * The blocked bucket as it was charged (one of `specs`): the block holds for requests of its cost on
+   * the same rule shape only. A costlier request would be blocked too but until a later time we cannot
+   * compute here, and a reload may change the rule.
    */
-  readonly cost: number;
-  readonly limit: number;
-  readonly periodMs: number;
-  readonly algorithm: Algorithm;
+  readonly spec: BucketSpec;
   /** The request and answer that produced the block: its other buckets' last seen states. */
   readonly specs: readonly BucketSpec[];
   readonly states: readonly BucketState[];
@@ -162,7 +159,8 @@ class BlockedCache implements BlockedCacheStore {
       return undefined;
     }
     // Same rule, same cost: a bucket's cost is its rule's, so another one only follows a reload.
-    return e.cost === spec.cost && e.limit === spec.limit && e.periodMs === spec.periodMs && e.algorithm === spec.algorithm ? e : undefined;
+    const b = e.spec;
+    return b.cost === spec.cost && b.limit === spec.limit && b.periodMs === spec.periodMs && b.algorithm === spec.algorithm ? e : undefined;
   }
 
   private rejectLocally(specs: readonly BucketSpec[], hit: Entry, now: number): ConsumeOutcome {
@@ -199,10 +197,7 @@ class BlockedCache implements BlockedCacheStore {
         retryAt: state.retryAt,
         recheckAt: out.now + this.recheckMs,
         resetAt: state.resetAt,
-        cost: spec.cost,
-        limit: spec.limit,
-        periodMs: spec.periodMs,
-        algorithm: spec.algorithm,
+        spec,
         specs,
         states: out.buckets,
       });

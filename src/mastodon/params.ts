@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import { MAX_PARAMS, mergeParams, pairsToHash, parseUrlEncoded, fromJson, type ParamHash } from '../rack-params.js';
+import { onBody } from '../http/message.js';
 import { HttpError } from './reply.js';
 
 export {
@@ -101,16 +102,10 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const cleanup = (): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-    };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size > max) {
-        cleanup();
+        stop();
         req.pause();
         reject(tooLarge('Request body', max));
         return;
@@ -118,20 +113,14 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
       chunks.push(chunk);
     };
     const onEnd = (): void => {
-      cleanup();
+      stop();
       resolve(Buffer.concat(chunks, size));
     };
-    const onError = (): void => {
-      cleanup();
+    const onAbort = (): void => {
+      stop();
       reject(new HttpError(400, 'Request body was not received in full'));
     };
-    const onClose = (): void => {
-      if (!req.complete) onError();
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
+    const stop = onBody(req, onData, onEnd, onAbort);
   });
 }
 

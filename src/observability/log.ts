@@ -84,3 +84,12 @@ export function createAccessLog(log: Logger): (level: string, record: object) =>
     stream.write(`{"level":${value},"time":${Date.now()}${bindings}${fields.length > 2 ? ',' + fields.slice(1, -1) : ''},"msg":"request"}\n`);
   };
 }
+
+/**
+ * Where start-up lines go: the logger itself, or, when its level is above info (warn, error, fatal), a
+ * child at info. The line saying where the process listens is the one an operator needs whatever the
+ * level (with port 0 it is the only place that says which port was bound); only `silent` drops it.
+ */
+export function startupLog(log: Logger): Logger {
+  return log.isLevelEnabled('info') || log.level === 'silent' ? log : log.child({}, { level: 'info' });
+}

@@ -1,7 +1,7 @@
 /** @module Every Prometheus metric of the gateway, defined in one place. Labels never carry an IP, a token or an account. */
 import client from 'prom-client';
 import { UPSTREAM_ERROR_REASONS } from '../http/errors.js';
-import { FastHistogram } from './histogram.js';
+import { metricMaker } from './define-metrics.js';
 import { STORE_ERROR_REASONS } from '../limiter/errors.js';
 import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
 import { VERSION } from './version.js';
@@ -32,107 +32,82 @@ export class RuleCounters {
   readonly exported = { allowed: 0, limited: 0, shadowLimited: 0, nearLimit: 0 };
 }
 
+/**
+ * What each metric counts: its HELP line on /metrics and its row in docs/operations.md. The class below
+ * makes each metric from its name here.
+ */
+const HELP = {
+  rategate_requests_total: 'Requests checked against a rule, by rule and decision (allowed, limited, shadow_limited).',
+  rategate_near_limit_total: 'Admitted requests that left their bucket at or below 20% of its limit.',
+  rategate_store_duration_seconds: 'Time of one store decision (all buckets of a request).',
+  rategate_store_errors_total: 'Store calls that failed, by reason.',
+  rategate_store_fallback_active: '1 while the store is failing and its onError policy is in force.',
+  rategate_store_refund_failures_total:
+    'Cross-slot refunds that failed: the charge stays until the bucket window or refill passes it (under-admission, never over).',
+  rategate_store_local_rejections_total:
+    'Requests rejected without the shared store deciding, by source: blocked_cache (a bucket known to be limited until a time) or fallback (the local count of onError: local while the store fails).',
+  rategate_store_batch_requests: 'Requests carried by one Redis script call of the batcher.',
+  rategate_upstream_duration_seconds: 'Time from forwarding a request to the upstream response headers, by status class.',
+  rategate_upstream_errors_total: 'Upstream failures answered by the gateway, by reason.',
+  rategate_config_reloads_total: 'Config reloads, by result (success, error).',
+  rategate_config_last_reload_successful: '1 when the last config load or reload succeeded, 0 when it was refused (the previous table stays in force).',
+  rategate_config_last_reload_success_timestamp_seconds: 'Unix time of the last successful config load or reload.',
+  rategate_build_info: 'Always 1; the labels say which rategate and which Node.js run.',
+  rategate_store_up:
+    '1 while decisions come from the store: every key has a master, none is failing, each answers as a master (always 1 for memory); 0 while some decisions follow onError.',
+  rategate_upstream_up:
+    '1 while the default upstream accepts TCP connections (checked at most once a second); readiness ignores it unless readiness.upstream is true.',
+  rategate_gateways:
+    'Gateway processes sharing the store (each --workers worker counts), learned from their heartbeats; store.gateways until the store has answered. The local fallback and the leases are sized by it.',
+  rategate_store_node_up:
+    'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',
+  rategate_store_keys: "Buckets held in this process's memory: the memory store's, or the Redis store's local fallback's (bounded by store.maxKeys).",
+  rategate_store_keys_refused_total:
+    'Requests refused 429 because they needed a new bucket and the memory store (or the local fallback) was full (store.maxKeys).',
+  rategate_gateway_responses_total: 'Responses the gateway made itself (not the upstream), by status code.',
+  rategate_upstream_refused_total:
+    'Requests answered without being forwarded because of the upstream pool: queue_timeout (503: no connection free within server.upstreamQueueTimeout), per_ip_cap (429: the client already held server.maxUpstreamConnectionsPerIp).',
+  rategate_upstream_waiting: 'Requests waiting for an upstream connection (every pool).',
+  rategate_slow_bodies_total: 'Request bodies answered 408 for arriving slower than server.minBodyRate over server.minBodyRateGrace.',
+} as const;
+
 export class Metrics {
   readonly registry = new client.Registry();
+  private readonly make = metricMaker(this.registry, HELP);
 
   private readonly ruleCounters = new Map<string, RuleCounters>();
 
-  readonly requests: client.Counter<'rule' | 'decision'> = new client.Counter({
-    name: 'rategate_requests_total',
-    help: 'Requests checked against a rule, by rule and decision (allowed, limited, shadow_limited).',
-    labelNames: ['rule', 'decision'] as const,
-    registers: [this.registry],
-    collect: () => this.flushRuleCounts(),
-  });
-  readonly nearLimit: client.Counter<'rule'> = new client.Counter({
-    name: 'rategate_near_limit_total',
-    help: 'Admitted requests that left their bucket at or below 20% of its limit.',
-    labelNames: ['rule'] as const,
-    registers: [this.registry],
-    collect: () => this.flushRuleCounts(),
-  });
+  readonly requests = this.make.counter('rategate_requests_total', { labelNames: ['rule', 'decision'], collect: () => this.flushRuleCounts() });
+  readonly nearLimit = this.make.counter('rategate_near_limit_total', { labelNames: ['rule'], collect: () => this.flushRuleCounts() });
   /** Observed on every request: FastHistogram, not prom-client's (see histogram.ts). */
-  readonly storeDuration = this.register(
-    new FastHistogram(
-      'rategate_store_duration_seconds',
-      'Time of one store decision (all buckets of a request).',
-      [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
-    ),
+  readonly storeDuration = this.make.histogram(
+    'rategate_store_duration_seconds',
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
   );
-  readonly storeErrors = new client.Counter({
-    name: 'rategate_store_errors_total',
-    help: 'Store calls that failed, by reason.',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
-  readonly storeFallbackActive = new client.Gauge({
-    name: 'rategate_store_fallback_active',
-    help: '1 while the store is failing and its onError policy is in force.',
-    registers: [this.registry],
-  });
-  readonly storeRefundFailures = new client.Counter({
-    name: 'rategate_store_refund_failures_total',
-    help: 'Cross-slot refunds that failed: the charge stays until the bucket window or refill passes it (under-admission, never over).',
-    registers: [this.registry],
-  });
-  readonly storeLocalRejections = new client.Counter({
-    name: 'rategate_store_local_rejections_total',
-    help: 'Requests rejected without the shared store deciding, by source: blocked_cache (a bucket known to be limited until a time) or fallback (the local count of onError: local while the store fails).',
-    labelNames: ['source'] as const,
-    registers: [this.registry],
+  readonly storeErrors = this.make.counter('rategate_store_errors_total', { labelNames: ['reason'] });
+  readonly storeFallbackActive = this.make.gauge('rategate_store_fallback_active');
+  readonly storeRefundFailures = this.make.counter('rategate_store_refund_failures_total');
+  readonly storeLocalRejections = this.make.counter('rategate_store_local_rejections_total', {
+    labelNames: ['source'],
     collect: () => this.flushLocalRejections(),
   });
   /** Observed once per script call, which at load carries many requests. */
-  readonly storeBatchRequests = this.register(
-    new FastHistogram('rategate_store_batch_requests', 'Requests carried by one Redis script call of the batcher.', [1, 2, 4, 8, 16, 32, 64]),
+  readonly storeBatchRequests = this.make.histogram('rategate_store_batch_requests', [1, 2, 4, 8, 16, 32, 64]);
+  readonly upstreamDuration = this.make.histogram(
+    'rategate_upstream_duration_seconds',
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    'status_class',
   );
-  readonly upstreamDuration = this.register(
-    new FastHistogram(
-      'rategate_upstream_duration_seconds',
-      'Time from forwarding a request to the upstream response headers, by status class.',
-      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      'status_class',
-    ),
-  );
-  readonly upstreamErrors = new client.Counter({
-    name: 'rategate_upstream_errors_total',
-    help: 'Upstream failures answered by the gateway, by reason.',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
-  readonly configReloads = new client.Counter({
-    name: 'rategate_config_reloads_total',
-    help: 'Config reloads, by result (success, error).',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
+  readonly upstreamErrors = this.make.counter('rategate_upstream_errors_total', { labelNames: ['reason'] });
+  readonly configReloads = this.make.counter('rategate_config_reloads_total', { labelNames: ['result'] });
   // -- Operations (SPEC §6): reload state, store state and build, for alerts. In `--workers` mode the
   // primary sums series over workers; these say how to combine theirs instead.
-  readonly configLastReloadSuccessful = new client.Gauge({
-    name: 'rategate_config_last_reload_successful',
-    help: '1 when the last config load or reload succeeded, 0 when it was refused (the previous table stays in force).',
-    registers: [this.registry],
-    aggregator: 'min',
-  });
-  readonly configLastReloadSuccessTimestamp = new client.Gauge({
-    name: 'rategate_config_last_reload_success_timestamp_seconds',
-    help: 'Unix time of the last successful config load or reload.',
-    registers: [this.registry],
-    aggregator: 'min',
-  });
-  readonly buildInfo = new client.Gauge({
-    name: 'rategate_build_info',
-    help: 'Always 1; the labels say which rategate and which Node.js run.',
-    labelNames: ['version', 'node'] as const,
-    registers: [this.registry],
-    aggregator: 'first',
-  });
+  readonly configLastReloadSuccessful = this.make.gauge('rategate_config_last_reload_successful', { aggregator: 'min' });
+  readonly configLastReloadSuccessTimestamp = this.make.gauge('rategate_config_last_reload_success_timestamp_seconds', { aggregator: 'min' });
+  readonly buildInfo = this.make.gauge('rategate_build_info', { labelNames: ['version', 'node'], aggregator: 'first' });
   /** Asked at each scrape for rategate_store_up (set by the composition root: a bounded, cached check). */
   storeProbe: (() => Promise<boolean>) | undefined;
-  readonly storeUp: client.Gauge = new client.Gauge({
-    name: 'rategate_store_up',
-    help: '1 while decisions come from the store: every key has a master, none is failing, each answers as a master (always 1 for memory); 0 while some decisions follow onError.',
-    registers: [this.registry],
+  readonly storeUp: client.Gauge = this.make.gauge('rategate_store_up', {
     aggregator: 'min',
     collect: async () => {
       if (this.storeProbe) this.storeUp.set((await this.storeProbe()) ? 1 : 0);
@@ -141,70 +116,31 @@ export class Metrics {
 
   /** Asked at each scrape for rategate_upstream_up (set by the composition root: the readiness probe, cached). */
   upstreamProbe: (() => Promise<boolean>) | undefined;
-  readonly upstreamUp: client.Gauge = new client.Gauge({
-    name: 'rategate_upstream_up',
-    help: '1 while the default upstream accepts TCP connections (checked at most once a second); readiness ignores it unless readiness.upstream is true.',
-    registers: [this.registry],
+  readonly upstreamUp: client.Gauge = this.make.gauge('rategate_upstream_up', {
     aggregator: 'min',
     collect: async () => {
       if (this.upstreamProbe) this.upstreamUp.set((await this.upstreamProbe()) ? 1 : 0);
     },
   });
 
-  readonly gateways = new client.Gauge({
-    name: 'rategate_gateways',
-    help: 'Gateway processes sharing the store (each --workers worker counts), learned from their heartbeats; store.gateways until the store has answered. The local fallback and the leases are sized by it.',
-    registers: [this.registry],
-    aggregator: 'max',
-  });
+  readonly gateways = this.make.gauge('rategate_gateways', { aggregator: 'max' });
 
-  readonly storeNodeUp = new client.Gauge({
-    name: 'rategate_store_node_up',
-    help: 'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',
-    labelNames: ['node'] as const,
-    registers: [this.registry],
-    aggregator: 'min',
-  });
+  readonly storeNodeUp = this.make.gauge('rategate_store_node_up', { labelNames: ['node'], aggregator: 'min' });
 
   /** Asked at each scrape for rategate_store_keys (set by the composition root). */
   storeKeysProbe: (() => number) | undefined;
-  readonly storeKeys: client.Gauge = new client.Gauge({
-    name: 'rategate_store_keys',
-    help: "Buckets held in this process's memory: the memory store's, or the Redis store's local fallback's (bounded by store.maxKeys).",
-    registers: [this.registry],
+  readonly storeKeys: client.Gauge = this.make.gauge('rategate_store_keys', {
     collect: () => {
       if (this.storeKeysProbe) this.storeKeys.set(this.storeKeysProbe());
     },
   });
-  readonly storeKeysRefused = new client.Counter({
-    name: 'rategate_store_keys_refused_total',
-    help: 'Requests refused 429 because they needed a new bucket and the memory store (or the local fallback) was full (store.maxKeys).',
-    registers: [this.registry],
-  });
+  readonly storeKeysRefused = this.make.counter('rategate_store_keys_refused_total');
 
-  readonly gatewayResponses = new client.Counter({
-    name: 'rategate_gateway_responses_total',
-    help: 'Responses the gateway made itself (not the upstream), by status code.',
-    labelNames: ['code'] as const,
-    registers: [this.registry],
-  });
+  readonly gatewayResponses = this.make.counter('rategate_gateway_responses_total', { labelNames: ['code'] });
 
-  readonly upstreamRefused = new client.Counter({
-    name: 'rategate_upstream_refused_total',
-    help: 'Requests answered without being forwarded because of the upstream pool: queue_timeout (503: no connection free within server.upstreamQueueTimeout), per_ip_cap (429: the client already held server.maxUpstreamConnectionsPerIp).',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
-  readonly upstreamWaiting = new client.Gauge({
-    name: 'rategate_upstream_waiting',
-    help: 'Requests waiting for an upstream connection (every pool).',
-    registers: [this.registry],
-  });
-  readonly slowBodies = new client.Counter({
-    name: 'rategate_slow_bodies_total',
-    help: 'Request bodies answered 408 for arriving slower than server.minBodyRate over server.minBodyRateGrace.',
-    registers: [this.registry],
-  });
+  readonly upstreamRefused = this.make.counter('rategate_upstream_refused_total', { labelNames: ['reason'] });
+  readonly upstreamWaiting = this.make.gauge('rategate_upstream_waiting');
+  readonly slowBodies = this.make.counter('rategate_slow_bodies_total');
 
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
   readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();
@@ -259,12 +195,6 @@ export class Metrics {
       refused: (reason) => this.upstreamRefused.labels(reason).inc(),
       waiting: (delta) => this.upstreamWaiting.inc(delta),
     };
-  }
-
-  private register<T extends FastHistogram>(metric: T): T {
-    // prom-client reads a metric through name, help, type, aggregator and get(): FastHistogram has them.
-    this.registry.registerMetric(metric as unknown as client.Metric);
-    return metric;
   }
 
   forRule(name: string): RuleCounters {

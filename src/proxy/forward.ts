@@ -316,16 +316,16 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
 }
 
 /** What a request header is to the upstream copy, by lower-case name: one look-up per header; absent: copied. */
-const HOP = 1;
+const HOP = 1 << 0;
 /** Host (the upstream's, unless `clientHost`), X-Request-Id (replaced), Expect (answered by the gateway: undici refuses to send it). */
-const REBUILT = 2;
-const HOST = 4;
+const REBUILT = 1 << 1;
+const HOST = 1 << 2;
 /** X-Forwarded-* and Forwarded: rebuilt by the gateway (client-ip-headers.ts). */
-const FORWARDING = 8;
+const FORWARDING = 1 << 3;
 /** Client-IP claims other than those: passed from a trusted proxy only. */
-const CLAIM = 16;
-const CONTENT_LENGTH = 32;
-const METHOD_OVERRIDE = 64;
+const CLAIM = 1 << 4;
+const CONTENT_LENGTH = 1 << 5;
+const METHOD_OVERRIDE = 1 << 6;
 const SPECIAL: ReadonlyMap<string, number> = (() => {
   const m = new Map<string, number>();
   const add = (name: string, flag: number) => m.set(name, (m.get(name) ?? 0) | flag);

@@ -8,7 +8,7 @@ import { fromJson, ParamError, type ParamHash } from '../rack-params.js';
 import { startMultipartPeek, type MultipartPeek } from './multipart-peek.js';
 import { ReplayBody } from './replay-body.js';
 import { HeldBytes } from './held-bytes.js';
-import { declaresBody } from '../http/message.js';
+import { declaresBody, onBody } from '../http/message.js';
 import { formValues, valuesOf, type WantedParams } from './request-params.js';
 
 /** How Rails reads a body, from its Content-Type (and method: Rack reads a typeless POST as a form). */
@@ -130,26 +130,6 @@ function jsonTree(text: string): ParamHash | null | 'invalid' {
 }
 
 const ABORTED: BodyPeek = Object.freeze({ kind: 'malformed', status: 400, message: 'Request body was not received in full' });
-
-/**
- * Listens to `req`'s body: each chunk, its end, and an error or a close before the end (an abort).
- * Returns what removes the four listeners again.
- */
-function onBody(req: IncomingMessage, onData: (chunk: Buffer) => void, onEnd: () => void, onAbort: () => void): () => void {
-  const onClose = (): void => {
-    if (!req.complete) onAbort();
-  };
-  req.on('data', onData);
-  req.on('end', onEnd);
-  req.on('error', onAbort);
-  req.on('close', onClose);
-  return () => {
-    req.off('data', onData);
-    req.off('end', onEnd);
-    req.off('error', onAbort);
-    req.off('close', onClose);
-  };
-}
 
 /** A whole body read by the peek, to forward: one chunk. */
 function replayOf(read: Buffer): Readable {

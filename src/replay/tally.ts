@@ -9,6 +9,19 @@ export const HOUR_MS = 3_600_000;
 /** Bad lines named by place in the report; the rest are counted. */
 export const BAD_SAMPLES = 5;
 
+/** One more for `key`. */
+function bump<K>(counts: Map<K, number>, key: K): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+}
+
+/** The `n` keys counted most (ties in key order), each as an operator knows it (displayKey), with its count. */
+function mostCounted(counts: ReadonlyMap<string, number>, n: number): [key: string, count: number][] {
+  return [...counts]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, n)
+    .map(([key, count]) => [displayKey(key), count]);
+}
+
 export class RuleTally {
   counted = 0;
   limited = 0;
@@ -30,15 +43,12 @@ export class RuleTally {
     if (limitedKey === null) return;
     this.limited++;
     h[1]++;
-    this.limitedKeys.set(limitedKey, (this.limitedKeys.get(limitedKey) ?? 0) + 1);
+    bump(this.limitedKeys, limitedKey);
   }
 
   /** The `n` keys limited most, as an operator knows them (displayKey). */
   topKeys(n: number): { key: string; limited: number }[] {
-    return [...this.limitedKeys]
-      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
-      .slice(0, n)
-      .map(([key, limited]) => ({ key: displayKey(key), limited }));
+    return mostCounted(this.limitedKeys, n).map(([key, limited]) => ({ key, limited }));
   }
 }
 
@@ -68,7 +78,7 @@ export class LogTally {
   }
 
   outcome(kind: string): void {
-    this.outcomes.set(kind, (this.outcomes.get(kind) ?? 0) + 1);
+    bump(this.outcomes, kind);
   }
 }
 
@@ -88,15 +98,12 @@ export class BanTally {
 
   start(hour: number, key: string): void {
     this.started++;
-    this.hours.set(hour, (this.hours.get(hour) ?? 0) + 1);
-    this.keys.set(key, (this.keys.get(key) ?? 0) + 1);
+    bump(this.hours, hour);
+    bump(this.keys, key);
   }
 
   /** The `n` keys banned most often, as an operator knows them. */
   topKeys(n: number): { key: string; bans: number }[] {
-    return [...this.keys]
-      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
-      .slice(0, n)
-      .map(([key, bans]) => ({ key: displayKey(key), bans }));
+    return mostCounted(this.keys, n).map(([key, bans]) => ({ key, bans }));
   }
 }

@@ -4,12 +4,13 @@ export type NormalizeResult =
   | { readonly ok: true; readonly path: string; /** Including the leading `?`, or `''`. */ readonly query: string }
   | { readonly ok: false; readonly reason: string };
 
-const SLASH = 0x2f;
-const DOT = 0x2e;
-const PERCENT = 0x25;
-const BACKSLASH = 0x5c;
-const HASH = 0x23;
-const QUESTION = 0x3f;
+// The characters the scans below compare against, by their char codes (computed once, at load).
+const SLASH = '/'.charCodeAt(0);
+const DOT = '.'.charCodeAt(0);
+const PERCENT = '%'.charCodeAt(0);
+const BACKSLASH = '\\'.charCodeAt(0);
+const HASH = '#'.charCodeAt(0);
+const QUESTION = '?'.charCodeAt(0);
 
 /** The reasons are stable strings: the server puts them in the 400 body and tests assert them. */
 export const REJECT = Object.freeze({

@@ -135,7 +135,7 @@ describe('RATEGATE_ADMIN_TOKEN through the command line', () => {
     // An admin listener on every address: the token, not loopback, is what guards it.
     const gw = await spawnServe(
       ['--config', configFile(), '--upstream', fx.upstream.url],
-      { RATEGATE_ADMIN_TOKEN: 'cli-s3cret\n', RATEGATE_LOG_LEVEL: 'silent' },
+      { RATEGATE_ADMIN_TOKEN: 'cli-s3cret\n', RATEGATE_LOG_LEVEL: 'warn' },
       20_000,
       {
         adminHost: '0.0.0.0',

@@ -11,6 +11,7 @@ import { open } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { pause } from '../support/eventually.js';
 
 const SCRIPT = '/usr/bin/script';
 
@@ -58,9 +59,10 @@ async function replayOnTerminal(dir: string, redirects: string): Promise<{ code:
   // Opening a FIFO for writing waits for its reader: the replay has started when this resolves.
   const w = await open(fifo, 'w');
   await w.write(lines(3000, Date.UTC(2026, 10, 21, 14, 0, 0)));
-  await new Promise((r) => setTimeout(r, 600)); // > the progress interval (250 ms): the next batch is shown
+  // Time is the subject: more than the progress interval (250 ms) passes on the command's clock between
+  // two parts, so the second part's first batch is shown. (The writer's close then ends the input.)
+  await pause(600);
   await w.write(lines(3000, Date.UTC(2026, 10, 21, 15, 30, 0)));
-  await new Promise((r) => setTimeout(r, 600));
   await w.close();
   return { code: await exited, terminal };
 }

@@ -104,6 +104,11 @@ describe('defaults', () => {
     }
   });
 
+  it('bans, concurrency and surges may be left empty in YAML too (every entry commented out)', () => {
+    const { config } = parseConfig('bans:\n  # - { name: b }\nconcurrency:\nsurges:\n', 't');
+    expect([config.bans, config.concurrency, config.surges]).toEqual([[], [], []]);
+  });
+
   it('a rule gets the default algorithm, cost and shadow, and a single match becomes a list', () => {
     const [rule] = parseConfig('limits: [{ name: a, match: /a, per: ip, limit: 3, period: 1s }]', 't').config.limits;
     expect(rule).toEqual({

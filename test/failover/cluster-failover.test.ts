@@ -15,12 +15,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keySlot } from '../../src/limiter/redis/slot.js';
+import { eventually } from '../support/eventually.js';
 import { admittedPerWindow, startLoad, type Sample } from '../support/failover-load.js';
 import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, type ReplicatedCluster } from '../support/redis-ha.js';
-import { pause } from '../support/eventually.js';
 
 const LIMIT = 10;
 const TABLE = `limits:
@@ -67,25 +67,21 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
         const [deadIp, ...healthyIps] = ips as [string, string, string];
         // 6 requests every 50 ms: 120 req/s, 20 per second per key and rule (each window sees 40 for a limit of 10).
         const load = startLoad({ gateways: gws.map((g) => g.url), ips, rules: ['loc', 'den'], everyMs: 50 });
-        await pause(4_200); // load phases are the subject: at least one whole 2 s window before the fault: the exact counts to compare with
+        // At least one whole window before the fault: the exact counts to compare with.
+        await load.wholeWindows(1, { periodMs: 2_000 });
         const faultAt = Date.now();
         if (how === 'killed') await victim.kill();
         else victim.freeze();
         // rategate_store_up's answer (decisions come from the store), sampled through the outage.
         const ups: { at: number; up: boolean }[] = [];
-        let polling = true;
-        const poll = (async () => {
-          while (polling) {
-            const up = await gws[0]!.store.reachable();
-            ups.push({ at: Date.now(), up });
-            await pause(100); // the sampler's pace
-          }
-        })();
+        const sampler = setInterval(() => void gws[0]!.store.reachable().then((up) => ups.push({ at: Date.now(), up })), 100);
         const promotedAt = await cluster.promotedAt(replica);
-        await pause(4_000); // the load through the outage and past the promotion
+        // The load through the outage and past the promotion: a whole window decided after it.
+        await load.wholeWindows(1, { periodMs: 2_000, since: promotedAt });
+        // And enough of it to judge by (the volume the report is held to below).
+        await eventually(() => load.samples.length, { what: 'more than 800 requests answered', withinMs: 20_000, until: (n) => n > 800 });
         const samples = await load.stop();
-        polling = false;
-        await poll;
+        clearInterval(sampler);
 
         const report = summarize(samples, { deadIp, healthyIps, faultAt, promotedAt });
         console.log(`cluster failover, ${how} master: ${JSON.stringify(report)}`);

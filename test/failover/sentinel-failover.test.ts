@@ -13,7 +13,7 @@ import { capturingLogger, startTestGateway, type TestGateway } from '../support/
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipCluster } from '../support/redis.js';
 import { startSentinelGroup } from '../support/redis-ha.js';
-import { eventually, pause } from '../support/eventually.js';
+import { eventually } from '../support/eventually.js';
 
 const LIMIT = 10;
 const table = (sentinelPassword: string): string => `limits:
@@ -42,19 +42,21 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
         const ip = '198.51.100.7';
         const load = startLoad({ gateways: gws.map((g) => g.url), ips: [ip], rules: ['loc', 'den'], everyMs: 50 });
         // Phases of load are the subject: whole rate windows before the fault, during it, and after.
-        await pause(3_000);
+        await load.wholeWindows(1, { periodMs: 2_000 });
         const switched = await group.watchSwitch();
         const faultAt = Date.now();
         if (how === 'killed') await group.master.kill();
         else group.master.freeze();
         const promotedAt = await group.promotedAt(group.replica);
         const switchedAt = await switched.at;
-        await pause(2_500); // load through the promotion
+        await load.wholeWindows(1, { periodMs: 2_000, since: promotedAt }); // load through the promotion
         // The old master is back: restarted empty (a master by its own config) or resumed.
         if (how === 'killed') await group.master.restart();
         else group.master.thaw();
         const backAt = Date.now();
-        await pause(3_500); // load with the old master back
+        await load.wholeWindows(1, { periodMs: 2_000, since: backAt }); // load with the old master back
+        // And enough of it to judge by (the volume the report is held to below).
+        await eventually(() => load.samples.length, { what: 'more than 400 requests answered', withinMs: 20_000, until: (n) => n > 400 });
         const samples = await load.stop();
         // Every gateway follows, not only the one the deny traffic reaches (the load's round-robin sends
         // each rule to one gateway): each decides from the store again (the slack: a ping on a loaded machine).

@@ -9,12 +9,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admittedPerWindow, startLoad } from '../support/failover-load.js';
-import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, startSentinelGroup } from '../support/redis-ha.js';
 import { keySlot } from '../../src/limiter/redis/slot.js';
-import { eventually, pause } from '../support/eventually.js';
+import { eventually } from '../support/eventually.js';
 
 const LIMIT = 20;
 const TABLE = `limits:
@@ -85,24 +85,36 @@ describe.skipIf(skipCluster('the shared-again test'))('the failover log line', (
       try {
         gw = await startTestGateway(TABLE, { upstream: upstream.url, store: ha.url, logger });
         const load = startLoad({ gateways: [gw.url], ips: [ha.ip], rules: ['loc'], everyMs: 20 });
-        await pause(1_500); // a phase of load before the fault: time is the subject
+        // A phase of load before the fault: requests the store decided.
+        await eventually(() => load.samples.filter((x) => x.status === 200 || x.status === 429).length, {
+          what: 'requests decided before the fault',
+          until: (n) => n >= 50,
+        });
         await ha.fault(how);
         await ha.promoted();
-        await eventually(() => lines.some((l) => /shared again/.test(l.msg)), { what: 'the store shared again', withinMs: 15_000, everyMs: 50 });
-        await pause(1_500); // and a phase after it
+        const shared = await eventually(() => lines.find((l) => /shared again/.test(l.msg)), {
+          what: 'the store shared again',
+          withinMs: 15_000,
+          everyMs: 50,
+          until: (l) => l !== undefined,
+        });
+        const sharedAt = shared!.time as number;
+        // Each request by its arrival (the line's time less its duration): the fallback decided none after the line.
+        const arrived = (l: LogLine): number => (l.time as number) - (l.ms as number);
+        const accessLines = (): LogLine[] => lines.filter((l) => l.msg === 'request');
+        // And a phase after it: requests the store decided again.
+        await eventually(() => accessLines().filter((l) => arrived(l) > sharedAt && l.decider !== 'fallback').length, {
+          what: 'requests decided by the store after the line',
+          until: (n) => n >= 50,
+        });
         const samples = await load.stop();
 
         const story = lines.filter((l) => l.msg.startsWith('store')).map((l) => l.msg);
-        const shared = lines.find((l) => /shared again/.test(l.msg));
-        expect(shared, story.join('\n')).toBeDefined();
         expect(
           story.some((m) => m.startsWith('store failover:')),
           story.join('\n'),
         ).toBe(true);
-        const sharedAt = shared!.time as number;
-        const access = lines.filter((l) => l.msg === 'request');
-        // Each request by its arrival (the line's time less its duration): the fallback decided none after the line.
-        const arrived = (l: (typeof access)[number]): number => (l.time as number) - (l.ms as number);
+        const access = accessLines();
         const fallbackAfter = access.filter((l) => arrived(l) > sharedAt + 5 && l.decider === 'fallback');
         const storeAfter = access.filter((l) => arrived(l) > sharedAt && l.decider !== 'fallback');
         const fallbackBefore = access.filter((l) => arrived(l) <= sharedAt && l.decider === 'fallback');

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle, skipUnlessOwnRedis } from '../support/redis.js';
 import { capturingLogger, startTestGateway } from '../support/gateway.js';
-import { eventually, pause } from '../support/eventually.js';
+import { eventually } from '../support/eventually.js';
 
 let upstream: RecordingUpstream;
 beforeAll(async () => {
@@ -173,7 +173,12 @@ server: { maxUpstreamConnectionsPerIp: 0 }
         until: (n) => n >= 2,
       });
       // A worker listens before its store connection is up: its first requests would follow onError.
-      await pause(500);
+      // rategate_store_up is summed by min over the workers: 1 once every worker decides from the store.
+      await eventually(async () => (await (await fetch(`${gw.adminUrl}/metrics`)).text()).includes('\nrategate_store_up 1'), {
+        what: 'the store up in both workers',
+        withinMs: 20_000,
+        everyMs: 100,
+      });
       // Its own client: the Redis of this block already holds the previous test's exhausted bucket.
       const counts = await flood([gw.url], 200, (i) => `/api/v2/items/${i}`, '198.51.100.51');
       expect(counts).toEqual({ 200: 50, 429: 150 });

@@ -65,12 +65,12 @@ const metric = async (gw: TestGateway): Promise<string | undefined> =>
  */
 async function until(gws: TestGateway[], on: boolean, withinMs: number): Promise<number> {
   const t0 = Date.now();
-  for (;;) {
-    const states = await Promise.all(gws.map(async (g) => (await metric(g)) === '1'));
-    if (states.every((s) => s === on)) return Date.now() - t0;
-    if (Date.now() - t0 > withinMs) throw new Error(`surge not ${on ? 'on' : 'off'} on every gateway after ${withinMs} ms: ${states.join(', ')}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await eventually(() => Promise.all(gws.map(async (g) => (await metric(g)) === '1')), {
+    what: `the surge ${on ? 'on' : 'off'} on every gateway`,
+    withinMs,
+    until: (states) => states.every((s) => s === on),
+  });
+  return Date.now() - t0;
 }
 
 const said = (lines: LogLine[], re: RegExp): number => lines.filter((l) => re.test(l.msg)).length;

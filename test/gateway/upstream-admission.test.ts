@@ -11,7 +11,6 @@ import { send } from '../support/http.js';
 import { gatewayFixture, SEED_TABLE, startTestGateway } from '../support/gateway.js';
 import { waitFor } from '../support/process.js';
 import { startRecordingUpstream, VERIFY } from '../support/recording-upstream.js';
-import { pause } from '../support/eventually.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
@@ -146,7 +145,7 @@ describe('the per-client cap of upstream connections', () => {
     // While waiting for a connection: the client leaves, the body passes its limit (413), the wait ends (503).
     const pool = await hold(128, 4);
     const gone = await open(upload(ip));
-    await pause(100); // in line for a connection (nothing to wait on: it must wait)
+    await waitFor(async () => (await metric('rategate_upstream_waiting')) === 1, 5000, 'the upload in line for a connection');
     gone.destroy();
     const capped = await answerOf(
       await open(`POST /api/v1/capped HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: ${ip}\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n${'y'.repeat(0x800)}\r\n`),

@@ -4,7 +4,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { capturingLogger, startTestGateway, type TestGateway } from '../support/gateway.js';
-import { pause } from '../support/eventually.js';
+import { eventually } from '../support/eventually.js';
 
 let wss: WebSocketServer;
 let upstreamUrl: string;
@@ -122,11 +122,14 @@ describe('WebSocket upgrades run the same pipeline as plain requests', () => {
   it('refuses an upgrade with 503 once the gateway is draining', async () => {
     gw = await startTestGateway(TABLE, { upstream: upstreamUrl });
     const { port } = new URL(gw.url);
+    const accepted = new Promise<net.Socket>((r) => gw.server.once('connection', r));
     const socket = net.connect(Number(port), '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
     // The head is half sent when the drain starts, so the request is in flight, not an idle connection.
-    socket.write('GET /api/v1/streaming HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n');
-    await pause(50); // the half head read by the gateway: no event says so from outside
+    const half = 'GET /api/v1/streaming HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n';
+    socket.write(half);
+    const inGateway = await accepted;
+    await eventually(() => inGateway.bytesRead >= half.length, { what: 'the half head read by the gateway' });
     const stopped = gw.shutdown(2_000);
     await new Promise((r) => setImmediate(r));
     socket.write('Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
@@ -164,7 +167,11 @@ describe('an upgrade whose client resets during the limit decision', () => {
     const { startRecordingUpstream, VERIFY } = await import('../support/recording-upstream.js');
     const slow = await startRecordingUpstream();
     // The introspection call is slow, so the reset lands while the upgrade waits for its decision.
-    slow.route(VERIFY, (_req, res) => setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"1"}'), 300));
+    let answered = false;
+    slow.route(VERIFY, (_req, res) => {
+      res.once('finish', () => (answered = true));
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"1"}'), 300);
+    });
     try {
       const table = `limits:\n  - { name: streaming, match: GET /api/v1/streaming, per: account, limit: 5, period: 1h }\n`;
       gw = await startTestGateway(table, { upstream: slow.url });
@@ -175,11 +182,11 @@ describe('an upgrade whose client resets during the limit decision', () => {
         'GET /api/v1/streaming HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer user-1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
           'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
       );
-      // Waits that must stay: the reset must land while the upgrade is under way (nothing to await from
-      // the outside), and the check is that nothing happens afterwards (the process stays up).
-      await pause(100);
+      // The reset lands while the upgrade waits for its decision: the introspection call has reached the upstream.
+      await eventually(() => slow.seen.some((s) => s.url.startsWith(VERIFY)), { what: 'the introspection call at the upstream' });
       socket.resetAndDestroy();
-      await pause(400); // nothing must happen after the reset: the process stays up
+      // The decision comes back after the reset: the moment an unhandled error on that socket would surface.
+      await eventually(() => answered, { what: 'the introspection answered after the reset' });
       expect((await fetch(`${gw.url}/healthz-is-not-limited`)).status).toBeGreaterThan(0);
     } finally {
       await slow.close();

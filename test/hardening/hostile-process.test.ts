@@ -170,6 +170,7 @@ describe('the default table', () => {
   it('survives a chunked body that passes server.maxBodySize after the upstream has answered (item 4)', async () => {
     for (const target of ['/api/v1/early', '/api/v1/streaming-early', '/api/v1/early', '/api/v1/streaming-early']) {
       const u = new URL(gw.url);
+      let closed: Promise<unknown> = Promise.resolve();
       const status = await new Promise<number>((resolve) => {
         const r = http.request(
           {
@@ -196,11 +197,12 @@ describe('the default table', () => {
             resolve(res.statusCode ?? 0);
           },
         );
+        closed = new Promise((done) => r.once('close', done));
         r.on('error', () => resolve(0));
         r.write(Buffer.alloc(512, 120));
       });
       expect(status).toBe(200);
-      await pause(50); // the hang-up reaches the gateway: an error it raises must not pass unseen
+      await closed; // the exchange over at both ends: an error the gateway raised on it must not pass unseen
       await expectAlive(gw);
     }
   });
@@ -564,6 +566,12 @@ describe('a full upstream pool (issue 27, item 1)', () => {
     return sockets;
   }
 
+  /** rategate_upstream_waiting: requests in line for an upstream connection. */
+  async function waiting(): Promise<number> {
+    const text = (await answerWithin(gw.adminUrl, '/metrics')).body;
+    return Number(/^rategate_upstream_waiting (\d+)$/m.exec(text)?.[1] ?? NaN);
+  }
+
   /** The process still runs and its admin listener answers (the proxy pool is still full). */
   async function expectRunning(): Promise<void> {
     const why = `gateway output:\n${gw.output().slice(-3000)}`;
@@ -572,7 +580,7 @@ describe('a full upstream pool (issue 27, item 1)', () => {
     expect(gw.child.exitCode, why).toBeNull();
   }
 
-  it('survives a body whose client hangs up after half a second while the request waits for an upstream connection', async () => {
+  it('survives a body whose client hangs up while the request waits for an upstream connection', async () => {
     const holds = await fillPool(61);
     const u = new URL(gw.url);
     const r = http.request({
@@ -585,10 +593,12 @@ describe('a full upstream pool (issue 27, item 1)', () => {
     });
     r.on('error', () => undefined);
     r.write(Buffer.alloc(1000, 120));
-    await pause(500); // the hang-up the finding names: half a second into the body
+    // The hang-up the finding names: while the body waits in line for a connection.
+    await waitFor(async () => (await waiting()) === 1, 10_000, 'the upload in line for a connection');
     r.destroy();
-    // Before issue 27: `Unhandled 'error' event … UpstreamBody`, the process gone within milliseconds.
-    await pause(300); // time for the error to surface (no event to wait for: it must not happen)
+    // Before issue 27: `Unhandled 'error' event … UpstreamBody`, the process gone within milliseconds of
+    // the gateway seeing the hang-up, which it shows by taking the upload out of the line.
+    await waitFor(async () => (await waiting()) === 0, 10_000, 'the upload out of the line');
     await expectRunning();
     release();
     for (const s of holds) s.destroy();

@@ -4,7 +4,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { eventually, pause } from '../support/eventually.js';
+import { eventually } from '../support/eventually.js';
 
 let upstream: RecordingUpstream;
 let gw: TestGateway;
@@ -21,6 +21,10 @@ afterAll(async () => {
   await gw.shutdown(200);
   await upstream.close();
 });
+
+function connections(server: http.Server): Promise<number> {
+  return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+}
 
 function handles(): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -72,8 +76,11 @@ describe('soak', () => {
       });
     // Warm up so pools and caches exist before the baseline.
     for (let i = 0; i < 50; i++) await abortOne();
-    // A wait that stays: the warm-up's sockets close asynchronously on both hops, with no event to await here.
-    await pause(300);
+    // The warm-up's sockets close asynchronously on both hops: the baseline once neither server holds one.
+    await eventually(async () => (await connections(gw.server)) + (await connections(upstream.server)), {
+      what: 'the warm-up connections closed on both hops',
+      until: (n) => n === 0,
+    });
     const baseline = handles();
     global.gc?.();
     const heapBefore = process.memoryUsage().heapUsed;

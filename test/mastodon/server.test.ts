@@ -6,7 +6,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createUpstreamHandler, startUpstream } from '../../src/mastodon/index.js';
 import { appToken, call, newUser, useUpstream } from './support.js';
-import { pause } from '../support/eventually.js';
 
 const server = useUpstream();
 
@@ -158,6 +157,7 @@ describe('startUpstream and createUpstreamHandler', () => {
   it('lets a request in flight finish on close(), then closes its keep-alive connection too', async () => {
     const up = await startUpstream({ port: 0 });
     const user = await newUser(up.url);
+    const inFlight = new Promise((r) => up.server.once('request', r));
     const agent = new http.Agent({ keepAlive: true });
     const req = http.request(`${up.url}/api/v1/statuses`, {
       method: 'POST',
@@ -176,8 +176,8 @@ describe('startUpstream and createUpstreamHandler', () => {
       req.on('error', reject);
     });
     req.write('status=half');
-    // A wait that stays: the half body must be in the server's hands before close() (no event says so).
-    await pause(30);
+    // The request in the server's hands (in flight) before close().
+    await inFlight;
     const started = Date.now();
     const closing = up.close();
     req.end('way');

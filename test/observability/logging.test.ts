@@ -49,6 +49,9 @@ describe('the log level', () => {
     gw.child.kill('SIGTERM');
     expect(await gw.exited).toBe(0);
     expect(accessLines(gw.output())).toEqual([]);
+    // The start-up line stays: it says which ports the process bound (spawnServe asks for port 0).
+    expect(gw.output()).toContain(`"msg":"rategate listening on ${gw.url}, admin on ${gw.adminUrl},`);
+    expect(new URL(gw.url).port).not.toBe('0');
   });
 
   it('stays RATEGATE_LOG_LEVEL over the file’s level after a reload', async () => {

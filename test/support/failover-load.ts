@@ -4,6 +4,7 @@
  * window of its rate-limit bucket, so a test can count what was admitted per key and per window.
  */
 import { Agent, request } from 'undici';
+import { eventually } from './eventually.js';
 
 export interface Sample {
   readonly ip: string;
@@ -22,12 +23,19 @@ export interface Load {
   stop(): Promise<Sample[]>;
   /** Samples so far. */
   readonly samples: readonly Sample[];
+  /**
+   * Resolves once the load has been answered through `n` whole rate windows of `periodMs` begun at or
+   * after `since` (default: the load's start): a phase of load measured in the windows the assertions
+   * count, not in a fixed sleep. Fails if the decisions do not come within `withinMs`.
+   */
+  wholeWindows(n: number, o: { periodMs: number; since?: number; withinMs?: number }): Promise<void>;
 }
 
 /** Every `everyMs`, one request per (ip, rule), round-robin over `gateways`, until stopped. */
 export function startLoad(opts: { gateways: readonly string[]; ips: readonly string[]; rules: readonly string[]; everyMs: number }): Load {
   const agent = new Agent({ connections: 32, headersTimeout: 5_000, bodyTimeout: 5_000 });
   const samples: Sample[] = [];
+  const startedAt = Date.now();
   const inFlight = new Set<Promise<void>>();
   let n = 0;
   const one = (ip: string, rule: string): void => {
@@ -48,6 +56,15 @@ export function startLoad(opts: { gateways: readonly string[]; ips: readonly str
   }, opts.everyMs);
   return {
     samples,
+    async wholeWindows(n, o) {
+      const since = o.since ?? startedAt;
+      await eventually(() => wholeWindowsAnswered(samples, since, o.periodMs), {
+        what: `${n} whole windows answered`,
+        withinMs: o.withinMs ?? 20_000,
+        everyMs: 50,
+        until: (seen) => seen >= n,
+      });
+    },
     async stop() {
       clearInterval(timer);
       await Promise.all([...inFlight]);
@@ -55,6 +72,13 @@ export function startLoad(opts: { gateways: readonly string[]; ips: readonly str
       return samples;
     },
   };
+}
+
+/** Windows begun at or after `since` and over, by the limiter's own answers (200 or 429, with their window's end). */
+function wholeWindowsAnswered(samples: readonly Sample[], since: number, periodMs: number): number {
+  const decided = samples.filter((s) => (s.status === 200 || s.status === 429) && s.resetMs !== undefined);
+  const lastSent = Math.max(0, ...decided.map((s) => s.sentAt));
+  return new Set(decided.map((s) => s.resetMs!).filter((end) => end - periodMs >= since && end <= lastSent)).size;
 }
 
 /** Admitted (200) requests per window for one ip and rule: window end (ms) → count. */

@@ -1,7 +1,6 @@
 /** @module Spawns the real `rategate` command line (through tsx) for ops tests, and waits on its output. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { eventually } from './eventually.js';
-import { freePort } from './servers.js';
 
 export interface GatewayProcess {
   readonly child: ChildProcess;
@@ -13,9 +12,10 @@ export interface GatewayProcess {
 }
 
 /**
- * Runs `rategate serve` on free loopback ports (the admin listener on `adminHost`); resolves once the
- * admin listener answers. The ports are chosen here, not by listening on port 0: the process would
- * report its choice only in its start-up line, which a test may silence (`RATEGATE_LOG_LEVEL`).
+ * Runs `rategate serve` with both listeners on port 0 (the admin one on `adminHost`) and learns the
+ * ports the process bound from its start-up lines (written at info whatever the log level, short of
+ * `silent`); resolves once the admin listener answers. No port is picked before the process binds it,
+ * so no other process can take it in between.
  */
 export async function spawnServe(
   args: string[],
@@ -24,36 +24,49 @@ export async function spawnServe(
   startMs = 60_000,
   opts: { adminHost?: string } = {},
 ): Promise<GatewayProcess> {
-  const port = await freePort();
-  const adminPort = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'src/cli/index.ts',
-      'serve',
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--admin-listen',
-      `${opts.adminHost ?? '127.0.0.1'}:${adminPort}`,
-      ...args,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
-  );
+  if (env.RATEGATE_LOG_LEVEL === 'silent') throw new Error('spawnServe reads the start-up line: a silent log would hide the bound addresses');
+  const listen = ['--listen', '127.0.0.1:0', '--admin-listen', `${opts.adminHost ?? '127.0.0.1'}:0`];
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'serve', ...listen, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const adminUrl = `http://127.0.0.1:${adminPort}`;
-  const state = await eventually(
-    async () => (child.exitCode !== null ? 'exited' : (await fetch(`${adminUrl}/healthz`).catch(() => null))?.ok === true ? 'up' : false),
-    { what: 'the admin listener of `rategate serve`', withinMs: startMs },
-  ).catch((err: Error) => {
+  const ready = async (): Promise<Bound | 'exited' | false> => {
+    if (child.exitCode !== null) return 'exited';
+    const at = boundAddresses(out);
+    return at !== undefined && (await fetch(`${at.adminUrl}/healthz`).catch(() => null))?.ok === true ? at : false;
+  };
+  const state = await eventually(ready, { what: 'the start-up line and admin listener of `rategate serve`', withinMs: startMs }).catch((err: Error) => {
     throw new Error(`gateway did not start (${err.message}): ${out}`);
   });
-  if (state === 'exited') throw new Error(`gateway did not start: ${out}`);
-  return { child, url: `http://127.0.0.1:${port}`, adminUrl, output: () => out, exited };
+  if (state === 'exited' || state === false) throw new Error(`gateway did not start: ${out}`);
+  return { child, url: state.url, adminUrl: state.adminUrl, output: () => out, exited };
+}
+
+interface Bound {
+  readonly url: string;
+  readonly adminUrl: string;
+}
+
+/**
+ * The bound addresses from the JSON start-up lines: `listen` and `admin` of "rategate listening on …";
+ * with --workers, `admin` is the primary's own line ("rategate primary: …") and `listen` a worker's.
+ * An admin on every address (0.0.0.0, ::) is reached over loopback.
+ */
+function boundAddresses(out: string): Bound | undefined {
+  let url: string | undefined;
+  let adminUrl: string | undefined;
+  // Whole lines only: the last one may still be arriving.
+  for (const line of out.split('\n').slice(0, -1)) {
+    if (!line.startsWith('{') || !line.includes('"msg":"rategate ')) continue;
+    const rec = JSON.parse(line) as { listen?: string; admin?: string };
+    if (rec.listen) url ??= rec.listen;
+    if (rec.admin) adminUrl ??= rec.admin.replace(/^http:\/\/(0\.0\.0\.0|\[::\])/, 'http://127.0.0.1');
+  }
+  return url !== undefined && adminUrl !== undefined ? { url, adminUrl } : undefined;
 }
 
 /** Runs `rategate ARGS…` to completion. */

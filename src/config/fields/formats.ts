@@ -1,5 +1,5 @@
 /** @module The value formats of the config schema (durations, sizes, positive integers, account ids, checked strings) as zod builders. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
 import { show } from '../errors.js';
 
@@ -30,6 +30,19 @@ export function duration(minMs: number) {
       }
       return ms;
     });
+}
+
+/**
+ * A list at the top of `limits.yaml` (`limits:`, `bans:`, `concurrency:`, `surges:`): absent, or with
+ * every entry commented out (YAML reads that as null), it is an empty list, not an error.
+ */
+export function tableList<T extends z.ZodType>(item: T, description: string) {
+  return z
+    .array(item)
+    .nullable()
+    .transform((v) => v ?? [])
+    .prefault([])
+    .describe(description);
 }
 
 export const positiveInt = () =>

@@ -2,9 +2,9 @@
  * @module The `bans:` and `concurrency:` sections of `limits.yaml` (SPEC §3.2): kept apart from schema.ts
  * so the attack-day features hook into the table with two lines there.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { show } from '../errors.js';
-import { duration, positiveInt } from './formats.js';
+import { duration, positiveInt, tableList } from './formats.js';
 import type { AccountCondition } from '../../identity/account-facts.js';
 
 /** A rule's `when`, as the schema gives it. */
@@ -57,18 +57,8 @@ export function guardShapes(ruleMatchShape: RuleMatchShape) {
   };
 
   const top = {
-    bans: z
-      .array(z.object(banShape).strict())
-      .nullable()
-      .transform((v) => v ?? [])
-      .prefault([])
-      .describe('Automatic bans (Fail2Ban / Allow2Ban): a key that passes `limit` in `period` is refused 403 for `ban`.'),
-    concurrency: z
-      .array(z.object(concurrencyShape).strict())
-      .nullable()
-      .transform((v) => v ?? [])
-      .prefault([])
-      .describe('In-flight limits: at most `max` requests of one key in flight.'),
+    bans: tableList(z.object(banShape).strict(), 'Automatic bans (Fail2Ban / Allow2Ban): a key that passes `limit` in `period` is refused 403 for `ban`.'),
+    concurrency: tableList(z.object(concurrencyShape).strict(), 'In-flight limits: at most `max` requests of one key in flight.'),
   };
 
   const knownKeys: Record<string, readonly string[]> = {

@@ -2,9 +2,9 @@
  * @module The `surges:` section of `limits.yaml`: stricter limits that switch on by themselves while a
  * rule's instance-wide count passes a threshold (mastodon/mastodon#25032, #20315), and off again.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { show } from '../errors.js';
-import { duration, positiveInt } from './formats.js';
+import { duration, positiveInt, tableList } from './formats.js';
 import { RULE_NAME, ruleShape } from './rule.js';
 
 export const surgeTriggerShape = {
@@ -26,9 +26,7 @@ export const surgeShape = {
     .describe('Rules, as in `limits:`, that count only while the surge is on; their names are unique across every table.'),
 };
 
-export const surgesSection = z
-  .array(z.object(surgeShape).strict())
-  .nullable()
-  .transform((v) => v ?? [])
-  .prefault([])
-  .describe('Surges: stricter limits that switch on while a rule’s instance-wide count passes a threshold, for a while.');
+export const surgesSection = tableList(
+  z.object(surgeShape).strict(),
+  'Surges: stricter limits that switch on while a rule’s instance-wide count passes a threshold, for a while.',
+);
