@@ -67,6 +67,8 @@ export class MemoryStore implements Store {
   /** The sweep's timer: set while the table holds rows (an empty store, such as an idle fallback, has none). */
   private timer: NodeJS.Timeout | undefined;
   private readonly sweepIntervalMs: number;
+  /** read()'s answer, reused (see there). */
+  private readonly scratch: [number, number, number] = [0, 0, 0];
   readonly maxKeys: number;
   private readonly clientChosenMax: number;
   private readonly onFull: ((key: string) => void) | undefined;
@@ -202,13 +204,20 @@ export class MemoryStore implements Store {
     return false;
   }
 
-  /** A row's state, or undefined when absent or expired (an expired row is left for the sweeper). */
+  /**
+   * A row's state, or undefined when absent or expired (an expired row is left for the sweeper). In a
+   * scratch tuple, valid until the next read: evaluate() reads it at once and never hands it back.
+   */
   private read(row: number, now: number): State | undefined {
     if (row < 0) return undefined;
     const at = row * ROW;
     const state = this.table.state;
     if (state[at + 3]! <= now) return undefined;
-    return [state[at]!, state[at + 1]!, state[at + 2]!];
+    const s = this.scratch;
+    s[0] = state[at]!;
+    s[1] = state[at + 1]!;
+    s[2] = state[at + 2]!;
+    return s;
   }
 
   private write(row: number, key: string, e: Evaluation): void {
