@@ -25,7 +25,9 @@ echo "test-image-node: Node $version (the image's runtime major)"
 # The TypeScript build the image runs, compiled and started by that Node.
 "$node_bin" node_modules/typescript/bin/tsc -p tsconfig.build.json
 "$node_bin" scripts/copy-assets.mjs
+"$node_bin" --import tsx scripts/bundle-cli.ts
 "$node_bin" dist/cli/index.js --version >/dev/null
+"$node_bin" dist/cli/index.js check >/dev/null
 # Vitest's forks run on the Node that started it (process.execPath).
 "$node_bin" node_modules/vitest/vitest.mjs run --reporter=default \
   test/gateway test/packaging test/ops test/app test/admin test/cli test/http test/pipeline test/rails test/observability test/mastodon "$@"

@@ -26,8 +26,12 @@ export interface RuleRatesOptions {
   /** The live counters of one rule. */
   readonly counts: (rule: string) => DecisionCounts;
   readonly now?: () => number;
-  /** How often a sample is taken (default 5 s). */
+  /** How often a sample is taken while the rates are read (default 5 s). */
   readonly intervalMs?: number;
+  /** How often a sample is taken while nobody reads them (default 60 s): no timer work every 5 s on an unwatched gateway. */
+  readonly idleIntervalMs?: number;
+  /** How long after the last read the sampling stays at `intervalMs` (default 60 s; the page reads every 3–15 s). */
+  readonly readMs?: number;
   /** The longest window asked (default 5 min): the ring holds this much history and one interval more. */
   readonly historyMs?: number;
 }
@@ -48,6 +52,11 @@ interface RuleRing {
  * Memory is bounded by the rules in force: each holds `slots × 3` numbers (62 slots by default, about
  * 1.5 kB a rule); a rule no longer in force loses its ring at the next sample. The rate's numerator is the
  * live counter, so it moves with every request, not only every sample.
+ *
+ * Sampling is lazy: every `idleIntervalMs` while nobody reads the rates, every `intervalMs` from the
+ * first read on until `readMs` after the last. A first read after a quiet spell takes its baseline from
+ * the coarse samples (a window up to one idle interval longer; `seconds` says how long); it is exact
+ * again once the fine samples cover the window.
  */
 export class RuleRates {
   private readonly slots: number;
@@ -56,26 +65,52 @@ export class RuleRates {
   /** Samples taken so far; the next goes to slot `seq % slots`. */
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  /** The interval the timer was set with: `intervalMs` while read, else `idleIntervalMs`. */
+  private every = 0;
+  /** When the rates were last read (−Infinity: never). */
+  private readAt = -Infinity;
   private readonly now: () => number;
   private readonly intervalMs: number;
+  private readonly idleIntervalMs: number;
+  private readonly readMs: number;
 
   constructor(private readonly opts: RuleRatesOptions) {
     this.now = opts.now ?? Date.now;
     this.intervalMs = opts.intervalMs ?? 5_000;
+    this.idleIntervalMs = Math.max(this.intervalMs, opts.idleIntervalMs ?? 60_000);
+    this.readMs = opts.readMs ?? 60_000;
     this.slots = Math.ceil((opts.historyMs ?? WINDOWS_MS['5m']) / this.intervalMs) + 2;
     this.times = new Float64Array(this.slots);
     this.sample();
   }
 
-  /** Samples every interval until stop(); the timer never keeps the process alive. */
+  /** Samples until stop(), at the cadence reads call for; the timer never keeps the process alive. */
   start(): void {
-    this.timer ??= setInterval(() => this.sample(), this.intervalMs);
-    this.timer.unref();
+    if (this.running) return;
+    this.running = true;
+    this.schedule();
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.running = false;
+    clearTimeout(this.timer);
     this.timer = undefined;
+  }
+
+  /** The current cadence: fine while the rates were read within `readMs`. */
+  private cadence(): number {
+    return this.now() - this.readAt < this.readMs ? this.intervalMs : this.idleIntervalMs;
+  }
+
+  private schedule(): void {
+    clearTimeout(this.timer);
+    this.every = this.cadence();
+    this.timer = setTimeout(() => {
+      this.sample();
+      this.schedule();
+    }, this.every);
+    this.timer.unref();
   }
 
   /** Takes one sample of every rule in force now (the timer calls it; tests call it after moving the clock). */
@@ -98,9 +133,12 @@ export class RuleRates {
 
   /** The rule's rates over the window, or zeros for a rule not sampled yet. */
   rates(rule: string, window: RateWindow): DecisionRates {
+    const now = this.now();
+    this.readAt = now;
+    // Read while sampling coarsely: fine samples from now on (the coarse ones give this read its baseline).
+    if (this.running && this.every !== this.intervalMs) this.schedule();
     const ring = this.rings.get(rule);
     if (ring === undefined) return { allowed: 0, limited: 0, shadowLimited: 0, seconds: 0 };
-    const now = this.now();
     const from = this.baseline(ring, now - WINDOWS_MS[window]);
     const at = (from % this.slots) * FIELDS;
     // Under a second of history would turn one request into a burst of hundreds per second.

@@ -2,10 +2,19 @@
 /**
  * @module The command line's entry: reads the command and loads only that command's modules (`--version`
  * and `check` never load the gateway, its HTTP client or Redis). The only place that calls process.exit.
- * The commands: serve.ts (`serve`, `upstream`), table-commands.ts (`check`, `explain`), guard.ts
+ * The commands: serve.ts (`serve`, `upstream`), check.ts (`check`, run from its bundle after a build), table-commands.ts (`explain`), guard.ts
  * (`block`, `exempt`, `bans`, `limited`), replay.ts (`replay`).
  */
+import { fileURLToPath } from 'node:url';
 import { USAGE } from './usage.js';
+
+type CheckModule = typeof import('./check.js');
+
+/** The build's bundle of `check` (one file and its code cache: bundled.ts), or its module when running from the sources. */
+async function checkCommand(): Promise<CheckModule> {
+  const { runBundle } = await import('./bundled.js');
+  return runBundle<CheckModule>(fileURLToPath(new URL('./check.bundle.cjs', import.meta.url)))?.exports ?? (await import('./check.js'));
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -15,7 +24,7 @@ async function main(argv: string[]): Promise<number> {
     case 'upstream':
       return (await import('./serve.js')).upstream(rest);
     case 'check':
-      return (await import('./table-commands.js')).check(rest);
+      return (await checkCommand()).check(rest);
     case 'explain':
       return (await import('./table-commands.js')).explainCommand(rest);
     case 'replay':

@@ -1,29 +1,8 @@
-/** @module The commands that read a limit table offline, without starting anything: `check` and `explain`. */
+/** @module `rategate explain`: which rules a request would be counted by, read offline from a limit table (`check` has its own module, check.ts). */
 import { ConfigError } from '../config/errors.js';
-import { formatRulesTable, formatSummary } from '../config/describe.js';
 import { loadConfigFile } from '../config/load.js';
-import { CONFIG_FLAG, configPath, overridesFrom, parseCommand, reportConfigError } from './options.js';
+import { CONFIG_FLAG, configPath, parseCommand, reportConfigError } from './options.js';
 import { USAGE } from './usage.js';
-
-export async function check(args: string[]): Promise<number> {
-  // `rategate check FILE` reads as naturally as `--config FILE`; one file either way.
-  const { values, positionals } = parseCommand(args, CONFIG_FLAG);
-  if (values.help) return (console.log(USAGE), 0);
-  if (positionals.length > 1 || (positionals.length === 1 && values.config !== undefined)) {
-    console.error(`rategate: check takes one config file (got ${[values.config, ...positionals].filter(Boolean).join(', ')})\n\n${USAGE}`);
-    return 1;
-  }
-  const file = positionals[0] ?? configPath(values);
-  try {
-    // Exactly what serve would load: the same file with the same RATEGATE_* overrides.
-    const snapshot = await loadConfigFile(file, overridesFrom(values));
-    console.log(formatRulesTable(snapshot));
-    console.log(formatSummary(snapshot));
-    return 0;
-  } catch (err) {
-    return reportConfigError(err);
-  }
-}
 
 /** Which rules a request would be counted by, and why the others would not count it. */
 export async function explainCommand(args: string[]): Promise<number> {

@@ -1,6 +1,6 @@
 /** @module ConfigError and the wording of config errors: every message is `path: what is wrong`. */
 import { RategateError } from '../errors.js';
-import type { z } from 'zod';
+import type * as z from 'zod';
 
 /** Thrown for any problem with a config; `errors` holds every problem found, each with its place. */
 export class ConfigError extends RategateError {

@@ -1,7 +1,7 @@
 /** @module YAML text → validated, compiled, deep-frozen Snapshot; every error reported at once. */
 import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { buildSnapshot } from './compile.js';
 import { ConfigError, ConfigFileUnreadable, configErrorMap, formatPath, unknownKeyMessage, whyUnreadable, type PathIssue, type PathItem } from './errors.js';
 import { crossFieldIssues } from './cross-field.js';

@@ -1,5 +1,5 @@
 /** @module The zod schema of `limits.yaml` (SPEC §3): its sections, defaults and the TS types derived from it; one limit rule lives in fields/rule.ts, value formats in fields/formats.ts, checks across fields in cross-field.ts. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { GATEWAY_ERRORS } from '../http/errors.js';
 import { show, type PathItem } from './errors.js';
 import { accountId, checked, duration, positiveInt, size, tableList } from './fields/formats.js';

@@ -63,9 +63,13 @@ export class Guard {
     return this.state.sync();
   }
 
-  /** Whether the table has ban rules: a shared state then follows changes continuously, else only when woken. */
+  /**
+   * The table was loaded or reloaded. `bans`: whether it has ban rules (or surges): a shared state then
+   * follows changes continuously, else only when woken. Surges watch only while the table has some.
+   */
   rulesInUse(bans: boolean): void {
     this.state.follow(bans);
+    this.surges?.configured();
   }
 
   /** Every live entry (admin lists). */

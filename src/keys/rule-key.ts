@@ -58,6 +58,12 @@ class SingleKey implements RuleKey {
   readonly missingIp = false;
   /** `ip:`: the tag without its value, built once. */
   private readonly prefix: string;
+  /**
+   * The last value read and its tag: a client seen again (its value the same string, from the identity
+   * caches) gets the same tag string, so the bucket built from it can be reused too (policy.ts bucketsFor).
+   * A holder of its own: the key is frozen (shallowly), its memo is not.
+   */
+  private readonly last: { value: string | null; tag: string } = { value: null, tag: '' };
 
   constructor(private readonly part: KeyPart) {
     this.parts = Object.freeze([part]);
@@ -70,7 +76,10 @@ class SingleKey implements RuleKey {
   tag(facts: KeyFacts): string | null {
     const value = this.part.spec.read(this.part.arg, facts);
     if (value === null) return null;
-    return value === '' ? this.part.spec.tag : this.prefix + value;
+    const last = this.last;
+    if (value === last.value) return last.tag;
+    last.value = value;
+    return (last.tag = value === '' ? this.part.spec.tag : this.prefix + value);
   }
 }
 

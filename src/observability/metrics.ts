@@ -7,6 +7,14 @@ import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
 import { VERSION } from './version.js';
 import { ADMISSION_REFUSALS, type AdmissionObserver } from '../proxy/admission.js';
 
+/**
+ * How often the event-loop delay histogram (prom-client's `nodejs_eventloop_lag_{min,max,mean,p50,p90,p99}_seconds`)
+ * samples, in ms. prom-client's default is 10: a timer waking an idle gateway 100 times a second. A
+ * stall that spans a sample is recorded whatever the interval; `nodejs_eventloop_lag_seconds` is
+ * measured at each scrape and does not depend on it.
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 /** The values of rategate_requests_total's `decision` label. */
 export const DECISIONS = ['allowed', 'limited', 'shadow_limited'] as const;
 export type Decision = (typeof DECISIONS)[number];
@@ -155,7 +163,7 @@ export class Metrics {
   private readonly localRejectionsExported: Record<LocalRejectionSource, number> = { blocked_cache: 0, fallback: 0 };
 
   constructor(opts: { collectDefault?: boolean } = {}) {
-    if (opts.collectDefault ?? true) client.collectDefaultMetrics({ register: this.registry });
+    if (opts.collectDefault ?? true) client.collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
     // Known label values start at 0, so an alert on increase() sees the first event.
     for (const source of ['blocked_cache', 'fallback'] as const) this.storeLocalRejections.inc({ source }, 0);
     for (const reason of [...STORE_ERROR_REASONS, 'circuit_open']) this.storeErrors.inc({ reason }, 0);

@@ -74,12 +74,17 @@ export class Gateway {
     // One id per request: forwarded upstream, and on its access-log line however the exchange ends.
     const id = requestId(req);
     this.opts.bodyRate?.watch(req, res);
-    this.forward(req, res, id, started).catch((err: unknown) => {
-      // A bug must cost one request, never the process.
-      if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
-      else res.destroy();
-      this.logFailure(req, id, err, started);
-    });
+    // No promise unless a stage waited: a request decided without I/O is forwarded in this same turn.
+    try {
+      const screened = screen(this.ctx, this.viewOf(req), req, res, (release) => whenDone(res, req, release));
+      if (!(screened instanceof Promise)) return this.forward(req, res, id, started, screened);
+      screened.then(
+        (s) => this.forward(req, res, id, started, s),
+        (err: unknown) => this.failed(req, res, id, err, started),
+      );
+    } catch (err) {
+      this.failed(req, res, id, err, started);
+    }
   };
 
   readonly handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
@@ -98,34 +103,52 @@ export class Gateway {
     this.opts.routes?.closeTunnels();
   }
 
-  private async forward(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number): Promise<void> {
-    const view = this.viewOf(req);
-    const screened = screen(this.ctx, view, req, res, (release) => whenDone(res, req, release));
-    const s = screened instanceof Promise ? await screened : screened;
-    const d = s.decision;
-    // Answered while the stages ran: a body too slow (http/body-rate.ts).
-    if (res.headersSent) return this.finish(req, id, s, { status: res.statusCode, result: undefined }, started);
-    if (!d.admit) {
-      // A request body the gateway will not read: answering early closes the connection, not drains it.
-      const close = d === SHUTTING_DOWN || d === TOO_LARGE || d === CONNECTION_FRAMING || (!req.complete && declaresBody(req));
-      respondJson(res, d.status, d.body!, d.headers, close);
-      return this.finish(req, id, s, { status: d.status, result: undefined }, started);
+  /** The ending of a screened request: its refusal written, or the exchange with the upstream. Never throws. */
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened): void {
+    try {
+      const d = s.decision;
+      // Answered while the stages ran: a body too slow (http/body-rate.ts).
+      if (res.headersSent) return this.finish(req, id, s, { status: res.statusCode, result: undefined }, started);
+      if (!d.admit) {
+        // A request body the gateway will not read: answering early closes the connection, not drains it.
+        const close = d === SHUTTING_DOWN || d === TOO_LARGE || d === CONNECTION_FRAMING || (!req.complete && declaresBody(req));
+        respondJson(res, d.status, d.body!, d.headers, close);
+        return this.finish(req, id, s, { status: d.status, result: undefined }, started);
+      }
+      // Routed by the method it was counted as (Rack's override applied), as the upstream's Rails routes it.
+      const forwarder = this.opts.routes?.pick(s.view.method, s.view.path)?.forwarder ?? this.opts.forwarder;
+      const forwarded = forwardedHeaders(req, s.view.peer, id, s.view);
+      continueNow(req, res);
+      const out = {
+        pathAndQuery: s.target,
+        forwarded,
+        extraHeaders: d.headers,
+        dropUpstreamRateLimitHeaders: d.matched,
+        maxBodySize: s.maxBody,
+        body: s.body,
+        dropOverrideHeader: s.dropOverrideHeader,
+        clientKey: s.view.client.key,
+      };
+      forwarder.send(req, res, out, (result) => this.forwarded(req, res, id, started, s, result));
+    } catch (err) {
+      this.failed(req, res, id, err, started);
     }
-    // Routed by the method it was counted as (Rack's override applied), as the upstream's Rails routes it.
-    const forwarder = this.opts.routes?.pick(s.view.method, s.view.path)?.forwarder ?? this.opts.forwarder;
-    const forwarded = forwardedHeaders(req, s.view.peer, id, s.view);
-    continueNow(req, res);
-    const result = await forwarder.forward(req, res, {
-      pathAndQuery: s.target,
-      forwarded,
-      extraHeaders: d.headers,
-      dropUpstreamRateLimitHeaders: d.matched,
-      maxBodySize: s.maxBody,
-      body: s.body,
-      dropOverrideHeader: s.dropOverrideHeader,
-      clientKey: s.view.client.key,
-    });
-    this.finish(req, id, s, { status: result.status, result }, started);
+  }
+
+  /** The upstream's answer is on its way to the client (or the exchange failed): recorded, never thrown from (undici calls this). */
+  private forwarded(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened, result: ForwardResult): void {
+    try {
+      this.finish(req, id, s, { status: result.status, result }, started);
+    } catch (err) {
+      this.failed(req, res, id, err, started);
+    }
+  }
+
+  /** A bug must cost one request, never the process. */
+  private failed(req: http.IncomingMessage, res: http.ServerResponse, id: string, err: unknown, started: number): void {
+    if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
+    else res.destroy();
+    this.logFailure(req, id, err, started);
   }
 
   private async tunnel(req: http.IncomingMessage, socket: Duplex, head: Buffer, id: string, started: number): Promise<void> {

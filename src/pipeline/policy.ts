@@ -62,6 +62,15 @@ export interface RequestPolicy {
   readonly accountReadsToken: boolean;
   /** Largest request body for (method, path), in bytes; Infinity for no limit. */
   maxBodySize(method: string, path: string): number;
+  /** Per rule index: the bucket last built for it (bucketsFor), reused while the same client comes again. */
+  readonly lastBuckets: (LastBucket | undefined)[];
+}
+
+/** A rule's last bucket: its tag and the rule (or override) it counts under, and the spec built for them. */
+interface LastBucket {
+  readonly tag: string;
+  readonly rule: CompiledRule;
+  readonly spec: BucketSpec;
 }
 
 /** One override's clients, compiled for lookups. */
@@ -126,6 +135,7 @@ export function buildRequestPolicy(
     wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...params, ...whenQueryNames([...snapshot.rules, ...guardRules(guard)])]),
     paramPeekBytes: cfg.server.paramPeekBytes,
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
+    lastBuckets: snapshot.rules.map(() => undefined),
   };
 }
 
@@ -256,20 +266,31 @@ export function bucketsFor(
       continue;
     }
     let effective = rule;
-    let prefix = policy.keyPrefix[rule.index]!;
+    let j = -1;
     if (rule.overrides.length > 0) {
-      const j = overrideFor(policy.overrides[rule.index]!, who.client.address, who.accountKey, tag);
-      if (j >= 0) {
-        prefix = policy.overridePrefix[rule.index]![j]!;
-        effective = rule.overrides[j]!.rule;
-      }
+      j = overrideFor(policy.overrides[rule.index]!, who.client.address, who.accountKey, tag);
+      if (j >= 0) effective = rule.overrides[j]!.rule;
     }
-    const key = bucketKey(prefix, tag);
-    specs.push(bucketSpec(policy, effective, key));
+    const spec = specOf(policy, rule.index, effective, tag, j);
+    specs.push(spec);
     used.push(effective);
-    if (trace !== null) trace.counted(rule, effective, tag, key);
+    if (trace !== null) trace.counted(rule, effective, tag, spec.key);
   }
   return { specs, rules: used };
+}
+
+/**
+ * The bucket of rule `index` (or its override `j`) for `tag`: the last one built when the tag and rule
+ * are the same, so a client seen again costs no key string (the stores hash a fresh key on every look-up).
+ * Specs are never changed once built, so sharing one across requests is safe.
+ */
+function specOf(policy: RequestPolicy, index: number, effective: CompiledRule, tag: string, j: number): BucketSpec {
+  const last = policy.lastBuckets[index];
+  if (last !== undefined && last.tag === tag && last.rule === effective) return last.spec;
+  const prefix = j >= 0 ? policy.overridePrefix[index]![j]! : policy.keyPrefix[index]!;
+  const spec = bucketSpec(policy, effective, bucketKey(prefix, tag));
+  policy.lastBuckets[index] = { tag, rule: effective, spec };
+  return spec;
 }
 
 /** The first override naming this client (by its address, its account, or its key's tag), or -1. */

@@ -90,7 +90,15 @@ export class Forwarder {
    * undici, ending the process (issue 18).
    */
   forward(req: http.IncomingMessage, res: http.ServerResponse, out: ForwardRequest): Promise<ForwardResult> {
-    return new Promise((resolve) => new Exchange(this, req, res, out, resolve).start());
+    return new Promise((resolve) => this.send(req, res, out, resolve));
+  }
+
+  /**
+   * forward() with a callback, called once with the result, as forward() resolves: the request path
+   * takes no promise hop. `done` must not throw (undici calls it from its parser's callbacks).
+   */
+  send(req: http.IncomingMessage, res: http.ServerResponse, out: ForwardRequest, done: (r: ForwardResult) => void): void {
+    new Exchange(this, req, res, out, done).start();
   }
 
   close(): Promise<void> {

@@ -22,6 +22,11 @@ interface Entry {
 
 interface Node {
   readonly literals: Map<string, Node>;
+  /**
+   * The literals again as a list when there are few: a segment is then found by comparing it in place,
+   * without slicing a fresh string for the Map to hash (most nodes of a table have one to a few children).
+   */
+  few: (readonly [string, Node])[] | null;
   param: Node | null;
   /** Patterns that end exactly here. */
   readonly end: Entry[];
@@ -34,7 +39,7 @@ interface Node {
 }
 
 function newNode(): Node {
-  return { literals: new Map(), param: null, end: [], rest: [], formatEnd: [], formatChildren: false };
+  return { literals: new Map(), few: null, param: null, end: [], rest: [], formatEnd: [], formatChildren: false };
 }
 
 const EMPTY: readonly never[] = Object.freeze([]);
@@ -77,7 +82,7 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
     let end = path.indexOf('/', pos);
     if (end < 0) end = path.length;
     if (node.literals.size > 0) {
-      const next = node.literals.get(path.slice(pos, end));
+      const next = node.few !== null ? literalAt(node.few, path, pos, end) : node.literals.get(path.slice(pos, end));
       if (next !== undefined) visit(next, path, end + 1);
       // `password(.:format)` and a last segment `password.json`: the format is what follows the last
       // dot (Rails' :format takes no dot), the stem must be non-empty and the format too.
@@ -120,7 +125,23 @@ function buildTrie(rules: readonly MatchableRule[]): Node {
   rules.forEach((rule, index) => {
     for (const source of rule.patterns) insertPattern(root, source, index);
   });
+  listFew(root);
   return root;
+}
+
+/** Nodes with at most this many literal children compare a segment in place (matcher `few`). */
+const FEW_LITERALS = 4;
+
+function listFew(node: Node): void {
+  if (node.literals.size > 0 && node.literals.size <= FEW_LITERALS) node.few = [...node.literals];
+  for (const child of node.literals.values()) listFew(child);
+  if (node.param !== null) listFew(node.param);
+}
+
+/** The child whose literal is `path[pos, end)`, compared in place. */
+function literalAt(few: readonly (readonly [string, Node])[], path: string, pos: number, end: number): Node | undefined {
+  for (const [literal, child] of few) if (literal.length === end - pos && path.startsWith(literal, pos)) return child;
+  return undefined;
 }
 
 function insertPattern(root: Node, source: string, index: number): void {

@@ -68,13 +68,22 @@ export class Surges {
   private readonly pending = new Map<string, number>();
   private byRule: ReadonlyMap<string, readonly SurgeConfig[]> = new Map();
   private indexed: readonly SurgeConfig[] | undefined;
-  private readonly timer: NodeJS.Timeout;
+  /** The watch's timer: set only while the table has surges (a table without any costs no timer). */
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: SurgeSetup) {
     // The guard's clock: its entries (the surges among them) expire by it.
     this.now = o.guard.now;
-    this.timer = setInterval(() => this.watch(), WATCH_MS);
-    this.timer.unref();
+    this.configured();
+  }
+
+  /** The table was loaded or reloaded: watch while it has surges, not otherwise. */
+  configured(): void {
+    const want = this.o.config().surges.length > 0;
+    if (want && this.timer === undefined) {
+      this.timer = setInterval(() => this.watch(), WATCH_MS);
+      this.timer.unref();
+    } else if (!want && this.timer !== undefined) this.close();
   }
 
   /** Whether the surge is on now (the request path: one lookup). */
@@ -222,5 +231,6 @@ export class Surges {
 
   close(): void {
     clearInterval(this.timer);
+    this.timer = undefined;
   }
 }

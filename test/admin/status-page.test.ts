@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
 import { RuleRates, type DecisionCounts } from '../../src/admin/rates.js';
 import { MAX_RELOADS, ReloadHistory } from '../../src/admin/reloads.js';
@@ -124,6 +124,34 @@ describe('the rates of the status page', () => {
     t.advance(10_000);
     t.counts('c').allowed += 30;
     expect(t.rates.rates('c', '5m')).toEqual({ allowed: 3, limited: 0, shadowLimited: 0, seconds: 10 });
+  });
+
+  it('samples once a minute while nobody reads the rates, every 5 s from a read on until a minute after the last', () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    try {
+      const t0 = Date.now();
+      let samples = 0;
+      const live = (): DecisionCounts => ({ allowed: ((Date.now() - t0) / 1000) * 10, limited: 0, shadowLimited: 0 });
+      const rates = new RuleRates({ rules: () => (samples++, ['a']), counts: live });
+      rates.start();
+      const taken = (ms: number): number => {
+        const before = samples;
+        vi.advanceTimersByTime(ms);
+        return samples - before;
+      };
+      expect(taken(330_000)).toBe(5);
+      // The first read takes its baseline from the coarse samples, and says over how long.
+      expect(rates.rates('a', '1m')).toEqual({ allowed: 10, limited: 0, shadowLimited: 0, seconds: 90 });
+      expect(taken(65_000)).toBe(12);
+      expect(rates.rates('a', '1m')).toEqual({ allowed: 10, limited: 0, shadowLimited: 0, seconds: 60 });
+      // Unread for a minute: back to one sample a minute.
+      expect(taken(120_000)).toBe(13);
+      expect(taken(600_000)).toBe(10);
+      rates.stop();
+      expect(taken(600_000)).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('keeps the last reloads only, newest first', () => {

@@ -3,6 +3,7 @@
  * surge on both within 1 s, its stricter rules (1 sign-up per IP per day, an instance-wide daily cap)
  * apply, it ends by itself, and the admin API starts and ends it (audited); the metric and the log say so.
  */
+import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { explain } from '../../src/cli/explain.js';
@@ -146,6 +147,25 @@ describe.skipIf(noRedis)('a sign-up surge over two gateways on one Redis', () =>
     await eventually(() => expect(said(logs[1]!.lines, /^surge sign-up-wave off \(ended early\)/)).toBe(1), { withinMs: 1000, what: 'the early-end line' });
     // Both gateways are alive and answer.
     for (const g of gws) expect((await fetch(`${g.adminUrl}/readyz`)).status).toBe(200);
+  });
+});
+
+describe('surges added by a reload', () => {
+  it('are watched from the reload on: a surge that ends by itself is logged off, on the memory store too', async () => {
+    const upstream = await startRecordingUpstream();
+    const { logger, lines } = capturingLogger('info');
+    const noSurges = TABLE.slice(0, TABLE.indexOf('surges:'));
+    const gw = await startTestGateway(noSurges, { upstream: upstream.url, logger });
+    try {
+      writeFileSync(gw.configPath, TABLE);
+      expect(await gw.reload()).toBe(true);
+      expect((await fetch(`${gw.adminUrl}/admin/surges/sign-up-wave/start?for=1s`, { method: 'POST' })).status).toBe(200);
+      // Only the watch's timer sees a surge's time run out.
+      await eventually(() => expect(said(lines, /^surge sign-up-wave off \(its time is up\)/)).toBe(1), { withinMs: 3000, what: 'the off line' });
+    } finally {
+      await gw.shutdown(200);
+      await upstream.close();
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from '../../src/limiter/memory/store.js';
 import { FakeClock } from '../support/clock.js';
 import { storeContract, throughConsumeLocal } from './store.contract.js';
@@ -19,6 +19,37 @@ describe('the memory store', () => {
     expect(store.size).toBe(4000);
     for (let i = 0; i < 5; i++) store.sweepStep();
     expect(store.size).toBe(0);
+  });
+
+  it('keeps a sweep timer only while it holds buckets: none while empty (an idle fallback), none again once all expired', () => {
+    vi.useFakeTimers({ now: 0 });
+    try {
+      const bucket = (key: string) => ({
+        key,
+        limit: 5,
+        periodMs: 1000,
+        algorithm: 'fixed-window' as const,
+        cost: 1,
+        shadow: false,
+        onError: 'local' as const,
+      });
+      const store = new MemoryStore({ sweepIntervalMs: 250 });
+      expect(vi.getTimerCount()).toBe(0);
+      store.consumeSync([bucket('a')]);
+      store.consumeSync([bucket('a'), bucket('b')]);
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(750);
+      expect(store.size).toBe(2);
+      vi.advanceTimersByTime(250);
+      expect(store.size).toBe(0);
+      expect(vi.getTimerCount()).toBe(0);
+      store.consumeSync([bucket('c')]);
+      expect(vi.getTimerCount()).toBe(1);
+      void store.close();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('keeps buckets whose window is still open when sweeping', () => {

@@ -223,6 +223,37 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     expect((await s.peek(b)).limited).toBe(true);
   });
 
+  it('reloads the batch script too: a batch sent after SCRIPT FLUSH is answered, every call counted once', async () => {
+    const s = await store();
+    const bs = [spec({ limit: 3 }), spec({ limit: 3 }), spec({ limit: 3 })];
+    await s.consume([bs[0]!]);
+    await admin.script('FLUSH');
+    const before = s.batchesSent;
+    const outs = await Promise.all(bs.map((b) => s.consume([b])));
+    expect(s.batchesSent - before).toBe(1);
+    expect(outs.map((o) => o.buckets[0]!.remaining)).toEqual([1, 2, 2]);
+  });
+
+  it('loads its scripts as it connects: the first calls are EVALSHA, never a NOSCRIPT round trip', async () => {
+    await admin.config('RESETSTAT');
+    await admin.script('FLUSH');
+    const s = await store();
+    await s.consume([spec()]);
+    await Promise.all([spec(), spec()].map((b) => s.consume([b])));
+    const info = await admin.info('commandstats');
+    expect(info).not.toMatch(/^cmdstat_eval:/m);
+    expect(info).toMatch(/^cmdstat_evalsha:calls=2,.*failed_calls=0/m);
+  });
+
+  it('counts keys with characters beyond ASCII under their own bytes (a header or claim value)', async () => {
+    const s = await store();
+    const a = { ...spec({ limit: 2 }), key: `t:{hdr:${'é'.repeat(3)}✓}` };
+    const b = { ...spec({ limit: 2 }), key: `t:{hdr:${'e'.repeat(3)}✓}` };
+    expect((await s.consume([a])).buckets[0]!.remaining).toBe(1);
+    expect((await s.consume([a, b])).buckets.map((x) => x.remaining)).toEqual([0, 1]);
+    expect(await admin.exists(`rgtest:${a.key}`)).toBe(1);
+  });
+
   it('rejects with a StoreTimeoutError once the timeout passes when Redis does not answer, and works again after', async () => {
     const s = await store({ timeoutMs: 100 });
     const b = spec();

@@ -49,4 +49,20 @@ describe('bucketsFor', () => {
     expect(names(named)[0]).toBe('by-ip:100');
     expect(named.specs[0]!.key).not.toBe(plain.specs[0]!.key);
   });
+
+  it('gives a client seen again the same buckets, reused, and each other client its own', () => {
+    const a = { account: 'a:42', headers: { 'x-app-id': 'app-1' } };
+    const first = bucketsFor(policy, rules, who(a));
+    const again = bucketsFor(policy, rules, who(a));
+    // Reused: no key string is built for a client seen last (the stores hash a fresh one on each look-up).
+    again.specs.forEach((s, i) => expect(s).toBe(first.specs[i]));
+    const other = bucketsFor(policy, rules, who({ ip: '198.51.100.2', account: 'a:43', headers: { 'x-app-id': 'app-2' } }));
+    expect(other.specs.map((s) => s.key).slice(0, 2)).toEqual(['by-ip:{ip:198.51.100.2}', 'by-account:{acct:a:43}']);
+    other.specs.forEach((s, i) => expect(s.key).not.toBe(first.specs[i]!.key));
+    // The same IP under an override, then without: each time its own rule's bucket.
+    const named = bucketsFor(policy, rules, who({ ip: '192.0.2.7' }));
+    const plain = bucketsFor(policy, rules, who({ ip: '192.0.2.7', account: 'a:42' }));
+    expect([named.specs[0]!.limit, plain.specs[0]!.limit]).toEqual([100, 100]);
+    expect(bucketsFor(policy, rules, who({})).specs[0]).toMatchObject({ key: first.specs[0]!.key, limit: 10 });
+  });
 });

@@ -26,9 +26,9 @@ describe('the request id', () => {
     const sentUpstream: string[] = [];
     // A forwarder that hands the request id on and then fails: a bug on the forwarding path.
     const failing = {
-      forward: (_req: http.IncomingMessage, _res: http.ServerResponse, out: { forwarded: { requestId: string } }) => {
+      send: (_req: http.IncomingMessage, _res: http.ServerResponse, out: { forwarded: { requestId: string } }) => {
         sentUpstream.push(out.forwarded.requestId);
-        return Promise.reject(new Error('forwarding broke'));
+        throw new Error('forwarding broke');
       },
     } as unknown as Forwarder;
     const records: RequestRecord[] = [];

@@ -1,5 +1,5 @@
 /** @module The value formats of the config schema (durations, sizes, positive integers, account ids, checked strings) as zod builders. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { DURATION_HINT, DURATION_PATTERN, formatDuration, parseDuration } from './duration.js';
 import { show } from '../errors.js';
 

@@ -2,7 +2,7 @@
  * @module The `bans:` and `concurrency:` sections of `limits.yaml` (SPEC §3.2): kept apart from schema.ts
  * so the attack-day features hook into the table with two lines there.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { show } from '../errors.js';
 import { duration, positiveInt, tableList } from './formats.js';
 import type { AccountCondition } from '../../identity/account-facts.js';

@@ -1,5 +1,5 @@
 /** @module One limit rule of `limits.yaml` (SPEC §3.1: match, per, limit, period, when, overrides): the largest section, kept apart from schema.ts, which assembles the rest. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { parsePattern } from '../../routing/pattern.js';
 import { show } from '../errors.js';
 import { checked, duration, positiveInt } from './formats.js';

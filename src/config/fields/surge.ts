@@ -2,7 +2,7 @@
  * @module The `surges:` section of `limits.yaml`: stricter limits that switch on by themselves while a
  * rule's instance-wide count passes a threshold (mastodon/mastodon#25032, #20315), and off again.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { show } from '../errors.js';
 import { duration, positiveInt, tableList } from './formats.js';
 import { RULE_NAME, ruleShape } from './rule.js';

@@ -34,6 +34,10 @@ const DIGEST_HEX = 64;
 const KEPT_HEX = 24;
 const MIN_ROWS = 1024;
 const MAX_PREFIXES = 0xffff;
+/** Slots of the recent-prefix cache (a power of two): a table has a few rules, each with a prefix or two. */
+const RECENT_PREFIXES = 16;
+/** Slots of the recent-key cache (a power of two): a client's request has a few buckets. */
+const RECENT_KEYS = 16;
 
 export class BucketTable {
   /** Four doubles per row (see ROW); read and written by the store. */
@@ -46,6 +50,15 @@ export class BucketTable {
   private rows = 0;
   private capacity: number;
   private readonly prefixes = new Map<string, number>();
+  /**
+   * Prefixes found lately and their ids, in slots by length and last characters: a request's keys find
+   * their rule's prefix by a compare, without slicing a fresh string that the Map would hash (ids never change).
+   */
+  private readonly recentPrefixes: (string | null)[] = new Array<string | null>(RECENT_PREFIXES).fill(null);
+  private readonly recentIds = new Uint16Array(RECENT_PREFIXES);
+  /** Keys found lately and their rows, in slots by length and first character; emptied whenever a row moves. */
+  private readonly recentKeys: (string | null)[] = new Array<string | null>(RECENT_KEYS).fill(null);
+  private readonly recentRows = new Int32Array(RECENT_KEYS);
   private readonly longKeys = new Map<number, string>();
   private readonly scratch = new Uint8Array(KEY);
   /**
@@ -72,18 +85,25 @@ export class BucketTable {
 
   /** The row of `key`, or -1. */
   find(key: string): number {
+    const slot = recentSlot(key);
+    // A key looked up lately (the same client again: its bucket spec, key string included, is reused).
+    if (this.recentKeys[slot] === key) return this.recentRows[slot]!;
     const h = this.pack(key);
     const index = this.index;
     for (let i = h & this.mask; ; i = (i + 1) & this.mask) {
       const r = index[i]! - 1;
       if (r < 0) return -1;
-      if (this.hashes[r] === h && this.sameKey(r, key)) return r;
+      if (this.hashes[r] === h && this.sameKey(r, key)) {
+        this.recentKeys[slot] = key;
+        this.recentRows[slot] = r;
+        return r;
+      }
     }
   }
 
   /** The row of `key`, added (state zeroed) when absent. */
   insert(key: string): number {
-    const found = this.find(key); // leaves the key packed in `scratch` / `packed`
+    const found = this.find(key); // on a miss, leaves the key packed in `scratch` / `packed`
     if (found >= 0) return found;
     // Rows grow by half: less slack than doubling, and they are 52 of a bucket's ~60 bytes.
     if (this.rows === this.capacity) this.resize(Math.ceil(this.capacity * 1.5));
@@ -104,6 +124,7 @@ export class BucketTable {
 
   /** Removes row `r`; the last row moves into its place (so a caller walking rows must look at `r` again). */
   remove(r: number): void {
+    this.recentKeys.fill(null); // rows move: what was found lately is looked up again
     this.unplace(r);
     const last = --this.rows;
     if (this.keys[r * KEY] === LONG) this.longKeys.delete(r);
@@ -129,6 +150,7 @@ export class BucketTable {
   }
 
   clear(): void {
+    this.recentKeys.fill(null);
     this.rows = 0;
     this.longKeys.clear();
     this.resize(MIN_ROWS);
@@ -160,13 +182,8 @@ export class BucketTable {
     const brace = key.indexOf('{');
     if (brace < 0) return LONG;
     const hexAt = digestStart(key, brace);
-    const prefix = key.slice(0, hexAt < 0 ? brace : hexAt);
-    let id = this.prefixes.get(prefix);
-    if (id === undefined) {
-      if (this.prefixes.size >= MAX_PREFIXES) return LONG;
-      id = this.prefixes.size;
-      this.prefixes.set(prefix, id);
-    }
+    const id = this.prefixId(key, hexAt < 0 ? brace : hexAt);
+    if (id < 0) return LONG;
     const s = this.scratch;
     s[1] = id & 0xff;
     s[2] = id >>> 8;
@@ -188,6 +205,23 @@ export class BucketTable {
       s[4 + i] = c;
     }
     return 3 + n;
+  }
+
+  /** The id of `key`'s first `end` characters, interned when new; -1 when no more prefixes fit. */
+  private prefixId(key: string, end: number): number {
+    const slot = (end ^ (key.charCodeAt(end - 1) << 1) ^ key.charCodeAt(end - 2)) & (RECENT_PREFIXES - 1);
+    const recent = this.recentPrefixes[slot];
+    if (recent !== null && recent !== undefined && recent.length === end && key.startsWith(recent)) return this.recentIds[slot]!;
+    const prefix = key.slice(0, end);
+    let id = this.prefixes.get(prefix);
+    if (id === undefined) {
+      if (this.prefixes.size >= MAX_PREFIXES) return -1;
+      id = this.prefixes.size;
+      this.prefixes.set(prefix, id);
+    }
+    this.recentPrefixes[slot] = prefix;
+    this.recentIds[slot] = id;
+    return id;
   }
 
   /** `{ip:a.b.c.d}` in canonical dotted-quad form (no leading zeros, each ≤ 255) → scratch[4..7]. */
@@ -278,6 +312,11 @@ export class BucketTable {
     this.mask = size - 1;
     for (let r = 0; r < rows; r++) this.place(r, hashes[r]!);
   }
+}
+
+/** The recent-key slot of `key`: its length and first character (a request's few keys mostly differ in one). */
+function recentSlot(key: string): number {
+  return (key.length ^ (key.charCodeAt(0) << 2)) & (RECENT_KEYS - 1);
 }
 
 /** A lowercase hex digit's value (the caller has checked it is one). */

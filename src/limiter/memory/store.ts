@@ -64,7 +64,11 @@ export class MemoryStore implements Store {
   private sweepRow = 0;
   /** consumeSync's rows, reused: it runs to completion, so no two calls share it. */
   private readonly rows: number[] = [];
-  private readonly timer: NodeJS.Timeout | undefined;
+  /** The sweep's timer: set while the table holds rows (an empty store, such as an idle fallback, has none). */
+  private timer: NodeJS.Timeout | undefined;
+  private readonly sweepIntervalMs: number;
+  /** read()'s answer, reused (see there). */
+  private readonly scratch: [number, number, number] = [0, 0, 0];
   readonly maxKeys: number;
   private readonly clientChosenMax: number;
   private readonly onFull: ((key: string) => void) | undefined;
@@ -77,11 +81,21 @@ export class MemoryStore implements Store {
     this.clientChosenMax = Math.floor(this.maxKeys * CLIENT_CHOSEN_SHARE);
     this.onFull = opts.onFull;
     this.sweepBatch = opts.sweepBatch ?? 20_000;
-    const interval = opts.sweepIntervalMs ?? 250;
-    if (interval > 0) {
-      this.timer = setInterval(() => this.sweepStep(), interval);
-      this.timer.unref();
-    }
+    this.sweepIntervalMs = opts.sweepIntervalMs ?? 250;
+  }
+
+  /** Sweeps every interval until a pass leaves the table empty; a new row starts it again. */
+  private startSweep(): void {
+    this.timer = setInterval(() => {
+      this.sweepStep();
+      if (this.table.size === 0) this.stopSweep();
+    }, this.sweepIntervalMs);
+    this.timer.unref();
+  }
+
+  private stopSweep(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   /** Number of buckets held, expired ones not yet swept included (for tests and memory measurements). */
@@ -168,7 +182,7 @@ export class MemoryStore implements Store {
   }
 
   close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.stopSweep();
     this.table.clear();
     this.sweepRow = 0;
     return Promise.resolve();
@@ -190,17 +204,28 @@ export class MemoryStore implements Store {
     return false;
   }
 
-  /** A row's state, or undefined when absent or expired (an expired row is left for the sweeper). */
+  /**
+   * A row's state, or undefined when absent or expired (an expired row is left for the sweeper). In a
+   * scratch tuple, valid until the next read: evaluate() reads it at once and never hands it back.
+   */
   private read(row: number, now: number): State | undefined {
     if (row < 0) return undefined;
     const at = row * ROW;
     const state = this.table.state;
     if (state[at + 3]! <= now) return undefined;
-    return [state[at]!, state[at + 1]!, state[at + 2]!];
+    const s = this.scratch;
+    s[0] = state[at]!;
+    s[1] = state[at + 1]!;
+    s[2] = state[at + 2]!;
+    return s;
   }
 
   private write(row: number, key: string, e: Evaluation): void {
-    const r = row >= 0 ? row : this.table.insert(key);
+    let r = row;
+    if (r < 0) {
+      r = this.table.insert(key);
+      if (this.timer === undefined && this.sweepIntervalMs > 0) this.startSweep();
+    }
     const at = r * ROW;
     const state = this.table.state;
     state[at] = e.next[0];

@@ -1,9 +1,8 @@
 /** @module A request whose keys share one slot (every request on a single Redis): one consume.lua call, or batched with the other calls of the turn into one consume-batch.lua call (batcher.ts). */
 import { SlotBatcher, type BatchCall } from './batcher.js';
-import { asksLease, batchArgs, consumeArgs, parseBatch, parsePlain, type Arg } from './codec.js';
+import { asksLease, batchArgs, consumeArgs, parseBatch, parsePlain } from './codec.js';
+import type { ScriptCall } from './raw-script.js';
 import type { BucketSpec, ConsumeOutcome } from '../types.js';
-
-type ScriptFn = (...args: Arg[]) => Promise<unknown>;
 
 /** A consume call waiting for its batch to be sent. */
 interface PendingConsume extends BatchCall {
@@ -13,8 +12,9 @@ interface PendingConsume extends BatchCall {
 }
 
 export interface SameSlotOptions {
-  readonly consumeFn: ScriptFn;
-  readonly consumeBatchFn: ScriptFn;
+  /** consume.lua and consume-batch.lua, each called with its whole argument list. */
+  readonly consume: ScriptCall;
+  readonly consumeBatch: ScriptCall;
   /** The scripts' clock argument ('' for Redis TIME). */
   readonly clock: () => string;
   /** The store's bound on a call (timeout, error mapping, topology hint). */
@@ -49,7 +49,7 @@ export class SameSlot {
   /** One request's plain consume.lua call. */
   private sendOne({ specs, keys, resolve, reject }: PendingConsume, budgetMs = this.o.timeoutMs, done?: () => void): void {
     const n = specs.length;
-    this.o.bounded(this.o.consumeFn(...consumeArgs(specs, keys, null, this.o.clock(), '')), 'consume', budgetMs).then(
+    this.o.bounded(this.o.consume(consumeArgs(specs, keys, null, this.o.clock(), '')), 'consume', budgetMs).then(
       (reply) => {
         done?.();
         try {
@@ -71,7 +71,7 @@ export class SameSlot {
       this.sendOne(batch[0]!, budgetMs, done);
       return;
     }
-    this.o.bounded(this.o.consumeBatchFn(...batchArgs(batch, this.o.clock())), 'consume', budgetMs).then(
+    this.o.bounded(this.o.consumeBatch(batchArgs(batch, this.o.clock())), 'consume', budgetMs).then(
       (reply) => {
         done();
         let outcomes: ConsumeOutcome[];

@@ -17,6 +17,7 @@ import { CrossSlot, groupBySlot, settleWithin } from './cross-slot.js';
 import { StoreError, StoreTimeoutError, toStoreError } from '../errors.js';
 import { luaScripts, parsePeek, type Arg } from './codec.js';
 import { createRedisClient, isCluster, whenReady, type RedisClient } from './connection.js';
+import { rawScript, type ScriptCall } from './raw-script.js';
 import { clusterTopology, singleTopology, type PromotionListener, type Topology } from './topology.js';
 import { sentinelWatchFor } from './sentinel-watch.js';
 import { SameSlot } from './same-slot.js';
@@ -67,9 +68,9 @@ export class RedisStore implements Store {
   private readonly topology: Topology;
   /** The script commands; each takes the number of keys as its first argument (see `script`). */
   private readonly consumeFn: ScriptFn;
-  private readonly consumeBatchFn: ScriptFn;
   private readonly peekFn: ScriptFn;
   private readonly refundFn: ScriptFn;
+  private readonly giveBackCall: ScriptCall;
   private readonly sameSlot: SameSlot;
   private readonly crossSlot: CrossSlot;
   private readonly prefix: string;
@@ -99,13 +100,13 @@ export class RedisStore implements Store {
       this.lastError = err;
     });
     this.consumeFn = this.script('rgConsume', luaScripts.consume);
-    this.consumeBatchFn = this.script('rgConsumeBatch', luaScripts.consumeBatch);
     this.peekFn = this.script('rgPeek', luaScripts.peek, true);
     this.refundFn = this.script('rgRefund', luaScripts.refund);
+    // A lease's give-back is one call per expired lease: the prebuilt command where it can go.
+    this.giveBackCall = isCluster(this.client) ? (args) => this.refundFn(...args) : rawScript(this.client, luaScripts.refund);
     const onBatch = opts.onBatch;
     this.sameSlot = new SameSlot({
-      consumeFn: this.consumeFn,
-      consumeBatchFn: this.consumeBatchFn,
+      ...this.sameSlotCalls(),
       clock: () => this.clockArg(),
       bounded: (p, what, budgetMs) => this.bounded(p, what, budgetMs),
       timeoutMs: opts.timeoutMs,
@@ -144,6 +145,17 @@ export class RedisStore implements Store {
     this.client.defineCommand(name, { lua, readOnly });
     const fn = (this.client as unknown as Record<string, ScriptFn>)[name]!;
     return fn.bind(this.client);
+  }
+
+  /**
+   * The one-slot calls: prebuilt commands on a single or Sentinel-managed Redis (raw-script.ts, the
+   * hot path); ioredis's script helper on a cluster, which routes each command by its keys.
+   */
+  private sameSlotCalls(): { consume: ScriptCall; consumeBatch: ScriptCall } {
+    if (!isCluster(this.client)) return { consume: rawScript(this.client, luaScripts.consume), consumeBatch: rawScript(this.client, luaScripts.consumeBatch) };
+    const consume = this.consumeFn;
+    const consumeBatch = this.script('rgConsumeBatch', luaScripts.consumeBatch);
+    return { consume: (args) => consume(...args), consumeBatch: (args) => consumeBatch(...args) };
   }
 
   /** Resolves once connected (cluster: slots known); rejects with a connection StoreError after `waitMs`. */
@@ -217,7 +229,7 @@ export class RedisStore implements Store {
     // The refund key of a window charge is its window's start; a token bucket's only needs to be > 0.
     const a = spec.algorithm === 'token-bucket' ? 1 : chargedAt - (chargedAt % spec.periodMs);
     const r = await this.bounded(
-      this.refundFn(1, this.prefix + spec.key, this.clockArg(), chargedAt, spec.algorithm, spec.limit, spec.periodMs, tokens, a),
+      this.giveBackCall([1, this.prefix + spec.key, this.clockArg(), chargedAt, spec.algorithm, spec.limit, spec.periodMs, tokens, a]),
       'refund',
     );
     return r === 1;
