@@ -3,6 +3,7 @@ import { BucketTable, ROW } from '../../src/limiter/memory/bucket-table.js';
 import { MemoryStore } from '../../src/limiter/memory/store.js';
 import { FakeClock } from '../support/clock.js';
 import { seededRandom } from '../support/random.js';
+import { bucketSpec } from '../support/buckets.js';
 
 const rng = seededRandom;
 
@@ -89,15 +90,7 @@ describe('the bucket table', () => {
   it('gives the memory back when the clients of a busy period have expired', () => {
     const clock = new FakeClock();
     const store = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
-    const spec = (i: number) => ({
-      key: `ip-access:{ip:10.${(i >> 8) & 255}.${i & 255}.1}`,
-      limit: 5,
-      periodMs: 1000,
-      algorithm: 'fixed-window' as const,
-      cost: 1,
-      shadow: false,
-      onError: 'local' as const,
-    });
+    const spec = (i: number) => bucketSpec(`ip-access:{ip:10.${(i >> 8) & 255}.${i & 255}.1}`, { limit: 5, periodMs: 1000 });
     for (let i = 0; i < 50_000; i++) store.consumeSync([spec(i)]);
     const table = (store as unknown as { table: { state: Float64Array } }).table;
     const grown = table.state.length;

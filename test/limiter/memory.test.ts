@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from '../../src/limiter/memory/store.js';
 import { FakeClock } from '../support/clock.js';
 import { storeContract, throughConsumeLocal } from './store.contract.js';
+import { bucketSpec } from '../support/buckets.js';
 
 storeContract('memory', async (clock) => new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }));
 storeContract('memory, decided through consumeLocal', async (clock) => throughConsumeLocal(new MemoryStore({ now: clock.now, sweepIntervalMs: 0 })));
@@ -24,15 +25,7 @@ describe('the memory store', () => {
   it('keeps a sweep timer only while it holds buckets: none while empty (an idle fallback), none again once all expired', () => {
     vi.useFakeTimers({ now: 0 });
     try {
-      const bucket = (key: string) => ({
-        key,
-        limit: 5,
-        periodMs: 1000,
-        algorithm: 'fixed-window' as const,
-        cost: 1,
-        shadow: false,
-        onError: 'local' as const,
-      });
+      const bucket = (key: string) => bucketSpec(key, { limit: 5, periodMs: 1000 });
       const store = new MemoryStore({ sweepIntervalMs: 250 });
       expect(vi.getTimerCount()).toBe(0);
       store.consumeSync([bucket('a')]);
