@@ -77,9 +77,9 @@ export class Gateway {
     // No promise unless a stage waited: a request decided without I/O is forwarded in this same turn.
     try {
       const screened = screen(this.ctx, this.viewOf(req), req, res, (release) => whenDone(res, req, release));
-      if (!(screened instanceof Promise)) return this.forward(req, res, id, started, screened);
+      if (!(screened instanceof Promise)) return this.conclude(req, res, id, started, screened);
       screened.then(
-        (s) => this.forward(req, res, id, started, s),
+        (s) => this.conclude(req, res, id, started, s),
         (err: unknown) => this.failed(req, res, id, err, started),
       );
     } catch (err) {
@@ -104,7 +104,7 @@ export class Gateway {
   }
 
   /** The ending of a screened request: its refusal written, or the exchange with the upstream. Never throws. */
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened): void {
+  private conclude(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened): void {
     try {
       const d = s.decision;
       // Answered while the stages ran: a body too slow (http/body-rate.ts).

@@ -80,22 +80,15 @@ export class Forwarder {
 
   /**
    * Sends `req` to the upstream at `pathAndQuery` and streams the answer to `res`, adding `extraHeaders`
-   * (flat name/value pairs: the rate-limit headers). Resolves when the response headers were written
-   * or the failure was answered.
+   * (flat name/value pairs: the rate-limit headers). Calls `done` once, when the response headers were
+   * written or the failure was answered: a callback, so the request path takes no promise hop. `done`
+   * must not throw (undici calls it from its parser's callbacks).
    *
    * The exchange is its own undici dispatch handler: the upstream body is written straight into `res`
    * with backpressure (no intermediate Readable, no `stream.pipeline` and its per-call AbortController),
    * and it ends exactly once whatever fails in which order. undici's own stream handler does not: a
    * request body that fails after the upstream answered reached its `onError` twice and threw inside
    * undici, ending the process (issue 18).
-   */
-  forward(req: http.IncomingMessage, res: http.ServerResponse, out: ForwardRequest): Promise<ForwardResult> {
-    return new Promise((resolve) => this.send(req, res, out, resolve));
-  }
-
-  /**
-   * forward() with a callback, called once with the result, as forward() resolves: the request path
-   * takes no promise hop. `done` must not throw (undici calls it from its parser's callbacks).
    */
   send(req: http.IncomingMessage, res: http.ServerResponse, out: ForwardRequest, done: (r: ForwardResult) => void): void {
     new Exchange(this, req, res, out, done).start();
