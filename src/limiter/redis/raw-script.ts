@@ -93,7 +93,8 @@ export function rawScript(client: Redis, lua: string): ScriptCall {
   const sha = createHash('sha1').update(lua).digest('hex');
   const bySha = bulk('evalsha', sha);
   const byText = bulk('eval', lua);
-  // Listeners run when 'ready' is emitted, before any call can be written on the new connection.
+  // ioredis emits 'ready' a tick after the connection became ready: a call written in between finds the
+  // script missing (NOSCRIPT) and is sent again with its text.
   client.on('ready', () => {
     client.script('LOAD', lua).catch(() => undefined);
   });

@@ -183,6 +183,9 @@ export class RedisStore implements Store {
       if (node === undefined && !this.topology.covered()) throw new StoreError('clusterdown', 'store ping: some slots have no master');
       await this.bounded(Promise.all(masters.map((m) => m.ping())), 'ping');
     } else {
+      // ioredis writes ROLE (allowed while a server loads) before its ready check ends, when script
+      // calls are still refused: a probe passing then would close the breaker too early.
+      if (this.client.status !== 'ready') throw new StoreError('connection', `store ping: connection ${this.client.status}, not ready`);
       const role = await this.bounded(this.client.call('ROLE') as Promise<unknown[]>, 'ping');
       if (role[0] !== 'master') throw new StoreError('readonly', `store ping: the server is a ${String(role[0])}, not the master`);
     }
