@@ -4,14 +4,14 @@
  * for a time to pass.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StoreError, StoreTimeoutError } from '../../src/limiter/errors.js';
 import { MemoryStore } from '../../src/limiter/memory/store.js';
 import { createRedisStore } from '../../src/limiter/redis/store.js';
 import { createResilientStore, type StoreEvent } from '../../src/limiter/resilient.js';
 import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
-import { readBucketState, skipRedis, startRedis, type RedisHandle, skipUnlessOwnRedis } from '../support/redis.js';
+import { readBucketState, skipRedis, skipUnlessOwnRedis, redisFixture } from '../support/redis.js';
 import { freshBuckets } from '../support/buckets.js';
 
 const spec = freshBuckets((n) => `r${n}:{ip:192.0.2.${n % 250}}`);
@@ -380,11 +380,7 @@ describe('the fault policy', () => {
 });
 
 describe.skipIf(skipRedis('the Redis fault tests'))('the fault policy over a real Redis', () => {
-  let redis: RedisHandle;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis?.stop());
+  const redis = redisFixture();
 
   it('costs one store timeout per call while Redis hangs, until the circuit opens; then no call reaches Redis', async () => {
     const redisStore = createRedisStore({ url: redis.url, prefix: 'hang', timeoutMs: 100 });
