@@ -13,61 +13,86 @@ import type { BucketSpec } from './types.js';
 
 export type State = readonly [number, number, number];
 
-export interface Evaluation {
+/**
+ * What weighing a bucket finds, written in place by `evaluate`: a caller keeps one per bucket it weighs,
+ * so a decision allocates nothing (a fresh object, its `next` tuple and the boxed epoch times were
+ * ~260 B per bucket, the memory store's largest allocation per request).
+ */
+export class Evaluation {
   /** The bucket has room for this request's cost. */
-  readonly ok: boolean;
-  /** State to store when the request is charged (only meaningful when ok). */
-  readonly next: State;
-  /** When `next` stops mattering: the store may forget the bucket after this (epoch ms). */
-  readonly expireAt: number;
+  ok = false;
+  /** State to store when the request is charged (only meaningful when ok): `[nextA, nextB, nextC]`. */
+  nextA = 0;
+  nextB = 0;
+  nextC = 0;
+  /** When the next state stops mattering: the store may forget the bucket after this (epoch ms). */
+  expireAt = 0;
   /** Remaining after charging (when ok) or as things stand (when not ok: then 0 is reported). */
-  readonly remainingIfCharged: number;
-  readonly remainingNow: number;
+  remainingIfCharged = 0;
+  remainingNow = 0;
   /** Full-replenishment time if charged, and as things stand. */
-  readonly resetIfCharged: number;
-  readonly resetNow: number;
+  resetIfCharged = 0;
+  resetNow = 0;
   /** When a request of this cost would be admitted (epoch ms); `now` when ok. */
-  readonly retryAt: number;
+  retryAt = 0;
+
+  /** Sets every field, in the order they are declared; returns this. */
+  set(
+    ok: boolean,
+    a: number,
+    b: number,
+    c: number,
+    expireAt: number,
+    ifCharged: number,
+    now: number,
+    resetIfCharged: number,
+    resetNow: number,
+    retryAt: number,
+  ): this {
+    this.ok = ok;
+    this.nextA = a;
+    this.nextB = b;
+    this.nextC = c;
+    this.expireAt = expireAt;
+    this.remainingIfCharged = ifCharged;
+    this.remainingNow = now;
+    this.resetIfCharged = resetIfCharged;
+    this.resetNow = resetNow;
+    this.retryAt = retryAt;
+    return this;
+  }
 }
 
 const EMPTY: State = [0, 0, 0];
 
-export function evaluate(spec: BucketSpec, state: State | undefined, now: number): Evaluation {
+/** Weighs `spec` over its stored state into `out` (returned). */
+export function evaluate(spec: BucketSpec, state: State | undefined, now: number, out: Evaluation): Evaluation {
   switch (spec.algorithm) {
     case 'fixed-window':
-      return fixedWindow(spec, state ?? EMPTY, now);
+      return fixedWindow(spec, state ?? EMPTY, now, out);
     case 'sliding-window':
-      return slidingWindow(spec, state ?? EMPTY, now);
+      return slidingWindow(spec, state ?? EMPTY, now, out);
     case 'token-bucket':
-      return tokenBucket(spec, state ?? EMPTY, now);
+      return tokenBucket(spec, state ?? EMPTY, now, out);
   }
 }
 
 /** Mastodon's algorithm: epoch-aligned windows, count includes this request, N allowed per window. */
-function fixedWindow(spec: BucketSpec, [storedStart, storedCount]: State, now: number): Evaluation {
+function fixedWindow(spec: BucketSpec, [storedStart, storedCount]: State, now: number, out: Evaluation): Evaluation {
   const P = spec.periodMs;
   const start = now - (now % P);
   const count = storedStart === start ? storedCount : 0;
   const after = count + spec.cost;
   const end = start + P;
   const ok = after <= spec.limit;
-  return {
-    ok,
-    next: [start, after, 0],
-    expireAt: end,
-    remainingIfCharged: Math.max(0, spec.limit - after),
-    remainingNow: Math.max(0, spec.limit - count),
-    resetIfCharged: end,
-    resetNow: count > 0 ? end : now,
-    retryAt: ok ? now : end,
-  };
+  return out.set(ok, start, after, 0, end, Math.max(0, spec.limit - after), Math.max(0, spec.limit - count), end, count > 0 ? end : now, ok ? now : end);
 }
 
 /**
  * Two-window weighted counter: count = current + previous × (unelapsed fraction of the current window).
  * Compared scaled by P so that everything stays an integer: current·P + previous·(P − elapsed) ≤ limit·P.
  */
-function slidingWindow(spec: BucketSpec, [storedStart, storedCur, storedPrev]: State, now: number): Evaluation {
+function slidingWindow(spec: BucketSpec, [storedStart, storedCur, storedPrev]: State, now: number, out: Evaluation): Evaluation {
   const P = spec.periodMs;
   const L = spec.limit;
   const cost = spec.cost;
@@ -98,40 +123,38 @@ function slidingWindow(spec: BucketSpec, [storedStart, storedCur, storedPrev]: S
     }
   }
   const end = start + P;
-  return {
-    ok,
-    next: [start, cur + cost, prev],
-    expireAt: end + P,
-    remainingIfCharged: Math.max(0, Math.floor((L * P - scaledAfter) / P)),
-    remainingNow: Math.max(0, Math.floor((L * P - scaled) / P)),
-    // Fully replenished when no count still carries weight: this window's count weighs until end + P.
-    resetIfCharged: end + P,
-    resetNow: cur > 0 ? end + P : prev > 0 ? end : now,
-    retryAt,
-  };
+  const remainingIfCharged = Math.max(0, Math.floor((L * P - scaledAfter) / P));
+  const remainingNow = Math.max(0, Math.floor((L * P - scaled) / P));
+  // Fully replenished when no count still carries weight: this window's count weighs until end + P.
+  return out.set(ok, start, cur + cost, prev, end + P, remainingIfCharged, remainingNow, end + P, cur > 0 ? end + P : prev > 0 ? end : now, retryAt);
 }
 
 /**
  * GCRA: one timestamp (theoretical arrival time) per bucket, in integer microseconds. Capacity `limit`,
  * refilled continuously at limit/period; a request is admitted when tat' − now ≤ limit·T.
  */
-function tokenBucket(spec: BucketSpec, [storedTat]: State, now: number): Evaluation {
+function tokenBucket(spec: BucketSpec, [storedTat]: State, now: number, out: Evaluation): Evaluation {
   const T = emissionIntervalUs(spec);
   const burst = T * spec.limit;
   const nowUs = now * 1000;
   const tat = Math.max(storedTat, nowUs);
   const tatAfter = tat + spec.cost * T;
   const ok = tatAfter - nowUs <= burst;
-  return {
+  const remainingIfCharged = Math.max(0, Math.floor((burst - (tatAfter - nowUs)) / T));
+  const remainingNow = Math.max(0, Math.floor((burst - (tat - nowUs)) / T));
+  const resetIfCharged = Math.ceil(tatAfter / 1000);
+  return out.set(
     ok,
-    next: [tatAfter, 0, 0],
-    expireAt: Math.ceil(tatAfter / 1000),
-    remainingIfCharged: Math.max(0, Math.floor((burst - (tatAfter - nowUs)) / T)),
-    remainingNow: Math.max(0, Math.floor((burst - (tat - nowUs)) / T)),
-    resetIfCharged: Math.ceil(tatAfter / 1000),
-    resetNow: Math.ceil(tat / 1000),
-    retryAt: ok ? now : Math.ceil((tatAfter - burst) / 1000),
-  };
+    tatAfter,
+    0,
+    0,
+    resetIfCharged,
+    remainingIfCharged,
+    remainingNow,
+    resetIfCharged,
+    Math.ceil(tat / 1000),
+    ok ? now : Math.ceil((tatAfter - burst) / 1000),
+  );
 }
 
 /** Microseconds per token; at least 1 so that absurd limits cannot divide by zero. */

@@ -9,7 +9,7 @@
  * only 90 % of the table; the rest is kept for IPv4 addresses, accounts and `global`, so that such a
  * flood leaves those clients their buckets.
  */
-import { evaluate, type Evaluation, type State } from '../algorithms.js';
+import { evaluate, Evaluation, type State } from '../algorithms.js';
 import { BucketTable, ROW } from './bucket-table.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
 
@@ -46,9 +46,9 @@ function reservedKind(key: string): boolean {
 const FULL = -2;
 
 /** The answer for a bucket the table has no room for: limited, retry in FULL_RETRY_MS. */
-function fullEvaluation(now: number): Evaluation {
+function fullEvaluation(now: number, out: Evaluation): Evaluation {
   const at = now + FULL_RETRY_MS;
-  return { ok: false, next: [0, 0, 0], expireAt: now, remainingIfCharged: 0, remainingNow: 0, resetIfCharged: at, resetNow: at, retryAt: at };
+  return out.set(false, 0, 0, 0, now, 0, 0, at, at, at);
 }
 
 /**
@@ -64,6 +64,8 @@ export class MemoryStore implements Store {
   private sweepRow = 0;
   /** consumeSync's rows, reused: it runs to completion, so no two calls share it. */
   private readonly rows: number[] = [];
+  /** Per bucket of the request being decided: what weighing it found (consumeSync). */
+  private readonly evals: Evaluation[] = [];
   /** The sweep's timer: set while the table holds rows (an empty store, such as an idle fallback, has none). */
   private timer: NodeJS.Timeout | undefined;
   private readonly sweepIntervalMs: number;
@@ -118,7 +120,7 @@ export class MemoryStore implements Store {
    */
   consumeSync(specs: readonly BucketSpec[]): ConsumeOutcome {
     const now = this.now();
-    const evals: Evaluation[] = new Array(specs.length);
+    const evals = this.evaluations(specs.length);
     // Rows found here stay valid through the writes below: adding rows never moves the others.
     const rows = this.rows;
     let allowed = true;
@@ -131,7 +133,7 @@ export class MemoryStore implements Store {
         // No room: refused (a shadow rule only reports, and keeps no bucket).
         row = FULL;
         if (!spec.shadow) {
-          evals[i] = fullEvaluation(now);
+          fullEvaluation(now, evals[i]!);
           rows[i] = row;
           refusedFor ??= spec.key;
           allowed = false;
@@ -139,11 +141,9 @@ export class MemoryStore implements Store {
         }
       } else if (row < 0) adding++;
       rows[i] = row;
-      const e = evaluate(spec, this.read(row, now), now);
-      evals[i] = e;
+      const e = evaluate(spec, this.read(row, now), now, evals[i]!);
       if (!e.ok && !spec.shadow) allowed = false;
     }
-    if (refusedFor !== undefined) this.onFull?.(refusedFor);
     const buckets: BucketState[] = new Array(specs.length);
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]!;
@@ -166,12 +166,21 @@ export class MemoryStore implements Store {
         };
       }
     }
+    // Told last: what it runs (a log line, a metric) may come back here, and the evaluations are reused.
+    if (refusedFor !== undefined) this.onFull?.(refusedFor);
     return { allowed, decider: 'memory', now, buckets };
+  }
+
+  /** `n` evaluations to write into, reused by every decision (each runs to completion). */
+  private evaluations(n: number): Evaluation[] {
+    const evals = this.evals;
+    while (evals.length < n) evals.push(new Evaluation());
+    return evals;
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {
     const now = this.now();
-    const e = evaluate(spec, this.read(this.table.find(spec.key), now), now);
+    const e = evaluate(spec, this.read(this.table.find(spec.key), now), now, new Evaluation());
     return Promise.resolve({ remaining: e.remainingNow, resetAt: e.resetNow, limited: !e.ok, retryAt: e.retryAt });
   }
 
@@ -228,9 +237,9 @@ export class MemoryStore implements Store {
     }
     const at = r * ROW;
     const state = this.table.state;
-    state[at] = e.next[0];
-    state[at + 1] = e.next[1];
-    state[at + 2] = e.next[2];
+    state[at] = e.nextA;
+    state[at + 1] = e.nextB;
+    state[at + 2] = e.nextC;
     state[at + 3] = e.expireAt;
   }
 
