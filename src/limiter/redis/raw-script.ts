@@ -97,8 +97,15 @@ export function rawScript(client: Redis, lua: string): ScriptCall {
   client.on('ready', () => {
     client.script('LOAD', lua).catch(() => undefined);
   });
-  const send = (head: Buffer, args: readonly Arg[]): Promise<unknown> => {
-    return client.sendCommand(new Prebuilt(encodeCall(head, args))) as Promise<unknown>;
+  return (args) => {
+    const command = new Prebuilt(encodeCall(bySha, args));
+    // The retry after a NOSCRIPT settles the first command, whose promise the caller holds: no second
+    // promise per call for an error that comes once after a restart, if ever.
+    const reject = command.reject;
+    command.reject = (err) => {
+      if (!isNoScript(err)) return reject(err);
+      (client.sendCommand(new Prebuilt(encodeCall(byText, args))) as Promise<unknown>).then(command.resolve, reject);
+    };
+    return client.sendCommand(command) as Promise<unknown>;
   };
-  return (args) => send(bySha, args).catch((err: unknown) => (isNoScript(err) ? send(byText, args) : Promise.reject(err)));
 }
