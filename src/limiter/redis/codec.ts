@@ -1,7 +1,6 @@
 /**
  * @module The encoding shared with the Lua scripts: their texts, the packed bucket parameters they read,
- * and the integer replies they write (the batch script's packed as doubles). Any layout change here must
- * match `lua/lib.lua` and the scripts.
+ * and the integer replies they write. Any layout change here must match `lua/lib.lua` and the scripts.
  */
 import { readFileSync } from 'node:fs';
 import { StoreError } from '../errors.js';
@@ -153,14 +152,10 @@ export function batchArgs(batch: readonly BatchEntry[], clock: string): Arg[] {
 }
 
 /** consume-batch.lua's reply, one outcome per request in order; throws a script StoreError when malformed. */
-export function parseBatch(packed: unknown, batch: readonly BatchEntry[]): ConsumeOutcome[] {
+export function parseBatch(reply: unknown, batch: readonly BatchEntry[]): ConsumeOutcome[] {
   let ints = 1 + batch.length;
   for (const call of batch) ints += (asksLease(call.specs) ? PLAIN_STRIDE + 1 : PLAIN_STRIDE) * call.keys.length;
-  if (!(packed instanceof Buffer) || packed.length !== 8 * ints) throw badReply('consume', packed);
-  // The script packs its integers as doubles (one bulk string to read, not an element per value);
-  // truncated as Redis truncates a Lua number it replies as an integer.
-  const reply: number[] = new Array(ints);
-  for (let i = 0; i < ints; i++) reply[i] = Math.trunc(packed.readDoubleLE(8 * i));
+  if (!isIntArray(reply, ints)) throw badReply('consume', reply);
   const now = reply[0]!;
   const out: ConsumeOutcome[] = new Array(batch.length);
   let o = 1;

@@ -139,11 +139,11 @@ export class RedisStore implements Store {
   /**
    * The command running `lua`: EVALSHA, falling back to EVAL on NOSCRIPT (e.g. after a restart). Its
    * first argument is the number of keys, then the keys, then ARGV; on a cluster ioredis routes it by
-   * its keys (which the caller keeps in one slot). `reply` 'Buffer': bulk replies come as bytes, not text.
+   * its keys (which the caller keeps in one slot).
    */
-  private script(name: string, lua: string, readOnly = false, reply: '' | 'Buffer' = ''): ScriptFn {
+  private script(name: string, lua: string, readOnly = false): ScriptFn {
     this.client.defineCommand(name, { lua, readOnly });
-    const fn = (this.client as unknown as Record<string, ScriptFn>)[name + reply]!;
+    const fn = (this.client as unknown as Record<string, ScriptFn>)[name]!;
     return fn.bind(this.client);
   }
 
@@ -154,8 +154,7 @@ export class RedisStore implements Store {
   private sameSlotCalls(): { consume: ScriptCall; consumeBatch: ScriptCall } {
     if (!isCluster(this.client)) return { consume: rawScript(this.client, luaScripts.consume), consumeBatch: rawScript(this.client, luaScripts.consumeBatch) };
     const consume = this.consumeFn;
-    // Its reply is packed bytes (consume-batch.lua): the helper's Buffer form, which does not decode it as text.
-    const consumeBatch = this.script('rgConsumeBatch', luaScripts.consumeBatch, false, 'Buffer');
+    const consumeBatch = this.script('rgConsumeBatch', luaScripts.consumeBatch);
     return { consume: (args) => consume(...args), consumeBatch: (args) => consumeBatch(...args) };
   }
 

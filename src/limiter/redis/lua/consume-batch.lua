@@ -8,11 +8,8 @@
 -- ARGV[2]   packed, request after request: its number of buckets n (one little-endian double), then
 --           its buckets' parameters (PARAMS in lib.lua, n groups, in KEYS order).
 --
--- Reply: now (ms), then per request: allowed (1/0) followed by remaining, resetAt, limited (1/0),
--- retryAt for each of its buckets (and, when one asked for a lease, the extra granted per bucket).
--- Packed as one string of little-endian doubles, not an array of integers: the gateway then reads one
--- bulk string rather than parse a reply element per value (codec.ts parseBatch truncates each value
--- to an integer, as Redis does to a Lua number it replies as one).
+-- Reply (integers only): now (ms), then per request: allowed (1/0) followed by remaining, resetAt,
+-- limited (1/0), retryAt for each of its buckets.
 
 local now = clock_ms(ARGV[1])
 local params = ARGV[2]
@@ -28,5 +25,4 @@ while pos <= #params do
   if allowed then reply[at] = 1 end
   key = key + n
 end
-for i = 1, #reply do reply[i] = pack('<d', reply[i]) end
-return table.concat(reply)
+return reply
