@@ -130,7 +130,8 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     const ip = parseIp(addr);
     let known: Peer | null = null;
     if (ip !== null) {
-      const address = addressOf(ip);
+      // A dotted quad parseIp accepted is canonical already (no leading zeros): its own text.
+      const address = ip.kind() === 'ipv4' && addr.indexOf(':') === -1 ? addr : addressOf(ip);
       known = Object.freeze({
         trusted: trustedProxies.containsIp(ip),
         client: Object.freeze({ address, key: keyOf(ip, address, ipv6Prefix) }),

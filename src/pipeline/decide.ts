@@ -69,15 +69,20 @@ function consume(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[
   return consumeAsync(ctx, v, specs, rules, storeStarted);
 }
 
-async function consumeAsync(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], storeStarted: number): Promise<Decision> {
-  let outcome: ConsumeOutcome;
-  try {
-    outcome = await ctx.store.consume(specs);
-  } catch (err) {
+/**
+ * The store's promise and one reaction on it, not an async function: an await costs a frame suspended
+ * and resumed besides the reaction. A store that throws rather than rejects is answered the same way.
+ */
+function consumeAsync(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], storeStarted: number): Promise<Decision> {
+  const unavailable = (err: unknown): Decision => {
     if (!(err instanceof StoreUnavailableError)) throw err;
     return { ...refusal(503, ERROR_BODIES.STORE_UNAVAILABLE, 'store_unavailable'), rules, matched: true };
+  };
+  try {
+    return ctx.store.consume(specs).then((outcome) => decided(ctx, v, specs, rules, outcome, storeStarted), unavailable);
+  } catch (err) {
+    return new Promise((resolve) => resolve(unavailable(err)));
   }
-  return decided(ctx, v, specs, rules, outcome, storeStarted);
 }
 
 /** The store's outcome as the request's decision, whichever way it came. */

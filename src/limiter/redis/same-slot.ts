@@ -17,8 +17,8 @@ export interface SameSlotOptions {
   readonly consumeBatch: ScriptCall;
   /** The scripts' clock argument ('' for Redis TIME). */
   readonly clock: () => string;
-  /** The store's bound on a call (timeout, error mapping, topology hint). */
-  readonly bounded: <T>(p: Promise<T>, what: string, budgetMs?: number) => Promise<T>;
+  /** The store's bound on a call (timeout, error mapping, topology hint): `p`'s reply or failure to one of the handlers, once. */
+  readonly settle: (p: Promise<unknown>, what: string, budgetMs: number, answered: (reply: unknown) => void, failed: (err: unknown) => void) => void;
   readonly timeoutMs: number;
   /** false: every call goes alone, at once. */
   readonly batching: boolean;
@@ -49,7 +49,10 @@ export class SameSlot {
   /** One request's plain consume.lua call. */
   private sendOne({ specs, keys, resolve, reject }: PendingConsume, budgetMs = this.o.timeoutMs, done?: () => void): void {
     const n = specs.length;
-    this.o.bounded(this.o.consume(consumeArgs(specs, keys, null, this.o.clock(), '')), 'consume', budgetMs).then(
+    this.o.settle(
+      this.o.consume(consumeArgs(specs, keys, null, this.o.clock(), '')),
+      'consume',
+      budgetMs,
       (reply) => {
         done?.();
         try {
@@ -71,7 +74,10 @@ export class SameSlot {
       this.sendOne(batch[0]!, budgetMs, done);
       return;
     }
-    this.o.bounded(this.o.consumeBatch(batchArgs(batch, this.o.clock())), 'consume', budgetMs).then(
+    this.o.settle(
+      this.o.consumeBatch(batchArgs(batch, this.o.clock())),
+      'consume',
+      budgetMs,
       (reply) => {
         done();
         let outcomes: ConsumeOutcome[];

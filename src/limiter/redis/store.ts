@@ -108,7 +108,7 @@ export class RedisStore implements Store {
     this.sameSlot = new SameSlot({
       ...this.sameSlotCalls(),
       clock: () => this.clockArg(),
-      bounded: (p, what, budgetMs) => this.bounded(p, what, budgetMs),
+      settle: (p, what, budgetMs, answered, failed) => this.settle(p, what, budgetMs, answered, failed),
       timeoutMs: opts.timeoutMs,
       batching: opts.batching ?? url.kind !== 'redis-cluster',
       onBatch: (n) => {
@@ -261,24 +261,33 @@ export class RedisStore implements Store {
    * failure other than a script error makes the topology look for a new master.
    */
   private bounded<T>(p: Promise<T>, what: string, budgetMs = this.timeoutMs): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.topology.troubled();
-        reject(new StoreTimeoutError(this.timeoutMs, what));
-      }, budgetMs);
-      p.then(
-        (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          const e = toStoreError(err, what);
-          if (e.reason !== 'script') this.topology.troubled();
-          reject(e);
-        },
-      );
-    });
+    return new Promise<T>((resolve, reject) => this.settle(p, what, budgetMs, resolve, reject));
+  }
+
+  /**
+   * `bounded` without a promise of its own (the hot consume calls: one reaction per script call, not
+   * three): `p`'s reply goes to `answered`, or its failure or the timeout to `failed`, whichever comes
+   * first and only that one. The handlers must not throw.
+   */
+  private settle<T>(p: Promise<T>, what: string, budgetMs: number, answered: (v: T) => void, failed: (err: StoreError) => void): void {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      this.topology.troubled();
+      failed(new StoreTimeoutError(this.timeoutMs, what));
+    }, budgetMs);
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        if (!timedOut) answered(v);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        const e = toStoreError(err, what);
+        if (e.reason !== 'script') this.topology.troubled();
+        if (!timedOut) failed(e);
+      },
+    );
   }
 }
 
