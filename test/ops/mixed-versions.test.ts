@@ -33,7 +33,8 @@ const keyOf = (prefix: string, kind: 'ip' | 'account' | 'global' | 'token', valu
 const spec = (key: string, algorithm: BucketSpec['algorithm'], limit = 10): BucketSpec => ({
   key,
   limit,
-  periodMs: 60_000,
+  // An hour: the counts below are exact only within one window (the two releases' stores read Redis's clock).
+  periodMs: 3_600_000,
   algorithm,
   cost: 1,
   shadow: false,
