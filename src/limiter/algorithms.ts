@@ -43,8 +43,8 @@ export class Evaluation {
     b: number,
     c: number,
     expireAt: number,
-    ifCharged: number,
-    now: number,
+    remainingIfCharged: number,
+    remainingNow: number,
     resetIfCharged: number,
     resetNow: number,
     retryAt: number,
@@ -54,8 +54,8 @@ export class Evaluation {
     this.nextB = b;
     this.nextC = c;
     this.expireAt = expireAt;
-    this.remainingIfCharged = ifCharged;
-    this.remainingNow = now;
+    this.remainingIfCharged = remainingIfCharged;
+    this.remainingNow = remainingNow;
     this.resetIfCharged = resetIfCharged;
     this.resetNow = resetNow;
     this.retryAt = retryAt;
