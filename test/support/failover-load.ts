@@ -25,7 +25,8 @@ export interface Load {
   readonly samples: readonly Sample[];
   /**
    * Resolves once the load has been answered through `n` whole rate windows of `periodMs` begun at or
-   * after `since` (default: the load's start): a phase of load measured in the windows the assertions
+   * after `since` (default: the first request sent, which is where the reports' whole windows start;
+   * the load's own start is up to one tick earlier): a phase of load measured in the windows the assertions
    * count, not in a fixed sleep. Fails if the decisions do not come within `withinMs`.
    */
   wholeWindows(n: number, o: { periodMs: number; since?: number; withinMs?: number }): Promise<void>;
@@ -35,7 +36,6 @@ export interface Load {
 export function startLoad(opts: { gateways: readonly string[]; ips: readonly string[]; rules: readonly string[]; everyMs: number }): Load {
   const agent = new Agent({ connections: 32, headersTimeout: 5_000, bodyTimeout: 5_000 });
   const samples: Sample[] = [];
-  const startedAt = Date.now();
   const inFlight = new Set<Promise<void>>();
   let n = 0;
   const one = (ip: string, rule: string): void => {
@@ -57,8 +57,9 @@ export function startLoad(opts: { gateways: readonly string[]; ips: readonly str
   return {
     samples,
     async wholeWindows(n, o) {
-      const since = o.since ?? startedAt;
-      await eventually(() => wholeWindowsAnswered(samples, since, o.periodMs), {
+      // Read at every poll: until the first request is sent there is no start, and no window counts.
+      const since = (): number => o.since ?? Math.min(...samples.map((s) => s.sentAt));
+      await eventually(() => wholeWindowsAnswered(samples, since(), o.periodMs), {
         what: `${n} whole windows answered`,
         withinMs: o.withinMs ?? 20_000,
         everyMs: 50,
