@@ -6,15 +6,28 @@
  * `pool.stream` writes the upstream body straight into the client response (no intermediate Readable,
  * no `stream.pipeline`, whose per-call AbortController costs a DOMException per request).
  *
- *   node --import tsx bench/thin-forwarder.ts --listen 127.0.0.1:8081 --upstream http://127.0.0.1:3000
+ * `--gateway-headers`: the same forwarder adding the headers rategate adds to every forwarded request of
+ * the bench, built per request the same way (X-Forwarded-For/-Proto/-Host and X-Request-Id upstream;
+ * the X-RateLimit-* triple, RateLimit-Policy and RateLimit to the client). What node:http and undici
+ * charge to validate and write them is a floor no Node gateway sending them goes below.
+ *
+ *   node --import tsx bench/thin-forwarder.ts --listen 127.0.0.1:8081 --upstream http://127.0.0.1:3000 [--gateway-headers]
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 
-const { values } = parseArgs({ options: { listen: { type: 'string' }, upstream: { type: 'string' } } });
+const { values } = parseArgs({ options: { listen: { type: 'string' }, upstream: { type: 'string' }, 'gateway-headers': { type: 'boolean' } } });
 const [host, port] = (values.listen ?? '127.0.0.1:8081').split(':') as [string, string];
 const pool = new Pool(values.upstream ?? 'http://127.0.0.1:3000', { connections: 128, pipelining: 1, keepAliveTimeout: 4_000 });
+
+const GATEWAY_HEADERS = values['gateway-headers'] === true;
+const ID_PREFIX = `${process.pid.toString(16)}-`;
+let ids = 0;
+let remaining = 1_000_000_000;
+/** The reset time and its text, made once per window as the gateway does. */
+let resetAt = 0;
+let resetText = '';
 
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection', 'host']);
 
@@ -22,6 +35,19 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const raw = req.rawHeaders;
   const headers: string[] = [];
   for (let i = 0; i < raw.length; i += 2) if (!HOP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
+  if (GATEWAY_HEADERS) {
+    const id = ID_PREFIX + (++ids).toString(16).padStart(12, '0');
+    headers.push(
+      'x-forwarded-for',
+      req.socket.remoteAddress ?? '',
+      'x-forwarded-proto',
+      'http',
+      'x-forwarded-host',
+      req.headers.host ?? '',
+      'x-request-id',
+      id,
+    );
+  }
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
   pool.stream(
     { path: req.url ?? '/', method: req.method as 'GET', headers, body: hasBody ? req : null, opaque: res },
@@ -32,6 +58,16 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
         if (v === undefined || HOP.has(name)) continue;
         if (Array.isArray(v)) for (const x of v) out.push(name, x);
         else out.push(name, v);
+      }
+      if (GATEWAY_HEADERS) {
+        const left = --remaining;
+        const now = Date.now();
+        const reset = now - (now % 3_600_000) + 3_600_000;
+        if (reset !== resetAt) resetText = new Date((resetAt = reset)).toISOString().slice(0, -1) + '000Z';
+        const t = Math.ceil((reset - now) / 1000);
+        out.push('X-RateLimit-Limit', '1000000000', 'X-RateLimit-Remaining', String(left), 'X-RateLimit-Reset', resetText);
+        out.push('RateLimit-Policy', '"account-access";q=1000000000;w=3600, "ip-access";q=1000000000;w=3600, "status-read";q=1000000000;w=3600');
+        out.push('RateLimit', '"account-access";r=' + left + ';t=' + t + ', "ip-access";r=' + left + ';t=' + t + ', "status-read";r=' + left + ';t=' + t);
       }
       const r = opaque as http.ServerResponse;
       r.writeHead(statusCode, out);

@@ -169,8 +169,8 @@ export async function startGateway(key: string, config: string, store: string, o
   return { key, port, adminPort, proc, ...(logFile ? { cleanup: () => rmSync(path.dirname(logFile), { recursive: true, force: true }) } : {}) };
 }
 
-/** The thin forwarder; under `wrap` (valgrind) with `nodeFlags` for the instruction counts. */
-export async function startThin(wrap: readonly string[] = [], nodeFlags: readonly string[] = []): Promise<Server> {
+/** The thin forwarder; under `wrap` (valgrind) with `nodeFlags` for the instruction counts; `extra`: its own flags (`--gateway-headers`). */
+export async function startThin(wrap: readonly string[] = [], nodeFlags: readonly string[] = [], extra: readonly string[] = []): Promise<Server> {
   const port = await freePort();
   const [cmd, argv] = nodeCommand(wrap, [
     ...nodeFlags,
@@ -181,6 +181,7 @@ export async function startThin(wrap: readonly string[] = [], nodeFlags: readonl
     `127.0.0.1:${port}`,
     '--upstream',
     env.upstreamUrl,
+    ...extra,
   ]);
   const proc = start('thin', cmd, argv);
   await waitForPort(proc, port, wrap.length > 0 ? 300_000 : 30_000);
