@@ -130,8 +130,8 @@ async function main(): Promise<void> {
       else {
         for (const k of INSTR_ORDER) {
           // `rategate-redis-clients` comes with `rategate-redis`, or alone when --only names it.
-          // `thin-headers` (the bare forwarder adding rategate's headers: their floor) comes with `thin`.
-          const system: SystemKey = k === 'rategate-redis-clients' ? 'rategate-redis' : k === 'thin-headers' ? 'thin' : k;
+          // The bare forwarder's variants (a dispatch handler as rategate's, then rategate's headers too: their floor) come with `thin`.
+          const system: SystemKey = k === 'rategate-redis-clients' ? 'rategate-redis' : k === 'thin-dispatch' || k === 'thin-headers' ? 'thin' : k;
           if (unavailable(system) !== null || !(ONLY?.has(k) === true || want(system))) continue;
           try {
             instructions[k] = await benchInstructions(k);

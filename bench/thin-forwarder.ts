@@ -9,19 +9,23 @@
  * `--gateway-headers`: the same forwarder adding the headers rategate adds to every forwarded request of
  * the bench, built per request the same way (X-Forwarded-For/-Proto/-Host and X-Request-Id upstream;
  * the X-RateLimit-* triple, RateLimit-Policy and RateLimit to the client). What node:http and undici
- * charge to validate and write them is a floor no Node gateway sending them goes below.
+ * charge to validate and write them is a floor no Node gateway sending them goes below. `--dispatch`:
+ * forwarding through a dispatch handler of its own, as rategate does, instead of `pool.stream`.
  *
- *   node --import tsx bench/thin-forwarder.ts --listen 127.0.0.1:8081 --upstream http://127.0.0.1:3000 [--gateway-headers]
+ *   node --import tsx bench/thin-forwarder.ts --listen 127.0.0.1:8081 --upstream http://127.0.0.1:3000 [--gateway-headers] [--dispatch]
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 
-const { values } = parseArgs({ options: { listen: { type: 'string' }, upstream: { type: 'string' }, 'gateway-headers': { type: 'boolean' } } });
+const { values } = parseArgs({
+  options: { listen: { type: 'string' }, upstream: { type: 'string' }, 'gateway-headers': { type: 'boolean' }, dispatch: { type: 'boolean' } },
+});
 const [host, port] = (values.listen ?? '127.0.0.1:8081').split(':') as [string, string];
 const pool = new Pool(values.upstream ?? 'http://127.0.0.1:3000', { connections: 128, pipelining: 1, keepAliveTimeout: 4_000 });
 
 const GATEWAY_HEADERS = values['gateway-headers'] === true;
+const DISPATCH = values.dispatch === true;
 const ID_PREFIX = `${process.pid.toString(16)}-`;
 let ids = 0;
 let remaining = 1_000_000_000;
@@ -31,7 +35,8 @@ let resetText = '';
 
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection', 'host']);
 
-const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+/** The client's headers for the upstream: hop-by-hop dropped (`--gateway-headers`: rategate's four added). */
+function upstreamHeaders(req: http.IncomingMessage): string[] {
   const raw = req.rawHeaders;
   const headers: string[] = [];
   for (let i = 0; i < raw.length; i += 2) if (!HOP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
@@ -48,38 +53,93 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
       id,
     );
   }
+  return headers;
+}
+
+/** The upstream's headers for the client: hop-by-hop dropped (`--gateway-headers`: rategate's five added). */
+function clientHeaders(upHeaders: Record<string, string | string[] | undefined>): string[] {
+  const out: string[] = [];
+  for (const name in upHeaders) {
+    const v = upHeaders[name];
+    if (v === undefined || HOP.has(name)) continue;
+    if (Array.isArray(v)) for (const x of v) out.push(name, x);
+    else out.push(name, v);
+  }
+  if (GATEWAY_HEADERS) {
+    const left = --remaining;
+    const now = Date.now();
+    const reset = now - (now % 3_600_000) + 3_600_000;
+    if (reset !== resetAt) resetText = new Date((resetAt = reset)).toISOString().slice(0, -1) + '000Z';
+    const t = Math.ceil((reset - now) / 1000);
+    out.push('X-RateLimit-Limit', '1000000000', 'X-RateLimit-Remaining', String(left), 'X-RateLimit-Reset', resetText);
+    out.push('RateLimit-Policy', '"account-access";q=1000000000;w=3600, "ip-access";q=1000000000;w=3600, "status-read";q=1000000000;w=3600');
+    out.push('RateLimit', '"account-access";r=' + left + ';t=' + t + ', "ip-access";r=' + left + ';t=' + t + ', "status-read";r=' + left + ';t=' + t);
+  }
+  return out;
+}
+
+function unreachable(res: http.ServerResponse): void {
+  if (res.headersSent) res.destroy();
+  else {
+    res.writeHead(502, { 'content-type': 'application/json' });
+    res.end('{"error":"Upstream unreachable"}');
+  }
+}
+
+/**
+ * `--dispatch`: the exchange as its own undici dispatch handler, as rategate forwards (proxy/forward.ts),
+ * without undici's stream API around it; the body written with backpressure, a failure answered once.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | null = null;
+  private onDrain: (() => void) | null = null;
+  private ended = false;
+
+  constructor(private readonly res: http.ServerResponse) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (statusCode >= 200) this.res.writeHead(statusCode, clientHeaders(headers));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.res.write(chunk)) return;
+    controller.pause();
+    if (this.onDrain === null) this.res.on('drain', (this.onDrain = () => this.controller?.resume()));
+  }
+
+  onResponseEnd(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.res.end();
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, _err: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    unreachable(this.res);
+  }
+}
+
+const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const headers = upstreamHeaders(req);
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+  if (DISPATCH) {
+    pool.dispatch({ path: req.url ?? '/', method: req.method as 'GET', headers, body: hasBody ? req : null }, new Exchange(res));
+    return;
+  }
   pool.stream(
     { path: req.url ?? '/', method: req.method as 'GET', headers, body: hasBody ? req : null, opaque: res },
     ({ statusCode, headers: upHeaders, opaque }) => {
-      const out: string[] = [];
-      for (const name in upHeaders) {
-        const v = upHeaders[name];
-        if (v === undefined || HOP.has(name)) continue;
-        if (Array.isArray(v)) for (const x of v) out.push(name, x);
-        else out.push(name, v);
-      }
-      if (GATEWAY_HEADERS) {
-        const left = --remaining;
-        const now = Date.now();
-        const reset = now - (now % 3_600_000) + 3_600_000;
-        if (reset !== resetAt) resetText = new Date((resetAt = reset)).toISOString().slice(0, -1) + '000Z';
-        const t = Math.ceil((reset - now) / 1000);
-        out.push('X-RateLimit-Limit', '1000000000', 'X-RateLimit-Remaining', String(left), 'X-RateLimit-Reset', resetText);
-        out.push('RateLimit-Policy', '"account-access";q=1000000000;w=3600, "ip-access";q=1000000000;w=3600, "status-read";q=1000000000;w=3600');
-        out.push('RateLimit', '"account-access";r=' + left + ';t=' + t + ', "ip-access";r=' + left + ';t=' + t + ', "status-read";r=' + left + ';t=' + t);
-      }
       const r = opaque as http.ServerResponse;
-      r.writeHead(statusCode, out);
+      r.writeHead(statusCode, clientHeaders(upHeaders));
       return r;
     },
     (err) => {
-      if (err === null) return;
-      if (res.headersSent) res.destroy();
-      else {
-        res.writeHead(502, { 'content-type': 'application/json' });
-        res.end('{"error":"Upstream unreachable"}');
-      }
+      if (err !== null) unreachable(res);
     },
   );
 });

@@ -246,7 +246,7 @@ function loadFigures(k: InstrKey): string {
     const m = results['rategate-redis']?.manyClients;
     return m ? `${fmtInt(m.rps)} | ${m.cpuUsSystem.toFixed(1)} | — | ${m.cpuUsRedis?.toFixed(1) ?? '—'}` : '— | — | — | —';
   }
-  if (k === 'thin-headers') return '— | — | — | —';
+  if (k === 'thin-dispatch' || k === 'thin-headers') return '— | — | — | —';
   const f = results[k]?.forwarded;
   const c = f?.cpuUsPerRequest;
   if (!f || !c) return '— | — | — | —';

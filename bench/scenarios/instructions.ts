@@ -27,11 +27,20 @@ import { env, startFastify, startGateway, startThin, stopServer, type Server } f
 import type { InstructionsResult, InstructionsRun } from '../lib/types.js';
 
 /** The systems measured: the hot-key ones of the load scenario, and the Redis gateway with a new client per request. */
-export type InstrKey = 'thin' | 'thin-headers' | 'rategate-memory' | 'rategate-redis' | 'rategate-redis-clients' | 'fastify';
-export const INSTR_ORDER: readonly InstrKey[] = ['thin', 'thin-headers', 'rategate-memory', 'rategate-redis', 'rategate-redis-clients', 'fastify'];
+export type InstrKey = 'thin' | 'thin-dispatch' | 'thin-headers' | 'rategate-memory' | 'rategate-redis' | 'rategate-redis-clients' | 'fastify';
+export const INSTR_ORDER: readonly InstrKey[] = [
+  'thin',
+  'thin-dispatch',
+  'thin-headers',
+  'rategate-memory',
+  'rategate-redis',
+  'rategate-redis-clients',
+  'fastify',
+];
 export const INSTR_LABELS: Record<InstrKey, string> = {
   thin: 'bare Node forwarder',
-  'thin-headers': "bare + rategate's headers",
+  'thin-dispatch': 'bare, dispatch handler',
+  'thin-headers': "bare, dispatch handler + rategate's headers",
   'rategate-memory': 'rategate memory',
   'rategate-redis': 'rategate Redis, hot key',
   'rategate-redis-clients': 'rategate Redis, many clients',
@@ -59,7 +68,8 @@ async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<S
   // The perf map names JIT code in the dumps; V8 then also logs its memory chunks, into the run's directory.
   const nodeFlags = ['--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${path.join(dir, 'v8.log')}`];
   if (key === 'thin') return startThin(wrap, nodeFlags);
-  if (key === 'thin-headers') return startThin(wrap, nodeFlags, ['--gateway-headers']);
+  if (key === 'thin-dispatch') return startThin(wrap, nodeFlags, ['--dispatch']);
+  if (key === 'thin-headers') return startThin(wrap, nodeFlags, ['--dispatch', '--gateway-headers']);
   if (key === 'fastify') return startFastify(wrap, nodeFlags);
   const store = key === 'rategate-memory' ? 'memory' : env.redisUrl!;
   // The bench table with a store timeout fit for valgrind: 50 ms of native time is seconds under it,
@@ -96,7 +106,7 @@ async function send(key: InstrKey, port: number, n: number, offset: number, stri
 async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  if (key !== 'thin' && key !== 'thin-headers' && key !== 'rategate-memory') await env.redis!.flushall();
+  if (!key.startsWith('thin') && key !== 'rategate-memory') await env.redis!.flushall();
   const wrap = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${path.join(dir, 'callgrind.out.%p')}`];
   const server = await startUnder(key, wrap, dir);
   const pid = server.proc.pid;
@@ -128,7 +138,7 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
     // runs at native speed, the system's own timers ~50× slower): a few requests open fresh ones (and
     // take the leases again) before the count starts, so the window sees no reset connection.
     await send(key, server.port, REWARM, WARMUP + WINDOW, false);
-    const redisBefore = key === 'thin' || key === 'thin-headers' || key === 'rategate-memory' ? null : await redisCalls();
+    const redisBefore = key.startsWith('thin') || key === 'rategate-memory' ? null : await redisCalls();
     control('-z');
     const w0 = performance.now();
     const failed = await send(key, server.port, WINDOW, WARMUP);
