@@ -5,6 +5,8 @@
  * few seconds holds its connection (and, once forwarded, an upstream connection) for the whole
  * `requestTimeout`. One sweep a second looks at every body still arriving: nothing runs per chunk.
  */
+// The module's binding, not the global: globalThis.performance is a getter, called on every use.
+import { performance } from 'node:perf_hooks';
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { RategateError } from '../errors.js';

@@ -113,7 +113,8 @@ class CompositeKey implements RuleKey {
 
   tag(facts: KeyFacts): string | null {
     let tag = '';
-    for (const part of this.parts) {
+    for (let i = 0; i < this.parts.length; i++) {
+      const part = this.parts[i]!;
       const value = part.spec.read(part.arg, facts);
       let t: string;
       if (value !== null) t = tagOf(part.spec, value);

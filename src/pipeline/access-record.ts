@@ -1,4 +1,6 @@
 /** @module The access log's line of one request, and its `log.client` field (off by default; a digest names a client without storing its IP). */
+// The module's binding, not the global: globalThis.performance is a getter, called on every use.
+import { performance } from 'node:perf_hooks';
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import type { RequestView } from './request-view.js';

@@ -4,6 +4,8 @@
  * and WebSocket upgrades both come through here, so they are limited the same way. What needs no I/O
  * is answered as a value (no promise); the store and an introspection miss are the only waits.
  */
+// The module's binding, not the global: globalThis.performance is a getter, called on every use.
+import { performance } from 'node:perf_hooks';
 import type { CompiledRule } from '../config/types.js';
 import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -136,7 +138,7 @@ function rejecting(rules: readonly CompiledRule[], outcome: ConsumeOutcome): Com
 }
 
 function anyNeedsAccount(rules: readonly CompiledRule[]): boolean {
-  for (const r of rules) if (needs(r.needs, NEED.account)) return true;
+  for (let i = 0; i < rules.length; i++) if (needs(rules[i]!.needs, NEED.account)) return true;
   return false;
 }
 

@@ -4,6 +4,8 @@
  * (undici) or tunnel (upgrade), each closed by one `finish()` that records the response metric and the
  * access-log line. The rate-limit headers go on every answer of a matched request, a 101 included.
  */
+// The module's binding, not the global: globalThis.performance is a getter, called on every use.
+import { performance } from 'node:perf_hooks';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Store } from '../limiter/types.js';

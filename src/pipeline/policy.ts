@@ -254,7 +254,9 @@ export function bucketsFor(
 ): { specs: BucketSpec[]; rules: CompiledRule[] } {
   const specs: BucketSpec[] = [];
   const used: CompiledRule[] = [];
-  for (const rule of rules) {
+  // Indexed loops on the request path: `for…of` over a frozen array runs the iterator protocol in full.
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i]!;
     if (!accountKnown && needs(rule.needs, NEED.account)) continue;
     if (rule.surge !== null && !policy.surgeActive(rule.surge)) {
       if (trace !== null) trace.skipped(rule, `surge ${rule.surge} is not on`);

@@ -4,6 +4,8 @@
  * may apply — limits, bans, in-flight limits, for a POST under any method its form's `_method` could
  * name (route-rules.ts) — so no later stage decides on less than another would read (issue 27 item 3).
  */
+// The module's binding, not the global: globalThis.Buffer is a getter, called on every use.
+import { Buffer } from 'node:buffer';
 import type http from 'node:http';
 import { continueNow } from '../http/expect-continue.js';
 import { declaresBody, firstHeader } from '../http/message.js';

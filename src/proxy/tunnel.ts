@@ -3,6 +3,8 @@
  * by http-proxy, and the upstream's answer head (the `101`, or a refusal) carries the gateway's
  * rate-limit headers, merged with any the upstream sent. Either side closing closes the other.
  */
+// The module's binding, not the global: globalThis.performance is a getter, called on every use.
+import { performance } from 'node:perf_hooks';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';

@@ -62,7 +62,8 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
   const pow2 = Array.from({ length: maskKeys ? n : 0 }, (_, i) => 2 ** i);
 
   function collect(entries: readonly Entry[]): void {
-    for (const e of entries) {
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
       if (seen[e.rule] === 1) continue;
       if (methodMatches(e.method, reqMethod)) {
         seen[e.rule] = 1;
