@@ -2,6 +2,8 @@
  * @module Forwarding to the upstream with an undici Pool: bodies streamed both ways, hop-by-hop headers
  * dropped, X-Forwarded-* set, timeouts, client aborts propagated, failures mapped to 502/504.
  */
+// The module's binding, not the global: globalThis.performance is a getter, called on every use.
+import { performance } from 'node:perf_hooks';
 import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
@@ -332,6 +334,17 @@ const SPECIAL: ReadonlyMap<string, number> = (() => {
   return m;
 })();
 
+/**
+ * Length and first letter (lower-cased) of each SPECIAL name: a header whose shape is not here is none
+ * of them, and is copied without a lower-cased copy of its name and a map look-up (most headers).
+ */
+const SPECIAL_SHAPES: ReadonlySet<number> = new Set([...SPECIAL.keys()].map(shapeOf));
+
+/** A header name's length and its first character with bit 0x20 set (lower case for a letter). */
+function shapeOf(name: string): number {
+  return name.length === 0 ? 0 : (name.length << 7) | (name.charCodeAt(0) | 0x20);
+}
+
 function upstreamRequestHeaders(
   req: http.IncomingMessage,
   forwarded: ForwardedHeaders,
@@ -344,6 +357,10 @@ function upstreamRequestHeaders(
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
+    if (listed === null && !SPECIAL_SHAPES.has(shapeOf(name))) {
+      out.push(name, raw[i + 1]!);
+      continue;
+    }
     const lower = name.toLowerCase();
     const f = SPECIAL.get(lower);
     if (f !== undefined && !copied(f, forwarded.trusted, hasBody, dropOverrideHeader, clientHost)) continue;

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { startTestGateway, gatewayFixture } from '../support/gateway.js';
+import { CLIENT_IP_CLAIMS, REBUILT_HEADERS } from '../../src/proxy/client-ip-headers.js';
 
 const RULE = `
 limits:
@@ -53,6 +54,31 @@ describe('from an untrusted peer', () => {
     expect(seen['x-forwarded-for']).toBe('127.0.0.1');
     expect(await counted('127.0.0.1')).toBe(1);
     expect(await counted('198.51.100.1')).toBe(0);
+  });
+});
+
+describe('from an untrusted peer, whatever the case of the names', () => {
+  /** `name` with every other letter upper-cased, starting with the first (the upstream copy's filter reads names case-insensitively). */
+  const mixed = (name: string): string => [...name].map((c, i) => (i % 2 === 0 ? c.toUpperCase() : c)).join('');
+
+  it('drops every client-IP claim and rebuilds X-Forwarded-*, upper-case or mixed; a look-alike name passes', async () => {
+    fx.gw = await startTestGateway(UNTRUSTED, { upstream: fx.upstream.url });
+    const claims = [...CLIENT_IP_CLAIMS, ...REBUILT_HEADERS];
+    for (const spell of [(n: string) => n.toUpperCase(), mixed]) {
+      const headers: Record<string, string> = { 'X-REAL-IQ': 'look-alike', 'x-request-ID': 'not an id' };
+      for (const name of claims) headers[spell(name)] = '198.51.100.9';
+      const seen = await get(headers);
+      for (const name of CLIENT_IP_CLAIMS) expect(seen[name], spell(name)).toBeUndefined();
+      expect(seen.forwarded).toBeUndefined();
+      expect(seen['x-forwarded-for']).toBe('127.0.0.1');
+      expect(seen['x-forwarded-proto']).toBe('http');
+      expect(seen['x-forwarded-host']).not.toBe('198.51.100.9');
+      // Same length and first letter as X-Real-IP, yet another header: copied as it came.
+      expect(seen['x-real-iq']).toBe('look-alike');
+      // An id the gateway does not take (spaces) is replaced, not forwarded beside the gateway's.
+      expect(seen['x-request-id']).toMatch(/^[\x21-\x7e]+$/);
+    }
+    expect(await counted('127.0.0.1')).toBe(2);
   });
 });
 
