@@ -136,6 +136,47 @@ describe('per: [signature:domain, ip]: a remote server from one address', () => 
   });
 });
 
+/** A cavage delivery whose `Signature:` header is `signature` (one header, or several lines). */
+const claiming = (ip: string, signature: string | string[]) => deliver(MASTODON, ip, '/inbox', { Signature: signature as string });
+const REAL_KEY = 'keyId="https://mastodon.example/users/relay#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="c2ln"';
+
+describe('the Signature header read as Mastodon reads it (issue 38, finding 2)', () => {
+  it('keys a duplicated keyId on the last one, as Mastodon’s parameter hash keeps it: a fake first keyId escapes nothing', async () => {
+    fx.gw = await startTestGateway(PAIR, { upstream: fx.upstream.url, now: new FakeClock().now });
+    const ip = '203.0.113.101';
+    for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, ip)).status).toBe(200);
+    for (let i = 0; i < 4; i++) {
+      const r = await claiming(ip, `keyId="https://f${i}.example/users/x#main-key",${REAL_KEY}`);
+      expect(r.status, `fake first keyId ${i}`).toBe(429);
+    }
+    // Two Signature headers reach Rails joined with ", " (Puma, as Node): one list, its last keyId.
+    const twoLines = await claiming(ip, [`keyId="https://f9.example/k",signature="c2ln"`, REAL_KEY]);
+    expect(twoLines.status).toBe(429);
+    // And the other way round: a real-looking first keyId does not spend the real pair's bucket.
+    const other = await claiming('203.0.113.102', `${REAL_KEY},keyId="https://elsewhere.example/k"`);
+    expect(other.status).toBe(200);
+    const bucket = await admin<{ remaining: number }>('/admin/buckets?rule=inbox&key=elsewhere.example&key=203.0.113.102');
+    expect(bucket.remaining).toBe(2);
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('reads KEYID as another parameter, never the keyId, and a header Mastodon cannot parse as no signature', async () => {
+    fx.gw = await startTestGateway(PAIR, { upstream: fx.upstream.url, now: new FakeClock().now });
+    const ip = '203.0.113.103';
+    for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, ip)).status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      expect((await claiming(ip, `KEYID="https://g${i}.example/users/x#main-key",${REAL_KEY}`)).status, `KEYID ${i}`).toBe(429);
+    }
+    // KEYID alone, or a header with trailing junk, is unsigned to Mastodon: the per-pair rule does not apply.
+    for (const h of [`KEYID="https://g9.example/k",signature="c2ln"`, `${REAL_KEY} junk`, `keyid="https://mastodon.example/k"`]) {
+      const r = await claiming(ip, h);
+      expect(r.status, h).toBe(200);
+      expect(r.headers['ratelimit-policy'], h).toBeUndefined();
+    }
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+  });
+});
+
 describe('per: signature:domain: a remote server whatever its address', () => {
   it('limits one server delivering from 12 IPs while another server’s deliveries pass', async () => {
     const table = 'limits:\n  - { name: per-server, match: [POST /inbox, POST /users/:name/inbox], per: signature:domain, limit: 24, period: 10m }\n';
