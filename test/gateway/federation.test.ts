@@ -15,7 +15,7 @@ import { explain } from '../../src/cli/explain.js';
 import { FakeClock } from '../support/clock.js';
 import { send, type Answer } from '../support/http.js';
 import { capturingLogger, gatewayFixture, startTestGateway } from '../support/gateway.js';
-import { uncommentBlock } from '../support/opt-in.js';
+import { serve } from '../support/servers.js';
 import { skipRedis, redisFixture } from '../support/redis.js';
 import { eventually } from '../support/eventually.js';
 
@@ -399,15 +399,88 @@ describe('hostile signature headers', () => {
   });
 });
 
-describe('the shipped Mastodon example, its opt-in inbox rule uncommented', () => {
+const EXAMPLE = readFileSync(fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url)), 'utf8');
+/** The shipped example with its inbox figures lowered to a test's scale (each replaced once, checked). */
+function exampleWith(figures: Record<string, string>): string {
+  return Object.entries(figures).reduce((text, [from, to]) => {
+    expect(text.split(from).length, from).toBe(2);
+    return text.replace(from, to);
+  }, EXAMPLE);
+}
+/** A delivery claiming a made-up server, new each time, as a client rotating its claim sends it. */
+const rotating = (ip: string, n: number, path = '/inbox', url = fx.gw!.url) =>
+  send(url, {
+    method: 'POST',
+    path,
+    headers: {
+      'Content-Type': 'application/activity+json',
+      'X-Forwarded-For': ip,
+      Signature: `keyId="https://f${n}.example/users/x#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="c2ln"`,
+    },
+    body: ACTIVITY,
+  });
+
+describe('the shipped Mastodon example: inbox rules on by default (issue 31, issue 38)', () => {
   it('counts deliveries per remote server and IP in front of the built-in upstream', async () => {
-    const example = readFileSync(fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url)), 'utf8');
-    const table = uncommentBlock(example, 'inbox-per-server').replace('limit: 3000', 'limit: 5');
-    fx.gw = await startTestGateway(table, { upstream: 'builtin', now: new FakeClock().now });
+    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 5' }), { upstream: 'builtin', now: new FakeClock().now });
     for (let i = 0; i < 5; i++) expect((await deliver(MASTODON, '203.0.113.20', '/users/admin/inbox')).status).not.toBe(429);
     expect((await deliver(MASTODON, '203.0.113.20', '/actor/inbox')).status).toBe(429);
     expect((await deliver(MASTODON, '203.0.113.21')).status).not.toBe(429);
     expect((await deliver(PLEROMA, '203.0.113.20')).status).not.toBe(429);
+  });
+
+  it('counts /inbox.json and /users/:name/inbox.json, which Rails routes to the inboxes, in the same buckets', async () => {
+    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 2' }), { upstream: fx.upstream.url, now: new FakeClock().now });
+    const ip = '203.0.113.22';
+    const statuses = [];
+    for (const path of ['/inbox.json', '/users/alice/inbox.json', '/inbox.json', '/actor/inbox.json', '/inbox', '/inbox.json']) {
+      statuses.push((await deliver(MASTODON, ip, path)).status);
+    }
+    expect(statuses).toEqual([200, 200, 429, 429, 429, 429]);
+    expect((await deliver(MASTODON, '203.0.113.23', '/inbox.json')).headers['ratelimit-policy']).toBe(
+      '"inbox-per-server";q=2;w=300, "inbox-per-address";q=6000;w=300',
+    );
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('limits an address that claims a new server per delivery: 6 of 20 forwarded, the real server elsewhere untouched', async () => {
+    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 3', 'limit: 6000': 'limit: 6' }), {
+      upstream: fx.upstream.url,
+      now: new FakeClock().now,
+    });
+    const statuses = [];
+    for (let n = 0; n < 20; n++) statuses.push((await rotating('192.0.2.66', n)).status);
+    expect(statuses.filter((s) => s === 200).length).toBe(6);
+    expect(statuses.slice(6).every((s) => s === 429)).toBe(true);
+    expect(fx.upstream.seen.filter((r) => r.url === '/inbox').length).toBe(6);
+    // Unsigned deliveries from that address are the same address: refused too.
+    expect((await deliver(null, '192.0.2.66')).status).toBe(429);
+    for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, '203.0.113.24')).status).toBe(200);
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('bans an address whose made-up servers all fail verification, though no pair is ever banned', async () => {
+    const verifying = await serve(verifyingCavageInbox);
+    try {
+      const table = exampleWith({ 'limit: 20\n': 'limit: 3\n', 'limit: 60\n': 'limit: 5\n' });
+      fx.gw = await startTestGateway(table, { upstream: verifying.url, now: new FakeClock().now });
+      const forged: number[] = [];
+      for (let n = 0; n < 5; n++) forged.push((await rotating('192.0.2.77', n)).status);
+      expect(forged).toEqual([401, 401, 401, 401, 401]);
+      await eventually(async () => (await rotating('192.0.2.77', 100)).status, { what: 'the address banned', until: (s) => s === 403 });
+      const bans = await admin<{ bans: { ban: string }[] }>('/admin/bans');
+      expect(bans.bans.map((b) => b.ban)).toEqual(['bad-signatures-per-address']);
+      // A claim from another server, or none, from that address is the same address: banned.
+      expect((await rotating('192.0.2.77', 101)).status).toBe(403);
+      expect((await deliver(MASTODON, '192.0.2.77')).status).toBe(403);
+      // The real server, from its own address, verifies and passes.
+      for (let i = 0; i < 6; i++) expect((await deliver(MASTODON, '203.0.113.25')).status).toBe(202);
+      expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+    } finally {
+      await fx.gw?.shutdown(200);
+      fx.gw = undefined;
+      await verifying.close();
+    }
   });
 });
 
