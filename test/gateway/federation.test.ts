@@ -175,6 +175,17 @@ describe('the Signature header read as Mastodon reads it (issue 38, finding 2)',
     }
     expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
   });
+
+  it('is read the same by explain: the last keyId, KEYID ignored, an unparsable header unsigned', async () => {
+    const snap = parseConfig(PAIR, 't.yaml');
+    const shown = async (signature: string) =>
+      (await explain(snap, { request: 'POST /inbox', headers: [`Signature: ${signature}`], ip: '203.0.113.9' })).join('\n');
+    expect(await shown(`keyId="https://f1.example/k",KEYID="https://f2.example/k",${REAL_KEY}`)).toContain(
+      'key: signature domain mastodon.example (claimed, unverified)',
+    );
+    expect(await shown(`${REAL_KEY},keyId="https://f3.example/k"`)).toContain('key: signature domain f3.example (claimed, unverified)');
+    expect(await shown(`${REAL_KEY},`)).toContain('no (no key: the request has no HTTP signature keyId)');
+  });
 });
 
 describe('per: signature:domain: a remote server whatever its address', () => {
