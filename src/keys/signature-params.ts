@@ -29,14 +29,30 @@ function spacesEnd(s: string, from: number): number {
   return i;
 }
 
-/** The index after the `"` closing the quoted string opened at `open` (`\` takes any next character), or -1. */
+/**
+ * Where the next backslash of the header being read stands (at or after the scan), or the header's
+ * length when there is none: kept across the quoted values of one header, so that searching for it
+ * never re-reads a stretch (a header of many short quoted values costs one pass, not one per value).
+ */
+let nextSlash = 0;
+
+/** The index after the `"` closing the quoted string opened at `open` (`\` takes the next character), or -1. */
 function quotedEnd(s: string, open: number): number {
-  for (let i = open + 1; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 0x5c /* \ */) i++;
-    else if (c === 0x22 /* " */) return i + 1;
+  let i = open + 1;
+  let quote = s.indexOf('"', i);
+  while (quote >= 0) {
+    if (nextSlash < i) nextSlash = slashFrom(s, i);
+    if (nextSlash > quote) return quote + 1;
+    // The backslash takes the character after it, a quote or not; both searches only move forward.
+    i = nextSlash + 2;
+    if (quote < i) quote = s.indexOf('"', i);
   }
   return -1;
+}
+
+function slashFrom(s: string, from: number): number {
+  const at = s.indexOf('\\', from);
+  return at < 0 ? s.length : at;
 }
 
 const BUGGY_PREFIX = 'Signature ';
@@ -48,6 +64,7 @@ const BUGGY_PREFIX = 'Signature ';
  */
 export function cavageParam(header: string, name: string): string | undefined {
   let i = header.startsWith(BUGGY_PREFIX) ? BUGGY_PREFIX.length : 0;
+  nextSlash = -1;
   let from = -1;
   let to = -1;
   for (;;) {
