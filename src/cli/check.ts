@@ -5,6 +5,7 @@
  * editor's save) starts in about twice `node -e 0`.
  */
 import { formatRulesTable, formatSummary } from '../config/describe.js';
+import { formatSuffixWarnings } from '../config/format-warnings.js';
 import { loadConfigFile } from '../config/load.js';
 import { CONFIG_FLAG, configPath, overridesFrom, parseCommand, reportConfigError } from './options.js';
 import { USAGE } from './usage.js';
@@ -23,6 +24,8 @@ export async function check(args: string[]): Promise<number> {
     const snapshot = await loadConfigFile(file, overridesFrom(values));
     console.log(formatRulesTable(snapshot));
     console.log(formatSummary(snapshot));
+    // On stderr, and still exit 0: the table is valid; a deploy hook keeps passing, a person sees them.
+    for (const warning of formatSuffixWarnings(snapshot)) console.error(`warning: ${warning}`);
     return 0;
   } catch (err) {
     return reportConfigError(err);

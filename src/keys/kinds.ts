@@ -282,7 +282,7 @@ export const KINDS = {
   signature: {
     syntax: 'signature:domain',
     meaning:
-      "The lower-cased host of the HTTP Signature's keyId (RFC 9421 Signature-Input or draft-cavage Signature), unverified: combine it with ip (docs/federation.md).",
+      "The lower-cased host of the HTTP Signature's keyId (RFC 9421 Signature-Input, or draft-cavage Signature parsed as Mastodon parses it: exact names, the last keyId wins), unverified: combine it with ip (docs/federation.md).",
     compileName: named(
       'signature part',
       (n) => n === 'domain',

@@ -1,10 +1,13 @@
 /**
  * @module The server an HTTP Signature claims to come from (`per: signature:domain`): the lower-cased
  * host of the `keyId`, read from RFC 9421's `Signature-Input:` (`keyid="…"`) or draft-cavage's
- * `Signature:` (`keyId="…"`), as Mastodon and other ActivityPub servers sign their deliveries. Nothing
+ * `Signature:` (`keyId="…"`, parsed as Mastodon parses it: signature-params.ts), as Mastodon and other
+ * ActivityPub servers sign their deliveries. Nothing
  * is verified (the gateway holds no key): the domain is a claim, so docs/federation.md pairs it with
  * the IP. A hostile header costs one linear scan of at most MAX_SIGNATURE_HEADER characters.
  */
+
+import { cavageParam } from './signature-params.js';
 
 /** Longer than any real signature header (an RSA-4096 signature in base64 is 684 characters). */
 export const MAX_SIGNATURE_HEADER = 8192;
@@ -17,8 +20,8 @@ const IPV6_LITERAL = /^\[[0-9a-f:.]+\]$/;
 /**
  * The value of the first parameter `name` (lower-case) that stands outside quoted strings right after
  * `;`, `,` or the start (each optionally followed by spaces), as a quoted string; undefined when none.
- * Both header forms are lists of `name="value"` (cavage: comma-separated; RFC 9421: `;`-parameters
- * of a dictionary member whose inner list holds quoted strings): one pass, no backtracking.
+ * RFC 9421's `Signature-Input` holds `;`-parameters of a dictionary member whose inner list holds
+ * quoted strings: one pass, no backtracking. (The cavage `Signature:` header is read by cavageParam.)
  */
 export function quotedParam(header: string, name: string): string | undefined {
   let atStart = true;
@@ -61,6 +64,9 @@ function sameName(s: string, at: number, name: string): boolean {
  */
 export function keyIdDomain(keyId: string): string | undefined {
   if (keyId.length === 0 || keyId.length > MAX_KEY_ID) return undefined;
+  // Mastodon keeps a quoted value's backslashes, and a URL parser reads `\` as `/` (`https://a.example\@b.example/`
+  // is host a.example to it): such a keyId names no server the gateway and Mastodon agree on.
+  if (keyId.includes('\\')) return undefined;
   let url: URL;
   try {
     url = new URL(keyId.startsWith('acct:') ? `https://${keyId.slice(keyId.lastIndexOf('@') + 1)}/` : keyId);
@@ -76,17 +82,18 @@ export function keyIdDomain(keyId: string): string | undefined {
   return DOMAIN.test(host) || IPV6_LITERAL.test(host) ? host : undefined;
 }
 
-/** The domain a request's signature headers claim (RFC 9421 first, then draft-cavage), or undefined. */
+/**
+ * The domain a request's signature headers claim (RFC 9421 first, then draft-cavage), or undefined. A
+ * `Signature:` header that Mastodon cannot parse, or whose last `keyId` names no server, claims none.
+ */
 export function signatureDomain(signatureInput: string | undefined, signature: string | undefined): string | undefined {
-  for (const [header, name] of [
-    [signatureInput, 'keyid'],
-    [signature, 'keyid'],
-  ] as const) {
-    if (header === undefined || header.length > MAX_SIGNATURE_HEADER) continue;
-    const keyId = quotedParam(header, name);
+  if (signatureInput !== undefined && signatureInput.length <= MAX_SIGNATURE_HEADER) {
+    const keyId = quotedParam(signatureInput, 'keyid');
     if (keyId !== undefined) return keyIdDomain(keyId);
   }
-  return undefined;
+  if (signature === undefined || signature.length > MAX_SIGNATURE_HEADER) return undefined;
+  const keyId = cavageParam(signature, 'keyId');
+  return keyId === undefined ? undefined : keyIdDomain(keyId);
 }
 
 /** The last pair of headers read and its domain: every `signature:` rule of a request reads the same headers. */

@@ -19,6 +19,30 @@ describe('rategate check', () => {
     expect((await runCli(['check', '--config', 'a.yaml', 'b.yaml'])).code).toBe(1);
   });
 
+  it('warns, still exiting 0, about a pattern Rails also routes with a format suffix (issue 38, finding 3)', async () => {
+    const table = `limits:
+  - { name: inbox, match: [POST /inbox, POST /users/:name/inbox(.:format), POST /actor/inbox], per: ip, limit: 3, period: 1m }
+  - { name: status, match: DELETE /statuses/:id, per: ip, limit: 3, period: 1m }
+  - { name: api, match: [POST /api/v1/accounts, /api/*, /media_proxy/*], per: ip, limit: 3, period: 1m }
+bans:
+  - { name: b, match: POST /auth/sign_in, per: ip, on: { status: [401] }, limit: 3, period: 1m, ban: 1h }
+`;
+    const r = await runCli(['check', limitsFile(table)]);
+    expect(r.code).toBe(0);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      'warning: limits[0].match[0]: "POST /inbox" does not match /inbox.json, which Rails routes to the same action (unless the route is declared format: false): write "POST /inbox(.:format)" to count it',
+      'warning: limits[0].match[2]: "POST /actor/inbox" does not match /actor/inbox.json, which Rails routes to the same action (unless the route is declared format: false): write "POST /actor/inbox(.:format)" to count it',
+      'warning: bans[0].match: "POST /auth/sign_in" does not match /auth/sign_in.json, which Rails routes to the same action (unless the route is declared format: false): write "POST /auth/sign_in(.:format)" to count it',
+    ]);
+    // The shipped tables carry the suffix wherever Rails routes one (Mastodon's /api is format: false);
+    // the chart's sidecar recipe is the example byte for byte (test/packaging/examples.test.ts).
+    for (const file of ['config/limits.yaml', 'config/examples/mastodon.yaml']) {
+      const shipped = await runCli(['check', file]);
+      expect(shipped.code, file).toBe(0);
+      expect(shipped.stderr, file).not.toContain('warning:');
+    }
+  });
+
   it('refuses a rule for a method that does not exist, as serve does', async () => {
     const file = limitsFile('limits:\n  - { name: api, match: GETT /api/*, per: ip, limit: 10, period: 1m }\n');
     const message = 'limits[0].match: unknown method "GETT" (did you mean "GET"? a custom method must be listed in methods.custom)';

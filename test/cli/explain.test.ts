@@ -29,8 +29,8 @@ describe('rategate explain', () => {
     // The digest is the normalized value's: every capitalisation and NUL-padded variant is one bucket.
     const digest = createHash('sha256').update('a@example.com').digest('hex').slice(0, 12);
     expect(lines.find((l) => l.startsWith('  12.'))).toContain(`digest ${digest}…`);
-    // The rule order is the table's: 20 rules, then the headers.
-    expect(lines.filter((l) => /^ +\d+\. /.test(l))).toHaveLength(20);
+    // The rule order is the table's: 22 rules, then the headers.
+    expect(lines.filter((l) => /^ +\d+\. /.test(l))).toHaveLength(22);
     expect(lines.at(-2)).toBe('  headers: X-RateLimit-* of password-resets-email (limit 5) while buckets are fresh; at run time the one closest to exhaustion');
     // The header as the gateway sends it: the bucket closest to exhaustion first.
     expect(lines.at(-1)).toBe('  RateLimit-Policy: "password-resets-email";q=5;w=1800, "password-resets-ip";q=25;w=300');

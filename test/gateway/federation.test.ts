@@ -15,7 +15,7 @@ import { explain } from '../../src/cli/explain.js';
 import { FakeClock } from '../support/clock.js';
 import { send, type Answer } from '../support/http.js';
 import { capturingLogger, gatewayFixture, startTestGateway } from '../support/gateway.js';
-import { uncommentBlock } from '../support/opt-in.js';
+import { serve } from '../support/servers.js';
 import { skipRedis, redisFixture } from '../support/redis.js';
 import { eventually } from '../support/eventually.js';
 
@@ -133,6 +133,58 @@ describe('per: [signature:domain, ip]: a remote server from one address', () => 
     // /admin/limited shows the limited keys part by part.
     const limited = await admin<{ top: { key: string }[] }>('/admin/limited?rule=inbox');
     expect(limited.top.map((k) => k.key)).toEqual(['signature mastodon.example + 192.0.2.66']);
+  });
+});
+
+/** A cavage delivery whose `Signature:` header is `signature` (one header, or several lines). */
+const claiming = (ip: string, signature: string | string[]) => deliver(MASTODON, ip, '/inbox', { Signature: signature as string });
+const REAL_KEY = 'keyId="https://mastodon.example/users/relay#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="c2ln"';
+
+describe('the Signature header read as Mastodon reads it (issue 38, finding 2)', () => {
+  it('keys a duplicated keyId on the last one, as Mastodon’s parameter hash keeps it: a fake first keyId escapes nothing', async () => {
+    fx.gw = await startTestGateway(PAIR, { upstream: fx.upstream.url, now: new FakeClock().now });
+    const ip = '203.0.113.101';
+    for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, ip)).status).toBe(200);
+    for (let i = 0; i < 4; i++) {
+      const r = await claiming(ip, `keyId="https://f${i}.example/users/x#main-key",${REAL_KEY}`);
+      expect(r.status, `fake first keyId ${i}`).toBe(429);
+    }
+    // Two Signature headers reach Rails joined with ", " (Puma, as Node): one list, its last keyId.
+    const twoLines = await claiming(ip, [`keyId="https://f9.example/k",signature="c2ln"`, REAL_KEY]);
+    expect(twoLines.status).toBe(429);
+    // And the other way round: a real-looking first keyId does not spend the real pair's bucket.
+    const other = await claiming('203.0.113.102', `${REAL_KEY},keyId="https://elsewhere.example/k"`);
+    expect(other.status).toBe(200);
+    const bucket = await admin<{ remaining: number }>('/admin/buckets?rule=inbox&key=elsewhere.example&key=203.0.113.102');
+    expect(bucket.remaining).toBe(2);
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('reads KEYID as another parameter, never the keyId, and a header Mastodon cannot parse as no signature', async () => {
+    fx.gw = await startTestGateway(PAIR, { upstream: fx.upstream.url, now: new FakeClock().now });
+    const ip = '203.0.113.103';
+    for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, ip)).status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      expect((await claiming(ip, `KEYID="https://g${i}.example/users/x#main-key",${REAL_KEY}`)).status, `KEYID ${i}`).toBe(429);
+    }
+    // KEYID alone, or a header with trailing junk, is unsigned to Mastodon: the per-pair rule does not apply.
+    for (const h of [`KEYID="https://g9.example/k",signature="c2ln"`, `${REAL_KEY} junk`, `keyid="https://mastodon.example/k"`]) {
+      const r = await claiming(ip, h);
+      expect(r.status, h).toBe(200);
+      expect(r.headers['ratelimit-policy'], h).toBeUndefined();
+    }
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('is read the same by explain: the last keyId, KEYID ignored, an unparsable header unsigned', async () => {
+    const snap = parseConfig(PAIR, 't.yaml');
+    const shown = async (signature: string) =>
+      (await explain(snap, { request: 'POST /inbox', headers: [`Signature: ${signature}`], ip: '203.0.113.9' })).join('\n');
+    expect(await shown(`keyId="https://f1.example/k",KEYID="https://f2.example/k",${REAL_KEY}`)).toContain(
+      'key: signature domain mastodon.example (claimed, unverified)',
+    );
+    expect(await shown(`${REAL_KEY},keyId="https://f3.example/k"`)).toContain('key: signature domain f3.example (claimed, unverified)');
+    expect(await shown(`${REAL_KEY},`)).toContain('no (no key: the request has no HTTP signature keyId)');
   });
 });
 
@@ -358,15 +410,88 @@ describe('hostile signature headers', () => {
   });
 });
 
-describe('the shipped Mastodon example, its opt-in inbox rule uncommented', () => {
+const EXAMPLE = readFileSync(fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url)), 'utf8');
+/** The shipped example with its inbox figures lowered to a test's scale (each replaced once, checked). */
+function exampleWith(figures: Record<string, string>): string {
+  return Object.entries(figures).reduce((text, [from, to]) => {
+    expect(text.split(from).length, from).toBe(2);
+    return text.replace(from, to);
+  }, EXAMPLE);
+}
+/** A delivery claiming a made-up server, new each time, as a client rotating its claim sends it. */
+const rotating = (ip: string, n: number, path = '/inbox', url = fx.gw!.url) =>
+  send(url, {
+    method: 'POST',
+    path,
+    headers: {
+      'Content-Type': 'application/activity+json',
+      'X-Forwarded-For': ip,
+      Signature: `keyId="https://f${n}.example/users/x#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="c2ln"`,
+    },
+    body: ACTIVITY,
+  });
+
+describe('the shipped Mastodon example: inbox rules on by default (issue 31, issue 38)', () => {
   it('counts deliveries per remote server and IP in front of the built-in upstream', async () => {
-    const example = readFileSync(fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url)), 'utf8');
-    const table = uncommentBlock(example, 'inbox-per-server').replace('limit: 3000', 'limit: 5');
-    fx.gw = await startTestGateway(table, { upstream: 'builtin', now: new FakeClock().now });
+    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 5' }), { upstream: 'builtin', now: new FakeClock().now });
     for (let i = 0; i < 5; i++) expect((await deliver(MASTODON, '203.0.113.20', '/users/admin/inbox')).status).not.toBe(429);
     expect((await deliver(MASTODON, '203.0.113.20', '/actor/inbox')).status).toBe(429);
     expect((await deliver(MASTODON, '203.0.113.21')).status).not.toBe(429);
     expect((await deliver(PLEROMA, '203.0.113.20')).status).not.toBe(429);
+  });
+
+  it('counts /inbox.json and /users/:name/inbox.json, which Rails routes to the inboxes, in the same buckets', async () => {
+    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 2' }), { upstream: fx.upstream.url, now: new FakeClock().now });
+    const ip = '203.0.113.22';
+    const statuses = [];
+    for (const path of ['/inbox.json', '/users/alice/inbox.json', '/inbox.json', '/actor/inbox.json', '/inbox', '/inbox.json']) {
+      statuses.push((await deliver(MASTODON, ip, path)).status);
+    }
+    expect(statuses).toEqual([200, 200, 429, 429, 429, 429]);
+    expect((await deliver(MASTODON, '203.0.113.23', '/inbox.json')).headers['ratelimit-policy']).toBe(
+      '"inbox-per-server";q=2;w=300, "inbox-per-address";q=6000;w=300',
+    );
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('limits an address that claims a new server per delivery: 6 of 20 forwarded, the real server elsewhere untouched', async () => {
+    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 3', 'limit: 6000': 'limit: 6' }), {
+      upstream: fx.upstream.url,
+      now: new FakeClock().now,
+    });
+    const statuses = [];
+    for (let n = 0; n < 20; n++) statuses.push((await rotating('192.0.2.66', n)).status);
+    expect(statuses.filter((s) => s === 200).length).toBe(6);
+    expect(statuses.slice(6).every((s) => s === 429)).toBe(true);
+    expect(fx.upstream.seen.filter((r) => r.url === '/inbox').length).toBe(6);
+    // Unsigned deliveries from that address are the same address: refused too.
+    expect((await deliver(null, '192.0.2.66')).status).toBe(429);
+    for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, '203.0.113.24')).status).toBe(200);
+    expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('bans an address whose made-up servers all fail verification, though no pair is ever banned', async () => {
+    const verifying = await serve(verifyingCavageInbox);
+    try {
+      const table = exampleWith({ 'limit: 20\n': 'limit: 3\n', 'limit: 60\n': 'limit: 5\n' });
+      fx.gw = await startTestGateway(table, { upstream: verifying.url, now: new FakeClock().now });
+      const forged: number[] = [];
+      for (let n = 0; n < 5; n++) forged.push((await rotating('192.0.2.77', n)).status);
+      expect(forged).toEqual([401, 401, 401, 401, 401]);
+      await eventually(async () => (await rotating('192.0.2.77', 100)).status, { what: 'the address banned', until: (s) => s === 403 });
+      const bans = await admin<{ bans: { ban: string }[] }>('/admin/bans');
+      expect(bans.bans.map((b) => b.ban)).toEqual(['bad-signatures-per-address']);
+      // A claim from another server, or none, from that address is the same address: banned.
+      expect((await rotating('192.0.2.77', 101)).status).toBe(403);
+      expect((await deliver(MASTODON, '192.0.2.77')).status).toBe(403);
+      // The real server, from its own address, verifies and passes.
+      for (let i = 0; i < 6; i++) expect((await deliver(MASTODON, '203.0.113.25')).status).toBe(202);
+      expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
+    } finally {
+      await fx.gw?.shutdown(200);
+      fx.gw = undefined;
+      await verifying.close();
+    }
   });
 });
 

@@ -67,20 +67,23 @@ describe('config/examples/mastodon.yaml', () => {
       expect(text).toContain(`# ${throttle}`);
     // 17 throttles; throttle_email_confirmations/email and throttle_password_change/account take two rules
     // each (web form and API; token and session), throttle_login_attempts/email three (the e-mail, the
-    // two-factor step's session).
-    expect(snap.rules.length).toBe(20);
+    // two-factor step's session); and the two inbox rules rack-attack has no counterpart for.
+    expect(snap.rules.length).toBe(22);
   });
 
-  it('carries the opt-in inbox rule per remote server commented out, valid once uncommented', async () => {
+  it('carries the inbox rules and bans on by default: per server and IP, per address, every inbox route with its format', async () => {
     const text = readFileSync(EXAMPLE, 'utf8');
     expect(text).toContain('mastodon/mastodon#21977');
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-optin-'));
-    writeFileSync(path.join(dir, 'limits.yaml'), uncommentBlock(text, 'inbox-per-server'));
-    const rules = (await loadConfigFile(path.join(dir, 'limits.yaml'))).rules;
-    expect(rules.length).toBe(21);
-    const inbox = rules.find((r) => r.name === 'inbox-per-server')!;
-    expect(inbox.key.label).toBe('[signature:domain, ip]');
-    expect(inbox.patterns).toEqual(['POST /inbox', 'POST /users/:name/inbox', 'POST /actor/inbox']);
+    const snap = await loadConfigFile(EXAMPLE);
+    const inboxes = ['POST /inbox(.:format)', 'POST /users/:name/inbox(.:format)', 'POST /actor/inbox(.:format)'];
+    const inbox = snap.rules.find((r) => r.name === 'inbox-per-server')!;
+    expect([inbox.key.label, inbox.key.missingIp, inbox.patterns]).toEqual(['[signature:domain, ip]', true, inboxes]);
+    const address = snap.rules.find((r) => r.name === 'inbox-per-address')!;
+    expect([address.key.label, address.patterns, address.limit > inbox.limit]).toEqual(['ip', inboxes, true]);
+    expect(snap.config.bans.map((b) => [b.name, b.match, b.on?.status])).toEqual([
+      ['bad-signatures', inboxes, [401]],
+      ['bad-signatures-per-address', inboxes, [401]],
+    ]);
   });
 
   it('carries the opt-in new-account rule and sign-up surge commented out, each valid once uncommented', async () => {
@@ -89,7 +92,7 @@ describe('config/examples/mastodon.yaml', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-optin-'));
     writeFileSync(path.join(dir, 'limits.yaml'), uncommentSection(uncommentBlock(text, 'new-accounts-post'), 'surges'));
     const snap = await loadConfigFile(path.join(dir, 'limits.yaml'));
-    expect(snap.rules.length).toBe(23);
+    expect(snap.rules.length).toBe(25);
     expect(snap.rules.find((r) => r.name === 'new-accounts-post')!.whenAccount).toMatchObject({ age: { op: '<', ms: 7 * 86_400_000 } });
     expect(snap.config.surges.map((s) => [s.name, s.trigger.rule, s.for])).toEqual([['sign-up-wave', 'api-sign-up', 6 * 3_600_000]]);
     const young = (await explain(snap, { request: 'POST /api/v1/statuses', headers: ['Authorization: Bearer t'], ip: '203.0.113.5', accountAge: '2d' })).join(
