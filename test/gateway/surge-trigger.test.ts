@@ -2,8 +2,8 @@
  * A surge cannot be set off on purpose (issue 38, finding 4), through real gateways: docs/surges.md's
  * example, unchanged, is not started by 256 junk sign-ups (answered 422) from one IPv6 /56, nor by 256
  * answered ones from it (one network's share of the trigger is bounded); a wave from many networks still
- * starts it; the trigger counts the statuses it names; and what is answered while the surge is on does
- * not start it again at its end. On the memory store and on Redis; the gateway alive after each.
+ * starts it; the trigger counts the upstream statuses it names, never a gateway answer; and what is
+ * answered while the surge is on does not start it again at its end. On the memory store and on Redis; the gateway alive after each.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -201,6 +201,44 @@ surges:
     // Nothing was pending to start it a moment later.
     await pause(300); // an event that must not happen: the surge starting again
     expect(await surge(gw, 'sign-up-wave')).toMatchObject({ active: false, endsAt: null });
+    await alive(gw);
+  });
+});
+
+describe('a gateway answer to an admitted request', () => {
+  const TABLE = `
+limits:
+  - { name: sign-up, match: POST /api/v1/accounts, per: ip, limit: 100, period: 1h }
+surges:
+  - name: failing-sign-ups
+    trigger: { rule: sign-up, above: 2, within: 10m, statuses: [5xx], perNetwork: 10 }
+    for: 1h
+    limits:
+      - { name: sign-up-surge, match: POST /api/v1/accounts, per: global, limit: 1000, period: 1h }
+`;
+  let upstream: RecordingUpstream;
+  let gw: TestGateway;
+  let fail: 'hang-up' | 503 = 'hang-up';
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream();
+    upstream.route('/api/v1/accounts', (req, res) => {
+      if (fail === 'hang-up') return void req.socket.destroy();
+      req.resume();
+      req.on('end', () => res.writeHead(503).end());
+    });
+    gw = await startTestGateway(TABLE, { upstream: upstream.url });
+  });
+  afterAll(async () => {
+    await gw?.shutdown(200);
+    await upstream?.close();
+  });
+
+  it('never counts (a 502 for an upstream that hung up), where the upstream’s own 5xx does', async () => {
+    for (let i = 0; i < 5; i++) expect((await signUp(gw, `192.0.2.${i + 1}`)).status).toBe(502);
+    expect(await settled(gw, 'failing-sign-ups', 0)).toMatchObject({ active: false, trigger: { count: 0 } });
+    fail = 503;
+    for (let i = 0; i < 3; i++) expect((await signUp(gw, `192.0.2.${i + 1}`)).status).toBe(503);
+    expect(await eventually(() => surge(gw, 'failing-sign-ups'), { what: 'the surge on', until: (s) => s.active })).toMatchObject({ active: true });
     await alive(gw);
   });
 });
