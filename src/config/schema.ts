@@ -5,7 +5,7 @@ import { show, type PathItem } from './errors.js';
 import { accountId, checked, duration, positiveInt, size, tableList } from './fields/formats.js';
 import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
-import { surgeShape, surgesSection, surgeTriggerShape } from './fields/surge.js';
+import { networkPrefixShape, surgeShape, surgesSection, surgeTriggerShape } from './fields/surge.js';
 import { accountWhenShape, onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
 import { checkIpOrCidr, checkListen, checkNamedUpstreamUrl, checkStoreUrl, checkTrustedProxy, checkUpstreamUrl, HEADER_NAME } from './fields/validators.js';
 
@@ -297,6 +297,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   ...guard.knownKeys,
   surges: Object.keys(surgeShape),
   'surges.trigger': Object.keys(surgeTriggerShape),
+  'surges.trigger.networkPrefix': Object.keys(networkPrefixShape),
   'surges.limits': Object.keys(ruleShape),
   'surges.limits.when': Object.keys(whenShape),
   'surges.limits.when.account': Object.keys(accountWhenShape),

@@ -3,6 +3,7 @@ export { compileCidrs, parseIp, type CidrSet, type ParsedIp } from './cidr.js';
 export {
   createClientIpResolver,
   ipBucketKey,
+  networkOf,
   bareForwardedAddress,
   UNKNOWN_CLIENT,
   type ClientIp,

@@ -85,14 +85,35 @@ export function bareForwardedAddress(raw: string): string | null {
 
 /** Renders the bucket key of a parsed address. */
 function keyOf(ip: ParsedIp, address: string, ipv6Prefix: number): string {
-  if (ip.kind() === 'ipv4') return address;
-  const parts = (ip as ipaddr.IPv6).parts.slice();
+  return ip.kind() === 'ipv4' ? address : v6Network(ip as ipaddr.IPv6, ipv6Prefix);
+}
+
+/** The IPv6 network of `prefix` bits that holds `ip`, as `2001:db8::/64`. */
+function v6Network(ip: ipaddr.IPv6, prefix: number): string {
+  const parts = ip.parts.slice();
   for (let i = 0; i < 8; i++) {
-    const keep = Math.min(16, Math.max(0, ipv6Prefix - i * 16));
+    const keep = Math.min(16, Math.max(0, prefix - i * 16));
     parts[i] = keep === 0 ? 0 : parts[i]! & ((0xffff << (16 - keep)) & 0xffff);
   }
   // RFC 5952 text is the canonical spelling, so `2001:DB8:0:0::1` and `2001:db8::1` share a key.
-  return `${new ipaddr.IPv6(parts).toRFC5952String()}/${ipv6Prefix}`;
+  return `${new ipaddr.IPv6(parts).toRFC5952String()}/${prefix}`;
+}
+
+/**
+ * The network that holds a client address, for what is bounded per network rather than per client (a
+ * surge trigger's share): `203.0.113.0/24` for IPv4 (mapped IPv6 folded), `2001:db8::/48` for IPv6;
+ * null when `addr` is not an address.
+ */
+export function networkOf(addr: string, ipv4Prefix: number, ipv6Prefix: number): string | null {
+  const ip = parseIp(addr);
+  if (ip === null) return null;
+  if (ip.kind() === 'ipv6') return v6Network(ip as ipaddr.IPv6, ipv6Prefix);
+  const o = (ip as ipaddr.IPv4).octets.slice();
+  for (let i = 0; i < 4; i++) {
+    const keep = Math.min(8, Math.max(0, ipv4Prefix - i * 8));
+    o[i] = keep === 0 ? 0 : o[i]! & ((0xff << (8 - keep)) & 0xff);
+  }
+  return `${o.join('.')}/${ipv4Prefix}`;
 }
 
 /** RFC 5952 text without the zone (zones name local interfaces; see parseIp). */

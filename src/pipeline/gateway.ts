@@ -181,8 +181,10 @@ export class Gateway {
         ? recordOf(req, id, s.view, s.decision, { status: end.status, error: r?.error }, started)
         : undefined;
     if (s.banHits && this.opts.guard) countBans(this.opts.guard, s.banHits, end.status);
-    // A surge's trigger counts what the gateway admitted (surge/surges.ts; no wait, no store call unless a trigger rule counted it).
-    if (s.decision.kind === 'allowed') this.opts.guard?.surges?.admitted(s.decision.rules);
+    // A surge's trigger counts the upstream's own answers to what was admitted (surge/surges.ts: by status,
+    // per network; no wait, no store call unless a trigger rule counted it). A gateway answer never counts.
+    if (s.decision.kind === 'allowed' && r !== undefined && r.error === undefined)
+      this.opts.guard?.surges?.answered(s.decision.rules, r.status, s.view.client.address);
     const { metrics } = this.opts;
     if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
     else if (r.error === undefined) metrics.observeUpstream(r.status, r.seconds);

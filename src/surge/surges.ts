@@ -1,6 +1,8 @@
 /**
- * @module Surges at run time (`surges:` in limits.yaml): counts the trigger rule's admitted requests in
- * one instance-wide bucket in the counter store, starts the surge when the count passes its threshold,
+ * @module Surges at run time (`surges:` in limits.yaml): counts the trigger rule's requests the upstream
+ * answered with one of the trigger's statuses, at most `perNetwork` from each client network and none
+ * while the surge is on, in one instance-wide bucket in the counter store, starts the surge when the
+ * count passes its threshold,
  * and keeps the surge itself as a guard entry (kind `surge`), so every replica on the store sees it
  * start and end within a second, as it sees bans (guard/redis-state.ts). The request path asks only
  * `active(name)`: one map lookup in the guard's local picture. The gauge `rategate_surge_active` is
@@ -9,15 +11,45 @@
 import type { Config, SurgeConfig } from '../config/schema.js';
 import type { CompiledRule } from '../config/types.js';
 import { formatDuration } from '../config/fields/duration.js';
+import { perNetworkOf } from '../config/fields/surge.js';
+import { networkOf } from '../identity/ip.js';
 import type { Guard } from '../guard/guard.js';
 import { isLive, type GuardEntry } from '../guard/state.js';
 import { fieldOf } from '../guard/view.js';
 import { bucketKey } from '../limiter/keys.js';
 import type { BucketSpec, Store, StoreLog } from '../limiter/types.js';
 import type { SurgeStatus } from '../admin/status-data.js';
+import { NetworkShares } from './network-shares.js';
 
 /** How often each replica looks for a surge that started or ended (its log lines; the request path reads the picture directly). */
 const WATCH_MS = 250;
+
+/** The one network of every client whose address the gateway could not read: together they have one share. */
+const UNREAD_NETWORK = 'unknown';
+
+/** A surge's trigger as the count reads it, built when the table is loaded or reloaded. */
+interface Trigger {
+  readonly surge: SurgeConfig;
+  /** By status code: 1 for an upstream answer the trigger counts (`statuses`). */
+  readonly counted: Uint8Array;
+  /** This replica's record of each network's share. */
+  readonly shares: NetworkShares;
+}
+
+/** `statuses` (codes and classes such as `2xx`) as a lookup by code. */
+function countedStatuses(statuses: readonly (number | string)[]): Uint8Array {
+  const counted = new Uint8Array(600);
+  for (const s of statuses) {
+    if (typeof s === 'number') counted[s] = 1;
+    else counted.fill(1, Number(s[0]) * 100, Number(s[0]) * 100 + 100);
+  }
+  return counted;
+}
+
+/** Why a surge started by itself: its trigger, as the log line and the admin API say it. */
+function triggerReason(s: SurgeConfig): string {
+  return `${s.trigger.rule}: more than ${s.trigger.above} answered ${s.trigger.statuses.join('/')} within ${formatDuration(s.trigger.within)}`;
+}
 
 export interface SurgeSetup {
   readonly guard: Guard;
@@ -35,7 +67,14 @@ export interface SurgeInfo {
   readonly endsAt: string | null;
   readonly reason: string | null;
   readonly who: string | null;
-  readonly trigger: { readonly rule: string; readonly above: number; readonly within: string; readonly count: number | null };
+  readonly trigger: {
+    readonly rule: string;
+    readonly above: number;
+    readonly within: string;
+    readonly statuses: readonly (number | string)[];
+    readonly perNetwork: number;
+    readonly count: number | null;
+  };
   readonly for: string;
   readonly rules: readonly string[];
 }
@@ -58,6 +97,11 @@ export function triggerSpec(s: SurgeConfig): BucketSpec {
   };
 }
 
+/** Whether two versions of a surge group clients into the same networks. */
+function samePrefix(a: SurgeConfig, b: SurgeConfig): boolean {
+  return a.trigger.networkPrefix.ipv4 === b.trigger.networkPrefix.ipv4 && a.trigger.networkPrefix.ipv6 === b.trigger.networkPrefix.ipv6;
+}
+
 export class Surges {
   private readonly now: () => number;
   /** The surges on at the last look, by name (for the start and end log lines). */
@@ -66,7 +110,8 @@ export class Surges {
   private readonly counting = new Set<string>();
   /** Admissions not yet added to the store's count, per surge (added by the next call). */
   private readonly pending = new Map<string, number>();
-  private byRule: ReadonlyMap<string, readonly SurgeConfig[]> = new Map();
+  private byRule: ReadonlyMap<string, readonly Trigger[]> = new Map();
+  private byName: ReadonlyMap<string, Trigger> = new Map();
   private indexed: readonly SurgeConfig[] | undefined;
   /** The watch's timer: set only while the table has surges (a table without any costs no timer). */
   private timer: NodeJS.Timeout | undefined;
@@ -92,31 +137,54 @@ export class Surges {
     return e !== undefined && isLive(e, this.now());
   }
 
-  /** Counts an admitted request's rules toward the surges they trigger; never waits, never throws. */
-  admitted(rules: readonly CompiledRule[]): void {
+  /**
+   * Counts a forwarded request by the upstream's answer toward the surges its rules trigger; `client` is
+   * the client's address (its network's share). Never waits, never throws.
+   */
+  answered(rules: readonly CompiledRule[], status: number, client: string): void {
     const surges = this.o.config().surges;
     if (surges.length === 0) return;
     if (this.indexed !== surges) this.index(surges);
-    for (const rule of rules) {
-      const triggered = this.byRule.get(rule.name);
-      if (triggered !== undefined) for (const s of triggered) this.count(s);
+    for (let i = 0; i < rules.length; i++) {
+      const triggered = this.byRule.get(rules[i]!.name);
+      if (triggered !== undefined) for (const t of triggered) this.count(t, status, client);
     }
   }
 
+  /** Compiles each surge's trigger; a trigger whose share settings did not change keeps its networks' shares. */
   private index(surges: readonly SurgeConfig[]): void {
-    const byRule = new Map<string, SurgeConfig[]>();
-    for (const s of surges) byRule.set(s.trigger.rule, [...(byRule.get(s.trigger.rule) ?? []), s]);
+    const byRule = new Map<string, Trigger[]>();
+    const byName = new Map<string, Trigger>();
+    for (const s of surges) {
+      const perNetwork = perNetworkOf(s.trigger);
+      const was = this.byName.get(s.name);
+      const same = was !== undefined && was.shares.perNetwork === perNetwork && was.shares.withinMs === s.trigger.within && samePrefix(was.surge, s);
+      const t: Trigger = {
+        surge: s,
+        counted: countedStatuses(s.trigger.statuses),
+        shares: same ? was.shares : new NetworkShares(perNetwork, s.trigger.within),
+      };
+      byRule.set(s.trigger.rule, [...(byRule.get(s.trigger.rule) ?? []), t]);
+      byName.set(s.name, t);
+    }
     this.byRule = byRule;
+    this.byName = byName;
     this.indexed = surges;
   }
 
-  private count(s: SurgeConfig): void {
-    // Counted while on too (from zero: start() empties the count), so a wave still going at the end starts it again.
+  private count(t: Trigger, status: number, client: string): void {
+    const s = t.surge;
+    // Security: an answer the operator did not name (a junk sign-up's 422) is free to send, so it does not
+    // count; nor does what is answered while the surge is on, so a wave it admits cannot keep it on past `for`.
+    if (t.counted[status] !== 1 || this.active(s.name)) return;
+    const prefix = s.trigger.networkPrefix;
+    // Security: one network (a home /56, a rented /24) adds at most perNetwork, so it cannot start the surge alone.
+    if (!t.shares.take(networkOf(client, prefix.ipv4, prefix.ipv6) ?? UNREAD_NETWORK, this.now())) return;
     this.pending.set(s.name, (this.pending.get(s.name) ?? 0) + 1);
     if (!this.counting.has(s.name)) this.flush(s);
   }
 
-  /** Adds what was admitted meanwhile in one call (at most `above` at once): a wave costs one call in flight per surge. */
+  /** Adds what was counted meanwhile in one call (at most `above` at once): a wave costs one call in flight per surge. */
   private flush(s: SurgeConfig): void {
     const n = Math.min(this.pending.get(s.name) ?? 0, s.trigger.above);
     if (n === 0) return;
@@ -128,8 +196,7 @@ export class Surges {
         // All-or-nothing: a bucket without room for these `n` means the count passes `above`.
         if (!outcome.buckets[0]!.limited || this.active(s.name)) return;
         this.pending.delete(s.name);
-        const reason = `${s.trigger.rule}: more than ${s.trigger.above} admitted within ${formatDuration(s.trigger.within)}`;
-        return this.start(s.name, s.for, reason, `surge ${s.name}`).then(() => undefined);
+        return this.start(s.name, s.for, triggerReason(s), `surge ${s.name}`).then(() => undefined);
       })
       .catch((err: Error) => this.o.log.warn({ surge: s.name, err: err.message }, `surge ${s.name}: could not count its trigger: ${err.message}`))
       .finally(() => {
@@ -140,12 +207,14 @@ export class Surges {
 
   /**
    * Starts (or extends) a surge for `forMs`; every replica follows within a second. The trigger's count
-   * starts again from zero: what is admitted during the surge decides whether it is still on at its end.
+   * starts again from zero and counts nothing while the surge is on: it ends after `forMs` however the
+   * wave goes on, and it takes a new count past `above` after its end to start it again.
    */
   async start(name: string, forMs: number, reason: string, who: string): Promise<GuardEntry> {
     const now = this.now();
     const entry: GuardEntry = { kind: 'surge', id: surgeId(name), reason, createdAt: now, expiresAt: now + forMs, who };
     await this.o.guard.state.put(entry);
+    this.forget(name);
     await this.resetCount(name);
     this.watch();
     return entry;
@@ -154,9 +223,16 @@ export class Surges {
   /** Ends a surge now, and empties its trigger's count so that it takes a new wave to start it again; the entry ended, or null. */
   async end(name: string): Promise<GuardEntry | null> {
     const removed = await this.o.guard.state.remove('surge', surgeId(name));
+    this.forget(name);
     await this.resetCount(name);
     this.watch();
     return removed !== null && isLive(removed, this.now()) ? removed : null;
+  }
+
+  /** This replica's part of a count that starts again: what it had not added yet, and the networks' shares. */
+  private forget(name: string): void {
+    this.pending.delete(name);
+    this.byName.get(name)?.shares.clear();
   }
 
   private async resetCount(name: string): Promise<void> {
@@ -182,7 +258,14 @@ export class Surges {
         endsAt: e?.expiresAt == null ? null : new Date(e.expiresAt).toISOString(),
         reason: e?.reason ?? null,
         who: e?.who ?? null,
-        trigger: { rule: s.trigger.rule, above: s.trigger.above, within: formatDuration(s.trigger.within), count },
+        trigger: {
+          rule: s.trigger.rule,
+          above: s.trigger.above,
+          within: formatDuration(s.trigger.within),
+          statuses: s.trigger.statuses,
+          perNetwork: perNetworkOf(s.trigger),
+          count,
+        },
         for: formatDuration(s.for),
         rules: s.limits.map((r) => r.name),
       });
@@ -216,6 +299,8 @@ export class Surges {
       const was = this.seen.get(s.name);
       if (e !== undefined && was?.createdAt !== e.createdAt) {
         this.seen.set(s.name, e);
+        // Started, perhaps by another replica: this one's part of the count starts again too.
+        this.forget(s.name);
         const until = new Date(e.expiresAt ?? 0).toISOString();
         this.o.log.warn(
           { surge: s.name, event: 'start', until, reason: e.reason, by: e.who },

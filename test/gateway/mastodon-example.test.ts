@@ -95,6 +95,7 @@ describe('config/examples/mastodon.yaml', () => {
     expect(snap.rules.length).toBe(25);
     expect(snap.rules.find((r) => r.name === 'new-accounts-post')!.whenAccount).toMatchObject({ age: { op: '<', ms: 7 * 86_400_000 } });
     expect(snap.config.surges.map((s) => [s.name, s.trigger.rule, s.for])).toEqual([['sign-up-wave', 'api-sign-up', 6 * 3_600_000]]);
+    expect(snap.config.surges[0]!.trigger).toMatchObject({ statuses: ['2xx'], perNetwork: 5, networkPrefix: { ipv4: 24, ipv6: 48 } });
     const young = (await explain(snap, { request: 'POST /api/v1/statuses', headers: ['Authorization: Bearer t'], ip: '203.0.113.5', accountAge: '2d' })).join(
       '\n',
     );

@@ -99,8 +99,9 @@ describe.skipIf(noRedis)('a sign-up surge over two gateways on one Redis', () =>
     expect([(await signUp(a, '198.51.100.1')).status, (await signUp(b, '198.51.100.1')).status]).toEqual([200, 200]);
     expect(await surge(a)).toMatchObject({ active: false });
     expect(await metric(b)).toBe('0');
-    // The wave: 30 IPs, one sign-up each, over both gateways. The 21st admission passes `above: 20`.
-    for (let i = 1; i <= 30; i++) await signUp(i % 2 === 0 ? a : b, `203.0.113.${i}`);
+    // The wave: 30 IPs in 30 networks (one network's share is bounded), one sign-up each, over both
+    // gateways. The 21st counted passes `above: 20`.
+    for (let i = 1; i <= 30; i++) await signUp(i % 2 === 0 ? a : b, `203.0.${i}.1`);
     const took = await until(gws, true, 1000);
     expect(took).toBeLessThanOrEqual(1000);
     // Its rules apply on both: one sign-up per IP per day.
@@ -117,7 +118,7 @@ describe.skipIf(noRedis)('a sign-up surge over two gateways on one Redis', () =>
     expect(await metric(a)).toBe('0');
     // Each replica logs the start and the end once (it looks every 250 ms).
     for (const { lines } of logs) {
-      expect(said(lines, /^surge sign-up-wave on until .*sign-up: more than 20 admitted within 10m/)).toBe(1);
+      expect(said(lines, /^surge sign-up-wave on until .*sign-up: more than 20 answered 2xx within 10m/)).toBe(1);
       await eventually(() => expect(said(lines, /^surge sign-up-wave off \(its time is up\)/)).toBe(1), { withinMs: 1000, what: 'the off line' });
     }
   });
@@ -190,5 +191,13 @@ describe('surges in the table and in explain', () => {
     expect(bad(TABLE.replace('within: 10m', 'within: soon'))).toThrow(/surges\[0\]\.trigger\.within: invalid duration "soon"/);
     expect(bad(TABLE.replace('for: 3s', 'for: 3s\n    extra: 1'))).toThrow(/surges\[0\]\.extra: unknown key/);
     expect(bad(TABLE.replace('above: 20', 'above: 0'))).toThrow(/surges\[0\]\.trigger\.above/);
+    const trigger = (extra: string) => TABLE.replace('within: 10m }', `within: 10m, ${extra} }`);
+    expect(bad(trigger('statuses: [6xx]'))).toThrow(
+      /surges\[0\]\.trigger\.statuses\[0\]: invalid status "6xx" \(a code from 100 to 599, or a class: 1xx … 5xx\)/,
+    );
+    expect(bad(trigger('statuses: []'))).toThrow(/surges\[0\]\.trigger\.statuses/);
+    expect(bad(trigger('perNetwork: 0'))).toThrow(/surges\[0\]\.trigger\.perNetwork: must be a positive integer/);
+    expect(bad(trigger('networkPrefix: { ipv4: 33 }'))).toThrow(/surges\[0\]\.trigger\.networkPrefix\.ipv4/);
+    expect(bad(trigger('networkPrefix: { v4: 16 }'))).toThrow(/surges\[0\]\.trigger\.networkPrefix\.v4: unknown key \(expected one of: ipv4, ipv6\)/);
   });
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileCidrs } from '../../src/identity/cidr.js';
-import { bareForwardedAddress, createClientIpResolver, ipBucketKey } from '../../src/identity/ip.js';
+import { bareForwardedAddress, createClientIpResolver, ipBucketKey, networkOf } from '../../src/identity/ip.js';
 
 const trustedProxies = compileCidrs(['loopback', 'private']);
 const resolve = createClientIpResolver({ trustedProxies, ipv6Prefix: 64 });
@@ -209,5 +209,21 @@ describe('properties', () => {
         expect(key(short)).toBe(key(long));
       }),
     );
+  });
+});
+
+describe('the network that holds a client address', () => {
+  it('masks IPv4 and IPv6 to their prefixes, folds mapped IPv4 and spells IPv6 one way', () => {
+    expect(networkOf('203.0.113.77', 24, 48)).toBe('203.0.113.0/24');
+    expect(networkOf('203.0.113.77', 20, 48)).toBe('203.0.112.0/20');
+    expect(networkOf('::ffff:203.0.113.77', 24, 48)).toBe('203.0.113.0/24');
+    expect(networkOf('2001:DB8:AA00:AB12::1', 24, 48)).toBe('2001:db8:aa00::/48');
+    expect(networkOf('2001:db8:aa00:abff::1', 24, 56)).toBe('2001:db8:aa00:ab00::/56');
+    expect(networkOf('2001:db8:aa00:abff::1', 32, 128)).toBe('2001:db8:aa00:abff::1/128');
+    expect(networkOf('203.0.113.77', 32, 48)).toBe('203.0.113.77/32');
+  });
+
+  it('is null for what is not an address', () => {
+    for (const bad of ['', 'unknown', '127.1', '0x7f.0.0.1', '2001:db8::g']) expect(networkOf(bad, 24, 48)).toBeNull();
   });
 });
