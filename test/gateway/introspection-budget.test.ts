@@ -81,6 +81,16 @@ describe('the introspection budget, under config/examples/mastodon.yaml (memory 
     expect(introspections()).toBe(spent + 2);
   });
 
+  it('an IPv6 client counts by its /64: two addresses of one network share a budget', async () => {
+    fx.gw = await startTestGateway(EXAMPLE, { upstream: fx.upstream.url });
+    const first = await junkFlood(fx.gw, '2001:db8:1:1::1', 15, 1);
+    const second = await junkFlood(fx.gw, '2001:db8:1:1:ffff::2', 15, 1);
+    expect(statusCounts([...first, ...second])).toEqual({ 200: 20, 429: 10 });
+    expect(second.slice(5).every((a) => a.status === 429)).toBe(true);
+    expect((await timeline(fx.gw, '2001:db8:1:2::1', junk())).status).toBe(200);
+    expect(introspections()).toBe(21);
+  });
+
   it('a known token spends no more budget, and works past an exhausted budget', async () => {
     fx.gw = await startTestGateway(EXAMPLE, { upstream: fx.upstream.url });
     // Its first call was for a token unknown then: one of the budget's 20.
