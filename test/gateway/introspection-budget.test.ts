@@ -173,3 +173,30 @@ describe.skipIf(skipRedis('introspection budget on Redis'))('the introspection b
     }
   });
 });
+
+describe.skipIf(skipRedis('introspection budget with Redis down'))('the introspection budget while Redis is down follows store.onError', () => {
+  const redis = redisFixture();
+
+  it.each(['local', 'deny'])(
+    'onError: %s: 60 fresh junk tokens cause at most 20 calls (deny: every one 503, none asked about), and the process answers',
+    async (onError) => {
+      const gw = await startTestGateway(`${EXAMPLE}\nstore: { onError: ${onError}, timeout: 100ms }\n`, { upstream: fx.upstream.url, store: redis.url });
+      try {
+        expect((await timeline(gw, '203.0.113.30', 'user-30')).status).toBe(200);
+        await redis.node.kill();
+        const before = introspections();
+        const answers = await junkFlood(gw, '198.51.100.31', 60, 4);
+        expect(introspections() - before).toBeLessThanOrEqual(20);
+        if (onError === 'deny') {
+          expect(statusCounts(answers)).toEqual({ 503: 60 });
+          expect(introspections()).toBe(before);
+        } else expect(Object.keys(statusCounts(answers)).sort()).toEqual(['200', '429']);
+        // A known token needs no introspection: answered under the same policy.
+        expect((await timeline(gw, '203.0.113.30', 'user-30')).status).toBe(onError === 'deny' ? 503 : 200);
+      } finally {
+        await gw.shutdown(200);
+        await redis.node.restart();
+      }
+    },
+  );
+});
