@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { parseConfig, parseHostPort, readConfigText, type Config, type ConfigOverrides, type Snapshot } from '../config/index.js';
 import { loadSentinelPassword } from '../config/secret-file.js';
-import { createHttpIntrospector, createIntrospectionPool } from '../identity/index.js';
+import { countedIntrospect, createHttpIntrospector, createIntrospectionPool } from '../identity/index.js';
 import { createStoreFor, type StoreHandle } from '../limiter/factory.js';
 import { createAccessLog, createProcessLogger, startupLog } from '../observability/log.js';
 import { Metrics } from '../observability/metrics.js';
@@ -84,7 +84,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const builtin = cfg.upstream.url === 'builtin' ? await startUpstream({ host: '127.0.0.1', port: 0 }) : undefined;
   const origin = new URL(builtin?.url ?? cfg.upstream.url).origin;
   const { metrics, storeCfg, storeHandle } = await openStore(cfg, settings, log);
-  const upstream = upstreamClients(cfg, origin, { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() });
+  const upstream = upstreamClients(cfg, origin, { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() }, metrics);
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect, undefined, (name) => guard.surges?.active(name) === true);
@@ -253,6 +253,7 @@ function upstreamClients(
   cfg: Config,
   origin: string,
   admission: PoolAdmission,
+  metrics: Metrics,
 ): { forwarder: Forwarder; introspectionPool: ReturnType<typeof createIntrospectionPool>; introspect: Introspect; admission: PoolAdmission } {
   const forwarder = new Forwarder({
     origin,
@@ -269,7 +270,8 @@ function upstreamClients(
     timeoutMs: introspectTimeoutMs,
     connectTimeoutMs: cfg.upstream.connectTimeout,
   });
-  const introspect = createHttpIntrospector({ dispatcher: introspectionPool, origin, path: cfg.clients.account.path, timeoutMs: introspectTimeoutMs });
+  const asked = createHttpIntrospector({ dispatcher: introspectionPool, origin, path: cfg.clients.account.path, timeoutMs: introspectTimeoutMs });
+  const introspect = countedIntrospect(asked, metrics.introspected);
   return { forwarder, introspectionPool, introspect, admission };
 }
 

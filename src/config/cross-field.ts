@@ -1,6 +1,7 @@
 /** @module Config checks that relate several fields, run on the raw input beside the schema's own. */
 import { formatPath, type PathIssue } from './errors.js';
 import { overrideIssues } from './fields/limit-model.js';
+import { INTROSPECTION_BUDGET_RULE } from './fields/rule.js';
 import { methodIssues } from './fields/methods.js';
 import { parseHostPort, sameSocket } from './fields/validators.js';
 
@@ -68,6 +69,7 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
   limits.forEach((item, i) => {
     const r = record(item);
     if (r === undefined) return;
+    if (r.name === INTROSPECTION_BUDGET_RULE) issues.push({ path: ['limits', i, 'name'], message: RESERVED_NAME });
     if (typeof r.name === 'string') {
       const first = firstIndex.get(r.name);
       if (first === undefined) firstIndex.set(r.name, i);
@@ -95,6 +97,9 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
   return issues;
 }
 
+/** The budget's 429s and bucket keys carry its name: a rule of the same name would share both. */
+const RESERVED_NAME = `rule name "${INTROSPECTION_BUDGET_RULE}" is the introspection budget's (clients.account.introspection.budget): choose another`;
+
 /**
  * A surge's trigger names a rule of `limits:`; surge names are unique; a surge's rules share the
  * namespace of `limits:` (metric labels, bucket keys, the policy header), so their names are unique across both.
@@ -121,6 +126,7 @@ function surgeIssues(top: Record<string, unknown>, limitNames: ReadonlyMap<strin
     limits.forEach((r, j) => {
       const name = record(r)?.name;
       if (typeof name !== 'string') return;
+      if (name === INTROSPECTION_BUDGET_RULE) issues.push({ path: ['surges', i, 'limits', j, 'name'], message: RESERVED_NAME });
       const first = ruleNames.get(name);
       if (first === undefined) ruleNames.set(name, formatPath(['surges', i, 'limits', j, 'name']));
       else issues.push({ path: ['surges', i, 'limits', j, 'name'], message: `duplicate rule name "${name}" (first used at ${first})` });

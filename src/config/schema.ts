@@ -116,6 +116,28 @@ const storeShape = {
     .default(null)
     .describe("Path of a file holding the sentinels' password (e.g. a mounted Secret), trimmed; read at start."),
 };
+// Security (issue 37): a client sending a fresh junk token per request made the gateway ask the upstream
+// once per request. The budget bounds the introspections one client can cause; invalid answers are
+// remembered so a repeated junk token costs nothing.
+const introspectionBudgetShape = {
+  limit: positiveInt().default(20).describe('Unknown tokens one client (an IP, an IPv6 network of clients.ipv6Prefix) may have introspected per window.'),
+  window: duration(1).prefault('5m').describe('The budget’s window (fixed, epoch-aligned).'),
+};
+const introspectionShape = {
+  budget: z
+    .object(introspectionBudgetShape)
+    .strict()
+    .nullable()
+    .prefault({})
+    .describe(
+      'Introspections one client may cause: past it, a request with an unknown token is answered 429 (rule introspection-budget) without an upstream call. Counted in the store, so shared by every replica on Redis. null: no budget (not advised).',
+    ),
+  invalidTtl: duration(0)
+    .prefault('60s')
+    .describe(
+      'How long a token the upstream refused (401, 422, other 4xx but 403) is remembered as invalid: it then costs no introspection and no budget. At most cacheTtl.',
+    ),
+};
 const accountShape = {
   from: z
     .enum(['introspect', 'token', 'header'])
@@ -137,6 +159,7 @@ const accountShape = {
     .max(1024)
     .default(32)
     .describe('Connections of introspection’s own pool to the upstream (never the proxy’s); calls beyond wait, within the introspection deadline.'),
+  introspection: z.object(introspectionShape).strict().prefault({}).describe('Bounds on what unknown tokens cost the upstream (from: introspect).'),
   header: z
     .string()
     .regex(HEADER_NAME, { error: (iss) => `invalid header name ${show(iss.input)}` })
@@ -282,6 +305,8 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   store: Object.keys(storeShape),
   clients: Object.keys(clientsShape),
   'clients.account': Object.keys(accountShape),
+  'clients.account.introspection': Object.keys(introspectionShape),
+  'clients.account.introspection.budget': Object.keys(introspectionBudgetShape),
   responses: Object.keys(responsesShape),
   exempt: Object.keys(exemptShape),
   block: Object.keys(blockShape),

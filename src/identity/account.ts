@@ -1,6 +1,7 @@
 /** @module The account a request is counted against: token digest, trusted header, or introspection. */
 import { hash } from 'node:crypto';
 import { accountKeyFromDigest, accountKeyFromHeader, accountKeyFromId } from './account-key.js';
+import { AnswerCache, type CacheEntry } from './answer-cache.js';
 import { BoundedMap } from './bounded-map.js';
 import type { AccountFacts } from './account-facts.js';
 
@@ -35,7 +36,15 @@ export type AccountOptions =
       readonly introspect: Introspect;
       /** How long an account answer is believed. */
       readonly cacheTtlMs: number;
-      /** Cap on remembered tokens (default 100 000): a flood of random tokens evicts, never grows. */
+      /**
+       * How long an invalid answer (`anonymous`) is believed, at most `cacheTtlMs` (default 60 s): a
+       * repeated junk token then costs no upstream call and no introspection budget.
+       */
+      readonly invalidTtlMs?: number;
+      /**
+       * Cap on remembered tokens (default 100 000), for valid and for invalid answers apart: a flood of
+       * random tokens evicts older invalid ones, never grows, and never pushes out a valid token's entry.
+       */
       readonly maxEntries?: number;
       /** Injected clock (epoch ms) for tests; default Date.now. */
       readonly now?: () => number;
@@ -68,7 +77,32 @@ export interface AccountResolver {
    * told (token and header modes, a token the upstream will not name, an error, an evicted entry).
    */
   facts(accountKey: string): AccountFacts | undefined;
+  /**
+   * Whether `resolve` would now start an upstream call for this token (introspect mode: a token worth
+   * asking about, not cached, no call for it already in flight). What the introspection budget charges.
+   */
+  introspects(token: string | null, digest?: TokenDigestOf): boolean;
 }
+
+/** The values of `rategate_introspections_total{result}`: each upstream answer's kind, and the calls the budget refused. */
+export const INTROSPECTION_RESULTS = ['ok', 'invalid', 'forbidden', 'error', 'budget_exhausted'] as const;
+export type IntrospectionResult = (typeof INTROSPECTION_RESULTS)[number];
+
+/** The metric's name for an answer of the upstream. */
+export function introspectionResult(result: IntrospectResult): IntrospectionResult {
+  switch (result.kind) {
+    case 'account':
+      return 'ok';
+    case 'anonymous':
+      return 'invalid';
+    case 'token':
+      return 'forbidden';
+    case 'error':
+      return 'error';
+  }
+}
+
+const NEVER_INTROSPECTS = (): boolean => false;
 
 const NO_FACTS = (): undefined => undefined;
 
@@ -97,8 +131,8 @@ export function isIntrospectable(token: string): boolean {
   return token.length <= MAX_INTROSPECTED_TOKEN && DOORKEEPER_TOKEN.test(token);
 }
 
-/** Anonymous answers are re-checked at least this often: a token may gain an owner, and it bounds churn. */
-const ANONYMOUS_TTL_CAP_MS = 10_000;
+/** How long an invalid answer is believed by default (`clients.account.introspection.invalidTtl`). */
+export const DEFAULT_INVALID_TTL_MS = 60_000;
 
 /** SHA-256 of a token, hex. Security: the only form of a token that is kept, keyed on, or shown. */
 export function tokenDigest(token: string): string {
@@ -107,11 +141,6 @@ export function tokenDigest(token: string): string {
 
 const ERROR: IntrospectResult = Object.freeze({ kind: 'error' });
 
-interface CacheEntry {
-  readonly key: AccountKey;
-  readonly expiresAt: number;
-}
-
 export function createAccountResolver(opts: AccountOptions): AccountResolver {
   switch (opts.from) {
     case 'token': {
@@ -119,7 +148,7 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
       // spreads requests over fresh account buckets, and per-IP rules still count every one.
       const fromToken = (token: string | null, _header?: string, _trusted?: boolean, digest?: TokenDigestOf): AccountKey =>
         token === null ? null : accountKeyFromDigest(digestOf(token, digest));
-      return { from: 'token', header: undefined, resolve: fromToken, known: fromToken, facts: NO_FACTS };
+      return { from: 'token', header: undefined, resolve: fromToken, known: fromToken, facts: NO_FACTS, introspects: NEVER_INTROSPECTS };
     }
     case 'header': {
       const header = opts.header.trim().toLowerCase();
@@ -136,6 +165,7 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
         resolve: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
         known: (_token, headerValue, peerTrusted) => fromHeader(headerValue, peerTrusted),
         facts: NO_FACTS,
+        introspects: NEVER_INTROSPECTS,
       };
     }
     case 'introspect':
@@ -144,12 +174,10 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
 }
 
 function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'introspect' }>): AccountResolver {
-  const { introspect, cacheTtlMs } = opts;
-  if (!(cacheTtlMs >= 0)) throw new Error(`cacheTtlMs must be >= 0, got ${cacheTtlMs}`);
+  const { introspect } = opts;
+  const { cacheTtlMs, anonymousTtlMs } = ttlsOf(opts);
   const now = opts.now ?? Date.now;
-  const anonymousTtlMs = Math.min(cacheTtlMs, ANONYMOUS_TTL_CAP_MS);
-  // Keyed by token digest: the cache never holds a token.
-  const cache = new BoundedMap<string, CacheEntry>(opts.maxEntries ?? 100_000);
+  const cache = new AnswerCache(opts.maxEntries ?? 100_000, now);
   // Single flight: concurrent misses for one token share one upstream call. Bounded by the number of
   // calls in progress, which the upstream pool's timeout bounds in time.
   const inflight = new Map<string, Promise<AccountKey>>();
@@ -185,12 +213,12 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     return accountKeyFromDigest(digest);
   }
 
-  /** The cached answer for a digest, dropping it once expired. */
-  function cached(digest: string): CacheEntry | undefined {
-    const hit = cache.get(digest);
-    if (hit === undefined || hit.expiresAt > now()) return hit;
-    cache.delete(digest);
-    return undefined;
+  const cached = (digest: string): CacheEntry | undefined => cache.get(digest);
+
+  function introspects(token: string | null, from?: TokenDigestOf): boolean {
+    if (token === null || !isIntrospectable(token)) return false;
+    const digest = digestOf(token, from);
+    return !inflight.has(digest) && cached(digest) === undefined;
   }
 
   function knownToken(token: string | null, _header?: string, _trusted?: boolean, from?: TokenDigestOf): AccountKey | undefined {
@@ -211,7 +239,17 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     return pending;
   }
 
-  return { from: 'introspect', header: undefined, known: knownToken, resolve: resolveToken, facts: (key) => factsByAccount.get(key) };
+  const facts = (key: string): AccountFacts | undefined => factsByAccount.get(key);
+  return { from: 'introspect', header: undefined, known: knownToken, resolve: resolveToken, facts, introspects };
+}
+
+/** How long an account answer and an invalid one are believed (an invalid one never longer than an account). */
+function ttlsOf(opts: { readonly cacheTtlMs: number; readonly invalidTtlMs?: number }): { cacheTtlMs: number; anonymousTtlMs: number } {
+  const { cacheTtlMs } = opts;
+  const invalidTtlMs = opts.invalidTtlMs ?? DEFAULT_INVALID_TTL_MS;
+  if (!(cacheTtlMs >= 0)) throw new Error(`cacheTtlMs must be >= 0, got ${cacheTtlMs}`);
+  if (!(invalidTtlMs >= 0)) throw new Error(`invalidTtlMs must be >= 0, got ${invalidTtlMs}`);
+  return { cacheTtlMs, anonymousTtlMs: Math.min(cacheTtlMs, invalidTtlMs) };
 }
 
 /** What an introspection answer caches; null for an error or an id we cannot key on (as unreliable as an error). */

@@ -1,6 +1,6 @@
 /** @module Asks the upstream who owns a bearer token (Mastodon `GET /api/v1/accounts/verify_credentials`). */
 import { Pool, type Dispatcher } from 'undici';
-import { isIntrospectable, type Introspect, type IntrospectResult } from './account.js';
+import { introspectionResult, isIntrospectable, type Introspect, type IntrospectionResult, type IntrospectResult } from './account.js';
 import { factsOf } from './account-facts.js';
 
 export interface HttpIntrospectorOptions {
@@ -107,6 +107,15 @@ export function createHttpIntrospector(opts: HttpIntrospectorOptions): Introspec
       ask(token, signal).then(resolve, () => resolve(ERROR));
     });
   };
+}
+
+/** `introspect`, telling `count` the result of each call it makes (the metric; it adds no rejection: an Introspect never rejects). */
+export function countedIntrospect(introspect: Introspect, count: (result: IntrospectionResult) => void): Introspect {
+  return (token) =>
+    introspect(token).then((result) => {
+      count(introspectionResult(result));
+      return result;
+    });
 }
 
 /** Mastodon ids are strings; an integer id (other servers) is accepted in its decimal form. */

@@ -6,6 +6,7 @@ import { STORE_ERROR_REASONS } from '../limiter/errors.js';
 import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
 import { VERSION } from './version.js';
 import { ADMISSION_REFUSALS, type AdmissionObserver } from '../proxy/admission.js';
+import { INTROSPECTION_RESULTS, type IntrospectionResult } from '../identity/account.js';
 
 /**
  * How often the event-loop delay histogram (prom-client's `nodejs_eventloop_lag_{min,max,mean,p50,p90,p99}_seconds`)
@@ -77,6 +78,8 @@ const HELP = {
     'Requests answered without being forwarded because of the upstream pool: queue_timeout (503: no connection free within server.upstreamQueueTimeout), per_ip_cap (429: the client already held server.maxUpstreamConnectionsPerIp).',
   rategate_upstream_waiting: 'Requests waiting for an upstream connection (every pool).',
   rategate_slow_bodies_total: 'Request bodies answered 408 for arriving slower than server.minBodyRate over server.minBodyRateGrace.',
+  rategate_introspections_total:
+    'Token introspections (clients.account.from: introspect), by result: ok, invalid (401, 422, other 4xx but 403), forbidden (403), error (5xx, network, deadline), budget_exhausted (answered 429 without a call: clients.account.introspection.budget).',
 } as const;
 
 export class Metrics {
@@ -149,6 +152,12 @@ export class Metrics {
   readonly upstreamRefused = this.make.counter('rategate_upstream_refused_total', { labelNames: ['reason'] });
   readonly upstreamWaiting = this.make.gauge('rategate_upstream_waiting');
   readonly slowBodies = this.make.counter('rategate_slow_bodies_total');
+  readonly introspections = this.make.counter('rategate_introspections_total', { labelNames: ['result'] });
+  /** One child per result, made once: a flood refused by the budget costs no label hash per request. */
+  private readonly introspectionCounts = new Map(INTROSPECTION_RESULTS.map((r) => [r, this.introspections.labels(r)]));
+
+  /** An introspection's result, or one the budget refused (`budget_exhausted`). */
+  readonly introspected = (result: IntrospectionResult): void => this.introspectionCounts.get(result)!.inc();
 
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
   readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();
@@ -170,6 +179,7 @@ export class Metrics {
     for (const reason of UPSTREAM_ERROR_REASONS) this.upstreamErrors.inc({ reason }, 0);
     for (const result of RELOAD_RESULTS) this.configReloads.inc({ result }, 0);
     for (const reason of ADMISSION_REFUSALS) this.upstreamRefused.inc({ reason }, 0);
+    for (const result of INTROSPECTION_RESULTS) this.introspections.inc({ result }, 0);
     this.upstreamWaiting.set(0);
     this.buildInfo.set({ version: VERSION, node: process.version }, 1);
     this.storeFallbackActive.set(0);

@@ -15,6 +15,7 @@ import { admitted, NO_HEADERS, NO_RULES, refusal, type Decision } from './decisi
 import { rateLimited, rateLimitHeaders } from './rate-limited.js';
 import { bucketsFor, isExemptAccount } from './policy.js';
 import type { RequestView } from './request-view.js';
+import { spendIntrospection } from './introspection-budget.js';
 
 export type { Decision, DecisionKind } from './decision.js';
 
@@ -41,9 +42,21 @@ export function decide(ctx: DecideContext, v: RequestView): Decision | Promise<D
   if (v.exempt(ctx.runtimeExempt)) return EXEMPT;
   if (!anyNeedsAccount(matched)) return charge(ctx, v);
   if (v.knownAccount() !== undefined) return withAccount(ctx, v);
-  // Finding the account is an upstream call: a request that the buckets known without it already
-  // refuse (a flood with a fresh token each time) must not cost the upstream anything.
-  return refuseEarly(ctx, v).then((early) => early ?? lookUpAccount(ctx, v));
+  return beforeIntrospection(ctx, v).then((early) => early ?? lookUpAccount(ctx, v));
+}
+
+/**
+ * Before the account is looked up (an upstream call on a cache miss), what needs no upstream: a request
+ * the buckets known without the account already refuse (a flood with a fresh token each time) costs the
+ * upstream nothing; then the client's introspection budget, spent only when a call would follow.
+ * Null: go on and look the account up. Security (issue 37): cheap refusals first, DESIGN principle 14.
+ */
+export async function beforeIntrospection(ctx: DecideContext, v: RequestView): Promise<Decision | null> {
+  const early = await refuseEarly(ctx, v);
+  if (early !== null) return early;
+  const budget = v.policy.introspectionBudget;
+  if (budget === null || !v.policy.account.introspects(v.token, v)) return null;
+  return spendIntrospection(ctx, v, budget);
 }
 
 async function lookUpAccount(ctx: DecideContext, v: RequestView): Promise<Decision> {

@@ -59,12 +59,25 @@ export const PASS: GuardResult = Object.freeze({ refusal: null, banHits: null })
  */
 export function guardStage(guard: Guard, v: RequestView, runtimeExempt: RuntimeExempt, onEnd: (release: Release) => void): GuardResult | Promise<GuardResult> {
   if (v.policy.guard === NO_GUARD_RULES || v.exempt(runtimeExempt)) return PASS;
-  const { bans, slots } = v.rules;
-  if (needs(v.rules.needs, NEED.account) && (anyNeedsAccount(bans) || anyNeedsAccount(slots))) {
+  if (keysOnAccount(v)) {
     const account = v.resolveAccount();
     if (account instanceof Promise) return account.then(() => bansThenSlots(guard, v, onEnd));
   }
   return bansThenSlots(guard, v, onEnd);
+}
+
+/** Whether a ban or in-flight rule of this route keys on the account. */
+function keysOnAccount(v: RequestView): boolean {
+  return needs(v.rules.needs, NEED.account) && (anyNeedsAccount(v.rules.bans) || anyNeedsAccount(v.rules.slots));
+}
+
+/**
+ * Whether the guard stage would look the account up with an upstream call (not known without I/O):
+ * the caller first runs what needs no upstream (decide.ts `beforeIntrospection`).
+ */
+export function guardIntrospects(v: RequestView, runtimeExempt: RuntimeExempt): boolean {
+  if (v.policy.guard === NO_GUARD_RULES || !keysOnAccount(v) || v.exempt(runtimeExempt)) return false;
+  return v.knownAccount() === undefined;
 }
 
 function bansThenSlots(guard: Guard, v: RequestView, onEnd: (release: Release) => void): GuardResult | Promise<GuardResult> {

@@ -22,6 +22,7 @@ import { compileGuardRules, type GuardRules } from '../guard/rules.js';
 import { RouteRuleIndex } from './route-rules.js';
 import { accountConditionFails, type AccountFacts } from '../identity/account-facts.js';
 import type { Trace } from './trace.js';
+import { compileIntrospectionBudget, type IntrospectionBudget } from './introspection-budget.js';
 
 export interface RequestPolicy {
   readonly snapshot: Snapshot;
@@ -60,6 +61,8 @@ export interface RequestPolicy {
   readonly surgeActive: (surge: string) => boolean;
   /** Whether resolving the account reads the token (introspect and token modes: not a trusted header). */
   readonly accountReadsToken: boolean;
+  /** `clients.account.introspection.budget`, compiled; null when nothing is introspected or it is off. */
+  readonly introspectionBudget: IntrospectionBudget | null;
   /** Largest request body for (method, path), in bytes; Infinity for no limit. */
   maxBodySize(method: string, path: string): number;
   /** Per rule index: the bucket last built for it (bucketsFor), reused while the same client comes again. */
@@ -107,7 +110,7 @@ export function buildRequestPolicy(
       ? createAccountResolver({ from: 'token' })
       : acct.from === 'header'
         ? createAccountResolver({ from: 'header', header: acct.header ?? 'x-account-id' })
-        : createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: acct.cacheTtl });
+        : createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: acct.cacheTtl, invalidTtlMs: acct.introspection.invalidTtl });
   const guard = compileGuardRules(cfg);
   const params = [...new Set([...snapshot.rules.flatMap((r) => keyParams(r.key)), ...guard.paramNames])];
   const typedContext: TypedContext = { ipv6Prefix: cfg.clients.ipv6Prefix, accountFrom: acct.from };
@@ -128,6 +131,7 @@ export function buildRequestPolicy(
     routeRules: new RouteRuleIndex({ limits: snapshot.rules, bans: guard.bans.map((b) => b.rule), slots: guard.concurrency.map((c) => c.rule), routes }),
     typedContext,
     accountReadsToken: acct.from !== 'header',
+    introspectionBudget: compileIntrospectionBudget(cfg),
     surgeActive: surgeActive ?? previous?.surgeActive ?? NO_SURGE,
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),

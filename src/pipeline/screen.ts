@@ -15,9 +15,9 @@ import { NEED, needs } from '../keys/index.js';
 import { duplicatedHeader, type RequestParams } from '../rails/index.js';
 import { connectionListed, namesFraming } from '../proxy/hop-by-hop.js';
 import { normalizePath } from '../routing/index.js';
-import { decide, type DecideContext } from './decide.js';
+import { beforeIntrospection, decide, type DecideContext } from './decide.js';
 import { refusal, type Decision, type DecisionKind } from './decision.js';
-import { guardEarly, guardStage, PASS, type BanHit, type GuardResult } from './guard-stage.js';
+import { guardEarly, guardIntrospects, guardStage, PASS, type BanHit, type GuardResult } from './guard-stage.js';
 import { readStage, type BodySource, type ReadOutcome } from './read-stage.js';
 import type { RequestView } from './request-view.js';
 
@@ -104,9 +104,17 @@ function afterRead(ctx: ScreenContext, v: RequestView, read: ReadOutcome, maxBod
   if ('refusal' in read) return refused(read.refusal, v);
   // A query Rails would refuse is refused here (400) rather than read one way by us and another by Rails.
   if (needs(v.rules.needs, NEED.query) && !v.exempt(ctx.runtimeExempt) && !v.facts().queryReadable()) return refused(BAD_QUERY, v);
-  // Bans on other keys and in-flight slots: before any counting.
+  if (ctx.guard !== undefined && guardIntrospects(v, ctx.runtimeExempt)) {
+    // The guard would ask the upstream for the account: what needs no upstream call refuses first.
+    return beforeIntrospection(ctx, v).then((early) => (early !== null ? refused(early, v) : guarded(ctx, v, read.params, maxBody, onEnd)));
+  }
+  return guarded(ctx, v, read.params, maxBody, onEnd);
+}
+
+/** Bans on other keys and in-flight slots: before any counting. */
+function guarded(ctx: ScreenContext, v: RequestView, p: RequestParams, maxBody: number, onEnd: (release: Release) => void): Screened | Promise<Screened> {
   const g = ctx.guard !== undefined && v.policy.guard !== NO_GUARD_RULES ? guardStage(ctx.guard, v, ctx.runtimeExempt, onEnd) : PASS;
-  return g instanceof Promise ? g.then((r) => afterGuard(ctx, v, read.params, maxBody, r)) : afterGuard(ctx, v, read.params, maxBody, g);
+  return g instanceof Promise ? g.then((r) => afterGuard(ctx, v, p, maxBody, r)) : afterGuard(ctx, v, p, maxBody, g);
 }
 
 function afterGuard(ctx: ScreenContext, v: RequestView, p: RequestParams, maxBody: number, g: GuardResult): Screened | Promise<Screened> {

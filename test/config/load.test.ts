@@ -42,7 +42,13 @@ const DEFAULTS: Config = {
   clients: {
     trustedProxies: ['loopback'],
     ipv6Prefix: 64,
-    account: { from: 'introspect', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 },
+    account: {
+      from: 'introspect',
+      path: '/api/v1/accounts/verify_credentials',
+      cacheTtl: 300_000,
+      connections: 32,
+      introspection: { budget: { limit: 20, window: 300_000 }, invalidTtl: 60_000 },
+    },
   },
   responses: { reset: 'iso8601', standardHeaders: true, body: { error: 'Too many requests' } },
   exempt: { ips: [], accounts: [] },
@@ -92,10 +98,25 @@ describe('defaults', () => {
     expect(errorsOf('clients: { account: { connections: 0 } }\nlimits: []').join('\n')).toMatch(/clients\.account\.connections/);
   });
 
+  it('validates the introspection budget like other limits, and reserves its rule name (issue 37)', () => {
+    const budget = (b: string) => parseConfig(`clients: { account: { introspection: { budget: ${b} } } }`, 't').config.clients.account.introspection.budget;
+    expect(budget('{ limit: 5, window: 1m }')).toEqual({ limit: 5, window: 60_000 });
+    expect(budget('{ window: 10m }')).toEqual({ limit: 20, window: 600_000 });
+    expect(budget('null')).toBeNull();
+    expect(errorsOf('clients: { account: { introspection: { budget: { limit: 0 } } } }').join('\n')).toMatch(/clients\.account\.introspection\.budget\.limit/);
+    expect(errorsOf('clients: { account: { introspection: { budget: { window: soon } } } }').join('\n')).toMatch(
+      /clients\.account\.introspection\.budget\.window/,
+    );
+    expect(errorsOf('clients: { account: { introspection: { invalidTtl: -1 } } }').join('\n')).toMatch(/clients\.account\.introspection\.invalidTtl/);
+    expect(errorsOf('limits: [{ name: introspection-budget, match: /*, per: ip, limit: 1, period: 1m }]').join('\n')).toMatch(
+      /limits\[0\]\.name: rule name "introspection-budget" is the introspection budget's/,
+    );
+  });
+
   it('a partly written section keeps the defaults of its other keys', () => {
     const cfg = parseConfig('store: { url: "redis://cache:6379" }\nclients: { account: { from: token } }', 't').config;
     expect(cfg.store).toEqual({ ...DEFAULTS.store, url: 'redis://cache:6379' });
-    expect(cfg.clients.account).toEqual({ from: 'token', path: '/api/v1/accounts/verify_credentials', cacheTtl: 300_000, connections: 32 });
+    expect(cfg.clients.account).toEqual({ ...DEFAULTS.clients.account, from: 'token' });
   });
 
   it('limits may be missing, an empty list, or left empty in YAML', () => {
@@ -148,7 +169,14 @@ describe('a fully written file', () => {
       clients: {
         trustedProxies: ['loopback', '10.0.0.0/8', '2001:db8::/32', '192.0.2.1'],
         ipv6Prefix: 56,
-        account: { from: 'header', header: 'X-Account-Id', path: '/api/v1/accounts/verify_credentials', cacheTtl: 5_400_000, connections: 8 },
+        account: {
+          from: 'header',
+          header: 'X-Account-Id',
+          path: '/api/v1/accounts/verify_credentials',
+          cacheTtl: 5_400_000,
+          connections: 8,
+          introspection: { budget: { limit: 20, window: 300_000 }, invalidTtl: 60_000 },
+        },
       },
       responses: { reset: 'unix', standardHeaders: false, body: { error: 'Slow down', code: 429 } },
       exempt: { ips: ['203.0.113.7', '2001:db8::/64'], accounts: ['109367461358294711', '42'] },

@@ -121,6 +121,53 @@ describe('account by introspection (resolver logic)', () => {
   });
 });
 
+describe('invalid answers (issue 37)', () => {
+  let clock = 1_000_000;
+  const now = (): number => clock;
+  const calls = new Map<string, number>();
+  // Pure logic: `user-<id>` owns account <id>, anything else is invalid.
+  const introspect: Introspect = (t) => {
+    calls.set(t, (calls.get(t) ?? 0) + 1);
+    return Promise.resolve(t.startsWith('user-') ? { kind: 'account', id: t.slice(5) } : { kind: 'anonymous' });
+  };
+
+  it('are believed for invalidTtlMs, never longer than cacheTtlMs', async () => {
+    const r = createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: 300_000, invalidTtlMs: 5_000, now });
+    expect(await r.resolve('junk-a', undefined, false)).toBeNull();
+    clock += 4_999;
+    expect(r.known('junk-a', undefined, false)).toBeNull();
+    clock += 1;
+    expect(r.known('junk-a', undefined, false)).toBeUndefined();
+    const short = createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: 2_000, now });
+    expect(await short.resolve('junk-b', undefined, false)).toBeNull();
+    clock += 2_000;
+    expect(short.known('junk-b', undefined, false)).toBeUndefined();
+  });
+
+  it('never evict a valid token: a flood of junk tokens leaves the account answers cached', async () => {
+    const r = createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: 300_000, maxEntries: 2, now });
+    expect(await r.resolve('user-1', undefined, false)).toBe('a:1');
+    for (let i = 0; i < 10; i++) expect(await r.resolve(`junk-${i}x`, undefined, false)).toBeNull();
+    expect(r.known('user-1', undefined, false)).toBe('a:1');
+    expect(calls.get('user-1')).toBe(1);
+    // The invalid side is bounded too: the oldest junk answers were evicted.
+    expect(r.known('junk-0x', undefined, false)).toBeUndefined();
+    expect(r.known('junk-9x', undefined, false)).toBeNull();
+  });
+
+  it('introspects() is true only when an upstream call would start: not cached, not in flight', async () => {
+    const r = createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: 300_000, now });
+    expect(r.introspects('user-5')).toBe(true);
+    const pending = r.resolve('user-5', undefined, false);
+    expect(r.introspects('user-5')).toBe(false);
+    await pending;
+    expect(r.introspects('user-5')).toBe(false);
+    expect(r.introspects(null)).toBe(false);
+    expect(r.introspects('a b')).toBe(false);
+    expect(createAccountResolver({ from: 'token' }).introspects('user-5')).toBe(false);
+  });
+});
+
 describe('account by introspection over HTTP', () => {
   const fx = introspectionFixture(8);
   const { introspect } = fx;
@@ -159,13 +206,16 @@ describe('account by introspection over HTTP', () => {
     expect(fx.server.calls.get('user-444')).toBe(1);
   });
 
-  it('an app-only token (401) has no account, and that answer is cached for at most 10 s', async () => {
+  it('an invalid token (401) has no account, and that answer is cached for 60 s by default (issue 37)', async () => {
     const r = resolver(300_000);
     expect(await r.resolve('app', undefined, false)).toBeNull();
     const before = fx.server.calls.get('app') ?? 0;
+    clock += 59_999;
+    expect(r.introspects('app')).toBe(false);
     expect(r.resolve('app', undefined, false)).toBeNull();
     expect(fx.server.calls.get('app')).toBe(before);
-    clock += 10_000;
+    clock += 1;
+    expect(r.introspects('app')).toBe(true);
     expect(await r.resolve('app', undefined, false)).toBeNull();
     expect(fx.server.calls.get('app')).toBe(before + 1);
   });

@@ -27,6 +27,12 @@ export const accountWhenShape = {
   locked: z.boolean().optional().describe('Whether the account approves its followers (unknown: false).'),
 };
 
+/**
+ * The introspection budget's rule name (clients.account.introspection.budget): on its 429s and in its
+ * bucket keys, so no rule of the table may take it.
+ */
+export const INTROSPECTION_BUDGET_RULE = 'introspection-budget';
+
 /** Rule names appear in response headers, metric labels and Redis keys: keep them plain. */
 export const RULE_NAME = /^[A-Za-z0-9_.-]+$/;
 /** What to do on store errors: store.onError, and a rule's onStoreError. */
