@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { connectionListed, HOP_BY_HOP, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
 import { CLIENT_IP_CLAIMS, REBUILT_HEADERS, SCHEME_CLAIMS, type ForwardedHeaders } from './client-ip-headers.js';
-import { rackSpelling } from './header-spelling.js';
+import { rackSpelling } from '../http/header-spelling.js';
 import { upstreamBody, type BodyOwner } from './upstream-body.js';
 import { hasCode } from '../errors.js';
 import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../http/errors.js';
@@ -313,7 +313,7 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
 
 /**
  * What a request header is to the upstream copy, by lower-case name folded as Puma folds it (`_` =
- * `-`, header-spelling.ts): one look-up per header; absent: copied.
+ * `-`, http/header-spelling.ts): one look-up per header; absent: copied.
  */
 const HOP = 1 << 0;
 /** Host (the upstream's, unless `clientHost`), X-Request-Id (replaced), Expect (answered by the gateway: undici refuses to send it). */

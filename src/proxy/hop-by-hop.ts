@@ -3,9 +3,9 @@
  * connection, not the message, so a proxy must not forward them — including any extra header a peer
  * names in `Connection`; and on a matched route the upstream's rate-limit headers are set aside to be
  * merged with the gateway's (upstream-limits.ts). Names are compared as Puma compares them (`_` = `-`,
- * header-spelling.ts): `Keep_Alive` is Keep-Alive to the app behind.
+ * http/header-spelling.ts): `Keep_Alive` is Keep-Alive to the app behind.
  */
-import { rackSpelling } from './header-spelling.js';
+import { rackSpelling } from '../http/header-spelling.js';
 
 /** The hop-by-hop headers of RFC 9110 (and the non-standard ones peers still send), lower-case. */
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([

@@ -11,7 +11,7 @@ import httpProxy from 'http-proxy';
 import { respondOnSocket, ERROR_BODIES, GATEWAY_ERRORS } from '../http/errors.js';
 import { classifyUpstreamError, type ForwardResult } from './forward.js';
 import { CLIENT_IP_CLAIMS, REBUILT_HEADERS, SCHEME_CLAIMS, type ForwardedHeaders } from './client-ip-headers.js';
-import { rackSpelling } from './header-spelling.js';
+import { rackSpelling } from '../http/header-spelling.js';
 import { isRateLimitHeader } from './hop-by-hop.js';
 import { mergeUpstreamLimits } from './upstream-limits.js';
 
