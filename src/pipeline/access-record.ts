@@ -79,7 +79,8 @@ export function recordOf(
   const record: RequestRecord = {
     id,
     method: req.method ?? '',
-    path: loggedPath(view.path),
+    // A normalized path has no query: the test here, not behind the call (the call alone cost ~15 ns per record, bench/stages.ts).
+    path: view.path.indexOf('?') === -1 ? view.path : loggedPath(view.path),
     status: end.status,
     rules: d.rules.map((rule) => rule.name),
     decision: d.kind,
