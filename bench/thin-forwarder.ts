@@ -7,7 +7,7 @@
  * no `stream.pipeline`, whose per-call AbortController costs a DOMException per request).
  *
  * `--gateway-headers`: the same forwarder adding the headers rategate adds to every forwarded request of
- * the bench, built per request the same way (X-Forwarded-For/-Proto/-Host and X-Request-Id upstream;
+ * the bench, built per request the same way (X-Forwarded-For/-Proto/-Host/-Port/-Ssl and X-Request-Id upstream;
  * the X-RateLimit-* triple, RateLimit-Policy and RateLimit to the client). What node:http and undici
  * charge to validate and write them is a floor no Node gateway sending them goes below. `--dispatch`:
  * forwarding through a dispatch handler of its own, as rategate does, instead of `pool.stream`.
@@ -35,7 +35,7 @@ let resetText = '';
 
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection', 'host']);
 
-/** The client's headers for the upstream: hop-by-hop dropped (`--gateway-headers`: rategate's four added). */
+/** The client's headers for the upstream: hop-by-hop dropped (`--gateway-headers`: rategate's six added). */
 function upstreamHeaders(req: http.IncomingMessage): string[] {
   const raw = req.rawHeaders;
   const headers: string[] = [];
@@ -49,6 +49,10 @@ function upstreamHeaders(req: http.IncomingMessage): string[] {
       'http',
       'x-forwarded-host',
       req.headers.host ?? '',
+      'x-forwarded-port',
+      String(req.socket.localPort ?? 80),
+      'x-forwarded-ssl',
+      'off',
       'x-request-id',
       id,
     );

@@ -7,6 +7,7 @@ import type { RequestView } from './request-view.js';
 import type { Decision, DecisionKind } from './decision.js';
 import type { Decider } from '../limiter/types.js';
 import { displayKey, KINDS, PART_SEPARATOR } from '../keys/index.js';
+import { loggedPath } from '../observability/log-redact.js';
 
 /**
  * The client field for the access log, or undefined (`off`). `digest`: the first 16 hex digits of the
@@ -46,6 +47,7 @@ export interface RequestRecord {
   /** The request's `X-Request-Id`, or the one the gateway made and forwarded. */
   id: string;
   method: string;
+  /** The path, with its query when the request was refused before normalization: credentials redacted (observability/log-redact.ts). */
   path: string;
   status: number;
   /** The rules whose buckets the request was counted in. */
@@ -77,7 +79,8 @@ export function recordOf(
   const record: RequestRecord = {
     id,
     method: req.method ?? '',
-    path: view.path,
+    // A normalized path has no query: the test here, not behind the call (the call alone cost ~15 ns per record, bench/stages.ts).
+    path: view.path.indexOf('?') === -1 ? view.path : loggedPath(view.path),
     status: end.status,
     rules: d.rules.map((rule) => rule.name),
     decision: d.kind,

@@ -24,6 +24,7 @@ import type { RequestPolicy } from './policy.js';
 import type { Guard } from '../guard/guard.js';
 import { countBans, whenDone } from './guard-stage.js';
 import { recordOf, type RequestRecord } from './access-record.js';
+import { loggedPath } from '../observability/log-redact.js';
 import { CONNECTION_FRAMING, screen, SHUTTING_DOWN, TOO_LARGE, type ScreenContext, type Screened } from './screen.js';
 
 export type { RequestRecord } from './access-record.js';
@@ -201,7 +202,7 @@ export class Gateway {
     this.opts.onRequest?.({
       id,
       method: req.method ?? '',
-      path: req.url ?? '',
+      path: loggedPath(req.url ?? ''),
       status: GATEWAY_ERRORS.INTERNAL.status,
       rules: [],
       decision: 'rejected',

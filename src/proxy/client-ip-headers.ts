@@ -15,6 +15,10 @@ export interface ForwardedHeaders {
   readonly for: string;
   readonly proto: string;
   readonly host: string;
+  /** X-Forwarded-Port: a trusted proxy's, else the port of `host` (the client's Host), else the proto's default. */
+  readonly port: string;
+  /** X-Forwarded-Ssl (`on`/`off`): a trusted proxy's, else whether `proto` is https (Rack reads it before the proto). */
+  readonly ssl: string;
   /** Whether the TCP peer is a trusted proxy: only then do its client-IP claims reach the upstream. */
   readonly trusted: boolean;
   /** The `Forwarded` value to send, or undefined to send none (see forwardedToSend). */
@@ -33,20 +37,57 @@ export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: stri
   const fromTrusted = trusted && xff !== undefined;
   const peerAddr = peer.client.address;
   const forwarded = forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr);
+  const proto = (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http';
+  const host = (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '';
   return {
     for: fromTrusted
       ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
       : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr, parsed) ?? peerAddr),
-    proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
-    host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
+    proto,
+    host,
+    port: (fromTrusted && firstHeader(req.headers['x-forwarded-port'])) || portOf(host, proto),
+    ssl: (fromTrusted && firstHeader(req.headers['x-forwarded-ssl'])) || (proto === 'https' ? 'on' : 'off'),
     trusted,
     forwarded,
     requestId: id,
   };
 }
 
-/** Headers the gateway always drops from the client's request and writes itself. */
-export const REBUILT_HEADERS: ReadonlySet<string> = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded']);
+/**
+ * The port the client connected to as its Host names it (`example.org:8080`, `[::1]:8080`), else the
+ * default of `proto`: what Rack would have read without an X-Forwarded-Port, so URLs the app builds
+ * keep the port the client used, even behind a Service that maps ports.
+ */
+function portOf(host: string, proto: string): string {
+  const colon = host.lastIndexOf(':');
+  if (colon > host.lastIndexOf(']') && colon < host.length - 1) {
+    const port = host.slice(colon + 1);
+    if (isDigits(port)) return port;
+  }
+  return proto === 'https' ? '443' : '80';
+}
+
+function isDigits(s: string): boolean {
+  if (s.length > 5) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+/**
+ * Headers the gateway always drops from the client's request and writes itself (X-Forwarded-Port and
+ * -Ssl too: Rack reads the scheme and port from them, so they must agree with the proto sent).
+ */
+export const REBUILT_HEADERS: ReadonlySet<string> = new Set([
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-forwarded-port',
+  'x-forwarded-ssl',
+  'forwarded',
+]);
 
 /**
  * Security: headers an upstream may read the client's IP from (Rails' RemoteIp reads Client-IP, Rack
@@ -62,6 +103,13 @@ export const CLIENT_IP_CLAIMS: ReadonlySet<string> = new Set([
   'cf-connecting-ip',
   'fastly-client-ip',
 ]);
+
+/**
+ * Security: headers Rack and Puma read the request's scheme from (Rack's `scheme`/`ssl?`, Puma's
+ * default port): from an untrusted peer a plain-HTTP request would be taken for HTTPS (secure
+ * cookies, HSTS, redirects). Passed from a trusted proxy, as the client-IP claims are.
+ */
+export const SCHEME_CLAIMS: ReadonlySet<string> = new Set(['x-forwarded-scheme', 'front-end-https']);
 
 /**
  * The X-Forwarded-For value for the upstream when a trusted peer sent `Forwarded` and no

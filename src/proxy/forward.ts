@@ -8,7 +8,8 @@ import type http from 'node:http';
 import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { connectionListed, HOP_BY_HOP, isHopByHop, isRateLimitHeader } from './hop-by-hop.js';
-import { CLIENT_IP_CLAIMS, REBUILT_HEADERS, type ForwardedHeaders } from './client-ip-headers.js';
+import { CLIENT_IP_CLAIMS, REBUILT_HEADERS, SCHEME_CLAIMS, type ForwardedHeaders } from './client-ip-headers.js';
+import { rackSpelling } from '../http/header-spelling.js';
 import { upstreamBody, type BodyOwner } from './upstream-body.js';
 import { hasCode } from '../errors.js';
 import { GATEWAY_ERRORS, isClientFault, respondError, type GatewayErrorCode } from '../http/errors.js';
@@ -310,14 +311,17 @@ export function classifyUpstreamError(err: unknown): GatewayErrorCode {
   return 'UPSTREAM_UNREACHABLE';
 }
 
-/** What a request header is to the upstream copy, by lower-case name: one look-up per header; absent: copied. */
+/**
+ * What a request header is to the upstream copy, by lower-case name folded as Puma folds it (`_` =
+ * `-`, http/header-spelling.ts): one look-up per header; absent: copied.
+ */
 const HOP = 1 << 0;
 /** Host (the upstream's, unless `clientHost`), X-Request-Id (replaced), Expect (answered by the gateway: undici refuses to send it). */
 const REBUILT = 1 << 1;
 const HOST = 1 << 2;
 /** X-Forwarded-* and Forwarded: rebuilt by the gateway (client-ip-headers.ts). */
 const FORWARDING = 1 << 3;
-/** Client-IP claims other than those: passed from a trusted proxy only. */
+/** Client-IP and scheme claims other than those: passed from a trusted proxy only. */
 const CLAIM = 1 << 4;
 const CONTENT_LENGTH = 1 << 5;
 const METHOD_OVERRIDE = 1 << 6;
@@ -329,6 +333,7 @@ const SPECIAL: ReadonlyMap<string, number> = (() => {
   add('host', HOST);
   for (const n of REBUILT_HEADERS) add(n, FORWARDING);
   for (const n of CLIENT_IP_CLAIMS) add(n, CLAIM);
+  for (const n of SCHEME_CLAIMS) add(n, CLAIM);
   add('content-length', CONTENT_LENGTH);
   add('x-http-method-override', METHOD_OVERRIDE);
   return m;
@@ -336,7 +341,9 @@ const SPECIAL: ReadonlyMap<string, number> = (() => {
 
 /**
  * Length and first letter (lower-cased) of each SPECIAL name: a header whose shape is not here is none
- * of them, and is copied without a lower-cased copy of its name and a map look-up (most headers).
+ * of them, and is copied without a lower-cased copy of its name and a map look-up (most headers). An
+ * underscore spelling has the same shape (folding keeps the length; every SPECIAL name starts with a
+ * letter, which `_` never replaces), so it always takes the slow path.
  */
 const SPECIAL_SHAPES: ReadonlySet<number> = new Set([...SPECIAL.keys()].map(shapeOf));
 
@@ -362,12 +369,26 @@ function upstreamRequestHeaders(
       continue;
     }
     const lower = name.toLowerCase();
-    const f = SPECIAL.get(lower);
-    if (f !== undefined && !copied(f, forwarded.trusted, hasBody, dropOverrideHeader, clientHost)) continue;
-    if (listed !== null && listed.has(lower)) continue;
+    const folded = rackSpelling(lower);
+    const f = SPECIAL.get(folded);
+    if (f !== undefined && !copied(f, forwarded.trusted, hasBody, dropOverrideHeader, clientHost, folded !== lower)) continue;
+    if (listed !== null && listed.has(folded)) continue;
     out.push(name, raw[i + 1]!);
   }
-  out.push('x-forwarded-for', forwarded.for, 'x-forwarded-proto', forwarded.proto, 'x-forwarded-host', forwarded.host, 'x-request-id', forwarded.requestId);
+  out.push(
+    'x-forwarded-for',
+    forwarded.for,
+    'x-forwarded-proto',
+    forwarded.proto,
+    'x-forwarded-host',
+    forwarded.host,
+    'x-forwarded-port',
+    forwarded.port,
+    'x-forwarded-ssl',
+    forwarded.ssl,
+    'x-request-id',
+    forwarded.requestId,
+  );
   if (forwarded.forwarded !== undefined) out.push('forwarded', forwarded.forwarded);
   return out;
 }
@@ -375,9 +396,13 @@ function upstreamRequestHeaders(
 /**
  * Whether a request header with these SPECIAL flags goes upstream as it is. Host is the upstream's
  * (undici sets it; `clientHost`: the client's, kept); the client's also goes in X-Forwarded-Host.
+ * Security: an `underscored` spelling of a special name is dropped, but for a claim a trusted proxy
+ * passes: the gateway reads only the dashed spelling (the method override, Content-Length), and Puma
+ * would read the other as the same header, so the app could see a value the gateway never judged.
  */
-function copied(f: number, trusted: boolean, hasBody: boolean, dropOverrideHeader: boolean, clientHost: boolean): boolean {
+function copied(f: number, trusted: boolean, hasBody: boolean, dropOverrideHeader: boolean, clientHost: boolean, underscored: boolean): boolean {
   if ((f & (HOP | FORWARDING)) !== 0) return false;
+  if (underscored) return (f & CLAIM) !== 0 && trusted;
   if ((f & REBUILT) !== 0 && !(clientHost && (f & HOST) !== 0)) return false;
   if ((f & CLAIM) !== 0 && !trusted) return false;
   if ((f & CONTENT_LENGTH) !== 0 && !hasBody) return false;

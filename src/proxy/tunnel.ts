@@ -10,7 +10,8 @@ import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { respondOnSocket, ERROR_BODIES, GATEWAY_ERRORS } from '../http/errors.js';
 import { classifyUpstreamError, type ForwardResult } from './forward.js';
-import { CLIENT_IP_CLAIMS, type ForwardedHeaders } from './client-ip-headers.js';
+import { CLIENT_IP_CLAIMS, REBUILT_HEADERS, SCHEME_CLAIMS, type ForwardedHeaders } from './client-ip-headers.js';
+import { rackSpelling } from '../http/header-spelling.js';
 import { isRateLimitHeader } from './hop-by-hop.js';
 import { mergeUpstreamLimits } from './upstream-limits.js';
 
@@ -68,13 +69,14 @@ export class Tunnel {
   ): Promise<ForwardResult> {
     if (socket.destroyed) return Promise.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds: 0 });
     req.url = pathAndQuery;
+    dropClaims(req.headers, forwarded.trusted);
     req.headers['x-forwarded-for'] = forwarded.for;
     req.headers['x-forwarded-proto'] = forwarded.proto;
     req.headers['x-forwarded-host'] = forwarded.host;
+    req.headers['x-forwarded-port'] = forwarded.port;
+    req.headers['x-forwarded-ssl'] = forwarded.ssl;
     req.headers['x-request-id'] = forwarded.requestId;
-    if (forwarded.forwarded === undefined) delete req.headers.forwarded;
-    else req.headers.forwarded = forwarded.forwarded;
-    if (!forwarded.trusted) for (const name of CLIENT_IP_CLAIMS) delete req.headers[name];
+    if (forwarded.forwarded !== undefined) req.headers.forwarded = forwarded.forwarded;
     return new Promise((resolve) => {
       (req as UpgradingRequest)[UPGRADE] = { extraHeaders, dropUpstreamRateLimitHeaders, started: performance.now(), resolve, settled: false };
       this.proxy.ws(req, socket, head);
@@ -96,6 +98,19 @@ export class Tunnel {
   closeAll(): void {
     for (const s of this.sockets) s.destroy();
     this.proxy.close();
+  }
+}
+
+/**
+ * Security: removes from the upgrade's headers (http-proxy copies them all) what the gateway rebuilds,
+ * and the client-IP and scheme claims of an untrusted peer, in any spelling Puma reads as theirs (`_`
+ * = `-`); a rebuilt name goes in any spelling even from a trusted proxy, as in forward.ts.
+ */
+function dropClaims(headers: http.IncomingHttpHeaders, trusted: boolean): void {
+  for (const key of Object.keys(headers)) {
+    const name = rackSpelling(key);
+    if (REBUILT_HEADERS.has(name) || name === 'x-request-id') delete headers[key];
+    else if (!trusted && (CLIENT_IP_CLAIMS.has(name) || SCHEME_CLAIMS.has(name))) delete headers[key];
   }
 }
 

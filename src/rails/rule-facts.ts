@@ -8,6 +8,7 @@ import type http from 'node:http';
 import { isHash, lookUp, type ParamValue } from '../rack-params.js';
 import type { CompiledRule } from '../config/types.js';
 import { paramPath } from '../keys/index.js';
+import { headerAsRackReads } from '../http/header-spelling.js';
 import type { QueryParams } from './request-params.js';
 import { accountConditionFails, type AccountFacts } from '../identity/account-facts.js';
 
@@ -26,9 +27,9 @@ export class RequestFacts {
     private readonly form: BodyParams = NO_BODY,
   ) {}
 
-  /** A header's first value, trimmed; undefined when absent or blank. `name` is lower-case. */
+  /** A header's first value, trimmed; undefined when absent or blank. `name` is lower-case; read in any spelling Puma reads as it (`_` = `-`). */
   header(name: string): string | undefined {
-    const v = this.headers[name];
+    const v = headerAsRackReads(this.headers, name);
     const first = Array.isArray(v) ? v[0] : v;
     if (first === undefined) return undefined;
     const t = first.trim();

@@ -2,10 +2,10 @@
  * @module Starts the Ruby app of test/differential/rack-app (real Rack::Attack running Mastodon's
  * throttles) under puma on loopback, and says whether this machine can run it at all.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { send } from '../support/http.js';
-import { freePort } from '../support/servers.js';
+import { startPuma, whyNoPuma, type PumaApp } from '../support/puma.js';
 
 export const APP_DIR = fileURLToPath(new URL('./rack-app/', import.meta.url));
 
@@ -28,62 +28,23 @@ export function whyUnavailable(): string | null {
   if (ruby.error) return `ruby not found (${ruby.error.message})`;
   if (ruby.status !== 0)
     return `a Ruby library is missing (need Debian's ruby-rack-attack ruby-rack ruby-actionpack ruby-doorkeeper ruby-warden): ${ruby.stderr.trim().split('\n')[0]}`;
-  const puma = spawnSync('puma', ['--version'], { encoding: 'utf8', timeout: 30_000 });
-  if (puma.error || puma.status !== 0) return 'puma not found (Debian package puma)';
-  return null;
+  return whyNoPuma();
 }
 
-export interface RackApp {
-  url: string;
-  stop(): Promise<void>;
-}
+export type RackApp = PumaApp;
 
-export async function startRackApp(env: {
+export function startRackApp(env: {
   limits: Record<string, number>;
   tokens: Record<string, string | null>;
   blocked: string[];
   nowSec: number;
 }): Promise<RackApp> {
-  const port = await freePort();
-  const child: ChildProcess = spawn('puma', ['-b', `tcp://127.0.0.1:${port}`, '-t', '1:1', '-e', 'production', 'config.ru'], {
-    cwd: APP_DIR,
-    env: {
-      ...process.env,
-      RA_LIMITS: JSON.stringify(env.limits),
-      RA_TOKENS: JSON.stringify(env.tokens),
-      RA_BLOCKED: JSON.stringify(env.blocked),
-      RA_NOW: String(env.nowSec),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  return startPuma(APP_DIR, {
+    RA_LIMITS: JSON.stringify(env.limits),
+    RA_TOKENS: JSON.stringify(env.tokens),
+    RA_BLOCKED: JSON.stringify(env.blocked),
+    RA_NOW: String(env.nowSec),
   });
-  let output = '';
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    const onData = () => {
-      if (output.includes('Listening on')) done(null);
-    };
-    const onExit = () => done(new Error(`puma exited before listening:\n${output}`));
-    const timer = setTimeout(() => done(new Error(`puma did not listen within 30 s:\n${output}`)), 30_000);
-    const done = (err: Error | null) => {
-      clearTimeout(timer);
-      child.stdout!.off('data', onData);
-      child.off('exit', onExit);
-      if (err) reject(err);
-      else resolve();
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', onExit);
-  });
-  const url = `http://127.0.0.1:${port}`;
-  return {
-    url,
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
 }
 
 /** The session cookie the app issues when Warden signs `user` in (or, `pending`, when `user` waits for a two-factor code). */

@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { startTestGateway, gatewayFixture } from '../support/gateway.js';
-import { CLIENT_IP_CLAIMS, REBUILT_HEADERS } from '../../src/proxy/client-ip-headers.js';
+import { CLIENT_IP_CLAIMS, REBUILT_HEADERS, SCHEME_CLAIMS } from '../../src/proxy/client-ip-headers.js';
+import { ENV_ECHO_DIR, startPuma, whyNoPuma } from '../support/puma.js';
 
 const RULE = `
 limits:
@@ -82,6 +83,94 @@ describe('from an untrusted peer, whatever the case of the names', () => {
   });
 });
 
+/** `name` spelled with `_` for every `-`, in mixed case: Puma reads `X_Real_IP` as X-Real-IP (HTTP_X_REAL_IP). */
+const underscored = (name: string): string =>
+  name
+    .split('-')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('_');
+
+/** Every name the gateway drops from an untrusted peer, each in its underscore spelling, claiming 6.6.6.6 or https. */
+function underscoreClaims(): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of [...CLIENT_IP_CLAIMS, ...REBUILT_HEADERS]) headers[underscored(name)] = '6.6.6.6';
+  headers.X_Forwarded_Proto = 'https';
+  headers.X_Forwarded_Scheme = 'https';
+  headers.X_Forwarded_Ssl = 'on';
+  headers.Front_End_Https = 'on';
+  headers.X_Forwarded_Port = '443';
+  return headers;
+}
+
+/** `seen` (lower-case names) with `_` read as `-`, as Puma reads them: the value of every spelling of a name. */
+function asPumaReads(seen: Record<string, unknown>): Map<string, unknown[]> {
+  const out = new Map<string, unknown[]>();
+  for (const [k, v] of Object.entries(seen)) {
+    const name = k.replaceAll('_', '-');
+    out.set(name, [...(out.get(name) ?? []), v]);
+  }
+  return out;
+}
+
+describe('from an untrusted peer, names spelled with underscores (issue 38 finding 5)', () => {
+  it('drops every claim in its underscore spelling, and X-Forwarded-Scheme/-Ssl/-Port and Front-End-Https in either spelling; rebuilds Proto, Port and Ssl', async () => {
+    fx.gw = await startTestGateway(UNTRUSTED, { upstream: fx.upstream.url });
+    const dashed = { 'X-Forwarded-Scheme': 'https', 'X-Forwarded-Ssl': 'on', 'Front-End-Https': 'on', 'X-Forwarded-Port': '443' };
+    for (const headers of [underscoreClaims(), dashed]) {
+      const seen = asPumaReads(await get(headers));
+      for (const name of [...CLIENT_IP_CLAIMS, ...SCHEME_CLAIMS, 'forwarded']) expect(seen.get(name), name).toBeUndefined();
+      expect(seen.get('x-forwarded-for')).toEqual(['127.0.0.1']);
+      expect(seen.get('x-forwarded-proto')).toEqual(['http']);
+      expect(seen.get('x-forwarded-ssl')).toEqual(['off']);
+      // The port of the Host the client connected to (as X-Forwarded-Host says), not the client's claim.
+      expect(seen.get('x-forwarded-port')).toEqual([new URL(fx.gw.url).port]);
+    }
+    expect(await counted('127.0.0.1')).toBe(2);
+  });
+
+  it('drops an underscore spelling of the method override, which the gateway does not read', async () => {
+    fx.gw = await startTestGateway(UNTRUSTED, { upstream: fx.upstream.url });
+    const a = await send(fx.gw.url, { method: 'POST', path: '/api/v1/statuses', headers: { X_HTTP_Method_Override: 'DELETE', 'content-length': '0' } });
+    expect(a.status).toBe(200);
+    const seen = fx.upstream.forwarded().at(-1)!.headers;
+    expect(asPumaReads(seen).get('x-http-method-override')).toBeUndefined();
+  });
+
+  it.skipIf(whyNoPuma() !== null)(
+    "leaves no claim in the env real Puma builds, and Rack reads http on the listener's port; the gateway still answers",
+    async () => {
+      const puma = await startPuma(ENV_ECHO_DIR);
+      try {
+        fx.gw = await startTestGateway(UNTRUSTED, { upstream: puma.url });
+        const a = await send(fx.gw.url, { path: '/api/v1/timelines/public', headers: underscoreClaims() });
+        expect(a.status).toBe(200);
+        const env = a.json<Record<string, unknown>>();
+        for (const [k, v] of Object.entries(env)) expect(v, k).not.toBe('6.6.6.6');
+        for (const k of [
+          'HTTP_X_REAL_IP',
+          'HTTP_CLIENT_IP',
+          'HTTP_TRUE_CLIENT_IP',
+          'HTTP_X_CLIENT_IP',
+          'HTTP_CF_CONNECTING_IP',
+          'HTTP_X_CLUSTER_CLIENT_IP',
+          'HTTP_X_FORWARDED_SCHEME',
+          'HTTP_FRONT_END_HTTPS',
+        ])
+          expect(env[k], k).toBeUndefined();
+        expect(env.HTTP_X_FORWARDED_FOR).toBe('127.0.0.1');
+        expect(env['rack.scheme']).toBe('http');
+        expect(env['rack.ssl']).toBe(false);
+        expect(env['rack.port']).toBe(Number(new URL(fx.gw.url).port));
+        expect((await send(fx.gw.url, { path: '/api/v1/timelines/public' })).status).toBe(200);
+      } finally {
+        await fx.gw?.shutdown(500);
+        fx.gw = undefined;
+        await puma.stop();
+      }
+    },
+  );
+});
+
 describe('from a trusted proxy', () => {
   it('passes X-Real-IP and the other claims on, as the proxy wrote them', async () => {
     fx.gw = await startTestGateway(TRUSTED, { upstream: fx.upstream.url });
@@ -89,6 +178,22 @@ describe('from a trusted proxy', () => {
     const seen = await get(claims);
     expect(seen['x-real-ip']).toBe('198.51.100.2');
     expect(seen['client-ip']).toBe('198.51.100.4');
+  });
+
+  it('keeps its X-Forwarded-Proto, -Port and -Ssl, and passes X-Forwarded-Scheme and Front-End-Https on', async () => {
+    fx.gw = await startTestGateway(TRUSTED, { upstream: fx.upstream.url });
+    const seen = await get({
+      'X-Forwarded-For': '192.0.2.7',
+      'X-Forwarded-Proto': 'https',
+      'X-Forwarded-Port': '8443',
+      'X-Forwarded-Scheme': 'https',
+      'Front-End-Https': 'on',
+    });
+    expect(seen['x-forwarded-proto']).toBe('https');
+    expect(seen['x-forwarded-port']).toBe('8443');
+    expect(seen['x-forwarded-ssl']).toBe('on');
+    expect(seen['x-forwarded-scheme']).toBe('https');
+    expect(seen['front-end-https']).toBe('on');
   });
 
   it('counts by the Forwarded for= node, and tells the upstream the same chain plus its own hop', async () => {

@@ -176,6 +176,20 @@ limits:
     expect(without.status).toBe(404);
     expect(without.headers['x-ratelimit-limit']).toBeUndefined();
   });
+
+  it('reads the header in any spelling Puma reads as it (`X_App_Id`, `x-app_id`), the dashed one first, as Rack::Attack would', async () => {
+    await gateway(`
+limits:
+  - { name: per-app, match: /api/*, per: "header:X-App-Id", limit: 2, period: 5m }
+`);
+    expect((await req('GET', '/api/v1/statuses/1', '192.0.2.21', { X_App_Id: 'app-3' })).status).toBe(404);
+    expect((await req('GET', '/api/v1/statuses/1', '192.0.2.22', { 'x-app_id': 'app-3' })).status).toBe(404);
+    expect((await req('GET', '/api/v1/statuses/1', '192.0.2.23', { X_App_Id: 'app-3' })).status).toBe(429);
+    // Both sent: Puma keeps the dashed one (its underscore spelling cannot clobber it), so does the gateway.
+    const both = await req('GET', '/api/v1/statuses/1', '192.0.2.24', { 'X-App-Id': 'app-4', X_App_Id: 'app-3' });
+    expect(both.status).toBe(404);
+    expect(both.headers['x-ratelimit-remaining']).toBe('1');
+  });
 });
 
 describe('overrides', () => {

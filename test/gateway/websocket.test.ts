@@ -9,6 +9,8 @@ import { eventually } from '../support/eventually.js';
 let wss: WebSocketServer;
 let upstreamUrl: string;
 let serverSockets: WebSocket[] = [];
+/** The head of each upgrade the upstream accepted. */
+let upgradeHeaders: http.IncomingHttpHeaders[] = [];
 
 /** The upstream side of the n-th tunnel of the test, once the upstream has accepted it (the client's open can come first). */
 async function upstreamSocket(n: number): Promise<WebSocket> {
@@ -23,12 +25,14 @@ beforeAll(async () => {
   upstreamUrl = `http://127.0.0.1:${(wss.address() as AddressInfo).port}`;
   wss.on('connection', (ws, req) => {
     serverSockets.push(ws);
+    upgradeHeaders.push(req.headers);
     ws.on('message', (m) => ws.send(`echo ${req.url} ${m.toString()}`));
   });
 });
 afterAll(async () => new Promise<void>((r) => wss.close(() => r())));
 afterEach(async () => {
   serverSockets = [];
+  upgradeHeaders = [];
   await gw.shutdown(200);
 });
 
@@ -68,6 +72,31 @@ describe('WebSocket upgrades', () => {
     const second = await connect('/api/v1/streaming');
     expect(second.status).toBe(101);
     second.ws.close();
+    ws.close();
+  });
+
+  it('drops client-IP and scheme claims of an untrusted peer in any spelling Puma reads (`_` = `-`), and rebuilds X-Forwarded-*', async () => {
+    gw = await startTestGateway(`${TABLE}clients: { trustedProxies: [10.0.0.0/8] }\n`, { upstream: upstreamUrl });
+    const claims = [
+      'X_Real_IP',
+      'Client_IP',
+      'True-Client-IP',
+      'X_Forwarded_For',
+      'X_Forwarded_Proto',
+      'X_Forwarded_Scheme',
+      'X-Forwarded-Ssl',
+      'X_Forwarded_Port',
+      'Front_End_Https',
+      'Forwarded',
+    ];
+    const ws = new WebSocket(gw.url.replace('http', 'ws') + '/api/v1/streaming', { headers: Object.fromEntries(claims.map((n) => [n, '6.6.6.6'])) });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const seen = upgradeHeaders[0]!;
+    for (const [k, v] of Object.entries(seen)) expect(v, k).not.toContain('6.6.6.6');
+    expect(seen['x-forwarded-for']).toBe('127.0.0.1');
+    expect(seen['x-forwarded-proto']).toBe('http');
+    expect(seen['x-forwarded-ssl']).toBe('off');
+    expect(seen['x-forwarded-port']).toBe(new URL(gw.url).port);
     ws.close();
   });
 

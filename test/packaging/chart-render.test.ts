@@ -194,6 +194,35 @@ describeRendered('the Deployment, rendered', () => {
     });
   });
 
+  it.each([
+    'redis://:Sup3r-s3cret@redis-master.redis.svc:6379',
+    'rediss://default:Sup3r-s3cret@redis.example:6380/2',
+    'redis-sentinel://:Sup3r-s3cret@sentinel-0:26379,sentinel-1:26379/mymaster',
+    'redis-cluster://app:Sup3r-s3cret@r1:7000,r2:7001',
+    'redis+unix://:Sup3r-s3cret@/run/redis.sock',
+  ])('refuses a store.url with a password (%s), naming store.existingSecret, and renders it nowhere', (url) => {
+    const message = renderError({ store: { url }, configCheck: { enabled: true } });
+    expect(message).toMatch(/store\.url carries a password, .* name it in store\.existingSecret/);
+    expect(message).not.toContain('Sup3r-s3cret');
+  });
+
+  it('takes a store.url with a user name and no password, and NOTES show the URL', () => {
+    const r = render({ store: { url: 'redis://rategate@redis-master.redis.svc:6379' } });
+    expect(env(find(r, 'Deployment'), 'RATEGATE_STORE')?.value).toBe('redis://rategate@redis-master.redis.svc:6379');
+    expect(r.notes).toContain('Store: redis://rategate@redis-master.redis.svc:6379');
+  });
+
+  it('passes the URL from store.existingSecret to the config-check Job too, and NOTES name the Secret only', () => {
+    const r = render({ store: { existingSecret: 'rategate-store', existingSecretKey: 'redis-url' }, configCheck: { enabled: true } });
+    const job = find(r, 'Job');
+    const jobEnv = (job.spec.template.spec.containers as K8sObject[]).flatMap((c) => (c.env ?? []) as K8sObject[]);
+    expect(jobEnv.find((e) => e.name === 'RATEGATE_STORE')).toEqual({
+      name: 'RATEGATE_STORE',
+      valueFrom: { secretKeyRef: { name: 'rategate-store', key: 'redis-url' } },
+    });
+    expect(r.notes).toContain('Store: from Secret rategate-store/redis-url');
+  });
+
   it('omits replicas when the HPA owns them', () => {
     expect(deployment.spec.replicas).toBe(1);
     expect(find(render(LOAD_BALANCED), 'Deployment').spec.replicas).toBe(3);
@@ -360,7 +389,7 @@ describeRendered('the optional resources', () => {
       render({
         networkPolicy: { enabled: true },
         upstream: { url: 'https://api.example.com' },
-        store: { url: 'redis-cluster://:pw@r1:7000,r2:7001,r3' },
+        store: { url: 'redis-cluster://rategate@r1:7000,r2:7001,r3' },
         config: NAMED,
       }),
       'NetworkPolicy',

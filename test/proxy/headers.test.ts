@@ -21,6 +21,14 @@ describe('hop-by-hop headers', () => {
     expect(isHopByHop('content-type', listed)).toBe(false);
   });
 
+  it('are compared as Puma compares names: `_` and `-` alike', () => {
+    const listed = connectionListed('close, X_Secret');
+    expect([...listed!]).toEqual(['x-secret']);
+    expect(isHopByHop('x_secret', listed)).toBe(true);
+    expect(isHopByHop('keep_alive', null)).toBe(true);
+    expect(isHopByHop('proxy_connection', null)).toBe(true);
+  });
+
   it('tell rate-limit headers apart from others', () => {
     for (const h of ['x-ratelimit-limit', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']) expect(isRateLimitHeader(h)).toBe(true);
     for (const h of ['retry-after', 'x-rate', 'ratelimits']) expect(isRateLimitHeader(h)).toBe(false);
@@ -34,7 +42,24 @@ describe('client-IP headers for the upstream', () => {
       peer('198.51.100.1', false),
       'id-1',
     );
-    expect(f).toEqual({ for: '198.51.100.1', proto: 'http', host: 'example.test', trusted: false, forwarded: undefined, requestId: 'id-1' });
+    expect(f).toEqual({
+      for: '198.51.100.1',
+      proto: 'http',
+      host: 'example.test',
+      port: '80',
+      ssl: 'off',
+      trusted: false,
+      forwarded: undefined,
+      requestId: 'id-1',
+    });
+  });
+
+  it("from an untrusted peer: X-Forwarded-Port is the Host's port, the claimed one ignored", () => {
+    const claims = { 'x-forwarded-port': '443', 'x-forwarded-ssl': 'on' };
+    expect(forwardedHeaders(reqWith({ host: 'example.test:8080', ...claims }), peer('198.51.100.1', false), 'i')).toMatchObject({ port: '8080', ssl: 'off' });
+    expect(forwardedHeaders(reqWith({ host: '[2001:db8::1]:8443', ...claims }), peer('198.51.100.1', false), 'i').port).toBe('8443');
+    expect(forwardedHeaders(reqWith({ host: '[2001:db8::1]', ...claims }), peer('198.51.100.1', false), 'i').port).toBe('80');
+    expect(forwardedHeaders(reqWith({ host: 'example.test:http', ...claims }), peer('198.51.100.1', false), 'i').port).toBe('80');
   });
 
   it('from a trusted proxy: its chain extended by the peer, its proto and host kept', () => {
@@ -43,7 +68,15 @@ describe('client-IP headers for the upstream', () => {
       peer('10.0.0.1', true),
       'id-2',
     );
-    expect(f).toMatchObject({ for: '203.0.113.7, 10.0.0.2, 10.0.0.1', proto: 'https', host: 'social.example', trusted: true, forwarded: undefined });
+    expect(f).toMatchObject({
+      for: '203.0.113.7, 10.0.0.2, 10.0.0.1',
+      proto: 'https',
+      host: 'social.example',
+      port: '443',
+      ssl: 'on',
+      trusted: true,
+      forwarded: undefined,
+    });
   });
 
   it('from a trusted proxy that sent only Forwarded: its for= chain as X-Forwarded-For, and Forwarded extended by the peer', () => {

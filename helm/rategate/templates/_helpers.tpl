@@ -232,7 +232,20 @@ is its own value, and an admin token in `config` would sit in the ConfigMap in c
 {{- if hasKey (get $config "store" | default dict) "sentinelPassword" }}
 {{- fail "config.store.sentinelPassword would put the sentinels' password in the ConfigMaps, in clear: set store.sentinelPassword (the chart makes a Secret) or store.sentinelPasswordSecret instead" }}
 {{- end }}
+{{- include "rategate.checkStore" . }}
 {{- include "rategate.checkClients" . }}
+{{- end }}
+
+{{/*
+Security: refuses a store.url that carries a password (`redis://:PASSWORD@…`, `USER:PASSWORD@`). The
+URL is rendered as a plain env value into the Deployment and the config-check Job, where anyone who may
+read pods (or `helm get manifest`) reads it, and NOTES print it; the Secret named by
+store.existingSecret is the one place for it. A user name alone (an ACL user without a password) is no secret and passes. Renders nothing.
+*/}}
+{{- define "rategate.checkStore" -}}
+{{- if regexMatch "^[a-z+-]+://[^@]*:[^@]*@" .Values.store.url }}
+{{- fail "store.url carries a password, which would be rendered in clear into the Deployment, the config-check Job and NOTES: put the whole URL in a Secret and name it in store.existingSecret (its key in store.existingSecretKey, default url)" }}
+{{- end }}
 {{- end }}
 
 {{/*
