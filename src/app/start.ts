@@ -33,9 +33,6 @@ import type { Fleet } from '../fleet/fleet.js';
 import { joinFleet } from '../fleet/join.js';
 import { displayKey } from '../keys/index.js';
 
-/** How long a shutdown lets in-flight requests finish; the chart's termination grace period is built on it. */
-export const DRAIN_GRACE_MS = 10_000;
-
 export interface GatewaySettings {
   /** Path of limits.yaml. */
   configPath: string;
@@ -138,7 +135,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     guard,
     snapshot: () => policy.snapshot,
     reload: () => config.reload(),
-    shutdown: (graceMs = DRAIN_GRACE_MS) =>
+    // server.drainGrace is read when the drain starts, so a reload before SIGTERM changes it.
+    shutdown: (graceMs = policy.snapshot.config.server.drainGrace) =>
       shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin }, graceMs),
   };
 }

@@ -201,6 +201,11 @@ const serverShape = {
     .describe(
       'How long a request may wait for a free upstream connection (every pool has 128; requests whose body is still arriving hold at most half); then 503 with Retry-After: 1. 0: no waiting. Default 5s: far longer than a connection stays busy at normal upstream latency, so only an overloaded upstream sheds load.',
     ),
+  drainGrace: duration(0)
+    .prefault('10s')
+    .describe(
+      'After SIGTERM, how long in-flight requests may finish (new requests get 503); the rest are then cut, logged with error DRAIN_TIMEOUT and counted in rategate_drain_cut_total. An upper bound, not a wait: the process exits once the last request is done. Read at shutdown, so a reload changes it. The chart derives terminationGracePeriodSeconds from it.',
+    ),
   maxUpstreamConnectionsPerIp: z
     .number()
     .int()
