@@ -22,6 +22,8 @@ import { createDrain } from '../http/drain.js';
 import { Gateway } from '../pipeline/gateway.js';
 import { isWebSocketUpgrade, serveAsPlainRequest } from '../pipeline/plain-upgrade.js';
 import { createProxyServer, listenOn, urlOf } from '../http/listener.js';
+import { requireProxyHeader } from '../http/proxy-protocol.js';
+import { compileCidrs } from '../identity/cidr.js';
 import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
 import type { Introspect } from '../identity/account.js';
 import { createReadiness } from './readiness.js';
@@ -176,6 +178,9 @@ async function listenProxy(
   drain: ReturnType<typeof createDrain>,
 ): Promise<http.Server> {
   const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse);
+  requireProxyHeader(server, compileCidrs(cfg.server.proxyProtocol.from), cfg.server.headersTimeout, (reason) =>
+    metrics.proxyProtocolRefused.labels(reason).inc(),
+  );
   server.on('checkContinue', gateway.handle);
   // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>

@@ -7,7 +7,16 @@ import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
 import { surgeShape, surgesSection, surgeTriggerShape } from './fields/surge.js';
 import { accountWhenShape, onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
-import { checkIpOrCidr, checkListen, checkNamedUpstreamUrl, checkStoreUrl, checkTrustedProxy, checkUpstreamUrl, HEADER_NAME } from './fields/validators.js';
+import {
+  checkIpOrCidr,
+  checkListen,
+  checkNamedUpstreamUrl,
+  checkStoreUrl,
+  checkProxyProtocolPeer,
+  checkTrustedProxy,
+  checkUpstreamUrl,
+  HEADER_NAME,
+} from './fields/validators.js';
 
 /** The chart check compares its rule keys with these; kept importable from here. */
 export { RULE_NAME, ruleShape } from './fields/rule.js';
@@ -201,6 +210,18 @@ const serverShape = {
     .describe(
       'How long a request may wait for a free upstream connection (every pool has 128; requests whose body is still arriving hold at most half); then 503 with Retry-After: 1. 0: no waiting. Default 5s: far longer than a connection stays busy at normal upstream latency, so only an overloaded upstream sheds load.',
     ),
+  proxyProtocol: z
+    .object({
+      from: z
+        .array(checked(checkProxyProtocolPeer))
+        .default([])
+        .describe(
+          'Peers (loopback, private, IPs or CIDRs) whose connections must open with a PROXY protocol header (v1 or v2), whose source address becomes the peer; from them a connection without one is closed. Empty (default): off, and a PROXY header from anyone is answered 400.',
+        ),
+    })
+    .strict()
+    .prefault({})
+    .describe('The PROXY protocol, for a TCP load balancer in front (HAProxy send-proxy / send-proxy-v2, AWS NLB, …).'),
   drainGrace: duration(0)
     .prefault('10s')
     .describe(

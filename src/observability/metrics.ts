@@ -77,6 +77,8 @@ const HELP = {
     'Requests answered without being forwarded because of the upstream pool: queue_timeout (503: no connection free within server.upstreamQueueTimeout), per_ip_cap (429: the client already held server.maxUpstreamConnectionsPerIp).',
   rategate_upstream_waiting: 'Requests waiting for an upstream connection (every pool).',
   rategate_slow_bodies_total: 'Request bodies answered 408 for arriving slower than server.minBodyRate over server.minBodyRateGrace.',
+  rategate_proxy_protocol_refused_total:
+    'Connections from a server.proxyProtocol peer closed for want of a valid PROXY header: invalid (missing or malformed), timeout (none within server.headersTimeout).',
   rategate_drain_cut_total: 'Requests still in flight when the shutdown drain (server.drainGrace) ended, cut by the gateway (logged with error DRAIN_TIMEOUT).',
 } as const;
 
@@ -151,6 +153,7 @@ export class Metrics {
   readonly upstreamWaiting = this.make.gauge('rategate_upstream_waiting');
   readonly slowBodies = this.make.counter('rategate_slow_bodies_total');
   readonly drainCuts = this.make.counter('rategate_drain_cut_total');
+  readonly proxyProtocolRefused = this.make.counter('rategate_proxy_protocol_refused_total', { labelNames: ['reason'] });
 
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
   readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();
