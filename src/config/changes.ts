@@ -29,6 +29,7 @@ export const RESTART_ONLY: readonly string[] = [
   'server.keepAliveTimeout',
   'server.maxConnections',
   'server.proxyProtocol',
+  'server.tls',
 ];
 
 /** Values compared whole (lists and free-form mappings), not key by key. */

@@ -210,6 +210,19 @@ const serverShape = {
     .describe(
       'How long a request may wait for a free upstream connection (every pool has 128; requests whose body is still arriving hold at most half); then 503 with Retry-After: 1. 0: no waiting. Default 5s: far longer than a connection stays busy at normal upstream latency, so only an overloaded upstream sheds load.',
     ),
+  tls: z
+    .object({
+      certFile: z.string().min(1).describe('PEM certificate (the leaf, or the leaf followed by its chain), e.g. a mounted Secret’s tls.crt.'),
+      keyFile: z.string().min(1).describe('PEM private key of certFile, e.g. tls.key.'),
+      caFile: z.string().min(1).nullable().default(null).describe('PEM certificates sent after the leaf (the chain), when certFile holds the leaf alone.'),
+      minVersion: z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2').describe('Oldest TLS version accepted.'),
+    })
+    .strict()
+    .nullable()
+    .default(null)
+    .describe(
+      'The listener speaks TLS (HTTPS) with this certificate instead of plain HTTP. The files are watched: a rotated pair is served to new connections within seconds; a pair that does not load keeps the one in force (logged, rategate_tls_reloads_total{result="error"}). null (default): plain HTTP.',
+    ),
   proxyProtocol: z
     .object({
       from: z

@@ -37,7 +37,8 @@ export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: stri
     for: fromTrusted
       ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
       : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr, parsed) ?? peerAddr),
-    proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || 'http',
+    // The listener's own scheme when no trusted proxy names one: https on the TLS listener (server.tls).
+    proto: (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || ((req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http'),
     host: (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '',
     trusted,
     forwarded,
