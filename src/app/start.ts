@@ -3,6 +3,7 @@
  * order of start-up and shutdown (reload: reload.ts; readiness: readiness.ts; the listener: http/listener.ts).
  */
 import type http from 'node:http';
+import type https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { parseConfig, parseHostPort, readConfigText, type Config, type ConfigOverrides, type Snapshot } from '../config/index.js';
@@ -22,6 +23,10 @@ import { createDrain } from '../http/drain.js';
 import { Gateway } from '../pipeline/gateway.js';
 import { isWebSocketUpgrade, serveAsPlainRequest } from '../pipeline/plain-upgrade.js';
 import { createProxyServer, listenOn, urlOf } from '../http/listener.js';
+import { requireProxyHeader } from '../http/proxy-protocol.js';
+import { loadCertificatePair, secureOptions, watchCertificatePair, type CertificatePair, type TlsSettings } from '../http/tls.js';
+import { ConfigError } from '../config/errors.js';
+import { compileCidrs } from '../identity/cidr.js';
 import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
 import type { Introspect } from '../identity/account.js';
 import { createReadiness } from './readiness.js';
@@ -32,9 +37,6 @@ import { Surges } from '../surge/surges.js';
 import type { Fleet } from '../fleet/fleet.js';
 import { joinFleet } from '../fleet/join.js';
 import { displayKey } from '../keys/index.js';
-
-/** How long a shutdown lets in-flight requests finish; the chart's termination grace period is built on it. */
-export const DRAIN_GRACE_MS = 10_000;
 
 export interface GatewaySettings {
   /** Path of limits.yaml. */
@@ -93,7 +95,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
 
-  const server = await listenProxy(cfg, gateway, metrics, drain);
+  const server = await listenProxy(cfg, gateway, { metrics, log, configPath: settings.configPath }, drain);
 
   const runAdmin = settings.admin ?? true;
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
@@ -138,7 +140,8 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     guard,
     snapshot: () => policy.snapshot,
     reload: () => config.reload(),
-    shutdown: (graceMs = DRAIN_GRACE_MS) =>
+    // server.drainGrace is read when the drain starts, so a reload before SIGTERM changes it.
+    shutdown: (graceMs = policy.snapshot.config.server.drainGrace) =>
       shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin }, graceMs),
   };
 }
@@ -171,13 +174,23 @@ async function openGuard(
 }
 
 /** The proxy listener: requests, `Expect: 100-continue` and upgrades go to the gateway. */
+/** How often the TLS listener's certificate files are looked at: a rotation is served within this (and a read). */
+const CERTIFICATE_POLL_MS = 1_000;
+
 async function listenProxy(
   cfg: Config,
   gateway: ReturnType<typeof buildGateway>,
-  metrics: Metrics,
+  { metrics, log, configPath }: { metrics: Metrics; log: GatewayParts['log']; configPath: string },
   drain: ReturnType<typeof createDrain>,
 ): Promise<http.Server> {
-  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse);
+  const tlsSettings = cfg.server.tls;
+  const pair = tlsSettings === null ? undefined : await certificateAtStart(tlsSettings, configPath);
+  const secure = tlsSettings === null || pair === undefined ? undefined : secureOptions(tlsSettings, pair);
+  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse, secure);
+  if (tlsSettings !== null && pair !== undefined) watchCertificate(server as https.Server, tlsSettings, pair, metrics, log);
+  requireProxyHeader(server, compileCidrs(cfg.server.proxyProtocol.from), cfg.server.headersTimeout, (reason) =>
+    metrics.proxyProtocolRefused.labels(reason).inc(),
+  );
   server.on('checkContinue', gateway.handle);
   // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
@@ -186,6 +199,38 @@ async function listenProxy(
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
   return server;
+}
+
+/** The TLS listener's pair at start: one that does not load is a config error, as a bad table is. */
+async function certificateAtStart(s: TlsSettings, configPath: string): Promise<CertificatePair> {
+  try {
+    return await loadCertificatePair(s);
+  } catch (err) {
+    throw new ConfigError(configPath, [`server.tls: ${(err as Error).message}`]);
+  }
+}
+
+/** A rotated pair is served to new connections; a broken one keeps the pair in force and says why. */
+function watchCertificate(server: https.Server, s: TlsSettings, pair: CertificatePair, metrics: Metrics, log: GatewayParts['log']): void {
+  const expiry = (p: CertificatePair): void => {
+    metrics.tlsExpiry.reset();
+    metrics.tlsExpiry.labels(p.name).set(p.expires);
+  };
+  expiry(pair);
+  for (const result of ['success', 'error']) metrics.tlsReloads.labels(result).inc(0);
+  const watch = watchCertificatePair(s, pair, CERTIFICATE_POLL_MS, {
+    onLoaded(next) {
+      server.setSecureContext(secureOptions(s, next));
+      expiry(next);
+      metrics.tlsReloads.labels('success').inc();
+      log.info({ certFile: s.certFile, name: next.name, expires: new Date(next.expires * 1000).toISOString() }, 'tls: serving the new certificate');
+    },
+    onRejected(reason) {
+      metrics.tlsReloads.labels('error').inc();
+      log.error({ certFile: s.certFile, reason }, 'tls: the new certificate does not load; the one in force stays');
+    },
+  });
+  server.once('close', () => watch.stop());
 }
 
 function logListening(

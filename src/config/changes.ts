@@ -28,6 +28,8 @@ export const RESTART_ONLY: readonly string[] = [
   'server.requestTimeout',
   'server.keepAliveTimeout',
   'server.maxConnections',
+  'server.proxyProtocol',
+  'server.tls',
 ];
 
 /** Values compared whole (lists and free-form mappings), not key by key. */

@@ -7,7 +7,16 @@ import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
 import { networkPrefixShape, surgeShape, surgesSection, surgeTriggerShape } from './fields/surge.js';
 import { accountWhenShape, onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
-import { checkIpOrCidr, checkListen, checkNamedUpstreamUrl, checkStoreUrl, checkTrustedProxy, checkUpstreamUrl, HEADER_NAME } from './fields/validators.js';
+import {
+  checkIpOrCidr,
+  checkListen,
+  checkNamedUpstreamUrl,
+  checkStoreUrl,
+  checkProxyProtocolPeer,
+  checkTrustedProxy,
+  checkUpstreamUrl,
+  HEADER_NAME,
+} from './fields/validators.js';
 
 /** The chart check compares its rule keys with these; kept importable from here. */
 export { RULE_NAME, ruleShape } from './fields/rule.js';
@@ -223,6 +232,36 @@ const serverShape = {
     .prefault('5s')
     .describe(
       'How long a request may wait for a free upstream connection (every pool has 128; requests whose body is still arriving hold at most half); then 503 with Retry-After: 1. 0: no waiting. Default 5s: far longer than a connection stays busy at normal upstream latency, so only an overloaded upstream sheds load.',
+    ),
+  tls: z
+    .object({
+      certFile: z.string().min(1).describe('PEM certificate (the leaf, or the leaf followed by its chain), e.g. a mounted Secret’s tls.crt.'),
+      keyFile: z.string().min(1).describe('PEM private key of certFile, e.g. tls.key.'),
+      caFile: z.string().min(1).nullable().default(null).describe('PEM certificates sent after the leaf (the chain), when certFile holds the leaf alone.'),
+      minVersion: z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2').describe('Oldest TLS version accepted.'),
+    })
+    .strict()
+    .nullable()
+    .default(null)
+    .describe(
+      'The listener speaks TLS (HTTPS) with this certificate instead of plain HTTP. The files are watched: a rotated pair is served to new connections within seconds; a pair that does not load keeps the one in force (logged, rategate_tls_reloads_total{result="error"}). null (default): plain HTTP.',
+    ),
+  proxyProtocol: z
+    .object({
+      from: z
+        .array(checked(checkProxyProtocolPeer))
+        .default([])
+        .describe(
+          'Peers (loopback, private, IPs or CIDRs) whose connections must open with a PROXY protocol header (v1 or v2), whose source address becomes the peer; from them a connection without one is closed. Empty (default): off, and a PROXY header from anyone is answered 400.',
+        ),
+    })
+    .strict()
+    .prefault({})
+    .describe('The PROXY protocol, for a TCP load balancer in front (HAProxy send-proxy / send-proxy-v2, AWS NLB, …).'),
+  drainGrace: duration(0)
+    .prefault('10s')
+    .describe(
+      'After SIGTERM, how long in-flight requests may finish (new requests get 503); the rest are then cut, logged with error DRAIN_TIMEOUT and counted in rategate_drain_cut_total. An upper bound, not a wait: the process exits once the last request is done. Read at shutdown, so a reload changes it. The chart derives terminationGracePeriodSeconds from it.',
     ),
   maxUpstreamConnectionsPerIp: z
     .number()

@@ -11,6 +11,11 @@ export interface Drain {
   readonly ServerResponse: typeof http.ServerResponse;
   readonly draining: boolean;
   /**
+   * True once the grace period has run out and the gateway closes the connections left: an exchange that
+   * ends after this was cut by the gateway, not abandoned by its client.
+   */
+  readonly cut: boolean;
+  /**
    * Stops accepting and resolves when every connection of `server` has closed, or after `graceMs`
    * (then the rest are closed, and `onTimeout` is called first). Idempotent.
    */
@@ -22,6 +27,7 @@ const IDLE_SWEEP_MS = 50;
 
 export function createDrain(): Drain {
   let draining = false;
+  let cut = false;
   let running: Promise<void> | undefined;
 
   // One class per listener, made at start: the check costs the request path one boolean read when the
@@ -41,6 +47,9 @@ export function createDrain(): Drain {
     get draining() {
       return draining;
     },
+    get cut() {
+      return cut;
+    },
     run(server, graceMs, onTimeout) {
       if (running) return running;
       draining = true;
@@ -49,6 +58,7 @@ export function createDrain(): Drain {
         // later, e.g. one whose response head went out (keep-alive) before the drain began.
         const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
         const timer = setTimeout(() => {
+          cut = true;
           onTimeout();
           server.closeAllConnections();
         }, graceMs);

@@ -3,6 +3,8 @@
  * helpers every listener (proxy, admin, the cluster primary's admin) shares.
  */
 import http from 'node:http';
+import https from 'node:https';
+import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
@@ -21,25 +23,29 @@ export interface ListenerLimits {
   readonly maxConnections: number;
 }
 
-/** `onRefused`: told the status of each answer to a client error (the response metric). */
+/**
+ * `onRefused`: told the status of each answer to a client error (the response metric). `secure`: the
+ * certificate of a TLS listener (server.tls); absent, plain HTTP.
+ */
 export function createProxyServer(
   s: ListenerLimits,
   handler: http.RequestListener,
   onRefused: (status: number) => void,
   ServerResponse: typeof http.ServerResponse,
+  secure?: tls.SecureContextOptions,
 ): http.Server {
-  const server = http.createServer(
-    {
-      ServerResponse,
-      maxHeaderSize: s.maxHeaderSize,
-      headersTimeout: s.headersTimeout,
-      requestTimeout: s.requestTimeout,
-      keepAliveTimeout: s.keepAliveTimeout,
-      // Timeouts are enforced by a periodic sweep; the default 30 s would let slowloris hold sockets long.
-      connectionsCheckingInterval: Math.min(1000, s.headersTimeout),
-    },
-    handler,
-  );
+  const options: http.ServerOptions = {
+    ServerResponse,
+    maxHeaderSize: s.maxHeaderSize,
+    headersTimeout: s.headersTimeout,
+    requestTimeout: s.requestTimeout,
+    keepAliveTimeout: s.keepAliveTimeout,
+    // Timeouts are enforced by a periodic sweep; the default 30 s would let slowloris hold sockets long.
+    connectionsCheckingInterval: Math.min(1000, s.headersTimeout),
+  };
+  // A handshake is held no longer than a head may take to arrive (node's default is 120 s: slowloris over TLS).
+  const server =
+    secure === undefined ? http.createServer(options, handler) : https.createServer({ ...options, ...secure, handshakeTimeout: s.headersTimeout }, handler);
   server.maxConnections = s.maxConnections;
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     const code: GatewayErrorCode =
@@ -64,7 +70,7 @@ export function listenOn(server: http.Server, host: string, port: number): Promi
 export function urlOf(server: http.Server): string {
   const a = server.address() as AddressInfo;
   const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-  return `http://${host}:${a.port}`;
+  return `${server instanceof tls.Server ? 'https' : 'http'}://${host}:${a.port}`;
 }
 
 /**

@@ -80,6 +80,12 @@ const HELP = {
   rategate_slow_bodies_total: 'Request bodies answered 408 for arriving slower than server.minBodyRate over server.minBodyRateGrace.',
   rategate_introspections_total:
     'Token introspections (clients.account.from: introspect), by result: ok, invalid (401, 422, other 4xx but 403), forbidden (403), error (5xx, network, deadline), budget_exhausted (answered 429 without a call: clients.account.introspection.budget).',
+  rategate_proxy_protocol_refused_total:
+    'Connections from a server.proxyProtocol peer closed for want of a valid PROXY header: invalid (missing or malformed), timeout (none within server.headersTimeout).',
+  rategate_tls_certificate_expiry_timestamp_seconds: 'When the certificate the TLS listener serves expires (notAfter, epoch seconds), by its first DNS name.',
+  rategate_tls_reloads_total:
+    'Certificate pairs read again after a change on disk: success (served to new connections), error (the pair in force stays; the log says why).',
+  rategate_drain_cut_total: 'Requests still in flight when the shutdown drain (server.drainGrace) ended, cut by the gateway (logged with error DRAIN_TIMEOUT).',
 } as const;
 
 export class Metrics {
@@ -158,6 +164,10 @@ export class Metrics {
 
   /** An introspection's result, or one the budget refused (`budget_exhausted`). */
   readonly introspected = (result: IntrospectionResult): void => this.introspectionCounts.get(result)!.inc();
+  readonly drainCuts = this.make.counter('rategate_drain_cut_total');
+  readonly tlsExpiry = this.make.gauge('rategate_tls_certificate_expiry_timestamp_seconds', { labelNames: ['name'], aggregator: 'min' });
+  readonly tlsReloads = this.make.counter('rategate_tls_reloads_total', { labelNames: ['result'] });
+  readonly proxyProtocolRefused = this.make.counter('rategate_proxy_protocol_refused_total', { labelNames: ['reason'] });
 
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
   readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();

@@ -47,8 +47,11 @@ export interface GatewayOptions {
   guard?: Guard;
   runtimeExempt?: (address: string) => boolean;
   onLimited?: (rule: string, bucketKey: string) => void;
-  /** The listener's drain (http/drain.ts): the one flag that says new requests are answered 503. */
-  drain?: { readonly draining: boolean };
+  /**
+   * The listener's drain (http/drain.ts): `draining`, the one flag that says new requests are answered
+   * 503; `cut`, that the grace period ran out and the gateway itself is closing what is left.
+   */
+  drain?: { readonly draining: boolean; readonly cut?: boolean };
   /** `server.minBodyRate`: every request body is watched until it has arrived (absent: none is). */
   bodyRate?: BodyRateWatch;
 }
@@ -176,10 +179,11 @@ export class Gateway {
   /** The one place a request's answer is recorded: the response metric and the access-log line. */
   private finish(req: http.IncomingMessage, id: string, s: Screened, end: Ending, started: number): void {
     const r = end.result;
+    const error = endingError(r, this.opts.drain);
     // The access-log line first (its duration ends here), then what the answer counts.
     const record =
       this.opts.onRequest !== undefined && this.opts.wantsRecords?.() !== false
-        ? recordOf(req, id, s.view, s.decision, { status: end.status, error: r?.error }, started)
+        ? recordOf(req, id, s.view, s.decision, { status: end.status, error }, started)
         : undefined;
     if (s.banHits && this.opts.guard) countBans(this.opts.guard, s.banHits, end.status);
     // A surge's trigger counts the upstream's own answers to what was admitted (surge/surges.ts: by status,
@@ -189,6 +193,7 @@ export class Gateway {
     const { metrics } = this.opts;
     if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
     else if (r.error === undefined) metrics.observeUpstream(r.status, r.seconds);
+    else if (error === 'DRAIN_TIMEOUT') metrics.drainCuts.inc();
     else if (r.error !== 'CLIENT_ABORTED' && isGatewayAnswer(r.error)) metrics.gatewayResponses.labels(String(r.status)).inc();
     else if (r.error !== 'CLIENT_ABORTED') {
       metrics.upstreamErrors.labels(upstreamErrorReason(r.error)).inc();
@@ -210,4 +215,13 @@ export class Gateway {
       error: err instanceof Error ? err.message : String(err),
     });
   }
+}
+
+/**
+ * The error an exchange is logged with. A socket closed under a request is the client's doing, but for
+ * the connections the drain closes itself when server.drainGrace runs out: those are the gateway's cut.
+ */
+function endingError(r: ForwardResult | undefined, drain: GatewayOptions['drain']): string | undefined {
+  if (r?.error === 'CLIENT_ABORTED' && drain?.cut === true) return 'DRAIN_TIMEOUT';
+  return r?.error;
 }

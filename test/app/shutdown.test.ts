@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { eventually } from '../support/eventually.js';
-import { SEED_TABLE } from '../support/gateway.js';
+import { capturingLogger, SEED_TABLE, startTestGateway } from '../support/gateway.js';
 import { spawnServe, waitFor } from '../support/process.js';
 
 let upstream: RecordingUpstream;
@@ -19,6 +19,18 @@ beforeAll(async () => {
       res.end('{"slow":true}');
     }, 800);
   });
+  for (const [route, ms] of [
+    ['/api/v1/four-seconds', 4_000],
+    ['/api/v1/twelve-seconds', 12_000],
+  ] as const) {
+    upstream.route(route, (_req, res) => {
+      const timer = setTimeout(() => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end('{"done":true}');
+      }, ms);
+      res.once('close', () => clearTimeout(timer));
+    });
+  }
   upstream.route('/api/v1/slower', (_req, res) => {
     setTimeout(() => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
@@ -105,5 +117,60 @@ describe('graceful shutdown', () => {
     expect(await gw.exited).toBe(0);
     // The request had ~1.3 s left: the process must not wait out the 10 s grace period.
     expect(Date.now() - signalled).toBeLessThan(2_500);
+  });
+
+  /** The seed table with `server.drainGrace` set, and a gateway serving it. */
+  async function gatewayWithDrainGrace(drainGrace: string) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-drain-'));
+    writeFileSync(path.join(dir, 'limits.yaml'), `${SEED_TABLE}\nserver:\n  drainGrace: ${drainGrace}\n`);
+    return spawnServe(['--config', path.join(dir, 'limits.yaml'), '--upstream', upstream.url]);
+  }
+
+  it('cuts what is still running when server.drainGrace ends, and logs it as the gateway’s cut (DRAIN_TIMEOUT), not a client abort', async () => {
+    const gw = await gatewayWithDrainGrace('1s');
+    const port = Number(new URL(gw.url).port);
+    const busy = rawRequest(port, '/api/v1/four-seconds');
+    busy.answer.catch(() => undefined);
+    await waitFor(() => upstream.seen.some((r) => r.url === '/api/v1/four-seconds'), 5_000, 'the four-second request at the upstream');
+    const signalled = Date.now();
+    gw.child.kill('SIGTERM');
+    const closedAt = await busy.closed;
+    expect(await gw.exited).toBe(0);
+    // Cut at the 1 s grace, not after the request's 4 s nor the old fixed 10 s.
+    expect(closedAt - signalled).toBeGreaterThanOrEqual(900);
+    expect(closedAt - signalled).toBeLessThan(3_500);
+    const lines = gw
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('/api/v1/four-seconds'));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ path: '/api/v1/four-seconds', status: 0, error: 'DRAIN_TIMEOUT' });
+    expect(gw.output()).not.toContain('CLIENT_ABORTED');
+    expect(gw.output()).toMatch(/"graceMs":1000/);
+  });
+
+  it('lets a 12 s request finish at SIGTERM under server.drainGrace: 30s', async () => {
+    const gw = await gatewayWithDrainGrace('30s');
+    const slow = send(gw.url, { path: '/api/v1/twelve-seconds' });
+    await waitFor(() => upstream.seen.some((r) => r.url === '/api/v1/twelve-seconds'), 5_000, 'the twelve-second request at the upstream');
+    gw.child.kill('SIGTERM');
+    const answer = await slow;
+    expect(answer.status).toBe(200);
+    expect(answer.body).toBe('{"done":true}');
+    expect(await gw.exited).toBe(0);
+    expect(gw.output()).not.toContain('DRAIN_TIMEOUT');
+  }, 40_000);
+});
+
+describe('the drain’s cut, in process', () => {
+  it('counts each request the grace period cut in rategate_drain_cut_total, beside its DRAIN_TIMEOUT line', async () => {
+    const { logger, lines } = capturingLogger();
+    const gw = await startTestGateway(`${SEED_TABLE}\nserver:\n  drainGrace: 300ms\n`, { upstream: upstream.url, logger });
+    const cut = [send(gw.url, { path: '/api/v1/four-seconds' }), send(gw.url, { path: '/api/v1/four-seconds' })].map((p) => p.catch(() => 'reset'));
+    await waitFor(() => upstream.seen.filter((r) => r.url === '/api/v1/four-seconds').length >= 2, 5_000, 'both requests at the upstream');
+    await gw.shutdown();
+    expect(await Promise.all(cut)).toEqual(['reset', 'reset']);
+    await eventually(() => lines.filter((l) => l.error === 'DRAIN_TIMEOUT').length === 2, { what: 'two DRAIN_TIMEOUT lines' });
+    expect(await gw.metrics.registry.getSingleMetricAsString('rategate_drain_cut_total')).toMatch(/^rategate_drain_cut_total 2$/m);
   });
 });

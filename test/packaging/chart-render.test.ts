@@ -33,6 +33,12 @@ const describeRendered = describe.skipIf(rendererUnavailable !== null);
 const DEMO = { upstream: { url: 'builtin' } };
 const render = (overrides: object = {}, options: RenderOptions = {}): Rendered => renderChart({ ...DEMO, ...overrides }, options);
 const renderError = (overrides: object, options: RenderOptions = {}): string => renderChartError({ ...DEMO, ...overrides }, options);
+/** server.drainGrace in milliseconds as the gateway reads it from a config document. */
+function drainGraceMs(doc: object): number {
+  const result = validateConfig({ limits: [], ...doc });
+  if (!result.ok) throw new Error(JSON.stringify(result.errors));
+  return result.config.server.drainGrace;
+}
 
 /** Behind an Ingress controller the chart wants to be told who sets the client's address (README: Client addresses). */
 const NAMED = { clients: { trustedProxies: ['10.244.0.0/16'] } };
@@ -176,14 +182,33 @@ describeRendered('the Deployment, rendered', () => {
 
   it('pauses before SIGTERM and refuses a grace period shorter than the pause plus the gateway drain', () => {
     expect(gateway.lifecycle.preStop.exec.command).toEqual(['sleep', '5']);
+    // Derived: the 5 s pause + the gateway's default drain (server.drainGrace, 10 s) + 15 s to stop.
+    expect(drainGraceMs({})).toBe(10_000);
     expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
     expect(renderError({ terminationGracePeriodSeconds: 15, lifecycle: { preStopSleepSeconds: 5 } })).toMatch(
       /must exceed lifecycle\.preStopSleepSeconds \(5\) plus the gateway's 10 s drain/,
     );
-    // The chart's drain figure is the gateway's own shutdown bound.
-    const appDrainMs = Number(/export const DRAIN_GRACE_MS = ([0-9_]+);/.exec(read('src/app/start.ts'))?.[1]?.replace(/_/g, ''));
-    const chartDrain = Number(/\$drainSeconds := (\d+)/.exec(read('helm/rategate/templates/deployment.yaml'))?.[1]);
-    expect(chartDrain * 1000).toBe(appDrainMs);
+  });
+
+  it('derives the termination grace period from config.server.drainGrace, read as the gateway reads a duration', () => {
+    const grace = (drainGrace: unknown, values: object = {}): unknown =>
+      find(render({ ...values, config: { server: { drainGrace } } }), 'Deployment').spec.template.spec.terminationGracePeriodSeconds;
+    for (const [written, seconds] of [
+      ['30s', 30],
+      ['1m30s', 90],
+      ['2500ms', 3],
+      [45_000, 45],
+      ['12000', 12],
+    ] as const) {
+      // The chart's reading is the gateway's, rounded up to whole seconds.
+      expect(Math.ceil(drainGraceMs({ server: { drainGrace: written } }) / 1000)).toBe(seconds);
+      expect(grace(written)).toBe(5 + seconds + 15);
+    }
+    expect(grace('30s', { lifecycle: { preStopSleepSeconds: 0 } })).toBe(45);
+    expect(renderError({ config: { server: { drainGrace: '30s' } }, terminationGracePeriodSeconds: 30 })).toMatch(
+      /terminationGracePeriodSeconds \(30\) must exceed lifecycle\.preStopSleepSeconds \(5\) plus the gateway's 30 s drain/,
+    );
+    expect(renderError({ config: { server: { drainGrace: '30 seconds' } } })).toMatch(/config\.server\.drainGrace: invalid duration "30 seconds"/);
   });
 
   it('takes the store URL from a Secret when one is named', () => {

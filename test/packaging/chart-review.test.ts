@@ -202,7 +202,10 @@ describeRendered('the sidecar’s app container', () => {
     expect(app({ app: { ...APP.app, lifecycle: { preStop: { httpGet: { path: '/drain', port: 3000 } } } } }).lifecycle).toEqual({
       preStop: { httpGet: { path: '/drain', port: 3000 } },
     });
-    expect(renderError({ ...APP, config: CONTROLLER, app: { ...APP.app, preStopSleepSeconds: 40 } })).toMatch(
+    // Left empty, the grace period is derived from the longer pause; set by hand, it must fit the pause.
+    const longPause = render({ ...APP, config: CONTROLLER, app: { ...APP.app, preStopSleepSeconds: 40 } });
+    expect(find(longPause, 'Deployment').spec.template.spec.terminationGracePeriodSeconds).toBe(40 + 15);
+    expect(renderError({ ...APP, config: CONTROLLER, app: { ...APP.app, preStopSleepSeconds: 40 }, terminationGracePeriodSeconds: 30 })).toMatch(
       /terminationGracePeriodSeconds \(30\) must exceed the app's preStop pause \(40 s\)/,
     );
   });

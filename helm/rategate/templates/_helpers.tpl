@@ -158,7 +158,45 @@ out, which the URL cannot say); else, the URL being in a Secret the chart cannot
 
 {{/* The app container's preStop pause in sidecar mode: app.preStopSleepSeconds, else the gateway's pause + its drain. */}}
 {{- define "rategate.appPreStopSeconds" -}}
-{{- if kindIs "invalid" .Values.app.preStopSleepSeconds }}{{ add (int .Values.lifecycle.preStopSleepSeconds) 10 }}{{ else }}{{ int .Values.app.preStopSleepSeconds }}{{ end }}
+{{- if kindIs "invalid" .Values.app.preStopSleepSeconds }}{{ add (int .Values.lifecycle.preStopSleepSeconds) (include "rategate.drainSeconds" . | int) }}{{ else }}{{ int .Values.app.preStopSleepSeconds }}{{ end }}
+{{- end }}
+
+{{/*
+The gateway's drain bound in whole seconds (rounded up): config.server.drainGrace, read as the gateway
+reads a duration (30s, 1m30s, 250ms, or integer milliseconds), default 10s.
+*/}}
+{{- define "rategate.drainSeconds" -}}
+{{- $v := dig "server" "drainGrace" "10s" (.Values.config | default dict) }}
+{{- $ms := 0 }}
+{{- $units := dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000 "d" 86400000 }}
+{{- if and (kindIs "string" $v) (regexMatch "^[0-9]+$" $v) }}
+{{- $ms = atoi $v }}
+{{- else if kindIs "string" $v }}
+{{- if not (regexMatch "^([0-9]+(ms|s|m|h|d))+$" $v) }}
+{{- fail (printf "config.server.drainGrace: invalid duration %q (use 30s, 5m, 1h, 1d, 250ms or milliseconds)" $v) }}
+{{- end }}
+{{- range regexFindAll "[0-9]+(ms|s|m|h|d)" $v -1 }}
+{{- $ms = add $ms (mul (regexFind "^[0-9]+" . | atoi) (get $units (regexReplaceAll "^[0-9]+" . ""))) }}
+{{- end }}
+{{- else }}
+{{- $ms = int64 $v }}
+{{- end }}
+{{- div (add $ms 999) 1000 }}
+{{- end }}
+
+{{/*
+The pod's termination grace period: terminationGracePeriodSeconds when set, else the preStop pause (the
+app's, in sidecar mode, when longer) plus the drain plus 15 s for the process to close its store and flush
+its logs. 30 s with the chart's defaults.
+*/}}
+{{- define "rategate.terminationGraceSeconds" -}}
+{{- if kindIs "invalid" .Values.terminationGracePeriodSeconds }}
+{{- $pause := add (int .Values.lifecycle.preStopSleepSeconds) (include "rategate.drainSeconds" . | int) }}
+{{- if and (eq .Values.mode "sidecar") (not .Values.app.lifecycle) }}{{ $pause = max $pause (include "rategate.appPreStopSeconds" . | int) }}{{ end }}
+{{- add $pause 15 }}
+{{- else }}
+{{- int .Values.terminationGracePeriodSeconds }}
+{{- end }}
 {{- end }}
 
 {{/*

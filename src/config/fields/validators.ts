@@ -76,6 +76,10 @@ export function checkTrustedProxy(value: string): string | null {
   return isCidrEntry(value, true) ? null : `invalid trusted proxy "${value}" (use loopback, private, an IP address or a CIDR)`;
 }
 
+export function checkProxyProtocolPeer(value: string): string | null {
+  return isCidrEntry(value, true) ? null : `invalid PROXY protocol peer "${value}" (use loopback, private, an IP address or a CIDR)`;
+}
+
 /** RFC 7230 token: what an HTTP header name may be. */
 export const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 
