@@ -39,7 +39,8 @@ export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: stri
   const forwarded = forwardedToSend(trusted, xff, req.headers.forwarded, peerAddr);
   // The listener's own scheme when no trusted proxy names one: https on the TLS listener (server.tls).
   const proto =
-    (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) || ((req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http');
+    (fromTrusted && firstHeader(req.headers['x-forwarded-proto'])) ||
+    ((req.socket as { encrypted?: boolean } | undefined)?.encrypted === true ? 'https' : 'http');
   const host = (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '';
   return {
     for: fromTrusted
