@@ -7,7 +7,8 @@
  * all are then charged locally. Otherwise the buckets without one go to the inner store, which charges
  * them (the request stays all-or-nothing: the leased buckets' tokens are reserved meanwhile) and adds
  * the extra tokens this gateway asks for, as far as they fit (codec.ts / lua/lib.lua): never more
- * than what remains after the charge ÷ `share` (2 × the number of gateways), so as a bucket nears its
+ * than what remains after the charge ÷ `share` (2 × the number of gateways), and whole multiples of the
+ * request's cost (a lease short of one request would strand its tokens), so as a bucket nears its
  * limit leases shrink and the last tokens go one by one. The size asked for follows this gateway's rate
  * on the key (lease-entry.ts). A store that grants nothing (the fault policy's fallback) leaves the
  * lease empty: no decision here ever spends a token the store did not count. The blocked-bucket cache
