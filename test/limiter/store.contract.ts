@@ -34,6 +34,7 @@ export function throughConsumeLocal(store: Store): Store {
       expect(await Promise.all(specs.map((s) => store.peek(s)))).toEqual(before);
       return store.consume(specs);
     },
+    ...(store.refund ? { refund: store.refund.bind(store) } : {}),
     peek: (spec) => store.peek(spec),
     reset: (spec) => store.reset(spec),
     close: () => store.close(),
@@ -249,6 +250,39 @@ export function storeContract(name: string, factory: StoreFactory): void {
       const alone = [];
       for (let i = 0; i < 4; i++) alone.push((await store.consume([wide])).allowed);
       expect(alone).toEqual([true, true, true, false]);
+    });
+
+    it('gives back what a request refused after its decision was charged, in every bucket and every algorithm, and nothing for a refused one', async () => {
+      expect(store.refund).toBeTypeOf('function');
+      const acct = (over: Partial<BucketSpec> = {}): BucketSpec => bucket({ key: `contract-${process.pid}-h${++seq}:{acct:1}`, ...over });
+      for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+        const ip = bucket({ algorithm, limit: 10, cost: 3, periodMs: 3_600_000 });
+        // Another identity: another Cluster slot, refunded in its own.
+        const account = acct({ algorithm, limit: 20, cost: 3, periodMs: 3_600_000 });
+        for (let i = 0; i < 6; i++) {
+          const out = await store.consume([ip, account]);
+          expect(out.allowed, `${algorithm} request ${i}`).toBe(true);
+          await store.refund!([ip, account], out);
+        }
+        // A refused request charged nothing, so refunding its outcome gives nothing.
+        const refused = bucket({ algorithm, limit: 1, cost: 3, periodMs: 3_600_000 });
+        const no = await store.consume([refused, ip]);
+        expect(no.allowed).toBe(false);
+        await store.refund!([refused, ip], no);
+        // Six refunded requests cost nothing: the limit is whole (a token bucket keeps at most the
+        // refill a lease's age or the clocks' skew would give back twice, never more than one request).
+        const after = [];
+        for (let i = 0; i < 4; i++) after.push(await store.consume([ip, account]));
+        expect(
+          after.map((o) => o.allowed),
+          algorithm,
+        ).toEqual([true, true, true, false]);
+        if (algorithm !== 'token-bucket')
+          expect(
+            after.map((o) => o.buckets[0]!.remaining),
+            algorithm,
+          ).toEqual([7, 4, 1, 0]);
+      }
     });
 
     it('never rejects for a shadow bucket but reports it limited, and does not push it past its limit', async () => {
