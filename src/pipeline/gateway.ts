@@ -141,8 +141,13 @@ export class Gateway {
   /** The upstream's answer is on its way to the client (or the exchange failed): recorded, never thrown from (undici calls this). */
   private forwarded(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened, result: ForwardResult): void {
     try {
-      // The pool refused it before the upstream saw it: its buckets are given back, then it is answered.
-      if (result.error !== undefined && isPoolRefusal(result.error)) answerPoolRefusal(req, res, result.error, refundRefused(this.opts.store, s, result.error));
+      // The pool refused it before the upstream saw it: its buckets are given back, then it is answered
+      // (a client gone meanwhile is recorded as gone).
+      if (result.error !== undefined && isPoolRefusal(result.error)) {
+        const gone = res.destroyed;
+        answerPoolRefusal(req, res, result.error, refundRefused(this.opts.store, s, result.error));
+        if (gone) return this.finish(req, id, s, { status: 0, result: { status: 0, error: 'CLIENT_ABORTED', seconds: result.seconds } }, started);
+      }
       this.finish(req, id, s, { status: result.status, result }, started);
     } catch (err) {
       this.failed(req, res, id, err, started);

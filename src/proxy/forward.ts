@@ -105,8 +105,8 @@ export class Forwarder {
   /**
    * Sends `req` to the upstream at `pathAndQuery` and streams the answer to `res`, adding `extraHeaders`
    * (flat name/value pairs: the rate-limit headers). Calls `done` once, when the response headers were
-   * written or the failure was answered, or with a pool refusal (`isPoolRefusal`) left for `done` to
-   * answer: a callback, so the request path takes no promise hop. `done` must not throw (undici calls
+   * written or the failure was answered, or with a pool refusal (`isPoolRefusal`, whether or not the
+   * client is still there) left for `done` to answer: a callback, so the request path takes no promise hop. `done` must not throw (undici calls
    * it from its parser's callbacks).
    *
    * The exchange is its own undici dispatch handler: the upstream body is written straight into `res`
@@ -228,9 +228,10 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
     this.body?.destroy();
     this.settle();
     const seconds = (performance.now() - this.started) / 1000;
+    // The pool's refusals are the caller's to answer (it gives the request's charge back first), also
+    // to a client already gone: the pool refused it all the same.
+    if (code !== null && isPoolRefusal(code)) return this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
     if (code === null || res.destroyed) return this.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
-    // The pool's refusals are the caller's to answer (it gives the request's charge back first).
-    if (isPoolRefusal(code)) return this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
     // A body still arriving is not read to its end: the connection closes after the answer.
     respondError(res, code, this.out.extraHeaders, declaresBody(this.req) && !this.req.complete);
     this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });

@@ -6,6 +6,7 @@
  * says what refused it: Retry-After: 1 and none of the buckets' headers (they had room).
  */
 import type http from 'node:http';
+import net from 'node:net';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
@@ -165,6 +166,65 @@ limits:
         );
         expect(POOL + left, `${left} left`).toBe(1000);
         expect((await get('/api/v1/slow')).status).toBe(200);
+      } finally {
+        release();
+        await agent.close();
+        await gw.shutdown(500);
+        upstream.seen.length = 0;
+      }
+    },
+    30_000,
+  );
+});
+
+/** Writes `text` on a fresh connection and closes it at once, without reading the answer. */
+function sendAndLeave(gw: TestGateway, text: string): Promise<void> {
+  const u = new URL(gw.url);
+  return new Promise((resolve) => {
+    const sock = net.connect(Number(u.port), u.hostname, () =>
+      sock.write(text, () => {
+        sock.destroy();
+        resolve();
+      }),
+    );
+    sock.on('error', () => resolve());
+  });
+}
+
+describe.each(STORES)('refused by the cap, then gone, on $name', ({ url, lease, skip }) => {
+  it.skipIf(skip)(
+    'gives a refused request back once: its client leaving after changes nothing',
+    async () => {
+      const gw = await startTestGateway(
+        `store: { prefix: "ro${process.pid}-${++run}", timeout: 2s, onError: deny, lease: ${lease} }
+server: { maxUpstreamConnectionsPerIp: 2 }
+limits:
+  - { name: hourly, match: /api/*, per: ip, limit: 10, period: 1h }
+`,
+        { upstream: upstream.url, store: url() },
+      );
+      const ip = `198.51.100.${run}`;
+      const agent = new Agent({ connections: 4, pipelining: 1 });
+      try {
+        const holding = [0, 1].map(async () => (await request(`${gw.url}/api/v1/hold`, { dispatcher: agent, headers: { 'x-forwarded-for': ip } })).body.dump());
+        await eventually(() => held.length, { what: 'two held answers', withinMs: 5_000, until: (n) => n === 2 });
+        // Five more from the same client, each refused by the cap as it arrives and its connection closed at once.
+        const get = `GET /api/v1/slow HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: ${ip}\r\n\r\n`;
+        for (let i = 0; i < 5; i++) await sendAndLeave(gw, get);
+        await eventually(
+          async () => (await (await fetch(`${gw.adminUrl}/metrics`)).text()).includes('rategate_upstream_refused_total{reason="per_ip_cap"} 5'),
+          {
+            what: 'five refusals by the cap',
+          },
+        );
+        // Leases give back what they hold within 1.25 s: then the store holds the two forwarded alone, and no more comes back.
+        await eventually(() => remaining(gw, ip), { what: 'the bucket', withinMs: 5_000, until: (r) => r === 8 }).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 1_500));
+        expect(await remaining(gw, ip)).toBe(8);
+        release();
+        await Promise.all(holding);
+        expect((await burst(gw, ip, 1, 1))[0]!.status).toBe(200);
+        expect(await remaining(gw, ip)).toBeLessThanOrEqual(7);
       } finally {
         release();
         await agent.close();
