@@ -2,6 +2,8 @@
  * Issue 37, part 1: leases are exact with costs. A rule of cost 3 and limit 10 admits three requests and
  * refuses the fourth through the real gateway, whatever the store and whether it leases: a lease that
  * held tokens short of one request used to sit beside a store that refused (200, 200, 429, 429).
+ * `store.gateways: 1` is what a lone gateway learns from the fleet's heartbeats, stated at once here so
+ * that the leases' share does not depend on when the first heartbeat lands.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway } from '../support/gateway.js';
@@ -37,7 +39,7 @@ let run = 0;
 describe.each(STORES)('a rule of cost 3 and limit 10, on $name', ({ url, lease, skip }) => {
   it.skipIf(skip)('answers 200, 200, 200, 429 with the remaining 7, 4, 1, 0', async () => {
     const gw = await startTestGateway(
-      `store: { prefix: "lc${process.pid}-${++run}", timeout: 2s, onError: deny, lease: ${lease} }
+      `store: { prefix: "lc${process.pid}-${++run}", timeout: 2s, onError: deny, lease: ${lease}, gateways: 1 }
 limits:
   - { name: costly, match: /api/*, per: ip, limit: 10, period: 1h, cost: 3 }
 `,
