@@ -161,3 +161,39 @@ function tokenBucket(spec: BucketSpec, [storedTat]: State, now: number, out: Eva
 export function emissionIntervalUs(spec: BucketSpec): number {
   return Math.max(1, Math.round((spec.periodMs * 1000) / spec.limit));
 }
+
+/**
+ * The state after giving back the `cost` a request charged at `chargedAt` (epoch ms), as refund.lua
+ * computes it (keep both in step): a window's count loses the cost while the window that holds it (a
+ * sliding window's, through the next window too) is still the stored one; a token bucket's TAT loses
+ * cost·T less the refill since the charge, so never more than the charge still weighs. Writes the state
+ * and its expiry into `out` ([a, b, c, expireAt]); false when nothing is given back.
+ */
+export function refundedState(spec: BucketSpec, [a, b, c]: State, chargedAt: number, now: number, out: number[]): boolean {
+  const P = spec.periodMs;
+  const cost = spec.cost;
+  switch (spec.algorithm) {
+    case 'fixed-window':
+      if (a !== chargedAt - (chargedAt % P) || b < cost) return false;
+      return setState(out, a, b - cost, c, a + P);
+    case 'sliding-window': {
+      const start = chargedAt - (chargedAt % P);
+      if (a === start && b >= cost) return setState(out, a, b - cost, c, a + 2 * P);
+      if (a === start + P && c >= cost) return setState(out, a, b, c - cost, a + 2 * P);
+      return false;
+    }
+    case 'token-bucket': {
+      const give = cost * emissionIntervalUs(spec) - (now - chargedAt) * 1000;
+      if (a <= 0 || give <= 0) return false;
+      return setState(out, a - give, 0, 0, Math.ceil((a - give) / 1000));
+    }
+  }
+}
+
+function setState(out: number[], a: number, b: number, c: number, expireAt: number): true {
+  out[0] = a;
+  out[1] = b;
+  out[2] = c;
+  out[3] = expireAt;
+  return true;
+}

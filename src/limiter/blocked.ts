@@ -136,6 +136,12 @@ class BlockedCache implements BlockedCacheStore {
     return e.recheckAt <= now && this.storeDecides();
   }
 
+  /** The buckets have room again: a block learnt for one of them since must not refuse until its retry time. */
+  refund(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void> {
+    if (this.entries.size > 0) for (const spec of specs) this.entries.delete(spec.key);
+    return this.inner.refund?.(specs, outcome) ?? Promise.resolve();
+  }
+
   peek(spec: BucketSpec): Promise<BucketState> {
     return this.inner.peek(spec);
   }

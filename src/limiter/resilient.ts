@@ -116,6 +116,16 @@ class Resilient implements ResilientStore {
     );
   }
 
+  /**
+   * The store's refund for a decision the store made. A decision of the fallback (its local count, or
+   * `allow`) is not given back: while the store fails, a request refused after it stays counted locally
+   * (fewer admissions during the outage, never more).
+   */
+  refund(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void> {
+    if (outcome.decider === 'fallback' || this.primary.refund === undefined) return Promise.resolve();
+    return this.primary.refund(specs, outcome).catch(() => undefined);
+  }
+
   peek(spec: BucketSpec): Promise<BucketState> {
     return this.viaPrimary(
       'peek',

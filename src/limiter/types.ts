@@ -73,6 +73,14 @@ export interface Store {
    * and changed nothing, and the caller calls `consume`. Saves the request its promise hops.
    */
   consumeLocal?(specs: readonly BucketSpec[]): ConsumeOutcome | undefined;
+  /**
+   * Gives back what `outcome`, an allowed consume of `specs`, charged: the request was refused after its
+   * decision (the upstream pool's cap or wait) and must cost nothing (SPEC §3.4). Each charged bucket
+   * gets its cost back where it was taken (a lease, the store), never more than the charge still
+   * weighs. Best effort and bounded by the store's timeout: it never rejects, and a refund that fails
+   * leaves the charge standing (fewer admissions, never more). The caller refunds an outcome once.
+   */
+  refund?(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void>;
   /** Reads a bucket without charging it. */
   peek(spec: BucketSpec): Promise<BucketState>;
   /** Forgets a bucket: it starts full again. */

@@ -10,7 +10,7 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Store } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { Forwarder, ForwardResult } from '../proxy/forward.js';
+import { answerPoolRefusal, isPoolRefusal, type Forwarder, type ForwardResult } from '../proxy/forward.js';
 import { declaresBody, requestId } from '../http/message.js';
 import { forwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
@@ -25,6 +25,7 @@ import type { Guard } from '../guard/guard.js';
 import { countBans, whenDone } from './guard-stage.js';
 import { recordOf, type RequestRecord } from './access-record.js';
 import { loggedPath } from '../observability/log-redact.js';
+import { refundRefused } from './refund.js';
 import { CONNECTION_FRAMING, screen, SHUTTING_DOWN, TOO_LARGE, type ScreenContext, type Screened } from './screen.js';
 
 export type { RequestRecord } from './access-record.js';
@@ -144,6 +145,13 @@ export class Gateway {
   /** The upstream's answer is on its way to the client (or the exchange failed): recorded, never thrown from (undici calls this). */
   private forwarded(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened, result: ForwardResult): void {
     try {
+      // The pool refused it before the upstream saw it: its buckets are given back, then it is answered
+      // (a client gone meanwhile is recorded as gone).
+      if (result.error !== undefined && isPoolRefusal(result.error)) {
+        const gone = res.destroyed;
+        answerPoolRefusal(req, res, result.error, refundRefused(this.opts.store, s, result.error));
+        if (gone) return this.finish(req, id, s, { status: 0, result: { status: 0, error: 'CLIENT_ABORTED', seconds: result.seconds } }, started);
+      }
       this.finish(req, id, s, { status: result.status, result }, started);
     } catch (err) {
       this.failed(req, res, id, err, started);

@@ -43,6 +43,28 @@ export interface ForwardResult {
   seconds: number;
 }
 
+/**
+ * The pool's own refusals, before the upstream saw the request: the per-client cap (429) and the wait
+ * for a connection (503). `send` writes neither: it reports the code to `done`, and the caller, which
+ * charged the request's buckets, gives them back (a refused request charges nothing) and answers with
+ * `answerPoolRefusal`.
+ */
+export type PoolRefusal = 'TOO_MANY_IN_FLIGHT' | 'UPSTREAM_BUSY';
+
+export function isPoolRefusal(error: ForwardResult['error']): error is PoolRefusal {
+  return error === 'TOO_MANY_IN_FLIGHT' || error === 'UPSTREAM_BUSY';
+}
+
+/**
+ * The answer to a pool refusal, with the caller's `headers`: `Retry-After: 1` (a connection or the
+ * client's share frees as soon as an exchange ends); a body still arriving is not read, the connection
+ * closes after the answer.
+ */
+export function answerPoolRefusal(req: http.IncomingMessage, res: http.ServerResponse, code: PoolRefusal, headers: readonly string[]): void {
+  if (res.destroyed || res.headersSent) return;
+  respondError(res, code, [...headers, 'Retry-After', '1'], declaresBody(req) && !req.complete);
+}
+
 /** What the pipeline decided about one forwarded request. */
 export interface ForwardRequest {
   /** The normalized path and the query. */
@@ -84,8 +106,9 @@ export class Forwarder {
   /**
    * Sends `req` to the upstream at `pathAndQuery` and streams the answer to `res`, adding `extraHeaders`
    * (flat name/value pairs: the rate-limit headers). Calls `done` once, when the response headers were
-   * written or the failure was answered: a callback, so the request path takes no promise hop. `done`
-   * must not throw (undici calls it from its parser's callbacks).
+   * written or the failure was answered, or with a pool refusal (`isPoolRefusal`, whether or not the
+   * client is still there) left for `done` to answer: a callback, so the request path takes no promise hop. `done` must not throw (undici calls
+   * it from its parser's callbacks).
    *
    * The exchange is its own undici dispatch handler: the upstream body is written straight into `res`
    * with backpressure (no intermediate Readable, no `stream.pipeline` and its per-call AbortController),
@@ -206,10 +229,12 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
     this.body?.destroy();
     this.settle();
     const seconds = (performance.now() - this.started) / 1000;
+    // The pool's refusals are the caller's to answer (it gives the request's charge back first), also
+    // to a client already gone: the pool refused it all the same.
+    if (code !== null && isPoolRefusal(code)) return this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
     if (code === null || res.destroyed) return this.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
-    const extra = code === 'UPSTREAM_BUSY' || code === 'TOO_MANY_IN_FLIGHT' ? [...this.out.extraHeaders, 'Retry-After', '1'] : this.out.extraHeaders;
     // A body still arriving is not read to its end: the connection closes after the answer.
-    respondError(res, code, extra, declaresBody(this.req) && !this.req.complete);
+    respondError(res, code, this.out.extraHeaders, declaresBody(this.req) && !this.req.complete);
     this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
   }
 

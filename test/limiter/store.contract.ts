@@ -34,6 +34,7 @@ export function throughConsumeLocal(store: Store): Store {
       expect(await Promise.all(specs.map((s) => store.peek(s)))).toEqual(before);
       return store.consume(specs);
     },
+    ...(store.refund ? { refund: store.refund.bind(store) } : {}),
     peek: (spec) => store.peek(spec),
     reset: (spec) => store.reset(spec),
     close: () => store.close(),
@@ -50,6 +51,16 @@ export function composedStoreContracts(name: string, url: () => string): void {
     (await createStoreFor({ url: url(), prefix, timeout: 2_000, onError: 'deny' }, { now: clock.now })).store;
   storeContract(`${name} as the factory composes it (BlockedCache over Resilient)`, (clock) => compose('rgdeco', clock));
   storeContract(`${name} as the factory composes it, decided through consumeLocal`, async (clock) => throughConsumeLocal(await compose('rglocal', clock)));
+  // A lone gateway (the fleet's count once the store answered) shares a bucket with no one: its leases
+  // may take up to half of what remains, the largest they get.
+  const lone = async (prefix: string, clock: FakeClock): Promise<Store> =>
+    (await createStoreFor({ url: url(), prefix, timeout: 2_000, onError: 'deny', gateways: 1 }, { now: clock.now })).store;
+  storeContract(`${name} as the factory composes it for a lone gateway, decided through consumeLocal`, async (clock) =>
+    throughConsumeLocal(await lone('rglone', clock)),
+  );
+  const unleased = async (prefix: string, clock: FakeClock): Promise<Store> =>
+    (await createStoreFor({ url: url(), prefix, timeout: 2_000, onError: 'deny', lease: false }, { now: clock.now })).store;
+  storeContract(`${name} as the factory composes it with store.lease: false`, (clock) => unleased('rgnolease', clock));
 }
 
 export function storeContract(name: string, factory: StoreFactory): void {
@@ -177,6 +188,101 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect(r.map((o) => o.buckets[0]!.remaining)).toEqual([3, 1, 0]);
       // One unit is still there for a cost-1 request on the same key.
       expect((await store.consume([{ ...b, cost: 1 }])).allowed).toBe(true);
+    });
+
+    it('admits requests of cost 3 against a limit of 10 three times, then refuses (a lease never holds part of a request)', async () => {
+      for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+        const b = bucket({ algorithm, limit: 10, cost: 3, periodMs: 3_600_000 });
+        const r = [];
+        for (let i = 0; i < 5; i++) r.push(await store.consume([b]));
+        expect(
+          r.map((o) => o.allowed),
+          algorithm,
+        ).toEqual([true, true, true, false, false]);
+        expect(
+          r.map((o) => o.buckets[0]!.remaining),
+          algorithm,
+        ).toEqual([7, 4, 1, 0, 0]);
+        // The one unit left still admits a request of cost 1 on the same key.
+        const one = await store.consume([{ ...b, cost: 1 }]);
+        expect(one.allowed, algorithm).toBe(true);
+        expect(one.buckets[0]!.remaining, algorithm).toBe(0);
+      }
+    });
+
+    it('admits a request whose cost is the limit once, and never one whose cost is above it', async () => {
+      const whole = bucket({ limit: 10, cost: 10 });
+      const w = [await store.consume([whole]), await store.consume([whole]), await store.consume([whole])];
+      expect(w.map((o) => o.allowed)).toEqual([true, false, false]);
+      expect(w[0]!.buckets[0]).toMatchObject({ remaining: 0, limited: false });
+      expect(w[1]!.buckets[0]).toMatchObject({ remaining: 0, limited: true, retryAt: T0 + 60_000 });
+      const over = bucket({ limit: 10, cost: 11 });
+      for (let i = 0; i < 3; i++) expect((await store.consume([over])).allowed).toBe(false);
+      // Refusals charge nothing: the bucket is full, and a request of cost 1 leaves 9.
+      expect(await store.peek({ ...over, cost: 1 })).toMatchObject({ remaining: 10, limited: false });
+      expect((await store.consume([{ ...over, cost: 1 }])).buckets[0]!.remaining).toBe(9);
+    });
+
+    it('counts mixed costs on one key exactly', async () => {
+      const b = bucket({ limit: 10, periodMs: 3_600_000 });
+      const costs = [3, 3, 1, 2, 3, 1, 1];
+      const r = [];
+      for (const cost of costs) r.push(await store.consume([{ ...b, cost }]));
+      // 7, 4, 3, 1; cost 3 does not fit in 1; then 0; then nothing.
+      expect(r.map((o) => o.allowed)).toEqual([true, true, true, true, false, true, false]);
+      expect(r.map((o) => o.buckets[0]!.remaining)).toEqual([7, 4, 3, 1, 0, 0, 0]);
+    });
+
+    it('charges several buckets of cost 3 all-or-nothing until the narrowest is spent', async () => {
+      const narrow = bucket({ limit: 10, cost: 3, periodMs: 3_600_000 });
+      const wide = bucket({ limit: 20, cost: 3, periodMs: 3_600_000 });
+      const r = [];
+      for (let i = 0; i < 5; i++) r.push(await store.consume([wide, narrow]));
+      expect(r.map((o) => o.allowed)).toEqual([true, true, true, false, false]);
+      expect(r.map((o) => o.buckets.map((s) => s.remaining))).toEqual([
+        [17, 7],
+        [14, 4],
+        [11, 1],
+        [11, 0],
+        [11, 0],
+      ]);
+      // The wide bucket alone goes on: 11 left, three more requests of cost 3.
+      const alone = [];
+      for (let i = 0; i < 4; i++) alone.push((await store.consume([wide])).allowed);
+      expect(alone).toEqual([true, true, true, false]);
+    });
+
+    it('gives back what a request refused after its decision was charged, in every bucket and every algorithm, and nothing for a refused one', async () => {
+      expect(store.refund).toBeTypeOf('function');
+      const acct = (over: Partial<BucketSpec> = {}): BucketSpec => bucket({ key: `contract-${process.pid}-h${++seq}:{acct:1}`, ...over });
+      for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+        const ip = bucket({ algorithm, limit: 10, cost: 3, periodMs: 3_600_000 });
+        // Another identity: another Cluster slot, refunded in its own.
+        const account = acct({ algorithm, limit: 20, cost: 3, periodMs: 3_600_000 });
+        for (let i = 0; i < 6; i++) {
+          const out = await store.consume([ip, account]);
+          expect(out.allowed, `${algorithm} request ${i}`).toBe(true);
+          await store.refund!([ip, account], out);
+        }
+        // A refused request charged nothing, so refunding its outcome gives nothing.
+        const refused = bucket({ algorithm, limit: 1, cost: 3, periodMs: 3_600_000 });
+        const no = await store.consume([refused, ip]);
+        expect(no.allowed).toBe(false);
+        await store.refund!([refused, ip], no);
+        // Six refunded requests cost nothing: the limit is whole (a token bucket keeps at most the
+        // refill a lease's age or the clocks' skew would give back twice, never more than one request).
+        const after = [];
+        for (let i = 0; i < 4; i++) after.push(await store.consume([ip, account]));
+        expect(
+          after.map((o) => o.allowed),
+          algorithm,
+        ).toEqual([true, true, true, false]);
+        if (algorithm !== 'token-bucket')
+          expect(
+            after.map((o) => o.buckets[0]!.remaining),
+            algorithm,
+          ).toEqual([7, 4, 1, 0]);
+      }
     });
 
     it('never rejects for a shadow bucket but reports it limited, and does not push it past its limit', async () => {

@@ -9,7 +9,7 @@
  * only 90 % of the table; the rest is kept for IPv4 addresses, accounts and `global`, so that such a
  * flood leaves those clients their buckets.
  */
-import { evaluate, Evaluation, type State } from '../algorithms.js';
+import { evaluate, Evaluation, refundedState, type State } from '../algorithms.js';
 import { BucketTable, ROW } from './bucket-table.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
 
@@ -42,6 +42,8 @@ function reservedKind(key: string): boolean {
   return key.startsWith('{ip:', brace) && key.indexOf(':', brace + 4) < 0;
 }
 
+const RESOLVED: Promise<void> = Promise.resolve();
+
 /** The row of a bucket the table had no room for (never written). */
 const FULL = -2;
 
@@ -71,6 +73,8 @@ export class MemoryStore implements Store {
   private readonly sweepIntervalMs: number;
   /** read()'s answer, reused (see there). */
   private readonly scratch: [number, number, number] = [0, 0, 0];
+  /** refund()'s next state and expiry, reused. */
+  private readonly refundScratch: number[] = [0, 0, 0, 0];
   readonly maxKeys: number;
   private readonly clientChosenMax: number;
   private readonly onFull: ((key: string) => void) | undefined;
@@ -176,6 +180,25 @@ export class MemoryStore implements Store {
     const evals = this.evals;
     while (evals.length < n) evals.push(new Evaluation());
     return evals;
+  }
+
+  /** Gives back synchronously what an allowed decision charged (algorithms.ts refundedState, as refund.lua). */
+  refund(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void> {
+    if (!outcome.allowed) return RESOLVED;
+    const now = this.now();
+    const next = this.refundScratch;
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]!;
+      // A limited bucket of an allowed request is a full shadow one: it was not charged.
+      if (outcome.buckets[i]!.limited) continue;
+      const row = this.table.find(spec.key);
+      const state = this.read(row, now);
+      if (state === undefined || !refundedState(spec, state, outcome.now, now, next)) continue;
+      const at = row * ROW;
+      const table = this.table.state;
+      for (let k = 0; k < 4; k++) table[at + k] = next[k]!;
+    }
+    return RESOLVED;
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {

@@ -7,7 +7,8 @@
  * all are then charged locally. Otherwise the buckets without one go to the inner store, which charges
  * them (the request stays all-or-nothing: the leased buckets' tokens are reserved meanwhile) and adds
  * the extra tokens this gateway asks for, as far as they fit (codec.ts / lua/lib.lua): never more
- * than what remains after the charge ÷ `share` (2 × the number of gateways), so as a bucket nears its
+ * than what remains after the charge ÷ `share` (2 × the number of gateways), and whole multiples of the
+ * request's cost (a lease short of one request would strand its tokens), so as a bucket nears its
  * limit leases shrink and the last tokens go one by one. The size asked for follows this gateway's rate
  * on the key (lease-entry.ts). A store that grants nothing (the fault policy's fallback) leaves the
  * lease empty: no decision here ever spends a token the store did not count. The blocked-bucket cache
@@ -20,7 +21,7 @@
  * (drain). A failed give-back only leaves tokens stranded until the window or refill passes them.
  */
 import { systemClock, type Clock } from '../clock.js';
-import { LeaseEntry, RecentKeys, sameRule } from './lease-entry.js';
+import { LeaseEntry, RecentKeys, sameRule, windowStart } from './lease-entry.js';
 import { leaseArrived, takeIn, unreserve } from './lease-outcome.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
 
@@ -254,6 +255,51 @@ class Leases implements LeaseStore {
         settle!();
       }
     }
+  }
+
+  /**
+   * Gives back what an allowed request was charged: into the key's lease when the lease may hold those
+   * tokens (it is spent or given back as its own, and the headers count it at once), else to the store.
+   * A window's tokens fit a valid lease of the same window; a token bucket's fit a lease charged no
+   * later than they were, which is known only when the store decided (`now` is then the charge's time;
+   * a lease-admitted request's tokens may come from an older lease). A fallback's decision is the
+   * fault policy's to refund (it gives back none).
+   */
+  refund(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void> {
+    if (!outcome.allowed) return Promise.resolve();
+    const now = this.clock.now();
+    const rest: BucketSpec[] = [];
+    const restBuckets: BucketState[] = [];
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]!;
+      const b = outcome.buckets[i]!;
+      if (b.limited) continue; // a full shadow bucket: not charged
+      const e = this.entries.get(spec.key);
+      if (outcome.decider !== 'fallback' && e !== undefined && this.holds(e, spec, outcome, now)) e.tokens += spec.cost;
+      else {
+        rest.push(spec);
+        restBuckets.push(b);
+      }
+    }
+    if (rest.length === 0 || this.inner.refund === undefined) return Promise.resolve();
+    if (outcome.decider !== 'lease') return this.inner.refund(rest, { ...outcome, buckets: restBuckets });
+    // A lease-admitted request's charge is the lease's, up to the lease age before `now`: a window's
+    // is in `now`'s window (a lease is spent in its own), a token bucket's is counted as that old.
+    const tb = rest.map((s) => s.algorithm === 'token-bucket');
+    const pick = (want: boolean): [BucketSpec[], BucketState[]] => [rest.filter((_, k) => tb[k] === want), restBuckets.filter((_, k) => tb[k] === want)];
+    const [windows, windowBuckets] = pick(false);
+    const [buckets, bucketStates] = pick(true);
+    return Promise.all([
+      windows.length > 0 ? this.inner.refund(windows, { ...outcome, buckets: windowBuckets }) : undefined,
+      buckets.length > 0 ? this.inner.refund(buckets, { ...outcome, now: outcome.now - this.maxAgeMs, buckets: bucketStates }) : undefined,
+    ]).then(() => undefined);
+  }
+
+  /** May lease `e` take back the tokens `outcome` charged for `spec`? */
+  private holds(e: LeaseEntry, spec: BucketSpec, outcome: ConsumeOutcome, now: number): boolean {
+    if (this.closed || !sameRule(e.spec, spec) || e.validUntil <= now) return false;
+    if (spec.algorithm === 'token-bucket') return outcome.decider !== 'lease' && e.chargedAt <= outcome.now;
+    return windowStart(spec, e.chargedAt) === windowStart(spec, outcome.now);
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {

@@ -28,6 +28,9 @@ import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js
 export { luaScripts, encodeBucketParams } from './codec.js';
 export { MAX_BATCH_REQUESTS } from './batcher.js';
 
+/** How much earlier than the decision's `now` a token bucket charged across Cluster slots counts as charged (refund). */
+const REFUND_SKEW_MS = 1_000;
+
 export interface RedisStoreOptions {
   /** `redis://`, `rediss://` (TLS), `redis-cluster://h:p,h:p` or `redis-sentinel://h:p,h:p/NAME` (and TLS forms): see config/store-url.ts. */
   readonly url: string;
@@ -70,6 +73,7 @@ export class RedisStore implements Store {
   private readonly consumeFn: ScriptFn;
   private readonly peekFn: ScriptFn;
   private readonly refundFn: ScriptFn;
+  private readonly onRefundError: ((err: StoreError) => void) | undefined;
   private readonly giveBackCall: ScriptCall;
   private readonly sameSlot: SameSlot;
   private readonly crossSlot: CrossSlot;
@@ -117,6 +121,7 @@ export class RedisStore implements Store {
         onBatch?.(n);
       },
     });
+    this.onRefundError = opts.onRefundError;
     this.crossSlot = new CrossSlot({
       consumeFn: this.consumeFn,
       refundFn: this.refundFn,
@@ -236,6 +241,26 @@ export class RedisStore implements Store {
       'refund',
     );
     return r === 1;
+  }
+
+  /**
+   * Gives back what an allowed consume charged (the Store contract's refund): one refund.lua call per
+   * charged bucket, each in its own key's slot, so a request across Cluster slots is refunded in each.
+   * The charge time is the decision's `now`; a token bucket of a request that spanned slots (each master
+   * charged it by its own clock; `now` is the latest) counts it REFUND_SKEW_MS earlier, so no refund
+   * gives back refill that already came. Never rejects; a failure is reported as a failed refund.
+   */
+  refund(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void> {
+    if (!outcome.allowed) return Promise.resolve();
+    const spread = this.kind === 'redis-cluster' && specs.length > 1 && groupBySlot(specs.map((s) => this.prefix + s.key)) !== null;
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]!;
+      if (outcome.buckets[i]!.limited) continue; // a full shadow bucket: not charged
+      const at = spread && spec.algorithm === 'token-bucket' ? outcome.now - REFUND_SKEW_MS : outcome.now;
+      calls.push(this.giveBack(spec, spec.cost, at).catch((err: unknown) => this.onRefundError?.(toStoreError(err, 'refund'))));
+    }
+    return Promise.all(calls).then(() => undefined);
   }
 
   async reset(spec: BucketSpec): Promise<void> {

@@ -171,7 +171,8 @@ local LEASE, LEASE_FLAG = '<dd', 8
 -- room is written. A full shadow bucket is reported limited but not charged (it is never pushed past
 -- its limit). Mirrors MemoryStore.consumeSync.
 -- Leases: a bucket that asks for one and is charged is charged cost + extra instead, extra being the
--- most of what it asked that fits in min(what remains after the charge ÷ share): the evaluation with
+-- most of what it asked that fits in min(what remains after the charge ÷ share), in whole multiples of
+-- the request's cost: the evaluation with
 -- that larger cost is then the one written and reported (its remaining is after the lease). Only in
 -- plain mode (a cross-slot reservation never leases).
 -- Appends per bucket to `reply`: remaining, resetAt, limited (1/0), retryAt; in reserve mode also the
@@ -213,6 +214,9 @@ local function consume_group(first_key, n, params, pos, now, reserve, reply)
     local l = lz and lz[i]
     if charged and l and not reserve then
       extra = min(l[5], floor(ev[e + 6] / l[6]))
+      -- Whole requests only: a lease is spent by requests of its rule's cost, so tokens short of one
+      -- would sit unspendable while the store, missing them, refuses (4 × cost 3 of 10 admitted 2).
+      if l[4] > 1 then extra = extra - fmod(extra, l[4]) end
       if extra > 0 then
         -- cost + remaining always fits (remaining counts requests of cost 1 after this one).
         local ok2, a, b, c, x, r1, r2, s1, s2, rt = evaluate(l[1], l[2], l[3], l[4] + extra, l[7], l[8], l[9], now)
