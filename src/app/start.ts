@@ -177,7 +177,7 @@ async function listenProxy(
   metrics: Metrics,
   drain: ReturnType<typeof createDrain>,
 ): Promise<http.Server> {
-  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse);
+  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse, () => metrics.fragmentedBodies.inc());
   server.on('checkContinue', gateway.handle);
   // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>

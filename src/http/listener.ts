@@ -6,11 +6,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
+import { chunkBoundMessage } from './chunk-bound.js';
 
 /**
  * The proxy listener, hardened against hostile clients: bounded head size (431), time to send the head
- * (slowloris) and the whole request (408), a connection cap, and garbage on the socket answered 400 and
- * closed. None of these costs other clients anything.
+ * (slowloris) and the whole request (408), a connection cap, a body's chunks bounded by its bytes
+ * (chunk-bound.ts), and garbage on the socket answered 400 and closed. None of these costs other clients
+ * anything.
  */
 /** The listener's limits (the config's `server:` section). */
 export interface ListenerLimits {
@@ -21,16 +23,21 @@ export interface ListenerLimits {
   readonly maxConnections: number;
 }
 
-/** `onRefused`: told the status of each answer to a client error (the response metric). */
+/**
+ * `onRefused`: told the status of each answer to a client error (the response metric); `onFragmented`:
+ * told of each connection closed for a body in too many small chunks.
+ */
 export function createProxyServer(
   s: ListenerLimits,
   handler: http.RequestListener,
   onRefused: (status: number) => void,
   ServerResponse: typeof http.ServerResponse,
+  onFragmented: () => void,
 ): http.Server {
   const server = http.createServer(
     {
       ServerResponse,
+      IncomingMessage: chunkBoundMessage(onFragmented),
       maxHeaderSize: s.maxHeaderSize,
       headersTimeout: s.headersTimeout,
       requestTimeout: s.requestTimeout,

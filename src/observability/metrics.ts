@@ -77,6 +77,8 @@ const HELP = {
     'Requests answered without being forwarded because of the upstream pool: queue_timeout (503: no connection free within server.upstreamQueueTimeout), per_ip_cap (429: the client already held server.maxUpstreamConnectionsPerIp).',
   rategate_upstream_waiting: 'Requests waiting for an upstream connection (every pool).',
   rategate_slow_bodies_total: 'Request bodies answered 408 for arriving slower than server.minBodyRate over server.minBodyRateGrace.',
+  rategate_fragmented_bodies_total:
+    'Connections closed for a request body in too many small chunks: beyond its first 1024 chunks, a body must average 64 bytes a chunk.',
 } as const;
 
 export class Metrics {
@@ -149,6 +151,7 @@ export class Metrics {
   readonly upstreamRefused = this.make.counter('rategate_upstream_refused_total', { labelNames: ['reason'] });
   readonly upstreamWaiting = this.make.gauge('rategate_upstream_waiting');
   readonly slowBodies = this.make.counter('rategate_slow_bodies_total');
+  readonly fragmentedBodies = this.make.counter('rategate_fragmented_bodies_total');
 
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
   readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();
