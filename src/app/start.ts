@@ -22,6 +22,7 @@ import { createDrain } from '../http/drain.js';
 import { Gateway } from '../pipeline/gateway.js';
 import { isWebSocketUpgrade, serveAsPlainRequest } from '../pipeline/plain-upgrade.js';
 import { createProxyServer, listenOn, urlOf } from '../http/listener.js';
+import { effectiveMaxKeys } from '../limiter/memory/key-bound.js';
 import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
 import type { Introspect } from '../identity/account.js';
 import { createReadiness } from './readiness.js';
@@ -147,8 +148,18 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayParts['log']) {
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
   metrics.configLoaded(true, false);
-  // The sentinels' password may come from a file (a mounted Secret): read once, for the counters and the guard alike.
-  const storeCfg = { ...cfg.store, sentinelPassword: await loadSentinelPassword(cfg.store, settings.configPath) };
+  // The bucket bound is settled once, before the store opens: the memory store and the Redis store's
+  // local fallback get it. The sentinels' password may come from a file (a mounted Secret): read once,
+  // for the counters and the guard alike.
+  const bound = effectiveMaxKeys(cfg.store.maxKeys);
+  if (bound.derived !== null) {
+    log.info(
+      { maxKeys: bound.maxKeys, memoryLimit: bound.derived.bytes, from: bound.derived.source },
+      `store.maxKeys ${bound.maxKeys} from the memory limit (${bound.derived.source})`,
+    );
+  }
+  metrics.storeMaxKeys.set(bound.maxKeys);
+  const storeCfg = { ...cfg.store, maxKeys: bound.maxKeys, sentinelPassword: await loadSentinelPassword(cfg.store, settings.configPath) };
   const storeHandle = await createStoreFor(storeCfg, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
   metrics.storeKeysProbe = () => storeHandle.localKeys();
   return { metrics, storeCfg, storeHandle };
@@ -156,7 +167,7 @@ async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayPar
 
 /** Runtime blocks, bans and triage; and, with a shared store, the fleet: how many gateways share it, and their triage sketches. */
 async function openGuard(
-  storeCfg: Config['store'],
+  storeCfg: Config['store'] & { readonly maxKeys: number },
   storeHandle: StoreHandle,
   metrics: Metrics,
   log: GatewayParts['log'],

@@ -70,6 +70,8 @@ const HELP = {
   rategate_store_node_up:
     'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',
   rategate_store_keys: "Buckets held in this process's memory: the memory store's, or the Redis store's local fallback's (bounded by store.maxKeys).",
+  rategate_store_max_keys:
+    "Buckets this process's memory store (or the Redis store's local fallback) may hold: store.maxKeys, or the default derived from the memory limit at start.",
   rategate_store_keys_refused_total:
     'Requests refused 429 because they needed a new bucket and the memory store (or the local fallback) was full (store.maxKeys).',
   rategate_gateway_responses_total: 'Responses the gateway made itself (not the upstream), by status code.',
@@ -144,6 +146,7 @@ export class Metrics {
       if (this.storeKeysProbe) this.storeKeys.set(this.storeKeysProbe());
     },
   });
+  readonly storeMaxKeys = this.make.gauge('rategate_store_max_keys');
   readonly storeKeysRefused = this.make.counter('rategate_store_keys_refused_total');
 
   readonly gatewayResponses = this.make.counter('rategate_gateway_responses_total', { labelNames: ['code'] });
