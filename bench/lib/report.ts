@@ -8,6 +8,7 @@ import { fmtInt, fmtMs, fmtUs, statusSummary } from './format.js';
 import { CONNECTIONS, LABELS, MANY_CLIENTS, ORDER, RATE, results, type SystemKey } from './settings.js';
 import type { InstructionsResult, InstructionsRun, MemoryResult, PerClientResult, SystemResult } from './types.js';
 import { INSTR_LABELS, INSTR_ORDER, type InstrKey } from '../scenarios/instructions.js';
+import { BYTES_PER_BUCKET } from '../../src/limiter/memory/key-bound.js';
 
 export interface Ratio {
   name: string;
@@ -81,6 +82,14 @@ export function ratios(perClient: PerClientResult | null): Ratio[] {
     target: '≤ 250',
     pass: bpc === null ? null : bpc <= 250 && (perClient!.heapBytesPerClientAfterExpiry ?? Infinity) <= 25,
     detail: bpc === null ? 'not measured (--skip memory)' : '',
+  });
+  const gw = perClient?.gateway;
+  out.push({
+    name: 'gateway per bucket, bytes of RSS (Mastodon table, IPv6 /64 clients)',
+    value: gw?.rssBytesPerBucket ?? null,
+    target: `≤ ${BYTES_PER_BUCKET} (store.maxKeys's default assumes it)`,
+    pass: gw === undefined ? null : gw.rssBytesPerBucket <= BYTES_PER_BUCKET && gw.heapBytesPerBucket <= BYTES_PER_BUCKET,
+    detail: gw === undefined ? 'not measured (--skip memory)' : `${gw.rssBytesPerClient} B RSS a client, ${gw.bucketsPerClient} buckets each`,
   });
   const calls = results['rategate-redis']?.rejected?.redisCallsPerRequest;
   out.push({
@@ -292,6 +301,13 @@ export function printSummary(
       `memory per distinct client (bench/memory-per-client.ts, ${perClient.clients.toLocaleString('en')} clients, in-process after a full GC): ` +
         `${perClient.rssBytesPerClient} B of RSS, ${perClient.heapBytesPerClient} B of heap + external; after the windows and a sweep ${perClient.heapBytesPerClientAfterExpiry} B left`,
     );
+    const g = perClient.gateway;
+    if (g) {
+      console.log(
+        `memory per distinct client through the gateway (bench/memory-gateway.ts, ${g.clients.toLocaleString('en')} IPv6 /64s, Mastodon table, full GC): ` +
+          `${g.rssBytesPerClient} B of RSS a client (${g.bucketsPerClient} buckets); a bucket ${g.rssBytesPerBucket} B of RSS, ${g.heapBytesPerBucket} B of heap + external; a fresh process ${(g.startRssBytes / 2 ** 20).toFixed(0)} MB`,
+      );
+    }
   }
   for (const k of ['fastify', 'rategate-redis'] as const) {
     const r = results[k];

@@ -90,6 +90,18 @@ export interface PerClientResult {
   heapBytesPerClient: number;
   rssBytesPerClient: number;
   heapBytesPerClientAfterExpiry: number;
+  /** The same through the real gateway (bench/memory-gateway.ts). */
+  gateway?: GatewayMemoryResult;
+}
+
+/** bench/memory-gateway.ts: the real process, the Mastodon table, each client from its own IPv6 /64. */
+export interface GatewayMemoryResult {
+  clients: number;
+  bucketsPerClient: number;
+  startRssBytes: number;
+  rssBytesPerClient: number;
+  rssBytesPerBucket: number;
+  heapBytesPerBucket: number;
 }
 
 /** One callgrind run of a system (a fresh process): its measured window, per forwarded request. */

@@ -27,6 +27,7 @@ import { requireProxyHeader } from '../http/proxy-protocol.js';
 import { loadCertificatePair, secureOptions, watchCertificatePair, type CertificatePair, type TlsSettings } from '../http/tls.js';
 import { ConfigError } from '../config/errors.js';
 import { compileCidrs } from '../identity/cidr.js';
+import { effectiveMaxKeys } from '../limiter/memory/key-bound.js';
 import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
 import type { Introspect } from '../identity/account.js';
 import { createReadiness } from './readiness.js';
@@ -150,8 +151,18 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayParts['log']) {
   const metrics = new Metrics({ collectDefault: settings.defaultMetrics ?? true });
   metrics.configLoaded(true, false);
-  // The sentinels' password may come from a file (a mounted Secret): read once, for the counters and the guard alike.
-  const storeCfg = { ...cfg.store, sentinelPassword: await loadSentinelPassword(cfg.store, settings.configPath) };
+  // The bucket bound is settled once, before the store opens: the memory store and the Redis store's
+  // local fallback get it. The sentinels' password may come from a file (a mounted Secret): read once,
+  // for the counters and the guard alike.
+  const bound = effectiveMaxKeys(cfg.store.maxKeys);
+  if (bound.derived !== null) {
+    log.info(
+      { maxKeys: bound.maxKeys, memoryLimit: bound.derived.bytes, from: bound.derived.source },
+      `store.maxKeys ${bound.maxKeys} from the memory limit (${bound.derived.source})`,
+    );
+  }
+  metrics.storeMaxKeys.set(bound.maxKeys);
+  const storeCfg = { ...cfg.store, maxKeys: bound.maxKeys, sentinelPassword: await loadSentinelPassword(cfg.store, settings.configPath) };
   const storeHandle = await createStoreFor(storeCfg, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
   metrics.storeKeysProbe = () => storeHandle.localKeys();
   return { metrics, storeCfg, storeHandle };
@@ -159,7 +170,7 @@ async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayPar
 
 /** Runtime blocks, bans and triage; and, with a shared store, the fleet: how many gateways share it, and their triage sketches. */
 async function openGuard(
-  storeCfg: Config['store'],
+  storeCfg: Config['store'] & { readonly maxKeys: number },
   storeHandle: StoreHandle,
   metrics: Metrics,
   log: GatewayParts['log'],
@@ -186,7 +197,7 @@ async function listenProxy(
   const tlsSettings = cfg.server.tls;
   const pair = tlsSettings === null ? undefined : await certificateAtStart(tlsSettings, configPath);
   const secure = tlsSettings === null || pair === undefined ? undefined : secureOptions(tlsSettings, pair);
-  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse, secure);
+  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse, () => metrics.fragmentedBodies.inc(), secure);
   if (tlsSettings !== null && pair !== undefined) watchCertificate(server as https.Server, tlsSettings, pair, metrics, log);
   requireProxyHeader(server, compileCidrs(cfg.server.proxyProtocol.from), cfg.server.headersTimeout, (reason) =>
     metrics.proxyProtocolRefused.labels(reason).inc(),

@@ -16,5 +16,6 @@ ${GUARD_USAGE}
 Environment (flags win): RATEGATE_CONFIG, RATEGATE_LISTEN, RATEGATE_ADMIN_LISTEN, RATEGATE_UPSTREAM, RATEGATE_STORE,
 RATEGATE_LOG_LEVEL (wins over the file's log.level); check applies them as serve does.
 RATEGATE_ADMIN_TOKEN (the admin API's bearer token); RATEGATE_STORE_SENTINEL_PASSWORD (the sentinels' own password);
-RATEGATE_ADMIN_URL (block, exempt, bans, limited: default http://127.0.0.1:9464).
+RATEGATE_ADMIN_URL (block, exempt, bans, limited: default http://127.0.0.1:9464);
+RATEGATE_MEMORY_LIMIT (serve: bytes the process may use, else the cgroup's limit; the default store.maxKeys fits in 90 % of it).
 Default config: config/limits.yaml.`;

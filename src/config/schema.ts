@@ -89,9 +89,9 @@ const storeShape = {
   // "Choosing store.timeout"): 50ms sent a healthy Redis's decisions to the fallback by the thousand.
   timeout: duration(1).prefault('250ms').describe('A store call slower than this counts as a store error (and is decided by onError).'),
   maxKeys: positiveInt()
-    .default(1_000_000)
+    .optional()
     .describe(
-      "Buckets the memory store (or the Redis store's local fallback) holds at most: ~90 B each (~300 B for IPv6 networks and long account keys), so 1000000 is ~90 MB. When full, a request needing a new bucket is refused 429 (keys the client chooses get 90 % of the room); tracked buckets are never dropped.",
+      "Buckets the memory store (or the Redis store's local fallback) holds at most. Default: what fits in 90 % of the memory the process may use (RATEGATE_MEMORY_LIMIT, else the cgroup limit, else V8's heap limit) after a 144 MiB baseline, at 420 B a bucket (a 256Mi pod: ~215000); the bound in force is rategate_store_max_keys. When full, a request needing a new bucket is refused 429 (keys the client chooses get 90 % of the room); tracked buckets are never dropped.",
     ),
   onError: onError.default('local').describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
   failReadiness: z.boolean().default(false).describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),

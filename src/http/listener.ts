@@ -8,11 +8,13 @@ import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ERROR_BODIES, GATEWAY_ERRORS, respondOnSocket, type GatewayErrorCode } from './errors.js';
+import { chunkBoundMessage } from './chunk-bound.js';
 
 /**
  * The proxy listener, hardened against hostile clients: bounded head size (431), time to send the head
- * (slowloris) and the whole request (408), a connection cap, and garbage on the socket answered 400 and
- * closed. None of these costs other clients anything.
+ * (slowloris) and the whole request (408), a connection cap, a body's chunks bounded by its bytes
+ * (chunk-bound.ts), and garbage on the socket answered 400 and closed. None of these costs other clients
+ * anything.
  */
 /** The listener's limits (the config's `server:` section). */
 export interface ListenerLimits {
@@ -24,18 +26,21 @@ export interface ListenerLimits {
 }
 
 /**
- * `onRefused`: told the status of each answer to a client error (the response metric). `secure`: the
- * certificate of a TLS listener (server.tls); absent, plain HTTP.
+ * `onRefused`: told the status of each answer to a client error (the response metric); `onFragmented`:
+ * told of each connection closed for a body in too many small chunks. `secure`: the certificate of a TLS
+ * listener (server.tls); absent, plain HTTP.
  */
 export function createProxyServer(
   s: ListenerLimits,
   handler: http.RequestListener,
   onRefused: (status: number) => void,
   ServerResponse: typeof http.ServerResponse,
+  onFragmented: () => void,
   secure?: tls.SecureContextOptions,
 ): http.Server {
   const options: http.ServerOptions = {
     ServerResponse,
+    IncomingMessage: chunkBoundMessage(onFragmented),
     maxHeaderSize: s.maxHeaderSize,
     headersTimeout: s.headersTimeout,
     requestTimeout: s.requestTimeout,

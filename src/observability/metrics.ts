@@ -71,6 +71,8 @@ const HELP = {
   rategate_store_node_up:
     'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',
   rategate_store_keys: "Buckets held in this process's memory: the memory store's, or the Redis store's local fallback's (bounded by store.maxKeys).",
+  rategate_store_max_keys:
+    "Buckets this process's memory store (or the Redis store's local fallback) may hold: store.maxKeys, or the default derived from the memory limit at start.",
   rategate_store_keys_refused_total:
     'Requests refused 429 because they needed a new bucket and the memory store (or the local fallback) was full (store.maxKeys).',
   rategate_gateway_responses_total: 'Responses the gateway made itself (not the upstream), by status code.',
@@ -86,6 +88,8 @@ const HELP = {
   rategate_tls_reloads_total:
     'Certificate pairs read again after a change on disk: success (served to new connections), error (the pair in force stays; the log says why).',
   rategate_drain_cut_total: 'Requests still in flight when the shutdown drain (server.drainGrace) ended, cut by the gateway (logged with error DRAIN_TIMEOUT).',
+  rategate_fragmented_bodies_total:
+    'Connections closed for a request body in too many small chunks: beyond its first 1024 chunks, a body must average 64 bytes a chunk.',
 } as const;
 
 export class Metrics {
@@ -151,6 +155,7 @@ export class Metrics {
       if (this.storeKeysProbe) this.storeKeys.set(this.storeKeysProbe());
     },
   });
+  readonly storeMaxKeys = this.make.gauge('rategate_store_max_keys');
   readonly storeKeysRefused = this.make.counter('rategate_store_keys_refused_total');
 
   readonly gatewayResponses = this.make.counter('rategate_gateway_responses_total', { labelNames: ['code'] });
@@ -168,6 +173,7 @@ export class Metrics {
   readonly tlsExpiry = this.make.gauge('rategate_tls_certificate_expiry_timestamp_seconds', { labelNames: ['name'], aggregator: 'min' });
   readonly tlsReloads = this.make.counter('rategate_tls_reloads_total', { labelNames: ['result'] });
   readonly proxyProtocolRefused = this.make.counter('rategate_proxy_protocol_refused_total', { labelNames: ['reason'] });
+  readonly fragmentedBodies = this.make.counter('rategate_fragmented_bodies_total');
 
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
   readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();

@@ -2,6 +2,7 @@
  * Issue 18: attacks against the REAL process (`rategate serve` as a child): after each one it must be
  * alive and answer within 2 s, on the proxy listener and on the admin listener.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -413,6 +414,8 @@ describe('one-byte chunks from many connections (item 3)', () => {
         }),
       ),
     );
+    // Since issue 37 a body of one-byte chunks has its connection closed after ~1,040 of them
+    // (src/http/chunk-bound.ts): the writes stop at that, and the bound here covers that path too.
     // Every chunk sent, no body ended. Parsing them takes the gateway a while (CPU: a few µs a chunk);
     // its peak RSS until it has caught up, and a while after, is what it keeps for these connections.
     let peak = rssBytes(pid);
@@ -431,6 +434,87 @@ describe('one-byte chunks from many connections (item 3)', () => {
     for (const s of sockets) s.destroy();
     await expectAlive(gw);
   });
+});
+
+/**
+ * The flood of issue 37, from a process of its own (3 million writes would stall the test's own event
+ * loop, and the GETs it times with it): `conns` connections, Nagle off, each sending a form body that
+ * never ends as `chunks` one-byte chunks, one write each, as fast as it can; then ended. Prints
+ * "connected" once every connection is open, just before the writes, and exits once every connection
+ * has closed.
+ */
+const ONE_BYTE_FLOOD = `
+const net = require('node:net');
+const [port, conns, chunks] = process.argv.slice(1).map(Number);
+const head = 'POST /api/v1/statuses HTTP/1.1\\r\\nHost: gw\\r\\nContent-Type: application/x-www-form-urlencoded\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n';
+const frame = Buffer.from('1\\r\\nx\\r\\n');
+const sockets = [];
+let open = 0;
+function send(s) {
+  s.write(head);
+  for (let i = 0; i < chunks && !s.destroyed; i++) s.write(frame);
+  s.end();
+}
+for (let c = 0; c < conns; c++) {
+  const s = net.connect(port, '127.0.0.1', () => {
+    s.setNoDelay(true);
+    sockets.push(s);
+    if (sockets.length === conns) {
+      console.log('connected');
+      setImmediate(() => sockets.forEach(send));
+    }
+  });
+  open++;
+  s.on('error', () => undefined);
+  s.on('close', () => { if (--open === 0) process.exit(0); });
+}
+`;
+
+describe('one-byte chunks as fast as the clients can write them (issue 37)', () => {
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+  });
+  afterAll(async () => {
+    await stop(gw);
+  });
+
+  /** Milliseconds until the whole answer to a plain GET has arrived, forwarded (each from its own address: the limits never refuse one). */
+  let sent = 0;
+  async function getMs(): Promise<number> {
+    const t = performance.now();
+    const ip = `10.37.${(sent >> 8) & 255}.${sent++ & 255}`;
+    expect((await answerWithin(gw.url, '/api/v1/statuses/1', 60_000, { 'X-Forwarded-For': ip })).status).toBe(200);
+    return performance.now() - t;
+  }
+
+  it('keeps answering other clients within 1 s while 50 connections send 60,000 one-byte chunks each, and closes those connections', async () => {
+    // The bound is relative to this machine's own GET time now, so that a loaded machine does not fail it.
+    const baseline: number[] = [];
+    for (let i = 0; i < 7; i++) baseline.push(await getMs());
+    const typical = baseline.sort((a, b) => a - b)[3]!;
+    const bound = Math.max(1000, 10 * typical);
+    const port = new URL(gw.url).port;
+    const flood = spawn(process.execPath, ['-e', ONE_BYTE_FLOOD, port, '50', '60000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const ended = new Promise<void>((r) => flood.once('exit', () => r()));
+    let floodOver = false;
+    void ended.then(() => (floodOver = true));
+    try {
+      await new Promise<void>((r) => flood.stdout!.once('data', () => r()));
+      // The writes begin: 18 MB of one-byte chunks for the gateway to read. GETs one after the other
+      // until the flood's connections have all closed (at least 5 of them).
+      const during: number[] = [];
+      while (!floodOver || during.length < 5) during.push(await getMs());
+      const worst = Math.max(...during);
+      expect(worst, `slowest of ${during.length} GETs during the flood: ${worst.toFixed(0)} ms (typical before: ${typical.toFixed(0)} ms)`).toBeLessThan(bound);
+    } finally {
+      flood.kill();
+      await ended;
+    }
+    const metrics = (await answerWithin(gw.adminUrl, '/metrics')).body;
+    expect(metrics).toMatch(/^rategate_fragmented_bodies_total 50$/m);
+    await expectAlive(gw);
+  }, 180_000);
 });
 
 describe('odd bytes in the path and headers, more times than the proxy pool has connections', () => {

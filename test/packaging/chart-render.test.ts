@@ -21,6 +21,7 @@ import {
   type RenderOptions,
 } from './render.js';
 import { startTestGateway, SEED_TABLE } from '../support/gateway.js';
+import { BASELINE_BYTES, BYTES_PER_BUCKET, maxKeysFor } from '../../src/limiter/memory/key-bound.js';
 import { CHART, read } from './support.js';
 
 if (rendererUnavailable !== null) console.warn(`chart rendering tests skipped: ${rendererUnavailable}`);
@@ -468,6 +469,23 @@ describeRendered('the optional resources', () => {
       const selector = svc.object.spec.selector as Record<string, string>;
       expect(Object.entries(selector).every(([k, v]) => pod.metadata.labels[k] === v)).toBe(false);
     }
+  });
+});
+
+describeRendered('the memory limit the default store.maxKeys is derived from', () => {
+  it("passes the container's limits.memory as RATEGATE_MEMORY_LIMIT, and with the chart's 256Mi the bound fits in 90 % of it", () => {
+    const deployment = find(render(), 'Deployment');
+    const container = deployment.spec.template.spec.containers[0];
+    expect(env(deployment, 'RATEGATE_MEMORY_LIMIT')).toEqual({ name: 'RATEGATE_MEMORY_LIMIT', valueFrom: { resourceFieldRef: { resource: 'limits.memory' } } });
+    expect(container.resources.limits.memory).toBe('256Mi');
+    const limit = 256 * 2 ** 20;
+    const keys = maxKeysFor(limit, BASELINE_BYTES, BYTES_PER_BUCKET);
+    expect(BASELINE_BYTES + keys * BYTES_PER_BUCKET).toBeLessThanOrEqual(0.9 * limit);
+  });
+
+  it('leaves it to the cgroup reading when no memory limit is set', () => {
+    const deployment = find(render({ resources: { limits: { memory: null } } }), 'Deployment');
+    expect(env(deployment, 'RATEGATE_MEMORY_LIMIT')).toBeUndefined();
   });
 });
 

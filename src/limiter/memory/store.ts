@@ -14,8 +14,9 @@ import { BucketTable, ROW } from './bucket-table.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
 
 /**
- * Default `store.maxKeys`. A bucket costs ~90 B (bench: test/limiter/memory-bound.test.ts measures it;
- * IPv6 networks and long account keys ~300 B): 1,000,000 buckets are ~90 MB, at most ~300 MB.
+ * The bound of a store built without one (tests, `explain`). `serve` always passes one: store.maxKeys,
+ * or the default derived from the memory limit (key-bound.ts). A packed bucket costs ~90 B, an IPv6
+ * network or a long account key ~300-400 B through the gateway: 1,000,000 buckets are 90-400 MB.
  */
 export const DEFAULT_MAX_KEYS = 1_000_000;
 /** The share of the table keys chosen by the client may fill. */
