@@ -43,6 +43,7 @@ describe('the alert rules file', () => {
         'RategateBanWave',
         'RategateRuntimeBlocksInForce',
         'RategateSurgeActive',
+        'RategateTlsCertificateExpiring',
         'RategateDown',
         'RategateAbsent',
       ]),

@@ -562,3 +562,36 @@ describeRendered('a planted mistake', () => {
     expect(() => render({}, { chart: syntax })).toThrow(/parse error in "rategate\/templates\/pdb\.yaml"/);
   });
 });
+
+describeRendered('TLS at the gateway (tls.existingSecret)', () => {
+  const TLS = { ...LOAD_BALANCED, tls: { existingSecret: 'social-tls' } };
+  const r = render(TLS);
+  const deployment = find(r, 'Deployment');
+  const gateway = deployment.spec.template.spec.containers[0];
+
+  it('mounts the Secret as a directory, points config.server.tls at it and validates', () => {
+    expect(r.manifests.flatMap((m) => k8sErrors(m.object))).toEqual([]);
+    expect(gateway.volumeMounts).toContainEqual({ name: 'tls', mountPath: '/etc/rategate-tls', readOnly: true });
+    expect(deployment.spec.template.spec.volumes).toContainEqual({ name: 'tls', secret: { secretName: 'social-tls' } });
+    const table = parseYaml(find(r, 'ConfigMap', 'edge-rategate').data['limits.yaml'] as string) as K8sObject;
+    expect(table.server.tls).toEqual({ certFile: '/etc/rategate-tls/tls.crt', keyFile: '/etc/rategate-tls/tls.key' });
+    // The gateway reads the rendered table as a valid config.
+    expect(validateConfig(table).ok).toBe(true);
+  });
+
+  it('gives the Service an https port 443 on the proxy port, and the helm test speaks https', () => {
+    expect(find(r, 'Service', 'edge-rategate').spec.ports).toEqual([{ name: 'https', port: 443, targetPort: 'http', protocol: 'TCP' }]);
+    const test = find(render({ ...TLS, helmTest: { enabled: true } }), 'Pod');
+    expect(test.spec.containers[0].env).toContainEqual({ name: 'PROXY_URL', value: 'https://edge-rategate:443/api/v1/accounts/verify_credentials' });
+    expect(test.spec.containers[0].env).toContainEqual({ name: 'NODE_TLS_REJECT_UNAUTHORIZED', value: '0' });
+    expect(find(render(LOAD_BALANCED), 'Service', 'edge-rategate').spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+  });
+
+  it('keeps a config.server.tls written by hand, and refuses an Ingress in front of a TLS gateway', () => {
+    const own = render({ ...TLS, config: { server: { tls: { certFile: '/certs/a.pem', keyFile: '/certs/a.key' } } } });
+    expect((parseYaml(find(own, 'ConfigMap', 'edge-rategate').data['limits.yaml'] as string) as K8sObject).server.tls.certFile).toBe('/certs/a.pem');
+    expect(renderError({ ...TLS, ingress: { enabled: true, hosts: [{ host: 'a.example', paths: [{ path: '/' }] }] }, config: NAMED })).toMatch(
+      /ingress\.enabled and tls\.existingSecret/,
+    );
+  });
+});

@@ -89,6 +89,13 @@ most that can run, so that the replicas together stay within about one limit whi
 {{/* .Values.config with what the chart derives: store.gateways, unless the operator set it. */}}
 {{- define "rategate.config" -}}
 {{- $config := deepCopy (.Values.config | default dict) }}
+{{- if .Values.tls.existingSecret }}
+{{- $server := get $config "server" | default dict }}
+{{- if not (hasKey $server "tls") }}
+{{- $_ := set $server "tls" (dict "certFile" (printf "%s/tls.crt" (include "rategate.tlsDir" .)) "keyFile" (printf "%s/tls.key" (include "rategate.tlsDir" .))) }}
+{{- $_ := set $config "server" $server }}
+{{- end }}
+{{- end }}
 {{- $store := get $config "store" | default dict }}
 {{- if and (include "rategate.sharedStore" .) (not (hasKey $store "gateways")) }}
 {{- $_ := set $store "gateways" (include "rategate.gateways" . | int) }}
@@ -102,6 +109,11 @@ most that can run, so that the replicas together stay within about one limit whi
 # Rendered by the rategate chart from .Values.limits and .Values.config. Listen addresses, the
 # upstream, the store and its secrets come from the pod's environment (RATEGATE_*), which wins over this file.
 {{ toYaml (merge (dict "limits" .Values.limits) (include "rategate.config" . | fromJson)) }}
+{{- end }}
+
+{{/* Inside the pod the TLS Secret (tls.existingSecret) is mounted here, as a directory the kubelet updates. */}}
+{{- define "rategate.tlsDir" -}}
+/etc/rategate-tls
 {{- end }}
 
 {{/* Inside the pod the limit table lives here; the ConfigMap is mounted on the directory. */}}
