@@ -13,7 +13,7 @@
  * (`--toggle-collect=node::Environment::RunTimers` would leave timers out at the source, but callgrind
  * does not see every return out of V8's frames: collection stays toggled and nothing is counted.)
  * Node runs with `--perf-basic-prof`, so the dumps can name JIT-compiled JavaScript
- * (`npx tsx bench/callgrind-top.ts DIR`). Dumps stay in `bench/.build/callgrind/<system>/run<N>/`.
+ * (`npx tsx bench/callgrind-top.ts DIR`). Dumps stay in `bench/.build/callgrind/<system>/run<N>/` (`--instr-dir` another folder).
  * Valgrind's default `--smc-check=all-non-file` already sees V8 rewriting its code (anonymous mappings).
  */
 import { spawnSync } from 'node:child_process';
@@ -22,7 +22,7 @@ import path from 'node:path';
 import { runFigures } from '../lib/callgrind.js';
 import { redisCalls } from '../lib/measure.js';
 import { runScript, sleep } from '../lib/procs.js';
-import { BENCH_CONFIG, INSTR_RUNS, QUICK, type SystemKey } from '../lib/settings.js';
+import { BENCH_CONFIG, INSTR_DIR, INSTR_RUNS, QUICK, type SystemKey } from '../lib/settings.js';
 import { env, startFastify, startGateway, startThin, stopServer, type Server } from '../lib/systems.js';
 import type { InstructionsResult, InstructionsRun } from '../lib/types.js';
 
@@ -239,7 +239,7 @@ export async function benchInstructions(key: InstrKey): Promise<InstructionsResu
   const runs: InstructionsRun[] = [];
   for (let i = 0; i < INSTR_RUNS; i++) {
     process.stdout.write(`${INSTR_LABELS[key].padEnd(30)} callgrind run ${i + 1}/${INSTR_RUNS} … `);
-    const r = await oneRun(key, path.resolve('bench', '.build', 'callgrind', key, `run${i + 1}`));
+    const r = await oneRun(key, path.resolve(INSTR_DIR, key, `run${i + 1}`));
     runs.push(r);
     const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
     process.stdout.write(
