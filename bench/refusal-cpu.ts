@@ -8,19 +8,15 @@
  *
  *   npx tsx bench/refusal-cpu.ts [--requests 20000] [--rounds 3] [--cli dist/cli/index.js,bench/.build/before/dist/cli/index.js]
  */
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { fixtures } from './lib/fixtures.js';
 import { cpuMsOfTree, killAll, runScript } from './lib/procs.js';
 import { build, env, startFastify, startGateway, startRedis, startThin, startUpstream, stopServer, type Server } from './lib/systems.js';
-import { BENCH_CONFIG } from './lib/settings.js';
+import { argv, BENCH_CONFIG } from './lib/settings.js';
 
-const { values } = parseArgs({
-  options: { requests: { type: 'string', default: '20000' }, rounds: { type: 'string', default: '3' }, cli: { type: 'string' } },
-  strict: false,
-});
-const N = Number(values.requests);
-const ROUNDS = Number(values.rounds);
+// The bench's command line (lib/settings.ts): --requests, --rounds, --cli.
+const N = Number(argv.requests ?? 20_000);
+const ROUNDS = Number(argv.rounds ?? 3);
 
 /** Sends `n` refused requests; the answering process's CPU ms over them and how many were 429. */
 async function measure(s: Server, n: number): Promise<{ cpuMs: number; refused: number }> {
@@ -31,7 +27,7 @@ async function measure(s: Server, n: number): Promise<{ cpuMs: number; refused: 
 }
 
 async function main(): Promise<void> {
-  const clis = typeof values.cli === 'string' ? values.cli.split(',') : [build()];
+  const clis = argv.cli !== undefined ? argv.cli.split(',') : [build()];
   env.cli = clis[0]!;
   const redisServer = await startRedis();
   env.redisUrl = `redis://127.0.0.1:${redisServer!.port}`;

@@ -25,6 +25,8 @@ export const { values: argv } = parseArgs({
     // --replay: only `rategate replay`'s lines/s (bench/replay.ts), --lines of generated log.
     replay: { type: 'boolean', default: false },
     lines: { type: 'string' },
+    // bench/refusal-cpu.ts: refused requests per system and round (it reads --rounds and --cli too).
+    requests: { type: 'string' },
   },
   strict: true,
 });
