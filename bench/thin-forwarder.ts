@@ -12,20 +12,32 @@
  * charge to validate and write them is a floor no Node gateway sending them goes below. `--dispatch`:
  * forwarding through a dispatch handler of its own, as rategate does, instead of `pool.stream`.
  *
- *   node --import tsx bench/thin-forwarder.ts --listen 127.0.0.1:8081 --upstream http://127.0.0.1:3000 [--gateway-headers] [--dispatch]
+ * `--reject`: no forwarding at all; every request is answered with the 429 rategate writes for the
+ * bench's exhausted path (`GET /api/v1/exhausted` with a user token): the same eight headers, their
+ * values built per request as the gateway builds them, the same body. No limiting: the floor under
+ * any Node gateway's 429 (the `floor-429` row of the instructions table).
+ *
+ *   node --import tsx bench/thin-forwarder.ts --listen 127.0.0.1:8081 --upstream http://127.0.0.1:3000 [--gateway-headers] [--dispatch] [--reject]
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { Pool, type Dispatcher } from 'undici';
 
 const { values } = parseArgs({
-  options: { listen: { type: 'string' }, upstream: { type: 'string' }, 'gateway-headers': { type: 'boolean' }, dispatch: { type: 'boolean' } },
+  options: {
+    listen: { type: 'string' },
+    upstream: { type: 'string' },
+    'gateway-headers': { type: 'boolean' },
+    dispatch: { type: 'boolean' },
+    reject: { type: 'boolean' },
+  },
 });
 const [host, port] = (values.listen ?? '127.0.0.1:8081').split(':') as [string, string];
 const pool = new Pool(values.upstream ?? 'http://127.0.0.1:3000', { connections: 128, pipelining: 1, keepAliveTimeout: 4_000 });
 
 const GATEWAY_HEADERS = values['gateway-headers'] === true;
 const DISPATCH = values.dispatch === true;
+const REJECT = values.reject === true;
 const ID_PREFIX = `${process.pid.toString(16)}-`;
 let ids = 0;
 let remaining = 1_000_000_000;
@@ -82,6 +94,42 @@ function clientHeaders(upHeaders: Record<string, string | string[] | undefined>)
   return out;
 }
 
+const LIMITED_BODY = Buffer.from('{"error":"Too many requests"}');
+const LIMITED_LENGTH = String(LIMITED_BODY.length);
+const HOUR_MS = 3_600_000;
+
+/**
+ * `--reject`: rategate's 429 for the exhausted path (1 per hour; account-access and ip-access beside it
+ * with their room), each value made per request as the gateway makes it: the reset text once per
+ * window, Retry-After and the seconds left computed, the RateLimit field concatenated.
+ */
+function reject(res: http.ServerResponse): void {
+  const now = Date.now();
+  const reset = now - (now % HOUR_MS) + HOUR_MS;
+  if (reset !== resetAt) resetText = new Date((resetAt = reset)).toISOString().slice(0, -1) + '000Z';
+  const t = Math.ceil((reset - now) / 1000);
+  const left = --remaining;
+  res.writeHead(429, [
+    'Content-Type',
+    'application/json; charset=utf-8',
+    'Content-Length',
+    LIMITED_LENGTH,
+    'X-RateLimit-Limit',
+    '1',
+    'X-RateLimit-Remaining',
+    '0',
+    'X-RateLimit-Reset',
+    resetText,
+    'Retry-After',
+    String(t),
+    'RateLimit-Policy',
+    '"exhausted";q=1;w=3600, "account-access";q=1000000000;w=3600, "ip-access";q=1000000000;w=3600',
+    'RateLimit',
+    '"exhausted";r=0;t=' + t + ', "account-access";r=' + left + ';t=' + t + ', "ip-access";r=' + left + ';t=' + t,
+  ]);
+  res.end(LIMITED_BODY);
+}
+
 function unreachable(res: http.ServerResponse): void {
   if (res.headersSent) res.destroy();
   else {
@@ -129,6 +177,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  if (REJECT) return reject(res);
   const headers = upstreamHeaders(req);
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
   if (DISPATCH) {

@@ -7,7 +7,7 @@ import { renderChart, type Panel } from './chart.js';
 import { fmtInt, fmtMs, fmtUs, statusSummary } from './format.js';
 import { CONNECTIONS, LABELS, MANY_CLIENTS, ORDER, RATE, results, type SystemKey } from './settings.js';
 import type { InstructionsResult, InstructionsRun, MemoryResult, PerClientResult, SystemResult } from './types.js';
-import { INSTR_LABELS, INSTR_ORDER, type InstrKey } from '../scenarios/instructions.js';
+import { INSTR_LABELS, INSTR_ORDER, instrSystem, refusedRow, type InstrKey } from '../scenarios/instructions.js';
 import { BYTES_PER_BUCKET } from '../../src/limiter/memory/key-bound.js';
 
 export interface Ratio {
@@ -255,8 +255,8 @@ function loadFigures(k: InstrKey): string {
     const m = results['rategate-redis']?.manyClients;
     return m ? `${fmtInt(m.rps)} | ${m.cpuUsSystem.toFixed(1)} | — | ${m.cpuUsRedis?.toFixed(1) ?? '—'}` : '— | — | — | —';
   }
-  if (k === 'thin-dispatch' || k === 'thin-headers') return '— | — | — | —';
-  const f = results[k]?.forwarded;
+  if (k === 'thin-dispatch' || k === 'thin-headers' || k === 'floor-429' || refusedRow(k)) return '— | — | — | —';
+  const f = results[instrSystem(k)]?.forwarded;
   const c = f?.cpuUsPerRequest;
   if (!f || !c) return '— | — | — | —';
   return `${fmtInt(f.rps)} | ${c.system?.toFixed(1) ?? '—'} | ${c.upstream.toFixed(1)} | ${c.redis?.toFixed(1) ?? '—'}`;
@@ -266,12 +266,13 @@ function loadFigures(k: InstrKey): string {
 export function instructionsTable(instructions: Partial<Record<InstrKey, InstructionsResult>>): string {
   const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
   const bare = instructions.thin?.main;
+  const floor = instructions['floor-429']?.main;
   const first = Object.values(instructions)[0]!;
   const lines = [
     `Instructions per forwarded request, main thread (callgrind; ${first.warmup} requests uninstrumented first, then ${first.runs[0]?.requests} measured, ` +
-      `8 connections; idle timer work subtracted; median of ${first.runs.length} runs, each a fresh process):`,
+      `8 connections; idle timer work subtracted; median of ${first.runs.length} runs, each a fresh process; a 429 row per refused request, × its floor):`,
     '',
-    '| system | main thread | × bare | spread | runs | without GC, compile | GC (entries/run) | compile | timers subtracted (idle /s) | all threads | Redis calls/req | req/s | CPU µs itself | upstream | redis |',
+    '| system | main thread | × bare (429: × floor) | spread | runs | without GC, compile | GC (entries/run) | compile | timers subtracted (idle /s) | all threads | Redis calls/req | req/s | CPU µs itself | upstream | redis |',
     '|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const key of INSTR_ORDER) {
@@ -279,8 +280,10 @@ export function instructionsTable(instructions: Partial<Record<InstrKey, Instruc
     if (!r) continue;
     const med = (f: (x: InstructionsRun) => number): number => [...r.runs.map(f)].sort((a, b) => a - b)[r.runs.length >> 1]!;
     const redis = r.runs[0]?.redisScriptCalls === undefined ? '—' : med((x) => x.redisScriptCalls!).toFixed(3);
+    // A refused row against the 429 floor, a forwarded one against the bare forwarder.
+    const base = refusedRow(key) ? floor : bare;
     lines.push(
-      `| ${INSTR_LABELS[key]} | ${k(r.main)} | ${bare && key !== 'thin' ? (r.main / bare).toFixed(2) : '1'} | ${(r.spread * 100).toFixed(1)} % | ` +
+      `| ${INSTR_LABELS[key]} | ${k(r.main)} | ${base && key !== 'thin' && key !== 'floor-429' ? (r.main / base).toFixed(2) : '1'} | ${(r.spread * 100).toFixed(1)} % | ` +
         `${r.runs.map((x) => k(x.main)).join(', ')} | ${k(r.steady)} | ${k(med((x) => x.gc))} (${med((x) => x.gcEntries)}) | ${k(med((x) => x.compile))} | ` +
         `${k(med((x) => x.timers))} (${k(med((x) => x.idlePerSecond))}) | ${k(med((x) => x.allThreads))} | ${redis} | ${loadFigures(key)} |`,
     );

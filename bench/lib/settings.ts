@@ -19,10 +19,14 @@ export const { values: argv } = parseArgs({
     skip: { type: 'string' },
     instructions: { type: 'boolean', default: false },
     'instr-runs': { type: 'string' },
+    // Where the instructions scenario keeps its dumps (default bench/.build/callgrind): another build's runs beside the first's.
+    'instr-dir': { type: 'string' },
     cli: { type: 'string' },
     // --replay: only `rategate replay`'s lines/s (bench/replay.ts), --lines of generated log.
     replay: { type: 'boolean', default: false },
     lines: { type: 'string' },
+    // bench/refusal-cpu.ts: refused requests per system and round (it reads --rounds and --cli too).
+    requests: { type: 'string' },
   },
   strict: true,
 });
@@ -39,6 +43,7 @@ export const MANY_CLIENTS = Number(argv.clients ?? 100_000);
 export const MANY_CLIENTS_EACH = 3;
 /** Callgrind runs per system (a fresh process each) of the instructions scenario. */
 export const INSTR_RUNS = Math.max(1, Number(argv['instr-runs'] ?? 3));
+export const INSTR_DIR = argv['instr-dir'] ?? path.join('bench', '.build', 'callgrind');
 export const PROFILE_SEC = QUICK ? 3 : 8;
 export const ONLY = argv.only ? new Set(argv.only.split(',')) : null;
 export const SKIP = new Set((argv.skip ?? (QUICK ? 'profile,instructions' : '')).split(',').filter(Boolean));

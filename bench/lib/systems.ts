@@ -188,7 +188,8 @@ export async function startThin(wrap: readonly string[] = [], nodeFlags: readonl
   return { key: 'thin', port, proc };
 }
 
-export async function startFastify(wrap: readonly string[] = [], nodeFlags: readonly string[] = []): Promise<Server> {
+/** The fastify stack; `store` 'memory': @fastify/rate-limit's own in-process store instead of Redis. */
+export async function startFastify(wrap: readonly string[] = [], nodeFlags: readonly string[] = [], store: 'redis' | 'memory' = 'redis'): Promise<Server> {
   const port = await freePort();
   const [cmd, argv] = nodeCommand(wrap, [
     ...nodeFlags,
@@ -199,8 +200,7 @@ export async function startFastify(wrap: readonly string[] = [], nodeFlags: read
     `127.0.0.1:${port}`,
     '--upstream',
     env.upstreamUrl,
-    '--redis',
-    env.redisUrl!,
+    ...(store === 'redis' ? ['--redis', env.redisUrl!] : []),
   ]);
   const proc = start('fastify', cmd, argv);
   await waitForPort(proc, port, wrap.length > 0 ? 300_000 : 30_000);

@@ -13,7 +13,7 @@
  * (`--toggle-collect=node::Environment::RunTimers` would leave timers out at the source, but callgrind
  * does not see every return out of V8's frames: collection stays toggled and nothing is counted.)
  * Node runs with `--perf-basic-prof`, so the dumps can name JIT-compiled JavaScript
- * (`npx tsx bench/callgrind-top.ts DIR`). Dumps stay in `bench/.build/callgrind/<system>/run<N>/`.
+ * (`npx tsx bench/callgrind-top.ts DIR`). Dumps stay in `bench/.build/callgrind/<system>/run<N>/` (`--instr-dir` another folder).
  * Valgrind's default `--smc-check=all-non-file` already sees V8 rewriting its code (anonymous mappings).
  */
 import { spawnSync } from 'node:child_process';
@@ -22,12 +22,32 @@ import path from 'node:path';
 import { runFigures } from '../lib/callgrind.js';
 import { redisCalls } from '../lib/measure.js';
 import { runScript, sleep } from '../lib/procs.js';
-import { BENCH_CONFIG, INSTR_RUNS, QUICK } from '../lib/settings.js';
+import { BENCH_CONFIG, INSTR_DIR, INSTR_RUNS, QUICK, type SystemKey } from '../lib/settings.js';
 import { env, startFastify, startGateway, startThin, stopServer, type Server } from '../lib/systems.js';
 import type { InstructionsResult, InstructionsRun } from '../lib/types.js';
 
-/** The systems measured: the hot-key ones of the load scenario, and the Redis gateway with a new client per request. */
-export type InstrKey = 'thin' | 'thin-dispatch' | 'thin-headers' | 'rategate-memory' | 'rategate-redis' | 'rategate-redis-clients' | 'fastify';
+/** Distinct clients of `rategate-redis-429-clients`, all exhausted within the warm-up: each request is a known client's 429. */
+const REFUSED_CLIENTS = 1000;
+
+/**
+ * The systems measured: the hot-key ones of the load scenario, and the Redis gateway with a new client
+ * per request; then the refused request (`-429`: every measured request a 429 on the exhausted path)
+ * against its floor, a bare node:http server writing the same 429 with no limiting.
+ */
+export type InstrKey =
+  | 'thin'
+  | 'thin-dispatch'
+  | 'thin-headers'
+  | 'rategate-memory'
+  | 'rategate-redis'
+  | 'rategate-redis-clients'
+  | 'fastify'
+  | 'floor-429'
+  | 'rategate-memory-429'
+  | 'rategate-redis-429'
+  | 'rategate-redis-429-clients'
+  | 'fastify-429'
+  | 'fastify-memory-429';
 export const INSTR_ORDER: readonly InstrKey[] = [
   'thin',
   'thin-dispatch',
@@ -36,6 +56,12 @@ export const INSTR_ORDER: readonly InstrKey[] = [
   'rategate-redis',
   'rategate-redis-clients',
   'fastify',
+  'floor-429',
+  'rategate-memory-429',
+  'rategate-redis-429',
+  'rategate-redis-429-clients',
+  'fastify-429',
+  'fastify-memory-429',
 ];
 export const INSTR_LABELS: Record<InstrKey, string> = {
   thin: 'bare Node forwarder',
@@ -45,7 +71,40 @@ export const INSTR_LABELS: Record<InstrKey, string> = {
   'rategate-redis': 'rategate Redis, hot key',
   'rategate-redis-clients': 'rategate Redis, many clients',
   fastify: 'fastify+rate-limit (Redis)',
+  'floor-429': "429 floor: node:http, rategate's 429",
+  'rategate-memory-429': 'rategate memory, 429',
+  'rategate-redis-429': 'rategate Redis, 429 hot key',
+  'rategate-redis-429-clients': `rategate Redis, 429, ${REFUSED_CLIENTS} clients`,
+  'fastify-429': 'fastify+rate-limit (Redis), 429',
+  'fastify-memory-429': 'fastify+rate-limit (memory), 429',
 };
+
+/** A row of refused requests: every measured request is answered 429 (the exhausted path). */
+export const refusedRow = (key: InstrKey): boolean => key.endsWith('-429') || key === 'rategate-redis-429-clients';
+
+/** The load scenario's system a row comes with (`--only`), and whose availability it shares. */
+export function instrSystem(key: InstrKey): SystemKey {
+  switch (key) {
+    case 'thin-dispatch':
+    case 'thin-headers':
+    case 'floor-429':
+      return 'thin';
+    case 'rategate-redis-clients':
+    case 'rategate-redis-429':
+    case 'rategate-redis-429-clients':
+      return 'rategate-redis';
+    case 'rategate-memory-429':
+      return 'rategate-memory';
+    case 'fastify-429':
+    case 'fastify-memory-429':
+      return 'fastify';
+    case 'thin':
+    case 'rategate-memory':
+    case 'rategate-redis':
+    case 'fastify':
+      return key;
+  }
+}
 
 /** Uninstrumented requests before any count: the JIT's tiers settle within the first few thousand. */
 export const WARMUP = 3000;
@@ -70,8 +129,10 @@ async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<S
   if (key === 'thin') return startThin(wrap, nodeFlags);
   if (key === 'thin-dispatch') return startThin(wrap, nodeFlags, ['--dispatch']);
   if (key === 'thin-headers') return startThin(wrap, nodeFlags, ['--dispatch', '--gateway-headers']);
-  if (key === 'fastify') return startFastify(wrap, nodeFlags);
-  const store = key === 'rategate-memory' ? 'memory' : env.redisUrl!;
+  if (key === 'floor-429') return startThin(wrap, nodeFlags, ['--reject']);
+  if (key === 'fastify' || key === 'fastify-429') return startFastify(wrap, nodeFlags);
+  if (key === 'fastify-memory-429') return startFastify(wrap, nodeFlags, 'memory');
+  const store = key === 'rategate-memory' || key === 'rategate-memory-429' ? 'memory' : env.redisUrl!;
   // The bench table with a store timeout fit for valgrind: 50 ms of native time is seconds under it,
   // and a timed-out call would send the count down the fault policy's path instead of the normal one.
   const config = path.join(dir, 'limits.yaml');
@@ -79,17 +140,22 @@ async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<S
   return startGateway(key, config, store, { wrap, nodeFlags });
 }
 
-/** Sends `n` requests (8 keep-alive connections, one in flight each) from the client(s) starting at `offset`; how many were not 200. */
+/**
+ * Sends `n` requests (8 keep-alive connections, one in flight each) from the client(s) starting at
+ * `offset`; how many were not answered as the row expects (200, or 429 on a refused row).
+ */
 async function send(key: InstrKey, port: number, n: number, offset: number, strict = true): Promise<number> {
   const many = key === 'rategate-redis-clients';
+  const refused = refusedRow(key);
+  const expected = refused ? '429' : '200';
   const r = await runScript<{ n: number; statuses: Record<string, number> }>(
     'bench/million.ts',
     {
       port,
-      path: `/api/v1/statuses/${env.fx.statusId}`,
+      path: refused ? '/api/v1/exhausted' : `/api/v1/statuses/${env.fx.statusId}`,
       headers: { authorization: `Bearer ${env.fx.userToken}` },
       n,
-      clients: many ? MANY : 1,
+      clients: many ? MANY : key === 'rategate-redis-429-clients' ? REFUSED_CLIENTS : 1,
       offset: many ? offset : 0,
       connections: 8,
       depth: 1,
@@ -98,15 +164,18 @@ async function send(key: InstrKey, port: number, n: number, offset: number, stri
   );
   // A forwarder without retries answers an odd 502 when the upstream closes a kept-alive connection as a
   // request goes out (valgrind's slowness widens that race): a few are no reason to lose the run.
-  if (strict && (r.statuses['200'] ?? 0) < n * 0.99) throw new Error(`expected ${n} answers 200, got ${JSON.stringify(r.statuses)}`);
-  return n - (r.statuses['200'] ?? 0);
+  if (strict && (r.statuses[expected] ?? 0) < n * 0.99) throw new Error(`expected ${n} answers ${expected}, got ${JSON.stringify(r.statuses)}`);
+  return n - (r.statuses[expected] ?? 0);
 }
+
+const usesRedis = (key: InstrKey): boolean =>
+  !key.startsWith('thin') && key !== 'floor-429' && key !== 'rategate-memory' && key !== 'rategate-memory-429' && key !== 'fastify-memory-429';
 
 /** One run: a fresh process, warm-up, idle window, measured window. */
 async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  if (!key.startsWith('thin') && key !== 'rategate-memory') await env.redis!.flushall();
+  if (usesRedis(key)) await env.redis!.flushall();
   const wrap = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${path.join(dir, 'callgrind.out.%p')}`];
   const server = await startUnder(key, wrap, dir);
   const pid = server.proc.pid;
@@ -138,7 +207,7 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
     // runs at native speed, the system's own timers ~50× slower): a few requests open fresh ones (and
     // take the leases again) before the count starts, so the window sees no reset connection.
     await send(key, server.port, REWARM, WARMUP + WINDOW, false);
-    const redisBefore = key.startsWith('thin') || key === 'rategate-memory' ? null : await redisCalls();
+    const redisBefore = usesRedis(key) ? await redisCalls() : null;
     control('-z');
     const w0 = performance.now();
     const failed = await send(key, server.port, WINDOW, WARMUP);
@@ -170,7 +239,7 @@ export async function benchInstructions(key: InstrKey): Promise<InstructionsResu
   const runs: InstructionsRun[] = [];
   for (let i = 0; i < INSTR_RUNS; i++) {
     process.stdout.write(`${INSTR_LABELS[key].padEnd(30)} callgrind run ${i + 1}/${INSTR_RUNS} … `);
-    const r = await oneRun(key, path.resolve('bench', '.build', 'callgrind', key, `run${i + 1}`));
+    const r = await oneRun(key, path.resolve(INSTR_DIR, key, `run${i + 1}`));
     runs.push(r);
     const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
     process.stdout.write(

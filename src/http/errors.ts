@@ -71,6 +71,20 @@ export function upstreamErrorReason(code: GatewayErrorCode): (typeof UPSTREAM_ER
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** A JSON answer on a response; `extra` are flat name/value pairs (the rate-limit headers). */
+/** The head of a JSON answer kept for reuse (pipeline/refusal-head.ts): its type and length, then `extra`. */
+export function jsonHead(body: Buffer, extra: readonly string[]): string[] {
+  const head: string[] = ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length)];
+  for (const h of extra) head.push(h);
+  return head;
+}
+
+/** A JSON answer whose whole head was built before (jsonHead): written as is, the connection kept. */
+export function respondWithHead(res: http.ServerResponse, status: number, head: readonly string[], body: Buffer): void {
+  // writeHead takes a mutable array in its types only: node reads the pairs, never changes them.
+  res.writeHead(status, head as string[]);
+  res.end(body);
+}
+
 export function respondJson(res: http.ServerResponse, status: number, body: Buffer, extra: readonly string[], close = false): void {
   const headers: string[] = ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length)];
   for (const h of extra) headers.push(h);

@@ -12,6 +12,8 @@ export interface Decision {
   readonly body: Buffer | undefined;
   /** Rate-limit headers for the answer, as flat name/value pairs. */
   readonly headers: readonly string[];
+  /** A 429's whole head when prebuilt (refusal-head.ts): Content-Type, Content-Length, then `headers`. */
+  readonly head?: readonly string[] | undefined;
   /** The rules whose buckets were charged (or would have been), in table order. */
   readonly rules: readonly CompiledRule[];
   /** On a 429, the rule that rejected: the first non-shadow rule whose bucket had no room. */

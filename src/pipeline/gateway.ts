@@ -16,7 +16,7 @@ import { forwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import type { UpstreamRoutes } from '../proxy/routes.js';
 import type { BodyRateWatch } from '../http/body-rate.js';
-import { GATEWAY_ERRORS, isGatewayAnswer, respondError, respondJson, respondOnSocket, upstreamErrorReason } from '../http/errors.js';
+import { GATEWAY_ERRORS, isGatewayAnswer, respondError, respondJson, respondOnSocket, respondWithHead, upstreamErrorReason } from '../http/errors.js';
 import { NO_HEADERS } from './decision.js';
 import { RequestView } from './request-view.js';
 import { continueNow } from '../http/expect-continue.js';
@@ -119,7 +119,9 @@ export class Gateway {
       if (!d.admit) {
         // A request body the gateway will not read: answering early closes the connection, not drains it.
         const close = d === SHUTTING_DOWN || d === TOO_LARGE || d === CONNECTION_FRAMING || (!req.complete && declaresBody(req));
-        respondJson(res, d.status, d.body!, d.headers, close);
+        // A 429's prebuilt head (refusal-head.ts) is written as is; one that closes the connection is built.
+        if (d.head !== undefined && !close) respondWithHead(res, d.status, d.head, d.body!);
+        else respondJson(res, d.status, d.body!, d.headers, close);
         return this.finish(req, id, s, { status: d.status, result: undefined }, started);
       }
       // Routed by the method it was counted as (Rack's override applied), as the upstream's Rails routes it.

@@ -8,6 +8,7 @@ import { GATEWAY_ERRORS } from '../http/errors.js';
 import { NO_RULES, type Decision } from './decision.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
 import type { RequestPolicy } from './policy.js';
+import { refusalHead } from './refusal-head.js';
 
 /** An in-flight limit frees a slot when a request ends: retrying a second later is the honest hint. */
 const RETRY_IN_A_SECOND: readonly string[] = Object.freeze(['Retry-After', '1']);
@@ -23,9 +24,12 @@ export function rateLimited(
 ): Decision {
   const base = { admit: false, status: GATEWAY_ERRORS.RATE_LIMITED.status, body: policy.limitedBody, rejectedBy, kind: 'limited' } as const;
   if (limits === 'in-flight') return { ...base, headers: RETRY_IN_A_SECOND, rules: NO_RULES, matched: false };
+  // The head as the last refusal's when nothing in it differs (refusal-head.ts): a flood builds it once a second.
+  const prebuilt = limits.headers === undefined ? refusalHead(policy, limits.rules, limits.outcome) : undefined;
   return {
     ...base,
-    headers: limits.headers ?? rateLimitHeaders(policy, limits.rules, limits.outcome),
+    headers: limits.headers ?? prebuilt!.headers,
+    head: prebuilt?.head,
     rules: limits.rules,
     matched: true,
     outcome: limits.outcome,

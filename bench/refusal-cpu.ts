@@ -1,0 +1,72 @@
+/**
+ * @module CPU µs per 429 of the answering process (user + kernel, /proc), natively: the 429 floor
+ * (bench/thin-forwarder.ts --reject), rategate (memory and Redis; one build or two with `--cli`), and
+ * fastify + @fastify/rate-limit (Redis, and its own memory store), each sent the same refused requests
+ * (`GET /api/v1/exhausted` with a user token, one client, 8 keep-alive connections), in interleaved
+ * rounds so that other processes' load spreads over all. Noisy on a shared machine: the instruction
+ * counts (`npm run bench -- --instructions`) are the figure to decide on.
+ *
+ *   npx tsx bench/refusal-cpu.ts [--requests 20000] [--rounds 3] [--cli dist/cli/index.js,bench/.build/before/dist/cli/index.js]
+ */
+import { Redis } from 'ioredis';
+import { fixtures } from './lib/fixtures.js';
+import { cpuMsOfTree, killAll, runScript } from './lib/procs.js';
+import { build, env, startFastify, startGateway, startRedis, startThin, startUpstream, stopServer, type Server } from './lib/systems.js';
+import { argv, BENCH_CONFIG } from './lib/settings.js';
+
+// The bench's command line (lib/settings.ts): --requests, --rounds, --cli.
+const N = Number(argv.requests ?? 20_000);
+const ROUNDS = Number(argv.rounds ?? 3);
+
+/** Sends `n` refused requests; the answering process's CPU ms over them and how many were 429. */
+async function measure(s: Server, n: number): Promise<{ cpuMs: number; refused: number }> {
+  const spec = { port: s.port, path: '/api/v1/exhausted', headers: { authorization: `Bearer ${env.fx.userToken}` }, n, clients: 1, connections: 8, depth: 1 };
+  const before = cpuMsOfTree(s.proc.pid);
+  const r = await runScript<{ statuses: Record<string, number> }>('bench/million.ts', spec, 10 * 60_000);
+  return { cpuMs: cpuMsOfTree(s.proc.pid) - before, refused: r.statuses['429'] ?? 0 };
+}
+
+async function main(): Promise<void> {
+  const clis = argv.cli !== undefined ? argv.cli.split(',') : [build()];
+  env.cli = clis[0]!;
+  const redisServer = await startRedis();
+  env.redisUrl = `redis://127.0.0.1:${redisServer!.port}`;
+  env.redis = new Redis(env.redisUrl);
+  const upstream = await startUpstream();
+  env.upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+  env.fx = await fixtures(5);
+  const systems: Array<[string, Server]> = [['floor-429', await startThin([], [], ['--reject'])]];
+  for (const cli of clis) {
+    env.cli = cli;
+    const tag = clis.length > 1 ? ` (${cli})` : '';
+    systems.push([`rategate memory${tag}`, await startGateway('rategate-memory', BENCH_CONFIG, 'memory')]);
+    systems.push([`rategate Redis${tag}`, await startGateway('rategate-redis', BENCH_CONFIG, env.redisUrl)]);
+  }
+  systems.push(['fastify (Redis)', await startFastify()], ['fastify (memory)', await startFastify([], [], 'memory')]);
+  const us = new Map<string, number[]>();
+  try {
+    // Warm-up: exhausts the bucket and lets the JIT settle.
+    for (const [, s] of systems) await measure(s, 3000);
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? systems : [...systems].reverse();
+      for (const [name, s] of order) {
+        const m = await measure(s, N);
+        if (m.refused < N * 0.99) throw new Error(`${name}: ${m.refused} of ${N} refused`);
+        (us.get(name) ?? us.set(name, []).get(name)!).push((m.cpuMs * 1000) / N);
+      }
+    }
+  } finally {
+    for (const [, s] of systems) await stopServer(s);
+    await stopServer(upstream);
+    env.redis.disconnect();
+    await stopServer(redisServer);
+    killAll();
+  }
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+  const floor = median(us.get('floor-429')!);
+  console.log(`| system | CPU µs per 429 (median of ${ROUNDS}) | × floor-429 | rounds |\n|---|--:|--:|---|`);
+  for (const [name, xs] of us)
+    console.log(`| ${name} | ${median(xs).toFixed(1)} | ${(median(xs) / floor).toFixed(2)} | ${xs.map((x) => x.toFixed(1)).join(', ')} |`);
+}
+
+await main();
