@@ -14,6 +14,7 @@ import { STATUS_PATHS, serveStatus } from './status-route.js';
 import type { StoreLog } from '../limiter/types.js';
 import type { FleetSketches } from '../fleet/fleet.js';
 import { actorOf, auditFor } from './audit.js';
+import { browserRefusal } from './browser-check.js';
 
 /** What /metrics serves: this process's registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -40,6 +41,8 @@ export interface AdminApi {
   token: () => string | null;
   /** Whether the listener accepts connections from this host only (see isLoopbackListen). */
   loopbackOnly: boolean;
+  /** The Host names this listener answers to besides admin.allowedHosts (see listenerNames). */
+  names: ReadonlySet<string>;
   /** The status page's live sources (absent: `/`, `/status` and `/status.json` answer 404). */
   status?: StatusSources;
   /** Where the audit line of each admin write goes (absent: none is written). */
@@ -74,6 +77,10 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
     const r = await opts.ready();
     return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks, ...r.details });
   }
+  // Security: the door's paths carry IPs and change who is refused; a browser may not be made to reach them.
+  const guarded = STATUS_PATHS.has(path) || path.startsWith('/admin/');
+  const foreign = guarded && opts.api !== undefined ? browserRefusal(req, opts.api.names, opts.api.policy().snapshot.config.admin.allowedHosts) : null;
+  if (foreign !== null) return json(res, foreign.status, { error: foreign.error });
   if (req.method === 'GET' && STATUS_PATHS.has(path)) return serveStatus(opts.api, req, res, path, q === -1 ? '' : target.slice(q + 1));
   if (path.startsWith('/admin/')) {
     if (opts.api === undefined) return json(res, 404, { error: 'Not found (the buckets API is served by single-process mode only)' });

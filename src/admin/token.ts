@@ -4,6 +4,7 @@
  */
 import { parseHostPort } from '../config/index.js';
 import { readSecretFile } from '../config/secret-file.js';
+import { listenerNames } from './browser-check.js';
 
 /**
  * True when the listen address only accepts connections from this host: 127.0.0.0/8, ::1, localhost.
@@ -15,6 +16,11 @@ export function isLoopbackListen(listen: string): boolean {
   if (hp === undefined) return false;
   const host = hp.host.toLowerCase();
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** What the admin router knows of its listener from its address: loopback-only or not, and the Host names it answers to. */
+export function listenerFacts(listen: string): { loopbackOnly: boolean; names: ReadonlySet<string> } {
+  return { loopbackOnly: isLoopbackListen(listen), names: listenerNames(listen) };
 }
 
 /**

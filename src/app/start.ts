@@ -16,7 +16,7 @@ import { Tunnel } from '../proxy/tunnel.js';
 import { UpstreamRoutes, type PoolAdmission } from '../proxy/routes.js';
 import { BodyRateWatch } from '../http/body-rate.js';
 import { createAdminServer } from '../admin/server.js';
-import { isLoopbackListen, loadAdminToken } from '../admin/token.js';
+import { listenerFacts, loadAdminToken } from '../admin/token.js';
 import { createStatusSources } from '../admin/status-data.js';
 import { createDrain } from '../http/drain.js';
 import { Gateway } from '../pipeline/gateway.js';
@@ -100,7 +100,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   let adminToken = runAdmin ? await loadAdminToken(cfg.admin, settings.configPath) : null;
   const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => drain.draining });
   const status = createStatusSources({ policy: () => policy, metrics, store: storeHandle, storeUrl: cfg.store.url, sample: runAdmin });
-  const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status, log };
+  const api = { token: () => adminToken, ...listenerFacts(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status, log };
   const admin = createAdminServer({ metrics: metrics.registry, ready, api: { ...api, fleet } });
   if (runAdmin) await listenAdmin(admin, cfg, adminToken === null && !api.loopbackOnly, log);
 

@@ -7,7 +7,16 @@ import { checkCustomMethod } from './fields/methods.js';
 import { guardShapes } from './fields/guard.js';
 import { surgeShape, surgesSection, surgeTriggerShape } from './fields/surge.js';
 import { accountWhenShape, onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
-import { checkIpOrCidr, checkListen, checkNamedUpstreamUrl, checkStoreUrl, checkTrustedProxy, checkUpstreamUrl, HEADER_NAME } from './fields/validators.js';
+import {
+  checkAdminHost,
+  checkIpOrCidr,
+  checkListen,
+  checkNamedUpstreamUrl,
+  checkStoreUrl,
+  checkTrustedProxy,
+  checkUpstreamUrl,
+  HEADER_NAME,
+} from './fields/validators.js';
 
 /** The chart check compares its rule keys with these; kept importable from here. */
 export { RULE_NAME, ruleShape } from './fields/rule.js';
@@ -37,6 +46,13 @@ const adminShape = {
     .nullable()
     .default(null)
     .describe('Path of a file holding the admin token (e.g. a mounted Secret), trimmed; read at start and on every reload.'),
+  allowedHosts: z
+    .array(checked(checkAdminHost))
+    .max(64)
+    .default([])
+    .describe(
+      "Host names the admin API and status page answer to besides the listener's own addresses (every interface address for 0.0.0.0 or ::) and localhost, e.g. a Service name; any other Host is refused 421 (DNS rebinding). The port is not compared.",
+    ),
 };
 /** The Host header the upstream sees: its own (default), or the client's (signed deliveries sign it: docs/federation.md). */
 const upstreamHost = z
