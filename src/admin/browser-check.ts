@@ -1,8 +1,8 @@
 /**
- * @module What a browser may have been made to send to the admin listener, refused before the door:
- * a `Host` that names none of this listener's addresses (DNS rebinding: another site's name made to
+ * @module What a browser may have been made to send to the admin listener, refused: a `Host` that names none of this listener's addresses (DNS rebinding: another site's name made to
  * resolve to us, so its page reads and writes as if it were ours), and a write from another origin or
  * whose body is not JSON (a cross-site form or "simple" fetch, which a browser sends without asking).
+ * The Host is checked before the door (the token), a write's origin and body type right after it.
  * Security: with no token on a loopback listener (the documented default), these checks are all that
  * stands between any web page the operator opens and the admin API.
  */
@@ -66,22 +66,18 @@ function allowedSet(allowedHosts: readonly string[]): ReadonlySet<string> {
 }
 
 /**
- * Null when a request to a guarded path (the admin API, the status page) may go on to the door, else
- * its refusal. A missing Host (HTTP/1.0) passes: every browser sends one, so it is no rebinding.
+ * Null when the Host of a request to a guarded path (the admin API, the status page) is one of this
+ * listener's, else its refusal. A missing Host (HTTP/1.0) passes: every browser sends one, so it is no rebinding.
  */
-export function browserRefusal(req: http.IncomingMessage, names: ReadonlySet<string>, allowedHosts: readonly string[]): BrowserRefusal | null {
+export function hostRefusal(req: http.IncomingMessage, names: ReadonlySet<string>, allowedHosts: readonly string[]): BrowserRefusal | null {
   const header = req.headers.host;
-  if (header !== undefined) {
-    const host = canonicalHost(header);
-    if (host === null || (!names.has(host) && !allowedSet(allowedHosts).has(host))) {
-      return {
-        status: 421,
-        error: `Host ${JSON.stringify(header.slice(0, 100))} is not an address of this admin listener: use one of them or localhost, or name it in admin.allowedHosts`,
-      };
-    }
-  }
-  const method = req.method ?? 'GET';
-  return method === 'GET' || method === 'HEAD' ? null : writeRefusal(req, header);
+  if (header === undefined) return null;
+  const host = canonicalHost(header);
+  if (host !== null && (names.has(host) || allowedSet(allowedHosts).has(host))) return null;
+  return {
+    status: 421,
+    error: `Host ${JSON.stringify(header.slice(0, 100))} is not an address of this admin listener: use one of them or localhost, or name it in admin.allowedHosts`,
+  };
 }
 
 /**
@@ -89,9 +85,12 @@ export function browserRefusal(req: http.IncomingMessage, names: ReadonlySet<str
  * any body it has must be declared JSON: a page on another origin can send a form or a text/plain
  * body without asking, never application/json (that takes a CORS preflight, which this listener never
  * grants). Browsers send Origin on every write and Sec-Fetch-Site on every request; clients such as
- * curl and the CLI send neither.
+ * curl and the CLI send neither. Null for a read, or a write that may go on.
  */
-function writeRefusal(req: http.IncomingMessage, host: string | undefined): BrowserRefusal | null {
+export function writeRefusal(req: http.IncomingMessage): BrowserRefusal | null {
+  const method = req.method ?? 'GET';
+  if (method === 'GET' || method === 'HEAD') return null;
+  const host = req.headers.host;
   const site = req.headers['sec-fetch-site'];
   if (site !== undefined && site !== 'same-origin' && site !== 'none') {
     return {

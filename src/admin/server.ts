@@ -14,7 +14,7 @@ import { STATUS_PATHS, serveStatus } from './status-route.js';
 import type { StoreLog } from '../limiter/types.js';
 import type { FleetSketches } from '../fleet/fleet.js';
 import { actorOf, auditFor } from './audit.js';
-import { browserRefusal } from './browser-check.js';
+import { hostRefusal, writeRefusal } from './browser-check.js';
 
 /** What /metrics serves: this process's registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -79,7 +79,7 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
   }
   // Security: the door's paths carry IPs and change who is refused; a browser may not be made to reach them.
   const guarded = STATUS_PATHS.has(path) || path.startsWith('/admin/');
-  const foreign = guarded && opts.api !== undefined ? browserRefusal(req, opts.api.names, opts.api.policy().snapshot.config.admin.allowedHosts) : null;
+  const foreign = guarded && opts.api !== undefined ? hostRefusal(req, opts.api.names, opts.api.policy().snapshot.config.admin.allowedHosts) : null;
   if (foreign !== null) return json(res, foreign.status, { error: foreign.error });
   if (req.method === 'GET' && STATUS_PATHS.has(path)) return serveStatus(opts.api, req, res, path, q === -1 ? '' : target.slice(q + 1));
   if (path.startsWith('/admin/')) {
@@ -96,6 +96,9 @@ async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerRe
     if (refused.status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
     return json(res, refused.status, { error: refused.error });
   }
+  // Security: after the door, so that a client without the token is told it needs one; before any body is read.
+  const crossSite = writeRefusal(req);
+  if (crossSite !== null) return json(res, crossSite.status, { error: crossSite.error });
   // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
   const params = new URLSearchParams(query);
   const actor = actorOf(req, opts.token());

@@ -53,6 +53,14 @@ const adminShape = {
     .describe(
       "Host names the admin API and status page answer to besides the listener's own addresses (every interface address for 0.0.0.0 or ::) and localhost, e.g. a Service name; any other Host is refused 421 (DNS rebinding). The port is not compared.",
     ),
+  maxPrefix: z
+    .object({
+      ipv4: z.int().min(0).max(32).default(16).describe('The widest IPv4 prefix taken without force.'),
+      ipv6: z.int().min(0).max(128).default(32).describe('The widest IPv6 prefix taken without force.'),
+    })
+    .strict()
+    .prefault({})
+    .describe('A runtime block or exemption wider than this, or covering loopback, is refused 422 unless the request says "force": true (CLI: --force).'),
 };
 /** The Host header the upstream sees: its own (default), or the client's (signed deliveries sign it: docs/federation.md). */
 const upstreamHost = z
@@ -293,6 +301,7 @@ export type SurgeConfig = Config['surges'][number];
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   '': Object.keys(topShape),
   admin: Object.keys(adminShape),
+  'admin.maxPrefix': ['ipv4', 'ipv6'],
   upstream: Object.keys(upstreamShape),
   routes: Object.keys(routeShape),
   store: Object.keys(storeShape),
