@@ -60,7 +60,7 @@ const DIGEST_TAGS = KIND_NAMES.filter((k) => KINDS[k].operatorNames === 'value' 
   .map((k) => `${KINDS[k].tag}:<sha256>`)
   .join(', ');
 
-const NOBODY: Actor = { address: 'unknown', tokenId: null };
+const NOBODY: Actor = { address: 'unknown', tokenId: null, tokenName: null };
 
 /** The answer for a guard path, or null when `path` is not one of them. */
 export async function guardEndpoint(

@@ -8,7 +8,8 @@ import type { RequestPolicy } from '../pipeline/policy.js';
 import { bucketsEndpoint } from './buckets.js';
 import { guardEndpoint } from './guard-api.js';
 import type { Guard } from '../guard/guard.js';
-import { BEARER_CHALLENGE, doorRefusal } from './door.js';
+import { BEARER_CHALLENGE, doorCheck } from './door.js';
+import type { AdminCredential } from './token.js';
 import type { StatusSources } from './status-data.js';
 import { STATUS_PATHS, serveStatus } from './status-route.js';
 import type { StoreLog } from '../limiter/types.js';
@@ -37,8 +38,8 @@ export interface AdminApi {
   store: Store;
   /** Runtime blocks, exemptions, bans and triage (absent: those endpoints answer 404). */
   guard?: Guard;
-  /** The admin token in force (see admin/token.ts), read per request so a reload can rotate it. */
-  token: () => string | null;
+  /** The admin tokens in force (see loadAdminCredentials), read per request so a reload can rotate them. */
+  credentials: () => readonly AdminCredential[];
   /** Whether the listener accepts connections from this host only (see isLoopbackListen). */
   loopbackOnly: boolean;
   /** The Host names this listener answers to besides admin.allowedHosts (see listenerNames). */
@@ -91,17 +92,20 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
 
 async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: string): Promise<void> {
   const policy = opts.policy();
-  const refused = doorRefusal({ token: opts.token(), loopbackOnly: opts.loopbackOnly }, req.headers.authorization);
-  if (refused !== null) {
-    if (refused.status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
-    return json(res, refused.status, { error: refused.error });
+  const method = req.method ?? 'GET';
+  const door = doorCheck({ credentials: opts.credentials(), loopbackOnly: opts.loopbackOnly }, req.headers.authorization, {
+    write: method !== 'GET' && method !== 'HEAD',
+  });
+  if (!door.pass) {
+    if (door.status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
+    return json(res, door.status, { error: door.error });
   }
   // Security: after the door, so that a client without the token is told it needs one; before any body is read.
   const crossSite = writeRefusal(req);
   if (crossSite !== null) return json(res, crossSite.status, { error: crossSite.error });
   // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
   const params = new URLSearchParams(query);
-  const actor = actorOf(req, opts.token());
+  const actor = actorOf(req, door.credential);
   const audit = auditFor(opts.log, actor);
   if (path === '/admin/buckets') {
     const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store, opts.guard?.top);

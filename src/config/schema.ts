@@ -30,6 +30,19 @@ const blockShape = {
 const rule = z.object(ruleShape).strict();
 const guard = guardShapes({ match: ruleShape.match, per: ruleShape.per, missing: ruleShape.missing, when: ruleShape.when });
 
+/** One named admin token: who holds it, its secret, what it may do. */
+const adminTokenShape = {
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_.@-]{1,64}$/, { error: 'a token name is 1 to 64 letters, digits, "_", ".", "@" or "-"' })
+    .describe('Who holds it: named in audit lines and in the entries it makes (`who`).'),
+  token: z.string().min(1).optional().describe('The token itself (prefer tokenFile: a file can be a mounted Secret).'),
+  tokenFile: z.string().min(1).optional().describe('Path of a file holding the token, trimmed; read at start and on every reload.'),
+  scopes: z
+    .array(z.enum(['read', 'write']))
+    .min(1)
+    .describe('read: the status page, /status.json and every GET; write: also every write (blocks, exemptions, bans, buckets, surges).'),
+};
 const adminShape = {
   listen: checked(checkListen).default('127.0.0.1:9464').describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
   token: z
@@ -46,6 +59,13 @@ const adminShape = {
     .nullable()
     .default(null)
     .describe('Path of a file holding the admin token (e.g. a mounted Secret), trimmed; read at start and on every reload.'),
+  tokens: z
+    .array(z.object(adminTokenShape).strict())
+    .max(32)
+    .default([])
+    .describe(
+      'Named admin tokens, each with its scopes; audit lines and entries name the holder. admin.token (or RATEGATE_ADMIN_TOKEN, or admin.tokenFile) stays as one more, unnamed, with both scopes.',
+    ),
   allowedHosts: z
     .array(checked(checkAdminHost))
     .max(64)
@@ -302,6 +322,7 @@ const KNOWN_KEYS: Record<string, readonly string[]> = {
   '': Object.keys(topShape),
   admin: Object.keys(adminShape),
   'admin.maxPrefix': ['ipv4', 'ipv6'],
+  'admin.tokens': Object.keys(adminTokenShape),
   upstream: Object.keys(upstreamShape),
   routes: Object.keys(routeShape),
   store: Object.keys(storeShape),
