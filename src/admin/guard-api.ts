@@ -15,6 +15,7 @@ import type { Store } from '../limiter/types.js';
 import type { RequestPolicy } from '../pipeline/policy.js';
 import { whoOf, type Actor, type Audit } from './audit.js';
 import { resetIpBuckets } from './reset-ip.js';
+import { breadthProblem, type MaxPrefix } from './breadth.js';
 import { surgesEndpoint } from './surges-api.js';
 import type { FleetSketches } from '../fleet/fleet.js';
 import { mergeSketches, sketchRules } from '../fleet/sketch.js';
@@ -59,7 +60,7 @@ const DIGEST_TAGS = KIND_NAMES.filter((k) => KINDS[k].operatorNames === 'value' 
   .map((k) => `${KINDS[k].tag}:<sha256>`)
   .join(', ');
 
-const NOBODY: Actor = { address: 'unknown', tokenId: null };
+const NOBODY: Actor = { address: 'unknown', tokenId: null, tokenName: null };
 
 /** The answer for a guard path, or null when `path` is not one of them. */
 export async function guardEndpoint(
@@ -137,6 +138,8 @@ async function addEntry(req: http.IncomingMessage, ctx: GuardApiContext, kind: E
   }
   const bad = checkIpOrCidr(target);
   if (bad !== null) return { status: 400, body: { error: bad } };
+  const tooWide = wideEntryRefusal(target, kind, body.force, ctx.policy.snapshot.config.admin.maxPrefix);
+  if (tooWide !== null) return tooWide;
   const forMs = body.for === undefined ? DEFAULT_FOR_MS : parseDuration(body.for);
   if (forMs === undefined || forMs < 1000 || forMs > MAX_FOR_MS) {
     return {
@@ -154,7 +157,7 @@ async function addEntry(req: http.IncomingMessage, ctx: GuardApiContext, kind: E
   const noun = kind === 'block' ? 'block' : 'exemption';
   ctx.audit(
     `${kind}.add`,
-    { [key(target)]: target, reason: entry.reason, expiresAt: iso(entry.expiresAt) },
+    { [key(target)]: target, reason: entry.reason, expiresAt: iso(entry.expiresAt), ...(body.force === true ? { force: true } : {}) },
     `${noun} add ${target} until ${iso(entry.expiresAt)}${entry.reason ? ` (${entry.reason})` : ''}`,
   );
   return {
@@ -169,6 +172,15 @@ async function addEntry(req: http.IncomingMessage, ctx: GuardApiContext, kind: E
       scope: ctx.guard.state.scope,
     },
   };
+}
+
+/** The refusal of an entry too wide to take without `"force": true` (breadth.ts says which), or null. */
+function wideEntryRefusal(target: string, kind: EntryKind, force: unknown, maxPrefix: MaxPrefix): AdminAnswer | null {
+  if (force !== undefined && typeof force !== 'boolean') return { status: 400, body: { error: '"force" must be true or false' } };
+  const problem = force === true ? null : breadthProblem(target, maxPrefix);
+  if (problem === null) return null;
+  const effect = kind === 'block' ? 'every client in it would be refused 403' : 'no client in it would be limited';
+  return { status: 422, body: { error: `${problem}: ${effect}. If that is what you mean, send "force": true (CLI: --force)` } };
 }
 
 async function removeEntry(
@@ -322,7 +334,7 @@ function decode(s: string): string | null {
   }
 }
 
-type AddBody = { ip?: unknown; cidr?: unknown; for?: unknown; reason?: unknown };
+type AddBody = { ip?: unknown; cidr?: unknown; for?: unknown; reason?: unknown; force?: unknown };
 
 /** The request's JSON object body (bounded), or an error message. */
 function readJson(req: http.IncomingMessage): Promise<AddBody | string> {

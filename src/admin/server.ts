@@ -8,12 +8,14 @@ import type { RequestPolicy } from '../pipeline/policy.js';
 import { bucketsEndpoint } from './buckets.js';
 import { guardEndpoint } from './guard-api.js';
 import type { Guard } from '../guard/guard.js';
-import { BEARER_CHALLENGE, doorRefusal } from './door.js';
+import { BEARER_CHALLENGE, doorCheck } from './door.js';
+import type { AdminCredential } from './token.js';
 import type { StatusSources } from './status-data.js';
 import { STATUS_PATHS, serveStatus } from './status-route.js';
 import type { StoreLog } from '../limiter/types.js';
 import type { FleetSketches } from '../fleet/fleet.js';
 import { actorOf, auditFor } from './audit.js';
+import { hostRefusal, writeRefusal } from './browser-check.js';
 
 /** What /metrics serves: this process's registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -36,10 +38,12 @@ export interface AdminApi {
   store: Store;
   /** Runtime blocks, exemptions, bans and triage (absent: those endpoints answer 404). */
   guard?: Guard;
-  /** The admin token in force (see admin/token.ts), read per request so a reload can rotate it. */
-  token: () => string | null;
+  /** The admin tokens in force (see loadAdminCredentials), read per request so a reload can rotate them. */
+  credentials: () => readonly AdminCredential[];
   /** Whether the listener accepts connections from this host only (see isLoopbackListen). */
   loopbackOnly: boolean;
+  /** The Host names this listener answers to besides admin.allowedHosts (see listenerNames). */
+  names: ReadonlySet<string>;
   /** The status page's live sources (absent: `/`, `/status` and `/status.json` answer 404). */
   status?: StatusSources;
   /** Where the audit line of each admin write goes (absent: none is written). */
@@ -74,6 +78,10 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
     const r = await opts.ready();
     return json(res, r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', checks: r.checks, ...r.details });
   }
+  // Security: the door's paths carry IPs and change who is refused; a browser may not be made to reach them.
+  const guarded = STATUS_PATHS.has(path) || path.startsWith('/admin/');
+  const foreign = guarded && opts.api !== undefined ? hostRefusal(req, opts.api.names, opts.api.policy().snapshot.config.admin.allowedHosts) : null;
+  if (foreign !== null) return json(res, foreign.status, { error: foreign.error });
   if (req.method === 'GET' && STATUS_PATHS.has(path)) return serveStatus(opts.api, req, res, path, q === -1 ? '' : target.slice(q + 1));
   if (path.startsWith('/admin/')) {
     if (opts.api === undefined) return json(res, 404, { error: 'Not found (the buckets API is served by single-process mode only)' });
@@ -84,14 +92,20 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
 
 async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: string): Promise<void> {
   const policy = opts.policy();
-  const refused = doorRefusal({ token: opts.token(), loopbackOnly: opts.loopbackOnly }, req.headers.authorization);
-  if (refused !== null) {
-    if (refused.status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
-    return json(res, refused.status, { error: refused.error });
+  const method = req.method ?? 'GET';
+  const door = doorCheck({ credentials: opts.credentials(), loopbackOnly: opts.loopbackOnly }, req.headers.authorization, {
+    write: method !== 'GET' && method !== 'HEAD',
+  });
+  if (!door.pass) {
+    if (door.status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
+    return json(res, door.status, { error: door.error });
   }
+  // Security: after the door, so that a client without the token is told it needs one; before any body is read.
+  const crossSite = writeRefusal(req);
+  if (crossSite !== null) return json(res, crossSite.status, { error: crossSite.error });
   // URLSearchParams never throws: a bad escape such as `%zz` is kept as it is.
   const params = new URLSearchParams(query);
-  const actor = actorOf(req, opts.token());
+  const actor = actorOf(req, door.credential);
   const audit = auditFor(opts.log, actor);
   if (path === '/admin/buckets') {
     const a = await bucketsEndpoint(req.method ?? 'GET', params, policy, opts.store, opts.guard?.top);

@@ -6,7 +6,7 @@
  * read; writes stay with the admin API, which takes a bearer token only.
  */
 import type http from 'node:http';
-import { BEARER_CHALLENGE, doorRefusal } from './door.js';
+import { BEARER_CHALLENGE, doorCheck } from './door.js';
 import type { AdminApi } from './server.js';
 import { CONTENT_SECURITY_POLICY } from './status-assets.js';
 import { statusData, type StatusData } from './status-data.js';
@@ -28,9 +28,9 @@ export async function serveStatus(api: AdminApi | undefined, req: http.IncomingM
     const error = 'Not found (the status page is served by single-process mode only; /metrics is served here)';
     return asJson ? sendJson(res, 404, { error }) : sendPage(res, 404, page(null, false, [notice('error', 'Not found', error)]));
   }
-  const tokenRequired = api.token() !== null;
-  const refused = doorRefusal({ token: api.token(), loopbackOnly: api.loopbackOnly }, req.headers.authorization, true);
-  if (refused !== null) {
+  const tokenRequired = api.credentials().length > 0;
+  const refused = doorCheck({ credentials: api.credentials(), loopbackOnly: api.loopbackOnly }, req.headers.authorization, { write: false, basic: true });
+  if (!refused.pass) {
     if (refused.status === 401) res.setHeader('WWW-Authenticate', new URLSearchParams(query).has('login') ? BASIC_CHALLENGE : BEARER_CHALLENGE);
     if (asJson) return sendJson(res, refused.status, { error: refused.error });
     const shown = refused.status === 401 ? notice('sign-in', 'Sign in', SIGN_IN) : notice('refused', 'Refused', refused.error);

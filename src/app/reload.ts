@@ -7,7 +7,7 @@ import { ConfigError, parseConfig, type ConfigOverrides, type Snapshot } from '.
 import { configChanges, ruleChanges } from '../config/changes.js';
 import { ConfigWatcher } from '../config/watch.js';
 import type { Introspect } from '../identity/account.js';
-import { loadAdminToken } from '../admin/token.js';
+import { loadAdminCredentials, type AdminCredential } from '../admin/token.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ReloadOutcome } from '../admin/reloads.js';
 import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
@@ -18,22 +18,22 @@ export interface ReloadTarget {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly introspect: Introspect;
-  /** Whether this process runs the admin listener (and so reads the admin token). */
+  /** Whether this process runs the admin listener (and so reads the admin tokens). */
   readonly runAdmin: boolean;
   /** Told every reload's outcome (the status page's history of reloads). */
   readonly onReload?: (outcome: ReloadOutcome) => void;
   policy(): RequestPolicy;
-  /** Puts a new policy and admin token in force together. */
-  swap(policy: RequestPolicy, adminToken: string | null): void;
+  /** Puts a new policy and admin tokens in force together. */
+  swap(policy: RequestPolicy, adminTokens: readonly AdminCredential[]): void;
 }
 
 /** Applies a new file text: valid → swapped in whole for new requests; invalid → logged, counted, old kept. */
 export async function applyConfig(t: ReloadTarget, text: string): Promise<boolean> {
   let next: Snapshot;
-  let nextToken: string | null;
+  let nextTokens: readonly AdminCredential[];
   try {
     next = parseConfig(text, t.configPath, t.overrides);
-    nextToken = t.runAdmin ? await loadAdminToken(next.config.admin, t.configPath) : null;
+    nextTokens = t.runAdmin ? await loadAdminCredentials(next.config.admin, t.configPath) : [];
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     t.metrics.configLoaded(false);
@@ -43,7 +43,7 @@ export async function applyConfig(t: ReloadTarget, text: string): Promise<boolea
   }
   const previous = t.policy();
   const changes = configChanges(previous.snapshot.config, next.config);
-  t.swap(buildRequestPolicy(next, t.introspect, previous), nextToken);
+  t.swap(buildRequestPolicy(next, t.introspect, previous), nextTokens);
   t.log.level = next.config.log.level;
   t.metrics.configLoaded(true);
   t.onReload?.({ ok: true, rules: next.rules.length, live: changes.live, atRestart: changes.atRestart });

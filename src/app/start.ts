@@ -17,7 +17,7 @@ import { Tunnel } from '../proxy/tunnel.js';
 import { UpstreamRoutes, type PoolAdmission } from '../proxy/routes.js';
 import { BodyRateWatch } from '../http/body-rate.js';
 import { createAdminServer } from '../admin/server.js';
-import { isLoopbackListen, loadAdminToken } from '../admin/token.js';
+import { listenerFacts, loadAdminCredentials } from '../admin/token.js';
 import { createStatusSources } from '../admin/status-data.js';
 import { createDrain } from '../http/drain.js';
 import { Gateway } from '../pipeline/gateway.js';
@@ -100,12 +100,12 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 
   const runAdmin = settings.admin ?? true;
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
-  let adminToken = runAdmin ? await loadAdminToken(cfg.admin, settings.configPath) : null;
+  let adminTokens = runAdmin ? await loadAdminCredentials(cfg.admin, settings.configPath) : [];
   const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => drain.draining });
   const status = createStatusSources({ policy: () => policy, metrics, store: storeHandle, storeUrl: cfg.store.url, sample: runAdmin });
-  const api = { token: () => adminToken, loopbackOnly: isLoopbackListen(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status, log };
+  const api = { credentials: () => adminTokens, ...listenerFacts(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status, log };
   const admin = createAdminServer({ metrics: metrics.registry, ready, api: { ...api, fleet } });
-  if (runAdmin) await listenAdmin(admin, cfg, adminToken === null && !api.loopbackOnly, log);
+  if (runAdmin) await listenAdmin(admin, cfg, adminTokens.length === 0 && !api.loopbackOnly, log);
 
   const config = watchConfig(
     {
@@ -117,9 +117,9 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
       runAdmin,
       onReload: status.onReload,
       policy: () => policy,
-      swap: (next, token) => {
+      swap: (next, tokens) => {
         policy = next;
-        adminToken = token;
+        adminTokens = tokens;
         guard.rulesInUse(followsStore(next.snapshot.config));
       },
     },

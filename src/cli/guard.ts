@@ -5,11 +5,12 @@
  */
 import { parseCommand } from './options.js';
 
-export const GUARD_USAGE = `  rategate block  add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR [--reset-buckets]   [--admin URL] [--json]
-  rategate exempt add IP|CIDR [--for 1h] [--reason TEXT] | list | rm IP|CIDR                   [--admin URL] [--json]
+export const GUARD_USAGE = `  rategate block  add IP|CIDR [--for 1h] [--reason TEXT] [--force] | list | rm IP|CIDR [--reset-buckets]   [--admin URL] [--json]
+  rategate exempt add IP|CIDR [--for 1h] [--reason TEXT] [--force] | list | rm IP|CIDR                   [--admin URL] [--json]
   rategate bans   list | lift BAN KEY|IP [--reset-buckets]                                     [--admin URL] [--json]
   rategate limited [RULE | --rule RULE] [--top 20] [--local]                                    [--admin URL] [--json]
   (rm and lift take --reason TEXT too, for the audit log; --reset-buckets gives a single IP full buckets again;
+   --force: a range wider than admin.maxPrefix (default /16, IPv6 /32) or covering loopback;
    limited: every replica sharing the store, or --local for the one behind --admin; no RULE: the rules limited recently)`;
 
 const DEFAULT_ADMIN = 'http://127.0.0.1:9464';
@@ -34,6 +35,7 @@ export async function guardCommand(
     for: { type: 'string' },
     reason: { type: 'string' },
     'reset-buckets': { type: 'boolean' },
+    force: { type: 'boolean' },
   });
   const [action, ...rest] = positionals;
   if (values.help || action === undefined) {
@@ -109,12 +111,13 @@ function requestFor(
   command: 'block' | 'exempt' | 'bans',
   action: string,
   rest: string[],
-  values: { for?: string | undefined; reason?: string | undefined; 'reset-buckets'?: boolean | undefined },
+  values: { for?: string | undefined; reason?: string | undefined; 'reset-buckets'?: boolean | undefined; force?: boolean | undefined },
 ): AdminCall | string {
   const path = `/admin/${command === 'block' ? 'blocks' : command === 'exempt' ? 'exemptions' : 'bans'}`;
   if (values['reset-buckets'] && !((command === 'bans' && action === 'lift') || (command === 'block' && action === 'rm'))) {
     return '--reset-buckets goes with `block rm` and `bans lift`';
   }
+  if (values.force && (command === 'bans' || action !== 'add')) return '--force goes with `block add` and `exempt add`';
   const query = removalQuery(values);
   if (command === 'bans') {
     if (action === 'lift') {
@@ -131,6 +134,7 @@ function requestFor(
       [target.includes('/') ? 'cidr' : 'ip']: target,
       ...(values.for ? { for: values.for } : {}),
       ...(values.reason ? { reason: values.reason } : {}),
+      ...(values.force ? { force: true } : {}),
     });
     return { method: 'POST', path, body };
   }

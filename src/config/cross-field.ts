@@ -16,6 +16,7 @@ function secretIssues(top: Record<string, unknown>): PathIssue[] {
   if (admin !== undefined && admin.token != null && admin.tokenFile != null) {
     issues.push({ path: ['admin', 'tokenFile'], message: 'set either admin.token (or RATEGATE_ADMIN_TOKEN) or admin.tokenFile, not both' });
   }
+  if (admin !== undefined && Array.isArray(admin.tokens)) issues.push(...namedTokenIssues(admin.tokens as unknown[]));
   const store = record(top.store);
   if (store !== undefined && store.sentinelPassword != null && store.sentinelPasswordFile != null) {
     issues.push({
@@ -23,6 +24,20 @@ function secretIssues(top: Record<string, unknown>): PathIssue[] {
       message: 'set either store.sentinelPassword (or RATEGATE_STORE_SENTINEL_PASSWORD) or store.sentinelPasswordFile, not both',
     });
   }
+  return issues;
+}
+
+/** Each of admin.tokens has one secret, token or tokenFile; names are unique (the audit line tells holders apart by them). */
+function namedTokenIssues(tokens: readonly unknown[]): PathIssue[] {
+  const issues: PathIssue[] = [];
+  const seen = new Set<unknown>();
+  tokens.forEach((raw, i) => {
+    const t = record(raw);
+    if (t === undefined) return;
+    if ((t.token == null) === (t.tokenFile == null)) issues.push({ path: ['admin', 'tokens', i], message: 'give one of token or tokenFile' });
+    if (seen.has(t.name)) issues.push({ path: ['admin', 'tokens', i, 'name'], message: `the name ${JSON.stringify(t.name)} is given twice` });
+    seen.add(t.name);
+  });
   return issues;
 }
 

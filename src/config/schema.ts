@@ -8,6 +8,7 @@ import { guardShapes } from './fields/guard.js';
 import { networkPrefixShape, surgeShape, surgesSection, surgeTriggerShape } from './fields/surge.js';
 import { accountWhenShape, onError, overrideShape, patterns, ruleShape, whenShape } from './fields/rule.js';
 import {
+  checkAdminHost,
   checkIpOrCidr,
   checkListen,
   checkNamedUpstreamUrl,
@@ -30,6 +31,19 @@ const blockShape = {
 const rule = z.object(ruleShape).strict();
 const guard = guardShapes({ match: ruleShape.match, per: ruleShape.per, missing: ruleShape.missing, when: ruleShape.when });
 
+/** One named admin token: who holds it, its secret, what it may do. */
+const adminTokenShape = {
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_.@-]{1,64}$/, { error: 'a token name is 1 to 64 letters, digits, "_", ".", "@" or "-"' })
+    .describe('Who holds it: named in audit lines and in the entries it makes (`who`).'),
+  token: z.string().min(1).optional().describe('The token itself (prefer tokenFile: a file can be a mounted Secret).'),
+  tokenFile: z.string().min(1).optional().describe('Path of a file holding the token, trimmed; read at start and on every reload.'),
+  scopes: z
+    .array(z.enum(['read', 'write']))
+    .min(1)
+    .describe('read: the status page, /status.json and every GET; write: also every write (blocks, exemptions, bans, buckets, surges).'),
+};
 const adminShape = {
   listen: checked(checkListen).default('127.0.0.1:9464').describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
   token: z
@@ -46,6 +60,28 @@ const adminShape = {
     .nullable()
     .default(null)
     .describe('Path of a file holding the admin token (e.g. a mounted Secret), trimmed; read at start and on every reload.'),
+  tokens: z
+    .array(z.object(adminTokenShape).strict())
+    .max(32)
+    .default([])
+    .describe(
+      'Named admin tokens, each with its scopes; audit lines and entries name the holder. admin.token (or RATEGATE_ADMIN_TOKEN, or admin.tokenFile) stays as one more, unnamed, with both scopes.',
+    ),
+  allowedHosts: z
+    .array(checked(checkAdminHost))
+    .max(64)
+    .default([])
+    .describe(
+      "Host names the admin API and status page answer to besides the listener's own addresses (every interface address for 0.0.0.0 or ::) and localhost, e.g. a Service name; any other Host is refused 421 (DNS rebinding). The port is not compared.",
+    ),
+  maxPrefix: z
+    .object({
+      ipv4: z.int().min(0).max(32).default(16).describe('The widest IPv4 prefix taken without force.'),
+      ipv6: z.int().min(0).max(128).default(32).describe('The widest IPv6 prefix taken without force.'),
+    })
+    .strict()
+    .prefault({})
+    .describe('A runtime block or exemption wider than this, or covering loopback, is refused 422 unless the request says "force": true (CLI: --force).'),
 };
 /** The Host header the upstream sees: its own (default), or the client's (signed deliveries sign it: docs/federation.md). */
 const upstreamHost = z
@@ -339,6 +375,8 @@ export type SurgeConfig = Config['surges'][number];
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   '': Object.keys(topShape),
   admin: Object.keys(adminShape),
+  'admin.maxPrefix': ['ipv4', 'ipv6'],
+  'admin.tokens': Object.keys(adminTokenShape),
   upstream: Object.keys(upstreamShape),
   routes: Object.keys(routeShape),
   store: Object.keys(storeShape),

@@ -80,7 +80,11 @@ describe.skipIf(skipBrowser('the status page in a browser'))('the status page in
 
   it('reads without JavaScript: the same tables, rendered by the server, and no buttons that cannot work', async () => {
     const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
-    await fetch(`${g.adminUrl}/admin/blocks`, { method: 'POST', body: JSON.stringify({ ip: '198.51.100.23', reason: 'scraper' }) });
+    await fetch(`${g.adminUrl}/admin/blocks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ip: '198.51.100.23', reason: 'scraper' }),
+    });
     const noScript = await launchBrowser({ javaScriptEnabled: false });
     try {
       const page = await noScript.newPage();
@@ -170,12 +174,12 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       await waitFor(async () => (await get(`${b.url}/api/v1/timelines/home`, ATTACKER)) === 403, 5_000, 'the ban on replica B');
       await fetch(`${a.adminUrl}/admin/blocks`, {
         method: 'POST',
-        headers: auth,
+        headers: { ...auth, 'content-type': 'application/json' },
         body: JSON.stringify({ cidr: '198.51.100.0/24', for: '2h', reason: 'scraper' }),
       });
       await fetch(`${a.adminUrl}/admin/exemptions`, {
         method: 'POST',
-        headers: auth,
+        headers: { ...auth, 'content-type': 'application/json' },
         body: JSON.stringify({ ip: '192.0.2.50', for: '1h', reason: 'status checker' }),
       });
       // A refused reload and a good one, for the page's history.
@@ -266,8 +270,16 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       const [a, b] = gws as [GatewayProcess, GatewayProcess];
       const listed = async (gw: GatewayProcess, what: string): Promise<string> =>
         JSON.stringify(await (await fetch(`${gw.adminUrl}/admin/${what}`, { headers: auth })).json());
-      await fetch(`${a.adminUrl}/admin/blocks`, { method: 'POST', headers: auth, body: JSON.stringify({ ip: '203.0.113.88', for: '1h', reason: 'crawler' }) });
-      await fetch(`${a.adminUrl}/admin/exemptions`, { method: 'POST', headers: auth, body: JSON.stringify({ ip: '192.0.2.77', for: '1h', reason: 'probe' }) });
+      await fetch(`${a.adminUrl}/admin/blocks`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ ip: '203.0.113.88', for: '1h', reason: 'crawler' }),
+      });
+      await fetch(`${a.adminUrl}/admin/exemptions`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ ip: '192.0.2.77', for: '1h', reason: 'probe' }),
+      });
       await waitFor(async () => (await get(`${b.url}/api/v1/timelines/home`, '203.0.113.88')) === 403, 5_000, 'the block on replica B');
       const page = await signedIn(b);
       const blockRow = page.locator('#s-blocks tbody tr', { hasText: '203.0.113.88' });

@@ -204,7 +204,7 @@ describe('the status page on the admin listener', () => {
     const g = await gateway();
     const admin = adminOf(g);
     const hostile = '</td><script>alert("x")</script><img src=x onerror=alert(1)>';
-    const post = (p: string, body: object) => fetch(admin + p, { method: 'POST', body: JSON.stringify(body) });
+    const post = (p: string, body: object) => fetch(admin + p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect((await post('/admin/blocks', { ip: '203.0.113.7', reason: hostile })).status).toBe(201);
     expect((await post('/admin/exemptions', { cidr: '198.51.100.0/24', reason: `'"&${hostile}` })).status).toBe(201);
     const html = await (await fetch(`${admin}/status`)).text();
@@ -223,7 +223,11 @@ describe('the status page on the admin listener', () => {
     const g = await gateway();
     const admin = adminOf(g);
     for (let i = 0; i < 7; i++) await (await fetch(`${g.url}/api/v1/accounts`, { method: 'POST', body: 'username=x' })).arrayBuffer();
-    await fetch(`${admin}/admin/blocks`, { method: 'POST', body: JSON.stringify({ ip: '192.0.2.1', for: '10m', reason: 'test' }) });
+    await fetch(`${admin}/admin/blocks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ip: '192.0.2.1', for: '10m', reason: 'test' }),
+    });
     const j = await statusJson(admin);
     expect(Object.keys(j).sort()).toEqual(
       ['auth', 'bans', 'blocks', 'exemptions', 'generatedAt', 'limited', 'reloads', 'replica', 'rules', 'store', 'surges', 'version', 'view'].sort(),
@@ -287,7 +291,11 @@ describe('who may read the status page: the admin API door', () => {
   it('with a token set: 401 without it or with a wrong one, 200 with it as a bearer or as the Basic password', async () => {
     const g = await gateway(`admin: { token: ${TOKEN} }`);
     const admin = adminOf(g);
-    await fetch(`${admin}/admin/blocks`, { method: 'POST', headers: bearer(TOKEN), body: JSON.stringify({ ip: '203.0.113.99' }) });
+    await fetch(`${admin}/admin/blocks`, {
+      method: 'POST',
+      headers: { ...bearer(TOKEN), 'content-type': 'application/json' },
+      body: JSON.stringify({ ip: '203.0.113.99' }),
+    });
     for (const p of ['/', '/status', '/status.json']) {
       for (const headers of [{}, bearer('wrong'), basic('admin', 'wrong')]) {
         const r = await fetch(admin + p, { headers });
@@ -310,7 +318,11 @@ describe('who may read the status page: the admin API door', () => {
     const g = await gateway(`admin: { token: ${TOKEN} }`);
     const admin = adminOf(g);
     expect((await fetch(`${admin}/admin/bans`, { headers: basic('x', TOKEN) })).status).toBe(401);
-    const post = await fetch(`${admin}/admin/blocks`, { method: 'POST', headers: basic('x', TOKEN), body: JSON.stringify({ ip: '203.0.113.5' }) });
+    const post = await fetch(`${admin}/admin/blocks`, {
+      method: 'POST',
+      headers: { ...basic('x', TOKEN), 'content-type': 'application/json' },
+      body: JSON.stringify({ ip: '203.0.113.5' }),
+    });
     expect(post.status).toBe(401);
     expect(((await fetch(`${admin}/admin/blocks`, { headers: bearer(TOKEN) }).then((r) => r.json())) as { entries: unknown[] }).entries).toEqual([]);
   });

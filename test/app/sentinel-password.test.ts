@@ -52,7 +52,11 @@ describe.skipIf(skipCluster('the Sentinel password tests'))('the sentinels’ pa
     const get = (): Promise<number> =>
       fetch(`${gw.url}/api/v1/timelines/public`, { headers: { 'x-forwarded-for': ip } }).then(async (r) => (await r.arrayBuffer(), r.status));
     expect(await get()).toBe(200);
-    const post = await fetch(`${gw.adminUrl}/admin/blocks`, { method: 'POST', body: JSON.stringify({ ip, for: '1m', reason: 'test' }) });
+    const post = await fetch(`${gw.adminUrl}/admin/blocks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ip, for: '1m', reason: 'test' }),
+    });
     expect(post.status).toBe(201);
     await waitFor(async () => (await get()) === 403, 5_000, 'the block in force');
     expect(gw.output()).not.toContain(SENTINEL_PASSWORD);

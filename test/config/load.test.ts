@@ -22,7 +22,7 @@ function errorsOf(text: string, overrides?: Parameters<typeof parseConfig>[2]): 
 
 const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',
-  admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null },
+  admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null, tokens: [], allowedHosts: [], maxPrefix: { ipv4: 16, ipv6: 32 } },
   upstreams: {},
   routes: [],
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
@@ -152,7 +152,7 @@ describe('a fully written file', () => {
     const snap = await loadConfigFile(`${FIXTURES}full.yaml`);
     expect(snap.config).toEqual({
       listen: '[::]:8081',
-      admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null },
+      admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null, tokens: [], allowedHosts: [], maxPrefix: { ipv4: 16, ipv6: 32 } },
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
       upstreams: { streaming: { url: 'http://127.0.0.1:4000', timeout: 0, connectTimeout: 5_000 } },
       routes: [{ match: ['/api/v1/streaming/*'], upstream: 'streaming' }],
@@ -375,7 +375,7 @@ describe('overrides', () => {
 
   it('apply to sections the file does not have', () => {
     const cfg = parseConfig('limits: []', 't', { adminListen: '[::1]:9000', store: 'rediss://cache:6380' }).config;
-    expect(cfg.admin).toEqual({ listen: '[::1]:9000', token: null, tokenFile: null });
+    expect(cfg.admin).toEqual({ listen: '[::1]:9000', token: null, tokenFile: null, tokens: [], allowedHosts: [], maxPrefix: { ipv4: 16, ipv6: 32 } });
     expect(cfg.store.url).toBe('rediss://cache:6380');
   });
 

@@ -35,7 +35,11 @@ clients: { trustedProxies: [loopback] }
     const get = (): Promise<number> =>
       fetch(`${gw.url}/api/v1/timelines/public`, { headers: { 'x-forwarded-for': ip } }).then(async (r) => (await r.arrayBuffer(), r.status));
     expect(await get()).toBe(200);
-    const post = await fetch(`${gw.adminUrl}/admin/blocks`, { method: 'POST', body: JSON.stringify({ ip, for: '1m', reason: 'test' }) });
+    const post = await fetch(`${gw.adminUrl}/admin/blocks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ip, for: '1m', reason: 'test' }),
+    });
     expect(post.status).toBe(201);
     // Applied within the guard's poll (250 ms); allow a few polls.
     await eventually(get, { what: 'the block applied', withinMs: 3_000, everyMs: 50, until: (s) => s === 403 });

@@ -103,7 +103,11 @@ describe('runtime exemptions and token bans (memory store: this process)', () =>
   it('a runtime exemption lifts limits for its client until removed', async () => {
     const ip = '203.0.113.50'; // limited by the flood above
     expect(await get('/api/v1/y', ip)).toBe(429);
-    const add = await admin('/admin/exemptions', { method: 'POST', body: JSON.stringify({ ip, for: '10m', reason: 'office' }) });
+    const add = await admin('/admin/exemptions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ip, for: '10m', reason: 'office' }),
+    });
     expect(add.status).toBe(201);
     expect(add.body).toMatchObject({ source: 'runtime', ip, reason: 'office', scope: 'memory' });
     expect(await get('/api/v1/y', ip)).toBe(200);
@@ -112,7 +116,7 @@ describe('runtime exemptions and token bans (memory store: this process)', () =>
     expect((await admin(`/admin/exemptions/${ip}`, { method: 'DELETE' })).status).toBe(200);
     expect(await get('/api/v1/y', ip)).toBe(429);
     expect((await admin(`/admin/exemptions/${ip}`, { method: 'DELETE' })).status).toBe(404);
-    const bad = await admin('/admin/blocks', { method: 'POST', body: JSON.stringify({ ip, for: 'soon' }) });
+    const bad = await admin('/admin/blocks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ip, for: 'soon' }) });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatch(/"for" must be a duration/);
   });

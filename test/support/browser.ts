@@ -41,10 +41,10 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-/** Starts chromium in a fresh profile directory, removed on close. */
-export async function launchBrowser(options: BrowserContextOptions = {}): Promise<TestBrowser> {
+/** Starts chromium in a fresh profile directory, removed on close; `flags` go on its command line after the usual ones. */
+export async function launchBrowser(options: BrowserContextOptions = {}, flags: readonly string[] = []): Promise<TestBrowser> {
   const profile = mkdtempSync(path.join(os.tmpdir(), 'rategate-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, ...options });
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: [...FLAGS, ...flags], ...options });
   return {
     context,
     async newPage() {

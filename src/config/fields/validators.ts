@@ -72,6 +72,13 @@ export function checkIpOrCidr(value: string): string | null {
   return isCidrEntry(value, false) ? null : `invalid IP address or CIDR "${value}"`;
 }
 
+/** An admin.allowedHosts entry: a host name or an IP address (IPv6 with or without brackets), no port. */
+export function checkAdminHost(value: string): string | null {
+  const bare = value.startsWith('[') && value.endsWith(']') ? value.slice(1, -1) : value;
+  if (HOSTNAME.test(value) || (bare.includes(':') && ipaddr.IPv6.isValid(bare))) return null;
+  return `invalid host "${value}" (a host name or an IP address, without a port: e.g. rategate-metrics.ops.svc or 10.0.0.5)`;
+}
+
 export function checkTrustedProxy(value: string): string | null {
   return isCidrEntry(value, true) ? null : `invalid trusted proxy "${value}" (use loopback, private, an IP address or a CIDR)`;
 }
