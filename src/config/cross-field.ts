@@ -64,6 +64,8 @@ export function crossFieldIssues(raw: unknown): PathIssue[] {
 
   issues.push(...secretIssues(top));
 
+  issues.push(...proxyProtocolIssues(top));
+
   issues.push(...accountHeaderIssues(top));
 
   issues.push(...methodIssues(top));
@@ -205,4 +207,23 @@ function uniqueNames(list: unknown, section: 'bans' | 'concurrency', issues: Pat
     if (j === undefined) first.set(name, i);
     else issues.push({ path: [section, i, 'name'], message: `duplicate name "${name}" (first used at ${formatPath([section, j, 'name'])})` });
   });
+}
+
+/**
+ * The PROXY protocol is read on the plain listener only: on the TLS listener the header comes before the
+ * handshake, and TLS reads the socket below what the header's reader could hand back (a ClientHello sent
+ * in the header's segment would be lost). Refused together rather than half working.
+ */
+function proxyProtocolIssues(top: Record<string, unknown>): PathIssue[] {
+  const server = record(top.server);
+  const from = record(server?.proxyProtocol)?.from;
+  const tls = server?.tls;
+  if (!Array.isArray(from) || from.length === 0 || tls === undefined || tls === null) return [];
+  return [
+    {
+      path: ['server', 'proxyProtocol', 'from'],
+      message:
+        'is not supported with server.tls yet: terminate TLS at the balancer and send the PROXY header to the plain listener, or let the balancer pass TLS through without the PROXY protocol',
+    },
+  ];
 }

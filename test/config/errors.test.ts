@@ -19,6 +19,8 @@ const EXPECTED: Record<string, string> = {
   'when-unknown-key.yaml': 'limits[0].when.querry: unknown key (did you mean "query"?)',
   'format-not-at-end.yaml': 'limits[0].match[1]: "(.:format)" is only allowed at the end of a pattern, in "/auth(.:format)/password"',
   'block-ip-invalid.yaml': 'block.ips[0]: invalid IP address or CIDR "203.0.113.0/33"',
+  'proxy-protocol-with-tls.yaml':
+    'server.proxyProtocol.from: is not supported with server.tls yet: terminate TLS at the balancer and send the PROXY header to the plain listener, or let the balancer pass TLS through without the PROXY protocol',
   'match-unknown-method.yaml': 'limits[0].match: unknown method "GETT" (did you mean "GET"? a custom method must be listed in methods.custom)',
   'match-custom-method-unlisted.yaml': 'limits[0].match[1]: unknown method "PURGE" (a custom method must be listed in methods.custom)',
   'methods-custom-unreceivable.yaml':
