@@ -194,11 +194,10 @@ async function listenProxy(
   { metrics, log, configPath }: { metrics: Metrics; log: GatewayParts['log']; configPath: string },
   drain: ReturnType<typeof createDrain>,
 ): Promise<http.Server> {
-  const tlsSettings = cfg.server.tls;
-  const pair = tlsSettings === null ? undefined : await certificateAtStart(tlsSettings, configPath);
-  const secure = tlsSettings === null || pair === undefined ? undefined : secureOptions(tlsSettings, pair);
+  const tls = cfg.server.tls === null ? undefined : { settings: cfg.server.tls, pair: await certificateAtStart(cfg.server.tls, configPath) };
+  const secure = tls === undefined ? undefined : secureOptions(tls.settings, tls.pair);
   const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse, () => metrics.fragmentedBodies.inc(), secure);
-  if (tlsSettings !== null && pair !== undefined) watchCertificate(server as https.Server, tlsSettings, pair, metrics, log);
+  if (tls !== undefined) watchCertificate(server as https.Server, tls.settings, tls.pair, metrics, log);
   requireProxyHeader(server, compileCidrs(cfg.server.proxyProtocol.from), cfg.server.headersTimeout, (reason) =>
     metrics.proxyProtocolRefused.labels(reason).inc(),
   );
