@@ -20,24 +20,13 @@ import { eventually } from '../support/eventually.js';
 import { ConfigError } from '../../src/config/errors.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-tls-'));
+/** A new P-256 key, unencrypted: the arguments both the CA and each certificate's request take. */
+const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
 const openssl = (...args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
 
 /** A key and a certificate for gw.test (and 127.0.0.1) signed by the test CA, valid `days`. */
 function issue(name: string, days: number): { cert: string; key: string; serial: string } {
-  openssl(
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.csr`,
-    '-subj',
-    '/CN=gw.test',
-  );
+  openssl('req', ...EC_KEY, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', '/CN=gw.test');
   writeFileSync(path.join(dir, `${name}.ext`), 'subjectAltName=DNS:gw.test,IP:127.0.0.1\n');
   openssl(
     'x509',
@@ -81,23 +70,7 @@ let lines: LogLine[];
 let port: number;
 
 beforeAll(async () => {
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.crt',
-    '-subj',
-    '/CN=rategate test CA',
-    '-days',
-    '2',
-  );
+  openssl('req', '-x509', ...EC_KEY, '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=rategate test CA', '-days', '2');
   ca = readFileSync(path.join(dir, 'ca.crt'), 'utf8');
   first = issue('first', 30);
   second = issue('second', 90);
