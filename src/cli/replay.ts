@@ -6,6 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import { ConfigError } from '../config/errors.js';
 import { loadConfigFile } from '../config/load.js';
+import { ASSUMPTIONS, isAssumption, type Assumption } from '../replay/decidable.js';
 import { formatNamed } from '../replay/formats.js';
 import { formatReport } from '../replay/report.js';
 import { runReplay } from '../replay/run.js';
@@ -19,6 +20,7 @@ export async function replayCommand(args: string[]): Promise<number> {
     html: { type: 'string' },
     json: { type: 'boolean' },
     top: { type: 'string' },
+    assume: { type: 'string', multiple: true },
   });
   if (values.help) return (console.log(USAGE), 0);
   if (positionals.length === 0) {
@@ -27,11 +29,18 @@ export async function replayCommand(args: string[]): Promise<number> {
   }
   const top = values.top === undefined ? 10 : Number(values.top);
   if (!Number.isInteger(top) || top < 0) return fail(`--top: not a count: "${values.top}"`);
+  const assume = new Set<Assumption>();
+  for (const item of (values.assume as string[] | undefined) ?? []) {
+    for (const name of item.split(',')) {
+      if (!isAssumption(name)) return fail(`--assume: unknown assumption "${name}" (known: ${Object.keys(ASSUMPTIONS).join(', ')})`);
+      assume.add(name);
+    }
+  }
   try {
     const format = formatNamed(values.format ?? 'nginx');
     const snapshot = await loadConfigFile(configPath(values));
     const progress = process.stderr.isTTY ? process.stderr : null;
-    const report = await runReplay({ snapshot, format, sources: positionals, progress, top });
+    const report = await runReplay({ snapshot, format, sources: positionals, progress, top, assume });
     console.log(values.json === true ? JSON.stringify(report, null, 2) : formatReport(report));
     if (values.html !== undefined) {
       const { reportPage } = await import('../replay/html.js');

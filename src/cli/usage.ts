@@ -8,7 +8,8 @@ export const USAGE = `Usage:
   rategate explain  [--config FILE] "METHOD /path?query" [-H "Name: value"]… [--ip IP] [--body "a=b"] [--account ID|none]
                     [--account-age 3d] [--bot] [--locked] [--surge NAME]
   rategate replay   [--config FILE] LOG… [--format nginx|combined|mastodon|rategate|json|'nginx:<log_format>']
-                    [--json] [--html REPORT.html] [--top N]      (LOG: plain or gzip; - reads standard input)
+                    [--json] [--html REPORT.html] [--top N] [--assume anonymous,no-body]
+                                                                 (LOG: plain or gzip; - reads standard input)
   rategate upstream [--listen HOST:PORT]
 ${GUARD_USAGE}
   rategate --version

@@ -10,6 +10,11 @@ export interface ClientIp {
   readonly address: string;
   /** The bucket key: the IPv4 address, or the IPv6 network of `ipv6Prefix` bits, e.g. `2001:db8::/64`. */
   readonly key: string;
+  /**
+   * Whether `exempt.ips` holds it, found when the address was parsed (the resolver's `exemptIps`);
+   * undefined for a client made elsewhere (explain's --ip), which the reader then looks up itself.
+   */
+  readonly exempt?: boolean | undefined;
 }
 
 export interface ClientIpOptions {
@@ -18,6 +23,11 @@ export interface ClientIpOptions {
   readonly ipv6Prefix: number;
   /** Distinct address strings remembered (parse result + trust); default 10 000. */
   readonly cacheSize?: number;
+  /**
+   * `exempt.ips`, answered with the parse the resolver does anyway: a flood of distinct addresses then
+   * costs one parse each, not a second one in the exempt list's own (smaller) cache.
+   */
+  readonly exemptIps?: CidrSet | null;
 }
 
 /** What the resolver knows about one address string; cached so repeat clients cost a Map lookup. */
@@ -139,25 +149,27 @@ export function ipBucketKey(addr: string, ipv6Prefix: number): string | null {
   return ip === null ? null : keyOf(ip, addressOf(ip), ipv6Prefix);
 }
 
+/** What the resolver knows of an address it parsed: trust, its text and key, and whether exempt.ips holds it. */
+function parsedPeer(addr: string, ip: ParsedIp, opts: ClientIpOptions): Peer {
+  // A dotted quad parseIp accepted is canonical already (no leading zeros): its own text.
+  const address = ip.kind() === 'ipv4' && addr.indexOf(':') === -1 ? addr : addressOf(ip);
+  const exemptIps = opts.exemptIps ?? null;
+  return Object.freeze({
+    trusted: opts.trustedProxies.containsIp(ip),
+    client: Object.freeze({ address, key: keyOf(ip, address, opts.ipv6Prefix), exempt: exemptIps === null ? undefined : exemptIps.containsIp(ip) }),
+  });
+}
+
 /** Parses once per distinct string, then answers from a bounded cache (the hot path's common case). */
 export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver {
   checkPrefix(opts.ipv6Prefix);
-  const { trustedProxies, ipv6Prefix } = opts;
   const cache = new BoundedMap<string, Peer | null>(opts.cacheSize ?? 10_000);
 
   function lookup(addr: string): Peer | null {
     const hit = cache.get(addr);
     if (hit !== undefined) return hit;
     const ip = parseIp(addr);
-    let known: Peer | null = null;
-    if (ip !== null) {
-      // A dotted quad parseIp accepted is canonical already (no leading zeros): its own text.
-      const address = ip.kind() === 'ipv4' && addr.indexOf(':') === -1 ? addr : addressOf(ip);
-      known = Object.freeze({
-        trusted: trustedProxies.containsIp(ip),
-        client: Object.freeze({ address, key: keyOf(ip, address, ipv6Prefix) }),
-      });
-    }
+    const known = ip === null ? null : parsedPeer(addr, ip, opts);
     cache.set(addr, known);
     return known;
   }

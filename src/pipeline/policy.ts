@@ -115,13 +115,14 @@ export function buildRequestPolicy(
   const params = [...new Set([...snapshot.rules.flatMap((r) => keyParams(r.key)), ...guard.paramNames])];
   const typedContext: TypedContext = { ipv6Prefix: cfg.clients.ipv6Prefix, accountFrom: acct.from };
   const routes = cfg.routes.map((r) => r.match);
+  const exemptIps = cfg.exempt.ips.length ? compileCidrs(cfg.exempt.ips) : null;
   return {
     snapshot,
     trustedProxies,
-    resolveIp: createClientIpResolver({ trustedProxies, ipv6Prefix: cfg.clients.ipv6Prefix }),
+    resolveIp: createClientIpResolver({ trustedProxies, ipv6Prefix: cfg.clients.ipv6Prefix, exemptIps }),
     account,
     accountHeader: account.header,
-    exemptIps: cfg.exempt.ips.length ? compileCidrs(cfg.exempt.ips) : null,
+    exemptIps,
     exemptAccounts: cfg.exempt.accounts.length ? exemptAccountKeys(cfg.exempt.accounts) : null,
     blockIps: cfg.block.ips.length ? compileCidrs(cfg.block.ips) : null,
     overrides: snapshot.rules.map((r) => r.overrides.map((o) => compileOverride(r, o, typedContext))),

@@ -81,9 +81,11 @@ export class RequestView implements KeyFacts, ParsedForwarded {
   /** Whether the client is exempt (`exempt.ips`, or a runtime exemption): found once per request. */
   exempt(runtime: ((address: string) => boolean) | undefined): boolean {
     if (this.exemptFound === undefined) {
-      const address = this.client.address;
+      const client = this.client;
       const cfg = this.policy.exemptIps;
-      this.exemptFound = (cfg !== null && cfg.contains(address)) || runtime?.(address) === true;
+      // The resolver answered exempt.ips when it parsed the address; a client made elsewhere is looked up.
+      const listed = client.exempt ?? (cfg !== null && cfg.contains(client.address));
+      this.exemptFound = listed || runtime?.(client.address) === true;
     }
     return this.exemptFound;
   }

@@ -6,6 +6,11 @@
  * would never have happened, or miss those that would. A ban that counts answers by status needs the
  * log's `$status`; an in-flight limit needs which requests overlapped, which a log of when each request
  * ended does not say: it is never decidable.
+ *
+ * What a log cannot know may be assumed, explicitly (`--assume`): `anonymous` (a request whose line shows
+ * no credential had none, so `when.authenticated` is decided) and `no-body` (a request sent no body, so
+ * `when.query` reads the query alone). An assumption decides a rule's condition, never its key: a rule
+ * keyed by the account or a body parameter stays not decidable, as its key would be a guess.
  */
 import { buildSnapshot } from '../config/index.js';
 import type { CompiledRule, Snapshot } from '../config/types.js';
@@ -13,13 +18,52 @@ import { compileGuardRules, type CompiledBan } from '../guard/rules.js';
 import { NEED, needs } from '../keys/index.js';
 import type { FormatFacts } from './record.js';
 
-/** Why `rule` cannot be decided from a log of this format, or null when it can. */
-export function undecidableReason(rule: CompiledRule, format: FormatFacts): string | null {
-  const n = rule.needs;
-  if (needs(n, NEED.account)) return 'needs the account (the owner of a bearer token, which access logs do not hold)';
+/** What replay may be told to assume where the log is silent. */
+export const ASSUMPTIONS = {
+  anonymous: 'a request whose log line shows no credential was unauthenticated',
+  'no-body': 'a request sent no body: its parameters are its query',
+} as const;
+export type Assumption = keyof typeof ASSUMPTIONS;
+
+export function isAssumption(name: string): name is Assumption {
+  return Object.hasOwn(ASSUMPTIONS, name);
+}
+
+const NONE: ReadonlySet<Assumption> = new Set();
+
+/**
+ * The rule's needs less what the assumptions supply: the account when only `when.authenticated` reads it
+ * (not its key, `when.account` or an override by account), the form body when only `when.query` reads it.
+ */
+function needsUnder(rule: CompiledRule, assume: ReadonlySet<Assumption>): number {
+  let n = rule.needs;
+  const keyNeeds = rule.key.needs;
+  const byAccount = rule.whenAccount !== null || rule.overrides.some((o) => o.accounts.length > 0) || needs(keyNeeds, NEED.account);
+  if (assume.has('anonymous') && !byAccount) n &= ~NEED.account;
+  if (assume.has('no-body') && !needs(keyNeeds, NEED.form)) n &= ~NEED.form;
+  return n;
+}
+
+/** The assumptions that `rule` is decided under (those that removed a need), in ASSUMPTIONS' order. */
+export function assumedBy(rule: CompiledRule, assume: ReadonlySet<Assumption>): Assumption[] {
+  const out: Assumption[] = [];
+  for (const a of Object.keys(ASSUMPTIONS) as Assumption[]) {
+    if (!assume.has(a)) continue;
+    if (needsUnder(rule, new Set([a])) !== rule.needs) out.push(a);
+  }
+  return out;
+}
+
+/** Why `rule` cannot be decided from a log of this format (under these assumptions), or null when it can. */
+export function undecidableReason(rule: CompiledRule, format: FormatFacts, assume: ReadonlySet<Assumption> = NONE): string | null {
+  const n = needsUnder(rule, assume);
+  if (needs(n, NEED.account)) {
+    const anon = needsUnder(rule, new Set(['anonymous'])) !== rule.needs;
+    return `needs the account (the owner of a bearer token, which access logs do not hold${anon ? '; --assume anonymous decides it' : ''})`;
+  }
   if (needs(n, NEED.token)) return 'needs the bearer token (access logs do not hold it)';
   if (needs(n, NEED.params)) return 'needs request parameters (a request body is not logged)';
-  if (needs(n, NEED.form)) return '`when.query` also reads a form body (not logged)';
+  if (needs(n, NEED.form)) return '`when.query` also reads a form body (not logged; --assume no-body reads the query alone)';
   if (needs(n, NEED.cookie) && !format.headers.has('cookie')) return 'needs a cookie (the log format has no $http_cookie)';
   if (needs(n, NEED.header)) {
     for (const part of rule.key.parts) {
@@ -31,9 +75,9 @@ export function undecidableReason(rule: CompiledRule, format: FormatFacts): stri
 }
 
 /** Why a ban cannot be decided from a log of this format, or null when it can. */
-export function undecidableBan(ban: CompiledBan, format: FormatFacts): string | null {
+export function undecidableBan(ban: CompiledBan, format: FormatFacts, assume: ReadonlySet<Assumption> = NONE): string | null {
   if (ban.on !== null && !format.status) return `counts answers with status ${[...ban.on].join(', ')} (the log format has no $status)`;
-  return undecidableReason(ban.rule, format);
+  return undecidableReason(ban.rule, format, assume);
 }
 
 /** Why no in-flight limit is decidable: replay reads when requests arrived, not which of them overlapped. */
@@ -48,12 +92,12 @@ export interface SplitTable {
   readonly banReasons: ReadonlyMap<string, string | null>;
 }
 
-/** The table replay drives: the config as loaded, less the limits and bans the log cannot decide, less in-flight limits. */
-export function decidableTable(snapshot: Snapshot, format: FormatFacts): SplitTable {
+/** The table replay drives: the config as loaded, less the limits and bans the log cannot decide (under the assumptions), less in-flight limits. */
+export function decidableTable(snapshot: Snapshot, format: FormatFacts, assume: ReadonlySet<Assumption> = NONE): SplitTable {
   const reasons = new Map<string, string | null>();
-  for (const rule of snapshot.rules) reasons.set(rule.name, undecidableReason(rule, format));
+  for (const rule of snapshot.rules) reasons.set(rule.name, undecidableReason(rule, format, assume));
   const banReasons = new Map<string, string | null>();
-  for (const ban of compileGuardRules(snapshot.config).bans) banReasons.set(ban.rule.name, undecidableBan(ban, format));
+  for (const ban of compileGuardRules(snapshot.config).bans) banReasons.set(ban.rule.name, undecidableBan(ban, format, assume));
   const config = snapshot.config;
   const limits = config.limits.filter((l) => reasons.get(l.name) === null);
   const bans = config.bans.filter((b) => banReasons.get(b.name) === null);

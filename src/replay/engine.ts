@@ -21,7 +21,7 @@ import { RequestView } from '../pipeline/request-view.js';
 import { screen, type ScreenContext, type Screened } from '../pipeline/screen.js';
 import type { Decision } from '../pipeline/decision.js';
 import { countBans } from '../pipeline/guard-stage.js';
-import { decidableTable } from './decidable.js';
+import { decidableTable, type Assumption } from './decidable.js';
 import type { FormatFacts, LogRecord } from './record.js';
 import { BanTally, HOUR_MS, LogTally, RuleTally } from './tally.js';
 
@@ -60,6 +60,8 @@ export class Replayer {
   readonly bans: BanTally[];
   /** Ban name → why the log cannot decide it (absent: it can). */
   readonly undecidableBans = new Map<string, string>();
+  /** Rules of the table the log cannot decide: a request no driven rule counted may still be theirs. */
+  private readonly undecidedRules: ReadonlySet<string>;
   private readonly bansByName = new Map<string, BanTally>();
   private readonly guard: Guard | undefined;
   private readonly byName = new Map<string, RuleTally>();
@@ -79,11 +81,14 @@ export class Replayer {
     format: FormatFacts,
     /** Told each record's decision, in log order (the agreement tests compare them with serve's). */
     private readonly onDecision?: (d: Decision, r: LogRecord) => void,
+    /** What the log is silent on and replay is told to assume (`--assume`). */
+    readonly assume: ReadonlySet<Assumption> = new Set(),
   ) {
-    const { decided, reasons, banReasons } = decidableTable(snapshot, format);
+    const { decided, reasons, banReasons } = decidableTable(snapshot, format, assume);
     this.rules = snapshot.rules.map((r) => new RuleTally(r.name, r.shadow));
     for (const t of this.rules) this.byName.set(t.name, t);
     for (const [name, why] of reasons) if (why !== null) this.undecidable.set(name, why);
+    this.undecidedRules = new Set(this.undecidable.keys());
     this.bans = [...banReasons.keys()].map((name) => new BanTally(name));
     for (const t of this.bans) this.bansByName.set(t.name, t);
     for (const [name, why] of banReasons) if (why !== null) this.undecidableBans.set(name, why);
@@ -130,6 +135,9 @@ export class Replayer {
   /** Counts the decision, then the answer for the bans it matched: the logged status where admitted, else the gateway's. */
   private decided(s: Screened, r: LogRecord): void {
     this.onDecision?.(s.decision, r);
+    // A credential the log shows (a query's access_token, a logged Authorization header): the request
+    // was decided as one without an account (replay asks no upstream), which `anonymous` does not claim.
+    if (s.view.token !== null && this.assume.has('anonymous')) this.log.credentialShown++;
     this.tally(s, r.time);
     if (s.banHits !== null && this.guard !== undefined) countBans(this.guard, s.banHits, s.decision.admit ? (r.status ?? 0) : s.decision.status);
   }
@@ -158,7 +166,8 @@ export class Replayer {
     const outcome = d.outcome;
     if (d.kind === 'limited') this.log.limited++;
     if (outcome === undefined || d.rules.length === 0) {
-      this.log.outcome(d.kind);
+      if (d.kind === 'unmatched' && this.matchesUndecided(s)) this.log.outcome('undecidable');
+      else this.log.outcome(d.kind);
       return;
     }
     const hour = Math.floor(time / HOUR_MS);
@@ -169,6 +178,13 @@ export class Replayer {
       if (limited) keys ??= bucketsFor(this.policy, s.view.rules.limits, s.view, true).specs;
       this.byName.get(d.rules[i]!.name)!.count(hour, limited ? keys![i]!.key : null);
     }
+  }
+
+  /** Whether a rule the log cannot decide matches the request's route: not counted, but not unmatched either. */
+  private matchesUndecided(s: Screened): boolean {
+    if (this.undecidedRules.size === 0) return false;
+    for (const rule of this.snapshot.matcher.match(s.view.method, s.view.path)) if (this.undecidedRules.has(rule.name)) return true;
+    return false;
   }
 
   /** Ends the run: the requests each ban refused are read from the guard's metric first. */

@@ -7,7 +7,7 @@ import { formatDuration } from '../config/fields/duration.js';
 import { perLabel } from '../config/describe.js';
 import { compileGuardRules, type CompiledBan } from '../guard/rules.js';
 import type { Replayer } from './engine.js';
-import { IN_FLIGHT_REASON } from './decidable.js';
+import { ASSUMPTIONS, IN_FLIGHT_REASON, assumedBy } from './decidable.js';
 import { HOUR_MS, type BadLine, type BanTally } from './tally.js';
 
 export interface RuleReport {
@@ -17,6 +17,8 @@ export interface RuleReport {
   readonly shadow: boolean;
   /** Why the log cannot decide it; absent: it was driven. */
   readonly notDecidable?: string;
+  /** The assumptions (`--assume`) it was decided under; absent: none was needed. */
+  readonly assumed?: readonly string[];
   readonly counted: number;
   /** Requests it would have limited (a shadow rule: would have, it never rejects). */
   readonly limited: number;
@@ -63,8 +65,15 @@ export interface ReplayReport {
   readonly noClientAddress: number;
   /** Requests an enforced rule would have answered 429. */
   readonly limited: number;
-  /** Requests decided before any rule counted them, by kind (unmatched, exempt, blocked, rejected). */
+  /**
+   * Requests no rule counted, by why: unmatched (no rule's route), undecidable (matched only by rules the
+   * log cannot decide), exempt, blocked, rejected.
+   */
   readonly uncounted: Readonly<Record<string, number>>;
+  /** What replay was told to assume where the log is silent, each with what it means. */
+  readonly assumptions: readonly { readonly name: string; readonly meaning: string }[];
+  /** Under `anonymous`: requests whose line showed a credential all the same (decided without an account). */
+  readonly credentialShown: number;
   readonly rules: readonly RuleReport[];
   /** The table's bans, driven through the gateway's guard where the log decides them. */
   readonly bans: readonly BanReport[];
@@ -113,11 +122,13 @@ export function buildReport(r: Replayer, meta: { format: string; sources: readon
         hours.push({ hour: iso(h * HOUR_MS), counted: c?.[0] ?? 0, limited: c?.[1] ?? 0 });
       }
     const why = r.undecidable.get(t.name);
+    const assumed = why === undefined ? assumedBy(rule, r.assume) : [];
     return {
       name: t.name,
       limit: `${rule.limit}/${formatDuration(rule.periodMs)} per ${perLabel(rule)}`,
       shadow: t.shadow,
       ...(why === undefined ? {} : { notDecidable: why }),
+      ...(assumed.length === 0 ? {} : { assumed }),
       counted: t.counted,
       limited: t.limited,
       distinctKeysLimited: t.limitedKeys.size,
@@ -137,6 +148,8 @@ export function buildReport(r: Replayer, meta: { format: string; sources: readon
     noClientAddress: log.noAddress,
     limited: log.limited,
     uncounted: Object.fromEntries(log.outcomes),
+    assumptions: [...r.assume].map((name) => ({ name, meaning: ASSUMPTIONS[name] })),
+    credentialShown: log.credentialShown,
     rules,
     bans: r.bans.map((t, i) => banReport(r, t, guardRules.bans[i]!, top)),
     inFlight: guardRules.concurrency.map((c) => ({ name: c.rule.name, limit: `${c.max} in flight per ${perLabel(c.rule)}`, notDecidable: IN_FLIGHT_REASON })),
@@ -146,13 +159,22 @@ export function buildReport(r: Replayer, meta: { format: string; sources: readon
 
 const n = (v: number) => v.toLocaleString('en-US');
 
+/** How the text report names each kind of uncounted request (a kind not named here: `KIND (no rule counted)`). */
+const UNCOUNTED_LABEL: Readonly<Record<string, string>> = {
+  unmatched: 'unmatched (no rule counted)',
+  undecidable: 'matched only by rules not decidable from this log (not counted)',
+};
+
 /** The report as text, for stdout. */
 export function formatReport(rep: ReplayReport): string {
   const out = [
     `Replayed ${n(rep.requests)} requests (${n(rep.lines)} lines, ${rep.format}) from ${rep.from ?? '-'} to ${rep.to ?? '-'} against ${rep.config}`,
     `  would have been limited (429): ${n(rep.limited)}`,
   ];
-  for (const [kind, count] of Object.entries(rep.uncounted)) out.push(`  ${kind} (no rule counted): ${n(count)}`);
+  for (const a of rep.assumptions) out.push(`  assumed (--assume ${a.name}): ${a.meaning}`);
+  if (rep.credentialShown > 0)
+    out.push(`  showed a credential in the log all the same (--assume anonymous does not hold; decided without an account): ${n(rep.credentialShown)}`);
+  for (const [kind, count] of Object.entries(rep.uncounted)) out.push(`  ${UNCOUNTED_LABEL[kind] ?? `${kind} (no rule counted)`}: ${n(count)}`);
   if (rep.noClientAddress > 0) out.push(`  skipped, no client address in the log: ${n(rep.noClientAddress)}`);
   if (rep.badLines.count > 0) {
     out.push(`  bad lines: ${n(rep.badLines.count)}; the first:`);
@@ -180,7 +202,9 @@ function banLines(ban: BanReport): string[] {
 function ruleLines(rule: RuleReport): string[] {
   const head = `${rule.name} (${rule.limit})${rule.shadow ? ' [shadow: would have limited, never rejects]' : ''}`;
   if (rule.notDecidable !== undefined) return [head, `  not decidable from this log: ${rule.notDecidable}`];
-  const lines = [head, `  counted ${n(rule.counted)}, would have limited ${n(rule.limited)}, distinct keys limited ${n(rule.distinctKeysLimited)}`];
+  const lines = [head];
+  if (rule.assumed !== undefined) lines.push(`  decided assuming: ${rule.assumed.join(', ')}`);
+  lines.push(`  counted ${n(rule.counted)}, would have limited ${n(rule.limited)}, distinct keys limited ${n(rule.distinctKeysLimited)}`);
   if (rule.topKeys.length > 0) lines.push(`  top keys: ${rule.topKeys.map((k) => `${k.key} (${n(k.limited)})`).join(', ')}`);
   const busy = rule.hours.filter((h) => h.limited > 0);
   if (busy.length > 0) lines.push(`  limited by hour: ${busy.map((h) => `${h.hour.slice(0, 13)}h ${n(h.limited)}`).join(', ')}`);

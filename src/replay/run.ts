@@ -4,6 +4,7 @@
  */
 import type { Snapshot } from '../config/types.js';
 import type { Decision } from '../pipeline/decision.js';
+import type { Assumption } from './decidable.js';
 import { Replayer } from './engine.js';
 import { logLines } from './lines.js';
 import type { LogFormat, LogRecord } from './record.js';
@@ -18,12 +19,14 @@ export interface RunOptions {
   readonly top?: number;
   /** Told each request's decision, with its record, in log order. */
   readonly onDecision?: (d: Decision, r: LogRecord) => void;
+  /** What to assume where the log is silent (`--assume`). */
+  readonly assume?: ReadonlySet<Assumption>;
 }
 
 const PROGRESS_MS = 250;
 
 export async function runReplay(o: RunOptions): Promise<ReplayReport> {
-  const replayer = new Replayer(o.snapshot, o.format, o.onDecision);
+  const replayer = new Replayer(o.snapshot, o.format, o.onDecision, o.assume);
   const parse = o.format.parse;
   const started = performance.now();
   let lines = 0;

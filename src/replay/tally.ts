@@ -65,7 +65,12 @@ export class LogTally {
   readonly badSamples: BadLine[] = [];
   /** Requests with no client address the table could key (rategate's log without `log.client: clear`). */
   noAddress = 0;
-  /** Requests decided before any rule: block.ips, exempt.ips, a refusal (bad path, bad query …). */
+  /** Requests under `--assume anonymous` whose line showed a credential (decided without an account all the same). */
+  credentialShown = 0;
+  /**
+   * Requests no driven rule counted, by why: unmatched (no rule's route), undecidable (only rules the log
+   * cannot decide match), exempt, blocked, a refusal (bad path, bad query …).
+   */
   readonly outcomes = new Map<string, number>();
   /** Requests at least one enforced rule would have refused (429). */
   limited = 0;

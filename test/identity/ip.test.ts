@@ -227,3 +227,22 @@ describe('the network that holds a client address', () => {
     for (const bad of ['', 'unknown', '127.1', '0x7f.0.0.1', '2001:db8::g']) expect(networkOf(bad, 24, 48)).toBeNull();
   });
 });
+
+describe('exempt.ips answered by the resolver', () => {
+  const exemptIps = compileCidrs(['127.0.0.1', '2001:db8:e::/48']);
+  const withExempt = createClientIpResolver({ trustedProxies, ipv6Prefix: 64, exemptIps });
+
+  it('marks each client it parses as exempt or not, with the same parse (mapped IPv6 seen as IPv4)', () => {
+    expect(withExempt('127.0.0.1', undefined).exempt).toBe(true);
+    expect(withExempt('::ffff:127.0.0.1', undefined).exempt).toBe(true);
+    expect(withExempt('2001:db8:e:1::5', undefined).exempt).toBe(true);
+    expect(withExempt('2001:db8:f::5', undefined).exempt).toBe(false);
+    expect(withExempt('203.0.113.9', undefined).exempt).toBe(false);
+    // The client named behind a trusted proxy is the one asked about, not the proxy.
+    expect(withExempt('10.0.0.1', '127.0.0.1').exempt).toBe(true);
+  });
+
+  it('leaves it undefined without an exempt list, so the reader looks it up itself', () => {
+    expect(resolve('127.0.0.1', undefined).exempt).toBeUndefined();
+  });
+});
