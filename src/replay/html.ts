@@ -3,7 +3,7 @@
  * (per rule, requests counted and would-be-limited per hour), the tables; no script, nothing fetched,
  * so it opens from a mail attachment or an air-gapped laptop alike.
  */
-import type { BanReport, InFlightReport, ReplayReport, RuleReport } from './report.js';
+import { UNCOUNTED_LABEL, type BanReport, type InFlightReport, type ReplayReport, type RuleReport } from './report.js';
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const n = (v: number) => v.toLocaleString('en-US');
@@ -13,7 +13,7 @@ h1{font-size:1.4rem;margin:.2rem 0}h2{font-size:1.1rem;margin:0 0 .3rem}.meta{co
 section.rule{background:#fff;border:1px solid #dde2ea;border-radius:8px;padding:1rem;margin:1rem 0}
 table{border-collapse:collapse;margin:.5rem 0}td,th{padding:.2rem .7rem;border-bottom:1px solid #e6e9ef;text-align:left}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}.tag{font-size:.75rem;padding:.05rem .4rem;border-radius:4px;background:#eef;margin-left:.4rem}
-.shadow{background:#fff3cd}.nd{background:#f1f3f5;color:#5b6575}.lim{color:#c0392b;font-weight:600}
+.shadow{background:#fff3cd}.assumed{background:#e8f4ea}.nd{background:#f1f3f5;color:#5b6575}.lim{color:#c0392b;font-weight:600}
 svg{width:100%;height:auto}.legend span{margin-right:1rem}.sw{display:inline-block;width:.8rem;height:.8rem;border-radius:2px;vertical-align:-1px;margin-right:.3rem}`;
 
 /** The whole page. */
@@ -23,6 +23,7 @@ export function reportPage(r: ReplayReport): string {
 <title>rategate replay: ${esc(r.sources.join(', '))}</title><style>${STYLE}</style></head>
 <body><h1>rategate replay</h1>
 <p class="meta">${esc(r.sources.join(', '))} (${esc(r.format)}) against ${esc(r.config)}: ${n(r.requests)} requests from ${esc(r.from ?? '-')} to ${esc(r.to ?? '-')}</p>
+${assumptions(r)}
 ${summary(r)}
 ${r.rules.map(ruleSection).join('\n')}
 ${r.bans.map(banSection).join('\n')}
@@ -35,7 +36,8 @@ function summary(r: ReplayReport): string {
   const rows = [
     ['lines read', r.lines],
     ['would have been limited (429)', r.limited],
-    ...Object.entries(r.uncounted).map(([k, v]) => [`${k} (no rule counted)`, v] as [string, number]),
+    ...Object.entries(r.uncounted).map(([k, v]) => [UNCOUNTED_LABEL[k] ?? `${k} (no rule counted)`, v] as [string, number]),
+    ...(r.credentialShown > 0 ? [['showed a credential in the log all the same', r.credentialShown] as [string, number]] : []),
     ['skipped: no client address', r.noClientAddress],
     ['bad lines', r.badLines.count],
   ] as [string, number][];
@@ -74,7 +76,14 @@ function banSummary(r: ReplayReport): string {
 
 function badge(rule: RuleReport): string {
   if (rule.notDecidable !== undefined) return '<span class="tag nd">not decidable</span>';
-  return rule.shadow ? '<span class="tag shadow">shadow</span>' : '';
+  const assumed = rule.assumed === undefined ? '' : `<span class="tag assumed">assuming ${esc(rule.assumed.join(', '))}</span>`;
+  return assumed + (rule.shadow ? '<span class="tag shadow">shadow</span>' : '');
+}
+
+/** What replay was told to assume, above everything it decided under it (none: nothing). */
+function assumptions(r: ReplayReport): string {
+  if (r.assumptions.length === 0) return '';
+  return `<p class="assumed">Assumed where the log is silent: ${r.assumptions.map((a) => `<b>${esc(a.name)}</b> (${esc(a.meaning)})`).join('; ')}.</p>`;
 }
 
 function ruleSection(rule: RuleReport): string {

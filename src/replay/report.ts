@@ -160,7 +160,7 @@ export function buildReport(r: Replayer, meta: { format: string; sources: readon
 const n = (v: number) => v.toLocaleString('en-US');
 
 /** How the text report names each kind of uncounted request (a kind not named here: `KIND (no rule counted)`). */
-const UNCOUNTED_LABEL: Readonly<Record<string, string>> = {
+export const UNCOUNTED_LABEL: Readonly<Record<string, string>> = {
   unmatched: 'unmatched (no rule counted)',
   undecidable: 'matched only by rules not decidable from this log (not counted)',
 };

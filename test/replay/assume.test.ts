@@ -16,6 +16,7 @@ import { loadConfigFile } from '../../src/config/load.js';
 import type { Snapshot } from '../../src/config/types.js';
 import { formatNamed } from '../../src/replay/formats.js';
 import type { LogRecord } from '../../src/replay/record.js';
+import { reportPage } from '../../src/replay/html.js';
 import { formatReport, type ReplayReport } from '../../src/replay/report.js';
 import { runReplay } from '../../src/replay/run.js';
 import { FakeClock } from '../support/clock.js';
@@ -82,6 +83,14 @@ describe('replay of a generated day under the Mastodon table', () => {
     const text = formatReport(assumed);
     expect(text).toContain('assumed (--assume anonymous): a request whose log line shows no credential was unauthenticated');
     expect(text).toMatch(/unauthenticated-api .*\n {2}decided assuming: anonymous\n/);
+  });
+
+  it('shows the assumption in the HTML report too, above the rules and beside the rule it decided', () => {
+    const page = reportPage(assumed);
+    expect(page).toContain('Assumed where the log is silent: <b>anonymous</b>');
+    expect(page).toMatch(/id="rule-unauthenticated-api"><h2>unauthenticated-api<span class="tag assumed">assuming anonymous<\/span>/);
+    expect(page).toContain('matched only by rules not decidable from this log (not counted)');
+    expect(reportPage(plain)).not.toContain('Assumed where');
   });
 
   it('keeps account- and token-keyed rules not decidable, and reports the lines that showed a credential', () => {
