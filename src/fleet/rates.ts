@@ -59,6 +59,7 @@ export function decodeRates(json: string): ReplicaRates | undefined {
   if (typeof o.host !== 'string' || typeof o.pid !== 'number' || typeof o.at !== 'number' || o.rules === null || typeof o.rules !== 'object') return undefined;
   const rules: Record<string, readonly [PublishedRates, PublishedRates]> = {};
   for (const [rule, entry] of Object.entries(o.rules as Record<string, unknown>)) {
+    if (rule === '__proto__') continue; // an own key in parsed JSON, a prototype when assigned
     const m1 = ratesOf(Array.isArray(entry) ? entry[0] : undefined);
     const m5 = ratesOf(Array.isArray(entry) ? entry[1] : undefined);
     if (m1 !== undefined && m5 !== undefined) rules[rule] = [m1, m5];
