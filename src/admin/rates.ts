@@ -131,12 +131,17 @@ export class RuleRates {
     this.seq++;
   }
 
-  /** The rule's rates over the window, or zeros for a rule not sampled yet. */
-  rates(rule: string, window: RateWindow): DecisionRates {
+  /**
+   * The rule's rates over the window, or zeros for a rule not sampled yet. `read` false: a peek (what the
+   * replica publishes to the fleet) that does not make the sampling fine, as a person reading the page does.
+   */
+  rates(rule: string, window: RateWindow, read = true): DecisionRates {
     const now = this.now();
-    this.readAt = now;
-    // Read while sampling coarsely: fine samples from now on (the coarse ones give this read its baseline).
-    if (this.running && this.every !== this.intervalMs) this.schedule();
+    if (read) {
+      this.readAt = now;
+      // Read while sampling coarsely: fine samples from now on (the coarse ones give this read its baseline).
+      if (this.running && this.every !== this.intervalMs) this.schedule();
+    }
     const ring = this.rings.get(rule);
     if (ring === undefined) return { allowed: 0, limited: 0, shadowLimited: 0, seconds: 0 };
     const from = this.baseline(ring, now - WINDOWS_MS[window]);

@@ -17,12 +17,14 @@ h2{font-size:15px;margin:0 0 4px}
 #meta{color:var(--muted);font-size:12px}
 main{padding:12px 16px 24px;display:grid;gap:18px;grid-template-columns:repeat(auto-fit,minmax(min(100%,460px),1fr))}
 section{min-width:0;overflow-x:auto}
-#s-rules,#s-surges{grid-column:1/-1}
+#s-health,#s-rules,#s-fleet,#s-surges{grid-column:1/-1}
+#s-health h2{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+.line{margin:0;font-size:16px;font-weight:600}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);vertical-align:top;overflow-wrap:break-word}
 th{background:var(--head);font-weight:600;font-size:12px;color:var(--muted)}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-#s-rules th:nth-child(n+3),#s-limited th:nth-child(3){text-align:right}
+#s-rules th:nth-child(n+3),#s-fleet th:nth-child(n+2):nth-child(-n+4),#s-limited th:nth-child(3){text-align:right}
 table.facts thead{display:none}
 table.facts td:first-child{color:var(--muted);width:30%}
 .good{color:var(--good)}.bad{color:var(--bad)}.warn{color:var(--warn)}.muted{color:var(--muted)}
@@ -83,8 +85,9 @@ export const SCRIPT = `
   function section(s) {
     const el = h('section', { id: 's-' + s.id });
     el.append(h('h2', {}, s.title));
+    if (s.line) el.append(h('p', { class: 'line ' + s.line.tone }, s.line.text));
     if (s.note) el.append(h('p', { class: 'note' }, s.note));
-    if (s.rows.length === 0) { el.append(h('p', { class: 'empty' }, s.empty)); return el; }
+    if (s.rows.length === 0) { if (!s.line) el.append(h('p', { class: 'empty' }, s.empty)); return el; }
     const head = h('tr');
     for (const c of s.columns) head.append(h('th', { scope: 'col' }, c));
     const body = h('tbody');

@@ -1,5 +1,6 @@
 /**
- * @module What the status page shows, as data (`GET /status.json`): the rules with their live rates, the
+ * @module What the status page shows, as data (`GET /status.json`): the rules with their live rates, every
+ * replica's rates (as they publish them to a shared store), the upstream (its probe, latency, errors), the
  * store and its nodes, leases and the fallback, and — exactly as the admin API answers them — bans,
  * blocks, exemptions and the top limited keys; the last reloads; surges where the table has them.
  */
@@ -8,11 +9,13 @@ import type http from 'node:http';
 import { formatDuration } from '../config/fields/duration.js';
 import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
 import type { FleetSketches } from '../fleet/fleet.js';
+import { decodeRates, encodeRates, type PublishedRates } from '../fleet/rates.js';
 import type { Guard } from '../guard/guard.js';
 import type { StoreHandle } from '../limiter/factory.js';
 import type { Metrics } from '../observability/metrics.js';
 import { VERSION } from '../observability/version.js';
 import type { RequestPolicy } from '../pipeline/policy.js';
+import type { ProbeResult, UpstreamProbe } from '../proxy/upstream-probe.js';
 import { guardEndpoint, type AdminAnswer } from './guard-api.js';
 import { RuleRates, type DecisionRates, type RateWindow } from './rates.js';
 import { ReloadHistory, type ReloadOutcome, type ReloadRecord } from './reloads.js';
@@ -35,7 +38,9 @@ export interface StatusSources {
   readonly store: Pick<StoreHandle, 'kind' | 'fallbackActive' | 'leases'>;
   /** The store URL the gateway started with (store.url applies at restart only). */
   readonly storeUrl: string;
-  readonly metrics: Pick<Metrics, 'storeNodeUp' | 'storeProbe'>;
+  readonly metrics: Pick<Metrics, 'storeNodeUp' | 'storeProbe' | 'upstreamDuration' | 'upstreamErrors' | 'gatewayResponses'>;
+  /** The default upstream's probe (the one rategate_upstream_up reads). */
+  readonly upstream?: Pick<UpstreamProbe, 'read'>;
   /** Surges and their state, once the table has them. */
   readonly surges?: () => readonly SurgeStatus[];
 }
@@ -65,6 +70,40 @@ export interface StoreStatus {
   readonly leases: { readonly heldTokens: number; readonly localAdmissions: number } | null;
 }
 
+/** Requests per second by decision, summed over the rules, over the last minute and five minutes. */
+export interface ReplicaStatus {
+  /** The fleet member id (host:pid:random). */
+  readonly id: string;
+  readonly host: string;
+  readonly pid: number;
+  /** This replica (its rates live, the others' as published). */
+  readonly self: boolean;
+  /** Seconds since the rates were published (0 for this replica). */
+  readonly age: number;
+  readonly rates: Record<RateWindow, PublishedRates>;
+}
+
+export interface FleetStatus {
+  /** Live gateways by their heartbeats (every --workers worker counts). */
+  readonly gateways: number;
+  readonly replicas: readonly ReplicaStatus[];
+  /** Why the others' rates could not be read (the store failing). */
+  readonly error?: string;
+}
+
+export interface UpstreamStatus {
+  readonly url: string;
+  /** The last probe: null before the first has ended. */
+  readonly probe: ProbeResult | null;
+  /** Forwarded requests answered since start, and the bounds their p50 and p99 fall under (ms; null: none yet). */
+  readonly answered: number;
+  readonly p50Ms: number | null;
+  readonly p99Ms: number | null;
+  /** Since start: requests that got no upstream answer, by reason; the 5xx the upstream answered itself. */
+  readonly errors: Record<string, number>;
+  readonly upstream5xx: number;
+}
+
 export interface StatusData {
   readonly generatedAt: string;
   readonly version: string;
@@ -73,6 +112,9 @@ export interface StatusData {
   readonly auth: { readonly tokenRequired: boolean };
   readonly rules: readonly RuleStatus[];
   readonly store: StoreStatus;
+  readonly upstream: UpstreamStatus;
+  /** Every replica sharing the store, null with a store of this process only. */
+  readonly fleet: FleetStatus | null;
   /** The bodies of GET /admin/bans, /admin/blocks, /admin/exemptions (or `{error}`); null without a guard. */
   readonly bans: unknown;
   readonly blocks: unknown;
@@ -93,13 +135,34 @@ export function createStatusSources(o: {
   metrics: Metrics;
   store: StoreHandle;
   storeUrl: string;
+  upstream?: UpstreamProbe;
   sample: boolean;
-}): StatusSources & { readonly onReload: (outcome: ReloadOutcome) => void; stop(): void } {
-  const rates = new RuleRates({ rules: () => o.policy().snapshot.rules.map((r) => r.name), counts: (name) => o.metrics.forRule(name) });
+}): StatusSources & { readonly onReload: (outcome: ReloadOutcome) => void; readonly published: () => string; stop(): void } {
+  const rules = (): string[] => o.policy().snapshot.rules.map((r) => r.name);
+  const rates = new RuleRates({ rules, counts: (name) => o.metrics.forRule(name) });
   if (o.sample) rates.start();
   const reloads = new ReloadHistory();
   reloads.started(o.policy().snapshot.rules.length);
-  return { rates, reloads, store: o.store, storeUrl: o.storeUrl, metrics: o.metrics, onReload: reloads.record, stop: () => rates.stop() };
+  // What this replica publishes with its heartbeat: a peek, so that publishing alone keeps the sampling coarse.
+  const published = (): string =>
+    encodeRates({
+      host: os.hostname(),
+      pid: process.pid,
+      at: Date.now(),
+      rules: Object.fromEntries(rules().map((r) => [r, [rates.rates(r, '1m', false), rates.rates(r, '5m', false)] as const])),
+    });
+  const upstream = o.upstream !== undefined ? { upstream: o.upstream } : {};
+  return {
+    rates,
+    reloads,
+    store: o.store,
+    storeUrl: o.storeUrl,
+    metrics: o.metrics,
+    ...upstream,
+    onReload: reloads.record,
+    published,
+    stop: () => rates.stop(),
+  };
 }
 
 export async function statusData(
@@ -118,12 +181,14 @@ export async function statusData(
           status: 503,
           body: { error: `store: ${err.message}` },
         }));
-  const [bans, blocks, exemptions, limited, store] = await Promise.all([
+  const [bans, blocks, exemptions, limited, store, upstream, fleetStatus] = await Promise.all([
     ask('/admin/bans'),
     ask('/admin/blocks'),
     ask('/admin/exemptions'),
     limitedAnswers(ask, policy),
     storeStatus(s, policy),
+    upstreamStatus(s, policy),
+    fleetOf(s, policy, fleet),
   ]);
   return {
     generatedAt: new Date().toISOString(),
@@ -141,6 +206,8 @@ export async function statusData(
       rates: { '1m': s.rates.rates(r.name, '1m'), '5m': s.rates.rates(r.name, '5m') },
     })),
     store,
+    upstream,
+    fleet: fleetStatus,
     bans: bodyOf(bans),
     blocks: bodyOf(blocks),
     exemptions: bodyOf(exemptions),
@@ -198,4 +265,84 @@ function singleNodeOf(storeUrl: string): string | null {
     case 'redis-cluster':
       return null;
   }
+}
+
+/** This replica's rates summed over the rules in force. */
+function ownTotals(s: StatusSources, policy: RequestPolicy): Record<RateWindow, PublishedRates> {
+  const sum = (w: RateWindow): PublishedRates => {
+    let allowed = 0;
+    let limited = 0;
+    let shadowLimited = 0;
+    for (const r of policy.snapshot.rules) {
+      const d = s.rates.rates(r.name, w);
+      allowed += d.allowed;
+      limited += d.limited;
+      shadowLimited += d.shadowLimited;
+    }
+    return { allowed, limited, shadowLimited };
+  };
+  return { '1m': sum('1m'), '5m': sum('5m') };
+}
+
+/** Every replica's rates: this one's live, the others' as they last published them (every heartbeat, 5 s). */
+async function fleetOf(s: StatusSources, policy: RequestPolicy, fleet: FleetSketches | undefined): Promise<FleetStatus | null> {
+  if (fleet === undefined) return null;
+  const self: ReplicaStatus = { id: fleet.id, host: os.hostname(), pid: process.pid, self: true, age: 0, rates: ownTotals(s, policy) };
+  let published: { id: string; json: string }[];
+  try {
+    published = (await fleet.rates?.()) ?? [];
+  } catch (err) {
+    return { gateways: fleet.gateways, replicas: [self], error: `store: ${(err as Error).message}` };
+  }
+  const now = Date.now();
+  const others: ReplicaStatus[] = [];
+  for (const p of published) {
+    const r = p.id === fleet.id ? undefined : decodeRates(p.json);
+    if (r === undefined) continue;
+    const total = (i: 0 | 1): PublishedRates => {
+      let allowed = 0;
+      let limited = 0;
+      let shadowLimited = 0;
+      for (const pair of Object.values(r.rules)) {
+        allowed += pair[i].allowed;
+        limited += pair[i].limited;
+        shadowLimited += pair[i].shadowLimited;
+      }
+      return { allowed, limited, shadowLimited };
+    };
+    others.push({
+      id: p.id,
+      host: r.host,
+      pid: r.pid,
+      self: false,
+      age: Math.max(0, Math.round((now - r.at) / 1000)),
+      rates: { '1m': total(0), '5m': total(1) },
+    });
+  }
+  others.sort((a, b) => a.id.localeCompare(b.id));
+  return { gateways: fleet.gateways, replicas: [self, ...others] };
+}
+
+/** The upstream: its probe, and since start its answers' latency (bucket bounds) and its failures. */
+async function upstreamStatus(s: StatusSources, policy: RequestPolicy): Promise<UpstreamStatus> {
+  const probe = (await s.upstream?.read()) ?? null;
+  const buckets = new Map<string, number>();
+  let answered = 0;
+  let upstream5xx = 0;
+  for (const v of s.metrics.upstreamDuration.get().values) {
+    if (v.metricName.endsWith('_bucket')) buckets.set(String(v.labels.le), (buckets.get(String(v.labels.le)) ?? 0) + v.value);
+    else if (v.metricName.endsWith('_count')) {
+      answered += v.value;
+      if (v.labels.status_class === '5xx') upstream5xx += v.value;
+    }
+  }
+  const bound = (q: number): number | null => {
+    if (answered === 0) return null;
+    for (const [le, n] of buckets) if (le !== '+Inf' && n >= q * answered) return Number(le) * 1000;
+    return Infinity;
+  };
+  const errors: Record<string, number> = {};
+  for (const v of (await s.metrics.upstreamErrors.get()).values) if (v.value > 0) errors[String(v.labels.reason)] = v.value;
+  const url = policy.snapshot.config.upstream.url;
+  return { url: url === 'builtin' ? 'builtin' : new URL(url).origin, probe, answered, p50Ms: bound(0.5), p99Ms: bound(0.99), errors, upstream5xx };
 }

@@ -60,7 +60,9 @@ ${p.sections.map(renderSection).join('\n')}
 }
 
 export function renderSection(s: Section): string {
-  const note = s.note === undefined ? '' : `<p class="note">${escapeHtml(s.note)}</p>`;
+  const line = s.line === undefined ? '' : `<p class="line ${s.line.tone}">${escapeHtml(s.line.text)}</p>`;
+  const note = line + (s.note === undefined ? '' : `<p class="note">${escapeHtml(s.note)}</p>`);
+  if (s.rows.length === 0 && s.line !== undefined) return `<section id="s-${escapeHtml(s.id)}"><h2>${escapeHtml(s.title)}</h2>${note}</section>`;
   if (s.rows.length === 0)
     return `<section id="s-${escapeHtml(s.id)}"><h2>${escapeHtml(s.title)}</h2>${note}<p class="empty">${escapeHtml(s.empty)}</p></section>`;
   const head = s.columns.map((c) => `<th scope="col">${escapeHtml(c)}</th>`).join('');

@@ -4,7 +4,7 @@
  * two cannot drift. Cells are plain text; whoever renders them escapes them.
  */
 import { formatDuration } from '../config/fields/duration.js';
-import type { RuleStatus, StatusData, StoreStatus } from './status-data.js';
+import type { FleetStatus, RuleStatus, StatusData, StoreStatus, UpstreamStatus } from './status-data.js';
 
 export type Tone = 'good' | 'bad' | 'warn' | 'muted';
 
@@ -31,12 +31,17 @@ export interface Section {
   readonly empty: string;
   /** A two-column table of facts (what, state): it stays a table on a narrow screen. */
   readonly facts?: boolean;
+  /** One line shown large above the table (the health summary). */
+  readonly line?: { readonly text: string; readonly tone: Tone };
 }
 
 export function statusView(d: StatusData): Section[] {
   const now = Date.parse(d.generatedAt);
   return [
+    healthSection(d),
     rulesSection(d),
+    ...(d.fleet !== null ? [fleetSection(d.fleet)] : []),
+    upstreamSection(d.upstream, now),
     storeSection(d.store),
     bansSection(d.bans, now),
     entriesSection('blocks', 'Blocks', '/admin/blocks', d.blocks, now),
@@ -45,6 +50,94 @@ export function statusView(d: StatusData): Section[] {
     reloadsSection(d, now),
     ...(d.surges.length > 0 ? [surgesSection(d)] : []),
   ];
+}
+
+/** One line: `healthy: 2 replicas, upstream up, store up`, or what is wrong first. */
+export function healthLine(d: StatusData): { text: string; tone: Tone } {
+  const wrong: string[] = [];
+  const p = d.upstream.probe;
+  if (p !== null && !p.up) wrong.push(`upstream does not answer (${p.error ?? 'down'})`);
+  const s = d.store;
+  if (s.reachable === false || s.fallbackActive) wrong.push(`store failing: decisions by onError: ${s.onError}`);
+  else for (const n of s.nodes) if (!n.up) wrong.push(`store node ${n.node} failing`);
+  if (d.reloads[0] !== undefined && !d.reloads[0].ok) wrong.push('the last config reload was refused (the previous table is in force)');
+  if (d.fleet?.error !== undefined) wrong.push(`the other replicas' rates are unknown (${d.fleet.error})`);
+  const n = d.fleet === null ? 1 : d.fleet.replicas.length;
+  const replicas = `${n} replica${n === 1 ? '' : 's'}${d.fleet === null ? ' (a store of this process only)' : ''}`;
+  const upstream = p === null ? 'upstream not checked yet' : p.up ? 'upstream up' : '';
+  const facts = [replicas, ...(upstream === '' ? [] : [upstream]), ...(wrong.some((w) => w.startsWith('store')) ? [] : ['store up'])];
+  if (wrong.length === 0) return { text: `healthy: ${facts.join(', ')}`, tone: 'good' };
+  return { text: `degraded: ${wrong.join('; ')} · ${facts.join(', ')}`, tone: 'bad' };
+}
+
+function healthSection(d: StatusData): Section {
+  return { id: 'health', title: 'Health', columns: [], rows: [], empty: '', line: healthLine(d) };
+}
+
+/** `1m · 5m` for one decision. */
+function pair(m1: number, m5: number, tone: Tone): Cell {
+  return { text: `${perSecond(m1)} · ${perSecond(m5)}`, num: true, ...(m1 > 0 || m5 > 0 ? { tone } : {}) };
+}
+
+function fleetSection(f: FleetStatus): Section {
+  const rows: Cell[][] = f.replicas.map((r) => [
+    r.self ? { text: `${r.host} (pid ${r.pid}) · this one`, tone: 'muted' } : `${r.host} (pid ${r.pid})`,
+    pair(r.rates['1m'].allowed, r.rates['5m'].allowed, 'good'),
+    pair(r.rates['1m'].limited, r.rates['5m'].limited, 'bad'),
+    pair(r.rates['1m'].shadowLimited, r.rates['5m'].shadowLimited, 'warn'),
+    r.self ? 'live' : `${r.age}\u00a0s ago`,
+  ]);
+  if (f.replicas.length > 1) {
+    const sum = (w: '1m' | '5m', k: 'allowed' | 'limited' | 'shadowLimited'): number => f.replicas.reduce((a, r) => a + r.rates[w][k], 0);
+    rows.push([
+      'all replicas',
+      pair(sum('1m', 'allowed'), sum('5m', 'allowed'), 'good'),
+      pair(sum('1m', 'limited'), sum('5m', 'limited'), 'bad'),
+      pair(sum('1m', 'shadowLimited'), sum('5m', 'shadowLimited'), 'warn'),
+      '',
+    ]);
+  }
+  const note = `Requests per second over the last minute · the last five minutes, all rules, per replica (each publishes its rates to the store every 5 s); ${f.gateways} gateway${f.gateways === 1 ? '' : 's'} by their heartbeats.`;
+  return {
+    id: 'fleet',
+    title: 'Replicas',
+    note: f.error === undefined ? note : `${note} The others' rates could not be read: ${f.error}.`,
+    columns: ['replica', 'allowed/s', 'limited/s', 'shadow-limited/s', 'published'],
+    rows,
+    empty: '',
+  };
+}
+
+function upstreamSection(u: UpstreamStatus, now: number): Section {
+  const p = u.probe;
+  const probe: Cell =
+    p === null
+      ? { text: 'not checked yet', tone: 'muted' }
+      : p.up
+        ? { text: `up: answered HEAD in ${p.ms} ms, ${ago(new Date(p.at).toISOString(), now)}`, tone: 'good' }
+        : { text: `does not answer: ${p.error ?? 'down'} after ${p.ms} ms, ${ago(new Date(p.at).toISOString(), now)}`, tone: 'bad' };
+  const ms = (x: number | null): string => (x === null ? '' : x === Infinity ? '> 30 s' : `≤ ${x >= 1000 ? `${x / 1000} s` : `${x} ms`}`);
+  const latency = u.answered === 0 ? 'no answer yet' : `p50 ${ms(u.p50Ms)} · p99 ${ms(u.p99Ms)} over ${u.answered} answers since start`;
+  const failures = Object.entries(u.errors);
+  return {
+    id: 'upstream',
+    title: 'Upstream',
+    columns: ['what', 'state'],
+    rows: [
+      ['upstream', u.url],
+      ['probe', probe],
+      ['latency', latency],
+      [
+        'no answer',
+        failures.length === 0
+          ? { text: 'none since start', tone: 'good' }
+          : { text: `${failures.map(([r, n]) => `${r} ${n}`).join(', ')} since start (502/504 by the gateway)`, tone: 'bad' },
+      ],
+      ['upstream 5xx', u.upstream5xx === 0 ? 'none since start' : { text: `${u.upstream5xx} since start (the upstream's own)`, tone: 'warn' }],
+    ],
+    empty: '',
+    facts: true,
+  };
 }
 
 function rulesSection(d: StatusData): Section {

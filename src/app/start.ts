@@ -31,6 +31,7 @@ import { effectiveMaxKeys } from '../limiter/memory/key-bound.js';
 import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
 import type { Introspect } from '../identity/account.js';
 import { createReadiness } from './readiness.js';
+import { UpstreamProbe } from '../proxy/upstream-probe.js';
 import { watchConfig } from './reload.js';
 import { startUpstream } from '../mastodon/index.js';
 import { createGuard, type Guard } from '../guard/index.js';
@@ -91,18 +92,18 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
   let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect, undefined, (name) => guard.surges?.active(name) === true);
-  const { guard, fleet } = await openGuard(storeCfg, storeHandle, metrics, log, () => policy.snapshot.config, settings.now);
+  const runAdmin = settings.admin ?? true;
+  const { probe, status } = watchUpstreamAndRates(cfg, origin, { storeHandle, metrics, runAdmin }, () => policy);
+  const { guard, fleet } = await openGuard(storeCfg, storeHandle, metrics, log, () => policy.snapshot.config, status.published, settings.now);
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
 
   const server = await listenProxy(cfg, gateway, { metrics, log, configPath: settings.configPath }, drain);
 
-  const runAdmin = settings.admin ?? true;
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
   let adminTokens = runAdmin ? await loadAdminCredentials(cfg.admin, settings.configPath) : [];
-  const ready = createReadiness({ origin, store: storeHandle, metrics, policy: () => policy, draining: () => drain.draining });
-  const status = createStatusSources({ policy: () => policy, metrics, store: storeHandle, storeUrl: cfg.store.url, sample: runAdmin });
+  const ready = createReadiness({ upstream: probe, store: storeHandle, metrics, policy: () => policy, draining: () => drain.draining });
   const api = { credentials: () => adminTokens, ...listenerFacts(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status, log };
   const admin = createAdminServer({ metrics: metrics.registry, ready, api: { ...api, fleet } });
   if (runAdmin) await listenAdmin(admin, cfg, adminTokens.length === 0 && !api.loopbackOnly, log);
@@ -143,7 +144,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     reload: () => config.reload(),
     // server.drainGrace is read when the drain starts, so a reload before SIGTERM changes it.
     shutdown: (graceMs = policy.snapshot.config.server.drainGrace) =>
-      shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin }, graceMs),
+      shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics }, graceMs),
   };
 }
 
@@ -168,20 +169,35 @@ async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayPar
   return { metrics, storeCfg, storeHandle };
 }
 
-/** Runtime blocks, bans and triage; and, with a shared store, the fleet: how many gateways share it, and their triage sketches. */
+/** The upstream's probe (metrics, readiness, the page) and the status page's sources. */
+function watchUpstreamAndRates(
+  cfg: Config,
+  origin: string,
+  o: { storeHandle: StoreHandle; metrics: Metrics; runAdmin: boolean },
+  policy: () => RequestPolicy,
+): { probe: UpstreamProbe; status: ReturnType<typeof createStatusSources> } {
+  const probe = new UpstreamProbe(origin, cfg.upstream.healthPath, cfg.upstream.timeout);
+  // Rates sampled where the page is served, and where they are published to the fleet (a shared store).
+  const sample = o.runAdmin || o.storeHandle.can.redisProtocol;
+  const status = createStatusSources({ policy, metrics: o.metrics, store: o.storeHandle, storeUrl: cfg.store.url, upstream: probe, sample });
+  return { probe, status };
+}
+
+/** Runtime blocks, bans and triage; and, with a shared store, the fleet: how many gateways share it, their triage sketches and rates. */
 async function openGuard(
   storeCfg: Config['store'] & { readonly maxKeys: number },
   storeHandle: StoreHandle,
   metrics: Metrics,
   log: GatewayParts['log'],
   config: () => Config,
+  rates: () => string | undefined,
   now?: () => number,
 ) {
   const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config, now });
   // `surges:` run on the guard: their state is its (kind surge), their counts are in the counter store.
   guard.surges = new Surges({ guard, store: storeHandle.store, log, config });
   guard.rulesInUse(followsStore(config()));
-  return { guard, fleet: joinFleet({ store: storeCfg, handle: storeHandle, metrics, top: guard.top }) };
+  return { guard, fleet: joinFleet({ store: storeCfg, handle: storeHandle, metrics, top: guard.top, rates }) };
 }
 
 /** The proxy listener: requests, `Expect: 100-continue` and upgrades go to the gateway. */
@@ -270,14 +286,16 @@ interface GatewayParts {
   storeHandle: StoreHandle;
   guard: Guard;
   fleet: Fleet | undefined;
+  metrics: Metrics;
   builtin: Awaited<ReturnType<typeof startUpstream>> | undefined;
 }
 
 /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes everything. */
 async function shutdownGateway(parts: GatewayParts, graceMs: number): Promise<void> {
-  const { config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin } = parts;
+  const { config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics } = parts;
   config.stop();
   status.stop();
+  metrics.stop();
   log.info({ graceMs }, 'draining: no new connections, finishing in-flight requests');
   log.flush();
   // WebSockets have no natural end: they get the drain time, then are closed.

@@ -95,6 +95,14 @@ const upstreamShape = {
   timeout: duration(1).prefault('30s').describe('Upper bound for an upstream response to start.'),
   connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to the upstream.'),
   host: upstreamHost,
+  healthPath: z
+    .string()
+    .startsWith('/', { error: (iss) => `must be a path starting with "/", got ${show(iss.input)}` })
+    .regex(/^[\x21-\x7e]+$/, { error: (iss) => `must be printable ASCII without spaces (percent-encode the rest), got ${show(iss.input)}` })
+    .default('/')
+    .describe(
+      'The path the upstream probe asks with HEAD (rategate_upstream_up, readiness.upstream, the status page): any answer within 5 s (or upstream.timeout if shorter) is up; none, or a refused connection, is down. Mastodon: /health.',
+    ),
 };
 /** SPEC §3.2: named upstreams and the routes to them; applied at restart (each has its own connection pool). */
 export const UPSTREAM_NAME = /^[A-Za-z0-9_-]+$/;

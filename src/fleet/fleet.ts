@@ -5,10 +5,11 @@
  * local fallback's share and the leases (`store.gateways` is only the count used until the store has
  * answered once, e.g. when it is unreachable at start); when the store fails, the last count stays.
  * The same heartbeat publishes this process's triage sketch (bounded, expiring with it), so that
- * `/admin/limited` can answer for the whole fleet.
+ * `/admin/limited` can answer for the whole fleet, and its request rates (rates.ts), so that every
+ * replica's status page shows every replica's.
  *
- * Keys, all in one cluster slot (`{fleet}`): `<prefix>:{fleet}:gateways` (member: the process id) and
- * `<prefix>:{fleet}:limited:<id>` (a JSON sketch).
+ * Keys, all in one cluster slot (`{fleet}`): `<prefix>:{fleet}:gateways` (member: the process id),
+ * `<prefix>:{fleet}:limited:<id>` (a JSON sketch) and `<prefix>:{fleet}:rates:<id>` (JSON rates).
  */
 import os from 'node:os';
 import type { Redis } from 'ioredis';
@@ -22,7 +23,7 @@ export const HEARTBEAT_MS = 5_000;
 const MISSED_BEATS = 3;
 
 // Registers (scored by the server's clock), drops members unheard for the expiry, publishes the sketch
-// (or drops it), and answers the live count. One slot: KEYS share the {fleet} tag.
+// and the rates (or drops them), and answers the live count. One slot: KEYS share the {fleet} tag.
 const BEAT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -31,6 +32,7 @@ redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
 redis.call('PEXPIRE', KEYS[1], ttl)
 if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'PX', ttl) else redis.call('DEL', KEYS[2]) end
+if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4], 'PX', ttl) else redis.call('DEL', KEYS[3]) end
 return redis.call('ZCARD', KEYS[1])
 `;
 
@@ -46,6 +48,8 @@ export interface FleetOptions {
   readonly onCount: (gateways: number) => void;
   /** This process's sketch to publish, as JSON (undefined: none). */
   readonly sketch?: () => string | undefined;
+  /** This process's request rates to publish, as JSON (rates.ts; undefined: none). */
+  readonly rates?: () => string | undefined;
   readonly heartbeatMs?: number;
 }
 
@@ -63,6 +67,8 @@ export interface FleetSketches {
   sketches(): Promise<PublishedSketch[]>;
   /** Publishes this replica's sketch now (so a fleet answer includes its latest 429s). */
   beat(): Promise<void>;
+  /** Every live replica's published rates (rates.ts), as JSON. */
+  rates?(): Promise<PublishedSketch[]>;
 }
 
 export class Fleet implements FleetSketches {
@@ -72,7 +78,7 @@ export class Fleet implements FleetSketches {
   private learned = false;
   private readonly client: RedisClient;
   private readonly watch: SentinelWatch | undefined;
-  private readonly keys: { readonly set: string; readonly sketch: (id: string) => string };
+  private readonly keys: { readonly set: string; readonly sketch: (id: string) => string; readonly rates: (id: string) => string };
   private readonly beatMs: number;
   private timer: NodeJS.Timeout | undefined;
 
@@ -80,7 +86,7 @@ export class Fleet implements FleetSketches {
     const url = parseStoreUrl(o.url);
     if (url.kind === 'memory') throw new Error('the fleet needs a Redis store');
     const base = `${formatPrefix(o.prefix)}:{fleet}`;
-    this.keys = { set: `${base}:gateways`, sketch: (id) => `${base}:limited:${id}` };
+    this.keys = { set: `${base}:gateways`, sketch: (id) => `${base}:limited:${id}`, rates: (id) => `${base}:rates:${id}` };
     this.beatMs = o.heartbeatMs ?? HEARTBEAT_MS;
     this.count = Math.max(1, o.floor);
     this.watch = sentinelWatchFor(url, o.sentinelPassword);
@@ -118,7 +124,8 @@ export class Fleet implements FleetSketches {
     if (this.client.status !== 'ready') return;
     const ttl = this.beatMs * MISSED_BEATS;
     try {
-      const n = await this.bounded(this.client.eval(BEAT, 2, this.keys.set, this.keys.sketch(this.id), this.id, ttl, this.o.sketch?.() ?? ''));
+      const [sketch, rates] = [this.o.sketch?.() ?? '', this.o.rates?.() ?? ''];
+      const n = await this.bounded(this.client.eval(BEAT, 3, this.keys.set, this.keys.sketch(this.id), this.keys.rates(this.id), this.id, ttl, sketch, rates));
       this.learned = true;
       const live = Math.max(1, Number(n));
       if (live !== this.count) {
@@ -131,10 +138,19 @@ export class Fleet implements FleetSketches {
   }
 
   /** Every live replica's published sketch (this one's included, as last published). */
-  async sketches(): Promise<PublishedSketch[]> {
+  sketches(): Promise<PublishedSketch[]> {
+    return this.published(this.keys.sketch);
+  }
+
+  /** Every live replica's published rates (this one's included, as last published). */
+  rates(): Promise<PublishedSketch[]> {
+    return this.published(this.keys.rates);
+  }
+
+  private async published(key: (id: string) => string): Promise<PublishedSketch[]> {
     const ids = (await this.bounded(this.client.zrange(this.keys.set, 0, -1))) as string[];
     if (ids.length === 0) return [];
-    const values = (await this.bounded(this.client.mget(...ids.map((id) => this.keys.sketch(id))))) as (string | null)[];
+    const values = (await this.bounded(this.client.mget(...ids.map(key)))) as (string | null)[];
     const out: PublishedSketch[] = [];
     for (let i = 0; i < ids.length; i++) if (values[i] != null) out.push({ id: ids[i]!, json: values[i]! });
     return out;
@@ -145,7 +161,9 @@ export class Fleet implements FleetSketches {
     clearInterval(this.timer);
     this.timer = undefined;
     if (this.client.status === 'ready') {
-      await this.bounded(Promise.all([this.client.zrem(this.keys.set, this.id), this.client.del(this.keys.sketch(this.id))])).catch(() => {});
+      await this.bounded(Promise.all([this.client.zrem(this.keys.set, this.id), this.client.del(this.keys.sketch(this.id), this.keys.rates(this.id))])).catch(
+        () => {},
+      );
     }
     this.watch?.close();
     this.client.disconnect();

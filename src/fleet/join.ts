@@ -1,4 +1,4 @@
-/** @module Joins the fleet when the store is shared (a Redis-protocol backend): the live count to the store and the gauge, the triage sketch to the store. */
+/** @module Joins the fleet when the store is shared (a Redis-protocol backend): the live count to the store and the gauge, the triage sketch and the request rates to the store. */
 import type { TopLimited } from '../guard/top-keys.js';
 import type { StoreHandle, StoreSettings } from '../limiter/factory.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -10,6 +10,8 @@ export function joinFleet(o: {
   readonly handle: StoreHandle;
   readonly metrics: Metrics;
   readonly top: TopLimited;
+  /** This replica's request rates as published (fleet/rates.ts), read at each heartbeat. */
+  readonly rates?: () => string | undefined;
   readonly heartbeatMs?: number;
 }): Fleet | undefined {
   // The fleet's heartbeat lives in the store: a backend that does not speak the Redis protocol has none.
@@ -28,6 +30,7 @@ export function joinFleet(o: {
       o.metrics.gateways.set(n);
     },
     sketch: () => encodeSketch(o.top),
+    ...(o.rates !== undefined ? { rates: o.rates } : {}),
     ...(o.heartbeatMs !== undefined ? { heartbeatMs: o.heartbeatMs } : {}),
   });
 }

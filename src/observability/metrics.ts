@@ -5,6 +5,7 @@ import { metricMaker } from './define-metrics.js';
 import { STORE_ERROR_REASONS } from '../limiter/errors.js';
 import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
 import { VERSION } from './version.js';
+import { watchEventLoop } from './event-loop.js';
 import { ADMISSION_REFUSALS, type AdmissionObserver } from '../proxy/admission.js';
 import { INTROSPECTION_RESULTS, type IntrospectionResult } from '../identity/account.js';
 
@@ -15,6 +16,9 @@ import { INTROSPECTION_RESULTS, type IntrospectionResult } from '../identity/acc
  * measured at each scrape and does not depend on it.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
+
+/** Gateway-made 5xx answers, at 0 from the start (an alert on their rate sees the first). */
+const GATEWAY_5XX = ['500', '502', '503', '504'] as const;
 
 /** The values of rategate_requests_total's `decision` label. */
 export const DECISIONS = ['allowed', 'limited', 'shadow_limited'] as const;
@@ -65,7 +69,7 @@ const HELP = {
   rategate_store_up:
     '1 while decisions come from the store: every key has a master, none is failing, each answers as a master (always 1 for memory); 0 while some decisions follow onError.',
   rategate_upstream_up:
-    '1 while the default upstream accepts TCP connections (checked at most once a second); readiness ignores it unless readiness.upstream is true.',
+    '1 while the default upstream answers a HEAD of upstream.healthPath within 5 s (asked at most once a second, when read); 0 when it refuses connections or answers nothing (frozen). Readiness ignores it unless readiness.upstream is true.',
   rategate_gateways:
     'Gateway processes sharing the store (each --workers worker counts), learned from their heartbeats; store.gateways until the store has answered. The local fallback and the leases are sized by it.',
   rategate_store_node_up:
@@ -75,7 +79,10 @@ const HELP = {
     "Buckets this process's memory store (or the Redis store's local fallback) may hold: store.maxKeys, or the default derived from the memory limit at start.",
   rategate_store_keys_refused_total:
     'Requests refused 429 because they needed a new bucket and the memory store (or the local fallback) was full (store.maxKeys).',
-  rategate_gateway_responses_total: 'Responses the gateway made itself (not the upstream), by status code.',
+  rategate_gateway_responses_total:
+    "Responses the gateway made itself (not the upstream), by status code: its 429s, 403s and 4xx refusals, and its 5xx (500, 502/504 for an upstream that failed or did not answer, 503); the upstream's own answers are in rategate_upstream_duration_seconds.",
+  rategate_event_loop_delay_seconds:
+    'How late the event loop ran a timer set every 100 ms (0 when on time): requests wait as long for their next step. Sampled 10 times a second.',
   rategate_upstream_refused_total:
     'Requests answered without being forwarded because of the upstream pool: queue_timeout (503: no connection free within server.upstreamQueueTimeout), per_ip_cap (429: the client already held server.maxUpstreamConnectionsPerIp).',
   rategate_upstream_waiting: 'Requests waiting for an upstream connection (every pool).',
@@ -135,7 +142,7 @@ export class Metrics {
     },
   });
 
-  /** Asked at each scrape for rategate_upstream_up (set by the composition root: the readiness probe, cached). */
+  /** Asked at each scrape for rategate_upstream_up (set by the composition root: the upstream probe, proxy/upstream-probe.ts). */
   upstreamProbe: (() => Promise<boolean>) | undefined;
   readonly upstreamUp: client.Gauge = this.make.gauge('rategate_upstream_up', {
     aggregator: 'min',
@@ -159,6 +166,8 @@ export class Metrics {
   readonly storeKeysRefused = this.make.counter('rategate_store_keys_refused_total');
 
   readonly gatewayResponses = this.make.counter('rategate_gateway_responses_total', { labelNames: ['code'] });
+  readonly eventLoopDelay = this.make.histogram('rategate_event_loop_delay_seconds', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]);
+  private readonly eventLoop: { stop(): void } | undefined;
 
   readonly upstreamRefused = this.make.counter('rategate_upstream_refused_total', { labelNames: ['reason'] });
   readonly upstreamWaiting = this.make.gauge('rategate_upstream_waiting');
@@ -188,7 +197,10 @@ export class Metrics {
   private readonly localRejectionsExported: Record<LocalRejectionSource, number> = { blocked_cache: 0, fallback: 0 };
 
   constructor(opts: { collectDefault?: boolean } = {}) {
-    if (opts.collectDefault ?? true) client.collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+    if (opts.collectDefault ?? true) {
+      client.collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+      this.eventLoop = watchEventLoop(this.eventLoopDelay, EVENT_LOOP_SAMPLE_MS);
+    }
     // Known label values start at 0, so an alert on increase() sees the first event.
     for (const source of ['blocked_cache', 'fallback'] as const) this.storeLocalRejections.inc({ source }, 0);
     for (const reason of [...STORE_ERROR_REASONS, 'circuit_open']) this.storeErrors.inc({ reason }, 0);
@@ -196,10 +208,16 @@ export class Metrics {
     for (const result of RELOAD_RESULTS) this.configReloads.inc({ result }, 0);
     for (const reason of ADMISSION_REFUSALS) this.upstreamRefused.inc({ reason }, 0);
     for (const result of INTROSPECTION_RESULTS) this.introspections.inc({ result }, 0);
+    for (const code of GATEWAY_5XX) this.gatewayResponses.inc({ code }, 0);
     this.upstreamWaiting.set(0);
     this.buildInfo.set({ version: VERSION, node: process.version }, 1);
     this.storeFallbackActive.set(0);
     this.storeUp.set(1);
+  }
+
+  /** Stops the event-loop watch (at shutdown: in-process tests start many gateways). */
+  stop(): void {
+    this.eventLoop?.stop();
   }
 
   /** The config was loaded (at start: `reload` false) or a reload was tried: `ok` false when refused. */

@@ -226,6 +226,44 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       }
     });
 
+    it("shows both replicas' rates (each published to the shared Redis), the upstream, and one health line at the top", async () => {
+      const [a, b] = gws as [GatewayProcess, GatewayProcess];
+      // Twice as many requests through A as through B, for both to have rates of their own.
+      const flow = traffic(async () => {
+        await get(`${a.url}/api/v1/timelines/public`, '192.0.2.20');
+        await get(`${a.url}/api/v1/timelines/public`, '192.0.2.21');
+        await get(`${b.url}/api/v1/timelines/public`, '192.0.2.22');
+      });
+      try {
+        const page = await signedIn(a);
+        const rows = page.locator('#s-fleet tbody tr');
+        const allowed = async (i: number): Promise<string | null> => rows.nth(i).locator('td[data-label="allowed/s"]').textContent();
+        // This replica first (live), then the other as it published, then their sum; both non-zero.
+        await expect.poll(() => rows.count(), { timeout: 20_000, interval: 250 }).toBe(3);
+        const nonZero = /^(<0\.01|0\.\d*[1-9]|[1-9])/;
+        await expect.poll(() => allowed(0), { timeout: 20_000, interval: 250 }).toMatch(nonZero);
+        await expect.poll(() => allowed(1), { timeout: 20_000, interval: 250 }).toMatch(nonZero);
+        expect(await rows.nth(0).locator('td').first().textContent()).toMatch(/ \(pid \d+\) · this one$/);
+        expect(await rows.nth(1).locator('td[data-label="published"]').textContent()).toMatch(/^\d+\u00a0s ago$/);
+        expect(await rows.nth(2).locator('td').first().textContent()).toBe('all replicas');
+        // The two replicas are two processes: two pids on the page.
+        const names = await rows.locator('td:first-child').allTextContents();
+        expect(new Set(names.slice(0, 2).map((n) => /pid (\d+)/.exec(n)?.[1])).size).toBe(2);
+
+        await expect.poll(() => page.locator('#s-health .line').textContent(), { timeout: 10_000 }).toBe('healthy: 2 replicas, upstream up, store up');
+        expect(await page.locator('#s-health .line').getAttribute('class')).toBe('line good');
+        const probe = page.locator('#s-upstream tbody tr', { hasText: 'probe' }).locator('td').nth(1);
+        expect(await probe.textContent()).toMatch(/^up: answered HEAD in \d+ ms/);
+        // The health line is the first thing on the page.
+        expect(await page.locator('main section').first().getAttribute('id')).toBe('s-health');
+        await keepScreenshot(page, 'status-page-fleet.png');
+        expect(page.errors).toEqual([]);
+        await page.close();
+      } finally {
+        await flow.stop();
+      }
+    });
+
     it('refuses a wrong token with a message on the page, and shows nothing until the right one', async () => {
       const page = await browser.newPage();
       await page.goto(`${gws[0]!.adminUrl}/status`);

@@ -14,7 +14,7 @@ import { RuleRates, type DecisionCounts } from '../../src/admin/rates.js';
 import { MAX_RELOADS, ReloadHistory } from '../../src/admin/reloads.js';
 import { NO_TOKEN_OFF_LOOPBACK } from '../../src/admin/door.js';
 import { createAdminServer } from '../../src/admin/server.js';
-import { statusView } from '../../src/admin/status-view.js';
+import { healthLine, statusView } from '../../src/admin/status-view.js';
 import type { StatusData } from '../../src/admin/status-data.js';
 import { SEED_TABLE, gatewayFixture, startTestGateway } from '../support/gateway.js';
 import { listen } from '../support/servers.js';
@@ -48,7 +48,7 @@ async function gatewayOffLoopback(extra = ''): Promise<RunningGateway> {
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 const basic = (user: string, t: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${t}`).toString('base64')}` });
 
-type StatusJson = StatusData & { view: { id: string; rows: unknown[][] }[] };
+type StatusJson = StatusData & { view: { id: string; rows: unknown[][]; line?: { text: string; tone: string } }[] };
 
 async function statusJson(admin: string, headers: Record<string, string> = {}): Promise<StatusJson> {
   const r = await fetch(`${admin}/status.json`, { headers });
@@ -230,7 +230,23 @@ describe('the status page on the admin listener', () => {
     });
     const j = await statusJson(admin);
     expect(Object.keys(j).sort()).toEqual(
-      ['auth', 'bans', 'blocks', 'exemptions', 'generatedAt', 'limited', 'reloads', 'replica', 'rules', 'store', 'surges', 'version', 'view'].sort(),
+      [
+        'auth',
+        'bans',
+        'blocks',
+        'exemptions',
+        'fleet',
+        'generatedAt',
+        'limited',
+        'reloads',
+        'replica',
+        'rules',
+        'store',
+        'surges',
+        'upstream',
+        'version',
+        'view',
+      ].sort(),
     );
     expect(j.auth).toEqual({ tokenRequired: false });
     expect(j.rules.map((r) => r.name)).toEqual(['account-access', 'ip-access', 'sign-up', 'uploading', 'deletion']);
@@ -246,7 +262,13 @@ describe('the status page on the admin listener', () => {
     expect(j.limited).toEqual([await (await fetch(`${admin}/admin/limited?rule=sign-up&top=10`)).json()]);
     expect(j.reloads).toEqual([expect.objectContaining({ kind: 'start', ok: true, rules: 5 })]);
     expect(j.surges).toEqual([]);
-    expect(j.view.map((s) => s.id)).toEqual(['rules', 'store', 'bans', 'blocks', 'exemptions', 'limited', 'reloads']);
+    // The memory store is this process's only: no fleet, no Replicas section.
+    expect(j.fleet).toBeNull();
+    expect(j.upstream).toMatchObject({ url: fx.upstream.url, probe: { up: true }, errors: {}, upstream5xx: 0 });
+    expect(j.upstream.answered).toBeGreaterThan(0);
+    expect(j.upstream.p99Ms).toBeGreaterThan(0);
+    expect(j.view.map((s) => s.id)).toEqual(['health', 'rules', 'upstream', 'store', 'bans', 'blocks', 'exemptions', 'limited', 'reloads']);
+    expect(j.view[0]!.line).toEqual({ text: 'healthy: 1 replica (a store of this process only), upstream up, store up', tone: 'good' });
   });
 
   it('lists reloads with their result: a refused one with its errors, a good one with what changed', async () => {
@@ -268,10 +290,41 @@ describe('the status page on the admin listener', () => {
     expect(html).toContain('refused: the previous table stays');
   });
 
+  it('says in one line what is wrong first: the upstream, the store, a refused reload, with the replicas it knows', () => {
+    const ok = {
+      generatedAt: new Date(0).toISOString(),
+      rules: [],
+      store: {
+        kind: 'redis',
+        url: 'redis://r:6379',
+        onError: 'local',
+        reachable: true,
+        fallbackActive: false,
+        nodes: [{ node: 'r:6379', up: true }],
+        leases: null,
+      },
+      upstream: { url: 'http://up:3000', probe: { up: true, at: 0, ms: 3 }, answered: 0, p50Ms: null, p99Ms: null, errors: {}, upstream5xx: 0 },
+      fleet: { gateways: 2, replicas: [{}, {}] },
+      reloads: [{ kind: 'start', ok: true, at: new Date(0).toISOString(), rules: 0 }],
+    } as unknown as StatusData;
+    const line = (d: Partial<StatusData>) => healthLine({ ...ok, ...d } as StatusData);
+    expect(line({})).toEqual({ text: 'healthy: 2 replicas, upstream up, store up', tone: 'good' });
+    expect(line({ upstream: { ...ok.upstream, probe: { up: false, at: 0, ms: 5000, error: 'timeout' } } })).toEqual({
+      text: 'degraded: upstream does not answer (timeout) · 2 replicas, store up',
+      tone: 'bad',
+    });
+    expect(line({ store: { ...ok.store, fallbackActive: true } }).text).toBe('degraded: store failing: decisions by onError: local · 2 replicas, upstream up');
+    expect(line({ reloads: [{ kind: 'reload', ok: false, at: new Date(0).toISOString(), rules: 0 }, ...ok.reloads] }).text).toMatch(
+      /^degraded: the last config reload was refused/,
+    );
+  });
+
   it('shows surges only when the table has them', () => {
     const data = {
       generatedAt: new Date(0).toISOString(),
       rules: [],
+      upstream: { url: 'builtin', probe: null, answered: 0, p50Ms: null, p99Ms: null, errors: {}, upstream5xx: 0 },
+      fleet: null,
       store: { kind: 'memory', url: 'memory', onError: 'local', reachable: true, fallbackActive: false, nodes: [], leases: null },
       bans: null,
       blocks: null,

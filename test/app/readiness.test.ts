@@ -5,7 +5,8 @@
  * in its body, `rategate_upstream_up` says it to alerts, and `readiness.upstream: true` restores the
  * old behaviour for those who want it.
  */
-import net from 'node:net';
+import http from 'node:http';
+import type net from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -55,8 +56,9 @@ describe('readiness with the upstream down', () => {
     const signUp = () => send(gw!.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'content-length': '0' } });
     expect((await signUp()).status).toBe(502);
     expect((await signUp()).status).toBe(429);
-    // The upstream comes back: the metric follows within the probe's second.
-    listener = net.createServer((s) => s.destroy());
+    // The upstream comes back, answering HTTP (the probe is a request: a port that only accepts is not up,
+    // test/proxy/upstream-probe.test.ts): the metric follows within the probe's second.
+    listener = http.createServer((_req, res) => res.end());
     await new Promise<void>((resolve) => listener!.listen(port, '127.0.0.1', resolve));
     await waitFor(async () => (await upstreamUp()) === '1', 5_000, 'rategate_upstream_up back to 1');
     expect((await readyz()).body.upstream).toEqual({ reachable: true });

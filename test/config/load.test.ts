@@ -25,7 +25,7 @@ const DEFAULTS: Config = {
   admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null, tokens: [], allowedHosts: [], maxPrefix: { ipv4: 16, ipv6: 32 } },
   upstreams: {},
   routes: [],
-  upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000 },
+  upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000, healthPath: '/' },
   store: {
     url: 'memory',
     prefix: 'rategate',
@@ -153,7 +153,7 @@ describe('a fully written file', () => {
     expect(snap.config).toEqual({
       listen: '[::]:8081',
       admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null, tokens: [], allowedHosts: [], maxPrefix: { ipv4: 16, ipv6: 32 } },
-      upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500 },
+      upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500, healthPath: '/' },
       upstreams: { streaming: { url: 'http://127.0.0.1:4000', timeout: 0, connectTimeout: 5_000 } },
       routes: [{ match: ['/api/v1/streaming/*'], upstream: 'streaming' }],
       store: {

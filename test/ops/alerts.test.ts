@@ -46,6 +46,9 @@ describe('the alert rules file', () => {
         'RategateTlsCertificateExpiring',
         'RategateDown',
         'RategateAbsent',
+        'RategateKeyTableFull',
+        'RategateGatewayErrors',
+        'RategateEventLoopLag',
       ]),
     );
     const readme = readFileSync('README.md', 'utf8');

@@ -196,6 +196,11 @@ describeRendered('the PrometheusRule links runbooks absolutely and watches the c
     const down = byDefault.find((r) => r.alert === 'RategateDown');
     const absent = byDefault.find((r) => r.alert === 'RategateAbsent');
     expect(down?.expr).toBe('up{job="edge-rategate-metrics"} == 0');
+    // The fleet-wide RategateDown (critical past a third of the job down) watches the same job.
+    const fleetDown = byDefault.find((r) => r.alert === 'RategateDown' && r.labels.severity === 'critical');
+    expect(fleetDown?.expr).toMatch(
+      /^count by \(job\) \(up\{job="edge-rategate-metrics"\} == 0\)\s+> count by \(job\) \(up\{job="edge-rategate-metrics"\}\) \/ 3$/,
+    );
     expect(absent?.expr).toBe('absent(up{job="edge-rategate-metrics"})');
     expect(schemaErrors({ ...MASTODON, prometheusRule: { runbookBaseUrl: 'README.md' } })).not.toEqual([]);
   });

@@ -5,6 +5,7 @@
  */
 import type http from 'node:http';
 import { serve, type Running } from './servers.js';
+import { PROBE_USER_AGENT } from '../../src/proxy/upstream-probe.js';
 
 export interface Seen {
   method: string;
@@ -27,6 +28,8 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
   const seen: Seen[] = [];
   const routes: Array<[string, (req: http.IncomingMessage, res: http.ServerResponse) => void]> = [];
   const running = await serve((req, res) => {
+    // The gateway's upstream probe (rategate_upstream_up) is not a request a test sent: answered, not recorded.
+    if (req.headers['user-agent'] === PROBE_USER_AGENT) return void res.writeHead(204).end();
     let bodyBytes = 0;
     const entry: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyBytes: 0 };
     seen.push(entry);
