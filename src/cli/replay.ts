@@ -7,28 +7,26 @@ import { writeFile } from 'node:fs/promises';
 import { ConfigError } from '../config/errors.js';
 import { loadConfigFile } from '../config/load.js';
 import { formatNamed } from '../replay/formats.js';
+import type { LogFormat } from '../replay/record.js';
 import { formatReport } from '../replay/report.js';
 import { runReplay } from '../replay/run.js';
-import { CONFIG_FLAG, configPath, parseCommand, reportConfigError } from './options.js';
-import { USAGE } from './usage.js';
+import { COMMANDS } from './commands.js';
+import { EXIT } from './exit.js';
+import { configPath, parseCommand, printHelp, reportConfigError, usageError } from './options.js';
 
 export async function replayCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(args, {
-    ...CONFIG_FLAG,
-    format: { type: 'string', short: 'f' },
-    html: { type: 'string' },
-    json: { type: 'boolean' },
-    top: { type: 'string' },
-  });
-  if (values.help) return (console.log(USAGE), 0);
-  if (positionals.length === 0) {
-    console.error(`rategate replay: name at least one log (or - for standard input)\n\n${USAGE}`);
-    return 1;
-  }
+  const { values, positionals } = parseCommand(args, COMMANDS.replay.flags);
+  if (values.help) return printHelp('replay');
+  if (positionals.length === 0) return usageError('replay', 'name at least one log (or - for standard input)');
   const top = values.top === undefined ? 10 : Number(values.top);
-  if (!Number.isInteger(top) || top < 0) return fail(`--top: not a count: "${values.top}"`);
+  if (!Number.isInteger(top) || top < 0) return usageError('replay', `--top: not a count: "${values.top}"`);
+  let format: LogFormat;
   try {
-    const format = formatNamed(values.format ?? 'nginx');
+    format = formatNamed(values.format ?? 'nginx');
+  } catch (err) {
+    return usageError('replay', `--format: ${(err as Error).message}`);
+  }
+  try {
     const snapshot = await loadConfigFile(configPath(values));
     const progress = process.stderr.isTTY ? process.stderr : null;
     const report = await runReplay({ snapshot, format, sources: positionals, progress, top });
@@ -38,15 +36,14 @@ export async function replayCommand(args: string[]): Promise<number> {
       await writeFile(values.html, reportPage(report));
       console.error(`rategate replay: wrote ${values.html}`);
     }
-    return 0;
+    return EXIT.OK;
   } catch (err) {
     if (err instanceof ConfigError) return reportConfigError(err);
-    if (err instanceof Error && !(err instanceof TypeError) && !(err instanceof RangeError)) return fail(err.message);
+    if (err instanceof Error && !(err instanceof TypeError) && !(err instanceof RangeError)) {
+      console.error(`rategate replay: ${err.message}`);
+      // A log it cannot open (ENOENT, EACCES, EISDIR) is its input missing; anything else, what it read.
+      return typeof (err as NodeJS.ErrnoException).code === 'string' ? EXIT.NO_INPUT : EXIT.DATA;
+    }
     throw err;
   }
-}
-
-function fail(message: string): number {
-  console.error(`rategate replay: ${message}`);
-  return 1;
 }
