@@ -100,7 +100,7 @@ describe('the per-client cap of upstream connections', () => {
     const over = await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.1.0.1' } });
     expect(over.status).toBe(429);
     expect(over.headers['retry-after']).toBe('1');
-    expect(over.json()).toEqual({ error: 'Too many requests', code: 'RATE_LIMITED' });
+    expect(over.json()).toEqual({ error: 'Too many requests', code: 'TOO_MANY_IN_FLIGHT' });
     expect((await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.1.0.2' } })).status).toBe(200);
     expect(await metric('rategate_upstream_refused_total{reason="per_ip_cap"}')).toBe(1);
     release();
