@@ -2,8 +2,8 @@
 # rategate container image: a build stage compiles TypeScript with the dev dependencies, then prunes them;
 # the runtime stage holds only dist/, production node_modules/, package.json and the shipped config.
 #
-#   docker build -t ghcr.io/rategate/rategate:0.1.0 .
-#   docker push ghcr.io/rategate/rategate:0.1.0    # the chart's default image.repository (or push to your registry and set it)
+#   docker build --build-arg REVISION="$(git rev-parse HEAD)" -t ghcr.io/rategate/rategate:0.2.0 .
+#   docker push ghcr.io/rategate/rategate:0.2.0    # the chart's default image.repository (or push to your registry and set it)
 #   docker run --rm -p 8080:8080 -p 127.0.0.1:9464:9464 rategate
 #   docker run --rm -p 8080:8080 -v "$PWD/my-limits:/etc/rategate:ro" \
 #     -e RATEGATE_UPSTREAM=http://api.internal:3000 -e RATEGATE_STORE=redis://redis:6379 rategate
@@ -21,6 +21,9 @@
 ARG NODE_IMAGE=node:22-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
+# The git revision: the build context has no .git (.dockerignore), so the build is told it; `npm run build`
+# writes it into dist/build-info.json (scripts/build-info.ts) for --version and rategate_build_info.
+ARG REVISION=unknown
 WORKDIR /app
 # Manifests first: the dependency layer is reused until package*.json change.
 COPY package.json package-lock.json ./
@@ -31,16 +34,18 @@ COPY src ./src
 COPY config ./config
 # Build with the dev dependencies (typescript), then drop them: the runtime stage copies a
 # production-only node_modules, the same tree `npm ci --omit=dev` would install.
-RUN npm run build \
+RUN REVISION="${REVISION}" npm run build \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS runtime
 ARG NODE_IMAGE
 # OCI image labels (https://specs.opencontainers.org/image-spec/annotations/). Pass the build's facts:
-#   docker build --build-arg VERSION=0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" \
+#   docker build --build-arg REVISION="$(git rev-parse HEAD)" \
 #     --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" --build-arg SOURCE=https://… -t … .
-ARG VERSION=0.1.0
+# VERSION defaults to package.json's (test/packaging/dockerfile.test.ts holds them together); REVISION is
+# the build stage's, so the label and --version name the same commit.
+ARG VERSION=0.2.0
 ARG REVISION=unknown
 ARG CREATED=unknown
 ARG SOURCE=unknown

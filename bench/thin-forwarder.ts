@@ -94,7 +94,8 @@ function clientHeaders(upHeaders: Record<string, string | string[] | undefined>)
   return out;
 }
 
-const LIMITED_BODY = Buffer.from('{"error":"Too many requests"}');
+// rategate's default 429 body, byte for byte (responses.body).
+const LIMITED_BODY = Buffer.from('{"error":"Too many requests","code":"RATE_LIMITED"}');
 const LIMITED_LENGTH = String(LIMITED_BODY.length);
 const HOUR_MS = 3_600_000;
 
@@ -134,7 +135,7 @@ function unreachable(res: http.ServerResponse): void {
   if (res.headersSent) res.destroy();
   else {
     res.writeHead(502, { 'content-type': 'application/json' });
-    res.end('{"error":"Upstream unreachable"}');
+    res.end('{"error":"Upstream unreachable","code":"UPSTREAM_UNREACHABLE"}');
   }
 }
 

@@ -1,12 +1,18 @@
 /**
  * @module Writes the lists in docs that code defines (`npm run docs`): the `per` key kinds, the
- * restart-only settings, the metrics with their labels, the admin endpoints. Each sits in a doc between
+ * restart-only settings, the metrics with their labels, the admin endpoints, the commands with their
+ * flags and the exit codes, the error catalogue (answered and thrown), the source modules. Each sits in a doc between
  * `<!-- generated:ID … -->` and `<!-- /generated:ID -->`; test/docs/generated.test.ts checks they are current.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import client from 'prom-client';
 import { ADMIN_ENDPOINTS } from '../src/admin/endpoints.js';
+import { COMMANDS, flagLabel, type CommandSpec } from '../src/cli/commands.js';
+import { EXIT_CODES } from '../src/cli/exit.js';
+import { THROWN_ERRORS } from '../src/errors.js';
+import { GATEWAY_ERRORS } from '../src/http/errors.js';
 import { RESTART_ONLY } from '../src/config/changes.js';
 import { GuardMetrics } from '../src/guard/metrics.js';
 import { KIND_NAMES, KINDS } from '../src/keys/kinds.js';
@@ -92,7 +98,86 @@ function adminEndpoints(): string {
   return ['| endpoint | door | what |', '| --- | --- | --- |', ...rows].join('\n');
 }
 
+/** The README's command table: each command's synopsis, what it does, and every flag it parses. */
+function commandTable(): string {
+  const rows = Object.values(COMMANDS as Record<string, CommandSpec>).map((c) => {
+    const synopsis = `rategate ${c.name} ${c.synopsis.join(' ')}`.trim();
+    const flags = Object.entries(c.flags).map(([n, f]) => `\`${flagLabel(n, f)}\`: ${f.help}`);
+    return `| \`${cell(synopsis)}\` | ${cell([c.what, ...flags].join('<br>'))} |`;
+  });
+  return ['| command | what it does; its flags |', '| --- | --- |', ...rows].join('\n');
+}
+
+function exitCodes(): string {
+  const rows = EXIT_CODES.map((e) => `| ${e.code} | ${e.name === '—' ? '—' : `\`${e.name}\``} | ${cell(e.when)} |`);
+  return ['| exit | sysexits | when |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
+function gatewayErrors(): string {
+  const rows = Object.entries(GATEWAY_ERRORS).map(([code, e]) => `| \`${code}\` | ${e.status} | ${cell(e.message)} |`);
+  return ['| `code` | status | `error` (the message) |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
+function thrownErrors(): string {
+  const rows = Object.entries(THROWN_ERRORS).map(([code, e]) => `| \`${code}\` | \`${e.thrower}\` | ${cell(e.when)} |`);
+  return ['| `code` | thrown as | when |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
+/** The first clause of a module's `@module` comment, about a line long: what the file is for. */
+export function moduleSummary(text: string): string {
+  const doc = /@module\s+([\s\S]*?)\*\//.exec(text)?.[1];
+  if (doc === undefined) return '';
+  const flat = doc
+    .split('\n')
+    .map((l) => l.replace(/^\s*\*\s?/, '').trim())
+    .join(' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  const sentence = /^(.+?[.!?])(?=\s+[A-Z(`]|$)/.exec(flat)?.[1] ?? flat;
+  const clause = firstClause(sentence);
+  if (clause.length <= 160) return clause.replace(/\.$/, '');
+  const cut = clause.slice(0, 160);
+  return `${cut.slice(0, cut.lastIndexOf(' '))} …`;
+}
+
+/** A sentence up to its first colon or semicolon outside brackets and code, once that says enough (30 characters). */
+function firstClause(sentence: string): string {
+  let depth = 0;
+  let code = false;
+  for (let i = 0; i < sentence.length; i++) {
+    const c = sentence[i];
+    if (c === '`') code = !code;
+    else if (code) continue;
+    else if (c === '(' || c === '[') depth++;
+    else if (c === ')' || c === ']') depth--;
+    else if (depth === 0 && (c === ':' || c === ';') && sentence[i + 1] === ' ' && i >= 30) return sentence.slice(0, i);
+  }
+  return sentence;
+}
+
+/** Every folder of src/ (and the files at its root), each file with its summary. */
+function moduleTable(): string {
+  const src = path.join(ROOT, 'src');
+  const rows: string[] = [];
+  const visit = (dir: string): void => {
+    const entries = readdirSync(dir).sort();
+    const files = entries.filter((f) => f.endsWith('.ts'));
+    const rel = path.relative(ROOT, dir);
+    const line = (f: string) => `\`${f}\` ${cell(moduleSummary(readFileSync(path.join(dir, f), 'utf8')))}`;
+    if (dir === src) for (const f of files) rows.push(`| \`${rel}/${f}\` | ${cell(moduleSummary(readFileSync(path.join(dir, f), 'utf8')))} |`);
+    else if (files.length > 0) rows.push(`| \`${rel}/\` | ${files.map(line).join('<br>')} |`);
+    for (const e of entries) if (statSync(path.join(dir, e)).isDirectory()) visit(path.join(dir, e));
+  };
+  visit(src);
+  return ['| module | its files, each with the first words of its `@module` comment |', '| --- | --- |', ...rows].join('\n');
+}
+
 export const GENERATED_BLOCKS: readonly GeneratedBlock[] = [
+  { file: 'README.md', id: 'commands', source: 'src/cli/commands.ts', render: async () => commandTable() },
+  { file: 'README.md', id: 'exit-codes', source: 'src/cli/exit.ts', render: async () => exitCodes() },
+  { file: 'docs/errors.md', id: 'gateway-errors', source: 'src/http/errors.ts', render: async () => gatewayErrors() },
+  { file: 'docs/errors.md', id: 'thrown-errors', source: 'src/errors.ts', render: async () => thrownErrors() },
+  { file: 'docs/architecture.md', id: 'modules', source: "src/: each file's @module comment", render: async () => moduleTable() },
   { file: 'docs/limit-table.md', id: 'per-kinds', source: 'src/keys/kinds.ts', render: async () => perKinds() },
   { file: 'docs/limit-table.md', id: 'restart-only', source: 'src/config/changes.ts', render: async () => restartOnly() },
   { file: 'docs/operations.md', id: 'metrics', source: 'src/observability/metrics.ts, src/guard/metrics.ts', render: metricsTable },

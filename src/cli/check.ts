@@ -7,16 +7,15 @@
 import { formatRulesTable, formatSummary } from '../config/describe.js';
 import { formatSuffixWarnings } from '../config/format-warnings.js';
 import { loadConfigFile } from '../config/load.js';
-import { CONFIG_FLAG, configPath, overridesFrom, parseCommand, reportConfigError } from './options.js';
-import { USAGE } from './usage.js';
+import { COMMANDS } from './commands.js';
+import { configPath, overridesFrom, parseCommand, printHelp, reportConfigError, usageError } from './options.js';
 
 export async function check(args: string[]): Promise<number> {
   // `rategate check FILE` reads as naturally as `--config FILE`; one file either way.
-  const { values, positionals } = parseCommand(args, CONFIG_FLAG);
-  if (values.help) return (console.log(USAGE), 0);
+  const { values, positionals } = parseCommand(args, COMMANDS.check.flags);
+  if (values.help) return printHelp('check');
   if (positionals.length > 1 || (positionals.length === 1 && values.config !== undefined)) {
-    console.error(`rategate: check takes one config file (got ${[values.config, ...positionals].filter(Boolean).join(', ')})\n\n${USAGE}`);
-    return 1;
+    return usageError('check', `takes one config file (got ${[values.config, ...positionals].filter(Boolean).join(', ')})`);
   }
   const file = positionals[0] ?? configPath(values);
   try {

@@ -11,6 +11,7 @@ import { formatDuration, parseDuration } from '../config/fields/duration.js';
 import { describeAge, type AccountFacts } from '../identity/account-facts.js';
 import { perLabel } from '../config/describe.js';
 import { Guard } from '../guard/guard.js';
+import { ERROR_BODIES } from '../http/errors.js';
 import type { IntrospectResult } from '../identity/index.js';
 import { MemoryGuardState } from '../guard/state.js';
 import { displayKey, keyShown } from '../keys/index.js';
@@ -131,7 +132,8 @@ function describe(snapshot: Snapshot, policy: RequestPolicy, s: Screened, trace:
     out.push(
       `  counted and routed as ${v.method} (${v.form?.has('_method') === true ? "the form's _method" : 'X-HTTP-Method-Override'}, as Rack::MethodOverride reads it)`,
     );
-  if (d.kind === 'blocked') return [...out, '  blocked (block.ips): answered 403 {"error":"Forbidden"}; no rule counts it, nothing is forwarded'];
+  if (d.kind === 'blocked')
+    return [...out, `  blocked (block.ips): answered 403 ${ERROR_BODIES.FORBIDDEN.toString('utf8')}; no rule counts it, nothing is forwarded`];
   if (!d.admit && d.kind !== 'limited') return [...out, `  answered ${d.status} ${d.body?.toString('utf8') ?? ''}; no rule counts it, nothing is forwarded`];
   if (d.kind === 'exempt') return [...out, `  exempt (${v.exempt(undefined) ? 'exempt.ips' : 'exempt.accounts'}): forwarded, no rule counts it`];
   out.push(`  account: ${accountLine(snapshot, v, r)}`);

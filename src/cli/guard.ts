@@ -1,25 +1,27 @@
 /**
  * @module `rategate block|exempt|bans|limited`: the operator's side of the runtime blocks, exemptions and
  * bans, and of triage (the keys most limited, for the whole fleet on a shared store), talking to a running gateway's admin API (`--admin URL`, token from RATEGATE_ADMIN_TOKEN). Prints
- * plain tables and one-line confirmations; exits 1 with the API's own message on an error.
+ * plain tables and one-line confirmations; on an error, the API's own message and an exit code that
+ * tells who failed (exit.ts: 64 the command line, 65 the request, 77 the token, 69 the API).
  */
+import { COMMANDS, GUARD_FLAGS } from './commands.js';
+import { EXIT } from './exit.js';
 import { parseCommand } from './options.js';
-
-export const GUARD_USAGE = `  rategate block  add IP|CIDR [--for 1h] [--reason TEXT] [--force] | list | rm IP|CIDR [--reset-buckets]   [--admin URL] [--json]
-  rategate exempt add IP|CIDR [--for 1h] [--reason TEXT] [--force] | list | rm IP|CIDR                   [--admin URL] [--json]
-  rategate bans   list | lift BAN KEY|IP [--reset-buckets]                                     [--admin URL] [--json]
-  rategate limited [RULE | --rule RULE] [--top 20] [--local]                                    [--admin URL] [--json]
-  (rm and lift take --reason TEXT too, for the audit log; --reset-buckets gives a single IP full buckets again;
-   --force: a range wider than admin.maxPrefix (default /16, IPv6 /32) or covering loopback;
-   limited: every replica sharing the store, or --local for the one behind --admin; no RULE: the rules limited recently)`;
+import { commandUsage } from './usage.js';
 
 const DEFAULT_ADMIN = 'http://127.0.0.1:9464';
-/** The flags every command here takes: where the admin API is, and JSON instead of tables. */
-const ADMIN_FLAGS = { admin: { type: 'string' }, json: { type: 'boolean' } } as const;
 
 /** `--admin`, else RATEGATE_ADMIN_URL, else the default; without a trailing slash. */
 function adminUrl(flag: string | undefined): string {
   return (flag ?? process.env.RATEGATE_ADMIN_URL ?? DEFAULT_ADMIN).replace(/\/+$/, '');
+}
+
+/** Why a call failed, and the exit code that says so. */
+class Refusal {
+  constructor(
+    readonly message: string,
+    readonly exit: number,
+  ) {}
 }
 
 type Print = { out: (line: string) => void; err: (line: string) => void };
@@ -30,34 +32,26 @@ export async function guardCommand(
   args: string[],
   print: Print = { out: console.log, err: console.error },
 ): Promise<number> {
-  const { values, positionals } = parseCommand(args, {
-    ...ADMIN_FLAGS,
-    for: { type: 'string' },
-    reason: { type: 'string' },
-    'reset-buckets': { type: 'boolean' },
-    force: { type: 'boolean' },
-  });
+  const { values, positionals } = parseCommand(args, GUARD_FLAGS);
   const [action, ...rest] = positionals;
   if (values.help || action === undefined) {
-    (values.help ? print.out : print.err)(
-      `Usage:\n${GUARD_USAGE}\n\nThe admin URL also comes from RATEGATE_ADMIN_URL (default ${DEFAULT_ADMIN}); the token from RATEGATE_ADMIN_TOKEN.`,
-    );
-    return values.help ? 0 : 1;
+    (values.help ? print.out : print.err)(commandUsage(command));
+    return values.help ? EXIT.OK : EXIT.USAGE;
   }
   const admin = adminUrl(values.admin);
-  const fail = (msg: string): number => (print.err(`rategate ${command} ${action}: ${msg}`), 1);
+  const fail = (msg: string, exit: number): number => (print.err(`rategate ${command} ${action}: ${msg}`), exit);
 
   const call = requestFor(command, action, rest, values);
-  if (typeof call === 'string') return fail(call);
+  if (typeof call === 'string') return fail(call, EXIT.USAGE);
   const answer = await callAdmin(admin, call);
-  if (typeof answer === 'string') return fail(answer);
+  if (answer instanceof Refusal) return fail(answer.message, answer.exit);
   const { method } = call;
-  if (values.json) return (print.out(JSON.stringify(answer, null, 2)), 0);
+  if (values.json) return (print.out(JSON.stringify(answer, null, 2)), EXIT.OK);
   if (method === 'GET') {
     const rows = (command === 'bans' ? answer.bans : answer.entries) as Record<string, unknown>[];
     print.out(command === 'bans' ? banTable(rows) : entryTable(rows));
     if (answer.scope === 'memory') print.out("(memory store: these entries are this gateway process's only)");
-    return 0;
+    return EXIT.OK;
   }
   const reset = typeof answer.bucketsReset === 'number' ? `; ${answer.bucketsReset} buckets reset${answer.note ? ` (${String(answer.note)})` : ''}` : '';
   if (command === 'bans') {
@@ -68,16 +62,16 @@ export async function guardCommand(
     print.out(
       `${command === 'block' ? 'blocked' : 'exempted'} ${rest[0]} until ${String(answer.expiresAt)}${answer.scope === 'memory' ? ' (this process only: memory store)' : ' (every replica within 1 s)'}`,
     );
-  return 0;
+  return EXIT.OK;
 }
 
 /** `rategate limited [RULE]`: the keys most limited for a rule (no rule: which rules limited recently). */
 export async function limitedCommand(args: string[], print: Print = { out: console.log, err: console.error }): Promise<number> {
-  const { values, positionals } = parseCommand(args, { ...ADMIN_FLAGS, rule: { type: 'string' }, top: { type: 'string' }, local: { type: 'boolean' } });
+  const { values, positionals } = parseCommand(args, COMMANDS.limited.flags);
   // The rule as SPEC's `--rule NAME` or as the one positional: either, not both.
   if (values.help || positionals.length > 1 || (values.rule !== undefined && positionals.length > 0)) {
-    (values.help ? print.out : print.err)(`Usage:\n${GUARD_USAGE}`);
-    return values.help ? 0 : 1;
+    (values.help ? print.out : print.err)(commandUsage('limited'));
+    return values.help ? EXIT.OK : EXIT.USAGE;
   }
   const admin = adminUrl(values.admin);
   const rule = values.rule ?? positionals[0];
@@ -87,17 +81,17 @@ export async function limitedCommand(args: string[], print: Print = { out: conso
   if (values.local) q.set('scope', 'local');
   // Without a rule the API answers 400 with the rules limited recently: that list is the answer here.
   const answer = await callAdmin(admin, { method: 'GET', path: `/admin/limited?${q.toString()}`, body: undefined }, rule === undefined);
-  if (typeof answer === 'string') return (print.err(`rategate limited: ${answer}`), 1);
-  if (values.json) return (print.out(JSON.stringify(answer, null, 2)), 0);
+  if (answer instanceof Refusal) return (print.err(`rategate limited: ${answer.message}`), answer.exit);
+  if (values.json) return (print.out(JSON.stringify(answer, null, 2)), EXIT.OK);
   if (rule === undefined) {
     const recent = (answer.recentlyLimited as string[] | undefined) ?? [];
     print.out(recent.length === 0 ? '(no rule limited anyone recently)' : `rules that limited recently: ${recent.join(', ')}`);
-    return 0;
+    return EXIT.OK;
   }
   const rows = (answer.top as { key: string; count: number; error: number }[]).map((r) => [String(r.count), r.error > 0 ? `≤${r.error}` : '0', r.key]);
   print.out(rows.length === 0 ? '(no key limited recently)' : table(['429s', '±', 'KEY'], rows));
   print.out(`(${String(answer.window)}${answer.scope === 'fleet' ? `: ${String(answer.replicas)} replicas published` : ''})`);
-  return 0;
+  return EXIT.OK;
 }
 
 interface AdminCall {
@@ -155,8 +149,13 @@ function removalQuery(values: { reason?: string | undefined; 'reset-buckets'?: b
   return s === '' ? '' : `?${s}`;
 }
 
-/** Calls the admin API with the token from the environment; its JSON answer, or the message to fail with. */
-async function callAdmin(admin: string, call: AdminCall, accept400 = false): Promise<Record<string, unknown> | string> {
+/** An answer's exit code: the token (401, 403), the API itself (5xx), else the request as given. */
+function exitFor(status: number): number {
+  return status === 401 || status === 403 ? EXIT.NO_PERMISSION : status >= 500 ? EXIT.UNAVAILABLE : EXIT.DATA;
+}
+
+/** Calls the admin API with the token from the environment; its JSON answer, or why it failed. */
+async function callAdmin(admin: string, call: AdminCall, accept400 = false): Promise<Record<string, unknown> | Refusal> {
   const headers: Record<string, string> = {};
   const token = process.env.RATEGATE_ADMIN_TOKEN?.trim();
   if (token) headers.authorization = `Bearer ${token}`;
@@ -170,18 +169,19 @@ async function callAdmin(admin: string, call: AdminCall, accept400 = false): Pro
       signal: AbortSignal.timeout(10_000),
     });
   } catch (err) {
-    return `cannot reach the admin API at ${admin}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`;
+    const why = (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message;
+    return new Refusal(`cannot reach the admin API at ${admin}: ${why}`, EXIT.UNAVAILABLE);
   }
   const text = await res.text();
   let answer: Record<string, unknown>;
   try {
     answer = JSON.parse(text) as Record<string, unknown>;
   } catch {
-    return `HTTP ${res.status} from ${admin}: ${text.slice(0, 200)}`;
+    return new Refusal(`HTTP ${res.status} from ${admin}: ${text.slice(0, 200)}`, res.ok ? EXIT.UNAVAILABLE : exitFor(res.status));
   }
   if (!res.ok && !(accept400 && res.status === 400 && Array.isArray(answer.recentlyLimited))) {
     const hint = res.status === 401 ? ' (set RATEGATE_ADMIN_TOKEN)' : '';
-    return `${String(answer.error ?? `HTTP ${res.status}`)}${hint}`;
+    return new Refusal(`${String(answer.error ?? `HTTP ${res.status}`)}${hint}`, exitFor(res.status));
   }
   return answer;
 }

@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 /**
  * @module The command line's entry: reads the command and loads only that command's modules (`--version`
- * and `check` never load the gateway, its HTTP client or Redis). The only place that calls process.exit.
+ * and `check` never load the gateway, its HTTP client or Redis). The only place that calls process.exit,
+ * with the sysexits code the command returned (exit.ts); an error nobody expected exits 70.
  * The commands: serve.ts (`serve`, `upstream`), check.ts (`check`, run from its bundle after a build), table-commands.ts (`explain`), guard.ts
- * (`block`, `exempt`, `bans`, `limited`), replay.ts (`replay`).
+ * (`block`, `exempt`, `bans`, `limited`), replay.ts (`replay`); their flags and usage: commands.ts, usage.ts.
  */
 import { fileURLToPath } from 'node:url';
-import { USAGE } from './usage.js';
+import { COMMANDS, type CommandName } from './commands.js';
+import { EXIT } from './exit.js';
+import { commandUsage, USAGE } from './usage.js';
 
 type CheckModule = typeof import('./check.js');
 
@@ -15,6 +18,8 @@ async function checkCommand(): Promise<CheckModule> {
   const { runBundle } = await import('./bundled.js');
   return runBundle<CheckModule>(fileURLToPath(new URL('./check.bundle.cjs', import.meta.url)))?.exports ?? (await import('./check.js'));
 }
+
+const isCommand = (name: string | undefined): name is CommandName => name !== undefined && Object.hasOwn(COMMANDS, name);
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -38,29 +43,34 @@ async function main(argv: string[]): Promise<number> {
     case '--version':
     case '-v':
     case 'version':
-      console.log((await import('../observability/version.js')).VERSION);
-      return 0;
-    case undefined:
+      console.log((await import('../observability/version.js')).versionLine());
+      return EXIT.OK;
     case '-h':
     case '--help':
     case 'help':
+      // `rategate help explain` as `rategate explain --help`.
+      if (isCommand(rest[0])) return (console.log(commandUsage(rest[0])), EXIT.OK);
       console.log(USAGE);
-      return command === undefined ? 1 : 0;
+      return EXIT.OK;
+    case undefined:
+      console.error(USAGE);
+      return EXIT.USAGE;
     default:
       console.error(`rategate: unknown command "${command}"\n\n${USAGE}`);
-      return 1;
+      return EXIT.USAGE;
   }
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    // Bad flags are the user's error: say so plainly, with the usage.
+    // Bad flags are the user's error: say so plainly, with the command's own usage.
     if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      console.error(`rategate: ${(err as Error).message}\n\n${USAGE}`);
-      process.exit(1);
+      const command = process.argv[2];
+      console.error(`rategate${isCommand(command) ? ` ${command}` : ''}: ${(err as Error).message}\n\n${isCommand(command) ? commandUsage(command) : USAGE}`);
+      process.exit(EXIT.USAGE);
     }
     console.error(err instanceof Error ? (err.stack ?? err.message) : err);
-    process.exit(1);
+    process.exit(EXIT.SOFTWARE);
   },
 );

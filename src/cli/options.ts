@@ -6,6 +6,9 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, ConfigFileUnreadable } from '../config/errors.js';
 import type { ConfigOverrides } from '../config/load.js';
+import type { CommandName } from './commands.js';
+import { EXIT } from './exit.js';
+import { commandUsage } from './usage.js';
 
 export const DEFAULT_CONFIG = 'config/limits.yaml';
 
@@ -13,8 +16,6 @@ type Options = Record<string, { type: 'string' | 'boolean'; short?: string }>;
 
 /** Every command takes -h / --help. */
 const HELP = { help: { type: 'boolean', short: 'h' } } as const;
-/** `-c, --config FILE`: the commands that read a limit table. */
-export const CONFIG_FLAG = { config: { type: 'string', short: 'c' } } as const;
 
 /** Parses flags strictly: an unknown flag is an error, not silently ignored. */
 export function parse(args: string[], options: Options): { values: Record<string, string | boolean | undefined> } {
@@ -76,13 +77,25 @@ export function reportConfigError(err: unknown): number {
     // One line: a missing file has nothing else to report, and the usual cause is the folder it ran in.
     const hint = err.file === DEFAULT_CONFIG ? ` (the default, under ${process.cwd()}: give --config FILE or set RATEGATE_CONFIG)` : '';
     console.error(`rategate: cannot read the config file ${err.file}: ${err.why}${hint}`);
-    return 1;
+    return EXIT.CONFIG;
   }
   if (err instanceof ConfigError) {
     console.error(err.message);
-    return 1;
+    return EXIT.CONFIG;
   }
   throw err;
+}
+
+/** Prints a usage error with the command's own usage; returns EX_USAGE. */
+export function usageError(command: CommandName, message: string): number {
+  console.error(`rategate ${command}: ${message}\n\n${commandUsage(command)}`);
+  return EXIT.USAGE;
+}
+
+/** `--help`: the command's own usage on stdout; returns 0. */
+export function printHelp(command: CommandName): number {
+  console.log(commandUsage(command));
+  return EXIT.OK;
 }
 
 export function waitForSignal(): Promise<void> {

@@ -8,36 +8,33 @@ import { ConfigError } from '../config/errors.js';
 import { loadConfigFile } from '../config/load.js';
 import { ASSUMPTIONS, isAssumption, type Assumption } from '../replay/decidable.js';
 import { formatNamed } from '../replay/formats.js';
+import type { LogFormat } from '../replay/record.js';
 import { formatReport } from '../replay/report.js';
 import { runReplay } from '../replay/run.js';
-import { CONFIG_FLAG, configPath, parseCommand, reportConfigError } from './options.js';
-import { USAGE } from './usage.js';
+import { COMMANDS } from './commands.js';
+import { EXIT } from './exit.js';
+import { configPath, parseCommand, printHelp, reportConfigError, usageError } from './options.js';
 
 export async function replayCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(args, {
-    ...CONFIG_FLAG,
-    format: { type: 'string', short: 'f' },
-    html: { type: 'string' },
-    json: { type: 'boolean' },
-    top: { type: 'string' },
-    assume: { type: 'string', multiple: true },
-  });
-  if (values.help) return (console.log(USAGE), 0);
-  if (positionals.length === 0) {
-    console.error(`rategate replay: name at least one log (or - for standard input)\n\n${USAGE}`);
-    return 1;
-  }
+  const { values, positionals } = parseCommand(args, COMMANDS.replay.flags);
+  if (values.help) return printHelp('replay');
+  if (positionals.length === 0) return usageError('replay', 'name at least one log (or - for standard input)');
   const top = values.top === undefined ? 10 : Number(values.top);
-  if (!Number.isInteger(top) || top < 0) return fail(`--top: not a count: "${values.top}"`);
+  if (!Number.isInteger(top) || top < 0) return usageError('replay', `--top: not a count: "${values.top}"`);
+  let format: LogFormat;
+  try {
+    format = formatNamed(values.format ?? 'nginx');
+  } catch (err) {
+    return usageError('replay', `--format: ${(err as Error).message}`);
+  }
   const assume = new Set<Assumption>();
   for (const item of (values.assume as string[] | undefined) ?? []) {
     for (const name of item.split(',')) {
-      if (!isAssumption(name)) return fail(`--assume: unknown assumption "${name}" (known: ${Object.keys(ASSUMPTIONS).join(', ')})`);
+      if (!isAssumption(name)) return usageError('replay', `--assume: unknown assumption "${name}" (known: ${Object.keys(ASSUMPTIONS).join(', ')})`);
       assume.add(name);
     }
   }
   try {
-    const format = formatNamed(values.format ?? 'nginx');
     const snapshot = await loadConfigFile(configPath(values));
     const progress = process.stderr.isTTY ? process.stderr : null;
     const report = await runReplay({ snapshot, format, sources: positionals, progress, top, assume });
@@ -47,15 +44,14 @@ export async function replayCommand(args: string[]): Promise<number> {
       await writeFile(values.html, reportPage(report));
       console.error(`rategate replay: wrote ${values.html}`);
     }
-    return 0;
+    return EXIT.OK;
   } catch (err) {
     if (err instanceof ConfigError) return reportConfigError(err);
-    if (err instanceof Error && !(err instanceof TypeError) && !(err instanceof RangeError)) return fail(err.message);
+    if (err instanceof Error && !(err instanceof TypeError) && !(err instanceof RangeError)) {
+      console.error(`rategate replay: ${err.message}`);
+      // A log it cannot open (ENOENT, EACCES, EISDIR) is its input missing; anything else, what it read.
+      return typeof (err as NodeJS.ErrnoException).code === 'string' ? EXIT.NO_INPUT : EXIT.DATA;
+    }
     throw err;
   }
-}
-
-function fail(message: string): number {
-  console.error(`rategate replay: ${message}`);
-  return 1;
 }

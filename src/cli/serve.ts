@@ -1,21 +1,23 @@
 /** @module `rategate serve` (the gateway, one process or node:cluster workers) and `rategate upstream` (the built-in API alone). */
 import { parseHostPort } from '../config/fields/validators.js';
 import { ConfigError } from '../config/errors.js';
+import { hasCode } from '../errors.js';
 import { createProcessLogger } from '../observability/log.js';
-import { CONFIG_FLAG, configPath, OVERRIDE_FLAGS, overridesFrom, parse, reportConfigError, waitForSignal } from './options.js';
-import { USAGE } from './usage.js';
+import { COMMANDS } from './commands.js';
+import { EXIT } from './exit.js';
+import { configPath, overridesFrom, parse, printHelp, reportConfigError, usageError, waitForSignal } from './options.js';
+
+/** What a listener cannot have: the address taken, not allowed, or not this host's. */
+const CANNOT_LISTEN = new Set(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL']);
 
 export async function serve(args: string[]): Promise<number> {
-  const { values } = parse(args, { ...CONFIG_FLAG, ...OVERRIDE_FLAGS, workers: { type: 'string' } });
-  if (values.help) return (console.log(USAGE), 0);
-  const logger = createProcessLogger();
+  const { values } = parse(args, COMMANDS.serve.flags);
+  if (values.help) return printHelp('serve');
   const workersFlag = typeof values.workers === 'string' ? values.workers : '1';
   const { workerCount, runPrimary, WorkersRefused, serveWorkerMetrics } = await import('../app/workers.js');
   const workers = workerCount(workersFlag);
-  if (workers === null) {
-    console.error(`rategate: --workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
-    return 1;
-  }
+  if (workers === null) return usageError('serve', `--workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
+  const logger = createProcessLogger();
   const isWorker = process.env.RATEGATE_WORKER === '1';
   if (workers > 1 && !isWorker) {
     try {
@@ -23,9 +25,9 @@ export async function serve(args: string[]): Promise<number> {
     } catch (err) {
       if (err instanceof WorkersRefused) {
         console.error(`rategate: ${err.message}`);
-        return 1;
+        return EXIT.CONFIG;
       }
-      return reportConfigError(err);
+      return startFailure(err);
     }
   }
   const { startGateway } = await import('../app/start.js');
@@ -36,31 +38,42 @@ export async function serve(args: string[]): Promise<number> {
     gateway = await startGateway({ configPath: configPath(values), overrides, logger, admin: !isWorker });
     if (isWorker) serveWorkerMetrics(gateway.metrics.registry);
   } catch (err) {
-    if (err instanceof ConfigError) return reportConfigError(err);
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'EADDRINUSE' || e.code === 'EACCES') {
-      console.error(`rategate: cannot listen: ${e.message}`);
-      return 1;
-    }
-    throw err;
+    return startFailure(err);
   }
   await waitForSignal();
   await gateway.shutdown();
-  return 0;
+  return EXIT.OK;
+}
+
+/** A start-up failure's exit code (config 78, a listener or store it cannot have 69), said in one line; anything else is rethrown. */
+function startFailure(err: unknown): number {
+  if (err instanceof ConfigError) return reportConfigError(err);
+  const e = err as NodeJS.ErrnoException;
+  if (e.code !== undefined && CANNOT_LISTEN.has(e.code)) {
+    console.error(`rategate: cannot listen: ${e.message}`);
+    return EXIT.UNAVAILABLE;
+  }
+  if (hasCode(err, 'STORE_UNAVAILABLE') || hasCode(err, 'STORE_TIMEOUT')) {
+    console.error(`rategate: the store cannot be reached: ${(err as Error).message}`);
+    return EXIT.UNAVAILABLE;
+  }
+  throw err;
 }
 
 export async function upstream(args: string[]): Promise<number> {
-  const { values } = parse(args, { listen: { type: 'string' } });
-  if (values.help) return (console.log(USAGE), 0);
+  const { values } = parse(args, COMMANDS.upstream.flags);
+  if (values.help) return printHelp('upstream');
   const listen = parseHostPort(typeof values.listen === 'string' ? values.listen : '127.0.0.1:3000');
-  if (!listen) {
-    console.error(`rategate: --listen: invalid address "${String(values.listen)}" (use HOST:PORT)`);
-    return 1;
-  }
+  if (!listen) return usageError('upstream', `--listen: invalid address "${String(values.listen)}" (use HOST:PORT)`);
   const { startUpstream } = await import('../mastodon/index.js');
-  const running = await startUpstream({ host: listen.host, port: listen.port });
+  let running;
+  try {
+    running = await startUpstream({ host: listen.host, port: listen.port });
+  } catch (err) {
+    return startFailure(err);
+  }
   console.log(`rategate built-in upstream listening on ${running.url}`);
   await waitForSignal();
   await running.close();
-  return 0;
+  return EXIT.OK;
 }

@@ -234,7 +234,10 @@ const clientsShape = {
 const responsesShape = {
   reset: z.enum(['iso8601', 'unix', 'delta']).default('iso8601').describe('Format of X-RateLimit-Reset.'),
   standardHeaders: z.boolean().default(true).describe('Also send the IETF RateLimit and RateLimit-Policy fields.'),
-  body: z.record(z.string(), z.unknown()).default({ error: GATEWAY_ERRORS.RATE_LIMITED.message }).describe('JSON body of a 429 answer.'),
+  body: z
+    .record(z.string(), z.unknown())
+    .default({ error: GATEWAY_ERRORS.RATE_LIMITED.message, code: 'RATE_LIMITED' })
+    .describe('JSON body of a 429 answer (the default carries its code from the error catalogue, RATE_LIMITED, beside the message).'),
 };
 const exemptShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs never limited.'),

@@ -11,6 +11,8 @@ export const GATEWAY_ERRORS = {
   BAD_PATH: { status: 400, message: 'Bad request path' },
   BAD_REQUEST: { status: 400, message: 'Bad request' },
   QUERY_CONFLICT: { status: 400, message: 'Bad request: the query string has conflicting parameters' },
+  /** pipeline/read-stage.ts: a `param:` rule's parameter, or the token, given twice with different values (the body's error names it). */
+  PARAM_CONFLICT: { status: 400, message: 'Bad request: a counted parameter is given twice with different values' },
   /** pipeline/gateway.ts: Node reads the first of two, Puma joins them and Rack reads the last; none is guessed. */
   DUPLICATE_CONTENT_TYPE: { status: 400, message: 'Bad request: the Content-Type header is given more than once' },
   DUPLICATE_AUTHORIZATION: { status: 400, message: 'Bad request: the Authorization header is given more than once' },
@@ -44,7 +46,7 @@ export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
 /** Pre-serialized bodies: the error path allocates no JSON per request. */
 export const ERROR_BODIES: Record<GatewayErrorCode, Buffer> = Object.fromEntries(
-  Object.entries(GATEWAY_ERRORS).map(([code, e]) => [code, errorBody(e.message)]),
+  Object.entries(GATEWAY_ERRORS).map(([code, e]) => [code, errorBody(code as GatewayErrorCode, e.message)]),
 ) as Record<GatewayErrorCode, Buffer>;
 
 /** Failures of the client's own request found while forwarding it: not the upstream's fault. */
@@ -111,14 +113,17 @@ export function respondOnSocket(socket: Duplex, status: number, body: Buffer, ex
   socket.end(Buffer.concat([Buffer.from(`${head}\r\n`), body]));
 }
 
-/** A `{"error": …}` body for a message made per request (a reason, a parameter name). */
-export function errorBody(message: string): Buffer {
-  return Buffer.from(JSON.stringify({ error: message }));
+/**
+ * A `{"error": …, "code": …}` body: the message for a person, the catalogue's code for a program (beside
+ * "error", as fastify writes its own); `message` may be made per request (a reason, a parameter name).
+ */
+export function errorBody(code: GatewayErrorCode, message: string): Buffer {
+  return Buffer.from(JSON.stringify({ error: message, code }));
 }
 
 /** A body for a bad path, naming what was wrong with it. */
 export function badPathBody(reason: string): Buffer {
-  return errorBody(`${GATEWAY_ERRORS.BAD_PATH.message}: ${reason}`);
+  return errorBody('BAD_PATH', `${GATEWAY_ERRORS.BAD_PATH.message}: ${reason}`);
 }
 
 /** The message for a counted parameter given twice with different values (query and body, or twice). */

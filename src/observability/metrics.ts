@@ -4,7 +4,7 @@ import { UPSTREAM_ERROR_REASONS } from '../http/errors.js';
 import { metricMaker } from './define-metrics.js';
 import { STORE_ERROR_REASONS } from '../limiter/errors.js';
 import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
-import { VERSION } from './version.js';
+import { REVISION, VERSION } from './version.js';
 import { watchEventLoop } from './event-loop.js';
 import { ADMISSION_REFUSALS, type AdmissionObserver } from '../proxy/admission.js';
 import { INTROSPECTION_RESULTS, type IntrospectionResult } from '../identity/account.js';
@@ -65,7 +65,7 @@ const HELP = {
   rategate_config_reloads_total: 'Config reloads, by result (success, error).',
   rategate_config_last_reload_successful: '1 when the last config load or reload succeeded, 0 when it was refused (the previous table stays in force).',
   rategate_config_last_reload_success_timestamp_seconds: 'Unix time of the last successful config load or reload.',
-  rategate_build_info: 'Always 1; the labels say which rategate and which Node.js run.',
+  rategate_build_info: 'Always 1; the labels say which rategate (its version and the git revision it was built from) and which Node.js run.',
   rategate_store_up:
     '1 while decisions come from the store: every key has a master, none is failing, each answers as a master (always 1 for memory); 0 while some decisions follow onError.',
   rategate_upstream_up:
@@ -132,7 +132,7 @@ export class Metrics {
   // primary sums series over workers; these say how to combine theirs instead.
   readonly configLastReloadSuccessful = this.make.gauge('rategate_config_last_reload_successful', { aggregator: 'min' });
   readonly configLastReloadSuccessTimestamp = this.make.gauge('rategate_config_last_reload_success_timestamp_seconds', { aggregator: 'min' });
-  readonly buildInfo = this.make.gauge('rategate_build_info', { labelNames: ['version', 'node'], aggregator: 'first' });
+  readonly buildInfo = this.make.gauge('rategate_build_info', { labelNames: ['version', 'revision', 'node'], aggregator: 'first' });
   /** Asked at each scrape for rategate_store_up (set by the composition root: a bounded, cached check). */
   storeProbe: (() => Promise<boolean>) | undefined;
   readonly storeUp: client.Gauge = this.make.gauge('rategate_store_up', {
@@ -210,7 +210,7 @@ export class Metrics {
     for (const result of INTROSPECTION_RESULTS) this.introspections.inc({ result }, 0);
     for (const code of GATEWAY_5XX) this.gatewayResponses.inc({ code }, 0);
     this.upstreamWaiting.set(0);
-    this.buildInfo.set({ version: VERSION, node: process.version }, 1);
+    this.buildInfo.set({ version: VERSION, revision: REVISION, node: process.version }, 1);
     this.storeFallbackActive.set(0);
     this.storeUp.set(1);
   }

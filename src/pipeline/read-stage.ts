@@ -49,14 +49,14 @@ export function readStage(v: RequestView, body: BodySource, res: http.ServerResp
 }
 
 function afterRead(v: RequestView, read: ReadParams): ReadOutcome {
-  if (!read.ok) return { refusal: refusal(read.status, errorBody(read.message)) };
+  if (!read.ok) return { refusal: refusal(read.status, errorBody(read.code, read.message)) };
   const p = read.params;
   v.token = p.token.kind === 'token' ? p.token.token : null;
   v.form = p.bodyValues;
   v.routeAs(p.method);
   // `param:` rules: their values from the query and the body together (two different ones: 400).
   const values = v.policy.paramNames.length > 0 ? ruleParamValues(p, v.policy.paramNames) : undefined;
-  if (typeof values === 'string') return { refusal: refusal(GATEWAY_ERRORS.BAD_REQUEST.status, errorBody(paramConflictMessage(values))) };
+  if (typeof values === 'string') return { refusal: refusal(GATEWAY_ERRORS.PARAM_CONFLICT.status, errorBody('PARAM_CONFLICT', paramConflictMessage(values))) };
   v.values = values;
   return { params: p };
 }

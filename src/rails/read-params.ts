@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { GATEWAY_ERRORS, paramConflictMessage } from '../http/errors.js';
+import { GATEWAY_ERRORS, paramConflictMessage, type GatewayErrorCode } from '../http/errors.js';
 import { firstHeader } from '../http/message.js';
 import { bodyKindOf, peekBody, readBodyBytes, type BodyPeek } from './body-peek.js';
 import {
@@ -55,8 +55,8 @@ export interface RequestParams {
 
 export type ReadParams =
   | { readonly ok: true; readonly params: RequestParams }
-  /** Answer `status` with `{"error": message}` and close the connection (the body was not read). */
-  | { readonly ok: false; readonly status: 400 | 413; readonly message: string };
+  /** Answer `status` with `{"error": message, "code": code}` and close the connection (the body was not read). */
+  | { readonly ok: false; readonly status: 400 | 413; readonly code: GatewayErrorCode; readonly message: string };
 
 class Params implements RequestParams {
   constructor(
@@ -86,15 +86,16 @@ export function readRequestParams(
   body: IncomingMessage | Buffer,
 ): ReadParams | Promise<ReadParams> {
   const wanted = queryValues(query, opts.wanted);
-  if (wanted === null) return { ok: false, status: 400, message: GATEWAY_ERRORS.QUERY_CONFLICT.message };
+  if (wanted === null) return { ok: false, status: 400, code: 'QUERY_CONFLICT', message: GATEWAY_ERRORS.QUERY_CONFLICT.message };
   if (!opts.readBody) return finish(head, query, wanted, NO_VALUES, false, null);
   if (Buffer.isBuffer(body)) return afterPeek(head, query, wanted, readBodyBytes(bodyKindOf(head.method ?? 'GET', head.headers['content-type']), body, opts));
   return peekBody(body, opts).then((peek) => afterPeek(head, query, wanted, peek));
 }
 
 function afterPeek(head: MessageHead, query: QueryParams, wanted: ParamValues, peek: BodyPeek): ReadParams {
-  if (peek.kind === 'beyond') return { ok: false, status: 400, message: peek.message };
-  if (peek.kind === 'malformed') return { ok: false, status: peek.status, message: peek.message };
+  if (peek.kind === 'beyond') return { ok: false, status: 400, code: 'BAD_REQUEST', message: peek.message };
+  if (peek.kind === 'malformed')
+    return { ok: false, status: peek.status, code: peek.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', message: peek.message };
   if (peek.kind === 'opaque') return finish(head, query, wanted, NO_VALUES, false, null);
   return finish(head, query, wanted, peek.values, peek.form, peek.body);
 }
@@ -104,7 +105,7 @@ function finish(head: MessageHead, query: QueryParams, wanted: ParamValues, body
   const override = resolveMethodOverride(original, firstHeader(head.headers['x-http-method-override']), form ? body.get(METHOD_PARAM) : undefined);
   const token = doorkeeperToken(head.headers.authorization, wanted, body);
   if (token.kind === 'conflict') {
-    return { ok: false, status: 400, message: paramConflictMessage(token.param) };
+    return { ok: false, status: 400, code: 'PARAM_CONFLICT', message: paramConflictMessage(token.param) };
   }
   return { ok: true, params: new Params(override.method, override.dropHeader, token, query, wanted, body, forward) };
 }

@@ -78,16 +78,16 @@ describe('a block or exemption too wide to take without force', () => {
     expect((await post(g, '/admin/blocks', { cidr: '10.0.0.0/7' })).status).toBe(422);
   });
 
-  it('the CLI says so and exits 1 without --force, and takes it with --force', async () => {
+  it('the CLI says so and exits 65 (EX_DATAERR) without --force, 64 with a misplaced one,, and takes it with --force', async () => {
     const g = await gateway();
     const refused = await runCli(['block', 'add', '0.0.0.0/0', '--for', '1m', '--admin', g.adminUrl]);
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(65);
     expect(refused.stderr).toMatch(/wider than admin\.maxPrefix.*--force/);
     expect(await statusFor(`${g.url}/api/v1/timelines/public`, CLIENT)).toBe(200);
     const forced = await runCli(['exempt', 'add', '0.0.0.0/0', '--for', '1m', '--force', '--admin', g.adminUrl]);
     expect(forced.code, forced.stderr).toBe(0);
     const misplaced = await runCli(['block', 'rm', '10.0.0.0/8', '--force', '--admin', g.adminUrl]);
-    expect(misplaced.code).toBe(1);
+    expect(misplaced.code).toBe(64);
     expect(misplaced.stderr).toMatch(/--force goes with `block add` and `exempt add`/);
     await alive(g);
   });

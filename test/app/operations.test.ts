@@ -3,9 +3,11 @@
  * reload state and build info in /metrics, reload messages that say what actually happened, and a
  * readiness that means "can serve" with the store's state in its body.
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
@@ -13,6 +15,8 @@ import { send } from '../support/http.js';
 import { SEED_TABLE, gatewayFixture } from '../support/gateway.js';
 
 const VERSION = (await import('../../package.json', { with: { type: 'json' } })).default.version;
+/** Run from the sources, the gateway names the checked-out commit: asked of git itself here. */
+const REVISION = (await promisify(execFile)('git', ['rev-parse', '--short=12', 'HEAD'])).stdout.trim();
 
 const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
 
@@ -49,7 +53,7 @@ describe('metrics an alert can rely on', () => {
     expect(m).toContain('rategate_config_last_reload_successful 1');
     const ts = Number(/^rategate_config_last_reload_success_timestamp_seconds (\S+)$/m.exec(m)?.[1]);
     expect(Math.abs(ts - Date.now() / 1000)).toBeLessThan(60);
-    expect(m).toContain(`rategate_build_info{version="${VERSION}",node="${process.version}"} 1`);
+    expect(m).toContain(`rategate_build_info{version="${VERSION}",revision="${REVISION}",node="${process.version}"} 1`);
     expect(m).toContain('rategate_store_up 1');
     expect(m).toContain('rategate_store_fallback_active 0');
   });

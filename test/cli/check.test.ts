@@ -14,9 +14,10 @@ describe('rategate check', () => {
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain('password-resets-email');
     const bad = await runCli(['check', limitsFile('limits:\n  - { name: api, match: GETT /api/*, per: ip, limit: 10, period: 1m }\n')]);
-    expect(bad.code).toBe(1);
-    expect((await runCli(['check', 'a.yaml', 'b.yaml'])).code).toBe(1);
-    expect((await runCli(['check', '--config', 'a.yaml', 'b.yaml'])).code).toBe(1);
+    // sysexits: an invalid table is EX_CONFIG, two files a usage error.
+    expect(bad.code).toBe(78);
+    expect((await runCli(['check', 'a.yaml', 'b.yaml'])).code).toBe(64);
+    expect((await runCli(['check', '--config', 'a.yaml', 'b.yaml'])).code).toBe(64);
   });
 
   it('warns, still exiting 0, about a pattern Rails also routes with a format suffix (issue 38, finding 3)', async () => {
@@ -47,14 +48,14 @@ bans:
     const file = limitsFile('limits:\n  - { name: api, match: GETT /api/*, per: ip, limit: 10, period: 1m }\n');
     const message = 'limits[0].match: unknown method "GETT" (did you mean "GET"? a custom method must be listed in methods.custom)';
     const check = await runCli(['check', '--config', file]);
-    expect(check.code).toBe(1);
+    expect(check.code).toBe(78);
     expect(check.stderr).toContain(message);
     await expect(spawnServe(['--config', file])).rejects.toThrow(message);
   });
 
   it('refuses an empty file with a clear message', async () => {
     const check = await runCli(['check', '--config', limitsFile('')]);
-    expect(check.code).toBe(1);
+    expect(check.code).toBe(78);
     expect(check.stderr).toContain('(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")');
   });
 
@@ -62,10 +63,10 @@ bans:
     const file = limitsFile(SEED_TABLE);
     expect((await runCli(['check', '--config', file])).code).toBe(0);
     const bad = await runCli(['check', '--config', file], { RATEGATE_STORE: 'mongodb://db:27017' });
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(78);
     expect(bad.stderr).toContain('store.url: invalid store "mongodb://db:27017"');
     expect(bad.stderr).toContain('(set by an override)');
-    expect((await runCli(['check', '--config', file], { RATEGATE_LOG_LEVEL: 'loud' })).code).toBe(1);
+    expect((await runCli(['check', '--config', file], { RATEGATE_LOG_LEVEL: 'loud' })).code).toBe(78);
   });
 
   it('accepts a custom method listed in methods.custom, and the rule then limits it', async () => {
@@ -82,11 +83,11 @@ bans:
 });
 
 describe('rategate --version', () => {
-  it('prints the package version, as -v does', async () => {
+  it('prints the package version and the revision, as -v does', async () => {
     for (const flag of ['--version', '-v']) {
       const r = await runCli([flag]);
       expect(r.code).toBe(0);
-      expect(r.stdout.trim()).toBe(VERSION);
+      expect(r.stdout.trim()).toMatch(new RegExp(`^rategate ${VERSION.replace(/\./g, '\\.')} \\([0-9a-f]{12}(-dirty)?\\)$`));
     }
   });
 });

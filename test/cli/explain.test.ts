@@ -68,7 +68,7 @@ describe('rategate explain', () => {
     const snap = parseConfig('block: { ips: [203.0.113.0/24] }\nlimits:\n  - { name: api, match: /api/*, per: ip, limit: 1, period: 1m }\n', 't.yaml');
     expect(await explain(snap, { request: 'GET /api/v1/x', headers: [], ip: '203.0.113.1' })).toEqual([
       'GET /api/v1/x  from 203.0.113.1',
-      '  blocked (block.ips): answered 403 {"error":"Forbidden"}; no rule counts it, nothing is forwarded',
+      '  blocked (block.ips): answered 403 {"error":"Forbidden","code":"FORBIDDEN"}; no rule counts it, nothing is forwarded',
     ]);
   });
 });
@@ -108,7 +108,7 @@ describe('the command line', () => {
     expect(explained.stdout).toMatch(
       / {2}17\. login-attempts-email: yes, per param:user\[email\], 25\/1h, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…/,
     );
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(64);
     expect(bad.stderr).toContain('rategate explain: expected "METHOD /path?query", got "nonsense"');
   }, 30_000);
 });

@@ -79,16 +79,16 @@ concurrency:
   });
 
   // Five processes, each started through tsx: about 4 s apiece on the loaded 2-core machine, past the 20 s default.
-  it('refuses an unknown format, a log_format it cannot read, no log, and a missing file, with exit 1', async () => {
-    for (const [args, message] of [
-      [['replay', '--format', 'apache', plain], /unknown format "apache"/],
-      [['replay', '--format', 'nginx:$remote_addr', plain], /no time/],
-      [['replay'], /name at least one log/],
-      [['replay', path.join(dir, 'missing.log')], /ENOENT|no such file/],
-      [['replay', '--top', 'x', plain], /--top/],
+  it('refuses an unknown format, a log_format it cannot read, no log (EX_USAGE), and a missing file (EX_NOINPUT)', async () => {
+    for (const [args, message, code] of [
+      [['replay', '--format', 'apache', plain], /unknown format "apache"/, 64],
+      [['replay', '--format', 'nginx:$remote_addr', plain], /no time/, 64],
+      [['replay'], /name at least one log/, 64],
+      [['replay', path.join(dir, 'missing.log')], /ENOENT|no such file/, 66],
+      [['replay', '--top', 'x', plain], /--top/, 64],
     ] as const) {
       const r = await runCli([...args]);
-      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.code, args.join(' ')).toBe(code);
       expect(r.stderr).toMatch(message);
     }
   }, 60_000);

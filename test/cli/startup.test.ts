@@ -46,7 +46,7 @@ describe('the command line at start-up', () => {
   it('prints the version without loading the gateway, the config schema or the logger', () => {
     const r = run(['--version']);
     expect(r.code).toBe(0);
-    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(r.stdout.trim()).toMatch(/^rategate \d+\.\d+\.\d+ \([0-9a-f]{12}(-dirty)?\)$/);
     expect(r.loaded.filter((u) => GATEWAY.test(u) || /node_modules\/(zod|yaml)\//.test(u))).toEqual([]);
   });
 
@@ -60,7 +60,7 @@ describe('the command line at start-up', () => {
   it('says in one line that serve found no config/limits.yaml in the folder it runs in, with no stack trace', () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), 'rategate-empty-'));
     const r = run(['serve', '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'], empty);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(78);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
@@ -72,7 +72,7 @@ describe('the command line at start-up', () => {
   it('names a missing --config file the same way, for serve and check', () => {
     for (const command of ['serve', 'check']) {
       const r = run([command, '--config', '/nonexistent/limits.yaml']);
-      expect(r.code, command).toBe(1);
+      expect(r.code, command).toBe(78);
       expect(r.stderr.trim(), command).toBe('rategate: cannot read the config file /nonexistent/limits.yaml: no such file');
     }
   });

@@ -132,8 +132,8 @@ describe('the store URL parser', () => {
       run(['check', '--config', config]),
       run(['serve', '--config', config, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0']),
     ]);
-    expect(check.code).toBe(1);
-    expect(serve.code).toBe(1);
+    expect(check.code).toBe(78);
+    expect(serve.code).toBe(78);
     expect(check.stderr).toContain('cluster node "b" has no port');
     expect(serve.stderr.trim()).toBe(check.stderr.trim());
   }, 30_000);

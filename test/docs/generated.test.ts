@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GENERATED_BLOCKS, ROOT, gatewayMetrics, renderDoc } from '../../scripts/gen-docs.js';
 import { ADMIN_ENDPOINTS } from '../../src/admin/endpoints.js';
+import { COMMANDS } from '../../src/cli/commands.js';
 import { parseYaml, validateConfig } from '../../src/config/load.js';
 import { KIND_NAMES, KINDS } from '../../src/keys/kinds.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
@@ -60,6 +61,14 @@ describe('docs generated from code', () => {
       .find((l) => l.startsWith('| `per` |'));
     const listed = [...(perRow ?? '').matchAll(/`([a-z]+(?::[A-Za-z]+)?)`/g)].map((m) => m[1]).filter((s) => s !== 'per');
     expect(listed.slice(0, syntaxes.length)).toEqual(syntaxes);
+  });
+});
+
+describe('the command table', () => {
+  it('lists every command the command line dispatches, and nothing it does not', () => {
+    const cases = [...read('src/cli/index.ts').matchAll(/^\s+case '([a-z-]+)':/gm)].map((m) => m[1]!);
+    const dispatched = cases.filter((c) => !['help', '-h', '--help', '-v', 'version'].includes(c));
+    expect(new Set(dispatched)).toEqual(new Set(Object.values(COMMANDS).map((c) => c.name)));
   });
 });
 

@@ -70,7 +70,7 @@ describe('upstream failures', () => {
     const gw = await gateway(SEED_TABLE, `http://127.0.0.1:${port}`);
     const a = await send(gw.url, { path: '/api/v1/statuses/1' });
     expect(a.status).toBe(502);
-    expect(a.json()).toEqual({ error: 'Upstream unreachable' });
+    expect(a.json()).toEqual({ error: 'Upstream unreachable', code: 'UPSTREAM_UNREACHABLE' });
     expect(a.headers['x-ratelimit-limit']).toBe('300');
   });
 
@@ -82,7 +82,7 @@ describe('upstream failures', () => {
     const started = Date.now();
     const a = await send(gw.url, { path: '/api/v1/slow' });
     expect(a.status).toBe(504);
-    expect(a.json()).toEqual({ error: 'Upstream timed out' });
+    expect(a.json()).toEqual({ error: 'Upstream timed out', code: 'UPSTREAM_TIMEOUT' });
     expect(Date.now() - started).toBeLessThan(3000);
   });
 

@@ -125,7 +125,7 @@ limits:
     // A query Rails would refuse (page is a value and a hash at once) is refused, not read one way or another.
     const conflicting = await req('GET', '/api/v1/statuses/1?page=1&page[x]=2', ip);
     expect(conflicting.status).toBe(400);
-    expect(conflicting.body).toBe('{"error":"Bad request: the query string has conflicting parameters"}');
+    expect(conflicting.body).toBe('{"error":"Bad request: the query string has conflicting parameters","code":"QUERY_CONFLICT"}');
     // Not paging: no parameter, or an empty one, or another name.
     for (const q of ['', '?max_id=', '?limit=40', '?max_id=%20']) {
       const a = await req('GET', `/api/v1/statuses/1${q}`, ip);
@@ -246,7 +246,7 @@ limits:
     upstream.server.on('request', count);
     const blocked = await req('POST', '/api/v1/accounts', '203.0.113.7', { 'Content-Type': 'application/x-www-form-urlencoded' }, 'username=x');
     expect(blocked.status).toBe(403);
-    expect(blocked.body).toBe('{"error":"Forbidden"}');
+    expect(blocked.body).toBe('{"error":"Forbidden","code":"FORBIDDEN"}');
     expect(blocked.headers['x-ratelimit-limit']).toBeUndefined();
     // Unmatched paths too: the block is not a rule.
     expect((await req('GET', '/nothing/here', '203.0.113.8')).status).toBe(403);

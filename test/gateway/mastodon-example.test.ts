@@ -242,6 +242,6 @@ describe('password resets per e-mail from the request body', () => {
     expect(over.status).toBe(400);
     const twice = await req('POST', '/auth/password?user[email]=a@example.com', '203.0.113.71', FORM, 'user%5Bemail%5D=b%40example.com');
     expect(twice.status).toBe(400);
-    expect(twice.body).toBe('{"error":"Bad request: user[email] is given twice with different values"}');
+    expect(twice.body).toBe('{"error":"Bad request: user[email] is given twice with different values","code":"PARAM_CONFLICT"}');
   });
 });

@@ -171,8 +171,9 @@ server: { maxUpstreamConnectionsPerIp: 0 }
       // Operations series combine over workers as one gateway's would: zeros summed, state by min, build once.
       expect(metrics).toContain('rategate_config_reloads_total{result="error"} 0');
       expect(metrics).toContain('rategate_config_last_reload_successful 1');
-      expect(metrics).toContain(
-        `rategate_build_info{version="${(JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version}",node="${process.version}"} 1`,
+      const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+      expect(metrics).toMatch(
+        new RegExp(`^rategate_build_info\\{version="${version.replace(/\./g, '\\.')}",revision="[0-9a-f]{12}(-dirty)?",node="${process.version}"\\} 1$`, 'm'),
       );
       expect(metrics).toContain('rategate_store_up 1');
     } finally {

@@ -100,7 +100,7 @@ describe('the per-client cap of upstream connections', () => {
     const over = await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.1.0.1' } });
     expect(over.status).toBe(429);
     expect(over.headers['retry-after']).toBe('1');
-    expect(over.json()).toEqual({ error: 'Too many requests' });
+    expect(over.json()).toEqual({ error: 'Too many requests', code: 'TOO_MANY_IN_FLIGHT' });
     expect((await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.1.0.2' } })).status).toBe(200);
     expect(await metric('rategate_upstream_refused_total{reason="per_ip_cap"}')).toBe(1);
     release();
@@ -167,7 +167,7 @@ describe('the wait for an upstream connection', () => {
     const busy = await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.6.0.1' } });
     expect(busy.status).toBe(503);
     expect(busy.headers['retry-after']).toBe('1');
-    expect(busy.json()).toEqual({ error: 'Upstream busy' });
+    expect(busy.json()).toEqual({ error: 'Upstream busy', code: 'UPSTREAM_BUSY' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
     expect(await metric('rategate_upstream_refused_total{reason="queue_timeout"}')).toBe(1);
     expect(await metric('rategate_upstream_waiting')).toBe(0);
@@ -236,7 +236,7 @@ describe('the minimum body rate', () => {
     const a = await answerOf(s, 6000);
     clearInterval(timer);
     expect(a.status).toMatch(/^HTTP\/1\.1 408 /);
-    expect(a.text).toContain('{"error":"Request timeout: the body arrives too slowly"}');
+    expect(a.text).toContain('{"error":"Request timeout: the body arrives too slowly","code":"BODY_TOO_SLOW"}');
     expect(a.closed).toBe(true);
     expect(Date.now() - started).toBeLessThan(4000);
     expect(fx.upstream.forwarded().some((r) => r.url === '/api/v1/media')).toBe(true);

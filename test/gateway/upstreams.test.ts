@@ -96,7 +96,7 @@ describe('checking routes', () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-routes-')), 'limits.yaml');
     writeFileSync(file, text);
     const check = await runCli(['check', file]);
-    expect(check.code).toBe(1);
+    expect(check.code).toBe(78);
     expect(check.stderr + check.stdout).toContain(message);
   });
 

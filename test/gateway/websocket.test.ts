@@ -106,7 +106,7 @@ describe('WebSocket upgrades', () => {
     (await connect('/api/v1/streaming')).ws.close();
     const third = await connect('/api/v1/streaming');
     expect(third.status).toBe(429);
-    expect(third.body).toBe('{"error":"Too many requests"}');
+    expect(third.body).toBe('{"error":"Too many requests","code":"RATE_LIMITED"}');
   });
 
   it('closes the upstream socket when the client closes, and the client socket when the upstream closes', async () => {
@@ -168,7 +168,7 @@ describe('WebSocket upgrades run the same pipeline as plain requests', () => {
       socket.once('close', () => resolve(text));
     });
     expect(answer).toMatch(/^HTTP\/1\.1 503 /);
-    expect(answer).toContain('{"error":"Shutting down"}');
+    expect(answer).toContain('{"error":"Shutting down","code":"SHUTTING_DOWN"}');
     await stopped;
     gw = await startTestGateway(TABLE, { upstream: upstreamUrl }); // afterEach shuts one down
   });

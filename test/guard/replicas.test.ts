@@ -97,7 +97,7 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
     for (const u of urls) {
       const r = await fetch(`${u}/auth/sign_in`, { ...login, headers: { ...login.headers, 'x-forwarded-for': attacker } });
       expect(r.status).toBe(403);
-      expect(await r.json()).toEqual({ error: 'Forbidden' });
+      expect(await r.json()).toEqual({ error: 'Forbidden', code: 'FORBIDDEN' });
       expect(await status(`${u}/anything/else`, attacker)).toBe(403);
       expect(await status(`${u}/api/v1/timelines/home`, other)).toBe(200);
     }
@@ -159,9 +159,9 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
     expect(rm.out).toContain('removed block 192.0.2.0/28');
     await until(urls, '192.0.2.5', 200, 1_000);
     expect(await (await fetch(`${gws[1]!.adminUrl}/metrics`)).text()).toMatch(/rategate_blocked_requests_total\{source="runtime"\} [1-9]/);
-    // A bad address is refused with the API's message, and the CLI exits 1.
+    // A bad address is refused with the API's message, and the CLI exits 65 (EX_DATAERR).
     const bad = await cli(['block', 'add', 'not-an-ip', '--admin', gws[0]!.adminUrl]);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(65);
     expect(bad.out).toContain('invalid IP address or CIDR "not-an-ip"');
     console.log(`runtime block applied on both replicas ${took} ms after the CLI returned`);
 

@@ -71,7 +71,7 @@ describe('hostile clients', () => {
     });
     const big = await send(fx.gw.url, { method: 'POST', path: '/api/v1/statuses', body: 'x'.repeat(2048) });
     expect(big.status).toBe(413);
-    expect(big.json()).toEqual({ error: 'Payload too large' });
+    expect(big.json()).toEqual({ error: 'Payload too large', code: 'PAYLOAD_TOO_LARGE' });
     const media = await send(fx.gw.url, { method: 'POST', path: '/api/v1/media', body: 'x'.repeat(32 * 1024) });
     expect(media.status).toBe(200);
     expect(fx.upstream.forwarded()).toHaveLength(1);

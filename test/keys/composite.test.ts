@@ -2,19 +2,12 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { compileKey, displayKey, keyShown, keyWhat, typedTags, type KeyFacts } from '../../src/keys/index.js';
+import { keyFacts } from '../support/key-facts.js';
 
 const SIGNED = 'keyId="https://Mastodon.Example/users/alice#main-key",signature="c2ln"';
 
 function facts(headers: Record<string, string> = {}, ipKey = '203.0.113.7'): KeyFacts {
-  return {
-    ipKey,
-    accountKey: null,
-    rawToken: () => null,
-    tokenDigest: () => null,
-    header: (n) => headers[n],
-    cookie: () => undefined,
-    param: () => undefined,
-  };
+  return keyFacts({ ipKey, headers });
 }
 
 const ctx = { ipv6Prefix: 64, accountFrom: 'introspect' as const };

@@ -1,6 +1,7 @@
 /** The key-kind table (src/keys): every kind complete and distinct, the `per:` syntax it gives the schema, and the JWT claim reading. */
 import { describe, expect, it } from 'vitest';
 import { claimValue, compileKey, jwtPayload, KIND_NAMES, KINDS, MAX_JWT_LENGTH, perError, PER_HINT, PER_PATTERN, typedTags } from '../../src/keys/index.js';
+import { keyFacts } from '../support/key-facts.js';
 
 const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
 const jwt = (payload: unknown, header: unknown = { alg: 'HS256', typ: 'JWT' }) => `${b64(header)}.${b64(payload)}.c2ln`;
@@ -34,15 +35,7 @@ describe('the key-kind table', () => {
     expect(typedTags(compileKey('token'), d.toUpperCase(), ctx)).toHaveLength(2);
     expect((typedTags(compileKey('token'), d, ctx) as string[])[0]).toBe(`tok:${d}`);
     const claim = compileKey('jwt:sub');
-    const tag = claim.tag({
-      ipKey: '',
-      accountKey: null,
-      rawToken: () => `${b64({})}.${b64({ sub: ' alice ' })}.s`,
-      tokenDigest: () => null,
-      header: () => undefined,
-      cookie: () => undefined,
-      param: () => undefined,
-    });
+    const tag = claim.tag(keyFacts({ token: `${b64({})}.${b64({ sub: ' alice ' })}.s` }));
     expect(typedTags(claim, 'alice', ctx)).toEqual([tag]);
     expect(typedTags(claim, '  ', ctx)).toEqual({ hint: 'the claim value' });
   });

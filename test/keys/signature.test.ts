@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileKey, perError, PER_PATTERN, typedTags } from '../../src/keys/index.js';
 import { keyIdDomain, MAX_SIGNATURE_HEADER, quotedParam, signatureDomain } from '../../src/keys/signature.js';
+import { keyFacts } from '../support/key-facts.js';
 
 const CAVAGE = 'keyId="https://Mastodon.Example/users/alice#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="c2ln"';
 const RFC9421 = 'sig1=("@method" "@target-uri" "content-digest");created=1618884473;keyid="https://Pleroma.Example/users/bob#main-key";alg="ed25519"';
@@ -52,15 +53,7 @@ describe('reading the signing server from an HTTP signature', () => {
     expect(PER_PATTERN.test('signature:domain')).toBe(true);
     expect(perError('signature:key')).toMatch(/invalid signature part name "key" in per "signature:key" \(signature:domain is the one form\)/);
     const key = compileKey('signature:domain');
-    const facts = {
-      ipKey: '203.0.113.7',
-      accountKey: null,
-      rawToken: () => null,
-      tokenDigest: () => null,
-      header: (n: string) => (n === 'signature' ? CAVAGE : undefined),
-      cookie: () => undefined,
-      param: () => undefined,
-    };
+    const facts = keyFacts({ ipKey: '203.0.113.7', headers: { signature: CAVAGE } });
     expect(key.tag(facts)).toBe('sig:mastodon.example');
     expect(key.tag({ ...facts, header: () => undefined })).toBeNull();
     const ctx = { ipv6Prefix: 64, accountFrom: 'introspect' as const };

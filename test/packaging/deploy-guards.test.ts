@@ -165,7 +165,7 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
       code = (err as { status: number }).status;
       out = String((err as { stderr: string }).stderr);
     }
-    expect(code).toBe(1);
+    expect(code).toBe(78);
     expect(out).toMatch(/limits\[1\]\.name: duplicate rule name "api"/);
     expect(out).toMatch(/limits\[1\]\.cost: cost 9 exceeds limit 5/);
     // The good table passes the same check.

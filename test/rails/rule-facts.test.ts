@@ -5,6 +5,7 @@ import { RequestFacts, whenFails } from '../../src/rails/rule-facts.js';
 import { QueryParams } from '../../src/rails/request-params.js';
 import { tokenDigest } from '../../src/identity/index.js';
 import type { CompiledRule } from '../../src/config/types.js';
+import { keyFacts } from '../support/key-facts.js';
 
 const snap = parseConfig(
   `limits:
@@ -25,15 +26,7 @@ const facts = (query: string, headers: Record<string, string> = {}, body = new M
 /** The digest a rule's key gives for these facts (null: no key), as the request path reads it (keys/kinds.ts). */
 const ruleValueDigest = (rule: CompiledRule, f: RequestFacts): string | null => {
   const token = tokens.get(f);
-  const tag = rule.key.tag({
-    ipKey: '',
-    accountKey: null,
-    rawToken: () => token ?? null,
-    tokenDigest: () => (token === undefined ? null : tokenDigest(token)),
-    header: (n) => f.header(n),
-    cookie: (n) => f.cookie(n),
-    param: (n, p) => f.param(n, p),
-  });
+  const tag = rule.key.tag(keyFacts({ token: token ?? null }, { header: (n) => f.header(n), cookie: (n) => f.cookie(n), param: (n, p) => f.param(n, p) }));
   return tag === null ? null : tag.slice(tag.indexOf(':') + 1);
 };
 
