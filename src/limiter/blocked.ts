@@ -22,6 +22,12 @@
  * to the store (the others stay blocked) and its answer lifts or renews the block. Not while the fault
  * policy answers (`storeDecides` false): what was known full then stays refused until `retryAt`.
  *
+ * Reads learn too (the early refusal's, before an account is looked up): a read weighs each bucket at
+ * the request's own cost, so one that shows a non-shadow bucket limited until T blocks it as a consume
+ * would, and one that shows room lifts a block held for it. A flood refused by a read is then answered
+ * here, synchronously (`readLocal`), instead of one store call per bucket per request. A read carries no
+ * store time: it teaches only once an answer has told the clocks' offset.
+ *
  * Times: entries hold store-clock times (Redis TIME); the local clock is mapped to the store's by the
  * offset seen on the last answer, so a replica with a skewed clock neither lifts nor extends a block.
  * Memory: at most `maxEntries` entries, oldest evicted first, expired ones dropped when met.
@@ -44,6 +50,10 @@ export interface BlockedCacheOptions {
 export interface BlockedCacheStore extends Store {
   /** A blocked bucket's refusal, or the inner store's synchronous answer (a held lease); else undefined. */
   consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined;
+  /** A blocked bucket's refusal, read without charging; else the inner store's synchronous read, if any. */
+  readLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined;
+  /** Reads the buckets (the inner store's read, or a peek of each); learns the blocks a read shows. */
+  read(specs: readonly BucketSpec[]): Promise<ConsumeOutcome>;
   /** Blocked buckets currently held. */
   readonly size: number;
   /** Requests rejected locally without calling the inner store, since start. */
@@ -72,6 +82,8 @@ class BlockedCache implements BlockedCacheStore {
   private readonly clock: () => number;
   /** Store clock − local clock, as of the last answer. */
   private offset = 0;
+  /** An answer has set `offset`: before it, a read (which carries no store time) teaches nothing. */
+  private synced = false;
   private rejections = 0;
   private readonly onLocalRejection: (() => void) | undefined;
   private readonly recheckMs: number;
@@ -120,6 +132,25 @@ class BlockedCache implements BlockedCacheStore {
     return local === undefined ? undefined : this.learn(specs, local);
   }
 
+  readLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined {
+    const now = this.clock() + this.offset;
+    const hit = this.blockingAny(specs, now);
+    if (hit === undefined) return this.inner.readLocal?.(specs);
+    if (!this.due(hit, now)) return this.rejectLocally(specs, hit, now);
+    // Due for its re-check: the caller reads from the store; the next requests stay blocked meanwhile.
+    hit.recheckAt = now + this.recheckMs;
+    return undefined;
+  }
+
+  read(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    const inner = this.inner;
+    const read =
+      inner.read !== undefined
+        ? inner.read(specs)
+        : Promise.all(specs.map((spec) => inner.peek(spec))).then((buckets) => readOutcome(specs, buckets, this.clock() + this.offset));
+    return read.then((out) => this.learnRead(specs, out));
+  }
+
   /** The entry that blocks one of the request's non-shadow buckets now, if any. */
   private blockingAny(specs: readonly BucketSpec[], now: number): Entry | undefined {
     if (this.entries.size === 0) return undefined;
@@ -146,6 +177,21 @@ class BlockedCache implements BlockedCacheStore {
     return this.inner.peek(spec);
   }
 
+  /**
+   * What a read shows: a block for each limited bucket (as a refused consume teaches), and no block for
+   * a bucket with room. Only from the store's own answers (not the fault policy's), once clocks are synced.
+   */
+  private learnRead(specs: readonly BucketSpec[], out: ConsumeOutcome): ConsumeOutcome {
+    if (!this.synced || !this.storeDecides()) return out;
+    for (let i = 0; i < specs.length && this.entries.size > 0; i++) {
+      const e = out.buckets[i]!.limited ? undefined : this.entries.get(specs[i]!.key);
+      // Room for this cost lifts a block of this cost (one of another cost says nothing of it).
+      if (e !== undefined && sameShape(e.spec, specs[i]!)) this.entries.delete(specs[i]!.key);
+    }
+    if (!out.allowed) this.learnBlocks(specs, out);
+    return out;
+  }
+
   reset(spec: BucketSpec): Promise<void> {
     this.entries.delete(spec.key);
     return this.inner.reset(spec);
@@ -164,9 +210,7 @@ class BlockedCache implements BlockedCacheStore {
       this.entries.delete(spec.key);
       return undefined;
     }
-    // Same rule, same cost: a bucket's cost is its rule's, so another one only follows a reload.
-    const b = e.spec;
-    return b.cost === spec.cost && b.limit === spec.limit && b.periodMs === spec.periodMs && b.algorithm === spec.algorithm ? e : undefined;
+    return sameShape(e.spec, spec) ? e : undefined;
   }
 
   private rejectLocally(specs: readonly BucketSpec[], hit: Entry, now: number): ConsumeOutcome {
@@ -185,12 +229,19 @@ class BlockedCache implements BlockedCacheStore {
 
   private learn(specs: readonly BucketSpec[], out: ConsumeOutcome): ConsumeOutcome {
     this.offset = out.now - this.clock();
+    this.synced = true;
     if (out.allowed) {
       // Charged buckets moved on: a block held for them (for another cost) would now report too early
       // a retry time. (A non-shadow bucket can only be limited in a rejected request.)
       if (this.entries.size > 0) for (const spec of specs) this.entries.delete(spec.key);
       return out;
     }
+    this.learnBlocks(specs, out);
+    return out;
+  }
+
+  /** A block for each non-shadow bucket `out` (a refusal, or a read) shows limited until a fixed time. */
+  private learnBlocks(specs: readonly BucketSpec[], out: ConsumeOutcome): void {
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]!;
       const state = out.buckets[i]!;
@@ -209,8 +260,19 @@ class BlockedCache implements BlockedCacheStore {
       });
       if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
     }
-    return out;
   }
+}
+
+/** Same rule, same cost: a bucket's cost is its rule's, so another one only follows a reload. */
+function sameShape(a: BucketSpec, b: BucketSpec): boolean {
+  return a.cost === b.cost && a.limit === b.limit && a.periodMs === b.periodMs && a.algorithm === b.algorithm;
+}
+
+/** One peek per bucket as a read's outcome (a store without `read`), at the cache's view of the store's clock. */
+function readOutcome(specs: readonly BucketSpec[], buckets: BucketState[], now: number): ConsumeOutcome {
+  let allowed = true;
+  for (let i = 0; i < specs.length; i++) if (buckets[i]!.limited && !specs[i]!.shadow) allowed = false;
+  return { allowed, decider: 'store', now, buckets };
 }
 
 /** A bucket's state as seen beside the blocked one, unless it was itself limited and that has passed. */

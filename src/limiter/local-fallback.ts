@@ -5,7 +5,11 @@
  * Seeding: a bucket first counted locally starts from what the store last reported for it on this
  * gateway: its `remaining`, split by `store.gateways` (rounded down), so that the gateways together admit
  * about what the store still had room for, not a fresh limit each on top of it. A bucket this gateway
- * never saw (or whose reported window has ended) starts with its share of the limit. Every later
+ * never saw (or whose reported window has ended) starts with its share of the limit. A fixed window's
+ * local room is also what is left of this gateway's share after what it already admitted in that window
+ * through the store (its leases' tokens included): a gateway that took more than its share before the
+ * fault gets no more, so the fleet's window stays within the limit however stale its view of the store's
+ * remaining (issue 37: two gateways admitted 32 + 33 of 50, each past its 25). Every later
  * window of the outage gives each gateway its share too: the local count runs at limit ÷ gateways
  * (rounded up), so a fleet admits about the limit per window however long the master is out.
  *
@@ -23,9 +27,11 @@
 import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from './types.js';
 
 interface Seen {
-  readonly remaining: number;
+  remaining: number;
   /** Store clock: after this, the reported remaining no longer holds. */
-  readonly resetAt: number;
+  resetAt: number;
+  /** Fixed window: what this gateway was charged in the window ending at `resetAt` (costs and lease tokens). */
+  mine: number;
 }
 
 export interface Touched {
@@ -69,8 +75,17 @@ export class LocalFallback {
       if (spec.onError !== 'local') continue;
       const b = out.buckets[i];
       if (b === undefined) continue;
-      if (this.seen.size >= this.maxKeys && !this.seen.has(spec.key)) this.seen.delete(this.seen.keys().next().value!);
-      this.seen.set(spec.key, { remaining: b.remaining, resetAt: b.resetAt });
+      const charged = out.allowed && !b.limited ? spec.cost + (b.leased ?? 0) : 0;
+      const last = this.seen.get(spec.key);
+      if (last !== undefined) {
+        // A fixed window's charges add up within their window; a new window (or another algorithm) starts afresh.
+        last.mine = last.resetAt === b.resetAt && spec.algorithm === 'fixed-window' ? last.mine + charged : charged;
+        last.remaining = b.remaining;
+        last.resetAt = b.resetAt;
+        continue;
+      }
+      if (this.seen.size >= this.maxKeys) this.seen.delete(this.seen.keys().next().value!);
+      this.seen.set(spec.key, { remaining: b.remaining, resetAt: b.resetAt, mine: charged });
     }
   }
 
@@ -106,8 +121,12 @@ export class LocalFallback {
     const last = this.seen.get(spec.key);
     // What the store had left, split between the gateways and rounded down (their shares never add up
     // to more than it had); a bucket never reported (or whose window has ended) starts with its share.
-    const share = last !== undefined && last.resetAt > this.now() ? Math.floor(Math.max(0, last.remaining) / this.gateways) : spec.limit;
-    const used = spec.limit - Math.min(spec.limit, share);
+    const fresh = last !== undefined && last.resetAt > this.now();
+    const share = fresh ? Math.floor(Math.max(0, last.remaining) / this.gateways) : spec.limit;
+    // What this gateway already took of its share in this fixed window counts against it.
+    const mine = fresh && spec.algorithm === 'fixed-window' ? last.mine : 0;
+    const room = Math.max(0, Math.min(share, spec.limit - mine));
+    const used = spec.limit - room;
     const t: Touched = {
       spec,
       debt: 0,

@@ -83,6 +83,17 @@ export interface Store {
   refund?(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void>;
   /** Reads a bucket without charging it. */
   peek(spec: BucketSpec): Promise<BucketState>;
+  /**
+   * Reads every bucket of `specs` without charging any, as one outcome: `allowed` false when a
+   * non-shadow bucket has no room for its cost (each state as `peek` gives it). Optional: without it the
+   * caller peeks each bucket. A store with a cache of blocked buckets learns from it as from a consume.
+   */
+  read?(specs: readonly BucketSpec[]): Promise<ConsumeOutcome>;
+  /**
+   * The same read, synchronously, when this store knows the answer without I/O (the memory store
+   * always; a bucket the blocked cache holds as blocked: a refusal); else undefined. Never charges.
+   */
+  readLocal?(specs: readonly BucketSpec[]): ConsumeOutcome | undefined;
   /** Forgets a bucket: it starts full again. */
   reset(spec: BucketSpec): Promise<void>;
   close(): Promise<void>;

@@ -7,7 +7,7 @@
 // The module's binding, not the global: globalThis.performance is a getter, called on every use.
 import { performance } from 'node:perf_hooks';
 import type { CompiledRule } from '../config/types.js';
-import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
+import { StoreUnavailableError, type BucketSpec, type ConsumeOutcome, type Store } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ERROR_BODIES } from '../http/errors.js';
 import { NEED, needs } from '../keys/index.js';
@@ -42,7 +42,9 @@ export function decide(ctx: DecideContext, v: RequestView): Decision | Promise<D
   if (v.exempt(ctx.runtimeExempt)) return EXEMPT;
   if (!anyNeedsAccount(matched)) return charge(ctx, v);
   if (v.knownAccount() !== undefined) return withAccount(ctx, v);
-  return beforeIntrospection(ctx, v).then((early) => early ?? lookUpAccount(ctx, v));
+  const early = earlyOrBudget(ctx, v);
+  if (!(early instanceof Promise)) return early ?? lookUpAccount(ctx, v);
+  return early.then((d) => d ?? lookUpAccount(ctx, v));
 }
 
 /**
@@ -51,17 +53,28 @@ export function decide(ctx: DecideContext, v: RequestView): Decision | Promise<D
  * upstream nothing; then the client's introspection budget, spent only when a call would follow.
  * Null: go on and look the account up. Security (issue 37): cheap refusals first, DESIGN principle 14.
  */
-export async function beforeIntrospection(ctx: DecideContext, v: RequestView): Promise<Decision | null> {
-  const early = await refuseEarly(ctx, v);
-  if (early !== null) return early;
+export function beforeIntrospection(ctx: DecideContext, v: RequestView): Promise<Decision | null> {
+  const early = earlyOrBudget(ctx, v);
+  return early instanceof Promise ? early : Promise.resolve(early);
+}
+
+/** beforeIntrospection's answer, as a value when no store call was needed (a flood refused locally). */
+function earlyOrBudget(ctx: DecideContext, v: RequestView): Decision | null | Promise<Decision | null> {
+  const early = refuseEarly(ctx, v);
+  if (early instanceof Promise) return early.then((d) => d ?? spendBudget(ctx, v));
+  return early ?? spendBudget(ctx, v);
+}
+
+/** The client's introspection budget, spent only when an upstream call would follow. */
+function spendBudget(ctx: DecideContext, v: RequestView): Decision | null | Promise<Decision | null> {
   const budget = v.policy.introspectionBudget;
   if (budget === null || !v.policy.account.introspects(v.token, v)) return null;
   return spendIntrospection(ctx, v, budget);
 }
 
-async function lookUpAccount(ctx: DecideContext, v: RequestView): Promise<Decision> {
-  await v.resolveAccount();
-  return withAccount(ctx, v);
+function lookUpAccount(ctx: DecideContext, v: RequestView): Decision | Promise<Decision> {
+  const account = v.resolveAccount();
+  return account instanceof Promise ? account.then(() => withAccount(ctx, v)) : withAccount(ctx, v);
 }
 
 function withAccount(ctx: DecideContext, v: RequestView): Decision | Promise<Decision> {
@@ -118,23 +131,39 @@ function decided(
 
 /**
  * Reads, without charging, the buckets that need no account; a 429 when one of them has no room,
- * else null. Nothing is charged either way: the full, all-or-nothing consume comes after.
+ * else null. Nothing is charged either way: the full, all-or-nothing consume comes after. A value when
+ * the store reads without I/O (the memory store; a bucket the blocked cache holds): a flood refused
+ * this way costs no promise and no store call.
  */
-async function refuseEarly(ctx: DecideContext, v: RequestView): Promise<Decision | null> {
+function refuseEarly(ctx: DecideContext, v: RequestView): Decision | null | Promise<Decision | null> {
   const { specs, rules } = bucketsFor(v.policy, v.rules.limits, v, false);
   if (specs.length === 0) return null;
-  let buckets: BucketState[];
+  const store = ctx.store;
+  const local = store.readLocal?.(specs);
+  if (local !== undefined) return refusedByRead(ctx, v, specs, rules, local);
+  // Read through the store's layers (a read the store could not answer is the fallback's, not told apart here).
+  let read: Promise<ConsumeOutcome>;
   try {
-    buckets = await Promise.all(specs.map((spec) => ctx.store.peek(spec)));
+    read =
+      store.read !== undefined
+        ? store.read(specs)
+        : Promise.all(specs.map((spec) => store.peek(spec))).then((buckets): ConsumeOutcome => ({ allowed: false, decider: 'store', now: ctx.now(), buckets }));
   } catch {
-    return null; // the store's trouble is the consume's to handle, with its onError policy
+    return null;
   }
-  // Read through the store's layers (a peek the store could not answer is the fallback's, not told apart here).
-  const outcome: ConsumeOutcome = { allowed: false, decider: 'store', now: ctx.now(), buckets };
-  if (rejecting(rules, outcome) === undefined) return null;
+  return read.then(
+    (outcome) => refusedByRead(ctx, v, specs, rules, outcome),
+    () => null, // the store's trouble is the consume's to handle, with its onError policy
+  );
+}
+
+/** The early 429 when a bucket read has no room, else null. */
+function refusedByRead(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], outcome: ConsumeOutcome): Decision | null {
+  const by = rejecting(rules, outcome);
+  if (by === undefined) return null;
   countDecision(ctx.metrics, rules, outcome);
   noteLimited(ctx, rules, specs, outcome);
-  return rateLimited(v.policy, rejecting(rules, outcome), { rules, outcome });
+  return rateLimited(v.policy, by, { rules, outcome });
 }
 
 /** The rejecting bucket, for triage (only on a 429: an allowed request costs nothing here). */

@@ -5,7 +5,7 @@
 import type { CompiledRule } from '../config/types.js';
 import type { ConsumeOutcome } from '../limiter/types.js';
 import { GATEWAY_ERRORS } from '../http/errors.js';
-import { NO_RULES, type Decision } from './decision.js';
+import { decision, NO_RULES, type Decision } from './decision.js';
 import { appendRateLimitHeaders, type ResetFormat } from './ratelimit-headers.js';
 import type { RequestPolicy } from './policy.js';
 import { refusalHead } from './refusal-head.js';
@@ -22,18 +22,14 @@ export function rateLimited(
   rejectedBy: CompiledRule | undefined,
   limits: { readonly rules: readonly CompiledRule[]; readonly outcome: ConsumeOutcome; readonly headers?: readonly string[] } | 'in-flight',
 ): Decision {
-  const base = { admit: false, status: GATEWAY_ERRORS.RATE_LIMITED.status, body: policy.limitedBody, rejectedBy, kind: 'limited' } as const;
-  if (limits === 'in-flight') return { ...base, headers: RETRY_IN_A_SECOND, rules: NO_RULES, matched: false };
+  const status = GATEWAY_ERRORS.RATE_LIMITED.status;
+  if (limits === 'in-flight')
+    return decision(false, status, policy.limitedBody, RETRY_IN_A_SECOND, undefined, NO_RULES, rejectedBy, false, 'limited', undefined);
+  if (limits.headers !== undefined)
+    return decision(false, status, policy.limitedBody, limits.headers, undefined, limits.rules, rejectedBy, true, 'limited', limits.outcome);
   // The head as the last refusal's when nothing in it differs (refusal-head.ts): a flood builds it once a second.
-  const prebuilt = limits.headers === undefined ? refusalHead(policy, limits.rules, limits.outcome) : undefined;
-  return {
-    ...base,
-    headers: limits.headers ?? prebuilt!.headers,
-    head: prebuilt?.head,
-    rules: limits.rules,
-    matched: true,
-    outcome: limits.outcome,
-  };
+  const prebuilt = refusalHead(policy, limits.rules, limits.outcome);
+  return decision(false, status, policy.limitedBody, prebuilt.headers, prebuilt.head, limits.rules, rejectedBy, true, 'limited', limits.outcome);
 }
 
 /** The rate-limit headers of any answer to a matched request (allowed or refused), as the config formats them. */

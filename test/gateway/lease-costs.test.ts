@@ -5,45 +5,22 @@
  * `store.gateways: 1` is what a lone gateway learns from the fleet's heartbeats, stated at once here so
  * that the leases' share does not depend on when the first heartbeat lands.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startTestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
+import { storeMatrix } from '../support/store-matrix.js';
 
-let upstream: RecordingUpstream;
-let redis: RedisHandle | undefined;
-let cluster: ClusterHandle | undefined;
-const noRedis = skipRedis('leases with costs on Redis');
-const noCluster = skipCluster('leases with costs on Redis Cluster');
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  if (!noRedis) redis = await startRedis();
-  if (!noCluster) cluster = await startRedisCluster();
-}, 60_000);
-afterAll(async () => {
-  await upstream.close();
-  await redis?.stop();
-  await cluster?.stop();
-});
-
-const STORES = [
-  { name: 'memory', url: () => 'memory', lease: false, skip: false },
-  { name: 'redis with leases', url: () => redis!.url, lease: true, skip: noRedis },
-  { name: 'redis without leases', url: () => redis!.url, lease: false, skip: noRedis },
-  { name: 'redis-cluster with leases', url: () => cluster!.url, lease: true, skip: noCluster },
-];
+const stores = storeMatrix('leases with costs');
 let run = 0;
 
-describe.each(STORES)('a rule of cost 3 and limit 10, on $name', ({ url, lease, skip }) => {
+describe.each(stores.cases)('a rule of cost 3 and limit 10, on $name', ({ url, lease, skip }) => {
   it.skipIf(skip)('answers 200, 200, 200, 429 with the remaining 7, 4, 1, 0', async () => {
     const gw = await startTestGateway(
       `store: { prefix: "lc${process.pid}-${++run}", timeout: 2s, onError: deny, lease: ${lease}, gateways: 1 }
 limits:
   - { name: costly, match: /api/*, per: ip, limit: 10, period: 1h, cost: 3 }
 `,
-      { upstream: upstream.url, store: url() },
+      { upstream: stores.upstream().url, store: url() },
     );
     try {
       const answers = [];

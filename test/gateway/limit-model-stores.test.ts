@@ -1,42 +1,20 @@
 /**
- * The new key kinds and overrides count the same in the three stores and the three algorithms: a
+ * The new key kinds and overrides count the same in every store (leases on and off) and the three algorithms: a
  * parameter rule with a key override and a token rule, through the real gateway.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startTestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
+import { storeMatrix } from '../support/store-matrix.js';
 
-let upstream: RecordingUpstream;
-let redis: RedisHandle | undefined;
-let cluster: ClusterHandle | undefined;
-const noRedis = skipRedis('limit model on Redis');
-const noCluster = skipCluster('limit model on Redis Cluster');
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  if (!noRedis) redis = await startRedis();
-  if (!noCluster) cluster = await startRedisCluster();
-}, 60_000);
-afterAll(async () => {
-  await upstream.close();
-  await redis?.stop();
-  await cluster?.stop();
-});
-
+const stores = storeMatrix('limit model');
 const ALGORITHMS = ['fixed-window', 'sliding-window', 'token-bucket'] as const;
-const STORES = [
-  { name: 'memory', url: () => 'memory', skip: false },
-  { name: 'redis', url: () => redis!.url, skip: noRedis },
-  { name: 'redis-cluster', url: () => cluster!.url, skip: noCluster },
-];
 let run = 0;
 
-describe.each(STORES)('in the $name store', ({ url, skip }) => {
+describe.each(stores.cases)('in the $name store', ({ url, lease, skip }) => {
   it.skipIf(skip).each(ALGORITHMS)('%s: per-parameter buckets with a key override, and per-token buckets', async (algorithm) => {
     const gw = await startTestGateway(
-      `store: { prefix: "lm${process.pid}-${++run}" }
+      `store: { prefix: "lm${process.pid}-${++run}", lease: ${lease} }
 limits:
   - name: resets
     match: POST /auth/password(.:format)
@@ -47,7 +25,7 @@ limits:
     overrides: [{ keys: [vip@example.com], limit: 3 }]
   - { name: per-token, match: /api/*, per: token, algorithm: ${algorithm}, limit: 2, period: 1h }
 `,
-      { upstream: upstream.url, store: url() },
+      { upstream: stores.upstream().url, store: url() },
     );
     try {
       const reset = (email: string, ip: string) =>

@@ -11,6 +11,7 @@ const spec = freshBuckets((n) => `b${n}:{ip:192.0.2.1}`);
 /** The inner store, counting the calls that reach it (the Redis round trips the cache saves). */
 class Counting implements Store {
   consumes = 0;
+  peeks = 0;
   resets = 0;
   constructor(readonly inner: Store) {}
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
@@ -18,6 +19,7 @@ class Counting implements Store {
     return this.inner.consume(specs);
   }
   peek(s: BucketSpec): Promise<BucketState> {
+    this.peeks++;
     return this.inner.peek(s);
   }
   reset(s: BucketSpec): Promise<void> {
@@ -263,5 +265,59 @@ describe('the blocked-bucket cache', () => {
     clock.advance(5_000);
     for (let i = 0; i < 10; i++) expect((await store.consume([b])).allowed).toBe(false);
     expect(inner.consumes).toBe(6);
+  });
+
+  it('learns a block from a read that shows a bucket full, and answers the next reads synchronously without the store', async () => {
+    const { clock, inner, store } = setup();
+    const full = spec({ limit: 2 });
+    const other = spec({ limit: 50 });
+    for (let i = 0; i < 2; i++) expect((await store.consume([full])).allowed).toBe(true);
+    // Nothing is known blocked yet: the first read goes to the store, one peek per bucket.
+    expect(store.readLocal([other, full])).toBeUndefined();
+    const read = await store.read([other, full]);
+    expect(read.allowed).toBe(false);
+    expect(read.buckets.map((b) => b.limited)).toEqual([false, true]);
+    expect(inner.peeks).toBe(2);
+    // The read taught the block: the flood's reads are answered here, with the states the read showed.
+    for (let i = 0; i < 100; i++) {
+      const local = store.readLocal([other, full])!;
+      expect(local).toBeDefined();
+      expect(local.allowed).toBe(false);
+      expect(local.buckets[1]).toMatchObject({ limited: true, remaining: 0, retryAt: read.buckets[1]!.retryAt });
+      expect(local.buckets[0]).toEqual(read.buckets[0]);
+    }
+    expect(inner.peeks).toBe(2);
+    // And the consume path answers it too, without the store.
+    expect((await store.consume([full])).allowed).toBe(false);
+    expect(inner.consumes).toBe(2);
+    // Until the window ends: then the store decides again.
+    clock.advance(60_000);
+    expect(store.readLocal([other, full])).toBeUndefined();
+    expect((await store.consume([full])).allowed).toBe(true);
+  });
+
+  it('lifts a block when a read shows room for the same cost, and learns nothing from a read before any answer told the clock', async () => {
+    const clock = new FakeClock(T0);
+    const memory = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
+    const inner = new Counting(memory);
+    const store = createBlockedCacheStore(inner, { now: clock.now });
+    const b = spec({ limit: 1 });
+    // Filled behind the cache's back: the cache has seen no answer, so the read teaches no block.
+    await memory.consume([b]);
+    expect((await store.read([b])).allowed).toBe(false);
+    expect(store.size).toBe(0);
+    expect(store.readLocal([b])).toBeUndefined();
+    // After an answer (a refused consume) the block is held; a reset behind its back, then a read, lifts it.
+    expect((await store.consume([b])).allowed).toBe(false);
+    expect(store.size).toBe(1);
+    await memory.reset(b);
+    expect(store.readLocal([b])?.allowed).toBe(false);
+    clock.advance(1);
+    // A read of another cost says nothing of this block.
+    expect((await store.read([{ ...b, cost: 2 }])).allowed).toBe(false);
+    expect(store.size).toBe(1);
+    expect((await store.read([b])).allowed).toBe(true);
+    expect(store.size).toBe(0);
+    expect((await store.consume([b])).allowed).toBe(true);
   });
 });

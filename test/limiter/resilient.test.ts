@@ -43,6 +43,10 @@ class ScriptedPrimary implements Store {
   close(): Promise<void> {
     return this.inner.close();
   }
+  /** Another gateway's charges, straight to the shared count. */
+  chargedElsewhere(spec: BucketSpec, n: number): Promise<ConsumeOutcome> {
+    return this.inner.consume([{ ...spec, cost: n }]);
+  }
   /** Ends the hanging calls as their store timeout would. */
   timeOutHanging(): void {
     for (const fail of this.hanging.splice(0)) fail();
@@ -331,7 +335,10 @@ describe('the fault policy', () => {
   it('seeds a local bucket from what the store last reported, split by the gateways, and writes what it admitted back to the store', async () => {
     const { primary, store } = oneOfTwoGateways(new FakeClock(), 100);
     const b = spec({ limit: 20, periodMs: 3_600_000 });
-    for (let i = 0; i < 10; i++) await store.consume([b]); // the store has 10 left
+    // This gateway admits 4, the other 6: the store has 10 left.
+    for (let i = 0; i < 3; i++) await store.consume([b]);
+    await primary.chargedElsewhere(b, 6);
+    await store.consume([b]);
     primary.mode = 'fail';
     const local: boolean[] = [];
     for (let i = 0; i < 10; i++) local.push((await store.consume([b])).allowed);
@@ -347,6 +354,25 @@ describe('the fault policy', () => {
     const freshLocal: boolean[] = [];
     for (let i = 0; i < 6; i++) freshLocal.push((await store.consume([fresh])).allowed);
     expect(freshLocal.filter(Boolean)).toHaveLength(3);
+    await store.close();
+  });
+
+  it('counts what this gateway admitted in the window before the fault against its share', async () => {
+    const { primary, store } = oneOfTwoGateways(new FakeClock(), 100);
+    const b = spec({ limit: 20, periodMs: 3_600_000 });
+    // This gateway alone admitted 8 of its share of 10; the store has 12 left, and the other gateway
+    // may still take 6 of them (half of what it last saw): this one gets 2 more, not 6.
+    for (let i = 0; i < 8; i++) expect((await store.consume([b])).allowed).toBe(true);
+    primary.mode = 'fail';
+    let local = 0;
+    for (let i = 0; i < 10; i++) if ((await store.consume([b])).allowed) local++;
+    expect(local).toBe(2);
+    // One that took its whole share before the fault gets nothing more in that window.
+    primary.mode = 'ok';
+    const c = spec({ limit: 20, periodMs: 3_600_000 });
+    for (let i = 0; i < 10; i++) await store.consume([c]);
+    primary.mode = 'fail';
+    expect((await store.consume([c])).allowed).toBe(false);
     await store.close();
   });
 

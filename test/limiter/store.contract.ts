@@ -354,6 +354,35 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect((await store.consume([b])).allowed).toBe(true);
     });
 
+    it('reads several buckets at once as a peek reads each, at their cost, charging none (read, and readLocal where it answers)', async () => {
+      const full = bucket({ limit: 10, cost: 3 });
+      const room = bucket({ limit: 10, cost: 3, algorithm: 'sliding-window' });
+      const shadow = bucket({ limit: 3, cost: 3, algorithm: 'token-bucket', shadow: true });
+      for (let i = 0; i < 3; i++) expect((await store.consume([full])).allowed).toBe(true);
+      await store.consume([room]);
+      await store.consume([shadow]);
+      const specs = [room, full, shadow];
+      const peeks = await Promise.all(specs.map((s) => store.peek(s)));
+      expect(peeks.map((p) => p.limited)).toEqual([false, true, true]);
+      const asPeeked = (out: { allowed: boolean; buckets: readonly { limited: boolean; retryAt: number }[] }) => {
+        // A shadow bucket never vetoes: the full one does.
+        expect(out.allowed).toBe(false);
+        expect(out.buckets.map((b) => b.limited)).toEqual([false, true, true]);
+        // (A limited bucket's remaining is shown as 0 whatever a read reports.)
+        expect(out.buckets[1]).toMatchObject({ retryAt: peeks[1]!.retryAt, resetAt: peeks[1]!.resetAt });
+        expect(out.buckets[0]).toMatchObject({ remaining: peeks[0]!.remaining, resetAt: peeks[0]!.resetAt });
+      };
+      if (store.read) {
+        asPeeked(await store.read(specs));
+        expect((await store.read([room])).allowed).toBe(true);
+      }
+      const local = store.readLocal?.(specs);
+      if (local !== undefined) asPeeked(local);
+      // Nothing was charged by any read.
+      expect(await Promise.all(specs.map((s) => store.peek(s)))).toEqual(peeks);
+      expect((await store.consume([room])).buckets[0]!.remaining).toBe(4);
+    });
+
     it('starts a bucket full again once its period has long passed', async () => {
       for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
         const b = bucket({ algorithm, limit: 2, periodMs: 1_000 });

@@ -111,4 +111,54 @@ describe('decide, synchronous when the store answers locally', () => {
     expect((d as Decision).admit).toBe(true);
     expect(promises).toBe(0);
   });
+
+  it('refuses a flood with fresh tokens on a full bucket that needs no account synchronously: no promise, no introspection', async () => {
+    let introspections = 0;
+    const accounts = buildRequestPolicy(
+      parseConfig(
+        `limits:
+  - { name: by-account, match: /api/*, per: account, limit: 100, period: 1m }
+  - { name: by-ip, match: /api/*, per: ip, limit: 2, period: 1m }
+`,
+        't.yaml',
+      ),
+      async () => {
+        introspections++;
+        return { kind: 'anonymous' };
+      },
+    );
+    const tokenView = (i: number): RequestView => {
+      const headers = { authorization: `Bearer fresh-${i}` };
+      const v = new RequestView(
+        { method: 'GET', url: '/api/v1/x', headers, rawHeaders: ['Authorization', headers.authorization] },
+        accounts,
+        accounts.resolveIp.peer('203.0.113.20'),
+      );
+      v.rules = accounts.routeRules.of(v.method, v.path);
+      v.token = `fresh-${i}`; // as the read stage finds it
+      return v;
+    };
+    const ctx = { store: memory(), metrics: new Metrics(), now: () => T0 };
+    for (let i = 0; i < 2; i++) expect((await decide(ctx, tokenView(i))).admit).toBe(true);
+    expect(introspections).toBe(2); // a fresh token with room is looked up
+    const before = introspections;
+    expect(decide(ctx, tokenView(99))).not.toBeInstanceOf(Promise); // warm
+    let promises = 0;
+    const hook = createHook({
+      init: (_id, type) => {
+        if (type === 'PROMISE') promises++;
+      },
+    }).enable();
+    let d: Decision | Promise<Decision>;
+    try {
+      d = decide(ctx, tokenView(100));
+    } finally {
+      hook.disable();
+    }
+    expect(d).not.toBeInstanceOf(Promise);
+    expect((d as Decision).status).toBe(429);
+    expect((d as Decision).rejectedBy?.name).toBe('by-ip');
+    expect(promises).toBe(0);
+    expect(introspections).toBe(before);
+  });
 });

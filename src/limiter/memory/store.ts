@@ -72,7 +72,7 @@ export class MemoryStore implements Store {
   /** The sweep's timer: set while the table holds rows (an empty store, such as an idle fallback, has none). */
   private timer: NodeJS.Timeout | undefined;
   private readonly sweepIntervalMs: number;
-  /** read()'s answer, reused (see there). */
+  /** rowState()'s answer, reused (see there). */
   private readonly scratch: [number, number, number] = [0, 0, 0];
   /** refund()'s next state and expiry, reused. */
   private readonly refundScratch: number[] = [0, 0, 0, 0];
@@ -146,7 +146,7 @@ export class MemoryStore implements Store {
         }
       } else if (row < 0) adding++;
       rows[i] = row;
-      const e = evaluate(spec, this.read(row, now), now, evals[i]!);
+      const e = evaluate(spec, this.rowState(row, now), now, evals[i]!);
       if (!e.ok && !spec.shadow) allowed = false;
     }
     const buckets: BucketState[] = new Array(specs.length);
@@ -193,7 +193,7 @@ export class MemoryStore implements Store {
       // A limited bucket of an allowed request is a full shadow one: it was not charged.
       if (outcome.buckets[i]!.limited) continue;
       const row = this.table.find(spec.key);
-      const state = this.read(row, now);
+      const state = this.rowState(row, now);
       if (state === undefined || !refundedState(spec, state, outcome.now, now, next)) continue;
       const at = row * ROW;
       const table = this.table.state;
@@ -204,8 +204,31 @@ export class MemoryStore implements Store {
 
   peek(spec: BucketSpec): Promise<BucketState> {
     const now = this.now();
-    const e = evaluate(spec, this.read(this.table.find(spec.key), now), now, new Evaluation());
-    return Promise.resolve({ remaining: e.remainingNow, resetAt: e.resetNow, limited: !e.ok, retryAt: e.retryAt });
+    return Promise.resolve(this.stateNow(spec, now, this.evaluations(1)[0]!));
+  }
+
+  read(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    return Promise.resolve(this.readLocal(specs));
+  }
+
+  /** Always read here: every bucket weighed as a peek weighs it, nothing written. */
+  readLocal(specs: readonly BucketSpec[]): ConsumeOutcome {
+    const now = this.now();
+    const e = this.evaluations(1)[0]!;
+    const buckets: BucketState[] = new Array(specs.length);
+    let allowed = true;
+    for (let i = 0; i < specs.length; i++) {
+      const state = this.stateNow(specs[i]!, now, e);
+      if (state.limited && !specs[i]!.shadow) allowed = false;
+      buckets[i] = state;
+    }
+    return { allowed, decider: 'memory', now, buckets };
+  }
+
+  /** A bucket's state as things stand (a peek's answer), weighed into `e`. */
+  private stateNow(spec: BucketSpec, now: number, e: Evaluation): BucketState {
+    evaluate(spec, this.rowState(this.table.find(spec.key), now), now, e);
+    return { remaining: e.remainingNow, resetAt: e.resetNow, limited: !e.ok, retryAt: e.retryAt };
   }
 
   reset(spec: BucketSpec): Promise<void> {
@@ -241,7 +264,7 @@ export class MemoryStore implements Store {
    * A row's state, or undefined when absent or expired (an expired row is left for the sweeper). In a
    * scratch tuple, valid until the next read: evaluate() reads it at once and never hands it back.
    */
-  private read(row: number, now: number): State | undefined {
+  private rowState(row: number, now: number): State | undefined {
     if (row < 0) return undefined;
     const at = row * ROW;
     const state = this.table.state;
