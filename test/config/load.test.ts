@@ -66,6 +66,7 @@ const DEFAULTS: Config = {
     minBodyRateGrace: 10_000,
     upstreamQueueTimeout: 5_000,
     tls: null,
+    http2: true,
     proxyProtocol: { from: [] },
     drainGrace: 10_000,
     maxUpstreamConnectionsPerIp: 32,
