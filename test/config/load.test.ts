@@ -200,6 +200,7 @@ describe('a fully written file', () => {
         minBodyRateGrace: 20_000,
         upstreamQueueTimeout: 250,
         tls: null,
+        http2: false,
         proxyProtocol: { from: [] },
         drainGrace: 45_000,
         maxUpstreamConnectionsPerIp: 0,
