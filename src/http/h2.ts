@@ -13,7 +13,7 @@ import type net from 'node:net';
 import type tls from 'node:tls';
 // The module's binding, not the global: globalThis.performance is a getter, called on every use.
 import { performance } from 'node:perf_hooks';
-import { ERROR_BODIES, GATEWAY_ERRORS, respondJson } from './errors.js';
+import { ERROR_BODIES, respondJson } from './errors.js';
 import { FREE_CHUNKS, tooFragmented } from './chunk-bound.js';
 
 /** The HTTP/1.1 listener's limits that HTTP/2 streams get too (the config's `server:` section). */
@@ -24,7 +24,7 @@ export interface H2Limits {
 }
 
 /** Why a connection was closed by a bound of the gateway's own (the others are node:http2's). */
-export type H2Closure = 'rapid_reset' | 'fragmented_body';
+export type H2Closure = 'rapid_reset' | 'control_flood' | 'fragmented_body';
 
 /** Streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS): more are refused by the peer's own stack. */
 export const MAX_CONCURRENT_STREAMS = 100;
@@ -36,8 +36,16 @@ export const MAX_CONCURRENT_STREAMS = 100;
  */
 export const RESET_BURST = 200;
 export const RESET_RATE = 50;
+/**
+ * SETTINGS and PING floods: each owes the client an acknowledgement, which node writes at once whether or
+ * not the client reads them (nghttp2's own bound on owed ACKs never sees them), so a client that never
+ * reads makes the gateway hold them all. A client sends a handful (a SETTINGS at the start, a PING to
+ * probe a quiet connection): CONTROL_BURST at once and CONTROL_RATE a second after that, then GOAWAY.
+ */
+export const CONTROL_BURST = 500;
+export const CONTROL_RATE = 20;
 
-const { NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_NO_ERROR } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 
 /** The bytes every HTTP/2 connection with prior knowledge opens with (RFC 9113 §3.4). */
 export const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -110,12 +118,26 @@ Object.defineProperty(H2Response.prototype, 'destroyed', {
   },
 });
 
-/** Per connection: its streams open, and its resets, as a bucket (RESET_BURST, refilled RESET_RATE a second). */
+/** A token bucket of one connection's resets or control frames: its level and when it was last filled. */
+interface Bucket {
+  level: number;
+  at: number;
+}
+
+/** Per connection: its streams open, its resets and its SETTINGS and PINGs. */
 interface SessionState {
   open: number;
-  resets: number;
-  resetAt: number;
+  readonly resets: Bucket;
+  readonly control: Bucket;
   onClosed: ((reason: H2Closure) => void) | null;
+}
+
+/** One more in `b`, drained at `rate` a second: whether it is now past `burst`. */
+function overflows(b: Bucket, rate: number, burst: number): boolean {
+  const now = performance.now();
+  b.level = Math.max(0, b.level - ((now - b.at) / 1000) * rate) + 1;
+  b.at = now;
+  return b.level > burst;
 }
 
 const STATE = new WeakMap<http2.Http2Session, SessionState>();
@@ -175,7 +197,7 @@ export function createH2Edge(limits: H2Limits, handler: http.RequestListener, on
   server.on('checkContinue', onRequest);
   server.on('session', (session: http2.ServerHttp2Session) => {
     sessions.add(session);
-    const state: SessionState = { open: 0, resets: 0, resetAt: performance.now(), onClosed };
+    const state: SessionState = { open: 0, resets: { level: 0, at: 0 }, control: { level: 0, at: 0 }, onClosed };
     STATE.set(session, state);
     // An idle connection is closed as an idle HTTP/1.1 keep-alive connection is; one waiting on a
     // stream's answer is not idle, however quiet.
@@ -183,6 +205,11 @@ export function createH2Edge(limits: H2Limits, handler: http.RequestListener, on
       if (state.open === 0) session.close();
     });
     session.on('error', () => session.destroy());
+    const onControl = (): void => {
+      if (overflows(state.control, CONTROL_RATE, CONTROL_BURST)) closeFor(session, 'control_flood');
+    };
+    session.on('ping', onControl);
+    session.on('remoteSettings', onControl);
     session.once('close', () => sessions.delete(session));
   });
   server.on('stream', (stream: http2.ServerHttp2Stream) => {
@@ -191,7 +218,9 @@ export function createH2Edge(limits: H2Limits, handler: http.RequestListener, on
     if (state === undefined) return;
     state.open++;
     stream.on('error', () => stream.destroy());
-    stream.once('aborted', () => onReset(session!, state));
+    stream.once('aborted', () => {
+      if (overflows(state.resets, RESET_RATE, RESET_BURST)) closeFor(session!, 'rapid_reset');
+    });
     stream.once('close', () => state.open--);
     if (!stream.endAfterHeaders && limits.requestTimeout > 0) boundRequestTime(stream, limits.requestTimeout);
   });
@@ -207,26 +236,15 @@ export function createH2Edge(limits: H2Limits, handler: http.RequestListener, on
   };
 }
 
-/** A stream reset by the client before its answer ended: a token from its connection's bucket. */
-function onReset(session: http2.Http2Session, state: SessionState): void {
-  const now = performance.now();
-  state.resets = Math.max(0, state.resets - ((now - state.resetAt) / 1000) * RESET_RATE) + 1;
-  state.resetAt = now;
-  if (state.resets > RESET_BURST) closeFor(session, 'rapid_reset');
-}
-
 /**
- * server.requestTimeout for a stream with a body: the whole request must have arrived within it, or it
- * is answered 408 (its stream reset after), as node:http answers an HTTP/1.1 request. One timer per
- * stream that has a body; none for the GETs.
+ * server.requestTimeout for a stream with a body: the whole request must have arrived within it, or the
+ * stream is reset (CANCEL) and whatever was made of it stops, as node:http closes an HTTP/1.1 connection
+ * then. Not a 408: the answer may be on its way from the upstream already, and HTTP/2 has one head per
+ * stream. One timer per stream that has a body; none for the GETs.
  */
 function boundRequestTime(stream: http2.ServerHttp2Stream, ms: number): void {
   const timer = setTimeout(() => {
-    if (stream.destroyed) return;
-    if (stream.headersSent) return void stream.close(http2.constants.NGHTTP2_CANCEL);
-    const body = ERROR_BODIES.REQUEST_TIMEOUT;
-    stream.respond({ ':status': GATEWAY_ERRORS.REQUEST_TIMEOUT.status, 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
-    stream.end(body, () => stream.close(NGHTTP2_NO_ERROR));
+    if (!stream.destroyed) stream.close(NGHTTP2_CANCEL);
   }, ms);
   timer.unref();
   const clear = (): void => clearTimeout(timer);

@@ -91,7 +91,7 @@ const HELP = {
   rategate_fragmented_bodies_total:
     'Connections closed for a request body in too many small chunks: beyond its first 1024 chunks, a body must average 64 bytes a chunk.',
   rategate_http2_closed_total:
-    'HTTP/2 connections closed with GOAWAY by a bound of the gateway: rapid_reset (streams reset faster than 50 a second past a burst of 200; CVE-2023-44487). A body in too many small DATA frames is counted in rategate_fragmented_bodies_total, as on HTTP/1.1. Floods node:http2 itself closes (SETTINGS, PING, CONTINUATION, invalid frames) are not counted here.',
+    'HTTP/2 connections closed with GOAWAY by a bound of the gateway: rapid_reset (streams reset faster than 50 a second past a burst of 200; CVE-2023-44487), control_flood (SETTINGS and PING frames faster than 20 a second past a burst of 500). A body in too many small DATA frames is counted in rategate_fragmented_bodies_total, as on HTTP/1.1. Floods node:http2 itself closes (CONTINUATION, invalid frames, refused streams) are not counted here.',
 } as const;
 
 export class Metrics {
