@@ -50,7 +50,7 @@ describe.skipIf(skipBrowser('HTTP/2 in a browser'))('chromium through the gatewa
         last = Object.fromEntries([...r.headers.entries()]);
         await r.text();
       }
-      const entries = performance.getEntries() as PerformanceResourceTiming[];
+      const entries = performance.getEntries() as unknown as Array<{ name: string; nextHopProtocol: string }>;
       return {
         statuses,
         last,
