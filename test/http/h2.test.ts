@@ -319,3 +319,54 @@ function rawExchange(url: string, bytes: string): Promise<string> {
     socket.on('error', reject);
   });
 }
+
+describe('HTTP/2 and the drain', () => {
+  it('tells an HTTP/2 connection GOAWAY at shutdown: its open stream finishes, one still running at the grace’s end is logged DRAIN_TIMEOUT', async () => {
+    const captured = capturingLogger();
+    const gw = await startTestGateway('limits: []\n', { upstream: upstream.url, logger: captured.logger });
+    const release: Array<() => void> = [];
+    upstream.route('/api/v1/drain-held', (_req, res) => release.push(() => res.writeHead(200).end('done')));
+    const session = await connected(http2.connect(gw.url));
+    const goaway = new Promise<void>((resolve) => session.once('goaway', () => resolve()));
+    session.on('error', () => undefined);
+    const finished = h2Request(session, { ':path': '/api/v1/drain-held', 'x-request-id': 'h2-drain-ok' });
+    const cut = h2Request(session, { ':path': '/api/v1/drain-held', 'x-request-id': 'h2-drain-cut' }).catch((err: Error) => err);
+    await eventually(() => release.length, { what: 'both requests at the upstream', until: (n) => n === 2 });
+    const down = gw.shutdown(1_500);
+    await goaway;
+    release.shift()!();
+    expect(await finished).toMatchObject({ status: 200, body: 'done' });
+    await down;
+    // Cut: reset or ended without an answer.
+    const c = await cut;
+    expect(c instanceof Error || Number.isNaN(c.status)).toBe(true);
+    const line = await eventually(() => captured.lines.find((l) => l.msg === 'request' && l.id === 'h2-drain-cut'), {
+      what: 'the cut request’s access line',
+      until: (l) => l !== undefined,
+    });
+    expect(line).toMatchObject({ protocol: 'h2c', error: 'DRAIN_TIMEOUT' });
+    for (const r of release.splice(0)) r();
+  });
+});
+
+describe('server.http2: false', () => {
+  it('serves HTTP/1.1 alone: ALPN offers http/1.1 only and the preface is answered 400', async () => {
+    const gw = await startTestGateway(`limits: []\nserver:\n  http2: false\n  tls: { certFile: ${ca.certFile}, keyFile: ${ca.keyFile} }\n`, {
+      upstream: upstream.url,
+    });
+    const plain = await startTestGateway('limits: []\nserver:\n  http2: false\n', { upstream: upstream.url });
+    try {
+      const session = http2.connect(gw.url, { ca: ca.ca, servername: 'gw.test' });
+      const refused = await new Promise<unknown>((resolve) => {
+        session.once('connect', () => resolve(null));
+        session.once('error', resolve);
+      });
+      session.destroy();
+      expect(refused).toBeInstanceOf(Error);
+      expect(await rawExchange(plain.url, 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')).toMatch(/^HTTP\/1\.1 400 /);
+    } finally {
+      await gw.shutdown(100);
+      await plain.shutdown(100);
+    }
+  });
+});
