@@ -370,3 +370,26 @@ describe('server.http2: false', () => {
     }
   });
 });
+
+describe('h2c behind a PROXY protocol balancer', () => {
+  it('reads the PROXY header first, then tells HTTP/2 from HTTP/1.1: the client is the header’s source', async () => {
+    const gw = await startTestGateway('limits: []\nserver:\n  proxyProtocol: { from: [127.0.0.1] }\n', { upstream: upstream.url });
+    const { port } = new URL(gw.url);
+    const session = http2.connect(gw.url, {
+      createConnection: () => {
+        const socket = net.connect(Number(port), '127.0.0.1');
+        socket.write('PROXY TCP4 203.0.113.9 127.0.0.1 41000 80\r\n');
+        return socket;
+      },
+    });
+    try {
+      await connected(session);
+      const a = await h2Request(session, { ':path': '/api/v1/statuses/10', 'x-request-id': 'h2c-proxied' });
+      expect(a.status).toBe(200);
+      expect(upstream.seen.find((s) => s.headers['x-request-id'] === 'h2c-proxied')!.headers['x-forwarded-for']).toBe('203.0.113.9');
+    } finally {
+      session.close();
+      await gw.shutdown(100);
+    }
+  });
+});
