@@ -8,7 +8,8 @@
  * limit_req (one worker, when installed), HAProxy with stick-table limits (one thread, when installed),
  * fastify + @fastify/rate-limit (Redis) + @fastify/reply-from (bench/fastify-stack.ts), rategate with the
  * memory store (access log off, and on at `info`) and with Redis. Scenarios: forwarded, fixed rate,
- * rejected, mixed seed traffic, memory per distinct client, N distinct clients (memory), instructions
+ * rejected, mixed seed traffic, the edge's protocols (HTTP/1.1 and HTTP/2, plain and TLS; TLS handshakes:
+ * scenarios/edge.ts), memory per distinct client, N distinct clients (memory), instructions
  * per request (callgrind, main thread, 3 fresh runs per system), CPU profiles of the gateway.
  * The runner: settings in lib/settings.ts, the processes in lib/systems.ts, one file per scenario in
  * scenarios/, the tables and goals in lib/report.ts.
@@ -53,6 +54,7 @@ import { benchRound, pickBest, rounds } from './scenarios/load.js';
 import { benchPerClient } from './scenarios/memory.js';
 import { benchMillion } from './scenarios/million.js';
 import { benchMixed } from './scenarios/mixed.js';
+import { benchEdge, type EdgeResult } from './scenarios/edge.js';
 import { profileGateway, writeProfiles } from './scenarios/profile.js';
 import type { ProfileSummary } from './top-profile.js';
 
@@ -74,6 +76,7 @@ async function main(): Promise<void> {
   let perClient: PerClientResult | null = null;
   const instructions: Partial<Record<InstrKey, InstructionsResult>> = {};
   const profiles: Partial<Record<'rategate-memory' | 'rategate-redis', ProfileSummary>> = {};
+  let edge: EdgeResult | null = null;
   try {
     redisServer = await startRedis();
     if (redisServer) {
@@ -122,6 +125,7 @@ async function main(): Promise<void> {
     if (!SKIP.has('mixed')) {
       for (const k of ['direct', 'thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchMixed(k, upstream.port);
     }
+    if (!SKIP.has('edge') && want('rategate-memory')) edge = await benchEdge();
     if (!SKIP.has('memory') && want('rategate-memory')) perClient = await benchPerClient();
     if (!SKIP.has('million') && want('rategate-memory')) memory = await benchMillion();
     if (!SKIP.has('clients')) for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchManyClients(k);
@@ -188,6 +192,7 @@ async function main(): Promise<void> {
     rounds,
     memory,
     memoryPerClient: perClient,
+    edge,
     instructions,
     ratios: rs,
     profiles,

@@ -23,6 +23,7 @@ import { createDrain } from '../http/drain.js';
 import { Gateway } from '../pipeline/gateway.js';
 import { isWebSocketUpgrade, serveAsPlainRequest } from '../pipeline/plain-upgrade.js';
 import { createProxyServer, listenOn, urlOf } from '../http/listener.js';
+import { createH2Edge, serveH2OnAlpn, sniffH2Preface, type H2Edge } from '../http/h2.js';
 import { requireProxyHeader } from '../http/proxy-protocol.js';
 import { loadCertificatePair, secureOptions, watchCertificatePair, type CertificatePair, type TlsSettings } from '../http/tls.js';
 import { ConfigError } from '../config/errors.js';
@@ -99,7 +100,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const drain = createDrain();
   const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
 
-  const server = await listenProxy(cfg, gateway, { metrics, log, configPath: settings.configPath }, drain);
+  const { server, h2 } = await listenProxy(cfg, gateway, { metrics, log, configPath: settings.configPath }, drain);
 
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
   let adminTokens = runAdmin ? await loadAdminCredentials(cfg.admin, settings.configPath) : [];
@@ -144,7 +145,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     reload: () => config.reload(),
     // server.drainGrace is read when the drain starts, so a reload before SIGTERM changes it.
     shutdown: (graceMs = policy.snapshot.config.server.drainGrace) =>
-      shutdownGateway({ config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics }, graceMs),
+      shutdownGateway({ config, status, log, gateway, drain, server, h2, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics }, graceMs),
   };
 }
 
@@ -209,11 +210,19 @@ async function listenProxy(
   gateway: ReturnType<typeof buildGateway>,
   { metrics, log, configPath }: { metrics: Metrics; log: GatewayParts['log']; configPath: string },
   drain: ReturnType<typeof createDrain>,
-): Promise<http.Server> {
+): Promise<{ server: http.Server; h2: H2Edge | undefined }> {
   const tls = cfg.server.tls === null ? undefined : { settings: cfg.server.tls, pair: await certificateAtStart(cfg.server.tls, configPath) };
   const secure = tls === undefined ? undefined : secureOptions(tls.settings, tls.pair);
-  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse, () => metrics.fragmentedBodies.inc(), secure);
+  const onFragmented = (): void => metrics.fragmentedBodies.inc();
+  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse, onFragmented, secure, cfg.server.http2);
   if (tls !== undefined) watchCertificate(server as https.Server, tls.settings, tls.pair, metrics, log);
+  // HTTP/2 beside HTTP/1.1: chosen by ALPN over TLS, by the connection preface on plain TCP (after
+  // the PROXY header, whose reader wraps what is set up here).
+  const h2 = cfg.server.http2
+    ? createH2Edge(cfg.server, gateway.handle, (reason) => (reason === 'fragmented_body' ? onFragmented() : metrics.http2Closed.labels(reason).inc()))
+    : undefined;
+  if (h2 !== undefined && tls !== undefined) serveH2OnAlpn(server as https.Server, h2);
+  else if (h2 !== undefined) sniffH2Preface(server, h2, cfg.server.headersTimeout);
   requireProxyHeader(server, compileCidrs(cfg.server.proxyProtocol.from), cfg.server.headersTimeout, (reason) =>
     metrics.proxyProtocolRefused.labels(reason).inc(),
   );
@@ -224,7 +233,7 @@ async function listenProxy(
   );
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
-  return server;
+  return { server, h2 };
 }
 
 /** The TLS listener's pair at start: one that does not load is a config error, as a bad table is. */
@@ -279,6 +288,7 @@ interface GatewayParts {
   gateway: ReturnType<typeof buildGateway>;
   drain: ReturnType<typeof createDrain>;
   server: http.Server;
+  h2: H2Edge | undefined;
   runAdmin: boolean;
   admin: ReturnType<typeof createAdminServer>;
   upstream: ReturnType<typeof upstreamClients>;
@@ -292,7 +302,7 @@ interface GatewayParts {
 
 /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes everything. */
 async function shutdownGateway(parts: GatewayParts, graceMs: number): Promise<void> {
-  const { config, status, log, gateway, drain, server, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics } = parts;
+  const { config, status, log, gateway, drain, server, h2, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics } = parts;
   config.stop();
   status.stop();
   metrics.stop();
@@ -301,7 +311,7 @@ async function shutdownGateway(parts: GatewayParts, graceMs: number): Promise<vo
   // WebSockets have no natural end: they get the drain time, then are closed.
   const wsTimer = setTimeout(() => gateway.closeTunnels(), graceMs);
   // Sets the drain's flag at once: from here new requests are answered 503 and readiness fails.
-  await drain.run(server, graceMs, () => log.warn('drain time over: closing remaining connections'));
+  await drain.run(server, graceMs, () => log.warn('drain time over: closing remaining connections'), h2);
   clearTimeout(wsTimer);
   gateway.closeTunnels();
   if (runAdmin) {

@@ -30,6 +30,7 @@ export const RESTART_ONLY: readonly string[] = [
   'server.maxConnections',
   'server.proxyProtocol',
   'server.tls',
+  'server.http2',
 ];
 
 /** Values compared whole (lists and free-form mappings), not key by key. */

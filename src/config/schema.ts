@@ -293,6 +293,12 @@ const serverShape = {
     .describe(
       'The listener speaks TLS (HTTPS) with this certificate instead of plain HTTP. The files are watched: a rotated pair is served to new connections within seconds; a pair that does not load keeps the one in force (logged, rategate_tls_reloads_total{result="error"}). null (default): plain HTTP.',
     ),
+  http2: z
+    .boolean()
+    .default(true)
+    .describe(
+      'HTTP/2 beside HTTP/1.1 on the proxy port: negotiated by ALPN (h2) with server.tls, and with prior knowledge (h2c: a connection that opens with the HTTP/2 preface) on plain HTTP. The upstream is spoken to in HTTP/1.1 either way; WebSocket stays on HTTP/1.1. false: HTTP/1.1 only.',
+    ),
   proxyProtocol: z
     .object({
       from: z

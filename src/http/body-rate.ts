@@ -129,9 +129,12 @@ function sweepNow(watch: BodyRateWatch): void {
   watch.sweep();
 }
 
-/** Bytes read from the client's connection so far (the body's progress; a pipelined request after it counts too). */
+/**
+ * Bytes read from the client's connection so far (the body's progress; a pipelined request after it
+ * counts too); on HTTP/2, the stream's own body bytes (http/h2.ts): the connection's are every stream's.
+ */
 function bytesRead(req: http.IncomingMessage): number {
-  return req.socket?.bytesRead ?? 0;
+  return (req as { bodyBytesRead?: number }).bodyBytesRead ?? req.socket?.bytesRead ?? 0;
 }
 
 /**

@@ -17,9 +17,16 @@ export interface Drain {
   readonly cut: boolean;
   /**
    * Stops accepting and resolves when every connection of `server` has closed, or after `graceMs`
-   * (then the rest are closed, and `onTimeout` is called first). Idempotent.
+   * (then the rest are closed, and `onTimeout` is called first). Idempotent. `sessions`: the listener's
+   * HTTP/2 connections, which node:http does not close (http/h2.ts): told GOAWAY at once, closed at the end.
    */
-  run(server: http.Server, graceMs: number, onTimeout: () => void): Promise<void>;
+  run(server: http.Server, graceMs: number, onTimeout: () => void, sessions?: MultiplexedConnections): Promise<void>;
+}
+
+/** Connections that carry many exchanges at once (HTTP/2): told to stop opening new ones, then closed. */
+export interface MultiplexedConnections {
+  goawayAll(): void;
+  destroyAll(): void;
 }
 
 /** How often idle connections are looked for while draining: a response can end at any moment. */
@@ -50,17 +57,22 @@ export function createDrain(): Drain {
     get cut() {
       return cut;
     },
-    run(server, graceMs, onTimeout) {
+    run(server, graceMs, onTimeout, sessions) {
       if (running) return running;
       draining = true;
       running = new Promise<void>((resolve) => {
         // close() also closes the connections idle right now; the sweep catches those that become idle
-        // later, e.g. one whose response head went out (keep-alive) before the drain began.
-        const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+        // later, e.g. one whose response head went out (keep-alive) before the drain began, and an
+        // HTTP/2 connection whose preface was still arriving.
+        const sweep = setInterval(() => {
+          server.closeIdleConnections();
+          sessions?.goawayAll();
+        }, IDLE_SWEEP_MS);
         const timer = setTimeout(() => {
           cut = true;
           onTimeout();
           server.closeAllConnections();
+          sessions?.destroyAll();
         }, graceMs);
         server.close(() => {
           clearInterval(sweep);
@@ -68,6 +80,7 @@ export function createDrain(): Drain {
           resolve();
         });
         server.closeIdleConnections();
+        sessions?.goawayAll();
       });
       return running;
     },

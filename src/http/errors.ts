@@ -5,6 +5,7 @@
  */
 import type http from 'node:http';
 import { STATUS_CODES } from 'node:http';
+import { Http2ServerResponse, constants as h2 } from 'node:http2';
 import type { Duplex } from 'node:stream';
 
 export const GATEWAY_ERRORS = {
@@ -90,9 +91,19 @@ export function respondWithHead(res: http.ServerResponse, status: number, head: 
 export function respondJson(res: http.ServerResponse, status: number, body: Buffer, extra: readonly string[], close = false): void {
   const headers: string[] = ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length)];
   for (const h of extra) headers.push(h);
-  if (close) headers.push('Connection', 'close');
+  const stream = close ? h2Stream(res) : undefined;
+  if (close && stream === undefined) headers.push('Connection', 'close');
   res.writeHead(status, headers);
   res.end(body);
+  // HTTP/2 has no Connection header (node drops it with a warning): the stream alone is ended, its
+  // unread body refused with RST_STREAM(NO_ERROR) once the answer is out (RFC 9113 §8.1).
+  if (stream !== undefined) res.once('finish', () => stream.close(h2.NGHTTP2_NO_ERROR));
+}
+
+/** The stream of an HTTP/2 exchange's response (http/h2.ts); undefined for HTTP/1.1. */
+function h2Stream(res: http.ServerResponse): Http2ServerResponse['stream'] | undefined {
+  const r: unknown = res;
+  return r instanceof Http2ServerResponse ? r.stream : undefined;
 }
 
 export function respondError(res: http.ServerResponse, code: GatewayErrorCode, extra: readonly string[], close = false): void {

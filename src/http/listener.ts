@@ -28,7 +28,8 @@ export interface ListenerLimits {
 /**
  * `onRefused`: told the status of each answer to a client error (the response metric); `onFragmented`:
  * told of each connection closed for a body in too many small chunks. `secure`: the certificate of a TLS
- * listener (server.tls); absent, plain HTTP.
+ * listener (server.tls); absent, plain HTTP. `offerH2`: ALPN offers `h2` before `http/1.1` (http/h2.ts
+ * takes those connections).
  */
 export function createProxyServer(
   s: ListenerLimits,
@@ -37,6 +38,7 @@ export function createProxyServer(
   ServerResponse: typeof http.ServerResponse,
   onFragmented: () => void,
   secure?: tls.SecureContextOptions,
+  offerH2 = false,
 ): http.Server {
   const options: http.ServerOptions = {
     ServerResponse,
@@ -50,7 +52,9 @@ export function createProxyServer(
   };
   // A handshake is held no longer than a head may take to arrive (node's default is 120 s: slowloris over TLS).
   const server =
-    secure === undefined ? http.createServer(options, handler) : https.createServer({ ...options, ...secure, handshakeTimeout: s.headersTimeout }, handler);
+    secure === undefined
+      ? http.createServer(options, handler)
+      : https.createServer({ ...options, ...secure, handshakeTimeout: s.headersTimeout, ALPNProtocols: offerH2 ? ['h2', 'http/1.1'] : ['http/1.1'] }, handler);
   server.maxConnections = s.maxConnections;
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     const code: GatewayErrorCode =

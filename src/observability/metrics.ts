@@ -97,6 +97,8 @@ const HELP = {
   rategate_drain_cut_total: 'Requests still in flight when the shutdown drain (server.drainGrace) ended, cut by the gateway (logged with error DRAIN_TIMEOUT).',
   rategate_fragmented_bodies_total:
     'Connections closed for a request body in too many small chunks: beyond its first 1024 chunks, a body must average 64 bytes a chunk.',
+  rategate_http2_closed_total:
+    'HTTP/2 connections closed with GOAWAY by a bound of the gateway: rapid_reset (streams reset faster than 50 a second past a burst of 200; CVE-2023-44487), control_flood (SETTINGS and PING frames faster than 20 a second past a burst of 500). A body in too many small DATA frames is counted in rategate_fragmented_bodies_total, as on HTTP/1.1. Floods node:http2 itself closes (CONTINUATION, invalid frames, refused streams) are not counted here.',
 } as const;
 
 export class Metrics {
@@ -183,6 +185,7 @@ export class Metrics {
   readonly tlsReloads = this.make.counter('rategate_tls_reloads_total', { labelNames: ['result'] });
   readonly proxyProtocolRefused = this.make.counter('rategate_proxy_protocol_refused_total', { labelNames: ['reason'] });
   readonly fragmentedBodies = this.make.counter('rategate_fragmented_bodies_total');
+  readonly http2Closed = this.make.counter('rategate_http2_closed_total', { labelNames: ['reason'] });
 
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
   readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();
