@@ -95,7 +95,7 @@ function clientHeaders(upHeaders: Record<string, string | string[] | undefined>)
 }
 
 // rategate's default 429 body, byte for byte (responses.body).
-const LIMITED_BODY = Buffer.from('{"error":"Too many requests","code":"RATE_LIMITED"}');
+const LIMITED_BODY = Buffer.from('{"error":"Too many requests"}');
 const LIMITED_LENGTH = String(LIMITED_BODY.length);
 const HOUR_MS = 3_600_000;
 

@@ -236,8 +236,8 @@ const responsesShape = {
   standardHeaders: z.boolean().default(true).describe('Also send the IETF RateLimit and RateLimit-Policy fields.'),
   body: z
     .record(z.string(), z.unknown())
-    .default({ error: GATEWAY_ERRORS.RATE_LIMITED.message, code: 'RATE_LIMITED' })
-    .describe('JSON body of a 429 answer (the default carries its code from the error catalogue, RATE_LIMITED, beside the message).'),
+    .default({ error: GATEWAY_ERRORS.RATE_LIMITED.message })
+    .describe('JSON body of a 429 answer (the default is the one SPEC spells, {"error":"Too many requests"}; its code in the error catalogue is RATE_LIMITED).'),
 };
 const exemptShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs never limited.'),

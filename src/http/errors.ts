@@ -45,6 +45,12 @@ export const GATEWAY_ERRORS = {
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
+/**
+ * The two answers SPEC spells byte for byte, `403 {"error":"Forbidden"}` (Mastodon's IP blocks, bans)
+ * and `429 {"error":"Too many requests"}`: clients and their tests compare them whole, so no code is added.
+ */
+const SPELLED_BY_SPEC: ReadonlySet<GatewayErrorCode> = new Set(['FORBIDDEN', 'RATE_LIMITED']);
+
 /** Pre-serialized bodies: the error path allocates no JSON per request. */
 export const ERROR_BODIES: Record<GatewayErrorCode, Buffer> = Object.fromEntries(
   Object.entries(GATEWAY_ERRORS).map(([code, e]) => [code, errorBody(code as GatewayErrorCode, e.message)]),
@@ -127,9 +133,10 @@ export function respondOnSocket(socket: Duplex, status: number, body: Buffer, ex
 /**
  * A `{"error": …, "code": …}` body: the message for a person, the catalogue's code for a program (beside
  * "error", as fastify writes its own); `message` may be made per request (a reason, a parameter name).
+ * The two SPEC spells exactly are `{"error": …}` alone.
  */
 export function errorBody(code: GatewayErrorCode, message: string): Buffer {
-  return Buffer.from(JSON.stringify({ error: message, code }));
+  return Buffer.from(JSON.stringify(SPELLED_BY_SPEC.has(code) ? { error: message } : { error: message, code }));
 }
 
 /** A body for a bad path, naming what was wrong with it. */

@@ -68,7 +68,7 @@ describe('rategate explain', () => {
     const snap = parseConfig('block: { ips: [203.0.113.0/24] }\nlimits:\n  - { name: api, match: /api/*, per: ip, limit: 1, period: 1m }\n', 't.yaml');
     expect(await explain(snap, { request: 'GET /api/v1/x', headers: [], ip: '203.0.113.1' })).toEqual([
       'GET /api/v1/x  from 203.0.113.1',
-      '  blocked (block.ips): answered 403 {"error":"Forbidden","code":"FORBIDDEN"}; no rule counts it, nothing is forwarded',
+      '  blocked (block.ips): answered 403 {"error":"Forbidden"}; no rule counts it, nothing is forwarded',
     ]);
   });
 });

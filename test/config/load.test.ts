@@ -49,7 +49,7 @@ const DEFAULTS: Config = {
       introspection: { budget: { limit: 20, window: 300_000 }, invalidTtl: 60_000 },
     },
   },
-  responses: { reset: 'iso8601', standardHeaders: true, body: { error: 'Too many requests', code: 'RATE_LIMITED' } },
+  responses: { reset: 'iso8601', standardHeaders: true, body: { error: 'Too many requests' } },
   exempt: { ips: [], accounts: [] },
   block: { ips: [] },
   log: { level: 'info', requests: 'info', client: 'off' },

@@ -246,7 +246,7 @@ limits:
     upstream.server.on('request', count);
     const blocked = await req('POST', '/api/v1/accounts', '203.0.113.7', { 'Content-Type': 'application/x-www-form-urlencoded' }, 'username=x');
     expect(blocked.status).toBe(403);
-    expect(blocked.body).toBe('{"error":"Forbidden","code":"FORBIDDEN"}');
+    expect(blocked.body).toBe('{"error":"Forbidden"}');
     expect(blocked.headers['x-ratelimit-limit']).toBeUndefined();
     // Unmatched paths too: the block is not a rule.
     expect((await req('GET', '/nothing/here', '203.0.113.8')).status).toBe(403);

@@ -46,7 +46,7 @@ describe('429s on an exhausted bucket, one connection', () => {
       const now = clock.now();
       const left = Math.ceil((WINDOW_END - now) / 1000);
       expect(r.status).toBe(429);
-      expect(r.body).toBe('{"error":"Too many requests","code":"RATE_LIMITED"}');
+      expect(r.body).toBe('{"error":"Too many requests"}');
       expect(r.headers['content-type']).toBe('application/json; charset=utf-8');
       expect(r.headers['content-length']).toBe(String(r.body.length));
       expect(r.headers['x-ratelimit-limit']).toBe('1');

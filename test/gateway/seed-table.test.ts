@@ -43,7 +43,7 @@ describe('sign-up: 5 per 30 minutes per IP', () => {
 
     const limited = await req('POST', '/api/v1/accounts', ip, 'app-1');
     expect(limited.status).toBe(429);
-    expect(limited.body).toBe('{"error":"Too many requests","code":"RATE_LIMITED"}');
+    expect(limited.body).toBe('{"error":"Too many requests"}');
     expect(limited.headers['content-type']).toMatch(/^application\/json/);
     expect(limited.headers['x-ratelimit-limit']).toBe('5');
     expect(limited.headers['x-ratelimit-remaining']).toBe('0');

@@ -106,7 +106,7 @@ describe('WebSocket upgrades', () => {
     (await connect('/api/v1/streaming')).ws.close();
     const third = await connect('/api/v1/streaming');
     expect(third.status).toBe(429);
-    expect(third.body).toBe('{"error":"Too many requests","code":"RATE_LIMITED"}');
+    expect(third.body).toBe('{"error":"Too many requests"}');
   });
 
   it('closes the upstream socket when the client closes, and the client socket when the upstream closes', async () => {

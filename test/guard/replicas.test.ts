@@ -97,7 +97,7 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
     for (const u of urls) {
       const r = await fetch(`${u}/auth/sign_in`, { ...login, headers: { ...login.headers, 'x-forwarded-for': attacker } });
       expect(r.status).toBe(403);
-      expect(await r.json()).toEqual({ error: 'Forbidden', code: 'FORBIDDEN' });
+      expect(await r.json()).toEqual({ error: 'Forbidden' });
       expect(await status(`${u}/anything/else`, attacker)).toBe(403);
       expect(await status(`${u}/api/v1/timelines/home`, other)).toBe(200);
     }
