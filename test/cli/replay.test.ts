@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../support/process.js';
+import { cliArgs, runCli } from '../support/process.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-cli-'));
 const LOG =
@@ -30,7 +30,7 @@ describe('rategate replay', () => {
   });
 
   it('prints JSON with --json, reads standard input with -', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'replay', '--json', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, cliArgs(['replay', '--json', '-']), { stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stdin.end(gzipSync(LOG));
@@ -78,7 +78,7 @@ concurrency:
     expect(report.inFlight).toMatchObject([{ name: 'streaming' }]);
   });
 
-  // Five processes, each started through tsx: about 4 s apiece on the loaded 2-core machine, past the 20 s default.
+  // Five processes, one after another: about 4 s apiece through tsx on the loaded 2-core machine, past the 20 s default.
   it('refuses an unknown format, a log_format it cannot read, no log, and a missing file, with exit 1', async () => {
     for (const [args, message] of [
       [['replay', '--format', 'apache', plain], /unknown format "apache"/],

@@ -3,7 +3,7 @@
  * logins ban an IP on both replicas within 1 s and the ban ends by itself; a runtime block made with the
  * CLI applies on both within 1 s and expires; `scope: store` in-flight slots are shared.
  */
-import { spawnServe } from '../support/process.js';
+import { cliArgs, spawnServe } from '../support/process.js';
 import { execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,7 +41,7 @@ async function stop(p: Proc): Promise<void> {
 }
 
 function cli(args: string[]): Promise<{ code: number; out: string }> {
-  return run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { env: { ...process.env, RATEGATE_ADMIN_TOKEN: TOKEN } }).then(
+  return run(process.execPath, cliArgs(args), { env: { ...process.env, RATEGATE_ADMIN_TOKEN: TOKEN } }).then(
     (r) => ({ code: 0, out: r.stdout + r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
   );
