@@ -78,7 +78,7 @@ concurrency:
     expect(report.inFlight).toMatchObject([{ name: 'streaming' }]);
   });
 
-  // Five processes, one after another: about 4 s apiece through tsx on the loaded 2-core machine, past the 20 s default.
+  // Five processes, one after another: on a loaded 2-core machine, past the 20 s default.
   it('refuses an unknown format, a log_format it cannot read, no log, and a missing file, with exit 1', async () => {
     for (const [args, message] of [
       [['replay', '--format', 'apache', plain], /unknown format "apache"/],
