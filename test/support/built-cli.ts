@@ -25,6 +25,11 @@ function filesUnder(dir: string, rel = ''): string[] {
   return out;
 }
 
+/** The files of src/ the build compiles or copies, relative to src/. */
+export function sourceFiles(): string[] {
+  return filesUnder(SRC);
+}
+
 /** The hash of what the build reads: every file of src/, the compiler options, the esbuild version and this module. */
 function sourceHash(files: readonly string[]): string {
   const h = createHash('sha256');
@@ -45,7 +50,7 @@ function sourceHash(files: readonly string[]): string {
  * build.
  */
 export async function buildCli(): Promise<string> {
-  const files = filesUnder(SRC);
+  const files = sourceFiles();
   const hash = sourceHash(files);
   const dir = path.join(OUT, hash);
   const cli = path.join(dir, 'cli', 'index.js');
