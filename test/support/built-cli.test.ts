@@ -10,7 +10,7 @@ import { builtCli } from './process.js';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 describe('the built command line', () => {
-  it('is built once per state of src/: asked again, the same build, already there', async () => {
+  it('is keyed by the state of src/: asked again with the same sources, the same build, untouched', async () => {
     const before = statSync(builtCli()).mtimeMs;
     expect(await buildCli()).toBe(builtCli());
     // Nothing was compiled again: the build's files are the ones the globalSetup wrote.
