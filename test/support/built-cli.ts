@@ -4,7 +4,7 @@
  * spawned `rategate` starts on plain Node. Through tsx every process compiled its ~200 modules again at
  * start-up: seconds each, 20 s at load 25. Built by vitest's globalSetup (test/support/global-setup.ts).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,16 +49,24 @@ function sourceHash(files: readonly string[]): string {
  * cli/index.js. Built aside and renamed into place, so two runs at once never start a half-written
  * build.
  */
-export async function buildCli(): Promise<string> {
+export function buildCli(): Promise<string> {
+  // One build per process: each project's globalSetup asks.
+  building ??= build().finally(() => (building = undefined));
+  return building;
+}
+
+let building: Promise<string> | undefined;
+
+async function build(): Promise<string> {
   const files = sourceFiles();
   const hash = sourceHash(files);
   const dir = path.join(OUT, hash);
   const cli = path.join(dir, 'cli', 'index.js');
   if (existsSync(cli)) return cli;
-  const tmp = `${dir}.tmp-${process.pid}`;
+  const tmp = `${dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   mkdirSync(OUT, { recursive: true });
-  const { build } = await import('esbuild');
-  await build({
+  const esbuild = await import('esbuild');
+  await esbuild.build({
     entryPoints: files.filter((f) => f.endsWith('.ts')).map((f) => path.join(SRC, f)),
     outdir: tmp,
     outbase: SRC,

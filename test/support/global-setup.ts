@@ -17,4 +17,6 @@ declare module 'vitest' {
 
 export default async function setup(project: TestProject): Promise<void> {
   project.provide('builtCli', await buildCli());
+  // In watch mode, a rerun after an edit of src/ spawns the edited code.
+  project.onTestsRerun(async () => project.provide('builtCli', await buildCli()));
 }
