@@ -6,6 +6,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { cliArgs, runCli } from '../support/process.js';
+import { scaledMs } from '../support/speed.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-cli-'));
 const LOG =
@@ -79,17 +80,21 @@ concurrency:
   });
 
   // Five processes, one after another: on a loaded 2-core machine, past the 20 s default.
-  it('refuses an unknown format, a log_format it cannot read, no log, and a missing file, with exit 1', async () => {
-    for (const [args, message] of [
-      [['replay', '--format', 'apache', plain], /unknown format "apache"/],
-      [['replay', '--format', 'nginx:$remote_addr', plain], /no time/],
-      [['replay'], /name at least one log/],
-      [['replay', path.join(dir, 'missing.log')], /ENOENT|no such file/],
-      [['replay', '--top', 'x', plain], /--top/],
-    ] as const) {
-      const r = await runCli([...args]);
-      expect(r.code, args.join(' ')).toBe(1);
-      expect(r.stderr).toMatch(message);
-    }
-  }, 60_000);
+  it(
+    'refuses an unknown format, a log_format it cannot read, no log, and a missing file, with exit 1',
+    async () => {
+      for (const [args, message] of [
+        [['replay', '--format', 'apache', plain], /unknown format "apache"/],
+        [['replay', '--format', 'nginx:$remote_addr', plain], /no time/],
+        [['replay'], /name at least one log/],
+        [['replay', path.join(dir, 'missing.log')], /ENOENT|no such file/],
+        [['replay', '--top', 'x', plain], /--top/],
+      ] as const) {
+        const r = await runCli([...args]);
+        expect(r.code, args.join(' ')).toBe(1);
+        expect(r.stderr).toMatch(message);
+      }
+    },
+    scaledMs(60_000),
+  );
 });

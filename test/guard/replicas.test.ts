@@ -12,7 +12,7 @@ import { startRecordingUpstream, type RecordingUpstream, refuseSignIns } from '.
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { Redis } from 'ioredis';
 import { statusFor as status, untilEveryAnswers as until } from '../support/http.js';
-import { scaledMs } from '../support/speed.js';
+import { scaledMs, slowdown } from '../support/speed.js';
 
 const TOKEN = 'attack-test-admin-token';
 const run = promisify(execFile);
@@ -48,6 +48,13 @@ function cli(args: string[]): Promise<{ code: number; out: string }> {
   );
 }
 
+/**
+ * How long the ban and the runtime block last: 12 s idle (room for the CLI's start), stretched by the
+ * machine's slowdown, so a loaded machine's slow requests never outlast them (the waits for their end
+ * stretch by the same factor).
+ */
+const HOLD = `${Math.ceil(12 * slowdown())}s`;
+
 const BANS = `limits:
   - { name: ip-access, match: /api/*, per: ip, limit: 1000, period: 5m }
 bans:
@@ -57,7 +64,7 @@ bans:
     on: { status: [401, 422] }
     limit: 10
     period: 10m
-    ban: 12s
+    ban: ${HOLD}
 store: { timeout: 2s }
 `;
 
@@ -131,7 +138,7 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
       const started = gws.map((g) => (g.out().match(/ban started/g) ?? []).length);
       expect(started.reduce((a, b) => a + b)).toBe(1);
 
-      // It ends by itself (ban: 12s: room for the CLI's start on a busy machine), on both.
+      // It ends by itself (ban: HOLD), on both.
       await until(
         urls.map((u) => `${u}/api/v1/timelines/home`),
         attacker,
@@ -150,7 +157,7 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
       const urls = gws.map((g) => `${g.url}/api/v1/timelines/home`);
       const ip = '192.0.2.77';
       expect(await status(urls[0]!, ip)).toBe(200);
-      const add = await cli(['block', 'add', ip, '--for', '12s', '--reason', 'scraper', '--admin', gws[0]!.adminUrl]);
+      const add = await cli(['block', 'add', ip, '--for', HOLD, '--reason', 'scraper', '--admin', gws[0]!.adminUrl]);
       expect(add.code).toBe(0);
       expect(add.out).toContain(`blocked ${ip} until`);
       const took = await until(urls, ip, 403, 1_000);
