@@ -163,7 +163,7 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
       const took = await until(urls, ip, 403, 1_000);
       // Listed on the other replica with source, reason and expiry.
       const list = await cli(['block', 'list', '--admin', gws[1]!.adminUrl]);
-      expect(list.out).toMatch(new RegExp(`runtime\\s+${ip.replace(/\./g, '\\.')}\\s+\\S+Z \\(in [0-9]+s\\)\\s+scraper`));
+      expect(list.out).toMatch(new RegExp(`runtime\\s+${ip.replace(/\./g, '\\.')}\\s+\\S+Z \\(in ([0-9]+m)?[0-9]+s\\)\\s+scraper`));
       await until(urls, ip, 200, 16_000);
 
       // A CIDR, removed by hand before its time.
