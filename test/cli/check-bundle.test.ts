@@ -7,7 +7,6 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -16,11 +15,11 @@ import type { Metafile } from 'esbuild';
 import { build } from 'esbuild';
 import { bundleCheck, makeCodeCache } from '../../scripts/bundle-cli.js';
 import { ROOT } from '../packaging/support.js';
+import { builtCli } from '../support/process.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-bundle-'));
 const BUNDLE = path.join(dir, 'cli', 'check.bundle.cjs');
 const LOADER = path.join(dir, 'cli', 'bundled.mjs');
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /** A module hook that prints the URL of every file module loaded after it. */
 const tracer = path.join(dir, 'trace.mjs');
@@ -43,15 +42,12 @@ const RUN_BUNDLE = `
   process._rawDebug('CACHE ' + bundle.cache);
   for (const file of Object.keys(createRequire(${JSON.stringify(BUNDLE)}).cache)) process._rawDebug('LOADED ' + file);`;
 
-/** Runs `check` from the bundle (with the tracer), or from the sources through tsx. */
+/** Runs `check` from the bundle (with the tracer), or from the suite's build of the sources, unbundled. */
 function check(
   args: string[],
   from: 'bundle' | 'source',
 ): { code: number | null; stdout: string; stderr: string; loaded: string[]; cache: string | undefined } {
-  const run =
-    from === 'bundle'
-      ? ['--import', pathToFileURL(tracer).href, '--input-type=module', '-e', RUN_BUNDLE, '--']
-      : ['--import', TSX, path.join(ROOT, 'src/cli/index.ts'), 'check'];
+  const run = from === 'bundle' ? ['--import', pathToFileURL(tracer).href, '--input-type=module', '-e', RUN_BUNDLE, '--'] : [builtCli(), 'check'];
   const r = spawnSync(process.execPath, [...run, ...args], { cwd: ROOT, encoding: 'utf8' });
   const lines = r.stderr.split('\n');
   return {

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfigFile, parseConfig } from '../../src/config/index.js';
 import { explain } from '../../src/cli/explain.js';
+import { cliArgs } from '../support/process.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url));
 const mastodon = await loadConfigFile(EXAMPLE);
@@ -76,7 +77,7 @@ describe('rategate explain', () => {
 describe('the command line', () => {
   const run = (args: string[]) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, cliArgs(args), { stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout!.on('data', (d) => (stdout += d));

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { pause } from '../support/eventually.js';
+import { builtCli } from '../support/process.js';
 
 const SCRIPT = '/usr/bin/script';
 
@@ -50,7 +51,7 @@ function lines(n: number, from: number): string {
 async function replayOnTerminal(dir: string, redirects: string): Promise<{ code: number | null; terminal: string }> {
   const fifo = path.join(dir, 'log.fifo');
   execFileSync('mkfifo', [fifo]);
-  const cmd = `cd ${sh(process.cwd())} && ${sh(process.execPath)} --import tsx src/cli/index.ts replay ${sh(fifo)} ${redirects}`;
+  const cmd = `cd ${sh(process.cwd())} && ${sh(process.execPath)} ${sh(builtCli())} replay ${sh(fifo)} ${redirects}`;
   const child = spawn(SCRIPT, ['-qfec', cmd, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TERM: 'xterm' } });
   let terminal = '';
   child.stdout.on('data', (d) => (terminal += d));

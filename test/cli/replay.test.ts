@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../support/process.js';
+import { cliArgs, runCli } from '../support/process.js';
+import { scaledMs } from '../support/speed.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-cli-'));
 const LOG =
@@ -30,7 +31,7 @@ describe('rategate replay', () => {
   });
 
   it('prints JSON with --json, reads standard input with -', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'replay', '--json', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, cliArgs(['replay', '--json', '-']), { stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stdin.end(gzipSync(LOG));
@@ -78,18 +79,22 @@ concurrency:
     expect(report.inFlight).toMatchObject([{ name: 'streaming' }]);
   });
 
-  // Five processes, each started through tsx: about 4 s apiece on the loaded 2-core machine, past the 20 s default.
-  it('refuses an unknown format, a log_format it cannot read, no log (EX_USAGE), and a missing file (EX_NOINPUT)', async () => {
-    for (const [args, message, code] of [
-      [['replay', '--format', 'apache', plain], /unknown format "apache"/, 64],
-      [['replay', '--format', 'nginx:$remote_addr', plain], /no time/, 64],
-      [['replay'], /name at least one log/, 64],
-      [['replay', path.join(dir, 'missing.log')], /ENOENT|no such file/, 66],
-      [['replay', '--top', 'x', plain], /--top/, 64],
-    ] as const) {
-      const r = await runCli([...args]);
-      expect(r.code, args.join(' ')).toBe(code);
-      expect(r.stderr).toMatch(message);
-    }
-  }, 60_000);
+  // Five processes, one after another: on a loaded 2-core machine, past the 20 s default.
+  it(
+    'refuses an unknown format, a log_format it cannot read, no log (EX_USAGE), and a missing file (EX_NOINPUT)',
+    async () => {
+      for (const [args, message, code] of [
+        [['replay', '--format', 'apache', plain], /unknown format "apache"/, 64],
+        [['replay', '--format', 'nginx:$remote_addr', plain], /no time/, 64],
+        [['replay'], /name at least one log/, 64],
+        [['replay', path.join(dir, 'missing.log')], /ENOENT|no such file/, 66],
+        [['replay', '--top', 'x', plain], /--top/, 64],
+      ] as const) {
+        const r = await runCli([...args]);
+        expect(r.code, args.join(' ')).toBe(code);
+        expect(r.stderr).toMatch(message);
+      }
+    },
+    scaledMs(60_000),
+  );
 });

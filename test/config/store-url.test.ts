@@ -9,6 +9,7 @@ import { parseStoreUrl, StoreUrlError } from '../../src/config/store-url.js';
 import { checkStoreUrl } from '../../src/config/fields/validators.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
 import { createRedisStore } from '../../src/limiter/redis/store.js';
+import { cliArgs } from '../support/process.js';
 
 describe('the store URL parser', () => {
   it('reads every form the store connects to: memory, redis, rediss with credentials and a database, and both cluster schemes', () => {
@@ -123,7 +124,7 @@ describe('the store URL parser', () => {
     writeFileSync(config, 'store:\n  url: "redis-cluster://a:7000,b"\n');
     const run = (args: string[]) =>
       new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+        const child = spawn(process.execPath, cliArgs(args), { stdio: ['ignore', 'ignore', 'pipe'] });
         let stderr = '';
         child.stderr!.on('data', (d) => (stderr += d));
         child.once('exit', (code) => resolve({ code, stderr }));

@@ -11,10 +11,12 @@ import { startRecordingUpstream, VERIFY, type RecordingUpstream } from '../suppo
 import { SEED_TABLE, limitsFile } from '../support/gateway.js';
 import { spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
 import { eventually, pause } from '../support/eventually.js';
+import { scaledMs } from '../support/speed.js';
 
-/** GET `path`, failing unless the whole answer arrives within `ms`. */
-function answerWithin(url: string, pathAndQuery: string, ms = 2000, headers: http.OutgoingHttpHeaders = {}): Promise<{ status: number; body: string }> {
+/** GET `path`, failing unless the whole answer arrives within `idleMs` (stretched by the machine's slowdown). */
+function answerWithin(url: string, pathAndQuery: string, idleMs = 2000, headers: http.OutgoingHttpHeaders = {}): Promise<{ status: number; body: string }> {
   const u = new URL(url);
+  const ms = scaledMs(idleMs);
   return new Promise((resolve, reject) => {
     const r = http.request({ host: u.hostname, port: Number(u.port), path: pathAndQuery, headers, agent: false }, (res) => {
       let body = '';
@@ -62,7 +64,7 @@ function postWithin(url: string, pathAndQuery: string, body: string, ip: string,
   });
 }
 
-/** The process is running and answers a plain request and its readiness probe within 2 s each. */
+/** The process is running and answers a plain request and its readiness probe within 2 s each (idle; answerWithin stretches it). */
 async function expectAlive(gw: GatewayProcess, paths = ['/api/v1/statuses/1']): Promise<void> {
   const why = (): string => `gateway output:\n${gw.output().slice(-3000)}`;
   try {
@@ -493,7 +495,7 @@ describe('one-byte chunks as fast as the clients can write them (issue 37)', () 
     const baseline: number[] = [];
     for (let i = 0; i < 7; i++) baseline.push(await getMs());
     const typical = baseline.sort((a, b) => a - b)[3]!;
-    const bound = Math.max(1000, 10 * typical);
+    const bound = Math.max(scaledMs(1000), 10 * typical);
     const port = new URL(gw.url).port;
     const flood = spawn(process.execPath, ['-e', ONE_BYTE_FLOOD, port, '50', '60000'], { stdio: ['ignore', 'pipe', 'inherit'] });
     const ended = new Promise<void>((r) => flood.once('exit', () => r()));

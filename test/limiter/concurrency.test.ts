@@ -10,8 +10,9 @@ import { keySlot } from '../../src/limiter/redis/slot.js';
 import type { Algorithm } from '../../src/config/types.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 import { skipCluster, skipRedis, redisFixture, clusterFixture } from '../support/redis.js';
+import { builtModule } from '../support/process.js';
 
-const WORKER = new URL('./fixtures/consume-worker.ts', import.meta.url).pathname;
+const WORKER = new URL('./fixtures/consume-worker.mjs', import.meta.url).pathname;
 const REPLICAS = 3;
 /** Long periods: no window boundary or refill can fall inside a test run. */
 const PERIOD: Record<Algorithm, number> = { 'fixed-window': 30 * 86_400_000, 'sliding-window': 30 * 86_400_000, 'token-bucket': 86_400_000 };
@@ -29,9 +30,9 @@ function bucket(key: string, algorithm: Algorithm, limit: number): BucketSpec {
 
 /** Starts the replicas, lets them all connect, then releases them together; returns their counts. */
 async function runReplicas(url: string, prefix: string, templates: BucketSpec[][], perTemplate: number): Promise<WorkerResult[]> {
-  const job = JSON.stringify({ url, prefix, timeoutMs: 10_000, templates, perTemplate });
+  const job = JSON.stringify({ store: builtModule('limiter/redis/store.js'), url, prefix, timeoutMs: 10_000, templates, perTemplate });
   const workers = Array.from({ length: REPLICAS }, () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, job], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [WORKER, job], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines = createInterface({ input: child.stdout });
     const ready = new Promise<void>((resolve, reject) => {
       lines.once('line', (l) => (l === 'ready' ? resolve() : reject(new Error(`worker said ${l}`))));

@@ -10,7 +10,7 @@ import { readBucketState, skipCluster, skipRedis, startRedis, type RedisHandle }
 import { freePort } from '../support/servers.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
 import { composedStoreContracts, storeContract } from './store.contract.js';
-import { eventually } from '../support/eventually.js';
+import { eventually, pause } from '../support/eventually.js';
 import { seededInts } from '../support/random.js';
 import { freshBuckets } from '../support/buckets.js';
 
@@ -52,6 +52,20 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     const clock = new FakeClock(ms);
     return { clock, mem: new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }), red: await store({ now: clock.now }) };
   }
+
+  it('keeps a bucket by the scripted clock, not the wall clock: real time passing a key’s TTL forgets nothing', async () => {
+    // On a loaded machine the wall clock runs ahead of a test's fake clock; a key Redis expired by the
+    // wall clock made the differential tests below see an empty bucket where the memory store had a full one.
+    const clock = new FakeClock(Date.UTC(2026, 10, 21, 19, 0, 0));
+    const red = await store({ now: clock.now });
+    const b = spec({ limit: 1, periodMs: 100, algorithm: 'token-bucket' });
+    expect((await red.consume([b])).allowed).toBe(true);
+    // Time itself is the subject: the wall clock passes the key's 100 ms while the scripted clock stands still.
+    await pause(250);
+    expect((await red.consume([b])).allowed).toBe(false);
+    clock.advance(100);
+    expect((await red.consume([b])).allowed).toBe(true);
+  });
 
   it('makes the same decisions and reports the same numbers as the memory store, for random traffic', async () => {
     // A differential test of lua/lib.lua against algorithms.ts: odd limits and periods (inexact

@@ -35,8 +35,8 @@ async function flood(gws: readonly GatewayProcess[], total: number, ip: string):
   return counts;
 }
 
-/** Start-up of a tsx process: seconds idle, far more with several at once on a loaded machine (load average 35 seen). */
-const START_MS = 60_000;
+/** Start-up of a gateway process, several at once: about a second idle (spawnServe stretches it by the machine's slowdown). */
+const START_MS = 30_000;
 
 const LIMIT = 60;
 const TABLE = `limits:

@@ -12,6 +12,7 @@ import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { find, k8sErrors, render, rendererUnavailable, renderError, type K8sObject } from './render.js';
 import { read, ROOT } from './support.js';
+import { cliArgs } from '../support/process.js';
 
 const describeRendered = describe.skipIf(rendererUnavailable !== null);
 const schema = JSON.parse(read('helm/rategate/values.schema.json')) as object;
@@ -155,7 +156,7 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
     let out = '';
     let code = 0;
     try {
-      execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...job.spec.template.spec.containers[0].args.slice(0, 2), file], {
+      execFileSync(process.execPath, cliArgs([...job.spec.template.spec.containers[0].args.slice(0, 2), file]), {
         cwd: ROOT,
         env: { ...process.env, ...env },
         encoding: 'utf8',
@@ -171,7 +172,7 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
     // The good table passes the same check.
     const good = hookOf(render(MASTODON)).map.data['limits.yaml'] as string;
     writeFileSync(file, good);
-    execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'check', '--config', file], {
+    execFileSync(process.execPath, cliArgs(['check', '--config', file]), {
       cwd: ROOT,
       env: { ...process.env, ...env },
       encoding: 'utf8',

@@ -4,19 +4,20 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { read, ROOT } from './support.js';
+import { builtModule } from '../support/process.js';
 
 interface Outcome {
   code: number | null;
   ms: number;
 }
 
-/** Runs the script through tsx (what `node dist/cli/healthcheck.js` runs after the build). */
+/** Runs the script as the build compiles it (what `node dist/cli/healthcheck.js` runs in the image). */
 function runHealthcheck(env: Record<string, string>, args: string[] = []): Promise<Outcome> {
   const started = Date.now();
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   if (!('RATEGATE_ADMIN_LISTEN' in env)) delete childEnv.RATEGATE_ADMIN_LISTEN;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/healthcheck.ts', ...args], {
+    const child = spawn(process.execPath, [builtModule('cli/healthcheck.js'), ...args], {
       cwd: ROOT,
       env: childEnv,
       stdio: ['ignore', 'ignore', 'ignore'],

@@ -1,14 +1,16 @@
 /**
  * @module The one way a test polls: `eventually(probe)` asks again until the probe holds or a deadline
  * passes, then fails naming what it waited for and the last value it saw (or the last assertion that
- * failed), so a timeout on a busy machine says how far it got instead of "condition not met".
+ * failed), so a timeout on a busy machine says how far it got instead of "condition not met". Deadlines
+ * are written for an idle machine and stretched by its measured slowdown (speed.ts).
  */
 import { inspect } from 'node:util';
+import { scaledMs, slowdown } from './speed.js';
 
 export interface EventuallyOptions<T> {
   /** What is awaited, for the failure message. */
   readonly what?: string;
-  /** The deadline, from the first call (default 5 s). */
+  /** The deadline on an idle machine, from the first call (default 5 s); scaled by the machine's slowdown (speed.ts). */
   readonly withinMs?: number;
   /** Pause between two calls (default 20 ms). */
   readonly everyMs?: number;
@@ -23,7 +25,8 @@ export interface EventuallyOptions<T> {
  */
 export async function eventually<T>(probe: () => T | Promise<T>, opts: EventuallyOptions<T> = {}): Promise<T> {
   const withinMs = opts.withinMs ?? 5_000;
-  const deadline = Date.now() + withinMs;
+  const scaled = scaledMs(withinMs);
+  const deadline = Date.now() + scaled;
   let last: { value: T } | { error: unknown } | undefined;
   for (;;) {
     try {
@@ -37,7 +40,8 @@ export async function eventually<T>(probe: () => T | Promise<T>, opts: Eventuall
     await pause(opts.everyMs ?? 20);
   }
   const seen = last === undefined ? 'nothing' : 'error' in last ? `the error ${describe(last.error)}` : `the value ${inspect(last.value, { depth: 4 })}`;
-  throw new Error(`${opts.what ?? 'the condition'} not reached within ${withinMs} ms; last seen: ${seen}`);
+  const within = scaled === withinMs ? `${withinMs} ms` : `${withinMs} ms (${scaled} ms on this machine, ${slowdown()} times slower)`;
+  throw new Error(`${opts.what ?? 'the condition'} not reached within ${within}; last seen: ${seen}`);
 }
 
 function describe(error: unknown): string {

@@ -1,6 +1,29 @@
-/** @module Spawns the real `rategate` command line (through tsx) for ops tests, and waits on its output. */
+/**
+ * @module Spawns the real `rategate` command line for ops tests, and waits on its output. It runs the
+ * build of src/ the globalSetup made (built-cli.ts) on plain Node: a start-up in about a second idle,
+ * where tsx compiled every module again in each process.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { inject } from 'vitest';
 import { eventually } from './eventually.js';
+
+/** The built cli/index.js (the globalSetup's build of the current src/). */
+export function builtCli(): string {
+  const cli = inject('builtCli');
+  if (!cli) throw new Error('no built command line: the suite builds it in test/support/global-setup.ts (run through vitest.config.ts)');
+  return cli;
+}
+
+/** A module of that build, by its path under src/ with .js for .ts: `builtModule('cli/healthcheck.js')`. */
+export function builtModule(rel: string): string {
+  return path.join(path.dirname(path.dirname(builtCli())), rel);
+}
+
+/** The arguments that make `process.execPath` run `rategate ARGS…` (for a test spawning it its own way). */
+export function cliArgs(args: readonly string[]): string[] {
+  return [builtCli(), ...args];
+}
 
 export interface GatewayProcess {
   readonly child: ChildProcess;
@@ -20,13 +43,13 @@ export interface GatewayProcess {
 export async function spawnServe(
   args: string[],
   env: Record<string, string> = {},
-  // A readiness wait, not a speed claim: a busy shared machine (load 25+) took over 20 s to start tsx.
-  startMs = 60_000,
+  // A readiness wait on an idle machine, stretched by the measured slowdown (speed.ts): a start takes ~1 s idle.
+  startMs = 20_000,
   opts: { adminHost?: string } = {},
 ): Promise<GatewayProcess> {
   if (env.RATEGATE_LOG_LEVEL === 'silent') throw new Error('spawnServe reads the start-up line: a silent log would hide the bound addresses');
   const listen = ['--listen', '127.0.0.1:0', '--admin-listen', `${opts.adminHost ?? '127.0.0.1'}:0`];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'serve', ...listen, ...args], {
+  const child = spawn(process.execPath, cliArgs(['serve', ...listen, ...args]), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
@@ -72,7 +95,7 @@ function boundAddresses(out: string): Bound | undefined {
 /** Runs `rategate ARGS…` to completion. */
 export function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
+    const child = spawn(process.execPath, cliArgs(args), {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...env },
     });

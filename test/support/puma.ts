@@ -6,6 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './servers.js';
+import { scaledMs } from './speed.js';
 
 /** A Rack app that answers with the Rack env Puma built (test/support/puma-env/config.ru). */
 export const ENV_ECHO_DIR = fileURLToPath(new URL('./puma-env/', import.meta.url));
@@ -38,7 +39,9 @@ export async function startPuma(appDir: string, env: Record<string, string> = {}
       if (output.includes('Listening on')) done(null);
     };
     const onExit = () => done(new Error(`puma exited before listening:\n${output}`));
-    const timer = setTimeout(() => done(new Error(`puma did not listen within 30 s:\n${output}`)), 30_000);
+    // 30 s idle, stretched by the machine's slowdown (speed.ts).
+    const withinMs = scaledMs(30_000);
+    const timer = setTimeout(() => done(new Error(`puma did not listen within ${withinMs} ms:\n${output}`)), withinMs);
     const done = (err: Error | null) => {
       clearTimeout(timer);
       child.stdout!.off('data', onData);
