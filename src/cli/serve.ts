@@ -4,6 +4,9 @@ import { ConfigError } from '../config/errors.js';
 import { createProcessLogger } from '../observability/log.js';
 import { CONFIG_FLAG, configPath, OVERRIDE_FLAGS, overridesFrom, parse, reportConfigError, waitForSignal } from './options.js';
 import { USAGE } from './usage.js';
+import type { Logger } from 'pino';
+import { tracingFromEnv, type TracingSettings } from '../observability/tracing-env.js';
+import type { RequestTracing } from '../observability/tracing.js';
 
 export async function serve(args: string[]): Promise<number> {
   const { values } = parse(args, { ...CONFIG_FLAG, ...OVERRIDE_FLAGS, workers: { type: 'string' } });
@@ -14,6 +17,12 @@ export async function serve(args: string[]): Promise<number> {
   const workers = workerCount(workersFlag);
   if (workers === null) {
     console.error(`rategate: --workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
+    return 1;
+  }
+  // Read before any worker starts (a bad variable stops the primary); each serving process starts its own SDK.
+  const traces = tracingFromEnv(process.env);
+  if (typeof traces === 'string') {
+    console.error(`rategate: ${traces}`);
     return 1;
   }
   const isWorker = process.env.RATEGATE_WORKER === '1';
@@ -29,11 +38,12 @@ export async function serve(args: string[]): Promise<number> {
     }
   }
   const { startGateway } = await import('../app/start.js');
+  const tracing = await startTracingFor(traces, logger);
   let gateway;
   try {
     const overrides = overridesFrom(values);
     if (isWorker && process.env.RATEGATE_WORKER_UPSTREAM) overrides.upstream = process.env.RATEGATE_WORKER_UPSTREAM;
-    gateway = await startGateway({ configPath: configPath(values), overrides, logger, admin: !isWorker });
+    gateway = await startGateway({ configPath: configPath(values), overrides, logger, admin: !isWorker, tracing });
     if (isWorker) serveWorkerMetrics(gateway.metrics.registry);
   } catch (err) {
     if (err instanceof ConfigError) return reportConfigError(err);
@@ -46,7 +56,18 @@ export async function serve(args: string[]): Promise<number> {
   }
   await waitForSignal();
   await gateway.shutdown();
+  await tracing?.shutdown(); // the last requests' spans, still batched
   return 0;
+}
+
+/** The SDK, loaded only when tracing is on: a gateway without it loads no OpenTelemetry module. */
+async function startTracingFor(settings: TracingSettings | null, log: Logger): Promise<RequestTracing | undefined> {
+  if (settings === null) return undefined;
+  const { startTracing } = await import('../observability/tracing.js');
+  const tracing = await startTracing(settings, (message) => log.warn(message));
+  const otlp = settings.exporters.includes('otlp') ? ` (OTLP ${settings.protocol})` : '';
+  log.info({ tracing: settings }, `tracing on: spans to ${settings.exporters.join(', ')}${otlp}`);
+  return tracing;
 }
 
 export async function upstream(args: string[]): Promise<number> {

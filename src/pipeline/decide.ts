@@ -90,6 +90,7 @@ function consume(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[
  */
 function consumeAsync(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], storeStarted: number): Promise<Decision> {
   const unavailable = (err: unknown): Decision => {
+    if (v.span !== null) v.span.stored('consume', storeStarted, performance.now(), specs.length, null, err);
     if (!(err instanceof StoreUnavailableError)) throw err;
     return { ...refusal(503, ERROR_BODIES.STORE_UNAVAILABLE, 'store_unavailable'), rules, matched: true };
   };
@@ -109,7 +110,9 @@ function decided(
   outcome: ConsumeOutcome,
   storeStarted: number,
 ): Decision {
-  ctx.metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
+  const storeEnded = performance.now();
+  ctx.metrics.storeDuration.observe((storeEnded - storeStarted) / 1000);
+  if (v.span !== null) v.span.stored('consume', storeStarted, storeEnded, specs.length, outcome);
   countDecision(ctx.metrics, rules, outcome);
   if (outcome.allowed) return admitted(rateLimitHeaders(v.policy, rules, outcome), rules, true, 'allowed', outcome);
   noteLimited(ctx, rules, specs, outcome);
@@ -124,11 +127,14 @@ async function refuseEarly(ctx: DecideContext, v: RequestView): Promise<Decision
   const { specs, rules } = bucketsFor(v.policy, v.rules.limits, v, false);
   if (specs.length === 0) return null;
   let buckets: BucketState[];
+  const started = v.span !== null ? performance.now() : 0;
   try {
     buckets = await Promise.all(specs.map((spec) => ctx.store.peek(spec)));
-  } catch {
+  } catch (err) {
+    if (v.span !== null) v.span.stored('peek', started, performance.now(), specs.length, null, err);
     return null; // the store's trouble is the consume's to handle, with its onError policy
   }
+  if (v.span !== null) v.span.stored('peek', started, performance.now(), specs.length, null);
   // Read through the store's layers (a peek the store could not answer is the fallback's, not told apart here).
   const outcome: ConsumeOutcome = { allowed: false, decider: 'store', now: ctx.now(), buckets };
   if (rejecting(rules, outcome) === undefined) return null;
