@@ -166,6 +166,18 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     expect(forwardedTo('/api/v1/accounts/7')[0]!.headers.traceparent).toBe(`00-${server.traceId}-${call.spanId}-01`);
   });
 
+  it('survives a hostile tracestate: the request is served, what goes upstream is bounded, the process answers', async () => {
+    const trace = 'ddddddddddddddddddddddddddddddd4';
+    const junk = Array.from({ length: 1500 }, (_, i) => `k${i}=${'v'.repeat(i % 7)}`).join(',') + ',=,,==,\u00ff';
+    const answer = await get(gw, '/api/v1/statuses/41', { authorization: 'Bearer user-7', traceparent: `00-${trace}-${CLIENT_SPAN}-01`, tracestate: junk });
+    expect(answer.status).toBe(200);
+    const seen = forwardedTo('/api/v1/statuses/41')[0]!;
+    expect(String(seen.headers.traceparent)).toContain(trace);
+    // W3C bounds a tracestate at 32 members and 512 characters: the gateway's copy is not the client's 10 kB.
+    expect(String(seen.headers.tracestate ?? '').length).toBeLessThanOrEqual(512);
+    expect((await fetch(`${gw.adminUrl}/healthz`)).ok).toBe(true);
+  });
+
   it('records a 429 as the decision (limited, the rule), not as an error, with no store-less upstream span', async () => {
     const trace = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1';
     // user-3's account bucket holds 2: the third request is refused.
