@@ -6,6 +6,8 @@
  * traceparent passed through as before.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -178,7 +180,52 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     expect((await fetch(`${gw.adminUrl}/healthz`)).ok).toBe(true);
   });
 
-  it('records a 429 as the decision (limited, the rule), not as an error, with no store-less upstream span', async () => {
+  it('traces a WebSocket upgrade: the tunnel request carries the gateway traceparent', async () => {
+    const trace = 'eeeeeeeeeeeeeeeeeeeeeeeeeeeeeee5';
+    const upgrades: http.IncomingHttpHeaders[] = [];
+    const onUpgrade = (req: http.IncomingMessage, socket: Duplex): void => {
+      upgrades.push(req.headers);
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+    };
+    upstream.server.on('upgrade', onUpgrade);
+    try {
+      const u = new URL(gw.url);
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = http.request({
+          host: u.hostname,
+          port: Number(u.port),
+          path: '/api/v1/streaming',
+          agent: false,
+          headers: {
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+            'sec-websocket-version': '13',
+            authorization: 'Bearer user-8',
+            traceparent: `00-${trace}-${CLIENT_SPAN}-01`,
+          },
+        });
+        req.on('upgrade', (res, socket) => {
+          socket.destroy();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('response', (res) => resolve(res.statusCode ?? 0));
+        req.on('error', reject);
+        req.end();
+      });
+      expect(status).toBe(101);
+      const spans = await traceOf(trace, 2);
+      const call = only(spans, (s) => s.kind === SPAN_KIND.client, 'upstream span');
+      expect(only(spans, (s) => s.kind === SPAN_KIND.server, 'server span').parentSpanId).toBe(CLIENT_SPAN);
+      expect(call.attributes['http.response.status_code']).toBe(101);
+      expect(upgrades).toHaveLength(1);
+      expect(upgrades[0]!.traceparent).toBe(`00-${trace}-${call.spanId}-01`);
+    } finally {
+      upstream.server.off('upgrade', onUpgrade);
+    }
+  });
+
+  it('records a 429 as the decision (limited, the rule), not as an error, and makes no upstream span', async () => {
     const trace = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1';
     // user-3's account bucket holds 2: the third request is refused.
     for (let i = 0; i < 2; i++) expect((await get(gw, '/api/v1/statuses/9', { authorization: 'Bearer user-3' })).status).toBe(200);
