@@ -153,6 +153,7 @@ async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<S
   const server = await startGateway(key, config, store, {
     wrap,
     nodeFlags,
+    startMs: 900_000,
     env: {
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${sink.port}/v1/traces`,
       OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
