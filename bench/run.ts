@@ -49,7 +49,7 @@ import {
 import { build, env, launch, machine, startRedis, startUpstream, stopServer, unavailable, type Server } from './lib/systems.js';
 import type { InstructionsResult, MemoryResult, PerClientResult } from './lib/types.js';
 import { benchManyClients } from './scenarios/clients.js';
-import { benchInstructions, callgrindAvailable, INSTR_LABELS, INSTR_ORDER, instrSystem, refusedRow, type InstrKey } from './scenarios/instructions.js';
+import { benchInstructions, callgrindAvailable, INSTR_LABELS, INSTR_ORDER, instrSystem, ownRow, type InstrKey } from './scenarios/instructions.js';
 import { benchRound, pickBest, rounds } from './scenarios/load.js';
 import { benchPerClient } from './scenarios/memory.js';
 import { benchMillion } from './scenarios/million.js';
@@ -135,9 +135,9 @@ async function main(): Promise<void> {
         for (const k of INSTR_ORDER) {
           // `rategate-redis-clients` comes with `rategate-redis`, or alone when --only names it.
           // The bare forwarder's variants (a dispatch handler as rategate's, then rategate's headers too: their floor) come with `thin`;
-          // the refused rows (`-429`, the 429 floor) run in a full run or when --only names them.
+          // the refused rows (`-429`, the 429 floor) and the traced one run in a full run or when --only names them.
           const system = instrSystem(k);
-          const wanted = ONLY?.has(k) === true || (refusedRow(k) ? ONLY === null : want(system));
+          const wanted = ONLY?.has(k) === true || (ownRow(k) ? ONLY === null : want(system));
           if (unavailable(system) !== null || !wanted) continue;
           try {
             instructions[k] = await benchInstructions(k);

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The serving side's packages: check must never reach them, so the bundle fails if it does. */
-export const SERVING_PACKAGES = ['pino', 'undici', 'ioredis', 'prom-client', 'http-proxy', 'busboy'];
+export const SERVING_PACKAGES = ['pino', 'undici', 'ioredis', 'prom-client', 'http-proxy', 'busboy', '@opentelemetry'];
 
 /** The tables a check runs to warm the code cache (from the folder the build runs in). */
 export const WARM_TABLES = ['config/limits.yaml', 'config/examples/mastodon.yaml'];

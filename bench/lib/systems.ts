@@ -118,6 +118,10 @@ export interface GatewayLaunch {
   readonly launcher?: boolean;
   /** Options for node itself (`--perf-basic-prof`). */
   readonly nodeFlags?: readonly string[];
+  /** More environment for the gateway (the OTEL_* variables of a traced row). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** How long it may take to listen under `wrap` (default 300 s; loading the tracing SDK under valgrind takes longer). */
+  readonly startMs?: number;
 }
 
 /** The command and arguments that run node with `nodeArgs` under `wrap` (nothing: node itself). */
@@ -126,7 +130,7 @@ export function nodeCommand(wrap: readonly string[], nodeArgs: readonly string[]
 }
 
 export async function startGateway(key: string, config: string, store: string, o: GatewayLaunch = {}): Promise<Server> {
-  const { cpuProfDir, accessLog = false, wrap = [], launcher = false, nodeFlags = [] } = o;
+  const { cpuProfDir, accessLog = false, wrap = [], launcher = false, nodeFlags = [], env: moreEnv = {}, startMs = 300_000 } = o;
   const port = await freePort();
   const adminPort = await freePort();
   const args = [
@@ -148,9 +152,9 @@ export async function startGateway(key: string, config: string, store: string, o
   // Access log off (warn level), as nginx's and fastify's are; or on, written to a file as to a log volume.
   const logFile = accessLog ? path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-bench-log-')), 'access.log') : undefined;
   const [cmd, argv] = launcher ? [wrap[0]!, [...wrap.slice(1), ...args.filter((a) => a !== env.cli)]] : nodeCommand(wrap, args);
-  const proc = start(key, cmd, argv, { RATEGATE_LOG_LEVEL: accessLog ? 'info' : 'warn' }, logFile);
+  const proc = start(key, cmd, argv, { RATEGATE_LOG_LEVEL: accessLog ? 'info' : 'warn', ...moreEnv }, logFile);
   // Under valgrind, Node takes a minute or more to start.
-  await waitForPort(proc, port, wrap.length > 0 && !launcher ? 300_000 : 30_000);
+  await waitForPort(proc, port, wrap.length > 0 && !launcher ? startMs : 30_000);
   if (store !== 'memory') {
     const until = Date.now() + 10_000;
     for (;;) {

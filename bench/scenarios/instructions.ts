@@ -17,6 +17,8 @@
  * Valgrind's default `--smc-check=all-non-file` already sees V8 rewriting its code (anonymous mappings).
  */
 import { spawnSync } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runFigures } from '../lib/callgrind.js';
@@ -39,6 +41,7 @@ export type InstrKey =
   | 'thin-dispatch'
   | 'thin-headers'
   | 'rategate-memory'
+  | 'rategate-memory-traced'
   | 'rategate-redis'
   | 'rategate-redis-clients'
   | 'fastify'
@@ -53,6 +56,7 @@ export const INSTR_ORDER: readonly InstrKey[] = [
   'thin-dispatch',
   'thin-headers',
   'rategate-memory',
+  'rategate-memory-traced',
   'rategate-redis',
   'rategate-redis-clients',
   'fastify',
@@ -68,6 +72,7 @@ export const INSTR_LABELS: Record<InstrKey, string> = {
   'thin-dispatch': 'bare, dispatch handler',
   'thin-headers': "bare, dispatch handler + rategate's headers",
   'rategate-memory': 'rategate memory',
+  'rategate-memory-traced': 'rategate memory, traces 1 % sampled',
   'rategate-redis': 'rategate Redis, hot key',
   'rategate-redis-clients': 'rategate Redis, many clients',
   fastify: 'fastify+rate-limit (Redis)',
@@ -82,6 +87,9 @@ export const INSTR_LABELS: Record<InstrKey, string> = {
 /** A row of refused requests: every measured request is answered 429 (the exhausted path). */
 export const refusedRow = (key: InstrKey): boolean => key.endsWith('-429') || key === 'rategate-redis-429-clients';
 
+/** Rows run in a full run or when --only names them, not with their system alone: the refused rows and the traced one. */
+export const ownRow = (key: InstrKey): boolean => refusedRow(key) || key === 'rategate-memory-traced';
+
 /** The load scenario's system a row comes with (`--only`), and whose availability it shares. */
 export function instrSystem(key: InstrKey): SystemKey {
   switch (key) {
@@ -94,6 +102,7 @@ export function instrSystem(key: InstrKey): SystemKey {
     case 'rategate-redis-429-clients':
       return 'rategate-redis';
     case 'rategate-memory-429':
+    case 'rategate-memory-traced':
       return 'rategate-memory';
     case 'fastify-429':
     case 'fastify-memory-429':
@@ -132,12 +141,37 @@ async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<S
   if (key === 'floor-429') return startThin(wrap, nodeFlags, ['--reject']);
   if (key === 'fastify' || key === 'fastify-429') return startFastify(wrap, nodeFlags);
   if (key === 'fastify-memory-429') return startFastify(wrap, nodeFlags, 'memory');
-  const store = key === 'rategate-memory' || key === 'rategate-memory-429' ? 'memory' : env.redisUrl!;
+  const store = key === 'rategate-memory' || key === 'rategate-memory-429' || key === 'rategate-memory-traced' ? 'memory' : env.redisUrl!;
   // The bench table with a store timeout fit for valgrind: 50 ms of native time is seconds under it,
   // and a timed-out call would send the count down the fault policy's path instead of the normal one.
   const config = path.join(dir, 'limits.yaml');
   writeFileSync(config, `${readFileSync(BENCH_CONFIG, 'utf8')}\nstore:\n  timeout: 10s\n`);
-  return startGateway(key, config, store, { wrap, nodeFlags });
+  if (key !== 'rategate-memory-traced') return startGateway(key, config, store, { wrap, nodeFlags });
+  // Traces on, 1 % of requests sampled (the client sends no traceparent: each is a root), exported over
+  // OTLP/HTTP protobuf to a receiver in this process that answers 200 and keeps nothing.
+  const sink = await startTraceSink();
+  const server = await startGateway(key, config, store, {
+    wrap,
+    nodeFlags,
+    startMs: 900_000,
+    env: {
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${sink.port}/v1/traces`,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.01',
+    },
+  });
+  const cleanup = server.cleanup;
+  return { ...server, cleanup: () => (cleanup?.(), sink.server.close()) };
+}
+
+/** An OTLP/HTTP receiver that takes every export and keeps nothing. */
+async function startTraceSink(): Promise<{ server: http.Server; port: number }> {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
 }
 
 /**
@@ -169,7 +203,12 @@ async function send(key: InstrKey, port: number, n: number, offset: number, stri
 }
 
 const usesRedis = (key: InstrKey): boolean =>
-  !key.startsWith('thin') && key !== 'floor-429' && key !== 'rategate-memory' && key !== 'rategate-memory-429' && key !== 'fastify-memory-429';
+  !key.startsWith('thin') &&
+  key !== 'floor-429' &&
+  key !== 'rategate-memory' &&
+  key !== 'rategate-memory-429' &&
+  key !== 'rategate-memory-traced' &&
+  key !== 'fastify-memory-429';
 
 /** One run: a fresh process, warm-up, idle window, measured window. */
 async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {

@@ -40,6 +40,7 @@ import { Surges } from '../surge/surges.js';
 import type { Fleet } from '../fleet/fleet.js';
 import { joinFleet } from '../fleet/join.js';
 import { displayKey } from '../keys/index.js';
+import type { RequestTracing } from '../observability/tracing.js';
 
 export interface GatewaySettings {
   /** Path of limits.yaml. */
@@ -59,6 +60,8 @@ export interface GatewaySettings {
   watch?: boolean;
   /** Run the admin listener (default true; a cluster worker leaves it to the primary). */
   admin?: boolean;
+  /** OpenTelemetry traces (started by `serve` as the OTEL_* variables ask, and shut down by it); absent: none. */
+  tracing?: RequestTracing | undefined;
 }
 
 export interface RunningGateway {
@@ -98,7 +101,7 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const { guard, fleet } = await openGuard(storeCfg, storeHandle, metrics, log, () => policy.snapshot.config, status.published, settings.now);
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
-  const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, now: settings.now, drain });
+  const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, settings, drain });
 
   const { server, h2 } = await listenProxy(cfg, gateway, { metrics, log, configPath: settings.configPath }, drain);
 
@@ -373,7 +376,7 @@ function buildGateway(o: {
   metrics: Metrics;
   log: Logger;
   guard: Guard;
-  now: (() => number) | undefined;
+  settings: Pick<GatewaySettings, 'now' | 'tracing'>;
   drain: { readonly draining: boolean };
 }): Gateway {
   const requestLogLevel = () => o.policy().snapshot.config.log.requests;
@@ -385,7 +388,7 @@ function buildGateway(o: {
     tunnel: new Tunnel(o.origin),
     routes: o.routes,
     metrics: o.metrics,
-    now: o.now ?? Date.now,
+    now: o.settings.now ?? Date.now,
     onRequest: (r) => accessLog(requestLogLevel(), r),
     wantsRecords: () => o.log.isLevelEnabled(requestLogLevel()),
     guard: o.guard,
@@ -395,6 +398,7 @@ function buildGateway(o: {
       o.guard.limitedComposites.note(key);
     },
     drain: o.drain,
+    ...(o.settings.tracing !== undefined ? { tracing: o.settings.tracing } : {}),
     bodyRate: new BodyRateWatch(
       () => o.policy().snapshot.config.server,
       () => o.metrics.slowBodies.inc(),

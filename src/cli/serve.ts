@@ -6,6 +6,9 @@ import { createProcessLogger } from '../observability/log.js';
 import { COMMANDS } from './commands.js';
 import { EXIT } from './exit.js';
 import { configPath, overridesFrom, parse, printHelp, reportConfigError, usageError, waitForSignal } from './options.js';
+import type { Logger } from 'pino';
+import { tracingFromEnv, type TracingSettings } from '../observability/tracing-env.js';
+import type { RequestTracing } from '../observability/tracing.js';
 
 /** What a listener cannot have: the address taken, not allowed, or not this host's. */
 const CANNOT_LISTEN = new Set(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL']);
@@ -17,6 +20,12 @@ export async function serve(args: string[]): Promise<number> {
   const { workerCount, runPrimary, WorkersRefused, serveWorkerMetrics } = await import('../app/workers.js');
   const workers = workerCount(workersFlag);
   if (workers === null) return usageError('serve', `--workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
+  // Read before any worker starts (a bad variable stops the primary); each serving process starts its own SDK.
+  const traces = tracingFromEnv(process.env);
+  if (typeof traces === 'string') {
+    console.error(`rategate: ${traces}`);
+    return EXIT.CONFIG;
+  }
   const logger = createProcessLogger();
   const isWorker = process.env.RATEGATE_WORKER === '1';
   if (workers > 1 && !isWorker) {
@@ -31,17 +40,19 @@ export async function serve(args: string[]): Promise<number> {
     }
   }
   const { startGateway } = await import('../app/start.js');
+  const tracing = await startTracingFor(traces, logger);
   let gateway;
   try {
     const overrides = overridesFrom(values);
     if (isWorker && process.env.RATEGATE_WORKER_UPSTREAM) overrides.upstream = process.env.RATEGATE_WORKER_UPSTREAM;
-    gateway = await startGateway({ configPath: configPath(values), overrides, logger, admin: !isWorker });
+    gateway = await startGateway({ configPath: configPath(values), overrides, logger, admin: !isWorker, tracing });
     if (isWorker) serveWorkerMetrics(gateway.metrics.registry);
   } catch (err) {
     return startFailure(err);
   }
   await waitForSignal();
   await gateway.shutdown();
+  await tracing?.shutdown(); // the last requests' spans, still batched
   return EXIT.OK;
 }
 
@@ -58,6 +69,16 @@ function startFailure(err: unknown): number {
     return EXIT.UNAVAILABLE;
   }
   throw err;
+}
+
+/** The SDK, loaded only when tracing is on: a gateway without it loads no OpenTelemetry module. */
+async function startTracingFor(settings: TracingSettings | null, log: Logger): Promise<RequestTracing | undefined> {
+  if (settings === null) return undefined;
+  const { startTracing } = await import('../observability/tracing.js');
+  const tracing = await startTracing(settings, (message) => log.warn(message));
+  const otlp = settings.exporters.includes('otlp') ? ` (OTLP ${settings.protocol})` : '';
+  log.info({ tracing: settings }, `tracing on: spans to ${settings.exporters.join(', ')}${otlp}`);
+  return tracing;
 }
 
 export async function upstream(args: string[]): Promise<number> {

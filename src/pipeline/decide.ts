@@ -103,6 +103,7 @@ function consume(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[
  */
 function consumeAsync(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], storeStarted: number): Promise<Decision> {
   const unavailable = (err: unknown): Decision => {
+    if (v.span !== null) v.span.stored('consume', storeStarted, performance.now(), specs.length, null, err);
     if (!(err instanceof StoreUnavailableError)) throw err;
     return { ...refusal(503, ERROR_BODIES.STORE_UNAVAILABLE, 'store_unavailable'), rules, matched: true };
   };
@@ -122,7 +123,9 @@ function decided(
   outcome: ConsumeOutcome,
   storeStarted: number,
 ): Decision {
-  ctx.metrics.storeDuration.observe((performance.now() - storeStarted) / 1000);
+  const storeEnded = performance.now();
+  ctx.metrics.storeDuration.observe((storeEnded - storeStarted) / 1000);
+  if (v.span !== null) v.span.stored('consume', storeStarted, storeEnded, specs.length, outcome);
   countDecision(ctx.metrics, rules, outcome);
   if (outcome.allowed) return admitted(rateLimitHeaders(v.policy, rules, outcome), rules, true, 'allowed', outcome);
   noteLimited(ctx, rules, specs, outcome);
@@ -139,8 +142,12 @@ function refuseEarly(ctx: DecideContext, v: RequestView): Decision | null | Prom
   const { specs, rules } = bucketsFor(v.policy, v.rules.limits, v, false);
   if (specs.length === 0) return null;
   const store = ctx.store;
+  const started = v.span !== null ? performance.now() : 0;
   const local = store.readLocal?.(specs);
-  if (local !== undefined) return refusedByRead(ctx, v, specs, rules, local);
+  if (local !== undefined) {
+    if (v.span !== null) v.span.stored('peek', started, performance.now(), specs.length, null);
+    return refusedByRead(ctx, v, specs, rules, local);
+  }
   // Read through the store's layers (a read the store could not answer is the fallback's, not told apart here).
   let read: Promise<ConsumeOutcome>;
   try {
@@ -152,8 +159,14 @@ function refuseEarly(ctx: DecideContext, v: RequestView): Decision | null | Prom
     return null;
   }
   return read.then(
-    (outcome) => refusedByRead(ctx, v, specs, rules, outcome),
-    () => null, // the store's trouble is the consume's to handle, with its onError policy
+    (outcome) => {
+      if (v.span !== null) v.span.stored('peek', started, performance.now(), specs.length, null);
+      return refusedByRead(ctx, v, specs, rules, outcome);
+    },
+    (err: unknown) => {
+      if (v.span !== null) v.span.stored('peek', started, performance.now(), specs.length, null, err);
+      return null; // the store's trouble is the consume's to handle, with its onError policy
+    },
   );
 }
 

@@ -27,6 +27,7 @@ import { recordOf, type RequestRecord } from './access-record.js';
 import { loggedPath } from '../observability/log-redact.js';
 import { refundRefused } from './refund.js';
 import { CONNECTION_FRAMING, screen, SHUTTING_DOWN, TOO_LARGE, type ScreenContext, type Screened } from './screen.js';
+import type { RequestTracing, TracedEnding } from '../observability/tracing.js';
 
 export type { RequestRecord } from './access-record.js';
 
@@ -55,6 +56,8 @@ export interface GatewayOptions {
   drain?: { readonly draining: boolean; readonly cut?: boolean };
   /** `server.minBodyRate`: every request body is watched until it has arrived (absent: none is). */
   bodyRate?: BodyRateWatch;
+  /** OpenTelemetry traces (observability/tracing.ts); absent: off, no span is made. */
+  tracing?: RequestTracing;
 }
 
 /** How an exchange ended, for `finish()`: a gateway answer carries no `result`. */
@@ -82,15 +85,16 @@ export class Gateway {
     const id = requestId(req);
     this.opts.bodyRate?.watch(req, res);
     // No promise unless a stage waited: a request decided without I/O is forwarded in this same turn.
+    const view = this.viewOf(req, started);
     try {
-      const screened = screen(this.ctx, this.viewOf(req), req, res, (release) => whenDone(res, req, release));
+      const screened = screen(this.ctx, view, req, res, (release) => whenDone(res, req, release));
       if (!(screened instanceof Promise)) return this.conclude(req, res, id, started, screened);
       screened.then(
         (s) => this.conclude(req, res, id, started, s),
-        (err: unknown) => this.failed(req, res, id, err, started),
+        (err: unknown) => this.failed(req, res, id, err, started, view),
       );
     } catch (err) {
-      this.failed(req, res, id, err, started);
+      this.failed(req, res, id, err, started, view);
     }
   };
 
@@ -127,6 +131,7 @@ export class Gateway {
       // Routed by the method it was counted as (Rack's override applied), as the upstream's Rails routes it.
       const forwarder = this.opts.routes?.pick(s.view.method, s.view.path)?.forwarder ?? this.opts.forwarder;
       const forwarded = forwardedHeaders(req, s.view.peer, id, s.view);
+      const span = s.view.span;
       continueNow(req, res);
       const out = {
         pathAndQuery: s.target,
@@ -137,16 +142,18 @@ export class Gateway {
         body: s.body,
         dropOverrideHeader: s.dropOverrideHeader,
         clientKey: s.view.client.key,
+        trace: span !== null ? span.upstreamHeaders(req.method ?? 'GET', forwarder.origin, s.view.path, performance.now()) : null,
       };
       forwarder.send(req, res, out, (result) => this.forwarded(req, res, id, started, s, result));
     } catch (err) {
-      this.failed(req, res, id, err, started);
+      this.failed(req, res, id, err, started, s.view);
     }
   }
 
   /** The upstream's answer is on its way to the client (or the exchange failed): recorded, never thrown from (undici calls this). */
   private forwarded(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened, result: ForwardResult): void {
     try {
+      if (s.view.span !== null) s.view.span.upstreamDone(result, performance.now());
       // The pool refused it before the upstream saw it: its buckets are given back, then it is answered
       // (a client gone meanwhile is recorded as gone).
       if (result.error !== undefined && isPoolRefusal(result.error)) {
@@ -156,19 +163,20 @@ export class Gateway {
       }
       this.finish(req, id, s, { status: result.status, result }, started);
     } catch (err) {
-      this.failed(req, res, id, err, started);
+      this.failed(req, res, id, err, started, s.view);
     }
   }
 
   /** A bug must cost one request, never the process. */
-  private failed(req: http.IncomingMessage, res: http.ServerResponse, id: string, err: unknown, started: number): void {
+  private failed(req: http.IncomingMessage, res: http.ServerResponse, id: string, err: unknown, started: number, view: RequestView): void {
     if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
     else res.destroy();
+    if (view.span !== null) view.span.failed(err, performance.now());
     this.logFailure(req, id, err, started);
   }
 
   private async tunnel(req: http.IncomingMessage, socket: Duplex, head: Buffer, id: string, started: number): Promise<void> {
-    const screened = screen(this.ctx, this.viewOf(req), null, undefined, (release) => (socket.destroyed ? release() : socket.once('close', release)));
+    const screened = screen(this.ctx, this.viewOf(req, started), null, undefined, (release) => (socket.destroyed ? release() : socket.once('close', release)));
     const s = screened instanceof Promise ? await screened : screened;
     const d = s.decision;
     if (!d.admit) {
@@ -176,14 +184,19 @@ export class Gateway {
       return this.finish(req, id, s, { status: d.status, result: undefined }, started);
     }
     const tunnel = this.opts.routes?.pick(s.view.method, s.view.path)?.tunnel ?? this.opts.tunnel;
-    const result = await tunnel.open(req, socket, head, s.target, forwardedHeaders(req, s.view.peer, id, s.view), d.headers, d.matched);
+    const span = s.view.span;
+    const trace = span !== null ? span.upstreamHeaders(req.method ?? 'GET', tunnel.origin, s.view.path, performance.now()) : null;
+    const result = await tunnel.open(req, socket, head, s.target, forwardedHeaders(req, s.view.peer, id, s.view), d.headers, d.matched, trace);
+    if (span !== null) span.upstreamDone(result, performance.now());
     this.finish(req, id, s, { status: result.status, result }, started);
   }
 
-  /** The request as the stages read it, with the policy snapshot read once. */
-  private viewOf(req: http.IncomingMessage): RequestView {
+  /** The request as the stages read it, with the policy snapshot read once (and its server span, when tracing). */
+  private viewOf(req: http.IncomingMessage, started: number): RequestView {
     const policy = this.opts.policy();
-    return new RequestView(req, policy, policy.resolveIp.peer(req.socket.remoteAddress));
+    const v = new RequestView(req, policy, policy.resolveIp.peer(req.socket.remoteAddress));
+    if (this.opts.tracing !== undefined) v.span = this.opts.tracing.start(req, started);
+    return v;
   }
 
   /** The one place a request's answer is recorded: the response metric and the access-log line. */
@@ -210,6 +223,7 @@ export class Gateway {
       metrics.gatewayResponses.labels(String(r.status)).inc();
     }
     if (record !== undefined) this.opts.onRequest!(record);
+    if (s.view.span !== null) s.view.span.end(tracedEnding(s, end.status, error), performance.now());
   }
 
   private logFailure(req: http.IncomingMessage, id: string, err: unknown, started: number): void {
@@ -225,6 +239,23 @@ export class Gateway {
       error: err instanceof Error ? err.message : String(err),
     });
   }
+}
+
+/** What the server span tells of the answer (tracing on only). */
+function tracedEnding(s: Screened, status: number, error: string | undefined): TracedEnding {
+  const { view, decision } = s;
+  const r = view.rules;
+  return {
+    status,
+    error,
+    decision: decision.kind,
+    rules: decision.rules,
+    rejectedBy: decision.rejectedBy,
+    routeRules: [r.limits, r.bans, r.slots],
+    method: view.method,
+    path: view.path,
+    client: view.client.address,
+  };
 }
 
 /**

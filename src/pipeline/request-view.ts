@@ -6,6 +6,8 @@
  * it and read it; it needs no socket (explain and replay build one from a described request).
  */
 import type http from 'node:http';
+// The module's binding, not the global: globalThis.performance is a getter, called on every use.
+import { performance } from 'node:perf_hooks';
 import { forwardedForNodes, type ClientIp, type ParsedForwarded, type Peer } from '../identity/index.js';
 import { connectionTokenDigest } from '../identity/connection-digest.js';
 import type { KeyFacts } from '../keys/index.js';
@@ -15,6 +17,7 @@ import { NO_QUERY, RequestFacts, type BodyParams, type QueryParams } from '../ra
 import type { RequestPolicy } from './policy.js';
 import { NO_ROUTE_RULES, type RouteRules } from './route-rules.js';
 import type { Trace } from './trace.js';
+import type { RequestSpans } from '../observability/tracing.js';
 
 /** A request head as the decision reads it: node:http's IncomingMessage is one; so is a request `explain` describes. */
 export interface RequestHead {
@@ -53,6 +56,8 @@ export class RequestView implements KeyFacts, ParsedForwarded {
   form: BodyParams | undefined;
   /** Why each rule counted the request or not: kept for explain and replay; null on the serving path. */
   trace: Trace | null = null;
+  /** The request's spans when tracing is on (observability/tracing.ts); null: off, nothing traced. */
+  span: RequestSpans | null = null;
 
   constructor(
     readonly req: RequestHead,
@@ -111,7 +116,12 @@ export class RequestView implements KeyFacts, ParsedForwarded {
     if (known !== undefined) return known;
     const found = this.policy.account.resolve(this.token, this.accountHeader(), this.peer.trusted, this);
     if (!(found instanceof Promise)) return (this.account = found);
-    return found.then((account) => (this.account = account));
+    const span = this.span;
+    const started = span !== null ? performance.now() : 0;
+    return found.then((account) => {
+      if (span !== null) span.introspected(started, performance.now(), account);
+      return (this.account = account);
+    });
   }
 
   /** Routes the request by the method Rails will see: matched again only when the override changed it. */

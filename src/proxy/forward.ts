@@ -82,15 +82,23 @@ export interface ForwardRequest {
   readonly dropOverrideHeader: boolean;
   /** The client's IP key (an IPv6 client's network): what the per-client cap of upstream connections counts. */
   readonly clientKey: string;
+  /**
+   * The gateway's `traceparent` (and `tracestate`) as name/value pairs, sent instead of the client's:
+   * the upstream's spans are children of the gateway's. Null: tracing is off, the client's pass through.
+   */
+  readonly trace: readonly string[] | null;
 }
 
 export class Forwarder {
   readonly pool: Pool;
+  /** `http://host:port` of the upstream (the upstream span's url.full). */
+  readonly origin: string;
   readonly admission: UpstreamAdmission;
   readonly clientHost: boolean;
 
   constructor(opts: ForwarderOptions) {
     this.clientHost = opts.clientHost === true;
+    this.origin = opts.origin;
     const connections = opts.connections ?? 128;
     this.pool = new Pool(opts.origin, {
       connections,
@@ -198,7 +206,7 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
       {
         path: out.pathAndQuery,
         method: req.method as 'GET',
-        headers: upstreamRequestHeaders(req, out.forwarded, this.body !== null, out.dropOverrideHeader, this.forwarder.clientHost),
+        headers: upstreamRequestHeaders(req, out.forwarded, this.body !== null, out.dropOverrideHeader, this.forwarder.clientHost, out.trace),
         body: this.body,
       },
       this,
@@ -350,6 +358,8 @@ const FORWARDING = 1 << 3;
 const CLAIM = 1 << 4;
 const CONTENT_LENGTH = 1 << 5;
 const METHOD_OVERRIDE = 1 << 6;
+/** traceparent, tracestate: replaced by the gateway's when tracing is on (the client's is their parent). */
+const TRACE = 1 << 7;
 const SPECIAL: ReadonlyMap<string, number> = (() => {
   const m = new Map<string, number>();
   const add = (name: string, flag: number) => m.set(name, (m.get(name) ?? 0) | flag);
@@ -361,6 +371,7 @@ const SPECIAL: ReadonlyMap<string, number> = (() => {
   for (const n of SCHEME_CLAIMS) add(n, CLAIM);
   add('content-length', CONTENT_LENGTH);
   add('x-http-method-override', METHOD_OVERRIDE);
+  for (const n of ['traceparent', 'tracestate']) add(n, TRACE);
   return m;
 })();
 
@@ -383,6 +394,7 @@ function upstreamRequestHeaders(
   hasBody: boolean,
   dropOverrideHeader: boolean,
   clientHost: boolean,
+  trace: readonly string[] | null,
 ): string[] {
   const raw = req.rawHeaders;
   const listed = connectionListed(req.headers.connection);
@@ -396,7 +408,7 @@ function upstreamRequestHeaders(
     const lower = name.toLowerCase();
     const folded = rackSpelling(lower);
     const f = SPECIAL.get(folded);
-    if (f !== undefined && !copied(f, forwarded.trusted, hasBody, dropOverrideHeader, clientHost, folded !== lower)) continue;
+    if (f !== undefined && !copied(f, forwarded.trusted, hasBody, dropOverrideHeader, clientHost, folded !== lower, trace !== null)) continue;
     if (listed !== null && listed.has(folded)) continue;
     out.push(name, raw[i + 1]!);
   }
@@ -415,6 +427,7 @@ function upstreamRequestHeaders(
     forwarded.requestId,
   );
   if (forwarded.forwarded !== undefined) out.push('forwarded', forwarded.forwarded);
+  if (trace !== null) for (const h of trace) out.push(h);
   return out;
 }
 
@@ -425,8 +438,17 @@ function upstreamRequestHeaders(
  * passes: the gateway reads only the dashed spelling (the method override, Content-Length), and Puma
  * would read the other as the same header, so the app could see a value the gateway never judged.
  */
-function copied(f: number, trusted: boolean, hasBody: boolean, dropOverrideHeader: boolean, clientHost: boolean, underscored: boolean): boolean {
+function copied(
+  f: number,
+  trusted: boolean,
+  hasBody: boolean,
+  dropOverrideHeader: boolean,
+  clientHost: boolean,
+  underscored: boolean,
+  traced: boolean,
+): boolean {
   if ((f & (HOP | FORWARDING)) !== 0) return false;
+  if ((f & TRACE) !== 0) return !traced;
   if (underscored) return (f & CLAIM) !== 0 && trusted;
   if ((f & REBUILT) !== 0 && !(clientHost && (f & HOST) !== 0)) return false;
   if ((f & CLAIM) !== 0 && !trusted) return false;

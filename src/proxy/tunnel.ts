@@ -31,7 +31,8 @@ export class Tunnel {
   private readonly sockets = new Set<Duplex>();
   private readonly proxy: httpProxy;
 
-  constructor(origin: string) {
+  /** `http://host:port` of the upstream (the upstream span's url.full). */
+  constructor(readonly origin: string) {
     this.proxy = httpProxy.createProxyServer({ target: origin, ws: true, xfwd: false });
     // Registered before http-proxy's own listeners, so the head is rewritten before it is written.
     this.proxy.on('proxyReqWs', (proxyReq, req) => {
@@ -66,6 +67,8 @@ export class Tunnel {
     forwarded: ForwardedHeaders,
     extraHeaders: readonly string[],
     dropUpstreamRateLimitHeaders: boolean,
+    /** The gateway's traceparent (and tracestate), replacing the client's; null: the client's pass through. */
+    trace: readonly string[] | null = null,
   ): Promise<ForwardResult> {
     if (socket.destroyed) return Promise.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds: 0 });
     req.url = pathAndQuery;
@@ -77,6 +80,11 @@ export class Tunnel {
     req.headers['x-forwarded-ssl'] = forwarded.ssl;
     req.headers['x-request-id'] = forwarded.requestId;
     if (forwarded.forwarded !== undefined) req.headers.forwarded = forwarded.forwarded;
+    if (trace !== null) {
+      delete req.headers.traceparent;
+      delete req.headers.tracestate;
+      for (let i = 0; i < trace.length; i += 2) req.headers[trace[i]!] = trace[i + 1]!;
+    }
     return new Promise((resolve) => {
       (req as UpgradingRequest)[UPGRADE] = { extraHeaders, dropUpstreamRateLimitHeaders, started: performance.now(), resolve, settled: false };
       this.proxy.ws(req, socket, head);
