@@ -9,6 +9,7 @@ import { formatDuration } from '../config/fields/duration.js';
 import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
 import type { FleetSketches } from '../fleet/fleet.js';
 import type { Guard } from '../guard/guard.js';
+import type { SurgeSummary } from '../surge/surges.js';
 import type { StoreHandle } from '../limiter/factory.js';
 import type { Metrics } from '../observability/metrics.js';
 import { VERSION } from '../observability/version.js';
@@ -18,16 +19,6 @@ import { RuleRates, type DecisionRates, type RateWindow } from './rates.js';
 import { ReloadHistory, type ReloadOutcome, type ReloadRecord } from './reloads.js';
 
 /** A surge of the table (surge/surges.ts `status`); the page shows the section only when there is one. */
-export interface SurgeStatus {
-  readonly name: string;
-  readonly active: boolean;
-  /** ISO times, when known. */
-  readonly since?: string | null;
-  readonly until?: string | null;
-  /** The trigger, as a person reads it (e.g. `sign-up above 500 within 1h`). */
-  readonly trigger?: string;
-}
-
 /** The live sources the page reads besides the admin API's own (policy, guard). */
 export interface StatusSources {
   readonly rates: RuleRates;
@@ -37,7 +28,7 @@ export interface StatusSources {
   readonly storeUrl: string;
   readonly metrics: Pick<Metrics, 'storeNodeUp' | 'storeProbe'>;
   /** Surges and their state, once the table has them. */
-  readonly surges?: () => readonly SurgeStatus[];
+  readonly surges?: () => readonly SurgeSummary[];
 }
 
 export interface RuleStatus {
@@ -80,7 +71,7 @@ export interface StatusData {
   /** Per recently limited rule, the body of GET /admin/limited?rule=NAME&top=10. */
   readonly limited: readonly unknown[];
   readonly reloads: readonly ReloadRecord[];
-  readonly surges: readonly SurgeStatus[];
+  readonly surges: readonly SurgeSummary[];
 }
 
 /** Top keys asked per rule, and rules shown at most: the page stays small whatever the table. */

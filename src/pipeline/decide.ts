@@ -7,7 +7,7 @@
 // The module's binding, not the global: globalThis.performance is a getter, called on every use.
 import { performance } from 'node:perf_hooks';
 import type { CompiledRule } from '../config/types.js';
-import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from '../limiter/types.js';
+import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ERROR_BODIES } from '../http/errors.js';
 import { NEED, needs } from '../keys/index.js';
@@ -15,7 +15,9 @@ import { admitted, NO_HEADERS, NO_RULES, refusal, type Decision } from './decisi
 import { rateLimited, rateLimitHeaders } from './rate-limited.js';
 import { bucketsFor, isExemptAccount } from './policy.js';
 import type { RequestView } from './request-view.js';
-import { spendIntrospection } from './introspection-budget.js';
+import { spendIntrospection } from './spend-introspection.js';
+import type { DecideContext } from './context.js';
+import type { Stage } from './drive.js';
 
 export type { Decision, DecisionKind } from './decision.js';
 
@@ -23,19 +25,15 @@ const UNMATCHED: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, false, 
 const EXEMPT: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'exempt'));
 const NO_BUCKET: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'unmatched'));
 
-/** What the decision needs besides the request: the store, the metrics, and the store's clock. */
-export interface DecideContext {
-  readonly store: Store;
-  readonly metrics: Metrics;
-  /** Epoch ms; the store's clock as near as the gateway knows it (for an early refusal's headers). */
-  readonly now: () => number;
-  /** Runtime exemptions (the admin API's), beside `exempt.ips`. */
-  readonly runtimeExempt?: ((address: string) => boolean) | undefined;
-  /** Told the rule and bucket key of each request limited (the triage sketch). */
-  readonly onLimited?: ((rule: string, bucketKey: string) => void) | undefined;
-}
+export type { DecideContext } from './context.js';
 
-/** The limit decision for the request `v` describes (its rules matched and its parameters read by screen()). */
+/** The last stage: the limit decision, an answer either way (admitted with its headers, or the 429). */
+export const limitStage: Stage = {
+  name: 'limits',
+  run: (ctx, s) => decide(ctx, s.view),
+};
+
+/** The limit decision for the request `v` describes (its rules matched and its parameters read by the stages before it). */
 export function decide(ctx: DecideContext, v: RequestView): Decision | Promise<Decision> {
   const matched = v.rules.limits;
   if (matched.length === 0) return UNMATCHED;
@@ -60,7 +58,7 @@ export async function beforeIntrospection(ctx: DecideContext, v: RequestView): P
 }
 
 async function lookUpAccount(ctx: DecideContext, v: RequestView): Promise<Decision> {
-  await v.resolveAccount();
+  await v.lookUpAccount();
   return withAccount(ctx, v);
 }
 

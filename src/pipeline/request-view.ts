@@ -103,13 +103,15 @@ export class RequestView implements KeyFacts, ParsedForwarded {
     return this.account;
   }
 
-  /** The account, looked up once per request (an upstream call on an introspection cache miss). */
-  resolveAccount(): string | null | Promise<string | null> {
+  /**
+   * The account, looked up once per request: an upstream call on an introspection cache miss (the
+   * stages ask only when knownAccount() has no answer).
+   */
+  lookUpAccount(): Promise<string | null> {
     const known = this.knownAccount();
-    if (known !== undefined) return known;
+    if (known !== undefined) return Promise.resolve(known);
     const found = this.policy.account.resolve(this.token, this.accountHeader(), this.peer.trusted, this);
-    if (!(found instanceof Promise)) return (this.account = found);
-    return found.then((account) => (this.account = account));
+    return Promise.resolve(found).then((account) => (this.account = account));
   }
 
   /** Routes the request by the method Rails will see: matched again only when the override changed it. */
