@@ -1,7 +1,7 @@
 /**
  * @module One base for the errors rategate throws, each with a stable `code` (as undici's errors
  * module): callers and tests tell failures apart by code or class, never by message. A leaf at the
- * bottom (like rack-params.ts): every folder may import it, it imports nothing. What the gateway
+ * bottom (like rails/rack-params.ts): every folder may import it, it imports nothing. What the gateway
  * ANSWERS is another catalogue (http/errors.ts).
  */
 
