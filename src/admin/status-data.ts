@@ -9,7 +9,7 @@ import { formatDuration } from '../config/fields/duration.js';
 import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
 import type { FleetSketches } from '../fleet/fleet.js';
 import type { Guard } from '../guard/guard.js';
-import type { SurgeSummary } from '../surge/surges.js';
+import type { SurgeSummary } from '../surge/report.js';
 import type { StoreHandle } from '../limiter/factory.js';
 import type { Metrics } from '../observability/metrics.js';
 import { VERSION } from '../observability/version.js';

@@ -19,6 +19,7 @@ import { fieldOf } from '../guard/view.js';
 import { bucketKey } from '../limiter/keys.js';
 import type { BucketSpec, Store, StoreLog } from '../limiter/types.js';
 import { NetworkShares } from './network-shares.js';
+import type { SurgeInfo, SurgeSummary } from './report.js';
 
 /** How often each replica looks for a surge that started or ended (its log lines; the request path reads the picture directly). */
 const WATCH_MS = 250;
@@ -59,37 +60,6 @@ export interface SurgeSetup {
   readonly store: Store;
   readonly log: StoreLog;
   readonly config: () => Pick<Config, 'surges'>;
-}
-
-/** One surge as the status page lists it, from this replica's picture. */
-export interface SurgeSummary {
-  readonly name: string;
-  readonly active: boolean;
-  /** ISO times, when known. */
-  readonly since?: string | null;
-  readonly until?: string | null;
-  /** The trigger, as a person reads it (e.g. `sign-up above 500 within 1h`). */
-  readonly trigger?: string;
-}
-
-/** What GET /admin/surges and the status page show of one surge. */
-export interface SurgeInfo {
-  readonly name: string;
-  readonly active: boolean;
-  readonly startedAt: string | null;
-  readonly endsAt: string | null;
-  readonly reason: string | null;
-  readonly who: string | null;
-  readonly trigger: {
-    readonly rule: string;
-    readonly above: number;
-    readonly within: string;
-    readonly statuses: readonly (number | string)[];
-    readonly perNetwork: number;
-    readonly count: number | null;
-  };
-  readonly for: string;
-  readonly rules: readonly string[];
 }
 
 /** The guard entry id of a surge: never an address, so no release reads it as a block or exemption. */
