@@ -1,7 +1,7 @@
 /**
  * @module One base for the errors rategate throws, each with a stable `code` (as undici's errors
  * module): callers and tests tell failures apart by code or class, never by message. A leaf at the
- * bottom (like rack-params.ts): every folder may import it, it imports nothing. What the gateway
+ * bottom (like rails/rack-params.ts): every folder may import it, it imports nothing. What the gateway
  * ANSWERS is another catalogue (http/errors.ts).
  */
 
@@ -16,7 +16,7 @@ export const THROWN_ERRORS = {
   },
   WORKERS_REFUSED: { thrower: 'WorkersRefused (src/app/workers.ts)', when: '`serve --workers N` with a store the workers cannot share' },
   PARAM_INVALID: {
-    thrower: 'ParamError (src/rack-params.ts)',
+    thrower: 'ParamError (src/rails/rack-params.ts)',
     when: 'a parameter set Rails would refuse (a type conflict, too deep, bad JSON: 400; too many: 413)',
   },
   PARAM_BEYOND_PEEK: {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, hasCode, RategateError } from '../src/errors.js';
 import { ConfigError } from '../src/config/errors.js';
 import { WorkersRefused } from '../src/app/workers.js';
-import { ParamError } from '../src/rack-params.js';
+import { ParamError } from '../src/rails/rack-params.js';
 import { ParamBeyondPeekError } from '../src/rails/replay-body.js';
 import { BodyTooLargeError } from '../src/proxy/upstream-body.js';
 import { BodyTooSlowError } from '../src/http/body-rate.js';

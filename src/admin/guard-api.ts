@@ -8,7 +8,7 @@ import type http from 'node:http';
 import { parseDuration, formatDuration } from '../config/fields/duration.js';
 import { checkIpOrCidr } from '../config/fields/validators.js';
 import type { Guard } from '../guard/guard.js';
-import type { EntryKind, GuardEntry } from '../guard/state.js';
+import type { EntryKind, GuardEntry } from '../guard/entry.js';
 import { ipBucketKey } from '../identity/index.js';
 import { KIND_NAMES, KINDS } from '../keys/kinds.js';
 import type { Store } from '../limiter/types.js';
@@ -244,7 +244,7 @@ function banKeysNamedBy(given: string, ipv6Prefix: number): string[] {
 
 function noBanMessage(ctx: GuardApiContext, ban: string, given: string): string {
   const names = ctx.policy.snapshot.config.bans.map((b) => b.name);
-  if (!names.includes(ban) && !ctx.guard.hasBans(ban)) return `no ban named ${JSON.stringify(ban)} (bans: ${names.join(', ') || 'none'})`;
+  if (!names.includes(ban) && !ctx.guard.bans.has(ban)) return `no ban named ${JSON.stringify(ban)} (bans: ${names.join(', ') || 'none'})`;
   return `no ban ${ban} on ${given} (keys as GET /admin/bans lists them: ip:203.0.113.7 or the bare IP, acct:a:42, sig:mastodon.example, ${DIGEST_TAGS}; a composite key's parts joined by |)`;
 }
 

@@ -3,19 +3,13 @@
  * /metrics, /healthz, /readyz, and the token-guarded /admin/* API and status page (single process only).
  */
 import http from 'node:http';
-import type { Store } from '../limiter/types.js';
-import type { RequestPolicy } from '../pipeline/policy.js';
 import { bucketsEndpoint } from './buckets.js';
 import { guardEndpoint } from './guard-api.js';
-import type { Guard } from '../guard/guard.js';
 import { BEARER_CHALLENGE, doorCheck } from './door.js';
-import type { AdminCredential } from './token.js';
-import type { StatusSources } from './status-data.js';
 import { STATUS_PATHS, serveStatus } from './status-route.js';
-import type { StoreLog } from '../limiter/types.js';
-import type { FleetSketches } from '../fleet/fleet.js';
 import { actorOf, auditFor } from './audit.js';
 import { hostRefusal, writeRefusal } from './browser-check.js';
+import type { AdminApi } from './api.js';
 
 /** What /metrics serves: this process's registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -31,25 +25,6 @@ export interface AdminOptions {
   health?: () => Record<string, unknown>;
   /** The /admin/* API; absent on the cluster primary, where those paths answer 404. */
   api?: AdminApi;
-}
-
-export interface AdminApi {
-  policy: () => RequestPolicy;
-  store: Store;
-  /** Runtime blocks, exemptions, bans and triage (absent: those endpoints answer 404). */
-  guard?: Guard;
-  /** The admin tokens in force (see loadAdminCredentials), read per request so a reload can rotate them. */
-  credentials: () => readonly AdminCredential[];
-  /** Whether the listener accepts connections from this host only (see isLoopbackListen). */
-  loopbackOnly: boolean;
-  /** The Host names this listener answers to besides admin.allowedHosts (see listenerNames). */
-  names: ReadonlySet<string>;
-  /** The status page's live sources (absent: `/`, `/status` and `/status.json` answer 404). */
-  status?: StatusSources;
-  /** Where the audit line of each admin write goes (absent: none is written). */
-  log?: StoreLog;
-  /** The replicas sharing the store (absent: a memory store, /admin/limited is this process's). */
-  fleet?: FleetSketches | undefined;
 }
 
 export function createAdminServer(opts: AdminOptions): http.Server {

@@ -11,6 +11,7 @@ import { parseStoreUrl, redactStoreUrl } from '../config/store-url.js';
 import type { FleetSketches } from '../fleet/fleet.js';
 import { decodeRates, encodeRates, type PublishedRates } from '../fleet/rates.js';
 import type { Guard } from '../guard/guard.js';
+import type { SurgeSummary } from '../surge/report.js';
 import type { StoreHandle } from '../limiter/factory.js';
 import type { Metrics } from '../observability/metrics.js';
 import { VERSION } from '../observability/version.js';
@@ -21,16 +22,6 @@ import { RuleRates, type DecisionRates, type RateWindow } from './rates.js';
 import { ReloadHistory, type ReloadOutcome, type ReloadRecord } from './reloads.js';
 
 /** A surge of the table (surge/surges.ts `status`); the page shows the section only when there is one. */
-export interface SurgeStatus {
-  readonly name: string;
-  readonly active: boolean;
-  /** ISO times, when known. */
-  readonly since?: string | null;
-  readonly until?: string | null;
-  /** The trigger, as a person reads it (e.g. `sign-up above 500 within 1h`). */
-  readonly trigger?: string;
-}
-
 /** The live sources the page reads besides the admin API's own (policy, guard). */
 export interface StatusSources {
   readonly rates: RuleRates;
@@ -42,7 +33,7 @@ export interface StatusSources {
   /** The default upstream's probe (the one rategate_upstream_up reads). */
   readonly upstream?: Pick<UpstreamProbe, 'read'>;
   /** Surges and their state, once the table has them. */
-  readonly surges?: () => readonly SurgeStatus[];
+  readonly surges?: () => readonly SurgeSummary[];
 }
 
 export interface RuleStatus {
@@ -122,7 +113,7 @@ export interface StatusData {
   /** Per recently limited rule, the body of GET /admin/limited?rule=NAME&top=10. */
   readonly limited: readonly unknown[];
   readonly reloads: readonly ReloadRecord[];
-  readonly surges: readonly SurgeStatus[];
+  readonly surges: readonly SurgeSummary[];
 }
 
 /** Top keys asked per rule, and rules shown at most: the page stays small whatever the table. */

@@ -7,7 +7,7 @@
  */
 import type http from 'node:http';
 import { BEARER_CHALLENGE, doorCheck } from './door.js';
-import type { AdminApi } from './server.js';
+import type { AdminApi } from './api.js';
 import { CONTENT_SECURITY_POLICY } from './status-assets.js';
 import { statusData, type StatusData } from './status-data.js';
 import { notice, statusPage } from './status-page.js';

@@ -199,7 +199,7 @@ async function openGuard(
 ) {
   const guard = await createGuard({ store: storeCfg, registry: metrics.registry, log, config, now });
   // `surges:` run on the guard: their state is its (kind surge), their counts are in the counter store.
-  guard.surges = new Surges({ guard, store: storeHandle.store, log, config });
+  guard.surges = new Surges({ state: guard.state, now: guard.now, store: storeHandle.store, log, config });
   guard.rulesInUse(followsStore(config()));
   return { guard, fleet: joinFleet({ store: storeCfg, handle: storeHandle, metrics, top: guard.top, rates }) };
 }

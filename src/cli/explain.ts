@@ -20,7 +20,7 @@ import { Metrics } from '../observability/metrics.js';
 import { buildRequestPolicy, type RequestPolicy } from '../pipeline/policy.js';
 import { headlineBucket } from '../pipeline/ratelimit-headers.js';
 import { RequestView, type RequestHead } from '../pipeline/request-view.js';
-import { screen, type Screened } from '../pipeline/screen.js';
+import { screened as screenedBy, type Screened } from '../pipeline/screen.js';
 import { Trace, unmatchedReason, type RuleNote } from '../pipeline/trace.js';
 
 export interface ExplainRequest {
@@ -82,8 +82,8 @@ export async function explainRequest(snapshot: Snapshot, r: ExplainRequest): Pro
   try {
     const ctx = { store, metrics: new Metrics({ collectDefault: false }), now: Date.now, guard };
     const body = r.body === undefined ? null : Buffer.from(r.body);
-    const screened = await screen(ctx, v, body ?? Buffer.alloc(0), undefined, (release) => void releases.push(release));
-    if (v.account === undefined) await v.resolveAccount(); // for the account line: the upstream is not asked
+    const screened = await screenedBy(ctx, v, body ?? Buffer.alloc(0), (release) => void releases.push(release));
+    if (v.account === undefined) await v.lookUpAccount(); // for the account line: the upstream is not asked
     return { screened, trace, lines: describe(snapshot, policy, screened, trace, r) };
   } finally {
     for (const release of releases) release();

@@ -34,7 +34,7 @@ export async function createGuard(s: GuardSetup): Promise<Guard> {
   guard.metrics = new GuardMetrics(
     s.registry,
     () => ({
-      bansActive: () => guard.activeBans(),
+      bansActive: () => guard.bans.active(),
       blocksActive: () => ({ config: s.config().block.ips.length, runtime: guard.view.blocks.size }),
       exemptionsActive: () => ({ config: s.config().exempt.ips.length, runtime: guard.view.exempts.size }),
       surgesActive: () => new Map(guard.surges?.status().map((x) => [x.name, x.active]) ?? []),

@@ -4,7 +4,7 @@
  * replica's entries back to a store that lost them. Also how an entry is written as a hash field and
  * JSON value, and read back.
  */
-import { isLive, type GuardEntry } from './state.js';
+import { isLive, type GuardEntry } from './entry.js';
 import { fieldOf, GuardView } from './view.js';
 import { LOG_MAXLEN, type GuardClient, type GuardKeys } from './redis-scripts.js';
 

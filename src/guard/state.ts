@@ -4,22 +4,8 @@
  * between replicas. Either way a state keeps a local picture (view.ts) that the request path reads, and
  * changes it one entry at a time.
  */
+import { isLive, type EntryKind, type GuardEntry } from './entry.js';
 import { fieldOf, GuardView, splitBanId } from './view.js';
-
-export type EntryKind = 'block' | 'exempt' | 'ban' | 'surge';
-
-/** One runtime block, exemption or ban. Times are epoch ms. */
-export interface GuardEntry {
-  readonly kind: EntryKind;
-  /** block/exempt: the IP or CIDR as given; ban: `<ban name>/<key>`; surge: `surge:<name>` (never an address, to older releases either). */
-  readonly id: string;
-  readonly reason: string;
-  readonly createdAt: number;
-  /** null: until removed (runtime blocks without `for`). */
-  readonly expiresAt: number | null;
-  /** Who made it: `token <id> from <address>` for an admin write, `ban <name>` for a ban (absent: an older release wrote it). */
-  readonly who?: string;
-}
 
 export interface BanCount {
   /** `<ban name>/<key>`: the ban entry's id. */
@@ -74,10 +60,6 @@ export interface GuardState {
    */
   follow(on: boolean): void;
   close(): Promise<void>;
-}
-
-export function isLive(e: GuardEntry, now: number): boolean {
-  return e.expiresAt === null || e.expiresAt > now;
 }
 
 /** Ends the oldest bans of `ban` beyond `max` in `view`; the ids of the live ones ended. */

@@ -7,7 +7,7 @@
  */
 import { CidrIndex } from './cidr-index.js';
 import { ExpiryHeap } from './expiry-heap.js';
-import type { EntryKind, GuardEntry } from './state.js';
+import type { EntryKind, GuardEntry } from './entry.js';
 
 export interface BanHit {
   readonly ban: string;

@@ -11,7 +11,7 @@ import { tokenDigest } from '../identity/account.js';
 import { accountKeyNamedBy } from '../identity/account-key.js';
 import { ipBucketKey } from '../identity/ip.js';
 import { normalizeParamKey } from '../identity/key-normalize.js';
-import { parseKey } from '../rack-params.js';
+import { parseKey } from '../rails/rack-params.js';
 import { tokenClaim } from './jwt.js';
 import { keyIdDomain, requestSignatureDomain } from './signature.js';
 import { NEED } from './needs.js';

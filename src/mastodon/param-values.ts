@@ -1,5 +1,5 @@
 /** @module Reading typed values out of a Rack parameter tree, with Rails' casting rules and 422s. */
-import { isHash, kindOf, type ParamHash, type ParamValue } from '../rack-params.js';
+import { isHash, kindOf, type ParamHash, type ParamValue } from '../rails/rack-params.js';
 import { HttpError } from './reply.js';
 
 /** Rails' boolean casting for query and form values (MASTODON.md). */

@@ -1,12 +1,12 @@
 /**
  * @module The built-in upstream's request reader: query, forms, multipart and JSON into one Rack
- * parameter tree (the tree itself is rack-params.ts, shared with the gateway; the value readers are
+ * parameter tree (the tree itself is rails/rack-params.ts, shared with the gateway; the value readers are
  * param-values.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
-import { MAX_PARAMS, mergeParams, pairsToHash, parseUrlEncoded, fromJson, type ParamHash } from '../rack-params.js';
+import { MAX_PARAMS, mergeParams, pairsToHash, parseUrlEncoded, fromJson, type ParamHash } from '../rails/rack-params.js';
 import { onBody } from '../http/message.js';
 import { HttpError } from './reply.js';
 
@@ -25,7 +25,7 @@ export {
   type ParamHash,
   type ParamScalar,
   type ParamValue,
-} from '../rack-params.js';
+} from '../rails/rack-params.js';
 export { getBool, getHash, getInt, getPresent, getString, getStringArray, toBool } from './param-values.js';
 
 /** A multipart file part, handed to the route while the body is still arriving. */

@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RouteContext, type Handler, type ResolvedOptions } from './context.js';
 import { HttpError, notFound, sendJson } from './reply.js';
-import { ParamError } from '../rack-params.js';
+import { ParamError } from '../rails/rack-params.js';
 import { signUp, updateCredentials, verifyCredentials } from './routes/accounts.js';
 import { paranoidMail, signIn } from './routes/auth.js';
 import { showMedia, uploadV1, uploadV2 } from './routes/media.js';

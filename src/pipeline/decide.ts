@@ -7,7 +7,7 @@
 // The module's binding, not the global: globalThis.performance is a getter, called on every use.
 import { performance } from 'node:perf_hooks';
 import type { CompiledRule } from '../config/types.js';
-import { StoreUnavailableError, type BucketSpec, type ConsumeOutcome, type Store } from '../limiter/types.js';
+import { StoreUnavailableError, type BucketSpec, type ConsumeOutcome } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ERROR_BODIES } from '../http/errors.js';
 import { NEED, needs } from '../keys/index.js';
@@ -15,7 +15,10 @@ import { admitted, NO_HEADERS, NO_RULES, refusal, type Decision } from './decisi
 import { rateLimited, rateLimitHeaders } from './rate-limited.js';
 import { bucketsFor, isExemptAccount } from './policy.js';
 import type { RequestView } from './request-view.js';
-import { spendIntrospection } from './introspection-budget.js';
+import { spendIntrospection } from './spend-introspection.js';
+import type { DecideContext } from './context.js';
+import { GO_ON, verdictOf, type Stage, type Verdict } from './drive.js';
+import { Screening, type Ending } from './screening.js';
 
 export type { Decision, DecisionKind } from './decision.js';
 
@@ -23,58 +26,66 @@ const UNMATCHED: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, false, 
 const EXEMPT: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'exempt'));
 const NO_BUCKET: Decision = Object.freeze(admitted(NO_HEADERS, NO_RULES, true, 'unmatched'));
 
-/** What the decision needs besides the request: the store, the metrics, and the store's clock. */
-export interface DecideContext {
-  readonly store: Store;
-  readonly metrics: Metrics;
-  /** Epoch ms; the store's clock as near as the gateway knows it (for an early refusal's headers). */
-  readonly now: () => number;
-  /** Runtime exemptions (the admin API's), beside `exempt.ips`. */
-  readonly runtimeExempt?: ((address: string) => boolean) | undefined;
-  /** Told the rule and bucket key of each request limited (the triage sketch). */
-  readonly onLimited?: ((rule: string, bucketKey: string) => void) | undefined;
-}
-
-/** The limit decision for the request `v` describes (its rules matched and its parameters read by screen()). */
-export function decide(ctx: DecideContext, v: RequestView): Decision | Promise<Decision> {
-  const matched = v.rules.limits;
-  if (matched.length === 0) return UNMATCHED;
-  if (v.exempt(ctx.runtimeExempt)) return EXEMPT;
-  if (!anyNeedsAccount(matched)) return charge(ctx, v);
-  if (v.knownAccount() !== undefined) return withAccount(ctx, v);
-  const early = earlyOrBudget(ctx, v);
-  if (!(early instanceof Promise)) return early ?? lookUpAccount(ctx, v);
-  return early.then((d) => d ?? lookUpAccount(ctx, v));
-}
+export type { DecideContext } from './context.js';
 
 /**
  * Before the account is looked up (an upstream call on a cache miss), what needs no upstream: a request
  * the buckets known without the account already refuse (a flood with a fresh token each time) costs the
- * upstream nothing; then the client's introspection budget, spent only when a call would follow.
- * Null: go on and look the account up. Security (issue 37): cheap refusals first, DESIGN principle 14.
+ * upstream nothing; then the client's introspection budget, spent only when a call would follow; then
+ * the lookup. Run by the driver as steps (drive.ts verdictOf) wherever a stage needs the account: a
+ * flood refused locally is answered with no promise. Security (issue 37): cheap refusals first, DESIGN
+ * principle 14.
  */
-export function beforeIntrospection(ctx: DecideContext, v: RequestView): Promise<Decision | null> {
-  const early = earlyOrBudget(ctx, v);
-  return early instanceof Promise ? early : Promise.resolve(early);
+export const ACCOUNT_STEPS: readonly Stage[] = Object.freeze([
+  { name: 'early-refusal', run: (ctx, s) => refuseEarly(ctx, s.view) },
+  { name: 'introspection-budget', run: (ctx, s) => spendBudget(ctx, s.view) },
+  { name: 'account-lookup', run: (_ctx, s) => s.view.lookUpAccount().then(() => GO_ON) },
+] satisfies Stage[]);
+
+/** The account a limit rule of the route needs, when it is not known without I/O (ACCOUNT_STEPS). */
+export const limitAccountStage: Stage = {
+  name: 'limits-account',
+  run: (ctx, s) => (lookUpFor(ctx, s.view) ? verdictOf(ACCOUNT_STEPS, 0, ctx, s) : GO_ON),
+};
+
+/** The last stage: the limit decision, an answer either way (admitted with its headers, or the 429). */
+export const limitStage: Stage = {
+  name: 'limits',
+  run: (ctx, s) => decideKnown(ctx, s.view),
+};
+
+/** Both limit stages in order, for callers that decide a request whose stages before them have run. */
+export const LIMIT_STAGES: readonly Stage[] = Object.freeze([limitAccountStage, limitStage]);
+
+/** Who hears nothing: decide() reads the verdict itself. */
+const NO_ENDING: Ending = { screened: () => {}, failed: () => {}, held: () => {} };
+
+/** The limit decision for the request `v` describes (its rules matched and its parameters read by the stages before it). */
+export function decide(ctx: DecideContext, v: RequestView): Decision | Promise<Decision> {
+  // The last stage always answers: its verdict is a decision.
+  return verdictOf(LIMIT_STAGES, 0, ctx, new Screening(v, null, undefined, NO_ENDING)) as Decision | Promise<Decision>;
 }
 
-/** beforeIntrospection's answer, as a value when no store call was needed (a flood refused locally). */
-function earlyOrBudget(ctx: DecideContext, v: RequestView): Decision | null | Promise<Decision | null> {
-  const early = refuseEarly(ctx, v);
-  if (early instanceof Promise) return early.then((d) => d ?? spendBudget(ctx, v));
-  return early ?? spendBudget(ctx, v);
+/** Whether the limit rules need an account not yet known (not for an exempt client or an unmatched route). */
+function lookUpFor(ctx: DecideContext, v: RequestView): boolean {
+  const matched = v.rules.limits;
+  return matched.length > 0 && anyNeedsAccount(matched) && v.knownAccount() === undefined && !v.exempt(ctx.runtimeExempt);
+}
+
+/** The decision once the account is known (or not needed). */
+function decideKnown(ctx: DecideContext, v: RequestView): Decision | Promise<Decision> {
+  const matched = v.rules.limits;
+  if (matched.length === 0) return UNMATCHED;
+  if (v.exempt(ctx.runtimeExempt)) return EXEMPT;
+  if (!anyNeedsAccount(matched)) return charge(ctx, v);
+  return withAccount(ctx, v);
 }
 
 /** The client's introspection budget, spent only when an upstream call would follow. */
-function spendBudget(ctx: DecideContext, v: RequestView): Decision | null | Promise<Decision | null> {
+function spendBudget(ctx: DecideContext, v: RequestView): Verdict | Promise<Verdict> {
   const budget = v.policy.introspectionBudget;
-  if (budget === null || !v.policy.account.introspects(v.token, v)) return null;
+  if (budget === null || !v.policy.account.introspects(v.token, v)) return GO_ON;
   return spendIntrospection(ctx, v, budget);
-}
-
-function lookUpAccount(ctx: DecideContext, v: RequestView): Decision | Promise<Decision> {
-  const account = v.resolveAccount();
-  return account instanceof Promise ? account.then(() => withAccount(ctx, v)) : withAccount(ctx, v);
 }
 
 function withAccount(ctx: DecideContext, v: RequestView): Decision | Promise<Decision> {
@@ -134,13 +145,13 @@ function decided(
 
 /**
  * Reads, without charging, the buckets that need no account; a 429 when one of them has no room,
- * else null. Nothing is charged either way: the full, all-or-nothing consume comes after. A value when
+ * else go on. Nothing is charged either way: the full, all-or-nothing consume comes after. A value when
  * the store reads without I/O (the memory store; a bucket the blocked cache holds): a flood refused
  * this way costs no promise and no store call.
  */
-function refuseEarly(ctx: DecideContext, v: RequestView): Decision | null | Promise<Decision | null> {
+function refuseEarly(ctx: DecideContext, v: RequestView): Verdict | Promise<Verdict> {
   const { specs, rules } = bucketsFor(v.policy, v.rules.limits, v, false);
-  if (specs.length === 0) return null;
+  if (specs.length === 0) return GO_ON;
   const store = ctx.store;
   const started = v.span !== null ? performance.now() : 0;
   const local = store.readLocal?.(specs);
@@ -156,7 +167,7 @@ function refuseEarly(ctx: DecideContext, v: RequestView): Decision | null | Prom
         ? store.read(specs)
         : Promise.all(specs.map((spec) => store.peek(spec))).then((buckets): ConsumeOutcome => ({ allowed: false, decider: 'store', now: ctx.now(), buckets }));
   } catch {
-    return null;
+    return GO_ON;
   }
   return read.then(
     (outcome) => {
@@ -165,15 +176,15 @@ function refuseEarly(ctx: DecideContext, v: RequestView): Decision | null | Prom
     },
     (err: unknown) => {
       if (v.span !== null) v.span.stored('peek', started, performance.now(), specs.length, null, err);
-      return null; // the store's trouble is the consume's to handle, with its onError policy
+      return GO_ON; // the store's trouble is the consume's to handle, with its onError policy
     },
   );
 }
 
-/** The early 429 when a bucket read has no room, else null. */
-function refusedByRead(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], outcome: ConsumeOutcome): Decision | null {
+/** The early 429 when a bucket read has no room, else go on. */
+function refusedByRead(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], outcome: ConsumeOutcome): Verdict {
   const by = rejecting(rules, outcome);
-  if (by === undefined) return null;
+  if (by === undefined) return GO_ON;
   countDecision(ctx.metrics, rules, outcome);
   noteLimited(ctx, rules, specs, outcome);
   return rateLimited(v.policy, by, { rules, outcome });

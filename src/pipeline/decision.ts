@@ -1,6 +1,7 @@
 /** @module What the stages before an ending decide about a request, and the shapes of the gateway's own answers. */
 import type { CompiledRule } from '../config/types.js';
 import type { ConsumeOutcome } from '../limiter/types.js';
+import { ERROR_BODIES, GATEWAY_ERRORS, type GatewayErrorCode } from '../http/errors.js';
 
 /** How the decision went, as the access log names it. */
 export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';
@@ -54,4 +55,9 @@ export function admitted(headers: readonly string[], rules: readonly CompiledRul
 /** A gateway-made refusal that charged nothing (400, 403, 413, 503 …). */
 export function refusal(status: number, body: Buffer, kind: DecisionKind = 'rejected'): Decision {
   return decision(false, status, body, NO_HEADERS, undefined, NO_RULES, undefined, false, kind, undefined);
+}
+
+/** A refusal straight from the error catalogue: its status and its pre-serialized body. */
+export function catalogued(code: GatewayErrorCode, kind: DecisionKind = 'rejected'): Decision {
+  return refusal(GATEWAY_ERRORS[code].status, ERROR_BODIES[code], kind);
 }

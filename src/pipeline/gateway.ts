@@ -22,11 +22,13 @@ import { RequestView } from './request-view.js';
 import { continueNow } from '../http/expect-continue.js';
 import type { RequestPolicy } from './policy.js';
 import type { Guard } from '../guard/guard.js';
-import { countBans, whenDone } from './guard-stage.js';
+import type { Release } from '../guard/slots.js';
 import { recordOf, type RequestRecord } from './access-record.js';
 import { loggedPath } from '../observability/log-redact.js';
 import { refundRefused } from './refund.js';
-import { CONNECTION_FRAMING, screen, SHUTTING_DOWN, TOO_LARGE, type ScreenContext, type Screened } from './screen.js';
+import type { Stage } from './drive.js';
+import { CONNECTION_FRAMING, SHUTTING_DOWN, TOO_LARGE } from './head-stage.js';
+import { screen, screened, STAGES, type Ending, type ScreenContext, type Screened } from './screen.js';
 import type { RequestTracing, TracedEnding } from '../observability/tracing.js';
 
 export type { RequestRecord } from './access-record.js';
@@ -58,10 +60,12 @@ export interface GatewayOptions {
   bodyRate?: BodyRateWatch;
   /** OpenTelemetry traces (observability/tracing.ts); absent: off, no span is made. */
   tracing?: RequestTracing;
+  /** The stages a request goes through (absent: screen.ts STAGES): the list to wrap for a span or a timer per stage. */
+  stages?: readonly Stage[];
 }
 
 /** How an exchange ended, for `finish()`: a gateway answer carries no `result`. */
-interface Ending {
+interface Outcome {
   readonly status: number;
   readonly result: ForwardResult | undefined;
 }
@@ -69,9 +73,11 @@ interface Ending {
 export class Gateway {
   /** The options, as the socket-free stages (screen.ts) read them. */
   private readonly ctx: ScreenContext;
+  private readonly stages: readonly Stage[];
 
   constructor(private readonly opts: GatewayOptions) {
     this.ctx = opts;
+    this.stages = opts.stages ?? STAGES;
   }
 
   /**
@@ -86,13 +92,9 @@ export class Gateway {
     this.opts.bodyRate?.watch(req, res);
     // No promise unless a stage waited: a request decided without I/O is forwarded in this same turn.
     const view = this.viewOf(req, started);
+    const exchange = new PlainExchange(this, req, res, id, started, view);
     try {
-      const screened = screen(this.ctx, view, req, res, (release) => whenDone(res, req, release));
-      if (!(screened instanceof Promise)) return this.conclude(req, res, id, started, screened);
-      screened.then(
-        (s) => this.conclude(req, res, id, started, s),
-        (err: unknown) => this.failed(req, res, id, err, started, view),
-      );
+      void screen(this.ctx, view, req, res, exchange, this.stages);
     } catch (err) {
       this.failed(req, res, id, err, started, view);
     }
@@ -114,8 +116,8 @@ export class Gateway {
     this.opts.routes?.closeTunnels();
   }
 
-  /** The ending of a screened request: its refusal written, or the exchange with the upstream. Never throws. */
-  private conclude(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened): void {
+  /** The ending of a screened request: its refusal written, or the exchange with the upstream. Never throws (PlainExchange's). */
+  conclude(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened): void {
     try {
       const d = s.decision;
       // Answered while the stages ran: a body too slow (http/body-rate.ts).
@@ -168,7 +170,7 @@ export class Gateway {
   }
 
   /** A bug must cost one request, never the process. */
-  private failed(req: http.IncomingMessage, res: http.ServerResponse, id: string, err: unknown, started: number, view: RequestView): void {
+  failed(req: http.IncomingMessage, res: http.ServerResponse, id: string, err: unknown, started: number, view: RequestView): void {
     if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
     else res.destroy();
     if (view.span !== null) view.span.failed(err, performance.now());
@@ -176,8 +178,8 @@ export class Gateway {
   }
 
   private async tunnel(req: http.IncomingMessage, socket: Duplex, head: Buffer, id: string, started: number): Promise<void> {
-    const screened = screen(this.ctx, this.viewOf(req, started), null, undefined, (release) => (socket.destroyed ? release() : socket.once('close', release)));
-    const s = screened instanceof Promise ? await screened : screened;
+    const held = (release: Release): unknown => (socket.destroyed ? release() : socket.once('close', release));
+    const s = await screened(this.ctx, this.viewOf(req, started), null, held, this.stages);
     const d = s.decision;
     if (!d.admit) {
       respondOnSocket(socket, d.status, d.body!, d.headers);
@@ -200,7 +202,7 @@ export class Gateway {
   }
 
   /** The one place a request's answer is recorded: the response metric and the access-log line. */
-  private finish(req: http.IncomingMessage, id: string, s: Screened, end: Ending, started: number): void {
+  private finish(req: http.IncomingMessage, id: string, s: Screened, end: Outcome, started: number): void {
     const r = end.result;
     const error = endingError(r, this.opts.drain);
     // The access-log line first (its duration ends here), then what the answer counts.
@@ -208,7 +210,7 @@ export class Gateway {
       this.opts.onRequest !== undefined && this.opts.wantsRecords?.() !== false
         ? recordOf(req, id, s.view, s.decision, { status: end.status, error }, started)
         : undefined;
-    if (s.banHits && this.opts.guard) countBans(this.opts.guard, s.banHits, end.status);
+    if (s.banHits && this.opts.guard) this.opts.guard.bans.countHits(s.banHits, end.status);
     // A surge's trigger counts the upstream's own answers to what was admitted (surge/surges.ts: by status,
     // per network; no wait, no store call unless a trigger rule counted it). A gateway answer never counts.
     if (s.decision.kind === 'allowed' && r !== undefined && r.error === undefined)
@@ -265,4 +267,31 @@ function tracedEnding(s: Screened, status: number, error: string | undefined): T
 function endingError(r: ForwardResult | undefined, drain: GatewayOptions['drain']): string | undefined {
   if (r?.error === 'CLIENT_ABORTED' && drain?.cut === true) return 'DRAIN_TIMEOUT';
   return r?.error;
+}
+
+/** A plain request's exchange as the stages' ending: told the screened request (or a stage's throw), and each slot it holds. */
+class PlainExchange implements Ending {
+  constructor(
+    private readonly gateway: Gateway,
+    private readonly req: http.IncomingMessage,
+    private readonly res: http.ServerResponse,
+    private readonly id: string,
+    private readonly started: number,
+    private readonly view: RequestView,
+  ) {}
+
+  screened(s: Screened): void {
+    this.gateway.conclude(this.req, this.res, this.id, this.started, s);
+  }
+
+  failed(err: unknown): void {
+    this.gateway.failed(this.req, this.res, this.id, err, this.started, this.view);
+  }
+
+  /** Runs `release` when the exchange ends, however it ends: answered, aborted, or already over. */
+  held(release: Release): void {
+    const { res, req } = this;
+    if (res.writableFinished || res.destroyed || req.socket.destroyed) release();
+    else res.once('close', release);
+  }
 }

@@ -1,103 +1,84 @@
 /**
- * @module The gateway's two attack-day stages, kept apart from the pipeline: `guardEarly` (runtime
- * blocks and IP bans, before anything else) and `guardStage` (bans on other keys, the keys to count for
- * bans after the answer, and in-flight slots), both before any counting. A ban or in-flight rule keys a
- * request as a limit rule with the same `per` and `when` does (policy.ts ruleTag). A table without bans
- * or in-flight rules and a store without runtime entries make both a couple of checks and no promise.
+ * @module The guard's stages after the reading, before any counting: `account` (the account looked up
+ * when a ban or in-flight rule of the route keys on it — what needs no upstream call refusing first),
+ * `bans` (bans on other keys; the keys to count for bans once the answer is known) and `slots`
+ * (in-flight slots). A ban or in-flight rule keys a request as a limit rule with the same `per` and
+ * `when` does (policy.ts ruleTag). A table without bans or in-flight rules makes each a couple of checks
+ * and no promise.
  */
-import type http from 'node:http';
 import type { CompiledRule } from '../config/types.js';
-import { ERROR_BODIES } from '../http/errors.js';
-import type { Guard, Release } from '../guard/guard.js';
-import { ipBanKey, NO_GUARD_RULES, type CompiledBan } from '../guard/rules.js';
+import type { Guard } from '../guard/guard.js';
+import { NO_GUARD_RULES } from '../guard/rules.js';
 import { isClientIpKey, NEED, needs } from '../keys/index.js';
 import { bucketKey } from '../limiter/keys.js';
-import { refusal, type Decision } from './decision.js';
+import type { ScreenContext } from './context.js';
+import { ACCOUNT_STEPS } from './decide.js';
+import { GO_ON, verdictOf, type Stage, type Verdict } from './drive.js';
+import { BANNED } from './block-stage.js';
 import { rateLimited } from './rate-limited.js';
 import type { RequestView } from './request-view.js';
 import { ruleTag, whySkipped } from './policy.js';
+import type { Screening } from './screening.js';
 import type { GuardNote } from './trace.js';
 
-/** A ban the request matched, and its key: counted once its answer is known. */
-export interface BanHit {
-  readonly ban: CompiledBan;
-  readonly key: string;
+/** The guard when this request has ban or in-flight rules to run (none: the stage passes). */
+function guardFor(ctx: ScreenContext, v: RequestView): Guard | undefined {
+  if (ctx.guard === undefined || v.policy.guard === NO_GUARD_RULES || v.exempt(ctx.runtimeExempt)) return undefined;
+  return ctx.guard;
 }
-
-/** Banned and blocked clients get Mastodon's IP-block answer: nothing tells them which. */
-export const BLOCKED_RUNTIME: Decision = Object.freeze(refusal(403, ERROR_BODIES.FORBIDDEN, 'blocked'));
-export const BANNED: Decision = Object.freeze(refusal(403, ERROR_BODIES.FORBIDDEN, 'banned'));
-
-type RuntimeExempt = ((address: string) => boolean) | undefined;
-
-/** Runtime blocks and IP bans: refused 403 before anything else (never counted, never forwarded). */
-export function guardEarly(guard: Guard, v: RequestView, runtimeExempt: RuntimeExempt): Decision | null {
-  const blocks = guard.runtimeBlocks();
-  if (blocks !== null && blocks.contains(v.client.address)) {
-    guard.metrics?.blockedRequests.labels('runtime').inc();
-    return BLOCKED_RUNTIME;
-  }
-  const ban = guard.ipBan(ipBanKey(v.client.key));
-  if (ban !== null && !v.exempt(runtimeExempt)) {
-    guard.metrics?.bannedRequests.labels(ban).inc();
-    return BANNED;
-  }
-  return null;
-}
-
-export interface GuardResult {
-  readonly refusal: Decision | null;
-  readonly banHits: readonly BanHit[] | null;
-}
-
-export const PASS: GuardResult = Object.freeze({ refusal: null, banHits: null });
 
 /**
- * Bans on other keys and in-flight slots; `onEnd` registers what to run when the exchange ends, however
- * it ends. The account is looked up (once per request, kept on the view) only when a ban or in-flight
- * rule of this route keys on it.
+ * The account, looked up once per request (kept on the view) only when a ban or in-flight rule of this
+ * route keys on it and it is not known without I/O. Before the upstream is asked, what needs no upstream
+ * refuses first (decide.ts `ACCOUNT_STEPS`).
  */
-export function guardStage(guard: Guard, v: RequestView, runtimeExempt: RuntimeExempt, onEnd: (release: Release) => void): GuardResult | Promise<GuardResult> {
-  if (v.policy.guard === NO_GUARD_RULES || v.exempt(runtimeExempt)) return PASS;
-  if (keysOnAccount(v)) {
-    const account = v.resolveAccount();
-    if (account instanceof Promise) return account.then(() => bansThenSlots(guard, v, onEnd));
-  }
-  return bansThenSlots(guard, v, onEnd);
-}
+export const accountStage: Stage = {
+  name: 'account',
+  run(ctx, s) {
+    const v = s.view;
+    if (guardFor(ctx, v) === undefined || !keysOnAccount(v) || v.knownAccount() !== undefined) return GO_ON;
+    return verdictOf(ACCOUNT_STEPS, 0, ctx, s);
+  },
+};
+
+/** Bans on a token, account, header, parameter or cookie refuse the request; the bans it matched are kept to count its answer. */
+export const banStage: Stage = {
+  name: 'bans',
+  run(ctx, s) {
+    const v = s.view;
+    const guard = guardFor(ctx, v);
+    if (guard === undefined) return GO_ON;
+    if (bannedElsewhere(guard, v)) return BANNED;
+    for (const r of v.rules.bans) {
+      const key = guardTag(r, v, v.trace?.bans);
+      if (key !== null) (s.banHits ??= []).push({ ban: v.policy.guard.bans[r.index]!, key });
+    }
+    return GO_ON;
+  },
+};
+
+/** The route's in-flight slots, in table order; the first full one refuses (429). */
+export const slotStage: Stage = {
+  name: 'slots',
+  run(ctx, s) {
+    const guard = guardFor(ctx, s.view);
+    return guard === undefined ? GO_ON : enterSlots(guard, s, 0);
+  },
+};
 
 /** Whether a ban or in-flight rule of this route keys on the account. */
 function keysOnAccount(v: RequestView): boolean {
   return needs(v.rules.needs, NEED.account) && (anyNeedsAccount(v.rules.bans) || anyNeedsAccount(v.rules.slots));
 }
 
-/**
- * Whether the guard stage would look the account up with an upstream call (not known without I/O):
- * the caller first runs what needs no upstream (decide.ts `beforeIntrospection`).
- */
-export function guardIntrospects(v: RequestView, runtimeExempt: RuntimeExempt): boolean {
-  if (v.policy.guard === NO_GUARD_RULES || !keysOnAccount(v) || v.exempt(runtimeExempt)) return false;
-  return v.knownAccount() === undefined;
-}
-
-function bansThenSlots(guard: Guard, v: RequestView, onEnd: (release: Release) => void): GuardResult | Promise<GuardResult> {
-  if (bannedElsewhere(guard, v)) return { refusal: BANNED, banHits: null };
-  let hits: BanHit[] | null = null;
-  for (const r of v.rules.bans) {
-    const key = guardTag(r, v, v.trace?.bans);
-    if (key !== null) (hits ??= []).push({ ban: v.policy.guard.bans[r.index]!, key });
-  }
-  return enterSlots(guard, v, 0, onEnd, hits);
-}
-
 /** A ban on a token, account, header, parameter or cookie refuses every request carrying that key, on any route. */
 function bannedElsewhere(guard: Guard, v: RequestView): boolean {
   for (const b of v.policy.guard.bans) {
-    if (isClientIpKey(b.rule.key) || !guard.hasBans(b.rule.name)) continue;
+    if (isClientIpKey(b.rule.key) || !guard.bans.has(b.rule.name)) continue;
     // The account is not looked up for a ban of another route: only a known one (a cache hit) is checked.
     if (needs(b.rule.needs, NEED.account) && v.knownAccount() === undefined) continue;
     const key = ruleTag(b.rule, v);
-    if (key !== null && guard.banned(b.rule.name, key)) {
+    if (key !== null && guard.bans.banned(b.rule.name, key)) {
       guard.metrics?.bannedRequests.labels(b.rule.name).inc();
       return true;
     }
@@ -105,24 +86,26 @@ function bannedElsewhere(guard: Guard, v: RequestView): boolean {
   return false;
 }
 
-/** Takes the in-flight slots of the route from the `from`-th on; the first full one refuses (429). */
-function enterSlots(guard: Guard, v: RequestView, from: number, onEnd: (release: Release) => void, hits: BanHit[] | null): GuardResult | Promise<GuardResult> {
+/** Takes the in-flight slots of the route from the `from`-th on; each taken is released when the exchange ends. */
+function enterSlots(guard: Guard, s: Screening, from: number): Verdict | Promise<Verdict> {
+  const v = s.view;
   const slots = v.rules.slots;
   for (let i = from; i < slots.length; i++) {
     const r = slots[i]!;
     const key = guardTag(r, v, v.trace?.slots);
     if (key === null) continue;
     const c = v.policy.guard.concurrency[r.index]!;
-    return guard.enter(c, bucketKey(c.prefix, key)).then((release) => {
+    return guard.slots.enter(c, bucketKey(c.prefix, key)).then((release) => {
       if (release === null) {
         guard.metrics?.concurrencyLimited.labels(r.name).inc();
-        return { refusal: rateLimited(v.policy, r, 'in-flight'), banHits: null };
+        s.banHits = null; // refused before counting: its answer counts for no ban
+        return rateLimited(v.policy, r, 'in-flight');
       }
-      onEnd(release);
-      return enterSlots(guard, v, i + 1, onEnd, hits);
+      s.ending.held(release);
+      return enterSlots(guard, s, i + 1);
     });
   }
-  return hits === null ? PASS : { refusal: null, banHits: hits };
+  return GO_ON;
 }
 
 /** A ban or in-flight rule's key for this request (null: it does not apply), noted in the trace when there is one. */
@@ -135,15 +118,4 @@ function guardTag(rule: CompiledRule, v: RequestView, notes: GuardNote[] | undef
 function anyNeedsAccount(rules: readonly CompiledRule[]): boolean {
   for (const r of rules) if (needs(r.needs, NEED.account)) return true;
   return false;
-}
-
-/** After the answer: counts the request in each ban it matched whose `on` takes this status. */
-export function countBans(guard: Guard, hits: readonly BanHit[], status: number): void {
-  for (const h of hits) if (h.ban.on === null || h.ban.on.has(status)) guard.count(h.ban, h.key);
-}
-
-/** Runs `release` when the exchange ends, however it ends: answered, aborted, or already over. */
-export function whenDone(res: http.ServerResponse, req: http.IncomingMessage, release: Release): void {
-  if (res.writableFinished || res.destroyed || req.socket.destroyed) release();
-  else res.once('close', release);
 }

@@ -6,7 +6,6 @@
  */
 // The module's binding, not the global: globalThis.Buffer is a getter, called on every use.
 import { Buffer } from 'node:buffer';
-import type http from 'node:http';
 import { continueNow } from '../http/expect-continue.js';
 import { declaresBody, firstHeader } from '../http/message.js';
 import { GATEWAY_ERRORS, errorBody, paramConflictMessage } from '../http/errors.js';
@@ -15,50 +14,62 @@ import {
   bodyKindOf,
   doorkeeperHeaderToken,
   QueryParams,
-  readRequestParams,
+  readParamsNow,
+  readParamsPeeking,
   resolveMethodOverride,
   type ReadParams,
   type RequestParams,
 } from '../rails/index.js';
-import { refusal, type Decision } from './decision.js';
+import type { ScreenContext } from './context.js';
+import { catalogued, refusal, type Decision } from './decision.js';
+import { GO_ON, type Stage, type Verdict } from './drive.js';
 import type { RequestPolicy } from './policy.js';
 import type { RequestView } from './request-view.js';
+import type { BodySource, Screening } from './screening.js';
 
-export type ReadOutcome = { readonly refusal: Decision } | { readonly params: RequestParams };
-
-/** The request's body as its caller has it: the socket's stream, bytes given whole (explain), or none to read (an upgrade). */
-export type BodySource = http.IncomingMessage | Buffer | null;
-
-const NO_BYTES = Buffer.alloc(0);
+/** A query Rails would refuse is refused here (400) rather than read one way by us and another by Rails. */
+const BAD_QUERY: Decision = Object.freeze(catalogued('QUERY_CONFLICT'));
 
 /**
- * Reads what Rails will read. The body is read only when it can change the decision; `res` (a socket's
- * answer) then tells a client waiting on `Expect: 100-continue` to send it. A value when nothing was
- * awaited (no body to read: the usual GET), else a promise.
+ * Reads what Rails will read. The body is read only when it can change the decision; a socket's answer
+ * then tells a client waiting on `Expect: 100-continue` to send it. No wait when nothing is to be read
+ * from a stream (the usual GET); a promise while a body is peeked at.
  */
-export function readStage(v: RequestView, body: BodySource, res: http.ServerResponse | undefined): ReadOutcome | Promise<ReadOutcome> {
-  const { req, policy } = v;
-  // An X-HTTP-Method-Override a POST carries names its method before any body is read.
-  if (v.method === 'POST') v.routeAs(resolveMethodOverride('POST', firstHeader(req.headers['x-http-method-override']), undefined).method);
-  const readBody = bodyCanDecide(v, body);
-  if (readBody && res !== undefined && body !== null && !Buffer.isBuffer(body)) continueNow(body, res);
-  const query = v.query.length > 1 ? new QueryParams(v.query.slice(1)) : v.queryParams;
-  v.queryParams = query;
-  const read = readRequestParams(req, query, { wanted: policy.wantedParams, maxBytes: policy.paramPeekBytes, readBody }, body ?? NO_BYTES);
-  return read instanceof Promise ? read.then((r) => afterRead(v, r)) : afterRead(v, read);
-}
+export const readStage: Stage = {
+  name: 'read',
+  run(ctx, s) {
+    const v = s.view;
+    const { req, policy } = v;
+    // An X-HTTP-Method-Override a POST carries names its method before any body is read.
+    if (v.method === 'POST') v.routeAs(resolveMethodOverride('POST', firstHeader(req.headers['x-http-method-override']), undefined).method);
+    const body = s.source;
+    const readBody = bodyCanDecide(v, body);
+    const query = v.query.length > 1 ? new QueryParams(v.query.slice(1)) : v.queryParams;
+    v.queryParams = query;
+    const opts = { wanted: policy.wantedParams, maxBytes: policy.paramPeekBytes, readBody };
+    if (readBody && body !== null && !Buffer.isBuffer(body)) {
+      if (s.res !== undefined) continueNow(body, s.res);
+      return readParamsPeeking(req, query, opts, body).then((read) => afterRead(ctx, s, read));
+    }
+    return afterRead(ctx, s, readParamsNow(req, query, opts, Buffer.isBuffer(body) ? body : null));
+  },
+};
 
-function afterRead(v: RequestView, read: ReadParams): ReadOutcome {
-  if (!read.ok) return { refusal: refusal(read.status, errorBody(read.code, read.message)) };
+function afterRead(ctx: ScreenContext, s: Screening, read: ReadParams): Verdict {
+  if (!read.ok) return refusal(read.status, errorBody(read.code, read.message));
+  const v = s.view;
   const p = read.params;
   v.token = p.token.kind === 'token' ? p.token.token : null;
   v.form = p.bodyValues;
   v.routeAs(p.method);
   // `param:` rules: their values from the query and the body together (two different ones: 400).
   const values = v.policy.paramNames.length > 0 ? ruleParamValues(p, v.policy.paramNames) : undefined;
-  if (typeof values === 'string') return { refusal: refusal(GATEWAY_ERRORS.PARAM_CONFLICT.status, errorBody('PARAM_CONFLICT', paramConflictMessage(values))) };
+  if (typeof values === 'string') return refusal(GATEWAY_ERRORS.PARAM_CONFLICT.status, errorBody('PARAM_CONFLICT', paramConflictMessage(values)));
   v.values = values;
-  return { params: p };
+  if (needs(v.rules.needs, NEED.query) && !v.exempt(ctx.runtimeExempt) && !v.facts().queryReadable()) return BAD_QUERY;
+  s.body = p.body;
+  s.dropOverrideHeader = p.dropOverrideHeader;
+  return GO_ON;
 }
 
 /**

@@ -110,15 +110,17 @@ export class RequestView implements KeyFacts, ParsedForwarded {
     return this.account;
   }
 
-  /** The account, looked up once per request (an upstream call on an introspection cache miss). */
-  resolveAccount(): string | null | Promise<string | null> {
+  /**
+   * The account, looked up once per request: an upstream call on an introspection cache miss (the
+   * stages ask only when knownAccount() has no answer).
+   */
+  lookUpAccount(): Promise<string | null> {
     const known = this.knownAccount();
-    if (known !== undefined) return known;
+    if (known !== undefined) return Promise.resolve(known);
     const found = this.policy.account.resolve(this.token, this.accountHeader(), this.peer.trusted, this);
-    if (!(found instanceof Promise)) return (this.account = found);
     const span = this.span;
     const started = span !== null ? performance.now() : 0;
-    return found.then((account) => {
+    return Promise.resolve(found).then((account) => {
       if (span !== null) span.introspected(started, performance.now(), account);
       return (this.account = account);
     });

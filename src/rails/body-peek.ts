@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
-import { fromJson, ParamError, type ParamHash } from '../rack-params.js';
+import { fromJson, ParamError, type ParamHash } from './rack-params.js';
 import { startMultipartPeek, type MultipartPeek } from './multipart-peek.js';
 import { ReplayBody } from './replay-body.js';
 import { HeldBytes } from './held-bytes.js';

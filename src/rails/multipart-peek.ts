@@ -3,7 +3,7 @@
  * first file part, and a watch on the rest that refuses a counted field arriving after it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { pairsToHash, ParamError, parseKey, rack2Path } from '../rack-params.js';
+import { pairsToHash, ParamError, parseKey, rack2Path } from './rack-params.js';
 import { valuesOf, type WantedParams } from './request-params.js';
 import { strictBoundary } from './multipart-names.js';
 import { PartSplitter } from './multipart-split.js';

@@ -76,8 +76,7 @@ class Params implements RequestParams {
 
 /**
  * Reads what Rails will read. `body`: the request's stream (peeked at when `readBody`), or the whole
- * body given as bytes. Without a query string and with `readBody` false it allocates almost nothing
- * and does not await (the plain-GET hot path): the result is then returned synchronously.
+ * body given as bytes. A value when nothing is awaited (readParamsNow), else a promise (readParamsPeeking).
  */
 export function readRequestParams(
   head: MessageHead,
@@ -85,10 +84,27 @@ export function readRequestParams(
   opts: ReadParamsOptions,
   body: IncomingMessage | Buffer,
 ): ReadParams | Promise<ReadParams> {
+  return opts.readBody && !Buffer.isBuffer(body)
+    ? readParamsPeeking(head, query, opts, body)
+    : readParamsNow(head, query, opts, Buffer.isBuffer(body) ? body : null);
+}
+
+/**
+ * What Rails reads without waiting: the head, the query, and the body when it is given whole as bytes
+ * (`bytes`; null, or `readBody` false: not read). Without a query string and with `readBody` false it
+ * allocates almost nothing (the plain-GET hot path).
+ */
+export function readParamsNow(head: MessageHead, query: QueryParams, opts: ReadParamsOptions, bytes: Buffer | null): ReadParams {
   const wanted = queryValues(query, opts.wanted);
   if (wanted === null) return { ok: false, status: 400, code: 'QUERY_CONFLICT', message: GATEWAY_ERRORS.QUERY_CONFLICT.message };
-  if (!opts.readBody) return finish(head, query, wanted, NO_VALUES, false, null);
-  if (Buffer.isBuffer(body)) return afterPeek(head, query, wanted, readBodyBytes(bodyKindOf(head.method ?? 'GET', head.headers['content-type']), body, opts));
+  if (!opts.readBody || bytes === null) return finish(head, query, wanted, NO_VALUES, false, null);
+  return afterPeek(head, query, wanted, readBodyBytes(bodyKindOf(head.method ?? 'GET', head.headers['content-type']), bytes, opts));
+}
+
+/** What Rails reads once the first bytes of the request's body stream have been peeked at. */
+export function readParamsPeeking(head: MessageHead, query: QueryParams, opts: ReadParamsOptions, body: IncomingMessage): Promise<ReadParams> {
+  const wanted = queryValues(query, opts.wanted);
+  if (wanted === null) return Promise.resolve({ ok: false, status: 400, code: 'QUERY_CONFLICT', message: GATEWAY_ERRORS.QUERY_CONFLICT.message });
   return peekBody(body, opts).then((peek) => afterPeek(head, query, wanted, peek));
 }
 

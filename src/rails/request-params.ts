@@ -2,7 +2,7 @@
  * @module The request parameters the gateway reads as Rails would: wanted names in Rack bracket
  * notation, the query string's values, where Doorkeeper finds the token, and Rack's method override.
  */
-import { formPairs, lookUp, pairsToHash, parseKey, parseUrlEncoded, ParamError, rack2Path, sameInRack2And3, type ParamHash } from '../rack-params.js';
+import { formPairs, lookUp, pairsToHash, parseKey, parseUrlEncoded, ParamError, rack2Path, sameInRack2And3, type ParamHash } from './rack-params.js';
 
 /** Doorkeeper's token parameters, in the order it tries them after the Authorization header. */
 export const TOKEN_PARAMS: readonly string[] = Object.freeze(['access_token', 'bearer_token']);

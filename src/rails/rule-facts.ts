@@ -5,7 +5,7 @@
  * the request path builds one only when a rule that may apply needs it.
  */
 import type http from 'node:http';
-import { isHash, lookUp, type ParamValue } from '../rack-params.js';
+import { isHash, lookUp, type ParamValue } from './rack-params.js';
 import type { CompiledRule } from '../config/types.js';
 import { paramPath } from '../keys/index.js';
 import { headerAsRackReads } from '../http/header-spelling.js';

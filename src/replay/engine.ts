@@ -3,7 +3,7 @@
  * `explain` run it): the table less what the log cannot decide, a memory store and a memory guard whose
  * clock is the log's time, and no upstream. Each record is a request from its logged address, with its
  * logged headers (X-Forwarded-For walked through `clients.trustedProxies` as the gateway walks it).
- * Bans count answers as serve counts them (guard-stage.ts countBans): the logged status where the table
+ * Bans count answers as serve counts them (guard/bans.ts countHits): the logged status where the table
  * lets the request through, the gateway's own refusal (429, 403) where it does not.
  */
 import type http from 'node:http';
@@ -20,13 +20,16 @@ import { bucketsFor, buildRequestPolicy, type RequestPolicy } from '../pipeline/
 import { RequestView } from '../pipeline/request-view.js';
 import { screen, type ScreenContext, type Screened } from '../pipeline/screen.js';
 import type { Decision } from '../pipeline/decision.js';
-import { countBans } from '../pipeline/guard-stage.js';
 import { decidableTable, type Assumption } from './decidable.js';
 import type { FormatFacts, LogRecord } from './record.js';
 import { BanTally, HOUR_MS, LogTally, RuleTally } from './tally.js';
 
 const NO_BYTES = Buffer.alloc(0);
 const NO_RELEASE = (): void => {};
+/** A stage's throw is the replay's: the run stops on it, as it would on any bug. */
+const rethrow = (err: unknown): never => {
+  throw err;
+};
 /** Replay never asks an upstream who owns a token: rules that need the account are not driven. */
 const NO_INTROSPECTION = () => Promise.resolve({ kind: 'anonymous' as const });
 /** Sweep expired buckets every this many records: the store's own timer runs on wall time, not the log's. */
@@ -127,9 +130,7 @@ export class Replayer {
     }
     const head = { method: r.method, url: r.target, headers: r.headers as http.IncomingHttpHeaders, rawHeaders: rawHeaders(r.headers) };
     const v = new RequestView(head, this.policy, peer);
-    const s = screen(this.ctx, v, NO_BYTES, undefined, NO_RELEASE);
-    if (s instanceof Promise) return s.then((done) => this.decided(done, r));
-    this.decided(s, r);
+    return screen(this.ctx, v, NO_BYTES, undefined, { screened: (s) => this.decided(s, r), failed: rethrow, held: NO_RELEASE });
   }
 
   /** Counts the decision, then the answer for the bans it matched: the logged status where admitted, else the gateway's. */
@@ -139,7 +140,7 @@ export class Replayer {
     // was decided as one without an account (replay asks no upstream), which `anonymous` does not claim.
     if (s.view.token !== null && this.assume.has('anonymous')) this.log.credentialShown++;
     this.tally(s, r.time);
-    if (s.banHits !== null && this.guard !== undefined) countBans(this.guard, s.banHits, s.decision.admit ? (r.status ?? 0) : s.decision.status);
+    if (s.banHits !== null && this.guard !== undefined) this.guard.bans.countHits(s.banHits, s.decision.admit ? (r.status ?? 0) : s.decision.status);
   }
 
   /** Told by the guard's state (in a microtask: `at` is the count's time, not the clock's by then). */

@@ -13,13 +13,13 @@ import type { CompiledRule } from '../config/types.js';
 import { formatDuration } from '../config/fields/duration.js';
 import { perNetworkOf } from '../config/fields/surge.js';
 import { networkOf } from '../identity/ip.js';
-import type { Guard } from '../guard/guard.js';
-import { isLive, type GuardEntry } from '../guard/state.js';
+import { isLive, type GuardEntry } from '../guard/entry.js';
+import type { GuardState } from '../guard/state.js';
 import { fieldOf } from '../guard/view.js';
 import { bucketKey } from '../limiter/keys.js';
 import type { BucketSpec, Store, StoreLog } from '../limiter/types.js';
-import type { SurgeStatus } from '../admin/status-data.js';
 import { NetworkShares } from './network-shares.js';
+import type { SurgeInfo, SurgeSummary } from './report.js';
 
 /** How often each replica looks for a surge that started or ended (its log lines; the request path reads the picture directly). */
 const WATCH_MS = 250;
@@ -52,31 +52,14 @@ function triggerReason(s: SurgeConfig): string {
 }
 
 export interface SurgeSetup {
-  readonly guard: Guard;
+  /** The guard's replicated state: a surge is one of its entries (kind `surge`). */
+  readonly state: GuardState;
+  /** The guard's clock: its entries (the surges among them) expire by it. */
+  readonly now: () => number;
   /** The counter store: the trigger's instance-wide count lives there. */
   readonly store: Store;
   readonly log: StoreLog;
   readonly config: () => Pick<Config, 'surges'>;
-}
-
-/** What GET /admin/surges and the status page show of one surge. */
-export interface SurgeInfo {
-  readonly name: string;
-  readonly active: boolean;
-  readonly startedAt: string | null;
-  readonly endsAt: string | null;
-  readonly reason: string | null;
-  readonly who: string | null;
-  readonly trigger: {
-    readonly rule: string;
-    readonly above: number;
-    readonly within: string;
-    readonly statuses: readonly (number | string)[];
-    readonly perNetwork: number;
-    readonly count: number | null;
-  };
-  readonly for: string;
-  readonly rules: readonly string[];
 }
 
 /** The guard entry id of a surge: never an address, so no release reads it as a block or exemption. */
@@ -117,8 +100,7 @@ export class Surges {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: SurgeSetup) {
-    // The guard's clock: its entries (the surges among them) expire by it.
-    this.now = o.guard.now;
+    this.now = o.now;
     this.configured();
   }
 
@@ -133,7 +115,7 @@ export class Surges {
 
   /** Whether the surge is on now (the request path: one lookup). */
   active(name: string): boolean {
-    const e = this.o.guard.view.get(fieldOf('surge', surgeId(name)));
+    const e = this.o.state.view.get(fieldOf('surge', surgeId(name)));
     return e !== undefined && isLive(e, this.now());
   }
 
@@ -213,7 +195,7 @@ export class Surges {
   async start(name: string, forMs: number, reason: string, who: string): Promise<GuardEntry> {
     const now = this.now();
     const entry: GuardEntry = { kind: 'surge', id: surgeId(name), reason, createdAt: now, expiresAt: now + forMs, who };
-    await this.o.guard.state.put(entry);
+    await this.o.state.put(entry);
     this.forget(name);
     await this.resetCount(name);
     this.watch();
@@ -222,7 +204,7 @@ export class Surges {
 
   /** Ends a surge now, and empties its trigger's count so that it takes a new wave to start it again; the entry ended, or null. */
   async end(name: string): Promise<GuardEntry | null> {
-    const removed = await this.o.guard.state.remove('surge', surgeId(name));
+    const removed = await this.o.state.remove('surge', surgeId(name));
     this.forget(name);
     await this.resetCount(name);
     this.watch();
@@ -242,7 +224,7 @@ export class Surges {
 
   /** Every configured surge, on or off, with its trigger's count so far (null when the store does not answer). */
   async list(): Promise<SurgeInfo[]> {
-    await this.o.guard.sync();
+    await this.o.state.sync();
     this.watch(); // what is listed has been logged
     const out: SurgeInfo[] = [];
     for (const s of this.o.config().surges) {
@@ -274,7 +256,7 @@ export class Surges {
   }
 
   /** The status page's rows: every surge, from this replica's picture (no store call). */
-  status(): SurgeStatus[] {
+  status(): SurgeSummary[] {
     return this.o.config().surges.map((s) => {
       const e = this.entry(s.name);
       return {
@@ -288,7 +270,7 @@ export class Surges {
   }
 
   private entry(name: string): GuardEntry | undefined {
-    const e = this.o.guard.view.get(fieldOf('surge', surgeId(name)));
+    const e = this.o.state.view.get(fieldOf('surge', surgeId(name)));
     return e !== undefined && isLive(e, this.now()) ? e : undefined;
   }
 

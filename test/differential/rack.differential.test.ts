@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { bodyKindOf, mediaTypeOf } from '../../src/rails/body-peek.js';
 import { startMultipartPeek } from '../../src/rails/multipart-peek.js';
 import { compileWantedParams, formValues } from '../../src/rails/request-params.js';
-import { ParamError } from '../../src/rack-params.js';
+import { ParamError } from '../../src/rails/rack-params.js';
 import { normalizeParamKey } from '../../src/identity/key-normalize.js';
 
 const SCRIPT = fileURLToPath(new URL('./rack-read.rb', import.meta.url));

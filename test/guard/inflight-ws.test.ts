@@ -42,7 +42,7 @@ describe('concurrency on upgrades', () => {
       first.ws.once('close', () => r());
       first.ws.close();
     });
-    await eventually(() => gw.guard.inFlight('streams:{ip:127.0.0.1}') === 0, { what: 'the slot released after the tunnel closed' });
+    await eventually(() => gw.guard.slots.inFlight('streams:{ip:127.0.0.1}') === 0, { what: 'the slot released after the tunnel closed' });
     const third = await connect();
     expect(third.status).toBe(101);
     third.ws.terminate();

@@ -77,12 +77,12 @@ describe('concurrency: max 2 per IP', () => {
     releaseAll();
     const all = await Promise.all([...answers, other]);
     expect(all.filter((r) => r.status === 200)).toHaveLength(3);
-    await eventually(() => gw.guard.inFlight(KEY) === 0, { what: 'slots released' });
+    await eventually(() => gw.guard.slots.inFlight(KEY) === 0, { what: 'slots released' });
   });
 
   it('releases the slot when the upstream fails (502)', async () => {
     for (let i = 0; i < 5; i++) expect((await get('/api/v1/broken')).status).toBe(502);
-    expect(gw.guard.inFlight(KEY)).toBe(0);
+    expect(gw.guard.slots.inFlight(KEY)).toBe(0);
   });
 
   it('1,000 aborted requests leak no slot: max still admits afterwards', async () => {
@@ -105,7 +105,7 @@ describe('concurrency: max 2 per IP', () => {
         ),
       );
     }
-    await eventually(() => gw.guard.inFlight(KEY) === 0, { what: 'every aborted slot released' });
+    await eventually(() => gw.guard.slots.inFlight(KEY) === 0, { what: 'every aborted slot released' });
     await eventually(() => held.length === 0, { what: 'upstream requests of aborted clients dropped' });
     const forwardedBefore = upstream.forwarded().length;
     const answers = Array.from({ length: 3 }, () => get('/api/v1/slow'));
@@ -134,6 +134,6 @@ describe('concurrency: max 2 per IP', () => {
     await eventually(() => held.length === 2, { what: "another account's upload forwarded" });
     releaseAll();
     expect([await first, await other]).toEqual([200, 200]);
-    await eventually(() => gw.guard.inFlight('uploads:{acct:a:7}') === 0, { what: 'slot released' });
+    await eventually(() => gw.guard.slots.inFlight('uploads:{acct:a:7}') === 0, { what: 'slot released' });
   });
 });

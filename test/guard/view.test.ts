@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { compileCidrs } from '../../src/identity/index.js';
 import { CidrIndex } from '../../src/guard/cidr-index.js';
 import { GuardView } from '../../src/guard/view.js';
-import type { GuardEntry } from '../../src/guard/state.js';
+import type { GuardEntry } from '../../src/guard/entry.js';
 
 /** A small deterministic generator, so that a failure can be replayed. */
 function lcg(seed: number): () => number {

@@ -2,7 +2,7 @@
  * @module Rack's request-parameter tree, shared by the gateway's body peek and the built-in upstream:
  * `a[b][]=c` keys, form pairs, JSON bodies, and looking a bracket name up in the tree.
  */
-import { RategateError } from './errors.js';
+import { RategateError } from '../errors.js';
 
 export type ParamScalar = string | number | boolean | null;
 export type ParamValue = ParamScalar | ParamValue[] | ParamHash;

@@ -1,6 +1,6 @@
 /** The shared Rack parameter tree: pair splitting as Rails 8 splits, and bracket-name look-ups. */
 import { describe, expect, it } from 'vitest';
-import { formPairs, fromJson, lookUp, parseKey, parseUrlEncoded } from '../src/rack-params.js';
+import { formPairs, fromJson, lookUp, parseKey, parseUrlEncoded } from '../../src/rails/rack-params.js';
 
 describe('formPairs', () => {
   it('splits on & and ;, drops spaces right after a separator, and decodes + and escapes', () => {
