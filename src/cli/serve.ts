@@ -1,8 +1,8 @@
 /** @module `rategate serve` (the gateway, one process or node:cluster workers) and `rategate upstream` (the built-in API alone). */
 import { parseHostPort } from '../config/fields/validators.js';
-import { ConfigError } from '../config/errors.js';
 import { createProcessLogger } from '../observability/log.js';
-import { CONFIG_FLAG, configPath, OVERRIDE_FLAGS, overridesFrom, parse, reportConfigError, waitForSignal } from './options.js';
+import { CONFIG_FLAG, configPath, OVERRIDE_FLAGS, overridesFrom, parse, waitForSignal } from './options.js';
+import { logStartFailure, logStartRefusal } from './start-failure.js';
 import { USAGE } from './usage.js';
 
 export async function serve(args: string[]): Promise<number> {
@@ -13,7 +13,7 @@ export async function serve(args: string[]): Promise<number> {
   const { workerCount, runPrimary, WorkersRefused, serveWorkerMetrics } = await import('../app/workers.js');
   const workers = workerCount(workersFlag);
   if (workers === null) {
-    console.error(`rategate: --workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
+    logStartRefusal(logger, 'usage', `--workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
     return 1;
   }
   const isWorker = process.env.RATEGATE_WORKER === '1';
@@ -22,10 +22,11 @@ export async function serve(args: string[]): Promise<number> {
       return await runPrimary({ workers, configPath: configPath(values), overrides: overridesFrom(values), log: logger, waitForSignal });
     } catch (err) {
       if (err instanceof WorkersRefused) {
-        console.error(`rategate: ${err.message}`);
+        logStartRefusal(logger, 'workers', err.message);
         return 1;
       }
-      return reportConfigError(err);
+      if (logStartFailure(logger, err)) return 1;
+      throw err;
     }
   }
   const { startGateway } = await import('../app/start.js');
@@ -36,12 +37,8 @@ export async function serve(args: string[]): Promise<number> {
     gateway = await startGateway({ configPath: configPath(values), overrides, logger, admin: !isWorker });
     if (isWorker) serveWorkerMetrics(gateway.metrics.registry);
   } catch (err) {
-    if (err instanceof ConfigError) return reportConfigError(err);
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'EADDRINUSE' || e.code === 'EACCES') {
-      console.error(`rategate: cannot listen: ${e.message}`);
-      return 1;
-    }
+    // Start-up failures are JSON lines on the log, with their place (start-failure.ts).
+    if (logStartFailure(logger, err)) return 1;
     throw err;
   }
   await waitForSignal();
