@@ -43,7 +43,7 @@ export class FastHistogram {
   private readonly series = new Map<string, { readonly values: readonly string[]; readonly series: HistogramSeries }>();
   /** The series of a histogram without labels, kept so `observe` needs no lookup. */
   private unlabelled: HistogramSeries | undefined;
-  private readonly labelNames: readonly string[];
+  readonly labelNames: readonly string[];
 
   /** `labelNames` undefined: one series without labels (`labels()` with no argument, or `observe`). */
   constructor(

@@ -46,6 +46,7 @@ describe('the alert rules file', () => {
         'RategateTlsCertificateExpiring',
         'RategateDown',
         'RategateAbsent',
+        'RategateLatencySLOBurn',
       ]),
     );
     const readme = readFileSync('README.md', 'utf8');
