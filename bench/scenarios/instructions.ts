@@ -39,6 +39,7 @@ export type InstrKey =
   | 'thin-dispatch'
   | 'thin-headers'
   | 'rategate-memory'
+  | 'rategate-memory-log'
   | 'rategate-redis'
   | 'rategate-redis-clients'
   | 'fastify'
@@ -53,6 +54,7 @@ export const INSTR_ORDER: readonly InstrKey[] = [
   'thin-dispatch',
   'thin-headers',
   'rategate-memory',
+  'rategate-memory-log',
   'rategate-redis',
   'rategate-redis-clients',
   'fastify',
@@ -68,6 +70,7 @@ export const INSTR_LABELS: Record<InstrKey, string> = {
   'thin-dispatch': 'bare, dispatch handler',
   'thin-headers': "bare, dispatch handler + rategate's headers",
   'rategate-memory': 'rategate memory',
+  'rategate-memory-log': 'rategate memory, access log on',
   'rategate-redis': 'rategate Redis, hot key',
   'rategate-redis-clients': 'rategate Redis, many clients',
   fastify: 'fastify+rate-limit (Redis)',
@@ -100,6 +103,7 @@ export function instrSystem(key: InstrKey): SystemKey {
       return 'fastify';
     case 'thin':
     case 'rategate-memory':
+    case 'rategate-memory-log':
     case 'rategate-redis':
     case 'fastify':
       return key;
@@ -132,12 +136,14 @@ async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<S
   if (key === 'floor-429') return startThin(wrap, nodeFlags, ['--reject']);
   if (key === 'fastify' || key === 'fastify-429') return startFastify(wrap, nodeFlags);
   if (key === 'fastify-memory-429') return startFastify(wrap, nodeFlags, 'memory');
-  const store = key === 'rategate-memory' || key === 'rategate-memory-429' ? 'memory' : env.redisUrl!;
+  const memory = key === 'rategate-memory' || key === 'rategate-memory-log' || key === 'rategate-memory-429';
+  const store = memory ? 'memory' : env.redisUrl!;
   // The bench table with a store timeout fit for valgrind: 50 ms of native time is seconds under it,
   // and a timed-out call would send the count down the fault policy's path instead of the normal one.
   const config = path.join(dir, 'limits.yaml');
   writeFileSync(config, `${readFileSync(BENCH_CONFIG, 'utf8')}\nstore:\n  timeout: 10s\n`);
-  return startGateway(key, config, store, { wrap, nodeFlags });
+  // `-log`: the access log on (info, to a file), the rest as the quiet row: their difference is the log's cost.
+  return startGateway(key, config, store, { wrap, nodeFlags, accessLog: key === 'rategate-memory-log' });
 }
 
 /**
@@ -169,7 +175,12 @@ async function send(key: InstrKey, port: number, n: number, offset: number, stri
 }
 
 const usesRedis = (key: InstrKey): boolean =>
-  !key.startsWith('thin') && key !== 'floor-429' && key !== 'rategate-memory' && key !== 'rategate-memory-429' && key !== 'fastify-memory-429';
+  !key.startsWith('thin') &&
+  key !== 'floor-429' &&
+  key !== 'rategate-memory' &&
+  key !== 'rategate-memory-log' &&
+  key !== 'rategate-memory-429' &&
+  key !== 'fastify-memory-429';
 
 /** One run: a fresh process, warm-up, idle window, measured window. */
 async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
