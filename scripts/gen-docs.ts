@@ -17,7 +17,7 @@ import { RESTART_ONLY } from '../src/config/changes.js';
 import { GuardMetrics } from '../src/guard/metrics.js';
 import { KIND_NAMES, KINDS } from '../src/keys/kinds.js';
 import { needNames } from '../src/keys/needs.js';
-import { DECISIONS, Metrics, STATUS_CLASSES } from '../src/observability/metrics.js';
+import { DECISIONS, Metrics, RESPONSE_DECISIONS, STATUS_CLASSES } from '../src/observability/metrics.js';
 
 export interface GeneratedBlock {
   /** The doc, from the repository's root. */
@@ -47,6 +47,7 @@ function restartOnly(): string {
 const VALUES_WITH_TRAFFIC: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
   rategate_requests_total: { decision: DECISIONS },
   rategate_upstream_duration_seconds: { status_class: STATUS_CLASSES },
+  rategate_http_request_duration_seconds: { code_class: STATUS_CLASSES, decision: RESPONSE_DECISIONS },
 };
 /** Metrics whose label values are facts of the running process (its versions), not of the code. */
 const VALUES_OF_THE_RUN = new Set(['rategate_build_info']);

@@ -42,6 +42,7 @@ export type InstrKey =
   | 'thin-headers'
   | 'rategate-memory'
   | 'rategate-memory-traced'
+  | 'rategate-memory-log'
   | 'rategate-redis'
   | 'rategate-redis-clients'
   | 'fastify'
@@ -57,6 +58,7 @@ export const INSTR_ORDER: readonly InstrKey[] = [
   'thin-headers',
   'rategate-memory',
   'rategate-memory-traced',
+  'rategate-memory-log',
   'rategate-redis',
   'rategate-redis-clients',
   'fastify',
@@ -73,6 +75,7 @@ export const INSTR_LABELS: Record<InstrKey, string> = {
   'thin-headers': "bare, dispatch handler + rategate's headers",
   'rategate-memory': 'rategate memory',
   'rategate-memory-traced': 'rategate memory, traces 1 % sampled',
+  'rategate-memory-log': 'rategate memory, access log on',
   'rategate-redis': 'rategate Redis, hot key',
   'rategate-redis-clients': 'rategate Redis, many clients',
   fastify: 'fastify+rate-limit (Redis)',
@@ -109,6 +112,7 @@ export function instrSystem(key: InstrKey): SystemKey {
       return 'fastify';
     case 'thin':
     case 'rategate-memory':
+    case 'rategate-memory-log':
     case 'rategate-redis':
     case 'fastify':
       return key;
@@ -141,12 +145,14 @@ async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<S
   if (key === 'floor-429') return startThin(wrap, nodeFlags, ['--reject']);
   if (key === 'fastify' || key === 'fastify-429') return startFastify(wrap, nodeFlags);
   if (key === 'fastify-memory-429') return startFastify(wrap, nodeFlags, 'memory');
-  const store = key === 'rategate-memory' || key === 'rategate-memory-429' || key === 'rategate-memory-traced' ? 'memory' : env.redisUrl!;
+  const memory = key === 'rategate-memory' || key === 'rategate-memory-log' || key === 'rategate-memory-429' || key === 'rategate-memory-traced';
+  const store = memory ? 'memory' : env.redisUrl!;
   // The bench table with a store timeout fit for valgrind: 50 ms of native time is seconds under it,
   // and a timed-out call would send the count down the fault policy's path instead of the normal one.
   const config = path.join(dir, 'limits.yaml');
   writeFileSync(config, `${readFileSync(BENCH_CONFIG, 'utf8')}\nstore:\n  timeout: 10s\n`);
-  if (key !== 'rategate-memory-traced') return startGateway(key, config, store, { wrap, nodeFlags });
+  // `-log`: the access log on (info, to a file), the rest as the quiet row: their difference is the log's cost.
+  if (key !== 'rategate-memory-traced') return startGateway(key, config, store, { wrap, nodeFlags, accessLog: key === 'rategate-memory-log' });
   // Traces on, 1 % of requests sampled (the client sends no traceparent: each is a root), exported over
   // OTLP/HTTP protobuf to a receiver in this process that answers 200 and keeps nothing.
   const sink = await startTraceSink();
@@ -206,6 +212,7 @@ const usesRedis = (key: InstrKey): boolean =>
   !key.startsWith('thin') &&
   key !== 'floor-429' &&
   key !== 'rategate-memory' &&
+  key !== 'rategate-memory-log' &&
   key !== 'rategate-memory-429' &&
   key !== 'rategate-memory-traced' &&
   key !== 'fastify-memory-429';

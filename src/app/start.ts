@@ -22,8 +22,9 @@ import { createStatusSources } from '../admin/status-data.js';
 import { createDrain } from '../http/drain.js';
 import { Gateway } from '../pipeline/gateway.js';
 import { isWebSocketUpgrade, serveAsPlainRequest } from '../pipeline/plain-upgrade.js';
-import { createProxyServer, listenOn, urlOf } from '../http/listener.js';
+import { createProxyServer, listenOn, urlOf, type ParserRefusal } from '../http/listener.js';
 import { createH2Edge, serveH2OnAlpn, sniffH2Preface, type H2Edge } from '../http/h2.js';
+import { RefusalLog } from '../observability/refusal-log.js';
 import { requireProxyHeader } from '../http/proxy-protocol.js';
 import { loadCertificatePair, secureOptions, watchCertificatePair, type CertificatePair, type TlsSettings } from '../http/tls.js';
 import { ConfigError } from '../config/errors.js';
@@ -148,7 +149,10 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     reload: () => config.reload(),
     // server.drainGrace is read when the drain starts, so a reload before SIGTERM changes it.
     shutdown: (graceMs = policy.snapshot.config.server.drainGrace) =>
-      shutdownGateway({ config, status, log, gateway, drain, server, h2, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics }, graceMs),
+      shutdownGateway(
+        { config, status, log, gateway, drain, server, h2, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics },
+        graceMs,
+      ),
   };
 }
 
@@ -216,8 +220,15 @@ async function listenProxy(
 ): Promise<{ server: http.Server; h2: H2Edge | undefined }> {
   const tls = cfg.server.tls === null ? undefined : { settings: cfg.server.tls, pair: await certificateAtStart(cfg.server.tls, configPath) };
   const secure = tls === undefined ? undefined : secureOptions(tls.settings, tls.pair);
+  // Refusals before the pipeline are counted and logged, the log sampled per reason (refusal-log.ts).
+  const refusals = new RefusalLog(log);
+  const onParserRefusal = (status: number, reason: ParserRefusal, code: string): void => {
+    metrics.countGatewayAnswer(status);
+    refusals.refused(reason, `refused ${status}: ${PARSER_REFUSALS[reason]}`, { status, code });
+  };
   const onFragmented = (): void => metrics.fragmentedBodies.inc();
-  const server = createProxyServer(cfg.server, gateway.handle, metrics.countGatewayAnswer, drain.ServerResponse, onFragmented, secure, cfg.server.http2);
+  const server = createProxyServer(cfg.server, gateway.handle, onParserRefusal, drain.ServerResponse, onFragmented, secure, cfg.server.http2);
+  server.once('close', () => refusals.flush());
   if (tls !== undefined) watchCertificate(server as https.Server, tls.settings, tls.pair, metrics, log);
   // HTTP/2 beside HTTP/1.1: chosen by ALPN over TLS, by the connection preface on plain TCP (after
   // the PROXY header, whose reader wraps what is set up here).
@@ -226,9 +237,10 @@ async function listenProxy(
     : undefined;
   if (h2 !== undefined && tls !== undefined) serveH2OnAlpn(server as https.Server, h2);
   else if (h2 !== undefined) sniffH2Preface(server, h2, cfg.server.headersTimeout);
-  requireProxyHeader(server, compileCidrs(cfg.server.proxyProtocol.from), cfg.server.headersTimeout, (reason) =>
-    metrics.proxyProtocolRefused.labels(reason).inc(),
-  );
+  requireProxyHeader(server, compileCidrs(cfg.server.proxyProtocol.from), cfg.server.headersTimeout, (reason) => {
+    metrics.proxyProtocolRefused.labels(reason).inc();
+    refusals.refused(`proxy_protocol_${reason}`, `connection closed: ${reason === 'timeout' ? 'no PROXY header in time' : 'no valid PROXY header'}`);
+  });
   server.on('checkContinue', gateway.handle);
   // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
@@ -238,6 +250,14 @@ async function listenProxy(
   await listenOn(server, listen.host, listen.port);
   return { server, h2 };
 }
+
+/** The human reading of each parser refusal, for the log line's `msg`. */
+const PARSER_REFUSALS: Record<ParserRefusal, string> = {
+  headers_too_large: 'request header fields too large (server.maxHeaderSize)',
+  request_timeout: 'the request did not arrive within server.headersTimeout or server.requestTimeout',
+  unknown_method: 'unknown method',
+  malformed: 'malformed request',
+};
 
 /** The TLS listener's pair at start: one that does not load is a config error, as a bad table is. */
 async function certificateAtStart(s: TlsSettings, configPath: string): Promise<CertificatePair> {

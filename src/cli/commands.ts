@@ -89,7 +89,10 @@ export const COMMANDS = {
   },
   replay: {
     name: 'replay',
-    synopsis: ["[--config FILE] LOG… [--format nginx|combined|mastodon|rategate|json|'nginx:<log_format>']", '[--json] [--html REPORT.html] [--top N] [--assume anonymous,no-body]'],
+    synopsis: [
+      "[--config FILE] LOG… [--format nginx|combined|mastodon|rategate|json|'nginx:<log_format>']",
+      '[--json] [--html REPORT.html] [--top N] [--assume anonymous,no-body]',
+    ],
     what: "Drives access logs (plain or gzip; - reads standard input) through the gateway's decision on the log's clock and reports per rule whom it would have limited.",
     flags: {
       config,

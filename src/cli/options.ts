@@ -71,16 +71,20 @@ export function configPath(values: Record<string, unknown>): string {
   return typeof values.config === 'string' ? values.config : process.env.RATEGATE_CONFIG || DEFAULT_CONFIG;
 }
 
-/** Prints a config error and returns the exit code; anything else is rethrown. */
-export function reportConfigError(err: unknown): number {
+/** A config error as a person reads it (one line for an unreadable file); serve logs it, the other commands print it. */
+export function configErrorText(err: ConfigError): string {
   if (err instanceof ConfigFileUnreadable) {
     // One line: a missing file has nothing else to report, and the usual cause is the folder it ran in.
     const hint = err.file === DEFAULT_CONFIG ? ` (the default, under ${process.cwd()}: give --config FILE or set RATEGATE_CONFIG)` : '';
-    console.error(`rategate: cannot read the config file ${err.file}: ${err.why}${hint}`);
-    return EXIT.CONFIG;
+    return `rategate: cannot read the config file ${err.file}: ${err.why}${hint}`;
   }
+  return err.message;
+}
+
+/** Prints a config error and returns the exit code; anything else is rethrown. */
+export function reportConfigError(err: unknown): number {
   if (err instanceof ConfigError) {
-    console.error(err.message);
+    console.error(configErrorText(err));
     return EXIT.CONFIG;
   }
   throw err;

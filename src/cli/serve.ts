@@ -1,17 +1,13 @@
 /** @module `rategate serve` (the gateway, one process or node:cluster workers) and `rategate upstream` (the built-in API alone). */
 import { parseHostPort } from '../config/fields/validators.js';
-import { ConfigError } from '../config/errors.js';
-import { hasCode } from '../errors.js';
 import { createProcessLogger } from '../observability/log.js';
 import { COMMANDS } from './commands.js';
 import { EXIT } from './exit.js';
-import { configPath, overridesFrom, parse, printHelp, reportConfigError, usageError, waitForSignal } from './options.js';
+import { configPath, overridesFrom, parse, printHelp, usageError, waitForSignal } from './options.js';
+import { startFailure, logStartRefusal } from './start-failure.js';
 import type { Logger } from 'pino';
 import { tracingFromEnv, type TracingSettings } from '../observability/tracing-env.js';
 import type { RequestTracing } from '../observability/tracing.js';
-
-/** What a listener cannot have: the address taken, not allowed, or not this host's. */
-const CANNOT_LISTEN = new Set(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL']);
 
 export async function serve(args: string[]): Promise<number> {
   const { values } = parse(args, COMMANDS.serve.flags);
@@ -33,10 +29,10 @@ export async function serve(args: string[]): Promise<number> {
       return await runPrimary({ workers, configPath: configPath(values), overrides: overridesFrom(values), log: logger, waitForSignal });
     } catch (err) {
       if (err instanceof WorkersRefused) {
-        console.error(`rategate: ${err.message}`);
+        logStartRefusal(logger, 'workers', err.message);
         return EXIT.CONFIG;
       }
-      return startFailure(err);
+      return startFailure(logger, err);
     }
   }
   const { startGateway } = await import('../app/start.js');
@@ -48,27 +44,13 @@ export async function serve(args: string[]): Promise<number> {
     gateway = await startGateway({ configPath: configPath(values), overrides, logger, admin: !isWorker, tracing });
     if (isWorker) serveWorkerMetrics(gateway.metrics.registry);
   } catch (err) {
-    return startFailure(err);
+    // Start-up failures are JSON lines on the log, with their place and their exit code (start-failure.ts).
+    return startFailure(logger, err);
   }
   await waitForSignal();
   await gateway.shutdown();
   await tracing?.shutdown(); // the last requests' spans, still batched
   return EXIT.OK;
-}
-
-/** A start-up failure's exit code (config 78, a listener or store it cannot have 69), said in one line; anything else is rethrown. */
-function startFailure(err: unknown): number {
-  if (err instanceof ConfigError) return reportConfigError(err);
-  const e = err as NodeJS.ErrnoException;
-  if (e.code !== undefined && CANNOT_LISTEN.has(e.code)) {
-    console.error(`rategate: cannot listen: ${e.message}`);
-    return EXIT.UNAVAILABLE;
-  }
-  if (hasCode(err, 'STORE_UNAVAILABLE') || hasCode(err, 'STORE_TIMEOUT')) {
-    console.error(`rategate: the store cannot be reached: ${(err as Error).message}`);
-    return EXIT.UNAVAILABLE;
-  }
-  throw err;
 }
 
 /** The SDK, loaded only when tracing is on: a gateway without it loads no OpenTelemetry module. */
@@ -91,7 +73,7 @@ export async function upstream(args: string[]): Promise<number> {
   try {
     running = await startUpstream({ host: listen.host, port: listen.port });
   } catch (err) {
-    return startFailure(err);
+    return startFailure(createProcessLogger(), err);
   }
   console.log(`rategate built-in upstream listening on ${running.url}`);
   await waitForSignal();

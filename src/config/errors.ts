@@ -7,7 +7,11 @@ export class ConfigError extends RategateError {
   readonly code = 'CONFIG_INVALID';
   readonly errors: string[];
 
-  constructor(source: string, errors: readonly string[]) {
+  constructor(
+    /** The file (or other source) the config came from. */
+    readonly source: string,
+    errors: readonly string[],
+  ) {
     const n = errors.length;
     super(`${source}: invalid config (${n} error${n === 1 ? '' : 's'})\n${errors.map((e) => `  - ${e}`).join('\n')}`);
     this.errors = [...errors];

@@ -237,7 +237,9 @@ const responsesShape = {
   body: z
     .record(z.string(), z.unknown())
     .default({ error: GATEWAY_ERRORS.RATE_LIMITED.message })
-    .describe('JSON body of a 429 answer (the default is the one SPEC spells, {"error":"Too many requests"}; its code in the error catalogue is RATE_LIMITED).'),
+    .describe(
+      'JSON body of a 429 answer (the default is the one SPEC spells, {"error":"Too many requests"}; its code in the error catalogue is RATE_LIMITED).',
+    ),
 };
 const exemptShape = {
   ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs never limited.'),

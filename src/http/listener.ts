@@ -25,16 +25,20 @@ export interface ListenerLimits {
   readonly maxConnections: number;
 }
 
+/** Why node:http's parser refused a connection's bytes (the refusal log's `refused` field). */
+export type ParserRefusal = 'headers_too_large' | 'request_timeout' | 'unknown_method' | 'malformed';
+
 /**
- * `onRefused`: told the status of each answer to a client error (the response metric); `onFragmented`:
- * told of each connection closed for a body in too many small chunks. `secure`: the certificate of a TLS
- * listener (server.tls); absent, plain HTTP. `offerH2`: ALPN offers `h2` before `http/1.1` (http/h2.ts
- * takes those connections).
+ * `onRefused`: told the status of each answer to a client error (the response metrics and the refusal
+ * log), with the reason and the parser's own code; a connection reset by its client is no refusal.
+ * `onFragmented`: told of each connection closed for a body in too many small chunks. `secure`: the
+ * certificate of a TLS listener (server.tls); absent, plain HTTP. `offerH2`: ALPN offers `h2` before
+ * `http/1.1` (http/h2.ts takes those connections).
  */
 export function createProxyServer(
   s: ListenerLimits,
   handler: http.RequestListener,
-  onRefused: (status: number) => void,
+  onRefused: (status: number, reason: ParserRefusal, code: string) => void,
   ServerResponse: typeof http.ServerResponse,
   onFragmented: () => void,
   secure?: tls.SecureContextOptions,
@@ -59,11 +63,17 @@ export function createProxyServer(
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     const code: GatewayErrorCode =
       err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST';
-    onRefused(GATEWAY_ERRORS[code].status);
-    if (err.code === 'ECONNRESET') socket.destroy();
-    else if (!answerInFlight(socket)) respondOnSocket(socket, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], []);
+    if (err.code === 'ECONNRESET') return void socket.destroy();
+    onRefused(GATEWAY_ERRORS[code].status, parserRefusal(err.code), err.code ?? 'unknown');
+    if (!answerInFlight(socket)) respondOnSocket(socket, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], []);
   });
   return server;
+}
+
+function parserRefusal(code: string | undefined): ParserRefusal {
+  if (code === 'HPE_HEADER_OVERFLOW') return 'headers_too_large';
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'request_timeout';
+  return code === 'HPE_INVALID_METHOD' ? 'unknown_method' : 'malformed';
 }
 
 export function listenOn(server: http.Server, host: string, port: number): Promise<void> {

@@ -13,8 +13,8 @@ type Rest<C> = Omit<C, 'name' | 'help' | 'registers'>;
 export interface MetricMaker<N extends string> {
   counter<L extends string = string>(name: N, rest?: Rest<client.CounterConfiguration<L>>): client.Counter<L>;
   gauge<L extends string = string>(name: N, rest?: Rest<client.GaugeConfiguration<L>>): client.Gauge<L>;
-  /** The request path's histogram (histogram.ts): `labelName` undefined for one series without labels. */
-  histogram(name: N, bounds: readonly number[], labelName?: string): FastHistogram;
+  /** The request path's histogram (histogram.ts): `labelNames` undefined for one series without labels. */
+  histogram(name: N, bounds: readonly number[], labelNames?: string | readonly string[]): FastHistogram;
 }
 
 export function metricMaker<N extends string>(registry: client.Registry, help: Readonly<Record<N, string>>): MetricMaker<N> {
@@ -22,8 +22,8 @@ export function metricMaker<N extends string>(registry: client.Registry, help: R
   return {
     counter: (name, rest) => new client.Counter({ ...rest, name, help: help[name], registers }),
     gauge: (name, rest) => new client.Gauge({ ...rest, name, help: help[name], registers }),
-    histogram: (name, bounds, labelName) => {
-      const metric = new FastHistogram(name, help[name], bounds, labelName);
+    histogram: (name, bounds, labelNames) => {
+      const metric = new FastHistogram(name, help[name], bounds, labelNames);
       // prom-client reads a metric through name, help, type, aggregator and get(): FastHistogram has them.
       registry.registerMetric(metric as unknown as client.Metric);
       return metric;

@@ -39,29 +39,33 @@ export class HistogramSeries {
 export class FastHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
-  private readonly series = new Map<string, HistogramSeries>();
+  /** Each label-value combination's series, and the values it stands for (keyed by the values joined). */
+  private readonly series = new Map<string, { readonly values: readonly string[]; readonly series: HistogramSeries }>();
   /** The series of a histogram without labels, kept so `observe` needs no lookup. */
   private unlabelled: HistogramSeries | undefined;
+  readonly labelNames: readonly string[];
 
-  /** `labelName` undefined: one series without labels (`labels()` with no argument, or `observe`). */
+  /** `labelNames` undefined: one series without labels (`labels()` with no argument, or `observe`). */
   constructor(
     readonly name: string,
     readonly help: string,
     private readonly bounds: readonly number[],
-    readonly labelName?: string,
+    labelNames?: string | readonly string[],
   ) {
+    this.labelNames = labelNames === undefined ? [] : typeof labelNames === 'string' ? [labelNames] : labelNames;
     // Like prom-client: a histogram without labels shows its (zero) series from the start.
-    if (labelName === undefined) this.unlabelled = this.labels();
+    if (this.labelNames.length === 0) this.unlabelled = this.labels();
   }
 
-  /** The series of one label value, to keep and observe into (created on first use). */
-  labels(value = ''): HistogramSeries {
-    let s = this.series.get(value);
+  /** The series of one value per label name, in their order, to keep and observe into (created on first use). */
+  labels(...values: string[]): HistogramSeries {
+    const key = values.join('\u0000');
+    let s = this.series.get(key);
     if (s === undefined) {
-      s = new HistogramSeries(this.bounds);
-      this.series.set(value, s);
+      s = { values, series: new HistogramSeries(this.bounds) };
+      this.series.set(key, s);
     }
-    return s;
+    return s.series;
   }
 
   observe(value: number): void {
@@ -71,10 +75,12 @@ export class FastHistogram {
   /** prom-client's metric shape: what Registry#metrics and getMetricsAsJSON read. */
   get(): { name: string; help: string; type: string; aggregator: string; values: MetricValue[] } {
     const values: MetricValue[] = [];
-    for (const [labelValue, s] of this.series) {
+    const labelled = this.labelNames.length > 0;
+    for (const { values: labelValues, series: s } of this.series.values()) {
       // A labelled series shows once observed, as with prom-client (children may be taken up front).
-      if (this.labelName !== undefined && s.count === 0) continue;
-      const own: Record<string, string> = this.labelName === undefined ? {} : { [this.labelName]: labelValue };
+      if (labelled && s.count === 0) continue;
+      const own: Record<string, string> = {};
+      this.labelNames.forEach((n, i) => (own[n] = labelValues[i] ?? ''));
       let acc = 0;
       for (let i = 0; i < this.bounds.length; i++) {
         acc += s.counts[i]!;
@@ -89,6 +95,6 @@ export class FastHistogram {
 
   reset(): void {
     this.series.clear();
-    this.unlabelled = this.labelName === undefined ? this.labels() : undefined;
+    this.unlabelled = this.labelNames.length === 0 ? this.labels() : undefined;
   }
 }

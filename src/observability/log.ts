@@ -5,7 +5,7 @@
  * `flush`), and on process exit, so no line is lost on SIGTERM.
  */
 import { writeSync } from 'node:fs';
-import { pino, type Logger } from 'pino';
+import { pino, type Logger, type LoggerOptions } from 'pino';
 
 /** Upper bound on how long a line waits in the buffer on a quiet gateway. */
 const FLUSH_MS = 250;
@@ -60,28 +60,66 @@ export class BufferedFd {
   }
 }
 
+/**
+ * The line format log pipelines expect: `"level":"info"` (not pino's 30) and an ISO-8601 UTC `time`
+ * (not epoch ms), with pino's own formatter and time function.
+ */
+export function loggerOptions(level = 'info'): LoggerOptions {
+  return { level, formatters: { level: (label) => ({ level: label }) }, timestamp: pino.stdTimeFunctions.isoTime };
+}
+
 /** Starts at `info` until the config is read: the gateway then applies the one level rule (app/start.ts). */
 export function createProcessLogger(level = 'info', fd = 1): Logger {
   const dest = new BufferedFd(fd);
   setInterval(() => dest.flushSync(), FLUSH_MS).unref();
   process.on('exit', () => dest.flushSync());
-  return pino({ level }, dest);
+  return pino(loggerOptions(level), dest);
 }
 
 /**
- * The access log's writer: the same JSON line pino would write (level, time, the logger's bindings, the
- * record's fields, `"msg":"request"`), built with the engine's JSON.stringify straight into the logger's
- * destination. pino's generic serializer spent ~5 µs per line in the gateway's profile (its per-key
- * escaping and safe-stable-stringify for the rule list); this is a fraction of that. The caller checks
- * `isLevelEnabled` first, as before. Any record shape works: the fields are not known here.
+ * The access log's writer: the same JSON line pino would write (level and time as the logger formats
+ * them, the logger's bindings, the record's fields, `"msg":"request"`), built with the engine's
+ * JSON.stringify straight into the logger's destination. pino's generic serializer spent ~5 µs per line
+ * in the gateway's profile (its per-key escaping and safe-stable-stringify for the rule list); this is a
+ * fraction of that. The caller checks `isLevelEnabled` first, as before. Any record shape works: the
+ * fields are not known here.
  */
 export function createAccessLog(log: Logger): (level: string, record: object) => void {
-  const stream = (log as unknown as Record<symbol, { write(s: string): unknown }>)[pino.symbols.streamSym]!;
-  const bindings = (log as unknown as Record<symbol, string>)[pino.symbols.chindingsSym] ?? '';
+  const internals = log as unknown as Record<symbol, unknown>;
+  const stream = internals[pino.symbols.streamSym] as { write(s: string): unknown };
+  const bindings = (internals[pino.symbols.chindingsSym] as string | undefined) ?? '';
+  const levelFormatter = (internals[pino.symbols.formattersSym] as { level?: (label: string, n: number) => object } | undefined)?.level;
+  const timeOf = internals[pino.symbols.timeSym] as () => string;
+  // Each level's `"level":…` written once, as the logger's formatter makes it.
+  const levels = new Map<string, string>();
+  const levelText = (label: string): string => {
+    let text = levels.get(label);
+    if (text === undefined) {
+      const n = log.levels.values[label] ?? 30;
+      text = JSON.stringify(levelFormatter ? levelFormatter(label, n) : { level: n }).slice(1, -1);
+      levels.set(label, text);
+    }
+    return text;
+  };
+  // ISO time: one toISOString per millisecond, not per line (a busy gateway writes many lines in one).
+  const time = timeOf === pino.stdTimeFunctions.isoTime ? isoTimeCached() : timeOf;
   return (level, record) => {
     const fields = JSON.stringify(record);
-    const value = log.levels.values[level] ?? 30;
-    stream.write(`{"level":${value},"time":${Date.now()}${bindings}${fields.length > 2 ? ',' + fields.slice(1, -1) : ''},"msg":"request"}\n`);
+    stream.write(`{${levelText(level)}${time()}${bindings}${fields.length > 2 ? ',' + fields.slice(1, -1) : ''},"msg":"request"}\n`);
+  };
+}
+
+/** pino's isoTime (`,"time":"…"`), the string kept while the millisecond does not change. */
+function isoTimeCached(): () => string {
+  let at = -1;
+  let text = '';
+  return () => {
+    const now = Date.now();
+    if (now !== at) {
+      at = now;
+      text = `,"time":"${new Date(now).toISOString()}"`;
+    }
+    return text;
   };
 }
 

@@ -2,6 +2,7 @@
 import client from 'prom-client';
 import { UPSTREAM_ERROR_REASONS } from '../http/errors.js';
 import { metricMaker } from './define-metrics.js';
+import type { HistogramSeries } from './histogram.js';
 import { STORE_ERROR_REASONS } from '../limiter/errors.js';
 import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
 import { REVISION, VERSION } from './version.js';
@@ -23,8 +24,18 @@ const GATEWAY_5XX = ['500', '502', '503', '504'] as const;
 /** The values of rategate_requests_total's `decision` label. */
 export const DECISIONS = ['allowed', 'limited', 'shadow_limited'] as const;
 export type Decision = (typeof DECISIONS)[number];
-/** The values of rategate_upstream_duration_seconds's `status_class` label. */
+/** The values of rategate_upstream_duration_seconds's `status_class` label (and of the RED metrics' `code_class`). */
 export const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+
+/** The `decision` label of rategate_http_request_duration_seconds: the pipeline's decision kinds (pipeline/decision.ts). */
+export const RESPONSE_DECISIONS = ['allowed', 'limited', 'unmatched', 'exempt', 'rejected', 'blocked', 'banned', 'store_unavailable'] as const;
+export type ResponseDecision = (typeof RESPONSE_DECISIONS)[number];
+
+/**
+ * The bounds of the end-to-end latency histogram: from a decision without I/O (well under a millisecond)
+ * to the default upstream timeout's 504 (30 s, which lands in the 60 s bucket).
+ */
+export const REQUEST_DURATION_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;
 
 /**
  * Label values known in advance: their series exist at 0 from the start, so that an alert on
@@ -83,6 +94,10 @@ const HELP = {
     "Responses the gateway made itself (not the upstream), by status code: its 429s, 403s and 4xx refusals, and its 5xx (500, 502/504 for an upstream that failed or did not answer, 503); the upstream's own answers are in rategate_upstream_duration_seconds.",
   rategate_event_loop_delay_seconds:
     'How late the event loop ran a timer set every 100 ms (0 when on time): requests wait as long for their next step. Sampled 10 times a second.',
+  rategate_http_request_duration_seconds:
+    "The gateway's own latency per request, from its arrival to its answer's head (the upstream's time included), by code class and decision; a request whose client left before its answer is not counted.",
+  rategate_http_responses_total:
+    'Responses to clients by code class, whoever made them (upstream or gateway), including the refusals of requests that could not be parsed (400, 408, 431) and of refused upgrades.',
   rategate_upstream_refused_total:
     'Requests answered without being forwarded because of the upstream pool: queue_timeout (503: no connection free within server.upstreamQueueTimeout), per_ip_cap (429: the client already held server.maxUpstreamConnectionsPerIp).',
   rategate_upstream_waiting: 'Requests waiting for an upstream connection (every pool).',
@@ -188,9 +203,41 @@ export class Metrics {
   readonly http2Closed = this.make.counter('rategate_http2_closed_total', { labelNames: ['reason'] });
 
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
-  readonly countGatewayAnswer = (status: number): void => void this.gatewayResponses.labels(String(status)).inc();
+  readonly countGatewayAnswer = (status: number): void => {
+    this.gatewayResponses.labels(String(status)).inc();
+    this.countResponse(status);
+  };
+
+  /** One answer to a client (status 0: none was written, the client left first). */
+  countResponse(status: number): void {
+    const i = Math.floor(status / 100) - 1;
+    if (i >= 0 && i < 5) this.responseCounts[i]!++;
+  }
+
+  /**
+   * A parsed request's answer, where it is written (pipeline/gateway.ts `finish`): its latency by code
+   * class and decision, and the response count. Status 0 (the client left first) is neither.
+   */
+  observeResponse(status: number, decision: ResponseDecision, seconds: number): void {
+    const i = Math.floor(status / 100) - 1;
+    if (i < 0 || i >= 5) return;
+    this.responseCounts[i]!++;
+    this.durationSeries[decision]?.[i]!.observe(seconds);
+  }
 
   private readonly statusClass = STATUS_CLASSES.map((c) => this.upstreamDuration.labels(c));
+
+  // -- RED (issue 40): what clients see. The histogram is observed once per parsed request, the
+  // responses counter once per answer of any kind; both cost an index and an add on the request path.
+  readonly requestDuration = this.make.histogram('rategate_http_request_duration_seconds', REQUEST_DURATION_BOUNDS, ['code_class', 'decision']);
+  /** Each decision's series by code class, taken once (no label hash per request). */
+  private readonly durationSeries = Object.fromEntries(
+    RESPONSE_DECISIONS.map((d) => [d, STATUS_CLASSES.map((c) => this.requestDuration.labels(c, d))]),
+  ) as Record<ResponseDecision, HistogramSeries[]>;
+  /** Responses per code class as plain numbers, handed to prom-client at scrape time. */
+  private readonly responseCounts = [0, 0, 0, 0, 0];
+  private readonly responseCountsExported = [0, 0, 0, 0, 0];
+  readonly responses = this.make.counter('rategate_http_responses_total', { labelNames: ['code_class'], collect: () => this.flushResponses() });
 
   /**
    * Local rejections as plain numbers, handed to prom-client at scrape time like the rule counts: a
@@ -274,6 +321,13 @@ export class Metrics {
       e.shadowLimited = c.shadowLimited;
       e.nearLimit = c.nearLimit;
     }
+  }
+
+  private flushResponses(): void {
+    STATUS_CLASSES.forEach((code_class, i) => {
+      this.responses.inc({ code_class }, this.responseCounts[i]! - this.responseCountsExported[i]!);
+      this.responseCountsExported[i] = this.responseCounts[i]!;
+    });
   }
 
   private flushLocalRejections(): void {

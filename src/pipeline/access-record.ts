@@ -1,6 +1,4 @@
 /** @module The access log's line of one request, and its `log.client` field (off by default; a digest names a client without storing its IP). */
-// The module's binding, not the global: globalThis.performance is a getter, called on every use.
-import { performance } from 'node:perf_hooks';
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import type { RequestView } from './request-view.js';
@@ -51,6 +49,8 @@ export interface RequestRecord {
   protocol?: string;
   /** The path, with its query when the request was refused before normalization: credentials redacted (observability/log-redact.ts). */
   path: string;
+  /** `http/1.1`, `http/1.0`; `h2` for HTTP/2: from the request's `httpVersion`. */
+  protocol: string;
   status: number;
   /** The rules whose buckets the request was counted in. */
   rules: readonly string[];
@@ -65,18 +65,38 @@ export interface RequestRecord {
   key?: string;
   /** Milliseconds from the request's arrival to its answer's head, to the microsecond. */
   ms: number;
+  /** The request body's length as declared (Content-Length; 0 without a body); absent for a chunked body. */
+  bytesIn?: number;
+  /** The answer body's length as declared in its head (Content-Length); absent when chunked (the line is written at the head). */
+  bytesOut?: number;
   error?: string;
 }
 
-/** The access-log line of a finished exchange. */
-/** `end`: the answer's status, and the forwarding's error when it failed. */
+/** The access log's `protocol`: `http/1.1`, or `h2` for an HTTP/2 request (node gives `2.0`). */
+export function protocolOf(req: http.IncomingMessage): string {
+  const v = req.httpVersion;
+  return v === '1.1' ? 'http/1.1' : v === '2.0' ? 'h2' : `http/${v}`;
+}
+
+/** A Content-Length as a number, or undefined when absent, repeated or not a length. */
+function lengthOf(value: string | readonly string[] | number | undefined): number | undefined {
+  if (typeof value === 'number') return value;
+  if (typeof value !== 'string' || value === '') return undefined;
+  const n = Number(value);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/**
+ * The access-log line of a finished exchange. `end`: the answer's status, the forwarding's error when it
+ * failed, and the answer body's declared length; `elapsedMs`: from the request's arrival to now.
+ */
 export function recordOf(
   req: http.IncomingMessage,
   id: string,
   view: RequestView,
   d: Decision,
-  end: { readonly status: number; readonly error: string | undefined },
-  started: number,
+  end: { readonly status: number; readonly error: string | undefined; readonly bodyLength?: string | readonly string[] | number | undefined },
+  elapsedMs: number,
 ): RequestRecord {
   const record: RequestRecord = {
     id,
@@ -84,11 +104,17 @@ export function recordOf(
     protocol: protocolOf(req),
     // A normalized path has no query: the test here, not behind the call (the call alone cost ~15 ns per record, bench/stages.ts).
     path: view.path.indexOf('?') === -1 ? view.path : loggedPath(view.path),
+    protocol: protocolOf(req),
     status: end.status,
     rules: d.rules.map((rule) => rule.name),
     decision: d.kind,
-    ms: Math.round((performance.now() - started) * 1000) / 1000,
+    ms: Math.round(elapsedMs * 1000) / 1000,
   };
+  const headers = req.headers;
+  const bytesIn = headers['content-length'] !== undefined ? lengthOf(headers['content-length']) : headers['transfer-encoding'] === undefined ? 0 : undefined;
+  if (bytesIn !== undefined) record.bytesIn = bytesIn;
+  const bytesOut = lengthOf(end.bodyLength);
+  if (bytesOut !== undefined) record.bytesOut = bytesOut;
   // A 503 of `onError: deny` is the fault policy's decision too.
   const decider = d.outcome?.decider ?? (d.kind === 'store_unavailable' ? 'fallback' : undefined);
   if (decider !== undefined) record.decider = decider;

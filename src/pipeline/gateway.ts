@@ -23,7 +23,7 @@ import { continueNow } from '../http/expect-continue.js';
 import type { RequestPolicy } from './policy.js';
 import type { Guard } from '../guard/guard.js';
 import type { Release } from '../guard/slots.js';
-import { recordOf, type RequestRecord } from './access-record.js';
+import { protocolOf, recordOf, type RequestRecord } from './access-record.js';
 import { loggedPath } from '../observability/log-redact.js';
 import { refundRefused } from './refund.js';
 import type { Stage } from './drive.js';
@@ -68,6 +68,8 @@ export interface GatewayOptions {
 interface Outcome {
   readonly status: number;
   readonly result: ForwardResult | undefined;
+  /** The gateway's own answer's body, when it wrote one (the access log's `bytesOut`). */
+  readonly body?: Buffer | undefined;
 }
 
 export class Gateway {
@@ -128,7 +130,7 @@ export class Gateway {
         // A 429's prebuilt head (refusal-head.ts) is written as is; one that closes the connection is built.
         if (d.head !== undefined && !close) respondWithHead(res, d.status, d.head, d.body!);
         else respondJson(res, d.status, d.body!, d.headers, close);
-        return this.finish(req, id, s, { status: d.status, result: undefined }, started);
+        return this.finish(req, id, s, { status: d.status, result: undefined, body: d.body }, started);
       }
       // Routed by the method it was counted as (Rack's override applied), as the upstream's Rails routes it.
       const forwarder = this.opts.routes?.pick(s.view.method, s.view.path)?.forwarder ?? this.opts.forwarder;
@@ -183,7 +185,7 @@ export class Gateway {
     const d = s.decision;
     if (!d.admit) {
       respondOnSocket(socket, d.status, d.body!, d.headers);
-      return this.finish(req, id, s, { status: d.status, result: undefined }, started);
+      return this.finish(req, id, s, { status: d.status, result: undefined, body: d.body }, started);
     }
     const tunnel = this.opts.routes?.pick(s.view.method, s.view.path)?.tunnel ?? this.opts.tunnel;
     const span = s.view.span;
@@ -201,14 +203,16 @@ export class Gateway {
     return v;
   }
 
-  /** The one place a request's answer is recorded: the response metric and the access-log line. */
+  /** The one place a request's answer is recorded: the response metrics and the access-log line. */
   private finish(req: http.IncomingMessage, id: string, s: Screened, end: Outcome, started: number): void {
     const r = end.result;
     const error = endingError(r, this.opts.drain);
-    // The access-log line first (its duration ends here), then what the answer counts.
+    // The duration ends here, for the access-log line and the latency histogram alike.
+    const elapsedMs = performance.now() - started;
+    this.opts.metrics.observeResponse(end.status, s.decision.kind, elapsedMs / 1000);
     const record =
       this.opts.onRequest !== undefined && this.opts.wantsRecords?.() !== false
-        ? recordOf(req, id, s.view, s.decision, { status: end.status, error }, started)
+        ? recordOf(req, id, s.view, s.decision, { status: end.status, error, bodyLength: end.body?.length ?? r?.bodyLength }, elapsedMs)
         : undefined;
     if (s.banHits && this.opts.guard) this.opts.guard.bans.countHits(s.banHits, end.status);
     // A surge's trigger counts the upstream's own answers to what was admitted (surge/surges.ts: by status,
@@ -229,15 +233,18 @@ export class Gateway {
   }
 
   private logFailure(req: http.IncomingMessage, id: string, err: unknown, started: number): void {
+    const elapsedMs = performance.now() - started;
     this.opts.metrics.gatewayResponses.labels(String(GATEWAY_ERRORS.INTERNAL.status)).inc();
+    this.opts.metrics.observeResponse(GATEWAY_ERRORS.INTERNAL.status, 'rejected', elapsedMs / 1000);
     this.opts.onRequest?.({
       id,
       method: req.method ?? '',
       path: loggedPath(req.url ?? ''),
+      protocol: protocolOf(req),
       status: GATEWAY_ERRORS.INTERNAL.status,
       rules: [],
       decision: 'rejected',
-      ms: Math.round((performance.now() - started) * 1000) / 1000,
+      ms: Math.round(elapsedMs * 1000) / 1000,
       error: err instanceof Error ? err.message : String(err),
     });
   }

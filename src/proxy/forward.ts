@@ -41,6 +41,8 @@ export interface ForwardResult {
   error: GatewayErrorCode | 'CLIENT_ABORTED' | undefined;
   /** Seconds from sending the request to the upstream's response headers (or the failure). */
   seconds: number;
+  /** The upstream answer's Content-Length as sent (the access log's `bytesOut`); absent when chunked. */
+  bodyLength?: string | string[] | undefined;
 }
 
 /**
@@ -277,7 +279,7 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
     }
     const out = clientResponseHeaders(statusCode, headers, this.out.dropUpstreamRateLimitHeaders, this.out.extraHeaders);
     res.writeHead(statusCode, out);
-    this.resolve({ status: statusCode, error: undefined, seconds });
+    this.resolve({ status: statusCode, error: undefined, seconds, bodyLength: headers['content-length'] });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -1,9 +1,9 @@
 /**
- * @module JSON-lines access logs: rategate's own (`"msg":"request"` lines: `time` when the answer was
+ * @module JSON-lines access logs: rategate's own (`"msg":"request"` lines: `time` (ISO 8601, or epoch ms before 0.2) when the answer was
  * written, `ms` after arrival, `client` the address only under `log.client: clear`), and generic JSON
  * lines with the field names log shippers commonly use (nginx `escape=json` formats, Caddy, Traefik).
  */
-import { parseAnyTime } from './nginx-time.js';
+import { parseAnyTime, parseIsoTime } from './nginx-time.js';
 import { splitRequestLine, type LogFormat, type LogRecord } from './record.js';
 
 type Json = Record<string, unknown>;
@@ -36,9 +36,11 @@ export const RATEGATE_FORMAT: LogFormat = {
     if (o.msg !== 'request') return 'not a request line (msg is not "request")';
     const method = str(o.method);
     const path = str(o.path);
-    if (typeof o.time !== 'number' || method === undefined || path === undefined) return 'no time, method or path';
+    // ISO 8601 since issue 40 (`"time":"2026-…Z"`), epoch ms before: both are read.
+    const time = typeof o.time === 'number' ? o.time : typeof o.time === 'string' ? parseIsoTime(o.time) : NaN;
+    if (Number.isNaN(time) || method === undefined || path === undefined) return 'no time, method or path';
     const ms = typeof o.ms === 'number' ? o.ms : 0;
-    const rec: LogRecord = { time: Math.round(o.time - ms), method, target: path, remoteAddr: str(o.client) ?? '', headers: {} };
+    const rec: LogRecord = { time: Math.round(time - ms), method, target: path, remoteAddr: str(o.client) ?? '', headers: {} };
     if (typeof o.status === 'number') rec.status = o.status;
     return rec;
   },

@@ -62,23 +62,42 @@ describe('the command line at start-up', () => {
     expect(r.loaded.filter((u) => u.startsWith(`${BUILT}/config/`)).length).toBeGreaterThan(0);
   });
 
-  it('says in one line that serve found no config/limits.yaml in the folder it runs in, with no stack trace', () => {
+  it('says in one JSON line (level fatal, the file named) that serve found no config/limits.yaml in the folder it runs in, with no stack trace', () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), 'rategate-empty-'));
     const r = run(['serve', '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0'], empty);
     expect(r.code).toBe(78);
-    const lines = r.stderr.trim().split('\n');
+    const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(
+    const line = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(line).toMatchObject({ level: 'fatal', failure: 'config', file: 'config/limits.yaml' });
+    expect(line.msg).toMatch(
       /^rategate: cannot read the config file config\/limits\.yaml: no such file \(the default, under .*: give --config FILE or set RATEGATE_CONFIG\)$/,
     );
-    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stdout + r.stderr).not.toMatch(/\n\s+at /);
   });
 
-  it('names a missing --config file the same way, for serve and check', () => {
-    for (const command of ['serve', 'check']) {
-      const r = run([command, '--config', '/nonexistent/limits.yaml']);
-      expect(r.code, command).toBe(78);
-      expect(r.stderr.trim(), command).toBe('rategate: cannot read the config file /nonexistent/limits.yaml: no such file');
-    }
+  it('names a missing --config file the same way, for serve (a JSON line) and check (plain text)', () => {
+    const serve = run(['serve', '--config', '/nonexistent/limits.yaml']);
+    expect(serve.code).toBe(78);
+    expect(JSON.parse(serve.stdout.trim())).toMatchObject({
+      level: 'fatal',
+      file: '/nonexistent/limits.yaml',
+      msg: 'rategate: cannot read the config file /nonexistent/limits.yaml: no such file',
+    });
+    const check = run(['check', '--config', '/nonexistent/limits.yaml']);
+    expect(check.code).toBe(78);
+    expect(check.stderr.trim()).toBe('rategate: cannot read the config file /nonexistent/limits.yaml: no such file');
+  });
+
+  it("logs a YAML error at start-up with its file, line and column, the person's message kept in msg", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-bad-'));
+    const file = path.join(dir, 'limits.yaml');
+    writeFileSync(file, 'limits:\n  - name: a\n    limit: [1\n');
+    const r = run(['serve', '--config', file, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0']);
+    expect(r.code).toBe(78);
+    const line = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    expect(line).toMatchObject({ level: 'fatal', failure: 'config', file, line: expect.any(Number), column: expect.any(Number) });
+    expect(line.time).toMatch(/Z$/);
+    expect(line.msg).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: invalid config \\(1 error\\)\\n  - line \\d+, column \\d+: `));
   });
 });

@@ -93,9 +93,9 @@ describe.skipIf(skipCluster('the shared-again test'))('the failover log line', (
           everyMs: 50,
           until: (l) => l !== undefined,
         });
-        const sharedAt = shared!.time as number;
+        const sharedAt = Date.parse(shared!.time);
         // Each request by its arrival (the line's time less its duration): the fallback decided none after the line.
-        const arrived = (l: LogLine): number => (l.time as number) - (l.ms as number);
+        const arrived = (l: LogLine): number => Date.parse(l.time) - (l.ms as number);
         const accessLines = (): LogLine[] => lines.filter((l) => l.msg === 'request');
         // And a phase after it: requests the store decided again.
         await eventually(() => accessLines().filter((l) => arrived(l) > sharedAt && l.decider !== 'fallback').length, {

@@ -68,7 +68,7 @@ describe.skipIf(skipRedis('the decider over Redis'))('the decider over Redis', (
           everyMs: 25,
         });
         const warn = lines.find((l) => /^store node .*: /.test(l.msg) && l.fallback !== undefined)!;
-        expect(warn.level).toBe(40);
+        expect(warn.level).toBe('warn');
         expect(warn).toMatchObject({ store: 'redis', node: `127.0.0.1:${redis.node.port}`, intervalMs: 10_000 });
         const warned = lines.filter((l) => l.fallback !== undefined);
         expect(warned.length).toBeLessThanOrEqual(2); // one at once, at most one for the interval (a slow run)

@@ -285,7 +285,7 @@ store: { timeout: 100ms, gateways: 1 }
       // The outage is in the log once (or a few times), not per request: its state change, and its
       // failed calls and fallback decisions counted at most once per 10 s (store-warnings.ts).
       const counted = (r: { msg: string }): boolean => r.msg.includes('(at most one such line per');
-      const warnings = log.lines.filter((r) => r.level === 40 && !counted(r));
+      const warnings = log.lines.filter((r) => r.level === 'warn' && !counted(r));
       expect(warnings.length).toBeGreaterThanOrEqual(1);
       expect(warnings.length).toBeLessThanOrEqual(3);
       // The state line says the node fails; the store-trouble line beside it gives the counts.
@@ -315,7 +315,7 @@ store: { timeout: 100ms }
       try {
         const unreachable = log.lines.filter((r) => /store unreachable at start/.test(r.msg));
         expect(unreachable).toHaveLength(1);
-        expect(unreachable[0]!.level).toBe(40);
+        expect(unreachable[0]!.level).toBe('warn');
         // The 3 s start-up wait for a first connection, plus the start itself (generous: CI machines are shared).
         expect(Date.now() - started).toBeLessThan(20_000);
         expect((await timed(gw.url, '/local')).status).toBe(200);
@@ -335,7 +335,7 @@ store: { timeout: 100ms }
           log.lines.filter((r) => /store (recovered|connected)/.test(r.msg)),
           JSON.stringify(log.lines),
         ).toHaveLength(1);
-        expect(log.lines.filter((r) => r.level === 40).length).toBeLessThanOrEqual(3);
+        expect(log.lines.filter((r) => r.level === 'warn').length).toBeLessThanOrEqual(3);
       } finally {
         await gw.shutdown(500);
       }

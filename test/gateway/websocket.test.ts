@@ -188,6 +188,11 @@ describe('WebSocket upgrades run the same pipeline as plain requests', () => {
     expect(access[2]!.rule).toBe('streaming');
     const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
     expect(metrics).toMatch(/rategate_gateway_responses_total\{code="429"\} 1/);
+    // The RED metrics count upgrades where they end too: the 101s as 1xx, the refused one as 4xx.
+    expect(metrics).toMatch(/rategate_http_responses_total\{code_class="1xx"\} 2\n/);
+    expect(metrics).toMatch(/rategate_http_responses_total\{code_class="4xx"\} 1\n/);
+    expect(metrics).toMatch(/rategate_http_request_duration_seconds_count\{code_class="1xx",decision="allowed"\} 2\n/);
+    expect(metrics).toMatch(/rategate_http_request_duration_seconds_count\{code_class="4xx",decision="limited"\} 1\n/);
   });
 });
 

@@ -163,6 +163,10 @@ describe('from the balancer’s address', () => {
     expect(await raw('PROXY TCP4 999.1.1.1 127.0.0.1 1 2\r\nGET / HTTP/1.1\r\n\r\n', '127.0.0.1')).toBe('');
     expect(await metric('rategate_proxy_protocol_refused_total')).not.toBe(before);
     expect(await metric('rategate_proxy_protocol_refused_total')).toMatch(/reason="invalid"} 2/);
+    // And logged (issue 40): each refusal a warn line with its reason.
+    const logged = lines.filter((l) => l.refused === 'proxy_protocol_invalid');
+    expect(logged).toHaveLength(2);
+    expect(logged[0]).toMatchObject({ level: 'warn', msg: 'connection closed: no valid PROXY header' });
     await alive();
   });
 

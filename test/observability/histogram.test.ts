@@ -55,4 +55,19 @@ describe('FastHistogram', () => {
     reg.registerMetric(new FastHistogram('idle_seconds', 'Idle.', BOUNDS) as unknown as client.Metric);
     expect(await reg.metrics()).toMatch(/idle_seconds_bucket\{le="\+Inf"\} 0\nidle_seconds_sum 0\nidle_seconds_count 0/);
   });
+
+  it('prints exactly what prom-client prints with two labels (code_class and decision, as the RED histogram has)', async () => {
+    const a = new client.Registry();
+    const b = new client.Registry();
+    const theirs = new client.Histogram({ name: 'red_seconds', help: 'Two labels.', buckets: BOUNDS, registers: [a], labelNames: ['code_class', 'decision'] });
+    const ours = new FastHistogram('red_seconds', 'Two labels.', BOUNDS, ['code_class', 'decision']);
+    b.registerMetric(ours as unknown as client.Metric);
+    SAMPLES.forEach((v, i) => {
+      const [cls, decision] = i % 3 === 0 ? ['4xx', 'limited'] : ['2xx', 'allowed'];
+      theirs.labels(cls, decision).observe(v);
+      ours.labels(cls, decision).observe(v);
+    });
+    expect(await b.metrics()).toBe(await a.metrics());
+    expect(await b.metrics()).toMatch(/red_seconds_count\{code_class="4xx",decision="limited"\} 4\n/);
+  });
 });

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { BufferedFd, createAccessLog } from '../../src/observability/log.js';
+import { BufferedFd, createAccessLog, loggerOptions } from '../../src/observability/log.js';
 
 function tempFd(): { fd: number; read: () => string } {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-logbuf-')), 'out.log');
@@ -52,5 +52,22 @@ describe('the access log writer', () => {
     expect(Object.keys(ours!)).toEqual(Object.keys(theirs!));
     access('warn', { status: 429 });
     expect(JSON.parse(lines[2]!)).toMatchObject({ level: 40, status: 429, msg: 'request' });
+  });
+
+  it("writes the gateway's format the same way: string level, ISO-8601 time, as pino itself writes them", () => {
+    const lines: string[] = [];
+    const log = pino(loggerOptions('info'), { write: (s: string) => void lines.push(s) });
+    const access = createAccessLog(log);
+    const record = { method: 'GET', path: '/x', protocol: 'http/1.1', status: 200, rules: [], decision: 'unmatched', ms: 0.5, bytesIn: 0, bytesOut: 12 };
+    access('info', record);
+    log.info(record, 'request');
+    const [ours, theirs] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(ours).toMatchObject({ level: 'info', protocol: 'http/1.1', bytesIn: 0, bytesOut: 12, msg: 'request' });
+    expect(ours!.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(Math.abs(Date.parse(ours!.time as string) - Date.now())).toBeLessThan(60_000);
+    expect({ ...ours, time: 0 }).toEqual({ ...theirs, time: 0 });
+    expect(Object.keys(ours!)).toEqual(Object.keys(theirs!));
+    access('warn', { status: 429 });
+    expect(JSON.parse(lines[2]!)).toMatchObject({ level: 'warn', status: 429, msg: 'request' });
   });
 });

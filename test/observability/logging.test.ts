@@ -52,9 +52,12 @@ describe('the log level', () => {
     expect(accessLines(gw.output())).toEqual([]);
   });
 
-  it('refuses an unknown RATEGATE_LOG_LEVEL like a bad value in the file', async () => {
-    await expect(spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'verbose' })).rejects.toThrow(
-      'log.level: must be one of fatal, error, warn, info, debug, trace, silent (got "verbose") (set by an override)',
-    );
+  it('refuses an unknown RATEGATE_LOG_LEVEL like a bad value in the file, in a fatal JSON line', async () => {
+    const refusal = 'log.level: must be one of fatal, error, warn, info, debug, trace, silent (got "verbose") (set by an override)';
+    // The message is inside the line's JSON `msg` (and its `errors`): its quotes escaped.
+    const inJson = JSON.stringify(refusal).slice(1, -1);
+    const started = spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'verbose' });
+    await expect(started).rejects.toThrow(inJson);
+    await expect(started).rejects.toThrow(/\{"level":"fatal","time":"[^"]+Z",.*"failure":"config"/);
   });
 });

@@ -49,6 +49,7 @@ describe('the alert rules file', () => {
         'RategateKeyTableFull',
         'RategateGatewayErrors',
         'RategateEventLoopLag',
+        'RategateLatencySLOBurn',
       ]),
     );
     const readme = readFileSync('README.md', 'utf8');

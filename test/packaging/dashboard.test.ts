@@ -115,7 +115,17 @@ describe('the Grafana dashboard', () => {
     const groupings = exprs.flatMap((e) => [...e.matchAll(/by \(([^)]*)\)/g)].map((m) => m[1] ?? ''));
     const labels = new Set(groupings.flatMap((g) => g.split(',').map((l) => l.trim())));
     for (const label of labels)
-      expect(['rule', 'decision', 'reason', 'result', 'status_class', 'code', 'le', 'instance', 'version', 'ban', 'source']).toContain(label);
+      expect(['rule', 'decision', 'reason', 'result', 'status_class', 'code', 'code_class', 'le', 'instance', 'version', 'ban', 'source']).toContain(label);
+  });
+
+  it('charts the RED view: responses by code class, their error share, end-to-end latency quantiles and the latency SLO', () => {
+    const red = dashboard.panels.filter((p) => p.title.startsWith('RED: ') || p.title.startsWith('Latency SLO'));
+    const redExprs = red.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    expect(redExprs.some((e) => /sum by \(code_class\) \(rate\(rategate_http_responses_total\{/.test(e))).toBe(true);
+    expect(redExprs.some((e) => /code_class="5xx"/.test(e))).toBe(true);
+    expect(redExprs.some((e) => /histogram_quantile\(0\.99, sum by \(le\) \(rate\(rategate_http_request_duration_seconds_bucket\{/.test(e))).toBe(true);
+    // The SLO stat reads the alert's own bucket (le="1", RategateLatencySLOBurn).
+    expect(redExprs.some((e) => /rategate_http_request_duration_seconds_bucket\{le="1"/.test(e))).toBe(true);
   });
 
   it('opens with a summary row: requests/s, 429/s, store up, version, reload state', () => {

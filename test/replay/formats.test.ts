@@ -84,6 +84,23 @@ describe('JSON formats', () => {
     expect(formatNamed('rategate').parse('{"level":30,"msg":"listening"}')).toMatch(/not a request line/);
   });
 
+  it("reads rategate's access log as 0.2 writes it: a string level and an ISO-8601 time", () => {
+    const line = JSON.stringify({
+      level: 'info',
+      time: new Date(1795460405500).toISOString(),
+      method: 'GET',
+      path: '/api/v1/timelines/home',
+      protocol: 'http/1.1',
+      status: 200,
+      ms: 12.5,
+      bytesIn: 0,
+      bytesOut: 120,
+      msg: 'request',
+    });
+    expect(formatNamed('rategate').parse(line)).toMatchObject({ time: 1795460405488, method: 'GET', status: 200 });
+    expect(formatNamed('rategate').parse('{"level":"info","time":"yesterday","method":"GET","path":"/","msg":"request"}')).toMatch(/no time/);
+  });
+
   it('reads generic JSON lines by the usual field names', () => {
     const f = formatNamed('json');
     const r = f.parse(

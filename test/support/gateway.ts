@@ -5,6 +5,7 @@ import path from 'node:path';
 import { pino, type Logger } from 'pino';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startGateway, type RunningGateway } from '../../src/app/start.js';
+import { loggerOptions } from '../../src/observability/log.js';
 import { startRecordingUpstream, type RecordingUpstream } from './recording-upstream.js';
 import { eventually } from './eventually.js';
 import { blockFixture, startedLater } from './fixture.js';
@@ -71,11 +72,12 @@ export function sharedGatewayFixture(yaml: string, opts: { graceMs?: number } = 
 /** A pino logger that keeps every line it writes, JSON-parsed, for tests that read the log. */
 export function capturingLogger(level = 'info'): { logger: Logger; lines: LogLine[] } {
   const lines: LogLine[] = [];
-  const logger = pino({ level }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
+  // The gateway's own line format (string levels, ISO times), so tests read what operators read.
+  const logger = pino(loggerOptions(level), { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
   return { logger, lines };
 }
 
-export type LogLine = { level: number; msg: string } & Record<string, unknown>;
+export type LogLine = { level: string; time: string; msg: string } & Record<string, unknown>;
 
 /** The access-log line of request `id` (written once the answer is sent, so polled for), newest lines first. */
 export async function accessLine(lines: readonly LogLine[], id: string, withinMs = 5_000): Promise<LogLine> {
