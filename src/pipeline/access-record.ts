@@ -45,11 +45,9 @@ export interface RequestRecord {
   /** The request's `X-Request-Id`, or the one the gateway made and forwarded. */
   id: string;
   method: string;
-  /** What the client spoke: `http/1.1`, `http/1.0`, `h2` (over TLS) or `h2c` (HTTP/2 with prior knowledge on plain TCP). */
-  protocol?: string;
   /** The path, with its query when the request was refused before normalization: credentials redacted (observability/log-redact.ts). */
   path: string;
-  /** `http/1.1`, `http/1.0`; `h2` for HTTP/2: from the request's `httpVersion`. */
+  /** What the client spoke: `http/1.1`, `http/1.0`, `h2` (over TLS) or `h2c` (HTTP/2 with prior knowledge on plain TCP). */
   protocol: string;
   status: number;
   /** The rules whose buckets the request was counted in. */
@@ -70,12 +68,6 @@ export interface RequestRecord {
   /** The answer body's length as declared in its head (Content-Length); absent when chunked (the line is written at the head). */
   bytesOut?: number;
   error?: string;
-}
-
-/** The access log's `protocol`: `http/1.1`, or `h2` for an HTTP/2 request (node gives `2.0`). */
-export function protocolOf(req: http.IncomingMessage): string {
-  const v = req.httpVersion;
-  return v === '1.1' ? 'http/1.1' : v === '2.0' ? 'h2' : `http/${v}`;
 }
 
 /** A Content-Length as a number, or undefined when absent, repeated or not a length. */
@@ -101,7 +93,6 @@ export function recordOf(
   const record: RequestRecord = {
     id,
     method: req.method ?? '',
-    protocol: protocolOf(req),
     // A normalized path has no query: the test here, not behind the call (the call alone cost ~15 ns per record, bench/stages.ts).
     path: view.path.indexOf('?') === -1 ? view.path : loggedPath(view.path),
     protocol: protocolOf(req),
@@ -128,7 +119,7 @@ export function recordOf(
 }
 
 /** The access line's `protocol`: read from what node parsed, no string built per request. */
-function protocolOf(req: http.IncomingMessage): string {
+export function protocolOf(req: http.IncomingMessage): string {
   if (req.httpVersionMajor === 2) return (req.socket as { encrypted?: boolean } | null)?.encrypted === true ? 'h2' : 'h2c';
   return req.httpVersionMinor === 0 ? 'http/1.0' : 'http/1.1';
 }
