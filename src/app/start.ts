@@ -82,13 +82,18 @@ export interface RunningGateway {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-export async function startGateway(settings: GatewaySettings): Promise<RunningGateway> {
+/** The table as read at start (its text kept: a reload compares against it) and the logger at its level. */
+async function readInitial(settings: GatewaySettings) {
   const overrides = settings.overrides ?? {};
   const initialText = await readConfigText(settings.configPath);
   const snapshot = parseConfig(initialText, settings.configPath, overrides);
-  const cfg = snapshot.config;
   const log = settings.logger ?? createProcessLogger();
-  log.level = cfg.log.level;
+  log.level = snapshot.config.log.level;
+  return { overrides, initialText, snapshot, cfg: snapshot.config, log };
+}
+
+export async function startGateway(settings: GatewaySettings): Promise<RunningGateway> {
+  const { overrides, initialText, snapshot, cfg, log } = await readInitial(settings);
 
   const builtin = cfg.upstream.url === 'builtin' ? await startUpstream({ host: '127.0.0.1', port: 0 }) : undefined;
   const origin = new URL(builtin?.url ?? cfg.upstream.url).origin;
