@@ -18,7 +18,12 @@ import autocannon from 'autocannon';
 import { cpuMsOfTree, freePort, killAll, start, waitForPort, type Proc } from './lib/procs.js';
 
 const { values } = parseArgs({
-  options: { cli: { type: 'string', multiple: true }, requests: { type: 'string' }, slices: { type: 'string' }, connections: { type: 'string' } },
+  options: {
+    cli: { type: 'string', multiple: true },
+    requests: { type: 'string' },
+    slices: { type: 'string' },
+    connections: { type: 'string' },
+  },
 });
 const CLIS = values.cli ?? ['dist/cli/index.js'];
 const REQUESTS = Number(values.requests ?? 8_000);
@@ -71,7 +76,17 @@ async function startGateway(cli: string): Promise<Gateway> {
     for (const b of d) if (b === 10) lines++;
   });
   await waitForPort(proc, port);
-  return { cli, proc, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, file, reloads: 0, lines: () => lines, on: [], off: [] };
+  return {
+    cli,
+    proc,
+    url: `http://127.0.0.1:${port}`,
+    adminUrl: `http://127.0.0.1:${admin}`,
+    file,
+    reloads: 0,
+    lines: () => lines,
+    on: [],
+    off: [],
+  };
 }
 
 /** Rewrites the file with the other level and waits until the gateway has reloaded it. */
@@ -89,7 +104,9 @@ async function setLog(gw: Gateway, on: boolean): Promise<void> {
 
 function load(url: string, amount: number): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
-    autocannon({ url: `${url}/api/v1/statuses/1`, connections: CONNECTIONS, amount }, (err, r) => (err ? reject(err) : resolve(r)));
+    autocannon({ url: `${url}/api/v1/statuses/1`, connections: CONNECTIONS, amount }, (err, r) =>
+      err ? reject(err) : resolve(r),
+    );
   });
 }
 

@@ -62,7 +62,14 @@ const comparable = (name: string): string =>
     .replace(/file:\/\/\/\S*?\/dist\//, 'dist/')
     .replace(/\/\S*\/node_modules\//, 'node_modules/');
 
-function load(target: string, dump: string, inclusiveCosts: boolean, requestsGiven: string | undefined, wanted: RegExp, strip: boolean): Loaded {
+function load(
+  target: string,
+  dump: string,
+  inclusiveCosts: boolean,
+  requestsGiven: string | undefined,
+  wanted: RegExp,
+  strip: boolean,
+): Loaded {
   const file = mainThreadFile(target, Number(dump));
   const dir = statSync(target).isFile() ? path.dirname(target) : target;
   const map = readPerfMap(path.join(dir, 'perf.map'));
@@ -104,7 +111,9 @@ function main(): void {
   });
   if (values.figures) {
     const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
-    console.log('| run | main thread | without GC, compile | GC | compile | timers subtracted | idle /s | all threads |\n|---|--:|--:|--:|--:|--:|--:|--:|');
+    console.log(
+      '| run | main thread | without GC, compile | GC | compile | timers subtracted | idle /s | all threads |\n|---|--:|--:|--:|--:|--:|--:|--:|',
+    );
     for (const dir of positionals) {
       const r = runFigures(dir);
       console.log(
@@ -115,7 +124,9 @@ function main(): void {
   }
   const target = positionals[0];
   if (target === undefined) {
-    console.error('usage: npx tsx bench/callgrind-top.ts DIR|FILE [--vs DIR|FILE] [--dump N] [--requests N] [--top N] [--inclusive] [--calls REGEX]');
+    console.error(
+      'usage: npx tsx bench/callgrind-top.ts DIR|FILE [--vs DIR|FILE] [--dump N] [--requests N] [--top N] [--inclusive] [--calls REGEX]',
+    );
     process.exit(2);
   }
   const wanted = new RegExp(values.calls);
@@ -128,21 +139,27 @@ function main(): void {
     for (const [fn, c] of [...a.costs].sort((x, y) => y[1] - x[1]).slice(0, top))
       console.log(`| ${c.toFixed(0)} | ${((c / a.total) * 100).toFixed(1)} % | ${fn.slice(0, 140)} |`);
     console.log(`\n| calls per ${a.per} | inclusive instructions per ${a.per} | function |\n|--:|--:|---|`);
-    for (const [fn, c] of [...a.calls].sort((x, y) => y[1].calls - x[1].calls)) console.log(`| ${c.calls.toFixed(2)} | ${c.cost.toFixed(0)} | ${fn} |`);
+    for (const [fn, c] of [...a.calls].sort((x, y) => y[1].calls - x[1].calls))
+      console.log(`| ${c.calls.toFixed(2)} | ${c.cost.toFixed(0)} | ${fn} |`);
     return;
   }
   const b = load(values.vs, values.dump, values.inclusive, values.requests, wanted, true);
-  console.log(`${a.file}: ${a.total.toFixed(0)} per ${a.per}\n  vs ${b.file}: ${b.total.toFixed(0)} (difference ${(a.total - b.total).toFixed(0)})`);
+  console.log(
+    `${a.file}: ${a.total.toFixed(0)} per ${a.per}\n  vs ${b.file}: ${b.total.toFixed(0)} (difference ${(a.total - b.total).toFixed(0)})`,
+  );
   const diff = new Map<string, [number, number]>();
   for (const [fn, c] of a.costs) diff.set(fn, [c, b.costs.get(fn) ?? 0]);
   for (const [fn, c] of b.costs) if (!diff.has(fn)) diff.set(fn, [0, c]);
   console.log(`\n| ${kind}, first | second | first − second | function |\n|--:|--:|--:|---|`);
   const rows = [...diff].sort((x, y) => Math.abs(y[1][0] - y[1][1]) - Math.abs(x[1][0] - x[1][1])).slice(0, top);
-  for (const [fn, [x, y]] of rows) console.log(`| ${x.toFixed(0)} | ${y.toFixed(0)} | ${(x - y).toFixed(0)} | ${fn.slice(0, 140)} |`);
+  for (const [fn, [x, y]] of rows)
+    console.log(`| ${x.toFixed(0)} | ${y.toFixed(0)} | ${(x - y).toFixed(0)} | ${fn.slice(0, 140)} |`);
   console.log(`\n| calls, first | second | function |\n|--:|--:|---|`);
   const names = new Set([...a.calls.keys(), ...b.calls.keys()]);
   for (const fn of [...names].sort((x, y) => (a.calls.get(y)?.calls ?? 0) - (a.calls.get(x)?.calls ?? 0)))
-    console.log(`| ${(a.calls.get(fn)?.calls ?? 0).toFixed(2)} | ${(b.calls.get(fn)?.calls ?? 0).toFixed(2)} | ${fn} |`);
+    console.log(
+      `| ${(a.calls.get(fn)?.calls ?? 0).toFixed(2)} | ${(b.calls.get(fn)?.calls ?? 0).toFixed(2)} | ${fn} |`,
+    );
 }
 
 main();

@@ -15,17 +15,29 @@ import rateLimit from '@fastify/rate-limit';
 import replyFrom from '@fastify/reply-from';
 import { Redis } from 'ioredis';
 
-const { values } = parseArgs({ options: { listen: { type: 'string' }, upstream: { type: 'string' }, redis: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { listen: { type: 'string' }, upstream: { type: 'string' }, redis: { type: 'string' } },
+});
 const [host, port] = (values.listen ?? '127.0.0.1:8082').split(':') as [string, string];
 const redis = values.redis === undefined ? undefined : new Redis(values.redis, { maxRetriesPerRequest: 1 });
 
 const app = Fastify({ logger: false, trustProxy: true });
 app.removeAllContentTypeParsers();
 app.addContentTypeParser('*', (_req, _payload, done) => done(null));
-await app.register(rateLimit, { global: true, max: 1_000_000_000, timeWindow: '1 hour', ...(redis ? { redis, nameSpace: 'fastify-bench-' } : {}) });
-await app.register(replyFrom, { base: values.upstream ?? 'http://127.0.0.1:3000', undici: { connections: 128, pipelining: 1 } });
+await app.register(rateLimit, {
+  global: true,
+  max: 1_000_000_000,
+  timeWindow: '1 hour',
+  ...(redis ? { redis, nameSpace: 'fastify-bench-' } : {}),
+});
+await app.register(replyFrom, {
+  base: values.upstream ?? 'http://127.0.0.1:3000',
+  undici: { connections: 128, pipelining: 1 },
+});
 
-app.get('/api/v1/exhausted', { config: { rateLimit: { max: 1, timeWindow: '1 hour' } } }, (_req, reply) => reply.from());
+app.get('/api/v1/exhausted', { config: { rateLimit: { max: 1, timeWindow: '1 hour' } } }, (_req, reply) =>
+  reply.from(),
+);
 app.all('/*', (_req, reply) => reply.from());
 
 await app.listen({ host, port: Number(port) });

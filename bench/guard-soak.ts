@@ -88,7 +88,13 @@ function upstream(): Promise<http.Server> {
   return new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve(s)));
 }
 
-async function gateway(cli: string, config: string, redisUrl: string, upstreamUrl: string, name: string): Promise<Gateway> {
+async function gateway(
+  cli: string,
+  config: string,
+  redisUrl: string,
+  upstreamUrl: string,
+  name: string,
+): Promise<Gateway> {
   const port = await freePort();
   const adminPort = await freePort();
   const proc = start(
@@ -115,7 +121,10 @@ async function gateway(cli: string, config: string, redisUrl: string, upstreamUr
 }
 
 async function status(url: string, ip: string, init: RequestInit = {}): Promise<number> {
-  const r = await fetch(url, { ...init, headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) } });
+  const r = await fetch(url, {
+    ...init,
+    headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) },
+  });
   await r.arrayBuffer();
   return r.status;
 }
@@ -130,7 +139,11 @@ async function admin(gw: Gateway, method: string, p: string, body?: unknown): Pr
   return r.status;
 }
 
-const login = { method: 'POST', body: 'user[email]=a@example.com&user[password]=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+const login = {
+  method: 'POST',
+  body: 'user[email]=a@example.com&user[password]=x',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+};
 
 /** ms until every gateway answers `want` for `ip` (each polled every 5 ms). */
 async function applied(gws: readonly Gateway[], ip: string, want: number, t0: number): Promise<number> {
@@ -216,7 +229,16 @@ function build(): string {
 async function main(): Promise<void> {
   const cli = build();
   const redisPort = await freePort();
-  const redis = start('redis-server', 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
+  const redis = start('redis-server', 'redis-server', [
+    '--port',
+    String(redisPort),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+  ]);
   await waitForPort(redis, redisPort);
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
   const up = await upstream();
@@ -237,7 +259,10 @@ store: { timeout: 2s }
   await seed(redisUrl);
   console.log(`seeded ${ENTRIES} entries in ${Date.now() - t} ms`);
   t = Date.now();
-  const [a, b] = await Promise.all([gateway(cli, config, redisUrl, upUrl, 'gateway A'), gateway(cli, config, redisUrl, upUrl, 'gateway B')]);
+  const [a, b] = await Promise.all([
+    gateway(cli, config, redisUrl, upUrl, 'gateway A'),
+    gateway(cli, config, redisUrl, upUrl, 'gateway B'),
+  ]);
   await applied([a!, b!], blockIp(0), 403, Date.now());
   const startMs = Date.now() - t;
   const rssStart = [rssOf(a!.proc.pid), rssOf(b!.proc.pid)];
@@ -250,7 +275,8 @@ store: { timeout: 2s }
   const changed = await during.stop();
 
   t = Date.now();
-  for (let i = 0; i < ADMIN_BLOCKS; i++) await admin(a!, 'POST', '/admin/blocks', { ip: freshIp(50_000 + i), for: '1h' });
+  for (let i = 0; i < ADMIN_BLOCKS; i++)
+    await admin(a!, 'POST', '/admin/blocks', { ip: freshIp(50_000 + i), for: '1h' });
   const adminSeconds = (Date.now() - t) / 1000;
   await applied([b!], freshIp(50_000 + ADMIN_BLOCKS - 1), 403, Date.now());
   const wave = await banWave(a!, b!);

@@ -48,7 +48,8 @@ type Req = { method: string; path: string; headers: Record<string, string>; body
 
 /** A 1×1 PNG: the upstream sniffs it as an image. */
 const PNG = Buffer.from(
-  '89504e470d0a1a0a0000000d4948445200000001000000010806000000' + '1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082',
+  '89504e470d0a1a0a0000000d4948445200000001000000010806000000' +
+    '1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082',
   'hex',
 );
 
@@ -100,7 +101,11 @@ function seedRequests(mix: MixSpec): Req[] {
  * destroying its connections with requests still in flight, which is a burst of client aborts at
  * the end of every run; a count-bound connection stops after its last answer.
  */
-function run(spec: LoadSpec, amount: number, record: boolean): Promise<{ result: autocannon.Result; latencies: number[]; seconds: number }> {
+function run(
+  spec: LoadSpec,
+  amount: number,
+  record: boolean,
+): Promise<{ result: autocannon.Result; latencies: number[]; seconds: number }> {
   const latencies: number[] = [];
   const opts: autocannon.Options = {
     // The path goes in the URL: autocannon ignores a top-level `path` option.
@@ -117,7 +122,9 @@ function run(spec: LoadSpec, amount: number, record: boolean): Promise<{ result:
   return new Promise((resolve, reject) => {
     // Elapsed time ends at the last answer: autocannon reports a count-bound run as finished only at
     // its next 1-second tick, which would understate the rate by up to a second's worth.
-    const instance = autocannon(opts, (err, result) => (err ? reject(err) : resolve({ result, latencies, seconds: (last - started) / 1000 })));
+    const instance = autocannon(opts, (err, result) =>
+      err ? reject(err) : resolve({ result, latencies, seconds: (last - started) / 1000 }),
+    );
     instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => {
       last = performance.now();
       if (record) latencies.push(ms);
@@ -212,11 +219,13 @@ async function viaAutocannon(spec: LoadSpec, durationSec: number, record: boolea
   do {
     // Time left in load-seconds (autocannon's idle wait for its tick after each run does not count).
     const left = durationSec - out.seconds;
-    const amount = record && rate > 0 ? Math.max(spec.connections * 100, Math.round(rate * left)) : spec.connections * 200;
+    const amount =
+      record && rate > 0 ? Math.max(spec.connections * 100, Math.round(rate * left)) : spec.connections * 200;
     const { result, latencies, seconds } = await run(spec, amount, record);
     rate = Math.max(rate, result.requests.total / seconds);
     for (const l of latencies) out.latencies.push(l);
-    for (const [code, v] of Object.entries(result.statusCodeStats ?? {})) out.statuses[code] = (out.statuses[code] ?? 0) + v.count;
+    for (const [code, v] of Object.entries(result.statusCodeStats ?? {}))
+      out.statuses[code] = (out.statuses[code] ?? 0) + v.count;
     out.errors += result.errors;
     out.timeouts += result.timeouts;
     out.seconds += seconds;

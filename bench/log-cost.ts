@@ -32,18 +32,29 @@ async function measure(name: string, log: pino.Logger, direct = false): Promise<
   await new Promise<void>((r) => log.flush(() => r()));
   const cpu = process.cpuUsage(cpu0);
   const wall = Number(process.hrtime.bigint() - t0) / 1e3;
-  process.stderr.write(`${name}: ${((cpu.user + cpu.system) / N).toFixed(2)} µs CPU per line (${(wall / N).toFixed(2)} µs wall)\n`);
+  process.stderr.write(
+    `${name}: ${((cpu.user + cpu.system) / N).toFixed(2)} µs CPU per line (${(wall / N).toFixed(2)} µs wall)\n`,
+  );
 }
 
 const which = process.argv[2] ?? 'both';
-if (which !== 'buffered') await measure('sync pino destination (before)', pino({ level: 'info' }, pino.destination({ dest: 1, sync: true })));
-if (which !== 'sync') await measure('pino to the buffered destination of src/observability/log.ts', createProcessLogger('info'));
-if (which !== 'sync') await measure('access writer + buffered destination, src/observability/log.ts (after)', createProcessLogger('info'), true);
+if (which !== 'buffered')
+  await measure('sync pino destination (before)', pino({ level: 'info' }, pino.destination({ dest: 1, sync: true })));
+if (which !== 'sync')
+  await measure('pino to the buffered destination of src/observability/log.ts', createProcessLogger('info'));
+if (which !== 'sync')
+  await measure(
+    'access writer + buffered destination, src/observability/log.ts (after)',
+    createProcessLogger('info'),
+    true,
+  );
 if (which === 'both' || which === 'off') {
   const off = createProcessLogger('warn');
   const cpu0 = process.cpuUsage();
   for (let i = 0; i < N; i++) if (off.isLevelEnabled('info')) off.info(record, 'request');
   const cpu = process.cpuUsage(cpu0);
-  process.stderr.write(`log off (level warn, the record is not built): ${((cpu.user + cpu.system) / N).toFixed(3)} µs per request\n`);
+  process.stderr.write(
+    `log off (level warn, the record is not built): ${((cpu.user + cpu.system) / N).toFixed(3)} µs per request\n`,
+  );
 }
 process.exit(0);

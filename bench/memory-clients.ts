@@ -20,7 +20,9 @@ const mb = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MB`;
 function report(label: string): void {
   global.gc?.();
   const m = process.memoryUsage();
-  console.log(`${label.padEnd(34)} rss ${mb(m.rss).padStart(7)}  heapUsed ${mb(m.heapUsed).padStart(7)}  buckets ${store.size}`);
+  console.log(
+    `${label.padEnd(34)} rss ${mb(m.rss).padStart(7)}  heapUsed ${mb(m.heapUsed).padStart(7)}  buckets ${store.size}`,
+  );
 }
 
 report('start');

@@ -72,10 +72,14 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
 function request(method: string, path: string, i: number): Promise<void> {
   const ip = `2001:db8:${(i >>> 16).toString(16)}:${(i & 0xffff).toString(16)}::1`;
   return new Promise((resolve, reject) => {
-    const r = http.request(`${url}${path}`, { method, agent, headers: { 'X-Forwarded-For': ip, 'Content-Length': 0 } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve());
-    });
+    const r = http.request(
+      `${url}${path}`,
+      { method, agent, headers: { 'X-Forwarded-For': ip, 'Content-Length': 0 } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve());
+      },
+    );
     r.on('error', reject);
     r.end();
   });
@@ -128,5 +132,7 @@ console.log(
 console.log(
   `after ${N} more clients (/64 each): RSS ${mb(after.rss)} MB, heap + external ${mb(after.heap)} MB, ${after.keys} buckets (${result.bucketsPerClient} per client)`,
 );
-console.log(`per client ${result.rssBytesPerClient} B RSS; per bucket ${result.rssBytesPerBucket} B RSS, ${result.heapBytesPerBucket} B heap + external`);
+console.log(
+  `per client ${result.rssBytesPerClient} B RSS; per bucket ${result.rssBytesPerBucket} B RSS, ${result.heapBytesPerBucket} B heap + external`,
+);
 console.log(JSON.stringify(result));

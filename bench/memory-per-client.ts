@@ -25,7 +25,9 @@ import { MemoryStore } from '../src/limiter/memory/store.js';
 import type { Store } from '../src/limiter/types.js';
 import { bucketsFor, buildRequestPolicy, knownClient } from '../src/pipeline/policy.js';
 
-const json = process.argv[2]?.startsWith('{') ? (JSON.parse(process.argv[2]) as { clients?: number; blocked?: boolean }) : {};
+const json = process.argv[2]?.startsWith('{')
+  ? (JSON.parse(process.argv[2]) as { clients?: number; blocked?: boolean })
+  : {};
 const N = json.clients ?? Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 150_000);
 const BLOCKED = json.blocked === true || process.argv.includes('--blocked');
 // A full GC on demand without asking for --expose-gc on the command line.
@@ -74,9 +76,13 @@ const mb = (x: number): string => `${(x / 2 ** 20).toFixed(1)} MB`;
 console.log(
   `${N.toLocaleString('en')} distinct clients${BLOCKED ? ' (blocked cache in front)' : ''}, ${buckets} buckets, ${(N / seconds).toFixed(0)} decisions/s`,
 );
-console.log(`  heap (used + external): ${mb(base.heap)} → ${mb(full.heap)} → after the windows + sweep ${mb(swept.heap)}`);
+console.log(
+  `  heap (used + external): ${mb(base.heap)} → ${mb(full.heap)} → after the windows + sweep ${mb(swept.heap)}`,
+);
 console.log(`  RSS:                    ${mb(base.rss)} → ${mb(full.rss)} → after the windows + sweep ${mb(swept.rss)}`);
-console.log(`  per client: heap ${per(full.heap, base.heap)} B, RSS ${per(full.rss, base.rss)} B; left after expiry: heap ${per(swept.heap, base.heap)} B`);
+console.log(
+  `  per client: heap ${per(full.heap, base.heap)} B, RSS ${per(full.rss, base.rss)} B; left after expiry: heap ${per(swept.heap, base.heap)} B`,
+);
 console.log(
   JSON.stringify({
     clients: N,

@@ -81,7 +81,10 @@ function connection(depth: number): Promise<void> {
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const progress = setInterval(() => process.stderr.write(`  … ${done.toLocaleString('en')} / ${spec.n.toLocaleString('en')}\n`), 15_000);
+  const progress = setInterval(
+    () => process.stderr.write(`  … ${done.toLocaleString('en')} / ${spec.n.toLocaleString('en')}\n`),
+    15_000,
+  );
   await Promise.all(Array.from({ length: spec.connections ?? 32 }, () => connection(spec.depth ?? 16)));
   clearInterval(progress);
   const seconds = (performance.now() - started) / 1000;

@@ -47,9 +47,11 @@ function classify(stack: Node[]): Category | null {
   if (leaf === '(garbage collector)') return 'GC';
   if (leaf === '(program)') return '(program): V8 and native, no JS frame';
   const has = (re: RegExp): boolean => stack.some((n) => re.test(n.callFrame.url));
-  const hasFn = (re: RegExp, url?: RegExp): boolean => stack.some((n) => re.test(n.callFrame.functionName) && (url === undefined || url.test(n.callFrame.url)));
+  const hasFn = (re: RegExp, url?: RegExp): boolean =>
+    stack.some((n) => re.test(n.callFrame.functionName) && (url === undefined || url.test(n.callFrame.url)));
   if (has(/node_modules\/(ioredis|redis-parser|standard-as-callback|denque|cluster-key-slot)\//)) {
-    if (/^(writeBuffer|writev|writeUtf8String|writeLatin1String)$/.test(leaf)) return 'ioredis: socket write (writeBuffer/writev under ioredis)';
+    if (/^(writeBuffer|writev|writeUtf8String|writeLatin1String)$/.test(leaf))
+      return 'ioredis: socket write (writeBuffer/writev under ioredis)';
     if (has(/node_modules\/redis-parser\//)) return 'ioredis: reply parsing (redis-parser)';
     if (hasFn(/^convertBufferToString$/)) return 'ioredis: reply conversion (convertBufferToString)';
     if (has(/ioredis\/built\/Command\.js/)) return 'ioredis: Command objects and argument encoding';
@@ -59,7 +61,8 @@ function classify(stack: Node[]): Category | null {
   if (has(/\/limiter\/(blocked|resilient)\.[jt]s$/)) return 'blocked cache + fault policy';
   if (has(/\/limiter\/(memory|bucket-table)\.[jt]s$/)) return 'memory store';
   if (stack.every((n) => n.callFrame.url === '' || n.callFrame.url.startsWith('node:internal/process/task_queues'))) {
-    if (/^(runMicrotasks|processTicksAndRejections|\(root\))$/.test(leaf) || stack.length <= 3) return 'microtask queue, no JS caller left (promise plumbing)';
+    if (/^(runMicrotasks|processTicksAndRejections|\(root\))$/.test(leaf) || stack.length <= 3)
+      return 'microtask queue, no JS caller left (promise plumbing)';
   }
   return 'the rest: HTTP in/out, undici, gateway request path';
 }

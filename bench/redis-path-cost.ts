@@ -34,9 +34,33 @@ const ONLY = process.argv[4];
 function specsFor(i: number): BucketSpec[] {
   const ip = `{ip:40.0.${(i >> 8) & 255}.9}`;
   return [
-    { key: `account-access:{acct:a:${i % 50}}`, limit: 1e9, periodMs: 300_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local' },
-    { key: `ip-access:${ip}`, limit: 1e9, periodMs: 300_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local' },
-    { key: `status-read:${ip}`, limit: 1e9, periodMs: 60_000, algorithm: 'sliding-window', cost: 1, shadow: false, onError: 'local' },
+    {
+      key: `account-access:{acct:a:${i % 50}}`,
+      limit: 1e9,
+      periodMs: 300_000,
+      algorithm: 'fixed-window',
+      cost: 1,
+      shadow: false,
+      onError: 'local',
+    },
+    {
+      key: `ip-access:${ip}`,
+      limit: 1e9,
+      periodMs: 300_000,
+      algorithm: 'fixed-window',
+      cost: 1,
+      shadow: false,
+      onError: 'local',
+    },
+    {
+      key: `status-read:${ip}`,
+      limit: 1e9,
+      periodMs: 60_000,
+      algorithm: 'sliding-window',
+      cost: 1,
+      shadow: false,
+      onError: 'local',
+    },
   ];
 }
 
@@ -113,7 +137,9 @@ async function main(): Promise<void> {
     }
   }
   console.log(`gateway-process CPU per 3-bucket consume, ${C} in flight, ${N} consumes per run, best of 3 (µs):`);
-  console.log(`${'layer'.padEnd(32)} ${'user'.padStart(6)} ${'kernel'.padStart(7)} ${'total'.padStart(7)} ${'wall/consume'.padStart(13)}`);
+  console.log(
+    `${'layer'.padEnd(32)} ${'user'.padStart(6)} ${'kernel'.padStart(7)} ${'total'.padStart(7)} ${'wall/consume'.padStart(13)}`,
+  );
   for (const [name] of layers) {
     const c = best.get(name)!;
     console.log(
@@ -121,7 +147,8 @@ async function main(): Promise<void> {
     );
   }
   const profDir = process.execArgv.find((a) => a.startsWith('--cpu-prof-dir='))?.slice('--cpu-prof-dir='.length);
-  if (profDir !== undefined) writeFileSync(`${profDir}/load.json`, `${JSON.stringify({ requests: 4 * N * layers.length })}\n`);
+  if (profDir !== undefined)
+    writeFileSync(`${profDir}/load.json`, `${JSON.stringify({ requests: 4 * N * layers.length })}\n`);
   await full.close();
   await memory.close();
   client.disconnect();

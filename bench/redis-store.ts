@@ -38,8 +38,24 @@ const CONCURRENCY = [1, 64, 256];
 function request(i: number): BucketSpec[] {
   const tag = `{ip:10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}}`;
   return [
-    { key: `ip-access:${tag}`, limit: 300, periodMs: 300_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local' },
-    { key: `sign-up:${tag}`, limit: 300, periodMs: 1_800_000, algorithm: 'token-bucket', cost: 1, shadow: false, onError: 'local' },
+    {
+      key: `ip-access:${tag}`,
+      limit: 300,
+      periodMs: 300_000,
+      algorithm: 'fixed-window',
+      cost: 1,
+      shadow: false,
+      onError: 'local',
+    },
+    {
+      key: `sign-up:${tag}`,
+      limit: 300,
+      periodMs: 1_800_000,
+      algorithm: 'token-bucket',
+      cost: 1,
+      shadow: false,
+      onError: 'local',
+    },
   ];
 }
 
@@ -80,7 +96,9 @@ async function scriptStats(nodes: readonly { url: string }[]): Promise<{ calls: 
 async function main(): Promise<void> {
   const redis = await startRedis();
   const cluster = await startRedisCluster();
-  const rows: string[][] = [['target', 'in flight', 'batching', 'consumes/s', 'p50 ms', 'p99 ms', 'scripts/consume', 'Redis µs/consume']];
+  const rows: string[][] = [
+    ['target', 'in flight', 'batching', 'consumes/s', 'p50 ms', 'p99 ms', 'scripts/consume', 'Redis µs/consume'],
+  ];
   try {
     for (const [name, url, nodes] of [
       ['redis', redis.url, [redis.node]],
@@ -88,7 +106,12 @@ async function main(): Promise<void> {
     ] as const) {
       for (const concurrency of CONCURRENCY) {
         for (const batching of [false, true]) {
-          const store = createRedisStore({ url, prefix: `bench-${batching}-${concurrency}`, timeoutMs: 5_000, batching });
+          const store = createRedisStore({
+            url,
+            prefix: `bench-${batching}-${concurrency}`,
+            timeoutMs: 5_000,
+            batching,
+          });
           await store.ready();
           await run(store, concurrency); // warm-up: connections, script load, JIT
           const before = await scriptStats(nodes);

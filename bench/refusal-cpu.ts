@@ -11,7 +11,17 @@
 import { Redis } from 'ioredis';
 import { fixtures } from './lib/fixtures.js';
 import { cpuMsOfTree, killAll, runScript } from './lib/procs.js';
-import { build, env, startFastify, startGateway, startRedis, startThin, startUpstream, stopServer, type Server } from './lib/systems.js';
+import {
+  build,
+  env,
+  startFastify,
+  startGateway,
+  startRedis,
+  startThin,
+  startUpstream,
+  stopServer,
+  type Server,
+} from './lib/systems.js';
 import { argv, BENCH_CONFIG } from './lib/settings.js';
 
 // The bench's command line (lib/settings.ts): --requests, --rounds, --cli.
@@ -20,7 +30,15 @@ const ROUNDS = Number(argv.rounds ?? 3);
 
 /** Sends `n` refused requests; the answering process's CPU ms over them and how many were 429. */
 async function measure(s: Server, n: number): Promise<{ cpuMs: number; refused: number }> {
-  const spec = { port: s.port, path: '/api/v1/exhausted', headers: { authorization: `Bearer ${env.fx.userToken}` }, n, clients: 1, connections: 8, depth: 1 };
+  const spec = {
+    port: s.port,
+    path: '/api/v1/exhausted',
+    headers: { authorization: `Bearer ${env.fx.userToken}` },
+    n,
+    clients: 1,
+    connections: 8,
+    depth: 1,
+  };
   const before = cpuMsOfTree(s.proc.pid);
   const r = await runScript<{ statuses: Record<string, number> }>('bench/million.ts', spec, 10 * 60_000);
   return { cpuMs: cpuMsOfTree(s.proc.pid) - before, refused: r.statuses['429'] ?? 0 };
@@ -66,7 +84,9 @@ async function main(): Promise<void> {
   const floor = median(us.get('floor-429')!);
   console.log(`| system | CPU µs per 429 (median of ${ROUNDS}) | × floor-429 | rounds |\n|---|--:|--:|---|`);
   for (const [name, xs] of us)
-    console.log(`| ${name} | ${median(xs).toFixed(1)} | ${(median(xs) / floor).toFixed(2)} | ${xs.map((x) => x.toFixed(1)).join(', ')} |`);
+    console.log(
+      `| ${name} | ${median(xs).toFixed(1)} | ${(median(xs) / floor).toFixed(2)} | ${xs.map((x) => x.toFixed(1)).join(', ')} |`,
+    );
 }
 
 await main();

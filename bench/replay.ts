@@ -25,9 +25,13 @@ export async function benchReplay(lines = 1_200_000, log?: string): Promise<numb
   const file = log ?? path.join(os.tmpdir(), `rategate-replay-bench-${lines}.log`);
   if (!existsSync(file)) {
     console.log(`generating ${lines.toLocaleString('en-US')} lines into ${file} …`);
-    execFileSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/gen-access-log.ts'), '--lines', String(lines), '--out', file], {
-      stdio: 'inherit',
-    });
+    execFileSync(
+      process.execPath,
+      ['--import', 'tsx', path.join(ROOT, 'scripts/gen-access-log.ts'), '--lines', String(lines), '--out', file],
+      {
+        stdio: 'inherit',
+      },
+    );
   }
   const seed = await replayRow(file, 'config/limits.yaml', new Set());
   await replayRow(file, 'config/examples/mastodon.yaml', new Set(['anonymous']));
@@ -54,7 +58,8 @@ async function replayRow(file: string, table: string, assume: ReadonlySet<Assump
     `  ${cpuSeconds.toFixed(2)} s of CPU: ${Math.round(report.lines / cpuSeconds).toLocaleString('en-US')} lines per CPU second (load average ${os.loadavg()[0]!.toFixed(1)})`,
   );
   for (const r of report.rules)
-    if (r.notDecidable === undefined) console.log(`  ${r.name}: counted ${r.counted}, would have limited ${r.limited} (${r.distinctKeysLimited} keys)`);
+    if (r.notDecidable === undefined)
+      console.log(`  ${r.name}: counted ${r.counted}, would have limited ${r.limited} (${r.distinctKeysLimited} keys)`);
   return rate;
 }
 

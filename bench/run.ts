@@ -46,10 +46,28 @@ import {
   want,
   type SystemKey,
 } from './lib/settings.js';
-import { build, env, launch, machine, startRedis, startUpstream, stopServer, unavailable, type Server } from './lib/systems.js';
+import {
+  build,
+  env,
+  launch,
+  machine,
+  startRedis,
+  startUpstream,
+  stopServer,
+  unavailable,
+  type Server,
+} from './lib/systems.js';
 import type { InstructionsResult, MemoryResult, PerClientResult } from './lib/types.js';
 import { benchManyClients } from './scenarios/clients.js';
-import { benchInstructions, callgrindAvailable, INSTR_LABELS, INSTR_ORDER, instrSystem, ownRow, type InstrKey } from './scenarios/instructions.js';
+import {
+  benchInstructions,
+  callgrindAvailable,
+  INSTR_LABELS,
+  INSTR_ORDER,
+  instrSystem,
+  ownRow,
+  type InstrKey,
+} from './scenarios/instructions.js';
 import { benchRound, pickBest, rounds } from './scenarios/load.js';
 import { benchPerClient } from './scenarios/memory.js';
 import { benchMillion } from './scenarios/million.js';
@@ -65,7 +83,10 @@ async function main(): Promise<void> {
     `rategate bench${QUICK ? ' (quick)' : ''}: ${m.cpu}, ${m.cores} cores, Node ${m.node}; ${ROUNDS} round(s) of ${DURATION} s runs after a warm-up, ${CONNECTIONS} connections, fixed rate ${RATE}/s`,
   );
   const load1 = (m.loadavgAtStart as number[])[0]!;
-  if (load1 > 0.7) note(`load average ${load1} at start: other processes are using the CPU; figures are noisier than on an idle machine`);
+  if (load1 > 0.7)
+    note(
+      `load average ${load1} at start: other processes are using the CPU; figures are noisier than on an idle machine`,
+    );
   // --cli: another build's dist/cli/index.js (a checkout of the code before a change, for an A/B).
   env.cli = argv.cli ?? build();
   mkdirSync(RESULTS, { recursive: true });
@@ -88,7 +109,9 @@ async function main(): Promise<void> {
     env.upstreamUrl = `http://127.0.0.1:${upstream.port}`;
     env.upstreamPid = upstream.proc.pid;
     env.fx = await fixtures(QUICK ? 20 : 50);
-    console.log(`upstream ${env.upstreamUrl}; target GET /api/v1/statuses/${env.fx.statusId} (a public status, 200, ~1.3 kB JSON) with a user's bearer token`);
+    console.log(
+      `upstream ${env.upstreamUrl}; target GET /api/v1/statuses/${env.fx.statusId} (a public status, 200, ~1.3 kB JSON) with a user's bearer token`,
+    );
 
     // All systems up at once (idle ones cost nothing), then interleaved rounds, so that noise from
     // other processes on the machine spreads over all systems instead of hitting one.
@@ -123,14 +146,17 @@ async function main(): Promise<void> {
     }
     pickBest();
     if (!SKIP.has('mixed')) {
-      for (const k of ['direct', 'thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchMixed(k, upstream.port);
+      for (const k of ['direct', 'thin', 'rategate-memory', 'rategate-redis'] as const)
+        if (want(k)) await benchMixed(k, upstream.port);
     }
     if (!SKIP.has('edge') && want('rategate-memory')) edge = await benchEdge();
     if (!SKIP.has('memory') && want('rategate-memory')) perClient = await benchPerClient();
     if (!SKIP.has('million') && want('rategate-memory')) memory = await benchMillion();
-    if (!SKIP.has('clients')) for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchManyClients(k);
+    if (!SKIP.has('clients'))
+      for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchManyClients(k);
     if (!SKIP.has('instructions')) {
-      if (!callgrindAvailable()) note('instructions per request skipped: valgrind (callgrind) is not installed (apt-get install -y valgrind)');
+      if (!callgrindAvailable())
+        note('instructions per request skipped: valgrind (callgrind) is not installed (apt-get install -y valgrind)');
       else {
         for (const k of INSTR_ORDER) {
           // `rategate-redis-clients` comes with `rategate-redis`, or alone when --only names it.
@@ -147,7 +173,10 @@ async function main(): Promise<void> {
           }
         }
       }
-    } else if (QUICK) note('instructions per request skipped (--quick skips them: callgrind takes minutes per run; add --instructions)');
+    } else if (QUICK)
+      note(
+        'instructions per request skipped (--quick skips them: callgrind takes minutes per run; add --instructions)',
+      );
     if (!SKIP.has('profile')) {
       for (const k of ['rategate-memory', 'rategate-redis'] as const) {
         if (!want(k) || unavailable(k) !== null) continue;
@@ -205,7 +234,9 @@ async function main(): Promise<void> {
     path.join(RESULTS, `${outName}.svg`),
     chart({ systems: results, connections: CONNECTIONS, rate: RATE, machine: m, memory, date: json.generatedAt }),
   );
-  console.log(`\nwrote ${RESULTS}/${outName}.json and ${outName}.svg${Object.keys(profiles).length ? ' and bench/profile.md' : ''} in ${json.elapsedSec} s`);
+  console.log(
+    `\nwrote ${RESULTS}/${outName}.json and ${outName}.svg${Object.keys(profiles).length ? ' and bench/profile.md' : ''} in ${json.elapsedSec} s`,
+  );
   if (notes.length) console.log(`notes:\n${notes.map((n) => `  - ${n}`).join('\n')}`);
 }
 

@@ -28,7 +28,13 @@ import { rateLimitHeaders } from '../src/pipeline/rate-limited.js';
 import { RequestView } from '../src/pipeline/request-view.js';
 import { normalizePath } from '../src/routing/index.js';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, ms: { type: 'string', default: '60' }, only: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '7' },
+    ms: { type: 'string', default: '60' },
+    only: { type: 'string' },
+  },
+});
 const ROUNDS = Number(values.rounds);
 const ROUND_MS = Number(values.ms);
 const ONLY = values.only?.split(',') ?? null;
@@ -40,7 +46,9 @@ const CLIENT = '40.0.1.9';
 /** The bench table, with the IETF fields on (the default) or off. */
 function policyOf(standardHeaders: boolean): RequestPolicy {
   const yaml = `${readFileSync('bench/limits.bench.yaml', 'utf8')}\nresponses:\n  standardHeaders: ${standardHeaders}\n`;
-  return buildRequestPolicy(parseConfig(yaml, 'limits.bench.yaml'), () => Promise.resolve({ kind: 'account', id: '42' }));
+  return buildRequestPolicy(parseConfig(yaml, 'limits.bench.yaml'), () =>
+    Promise.resolve({ kind: 'account', id: '42' }),
+  );
 }
 
 /** A store that grants every lease asked for in full: the lease layer then decides from what it holds. */
@@ -50,7 +58,13 @@ class Granting implements Store {
     return Promise.resolve({
       allowed: true,
       now,
-      buckets: specs.map((s) => ({ remaining: s.limit / 2, resetAt: now + s.periodMs, limited: false, retryAt: now, leased: s.lease ?? 0 })),
+      buckets: specs.map((s) => ({
+        remaining: s.limit / 2,
+        resetAt: now + s.periodMs,
+        limited: false,
+        retryAt: now,
+        leased: s.lease ?? 0,
+      })),
     });
   }
   peek(): Promise<BucketState> {
@@ -113,13 +127,21 @@ async function stages(): Promise<Stage[]> {
   const matched = ietf.snapshot.matcher.match('GET', PATH);
   const peer = ietf.resolveIp.peer('127.0.0.1');
   const client = ietf.resolveIp.behind(peer, CLIENT, undefined);
-  const introspecting = createAccountResolver({ from: 'introspect', introspect: () => Promise.resolve({ kind: 'account', id: '42' }), cacheTtlMs: 3_600_000 });
+  const introspecting = createAccountResolver({
+    from: 'introspect',
+    introspect: () => Promise.resolve({ kind: 'account', id: '42' }),
+    cacheTtlMs: 3_600_000,
+  });
   await introspecting.resolve(TOKEN, undefined, false);
   const account = introspecting.known(TOKEN, undefined, false) ?? null;
   const who = knownClient(client, account);
   const { specs, rules } = bucketsFor(ietf, matched, who);
   const memory = new MemoryStore({ sweepIntervalMs: 0 });
-  const leases = createLeaseStore(new Granting(), { giveBack: () => Promise.resolve(), maxAgeMs: 3_600_000, idleMs: 3_600_000 });
+  const leases = createLeaseStore(new Granting(), {
+    giveBack: () => Promise.resolve(),
+    maxAgeMs: 3_600_000,
+    idleMs: 3_600_000,
+  });
   // Two store calls on the same keys: the second asks for (and gets) leases.
   await leases.consume(specs);
   await leases.consume(specs);
@@ -143,31 +165,73 @@ async function stages(): Promise<Stage[]> {
   const decision = admitted(rateLimitHeaders(ietf, rules, outcome), rules, true, 'allowed');
   const started = performance.now();
   return [
-    { name: 'normalize', what: 'routing normalizePath (path and query of the target)', run: () => normalizePath(`${PATH}?x=1`) },
-    { name: 'match', what: 'the matcher: the rules of (GET, path)', run: () => ietf.snapshot.matcher.match('GET', PATH) },
+    {
+      name: 'normalize',
+      what: 'routing normalizePath (path and query of the target)',
+      run: () => normalizePath(`${PATH}?x=1`),
+    },
+    {
+      name: 'match',
+      what: 'the matcher: the rules of (GET, path)',
+      run: () => ietf.snapshot.matcher.match('GET', PATH),
+    },
     {
       name: 'client-ip',
       what: 'resolveIp: the peer, then the client behind it (X-Forwarded-For)',
       run: () => ietf.resolveIp.behind(ietf.resolveIp.peer('127.0.0.1'), CLIENT, undefined),
     },
     { name: 'digest', what: 'tokenDigest: SHA-256 of the bearer token', run: () => tokenDigest(TOKEN) },
-    { name: 'account', what: 'account known(): digest + introspection cache look-up (a hit)', run: () => introspecting.known(TOKEN, undefined, false) },
+    {
+      name: 'account',
+      what: 'account known(): digest + introspection cache look-up (a hit)',
+      run: () => introspecting.known(TOKEN, undefined, false),
+    },
     { name: 'buckets', what: 'bucketsFor: the three bucket specs and keys', run: () => bucketsFor(ietf, matched, who) },
     { name: 'memory', what: 'MemoryStore.consumeSync of the three buckets', run: () => memory.consumeSync(specs) },
-    { name: 'memory-await', what: 'MemoryStore.consume, awaited (what memory mode costs with its promise)', run: () => memory.consume(specs), async: true },
-    { name: 'lease-local', what: 'lease layer consumeLocal, every bucket leased', run: () => leases.consumeLocal(specs) },
-    { name: 'lease-cached', what: 'blocked cache over the leases: consumeLocal (Redis mode, synchronous)', run: () => cached.consumeLocal(specs) },
-    { name: 'lease-await', what: 'blocked cache over the leases: consume, awaited (the pipeline awaits it)', run: () => cached.consume(specs), async: true },
+    {
+      name: 'memory-await',
+      what: 'MemoryStore.consume, awaited (what memory mode costs with its promise)',
+      run: () => memory.consume(specs),
+      async: true,
+    },
+    {
+      name: 'lease-local',
+      what: 'lease layer consumeLocal, every bucket leased',
+      run: () => leases.consumeLocal(specs),
+    },
+    {
+      name: 'lease-cached',
+      what: 'blocked cache over the leases: consumeLocal (Redis mode, synchronous)',
+      run: () => cached.consumeLocal(specs),
+    },
+    {
+      name: 'lease-await',
+      what: 'blocked cache over the leases: consume, awaited (the pipeline awaits it)',
+      run: () => cached.consume(specs),
+      async: true,
+    },
     {
       name: 'lease-await-hop',
       what: 'the same without consumeLocal inside: the .then hop the cache took before',
       run: () => hopping.consume(specs),
       async: true,
     },
-    { name: 'headers', what: 'rateLimitHeaders with the IETF RateLimit fields (the default)', run: () => rateLimitHeaders(ietf, rules, outcome) },
-    { name: 'headers-plain', what: 'rateLimitHeaders, X-RateLimit-* only (standardHeaders: false)', run: () => rateLimitHeaders(plain, rules, outcome) },
+    {
+      name: 'headers',
+      what: 'rateLimitHeaders with the IETF RateLimit fields (the default)',
+      run: () => rateLimitHeaders(ietf, rules, outcome),
+    },
+    {
+      name: 'headers-plain',
+      what: 'rateLimitHeaders, X-RateLimit-* only (standardHeaders: false)',
+      run: () => rateLimitHeaders(plain, rules, outcome),
+    },
     { name: 'request-id', what: 'requestId of a request without X-Request-Id', run: () => requestId(req) },
-    { name: 'uuid', what: 'crypto.randomUUID (for comparison: the request id before issue 30)', run: () => randomUUID() },
+    {
+      name: 'uuid',
+      what: 'crypto.randomUUID (for comparison: the request id before issue 30)',
+      run: () => randomUUID(),
+    },
     {
       name: 'record',
       what: 'recordOf: the access-log record (log.client off)',
@@ -178,7 +242,9 @@ async function stages(): Promise<Stage[]> {
 
 async function main(): Promise<void> {
   const all = await stages();
-  console.log(`stage costs, ns per call (CPU time; median and lowest of ${ROUNDS} rounds of ~${ROUND_MS} ms), Node ${process.version}\n`);
+  console.log(
+    `stage costs, ns per call (CPU time; median and lowest of ${ROUNDS} rounds of ~${ROUND_MS} ms), Node ${process.version}\n`,
+  );
   console.log('| stage | ns/call | lowest | what it calls |\n|---|--:|--:|---|');
   for (const s of all) {
     if (ONLY !== null && !ONLY.includes(s.name)) continue;

@@ -60,11 +60,15 @@ for (let i = 0; i < runs; i++) commands.forEach((c, j) => samples[j]!.push(once(
 const floor = median(samples[0]!);
 const version = spawnSync(values.node, ['--version']).stdout.toString().trim();
 const cpuOf = (j: number) => cpu[j]!.reduce((a, b) => a + b, 0) / runs;
-console.log(`Node ${version}, ${runs} runs each, interleaved; wall-clock median (min–max), and mean CPU (user + system) per run`);
+console.log(
+  `Node ${version}, ${runs} runs each, interleaved; wall-clock median (min–max), and mean CPU (user + system) per run`,
+);
 for (const [j, c] of commands.entries()) {
   const xs = samples[j]!;
   const m = median(xs);
   const range = `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
   const ratios = `${(m / floor).toFixed(2)}× (CPU ${(cpuOf(j) / cpuOf(0)).toFixed(2)}×) node -e 0`;
-  console.log(`${c.label.padEnd(46)} ${m.toFixed(0).padStart(4)} ms (${range.padStart(9)})  CPU ${cpuOf(j).toFixed(0).padStart(4)} ms  ${ratios}`);
+  console.log(
+    `${c.label.padEnd(46)} ${m.toFixed(0).padStart(4)} ms (${range.padStart(9)})  CPU ${cpuOf(j).toFixed(0).padStart(4)} ms  ${ratios}`,
+  );
 }

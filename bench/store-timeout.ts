@@ -108,7 +108,18 @@ async function main(): Promise<void> {
   const procs: Proc[] = [];
   process.on('exit', killAll);
   const redisPort = await freePort();
-  procs.push(start('redis', 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']));
+  procs.push(
+    start('redis', 'redis-server', [
+      '--port',
+      String(redisPort),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+    ]),
+  );
   await waitRedis(redisPort);
   const upstreamPort = await freePort();
   procs.push(start('upstream', process.execPath, [CLI, 'upstream', '--listen', `127.0.0.1:${upstreamPort}`]));
@@ -146,23 +157,31 @@ limits:
   for (const g of gateways) await waitHttp(`${g.admin}/healthz`);
   const load1 = os.loadavg()[0] ?? 0;
   const results = await Promise.all(gateways.map((g) => load(g.url)));
-  const scrapes = await Promise.all(gateways.map(async (g) => parseMetrics(await (await fetch(`${g.admin}/metrics`)).text())));
+  const scrapes = await Promise.all(
+    gateways.map(async (g) => parseMetrics(await (await fetch(`${g.admin}/metrics`)).text())),
+  );
   for (const p of procs) await p.stop();
 
   const total = scrapes.reduce((n, s) => n + (s.buckets.at(-1)?.[1] ?? 0), 0);
   const bounds = scrapes[0]!.buckets.map(([le]) => le);
-  const above = bounds.map((le, i) => [le, scrapes.reduce((n, s) => n + (s.buckets.at(-1)![1] - s.buckets[i]![1]), 0)] as const);
+  const above = bounds.map(
+    (le, i) => [le, scrapes.reduce((n, s) => n + (s.buckets.at(-1)![1] - s.buckets[i]![1]), 0)] as const,
+  );
   console.log(
     `${GATEWAYS} gateways × ${RATE} req/s for ${SECONDS} s, store.timeout ${values.timeout}, lease ${values.lease}; load average ${load1.toFixed(1)} → ${(os.loadavg()[0] ?? 0).toFixed(1)} on ${os.cpus().length} cores`,
   );
-  console.log(`requests: ${results.map((r) => r.requests.total).join(' + ')}; non-2xx: ${results.map((r) => r.non2xx).join(' + ')}; store decisions: ${total}`);
+  console.log(
+    `requests: ${results.map((r) => r.requests.total).join(' + ')}; non-2xx: ${results.map((r) => r.non2xx).join(' + ')}; store decisions: ${total}`,
+  );
   console.log(
     `store timeouts per gateway: ${scrapes.map((s) => s.timeouts).join(', ')}; other store errors: ${scrapes.map((s) => JSON.stringify(s.otherErrors)).join(', ')}`,
   );
   console.log('slower than   calls   share');
   for (const [le, n] of above) {
     if (le === Infinity) continue;
-    console.log(`${`${(le * 1000).toString()} ms`.padStart(11)} ${String(n).padStart(7)}   ${total === 0 ? '-' : `${((n / total) * 100).toFixed(3)} %`}`);
+    console.log(
+      `${`${(le * 1000).toString()} ms`.padStart(11)} ${String(n).padStart(7)}   ${total === 0 ? '-' : `${((n / total) * 100).toFixed(3)} %`}`,
+    );
   }
 }
 

@@ -33,7 +33,11 @@ const { values } = parseArgs({
   },
 });
 const [host, port] = (values.listen ?? '127.0.0.1:8081').split(':') as [string, string];
-const pool = new Pool(values.upstream ?? 'http://127.0.0.1:3000', { connections: 128, pipelining: 1, keepAliveTimeout: 4_000 });
+const pool = new Pool(values.upstream ?? 'http://127.0.0.1:3000', {
+  connections: 128,
+  pipelining: 1,
+  keepAliveTimeout: 4_000,
+});
 
 const GATEWAY_HEADERS = values['gateway-headers'] === true;
 const DISPATCH = values.dispatch === true;
@@ -45,7 +49,16 @@ let remaining = 1_000_000_000;
 let resetAt = 0;
 let resetText = '';
 
-const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection', 'host']);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
+  'host',
+]);
 
 /** The client's headers for the upstream: hop-by-hop dropped (`--gateway-headers`: rategate's six added). */
 function upstreamHeaders(req: http.IncomingMessage): string[] {
@@ -88,8 +101,25 @@ function clientHeaders(upHeaders: Record<string, string | string[] | undefined>)
     if (reset !== resetAt) resetText = new Date((resetAt = reset)).toISOString().slice(0, -1) + '000Z';
     const t = Math.ceil((reset - now) / 1000);
     out.push('X-RateLimit-Limit', '1000000000', 'X-RateLimit-Remaining', String(left), 'X-RateLimit-Reset', resetText);
-    out.push('RateLimit-Policy', '"account-access";q=1000000000;w=3600, "ip-access";q=1000000000;w=3600, "status-read";q=1000000000;w=3600');
-    out.push('RateLimit', '"account-access";r=' + left + ';t=' + t + ', "ip-access";r=' + left + ';t=' + t + ', "status-read";r=' + left + ';t=' + t);
+    out.push(
+      'RateLimit-Policy',
+      '"account-access";q=1000000000;w=3600, "ip-access";q=1000000000;w=3600, "status-read";q=1000000000;w=3600',
+    );
+    out.push(
+      'RateLimit',
+      '"account-access";r=' +
+        left +
+        ';t=' +
+        t +
+        ', "ip-access";r=' +
+        left +
+        ';t=' +
+        t +
+        ', "status-read";r=' +
+        left +
+        ';t=' +
+        t,
+    );
   }
   return out;
 }
@@ -154,7 +184,11 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.controller = controller;
   }
 
-  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(
+    _c: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     if (statusCode >= 200) this.res.writeHead(statusCode, clientHeaders(headers));
   }
 
@@ -182,7 +216,10 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const headers = upstreamHeaders(req);
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
   if (DISPATCH) {
-    pool.dispatch({ path: req.url ?? '/', method: req.method as 'GET', headers, body: hasBody ? req : null }, new Exchange(res));
+    pool.dispatch(
+      { path: req.url ?? '/', method: req.method as 'GET', headers, body: hasBody ? req : null },
+      new Exchange(res),
+    );
     return;
   }
   pool.stream(

@@ -105,9 +105,16 @@ function loadMap(jsFile: string): LoadedMap | null {
   let loaded: LoadedMap | null = null;
   const mapFile = `${jsFile}.map`;
   if (existsSync(mapFile)) {
-    const raw = JSON.parse(readFileSync(mapFile, 'utf8')) as { sources: string[]; sourceRoot?: string; mappings: string };
+    const raw = JSON.parse(readFileSync(mapFile, 'utf8')) as {
+      sources: string[];
+      sourceRoot?: string;
+      mappings: string;
+    };
     const base = path.dirname(mapFile);
-    loaded = { sources: raw.sources.map((s) => path.resolve(base, raw.sourceRoot ?? '', s)), lines: decodeMappings(raw.mappings) };
+    loaded = {
+      sources: raw.sources.map((s) => path.resolve(base, raw.sourceRoot ?? '', s)),
+      lines: decodeMappings(raw.mappings),
+    };
   }
   mapCache.set(jsFile, loaded);
   return loaded;
@@ -217,22 +224,45 @@ export function summarize(profileFile: string, top = 25): ProfileSummary {
   return {
     totalMs: totalUs / 1000,
     busyMs: busyUs / 1000,
-    functions: rows.slice(0, top).map((r) => ({ name: r.name, location: r.location, area: r.area, selfMs: r.us / 1000, pct: (100 * r.us) / busyUs })),
+    functions: rows
+      .slice(0, top)
+      .map((r) => ({
+        name: r.name,
+        location: r.location,
+        area: r.area,
+        selfMs: r.us / 1000,
+        pct: (100 * r.us) / busyUs,
+      })),
     bySrcCaller: [...bySrc.values()]
       .sort((a, b) => b.us - a.us)
       .slice(0, top)
       .map((r) => ({ name: r.name, location: r.location, selfMs: r.us / 1000, pct: (100 * r.us) / busyUs })),
-    areas: [...areas.entries()].sort((a, b) => b[1] - a[1]).map(([area, us]) => ({ area, selfMs: us / 1000, pct: (100 * us) / busyUs })),
+    areas: [...areas.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([area, us]) => ({ area, selfMs: us / 1000, pct: (100 * us) / busyUs })),
   };
 }
 
 export function toMarkdown(title: string, s: ProfileSummary, topAreas = 12): string {
-  const out = [`### ${title}`, '', `Busy (non-idle) CPU: ${(s.busyMs / 1000).toFixed(1)} s of ${(s.totalMs / 1000).toFixed(1)} s profiled.`, ''];
+  const out = [
+    `### ${title}`,
+    '',
+    `Busy (non-idle) CPU: ${(s.busyMs / 1000).toFixed(1)} s of ${(s.totalMs / 1000).toFixed(1)} s profiled.`,
+    '',
+  ];
   out.push('| # | self ms | % busy | function | location |', '|---:|---:|---:|---|---|');
-  s.functions.forEach((f, i) => out.push(`| ${i + 1} | ${f.selfMs.toFixed(0)} | ${f.pct.toFixed(1)} | \`${f.name}\` | ${f.location} |`));
-  out.push('', 'Charged to the nearest src/ function on the stack (its self time + the Node/dependency code it called):', '');
+  s.functions.forEach((f, i) =>
+    out.push(`| ${i + 1} | ${f.selfMs.toFixed(0)} | ${f.pct.toFixed(1)} | \`${f.name}\` | ${f.location} |`),
+  );
+  out.push(
+    '',
+    'Charged to the nearest src/ function on the stack (its self time + the Node/dependency code it called):',
+    '',
+  );
   out.push('| # | ms | % busy | src/ function | location |', '|---:|---:|---:|---|---|');
-  s.bySrcCaller.forEach((f, i) => out.push(`| ${i + 1} | ${f.selfMs.toFixed(0)} | ${f.pct.toFixed(1)} | \`${f.name}\` | ${f.location} |`));
+  s.bySrcCaller.forEach((f, i) =>
+    out.push(`| ${i + 1} | ${f.selfMs.toFixed(0)} | ${f.pct.toFixed(1)} | \`${f.name}\` | ${f.location} |`),
+  );
   out.push('', 'By area (self time):', '', '| area | self ms | % busy |', '|---|---:|---:|');
   for (const a of s.areas.slice(0, topAreas)) out.push(`| ${a.area} | ${a.selfMs.toFixed(0)} | ${a.pct.toFixed(1)} |`);
   out.push('');

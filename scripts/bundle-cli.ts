@@ -26,7 +26,9 @@ const noServingModules: Plugin = {
   name: 'no-serving-modules',
   setup(b) {
     const filter = new RegExp(`^(${SERVING_PACKAGES.join('|')})(/|$)`);
-    b.onResolve({ filter }, (args) => ({ errors: [{ text: `check must not load ${args.path} (imported by ${args.importer})` }] }));
+    b.onResolve({ filter }, (args) => ({
+      errors: [{ text: `check must not load ${args.path} (imported by ${args.importer})` }],
+    }));
   },
 };
 

@@ -36,7 +36,8 @@ function timeLocal(ms: number): string {
   return `${pad(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} +0000`;
 }
 
-const line = (ip: string, ms: number, req: string, status: number) => `${ip} - - [${timeLocal(ms)}] "${req} HTTP/1.1" ${status} 1234 "-" ${UA}\n`;
+const line = (ip: string, ms: number, req: string, status: number) =>
+  `${ip} - - [${timeLocal(ms)}] "${req} HTTP/1.1" ${status} 1234 "-" ${UA}\n`;
 
 const ORDINARY: readonly [number, string][] = [
   [30, 'GET /api/v1/timelines/home'],
@@ -55,7 +56,8 @@ const WEIGHT = ORDINARY.reduce((s, [w]) => s + w, 0);
 
 function ordinary(rand: () => number): string {
   let pick = rand() * WEIGHT;
-  for (const [w, req] of ORDINARY) if ((pick -= w) < 0) return req.replace('%', String(100000 + Math.floor(rand() * 900000)));
+  for (const [w, req] of ORDINARY)
+    if ((pick -= w) < 0) return req.replace('%', String(100000 + Math.floor(rand() * 900000)));
   return ORDINARY[0]![1];
 }
 
@@ -69,7 +71,8 @@ function second(s: number, perSecond: number, rand: () => number): string {
     const ip = `10.${client >> 16}.${(client >> 8) & 255}.${client & 255}`;
     out += line(ip, ms, ordinary(rand), 200);
   }
-  if (s >= 3 * 3600 && s < 3.5 * 3600) for (let i = 0; i < 3; i++) out += line(FLOOD_IP, ms, 'GET /api/v1/timelines/public', 200);
+  if (s >= 3 * 3600 && s < 3.5 * 3600)
+    for (let i = 0; i < 3; i++) out += line(FLOOD_IP, ms, 'GET /api/v1/timelines/public', 200);
   if (s >= 14 * 3600 && s < 14.5 * 3600 && rand() < 0.4) {
     out += line(`${WAVE_NET}${1 + Math.floor(rand() * 60)}`, ms, 'POST /api/v1/accounts', 200);
   }
@@ -78,7 +81,9 @@ function second(s: number, perSecond: number, rand: () => number): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { lines: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { lines: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' } },
+  });
   const total = Number(values.lines ?? 1_200_000);
   const rand = rng(Number(values.seed ?? 1));
   const extra = 1800 * 3 + 1800 * 0.4; // the flood's and the wave's lines

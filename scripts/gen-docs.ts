@@ -36,7 +36,9 @@ function perKinds(): string {
     const needs = needNames(kind.needs).join(', ') || '—';
     return `| \`${kind.syntax}\` | \`{${kind.tag}:…}\` | ${needs} | ${cell(kind.meaning)} |`;
   });
-  return ['| `per:` | bucket tag | reads from the request | meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');
+  return ['| `per:` | bucket tag | reads from the request | meaning |', '| --- | --- | --- | --- |', ...rows].join(
+    '\n',
+  );
 }
 
 function restartOnly(): string {
@@ -68,13 +70,22 @@ export async function gatewayMetrics(): Promise<MetricInfo[]> {
     () => null,
     () => [],
   );
-  const objects = new Map(metrics.registry.getMetricsAsArray().map((m) => [m.name, m as unknown as { labelNames?: readonly string[]; labelName?: string }]));
+  const objects = new Map(
+    metrics.registry
+      .getMetricsAsArray()
+      .map((m) => [m.name, m as unknown as { labelNames?: readonly string[]; labelName?: string }]),
+  );
   const out: MetricInfo[] = [];
-  for (const m of (await metrics.registry.getMetricsAsJSON()) as Array<client.MetricObjectWithValues<client.MetricValue<string>>>) {
+  for (const m of (await metrics.registry.getMetricsAsJSON()) as Array<
+    client.MetricObjectWithValues<client.MetricValue<string>>
+  >) {
     const o = objects.get(m.name);
     const labelNames = o?.labelNames ?? (o?.labelName === undefined ? [] : [o.labelName]);
-    const values = new Map<string, Set<string>>(labelNames.map((l) => [l, new Set(VALUES_WITH_TRAFFIC[m.name]?.[l] ?? [])]));
-    if (!VALUES_OF_THE_RUN.has(m.name)) for (const v of m.values) for (const [l, val] of Object.entries(v.labels)) values.get(l)?.add(String(val));
+    const values = new Map<string, Set<string>>(
+      labelNames.map((l) => [l, new Set(VALUES_WITH_TRAFFIC[m.name]?.[l] ?? [])]),
+    );
+    if (!VALUES_OF_THE_RUN.has(m.name))
+      for (const v of m.values) for (const [l, val] of Object.entries(v.labels)) values.get(l)?.add(String(val));
     out.push({ name: m.name, help: m.help, type: String(m.type), labelNames, values });
   }
   return out.sort((a, b) => a.name.localeCompare(b.name));
@@ -88,7 +99,11 @@ async function metricsTable(): Promise<string> {
     });
     return `| \`${m.name}\` | ${m.type} | ${labels.join(', ') || '—'} | ${cell(m.help)} |`;
   });
-  return ['| metric | type | labels (values known in advance, shown at 0 from the start) | what it counts |', '| --- | --- | --- | --- |', ...rows].join('\n');
+  return [
+    '| metric | type | labels (values known in advance, shown at 0 from the start) | what it counts |',
+    '| --- | --- | --- | --- |',
+    ...rows,
+  ].join('\n');
 }
 
 function adminEndpoints(): string {
@@ -165,12 +180,16 @@ function moduleTable(): string {
     const files = entries.filter((f) => f.endsWith('.ts'));
     const rel = path.relative(ROOT, dir);
     const line = (f: string) => `\`${f}\` ${cell(moduleSummary(readFileSync(path.join(dir, f), 'utf8')))}`;
-    if (dir === src) for (const f of files) rows.push(`| \`${rel}/${f}\` | ${cell(moduleSummary(readFileSync(path.join(dir, f), 'utf8')))} |`);
+    if (dir === src)
+      for (const f of files)
+        rows.push(`| \`${rel}/${f}\` | ${cell(moduleSummary(readFileSync(path.join(dir, f), 'utf8')))} |`);
     else if (files.length > 0) rows.push(`| \`${rel}/\` | ${files.map(line).join('<br>')} |`);
     for (const e of entries) if (statSync(path.join(dir, e)).isDirectory()) visit(path.join(dir, e));
   };
   visit(src);
-  return ['| module | its files, each with the first words of its `@module` comment |', '| --- | --- |', ...rows].join('\n');
+  return ['| module | its files, each with the first words of its `@module` comment |', '| --- | --- |', ...rows].join(
+    '\n',
+  );
 }
 
 export const GENERATED_BLOCKS: readonly GeneratedBlock[] = [
@@ -178,11 +197,31 @@ export const GENERATED_BLOCKS: readonly GeneratedBlock[] = [
   { file: 'README.md', id: 'exit-codes', source: 'src/cli/exit.ts', render: async () => exitCodes() },
   { file: 'docs/errors.md', id: 'gateway-errors', source: 'src/http/errors.ts', render: async () => gatewayErrors() },
   { file: 'docs/errors.md', id: 'thrown-errors', source: 'src/errors.ts', render: async () => thrownErrors() },
-  { file: 'docs/architecture.md', id: 'modules', source: "src/: each file's @module comment", render: async () => moduleTable() },
+  {
+    file: 'docs/architecture.md',
+    id: 'modules',
+    source: "src/: each file's @module comment",
+    render: async () => moduleTable(),
+  },
   { file: 'docs/limit-table.md', id: 'per-kinds', source: 'src/keys/kinds.ts', render: async () => perKinds() },
-  { file: 'docs/limit-table.md', id: 'restart-only', source: 'src/config/changes.ts', render: async () => restartOnly() },
-  { file: 'docs/operations.md', id: 'metrics', source: 'src/observability/metrics.ts, src/guard/metrics.ts', render: metricsTable },
-  { file: 'docs/operations.md', id: 'admin-endpoints', source: 'src/admin/endpoints.ts', render: async () => adminEndpoints() },
+  {
+    file: 'docs/limit-table.md',
+    id: 'restart-only',
+    source: 'src/config/changes.ts',
+    render: async () => restartOnly(),
+  },
+  {
+    file: 'docs/operations.md',
+    id: 'metrics',
+    source: 'src/observability/metrics.ts, src/guard/metrics.ts',
+    render: metricsTable,
+  },
+  {
+    file: 'docs/operations.md',
+    id: 'admin-endpoints',
+    source: 'src/admin/endpoints.ts',
+    render: async () => adminEndpoints(),
+  },
 ];
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -26,7 +26,19 @@ type Json = Record<string, unknown>;
 const GENERATED = 'Generated from src/config/schema.ts by `npm run schema`; do not edit by hand.';
 
 /** JSON Schema's own formats; zod also writes names of its own (`starts_with`) that validators reject or ignore. */
-const STANDARD_FORMATS = new Set(['date-time', 'date', 'time', 'email', 'hostname', 'ipv4', 'ipv6', 'uri', 'uri-reference', 'regex', 'uuid']);
+const STANDARD_FORMATS = new Set([
+  'date-time',
+  'date',
+  'time',
+  'email',
+  'hostname',
+  'ipv4',
+  'ipv6',
+  'uri',
+  'uri-reference',
+  'regex',
+  'uuid',
+]);
 
 function dropZodFormats(node: unknown): void {
   if (Array.isArray(node)) node.forEach(dropZodFormats);
@@ -67,7 +79,8 @@ export function renderChartSchema(currentText: string): string {
   const definitions = { ...(current.definitions as Json), rule };
   const properties = { ...(current.properties as Json), config };
   const next: Json = {};
-  for (const [key, value] of Object.entries(current)) next[key] = key === 'definitions' ? definitions : key === 'properties' ? properties : value;
+  for (const [key, value] of Object.entries(current))
+    next[key] = key === 'definitions' ? definitions : key === 'properties' ? properties : value;
   return `${JSON.stringify(next, null, 2)}\n`;
 }
 

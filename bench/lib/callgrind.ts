@@ -75,7 +75,11 @@ export function readDump(file: string): CallgrindDump {
  * Instructions spent under any entry point `isRoot` names, entered from code outside `isInside` (so a
  * root called from within another is not counted twice), and how many times they were entered.
  */
-export function spentUnder(dump: CallgrindDump, isRoot: (fn: string) => boolean, isInside: (fn: string) => boolean): { cost: number; entries: number } {
+export function spentUnder(
+  dump: CallgrindDump,
+  isRoot: (fn: string) => boolean,
+  isInside: (fn: string) => boolean,
+): { cost: number; entries: number } {
   let cost = 0;
   let entries = 0;
   for (const e of dump.edges) {
@@ -128,7 +132,11 @@ export function readPerfMap(file: string): PerfMap | null {
     if (m) rows.push([parseInt(m[1]!, 16), parseInt(m[2]!, 16), m[3]!]);
   }
   rows.sort((a, b) => a[0] - b[0]);
-  return { starts: Float64Array.from(rows, (r) => r[0]), ends: Float64Array.from(rows, (r) => r[0] + r[1]), names: rows.map((r) => r[2]) };
+  return {
+    starts: Float64Array.from(rows, (r) => r[0]),
+    ends: Float64Array.from(rows, (r) => r[0] + r[1]),
+    names: rows.map((r) => r[2]),
+  };
 }
 
 /** The JavaScript function at a callgrind name like `0x00001053cea83040`, or the name itself. */

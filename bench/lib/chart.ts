@@ -77,7 +77,9 @@ function panel(p: Panel, x0: number, y0: number, width: number, height: number):
       parts.push(
         `<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${colors[si % colors.length]}"><title>${esc(`${g.label} · ${p.series[si]}: ${fmt(v)} ${p.unit}`)}</title></rect>`,
       );
-      parts.push(`<text x="${(x + (barW - 2) / 2).toFixed(1)}" y="${(y - 3).toFixed(1)}" font-size="9" text-anchor="middle" fill="#333">${fmt(v)}</text>`);
+      parts.push(
+        `<text x="${(x + (barW - 2) / 2).toFixed(1)}" y="${(y - 3).toFixed(1)}" font-size="9" text-anchor="middle" fill="#333">${fmt(v)}</text>`,
+      );
     });
     // Wrap the label at ~20 characters a line; a parenthesized tail goes on a line of its own.
     const words: string[] = [];

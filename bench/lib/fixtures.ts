@@ -11,10 +11,17 @@ export interface Fixtures {
   takenUsername: string;
 }
 
-export async function post(pathname: string, body: Record<string, string>, token?: string): Promise<Record<string, unknown>> {
+export async function post(
+  pathname: string,
+  body: Record<string, string>,
+  token?: string,
+): Promise<Record<string, unknown>> {
   const res = await fetch(`${env.upstreamUrl}${pathname}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
     body: new URLSearchParams(body).toString(),
   });
   const json = (await res.json()) as Record<string, unknown>;
@@ -23,7 +30,11 @@ export async function post(pathname: string, body: Record<string, string>, token
 }
 
 export async function fixtures(users: number): Promise<Fixtures> {
-  const app = await post('/api/v1/apps', { client_name: 'rategate-bench', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write' });
+  const app = await post('/api/v1/apps', {
+    client_name: 'rategate-bench',
+    redirect_uris: 'urn:ietf:wg:oauth:2.0:oob',
+    scopes: 'read write',
+  });
   const tok = await post('/oauth/token', {
     grant_type: 'client_credentials',
     client_id: String(app.client_id),
@@ -36,12 +47,22 @@ export async function fixtures(users: number): Promise<Fixtures> {
     const batch = Array.from({ length: Math.min(8, users - i) }, (_, j) =>
       post(
         '/api/v1/accounts',
-        { username: `bench${i + j}`, email: `bench${i + j}@example.com`, password: 'password123', agreement: 'true', locale: 'en' },
+        {
+          username: `bench${i + j}`,
+          email: `bench${i + j}@example.com`,
+          password: 'password123',
+          agreement: 'true',
+          locale: 'en',
+        },
         appToken,
       ),
     );
     for (const t of await Promise.all(batch)) userTokens.push(String(t.access_token));
   }
-  const status = await post('/api/v1/statuses', { status: 'Hello from the rategate bench', visibility: 'public' }, userTokens[0]);
+  const status = await post(
+    '/api/v1/statuses',
+    { status: 'Hello from the rategate bench', visibility: 'public' },
+    userTokens[0],
+  );
   return { statusId: String(status.id), userToken: userTokens[0]!, appToken, userTokens, takenUsername: 'bench0' };
 }

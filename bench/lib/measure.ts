@@ -21,14 +21,21 @@ export async function redisCalls(): Promise<RedisCounts> {
   const info = await env.redis.info('commandstats');
   for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
     const name = m[1]!.split('|')[0]!;
-    if (['info', 'ping', 'flushall', 'client', 'config', 'hello', 'select', 'command', 'script'].includes(name)) continue;
+    if (['info', 'ping', 'flushall', 'client', 'config', 'hello', 'select', 'command', 'script'].includes(name))
+      continue;
     out.all += Number(m[2]);
     if (/^(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro)$/.test(name)) out.scripts += Number(m[2]);
   }
   return out;
 }
 
-export async function load(port: number, pathname: string, countRedis: boolean, extra: Partial<LoadSpec> = {}, cpuOf?: CpuPids): Promise<LoadResult> {
+export async function load(
+  port: number,
+  pathname: string,
+  countRedis: boolean,
+  extra: Partial<LoadSpec> = {},
+  cpuOf?: CpuPids,
+): Promise<LoadResult> {
   const spec: LoadSpec = {
     port,
     path: pathname,
@@ -95,7 +102,13 @@ export async function paced(port: number, pathname: string): Promise<PacedResult
 }
 
 export function mixSpec(): MixSpec {
-  return { statusId: env.fx.statusId, appToken: env.fx.appToken, userTokens: env.fx.userTokens, takenUsername: env.fx.takenUsername, ipPool: 20_000 };
+  return {
+    statusId: env.fx.statusId,
+    appToken: env.fx.appToken,
+    userTokens: env.fx.userTokens,
+    takenUsername: env.fx.takenUsername,
+    ipPool: 20_000,
+  };
 }
 
 /** Notes a scenario whose answers are not what it is meant to measure (so a wrong figure cannot pass unseen). */

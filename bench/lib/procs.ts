@@ -41,7 +41,13 @@ export function freePort(): Promise<number> {
 }
 
 /** `stdoutFile`: stdout goes to that file instead of a pipe to the bench (an access log's lines). */
-export function start(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}, stdoutFile?: string): Proc {
+export function start(
+  name: string,
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  stdoutFile?: string,
+): Proc {
   const fd = stdoutFile === undefined ? undefined : openSync(stdoutFile, 'w');
   const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', fd ?? 'pipe', 'pipe'] });
   if (fd !== undefined) closeSync(fd);
@@ -52,7 +58,9 @@ export function start(name: string, cmd: string, args: string[], env: NodeJS.Pro
   };
   child.stdout?.on('data', keep);
   child.stderr!.on('data', keep);
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, sig) => resolve(code ?? sig ?? -1)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, sig) => resolve(code ?? sig ?? -1)),
+  );
   const proc: Proc = {
     name,
     child,
@@ -80,7 +88,8 @@ export async function waitForPort(proc: Proc, port: number, timeoutMs = 30_000):
   void proc.exited.then((c) => (dead = c));
   const until = Date.now() + timeoutMs;
   for (;;) {
-    if (dead !== undefined) throw new Error(`${proc.name} exited (${dead}) before listening: ${proc.output().trim().slice(-600)}`);
+    if (dead !== undefined)
+      throw new Error(`${proc.name} exited (${dead}) before listening: ${proc.output().trim().slice(-600)}`);
     const ok = await new Promise<boolean>((resolve) => {
       const s = net.connect({ host: '127.0.0.1', port });
       // A connect to a free port in the ephemeral range can succeed by connecting to itself (TCP
@@ -93,7 +102,8 @@ export async function waitForPort(proc: Proc, port: number, timeoutMs = 30_000):
       s.once('error', () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > until) throw new Error(`${proc.name} did not listen on ${port} within ${timeoutMs} ms: ${proc.output().slice(-600)}`);
+    if (Date.now() > until)
+      throw new Error(`${proc.name} did not listen on ${port} within ${timeoutMs} ms: ${proc.output().slice(-600)}`);
     await sleep(50);
   }
 }
@@ -112,7 +122,12 @@ export function rssOf(pid: number): number {
  * Runs a bench script (`node --import tsx SCRIPT '<json>'`) as a separate process and parses the JSON
  * line it prints. `onStderrLine` sees its stderr lines (load.ts says MEASURE when its measured phase starts).
  */
-export async function runScript<T>(script: string, spec: unknown, timeoutMs: number, onStderrLine?: (line: string) => void): Promise<T> {
+export async function runScript<T>(
+  script: string,
+  spec: unknown,
+  timeoutMs: number,
+  onStderrLine?: (line: string) => void,
+): Promise<T> {
   const proc = start(script, process.execPath, ['--import', 'tsx', script, JSON.stringify(spec)]);
   let stdout = '';
   proc.child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -137,7 +152,8 @@ export async function runScript<T>(script: string, spec: unknown, timeoutMs: num
   } catch {
     throw new Error(`${script} (exit ${code}) printed no result: ${proc.output().slice(-600)}`);
   }
-  if ((parsed as { error?: string }).error !== undefined) throw new Error(`${script}: ${(parsed as { error: string }).error}`);
+  if ((parsed as { error?: string }).error !== undefined)
+    throw new Error(`${script}: ${(parsed as { error: string }).error}`);
   return parsed as T;
 }
 
@@ -161,7 +177,8 @@ export function cpuMsOfTree(pid: number, which: 'all' | 'user' = 'all'): number 
     ticks += Number(f[11]) + (which === 'all' ? Number(f[12]) : 0);
     let children = '';
     try {
-      for (const tid of readdirSync(`/proc/${p}/task`)) children += `${readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8')} `;
+      for (const tid of readdirSync(`/proc/${p}/task`))
+        children += `${readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8')} `;
     } catch {
       /* no children file: older kernels */
     }

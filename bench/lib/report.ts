@@ -31,9 +31,23 @@ export function ratios(perClient: PerClientResult | null): Ratio[] {
   const rps = (k: SystemKey, s: 'forwarded' | 'rejected'): number | null => results[k]?.[s]?.rps ?? null;
   const div = (a: number | null, b: number | null): number | null => (a !== null && b !== null && b > 0 ? a / b : null);
   const out: Ratio[] = [];
-  const total = (k: SystemKey, s: 'forwarded' | 'rejected' = 'forwarded'): number | null => results[k]?.[s]?.cpuUsPerRequest?.total ?? null;
-  const ratio = (name: string, value: number | null, min: number, missing: string, byCpu: number | null = null): void => {
-    out.push({ name, value, byCpu, target: `≥ ${min}`, pass: value === null ? null : value >= min, detail: value === null ? missing : '' });
+  const total = (k: SystemKey, s: 'forwarded' | 'rejected' = 'forwarded'): number | null =>
+    results[k]?.[s]?.cpuUsPerRequest?.total ?? null;
+  const ratio = (
+    name: string,
+    value: number | null,
+    min: number,
+    missing: string,
+    byCpu: number | null = null,
+  ): void => {
+    out.push({
+      name,
+      value,
+      byCpu,
+      target: `≥ ${min}`,
+      pass: value === null ? null : value >= min,
+      detail: value === null ? missing : '',
+    });
   };
   const why = (...keys: SystemKey[]): string =>
     keys
@@ -61,7 +75,12 @@ export function ratios(perClient: PerClientResult | null): Ratio[] {
     why('rategate-redis', 'fastify'),
     div(total('fastify'), total('rategate-redis')),
   );
-  ratio('rejected / forwarded req/s (rategate Redis)', div(rps('rategate-redis', 'rejected'), rps('rategate-redis', 'forwarded')), 2, why('rategate-redis'));
+  ratio(
+    'rejected / forwarded req/s (rategate Redis)',
+    div(rps('rategate-redis', 'rejected'), rps('rategate-redis', 'forwarded')),
+    2,
+    why('rategate-redis'),
+  );
   ratio(
     'rejected / forwarded req/s (rategate memory)',
     div(rps('rategate-memory', 'rejected'), rps('rategate-memory', 'forwarded')),
@@ -88,8 +107,12 @@ export function ratios(perClient: PerClientResult | null): Ratio[] {
     name: 'gateway per bucket, bytes of RSS (Mastodon table, IPv6 /64 clients)',
     value: gw?.rssBytesPerBucket ?? null,
     target: `≤ ${BYTES_PER_BUCKET} (store.maxKeys's default assumes it)`,
-    pass: gw === undefined ? null : gw.rssBytesPerBucket <= BYTES_PER_BUCKET && gw.heapBytesPerBucket <= BYTES_PER_BUCKET,
-    detail: gw === undefined ? 'not measured (--skip memory)' : `${gw.rssBytesPerClient} B RSS a client, ${gw.bucketsPerClient} buckets each`,
+    pass:
+      gw === undefined ? null : gw.rssBytesPerBucket <= BYTES_PER_BUCKET && gw.heapBytesPerBucket <= BYTES_PER_BUCKET,
+    detail:
+      gw === undefined
+        ? 'not measured (--skip memory)'
+        : `${gw.rssBytesPerClient} B RSS a client, ${gw.bucketsPerClient} buckets each`,
   });
   const calls = results['rategate-redis']?.rejected?.redisCallsPerRequest;
   out.push({
@@ -173,7 +196,8 @@ export function table(): string {
  */
 export function cpuTable(): string {
   const cores = os.cpus().length;
-  const us = (x: number | null | undefined): string => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(1));
+  const us = (x: number | null | undefined): string =>
+    x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(1);
   const lines = [
     `CPU time per forwarded request, µs (measured phase, ${CONNECTIONS} connections; ${cores} cores ⇒ at most ${cores} × 10⁶ / total req/s with every core busy)`,
     `${'system'.padEnd(28)} ${'itself'.padStart(7)} ${'(user'.padStart(6)} ${'+ kernel)'.padStart(9)} ${'upstream'.padStart(9)} ${'redis'.padStart(7)} ${'load gen'.padStart(9)} ${'total'.padStart(7)} ${'cores busy'.padStart(11)}`,
@@ -207,21 +231,29 @@ export function chart(c: ChartInput): string {
       unit: 'req/s',
       series: ['forwarded (3 rules matched)', 'mixed seed traffic'],
       colors: ['#2563eb', '#16a34a'],
-      groups: keys.map((k) => ({ label: LABELS[k], values: [sys(k).forwarded?.rps ?? null, sys(k).mixed?.rps ?? null] })),
+      groups: keys.map((k) => ({
+        label: LABELS[k],
+        values: [sys(k).forwarded?.rps ?? null, sys(k).mixed?.rps ?? null],
+      })),
     },
     {
       title: `Throughput at ${c.connections} connections, requests rejected by an exhausted bucket (higher is better)`,
       unit: 'req/s',
       series: ['rejected (429)'],
       colors: ['#dc2626'],
-      groups: keys.filter((k) => sys(k).rejected !== undefined).map((k) => ({ label: LABELS[k], values: [sys(k).rejected?.rps ?? null] })),
+      groups: keys
+        .filter((k) => sys(k).rejected !== undefined)
+        .map((k) => ({ label: LABELS[k], values: [sys(k).rejected?.rps ?? null] })),
     },
     {
       title: `Latency at a fixed ${c.rate} req/s (lower is better)`,
       unit: 'ms',
       series: ['p50', 'p99'],
       colors: ['#9333ea', '#ea580c'],
-      groups: keys.map((k) => ({ label: LABELS[k], values: [sys(k).fixedRate?.p50 ?? null, sys(k).fixedRate?.p99 ?? null] })),
+      groups: keys.map((k) => ({
+        label: LABELS[k],
+        values: [sys(k).fixedRate?.p50 ?? null, sys(k).fixedRate?.p99 ?? null],
+      })),
     },
   ];
   const m = c.machine;
@@ -244,7 +276,14 @@ export function renderOnly(file: string): void {
   const out = file.replace(/\.json$/, '.svg');
   writeFileSync(
     out,
-    chart({ systems: j.systems, connections: j.settings.connections, rate: j.settings.fixedRate, machine: j.machine, memory: j.memory, date: j.generatedAt }),
+    chart({
+      systems: j.systems,
+      connections: j.settings.connections,
+      rate: j.settings.fixedRate,
+      machine: j.machine,
+      memory: j.memory,
+      date: j.generatedAt,
+    }),
   );
   console.log(`wrote ${out}`);
 }
@@ -253,7 +292,9 @@ export function renderOnly(file: string): void {
 function loadFigures(k: InstrKey): string {
   if (k === 'rategate-redis-clients') {
     const m = results['rategate-redis']?.manyClients;
-    return m ? `${fmtInt(m.rps)} | ${m.cpuUsSystem.toFixed(1)} | — | ${m.cpuUsRedis?.toFixed(1) ?? '—'}` : '— | — | — | —';
+    return m
+      ? `${fmtInt(m.rps)} | ${m.cpuUsSystem.toFixed(1)} | — | ${m.cpuUsRedis?.toFixed(1) ?? '—'}`
+      : '— | — | — | —';
   }
   if (k === 'thin-dispatch' || k === 'thin-headers' || k === 'floor-429' || refusedRow(k)) return '— | — | — | —';
   const f = results[instrSystem(k)]?.forwarded;
@@ -278,7 +319,8 @@ export function instructionsTable(instructions: Partial<Record<InstrKey, Instruc
   for (const key of INSTR_ORDER) {
     const r = instructions[key];
     if (!r) continue;
-    const med = (f: (x: InstructionsRun) => number): number => [...r.runs.map(f)].sort((a, b) => a - b)[r.runs.length >> 1]!;
+    const med = (f: (x: InstructionsRun) => number): number =>
+      [...r.runs.map(f)].sort((a, b) => a - b)[r.runs.length >> 1]!;
     const redis = r.runs[0]?.redisScriptCalls === undefined ? '—' : med((x) => x.redisScriptCalls!).toFixed(3);
     // A refused row against the 429 floor, a forwarded one against the bare forwarder.
     const base = refusedRow(key) ? floor : bare;
@@ -323,7 +365,9 @@ export function printSummary(
       );
     }
   }
-  for (const k of ORDER) if (results[k]?.mixed) console.log(`mixed seed traffic, ${LABELS[k]}: ${statusSummary(results[k]!.mixed!.statuses)}`);
+  for (const k of ORDER)
+    if (results[k]?.mixed)
+      console.log(`mixed seed traffic, ${LABELS[k]}: ${statusSummary(results[k]!.mixed!.statuses)}`);
   if (memory) {
     console.log(
       `memory, ${memory.clients.toLocaleString('en')} distinct clients through rategate memory: RSS ${memory.rssBeforeMB.toFixed(0)} → ${memory.rssAfterMB.toFixed(0)} MB ` +
@@ -331,9 +375,12 @@ export function printSummary(
         `heap used ${memory.heapUsedBeforeMB?.toFixed(0)} → ${memory.heapUsedAfterMB?.toFixed(0)} MB (no forced GC), ${memory.seconds.toFixed(0)} s at ${fmtInt(memory.rps)} req/s`,
     );
   }
-  console.log('\nissue 14 goals (one run, interleaved rounds; "by CPU": the throughput ratio the CPU table predicts, total(b) / total(a)):');
+  console.log(
+    '\nissue 14 goals (one run, interleaved rounds; "by CPU": the throughput ratio the CPU table predicts, total(b) / total(a)):',
+  );
   for (const r of rs) {
-    const v = r.value === null ? 'n/a' : r.value.toFixed(r.name.includes('bytes') ? 0 : r.name.includes('commands') ? 3 : 2);
+    const v =
+      r.value === null ? 'n/a' : r.value.toFixed(r.name.includes('bytes') ? 0 : r.name.includes('commands') ? 3 : 2);
     const cpu = r.byCpu === undefined ? '' : r.byCpu === null ? '(by CPU: n/a)' : `(by CPU: ${r.byCpu.toFixed(2)})`;
     console.log(
       `  ${r.name.padEnd(62)} ${v.padStart(7)}  ${r.target.padEnd(12)} ${(r.pass === null ? `SKIP (${r.detail.slice(0, 80)})` : r.pass ? 'PASS' : 'MISS').padEnd(5)} ${cpu}`,

@@ -95,7 +95,8 @@ export const DIAGNOSTIC = new Set<SystemKey>(['rategate-memory-deferred', 'rateg
 /** Systems whose requests reach Redis (their CPU table has a redis column). */
 export const REDIS_SYSTEMS = new Set<SystemKey>(['fastify', 'rategate-redis', 'rategate-redis-unix']);
 /** Debian installs haproxy in /usr/sbin, which is not on every user's PATH. */
-export const HAPROXY = ['haproxy', '/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((c) => !spawnSync(c, ['-v']).error) ?? null;
+export const HAPROXY =
+  ['haproxy', '/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((c) => !spawnSync(c, ['-v']).error) ?? null;
 
 export const results: Partial<Record<SystemKey, SystemResult>> = {};
 export const notes: string[] = [];

@@ -45,10 +45,16 @@ export function build(): string {
   };
   if (existsSync(cli) && statSync(cli).mtimeMs >= newest('src')) return cli;
   console.log('building src/ → bench/.build/dist (tsc, source maps) …');
-  const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', BUILD], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', BUILD],
+    { encoding: 'utf8' },
+  );
   if (!existsSync(cli)) throw new Error(`tsc produced no ${cli}: ${r.stdout}${r.stderr}`);
-  if (r.status !== 0) note(`tsc reported type errors in src/ (emitted anyway): ${(r.stdout + r.stderr).split('\n')[0]}`);
-  if (existsSync('src/limiter/redis/lua')) cpSync('src/limiter/redis/lua', path.join(BUILD, 'limiter', 'redis', 'lua'), { recursive: true });
+  if (r.status !== 0)
+    note(`tsc reported type errors in src/ (emitted anyway): ${(r.stdout + r.stderr).split('\n')[0]}`);
+  if (existsSync('src/limiter/redis/lua'))
+    cpSync('src/limiter/redis/lua', path.join(BUILD, 'limiter', 'redis', 'lua'), { recursive: true });
   return cli;
 }
 
@@ -126,11 +132,21 @@ export interface GatewayLaunch {
 
 /** The command and arguments that run node with `nodeArgs` under `wrap` (nothing: node itself). */
 export function nodeCommand(wrap: readonly string[], nodeArgs: readonly string[]): [string, string[]] {
-  return wrap.length > 0 ? [wrap[0]!, [...wrap.slice(1), process.execPath, ...nodeArgs]] : [process.execPath, [...nodeArgs]];
+  return wrap.length > 0
+    ? [wrap[0]!, [...wrap.slice(1), process.execPath, ...nodeArgs]]
+    : [process.execPath, [...nodeArgs]];
 }
 
 export async function startGateway(key: string, config: string, store: string, o: GatewayLaunch = {}): Promise<Server> {
-  const { cpuProfDir, accessLog = false, wrap = [], launcher = false, nodeFlags = [], env: moreEnv = {}, startMs = 300_000 } = o;
+  const {
+    cpuProfDir,
+    accessLog = false,
+    wrap = [],
+    launcher = false,
+    nodeFlags = [],
+    env: moreEnv = {},
+    startMs = 300_000,
+  } = o;
   const port = await freePort();
   const adminPort = await freePort();
   const args = [
@@ -150,8 +166,12 @@ export async function startGateway(key: string, config: string, store: string, o
     store,
   ];
   // Access log off (warn level), as nginx's and fastify's are; or on, written to a file as to a log volume.
-  const logFile = accessLog ? path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-bench-log-')), 'access.log') : undefined;
-  const [cmd, argv] = launcher ? [wrap[0]!, [...wrap.slice(1), ...args.filter((a) => a !== env.cli)]] : nodeCommand(wrap, args);
+  const logFile = accessLog
+    ? path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-bench-log-')), 'access.log')
+    : undefined;
+  const [cmd, argv] = launcher
+    ? [wrap[0]!, [...wrap.slice(1), ...args.filter((a) => a !== env.cli)]]
+    : nodeCommand(wrap, args);
   const proc = start(key, cmd, argv, { RATEGATE_LOG_LEVEL: accessLog ? 'info' : 'warn', ...moreEnv }, logFile);
   // Under valgrind, Node takes a minute or more to start.
   await waitForPort(proc, port, wrap.length > 0 && !launcher ? startMs : 30_000);
@@ -170,11 +190,21 @@ export async function startGateway(key: string, config: string, store: string, o
       await sleep(100);
     }
   }
-  return { key, port, adminPort, proc, ...(logFile ? { cleanup: () => rmSync(path.dirname(logFile), { recursive: true, force: true }) } : {}) };
+  return {
+    key,
+    port,
+    adminPort,
+    proc,
+    ...(logFile ? { cleanup: () => rmSync(path.dirname(logFile), { recursive: true, force: true }) } : {}),
+  };
 }
 
 /** The thin forwarder; under `wrap` (valgrind) with `nodeFlags` for the instruction counts; `extra`: its own flags (`--gateway-headers`). */
-export async function startThin(wrap: readonly string[] = [], nodeFlags: readonly string[] = [], extra: readonly string[] = []): Promise<Server> {
+export async function startThin(
+  wrap: readonly string[] = [],
+  nodeFlags: readonly string[] = [],
+  extra: readonly string[] = [],
+): Promise<Server> {
   const port = await freePort();
   const [cmd, argv] = nodeCommand(wrap, [
     ...nodeFlags,
@@ -193,7 +223,11 @@ export async function startThin(wrap: readonly string[] = [], nodeFlags: readonl
 }
 
 /** The fastify stack; `store` 'memory': @fastify/rate-limit's own in-process store instead of Redis. */
-export async function startFastify(wrap: readonly string[] = [], nodeFlags: readonly string[] = [], store: 'redis' | 'memory' = 'redis'): Promise<Server> {
+export async function startFastify(
+  wrap: readonly string[] = [],
+  nodeFlags: readonly string[] = [],
+  store: 'redis' | 'memory' = 'redis',
+): Promise<Server> {
   const port = await freePort();
   const [cmd, argv] = nodeCommand(wrap, [
     ...nodeFlags,
@@ -219,7 +253,14 @@ export async function startNginx(): Promise<Server> {
     .replaceAll('{{PORT}}', String(port))
     .replaceAll('{{UPSTREAM_PORT}}', new URL(env.upstreamUrl).port);
   writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const proc = start('nginx', 'nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')]);
+  const proc = start('nginx', 'nginx', [
+    '-p',
+    dir,
+    '-c',
+    path.join(dir, 'nginx.conf'),
+    '-e',
+    path.join(dir, 'error.log'),
+  ]);
   await waitForPort(proc, port);
   return { key: 'nginx', port, proc, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
@@ -261,7 +302,10 @@ export async function startSystem(key: SystemKey, config = BENCH_CONFIG): Promis
     case 'rategate-memory-log':
       return startGateway(key, config, 'memory', { accessLog: true });
     case 'rategate-memory-deferred':
-      return startGateway(key, config, 'memory', { wrap: [process.execPath, 'bench/deferred-memory.mjs', path.dirname(env.cli)], launcher: true });
+      return startGateway(key, config, 'memory', {
+        wrap: [process.execPath, 'bench/deferred-memory.mjs', path.dirname(env.cli)],
+        launcher: true,
+      });
     case 'rategate-redis':
       return startGateway(key, config, env.redisUrl!);
     case 'rategate-redis-unix':
@@ -272,7 +316,8 @@ export async function startSystem(key: SystemKey, config = BENCH_CONFIG): Promis
 /** Why a system cannot run here, or null. */
 export function unavailable(key: SystemKey): string | null {
   if (key === 'nginx' && spawnSync('nginx', ['-v']).error) return 'nginx not installed (apt-get install -y nginx)';
-  if (key === 'haproxy' && HAPROXY === null) return 'HAProxy not installed (apt-get install -y haproxy): its row is missing';
+  if (key === 'haproxy' && HAPROXY === null)
+    return 'HAProxy not installed (apt-get install -y haproxy): its row is missing';
   if (REDIS_SYSTEMS.has(key) && env.redisUrl === null) return 'no redis-server binary';
   if (key === 'rategate-redis' && env.redisUnsupported !== null) return env.redisUnsupported;
   return null;
@@ -293,9 +338,13 @@ export async function launch(key: SystemKey): Promise<Server | null | 'skipped'>
   } catch (err) {
     const msg = (err as Error).message;
     if (key === 'rategate-redis' && /not available/.test(msg)) {
-      env.redisUnsupported = 'the Redis store is not wired into src/limiter/factory.ts yet ("Redis stores are not available in this build yet")';
+      env.redisUnsupported =
+        'the Redis store is not wired into src/limiter/factory.ts yet ("Redis stores are not available in this build yet")';
     }
-    r.skipped = key === 'rategate-redis' && env.redisUnsupported !== null ? env.redisUnsupported : `failed to start: ${msg.slice(0, 300)}`;
+    r.skipped =
+      key === 'rategate-redis' && env.redisUnsupported !== null
+        ? env.redisUnsupported
+        : `failed to start: ${msg.slice(0, 300)}`;
     note(`${LABELS[key]}: skipped — ${r.skipped}`);
     return 'skipped';
   }

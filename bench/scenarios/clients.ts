@@ -20,12 +20,21 @@ export async function benchManyClients(key: 'thin' | 'rategate-memory' | 'ratega
   try {
     const port = server!.port;
     await runScript('bench/million.ts', { port, path: '/api/v1/statuses/1', n: 5000, offset: 1_500_000 }, 60_000);
-    process.stdout.write(`${LABELS[key].padEnd(28)} ${MANY_CLIENTS.toLocaleString('en')} clients × ${MANY_CLIENTS_EACH} … `);
+    process.stdout.write(
+      `${LABELS[key].padEnd(28)} ${MANY_CLIENTS.toLocaleString('en')} clients × ${MANY_CLIENTS_EACH} … `,
+    );
     const pids = [server!.proc.pid, key === 'rategate-redis' ? env.redisPid : null];
     const before = pids.map((p) => (p === null ? 0 : cpuMsOfTree(p)));
     const m = await runScript<{ n: number; seconds: number; rps: number; statuses: Record<string, number> }>(
       'bench/million.ts',
-      { port, path: '/api/v1/statuses/1', n: MANY_CLIENTS * MANY_CLIENTS_EACH, clients: MANY_CLIENTS, connections: CONNECTIONS, depth: 16 },
+      {
+        port,
+        path: '/api/v1/statuses/1',
+        n: MANY_CLIENTS * MANY_CLIENTS_EACH,
+        clients: MANY_CLIENTS,
+        connections: CONNECTIONS,
+        depth: 16,
+      },
       15 * 60_000,
     );
     const per = (i: number): number => ((cpuMsOfTree(pids[i]!) - before[i]!) * 1000) / m.n;

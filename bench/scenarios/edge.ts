@@ -50,7 +50,23 @@ function certificate(): { certFile: string; keyFile: string } {
   openssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=bench CA', '-days', '1');
   openssl('req', ...key, '-keyout', 'gw.key', '-out', 'gw.csr', '-subj', '/CN=127.0.0.1');
   writeFileSync(path.join(dir, 'gw.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl('x509', '-req', '-in', 'gw.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-out', 'gw.crt', '-extfile', 'gw.ext');
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'gw.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-out',
+    'gw.crt',
+    '-extfile',
+    'gw.ext',
+  );
   return { certFile: path.join(dir, 'gw.crt'), keyFile: path.join(dir, 'gw.key') };
 }
 
@@ -83,15 +99,24 @@ async function h2load(server: Server, scheme: 'http' | 'https', h1: boolean, str
   if (Number(done[3]) > 0) note(`edge, ${url}: ${/status codes: .*/.exec(stdout)?.[0] ?? 'failures'}`);
   // The warm-up second is the gateway's CPU too: spread over the requests of the whole run.
   const requests = Number(done[1]) + Math.round(Number(rps[1]));
-  return { rps: Number(rps[1]), cpuUsPerRequest: (cpuMs * 1000) / requests, requests: Number(done[1]), failed: Number(done[3]) };
+  return {
+    rps: Number(rps[1]),
+    cpuUsPerRequest: (cpuMs * 1000) / requests,
+    requests: Number(done[1]),
+    failed: Number(done[3]),
+  };
 }
 
 /** Fresh TLS connections, each with one request, for DURATION seconds (openssl s_time -new). */
 async function handshakes(server: Server): Promise<EdgeResult['handshakes']> {
   const before = cpuMsOfTree(server.proc.pid);
-  const { stdout } = await run('openssl', ['s_time', '-connect', `127.0.0.1:${server.port}`, '-new', '-time', String(DURATION), '-www', statusPath()], {
-    maxBuffer: 1 << 20,
-  });
+  const { stdout } = await run(
+    'openssl',
+    ['s_time', '-connect', `127.0.0.1:${server.port}`, '-new', '-time', String(DURATION), '-www', statusPath()],
+    {
+      maxBuffer: 1 << 20,
+    },
+  );
   const cpuMs = cpuMsOfTree(server.proc.pid) - before;
   const m = /(\d+) connections in [\d.]+s/.exec(stdout);
   if (m === null) throw new Error(`openssl s_time said: ${stdout.slice(-300)}`);
@@ -112,9 +137,14 @@ export async function benchEdge(): Promise<EdgeResult | null> {
   const streams = 8;
   const { certFile, keyFile } = certificate();
   const tlsConfig = path.join(path.dirname(certFile), 'limits.yaml');
-  writeFileSync(tlsConfig, `${readFileSync(BENCH_CONFIG, 'utf8')}\nserver:\n  tls: { certFile: ${certFile}, keyFile: ${keyFile} }\n`);
+  writeFileSync(
+    tlsConfig,
+    `${readFileSync(BENCH_CONFIG, 'utf8')}\nserver:\n  tls: { certFile: ${certFile}, keyFile: ${keyFile} }\n`,
+  );
   const result: EdgeResult = { rows: {}, handshakes: null, streamsPerConnection: streams };
-  process.stdout.write(`\nedge (rategate memory, ${CONNECTIONS} requests in flight: HTTP/2 as ${streams} streams on each connection; h2load):\n`);
+  process.stdout.write(
+    `\nedge (rategate memory, ${CONNECTIONS} requests in flight: HTTP/2 as ${streams} streams on each connection; h2load):\n`,
+  );
   const plain = await startGateway('rategate-edge-plain', BENCH_CONFIG, 'memory');
   const secure = await startGateway('rategate-edge-tls', tlsConfig, 'memory');
   try {

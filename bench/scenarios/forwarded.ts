@@ -11,7 +11,12 @@ import type { LoadResult } from '../lib/types.js';
 /** The target of the forwarded and fixed-rate scenarios: a public status of the fixtures. */
 export const statusPath = (): string => `/api/v1/statuses/${env.fx.statusId}`;
 
-export async function forwarded(key: SystemKey, port: number, warmupSec: number, server: Server | null): Promise<LoadResult> {
+export async function forwarded(
+  key: SystemKey,
+  port: number,
+  warmupSec: number,
+  server: Server | null,
+): Promise<LoadResult> {
   const usesRedis = REDIS_SYSTEMS.has(key);
   const f = await load(
     port,
@@ -22,6 +27,8 @@ export async function forwarded(key: SystemKey, port: number, warmupSec: number,
   );
   expectStatus(`${LABELS[key]} forwarded`, f.statuses, 200);
   const own = f.cpuUsPerRequest?.system;
-  process.stdout.write(`${fmtInt(f.rps).padStart(7)} req/s${own !== undefined && own !== null ? ` (${own.toFixed(1)} µs CPU/req)` : ''}`);
+  process.stdout.write(
+    `${fmtInt(f.rps).padStart(7)} req/s${own !== undefined && own !== null ? ` (${own.toFixed(1)} µs CPU/req)` : ''}`,
+  );
   return f;
 }

@@ -145,14 +145,19 @@ async function startUnder(key: InstrKey, wrap: string[], dir: string): Promise<S
   if (key === 'floor-429') return startThin(wrap, nodeFlags, ['--reject']);
   if (key === 'fastify' || key === 'fastify-429') return startFastify(wrap, nodeFlags);
   if (key === 'fastify-memory-429') return startFastify(wrap, nodeFlags, 'memory');
-  const memory = key === 'rategate-memory' || key === 'rategate-memory-log' || key === 'rategate-memory-429' || key === 'rategate-memory-traced';
+  const memory =
+    key === 'rategate-memory' ||
+    key === 'rategate-memory-log' ||
+    key === 'rategate-memory-429' ||
+    key === 'rategate-memory-traced';
   const store = memory ? 'memory' : env.redisUrl!;
   // The bench table with a store timeout fit for valgrind: 50 ms of native time is seconds under it,
   // and a timed-out call would send the count down the fault policy's path instead of the normal one.
   const config = path.join(dir, 'limits.yaml');
   writeFileSync(config, `${readFileSync(BENCH_CONFIG, 'utf8')}\nstore:\n  timeout: 10s\n`);
   // `-log`: the access log on (info, to a file), the rest as the quiet row: their difference is the log's cost.
-  if (key !== 'rategate-memory-traced') return startGateway(key, config, store, { wrap, nodeFlags, accessLog: key === 'rategate-memory-log' });
+  if (key !== 'rategate-memory-traced')
+    return startGateway(key, config, store, { wrap, nodeFlags, accessLog: key === 'rategate-memory-log' });
   // Traces on, 1 % of requests sampled (the client sends no traceparent: each is a root), exported over
   // OTLP/HTTP protobuf to a receiver in this process that answers 200 and keeps nothing.
   const sink = await startTraceSink();
@@ -204,7 +209,8 @@ async function send(key: InstrKey, port: number, n: number, offset: number, stri
   );
   // A forwarder without retries answers an odd 502 when the upstream closes a kept-alive connection as a
   // request goes out (valgrind's slowness widens that race): a few are no reason to lose the run.
-  if (strict && (r.statuses[expected] ?? 0) < n * 0.99) throw new Error(`expected ${n} answers ${expected}, got ${JSON.stringify(r.statuses)}`);
+  if (strict && (r.statuses[expected] ?? 0) < n * 0.99)
+    throw new Error(`expected ${n} answers ${expected}, got ${JSON.stringify(r.statuses)}`);
   return n - (r.statuses[expected] ?? 0);
 }
 
@@ -222,7 +228,13 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   if (usesRedis(key)) await env.redis!.flushall();
-  const wrap = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${path.join(dir, 'callgrind.out.%p')}`];
+  const wrap = [
+    'valgrind',
+    '--tool=callgrind',
+    '--instr-atstart=no',
+    '--separate-threads=yes',
+    `--callgrind-out-file=${path.join(dir, 'callgrind.out.%p')}`,
+  ];
   const server = await startUnder(key, wrap, dir);
   const pid = server.proc.pid;
   let dumps = 0;
@@ -263,11 +275,16 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
     const perfMap = `/tmp/perf-${pid}.map`;
     if (existsSync(perfMap)) copyFileSync(perfMap, path.join(dir, 'perf.map'));
     // What the dumps' counts are divided by (runFigures, bench/callgrind-top.ts).
-    writeFileSync(path.join(dir, 'run.json'), `${JSON.stringify({ system: key, pid, idleSeconds, requests: WINDOW, seconds })}\n`);
+    writeFileSync(
+      path.join(dir, 'run.json'),
+      `${JSON.stringify({ system: key, pid, idleSeconds, requests: WINDOW, seconds })}\n`,
+    );
     return {
       ...runFigures(dir),
       ...(failed > 0 ? { non200: failed } : {}),
-      ...(redisBefore !== null && redisAfter !== null ? { redisScriptCalls: (redisAfter.scripts - redisBefore.scripts) / WINDOW } : {}),
+      ...(redisBefore !== null && redisAfter !== null
+        ? { redisScriptCalls: (redisAfter.scripts - redisBefore.scripts) / WINDOW }
+        : {}),
     };
   } finally {
     await stopServer(server);

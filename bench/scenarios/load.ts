@@ -41,7 +41,8 @@ export async function benchRound(key: SystemKey, port: number, round: number, se
 export function pickBest(): void {
   for (const [key, rr] of Object.entries(rounds) as Array<[SystemKey, Rounds]>) {
     const r = results[key]!;
-    const maxBy = <T>(xs: T[], f: (x: T) => number): T | undefined => xs.reduce<T | undefined>((a, x) => (a === undefined || f(x) > f(a) ? x : a), undefined);
+    const maxBy = <T>(xs: T[], f: (x: T) => number): T | undefined =>
+      xs.reduce<T | undefined>((a, x) => (a === undefined || f(x) > f(a) ? x : a), undefined);
     const fw = maxBy(rr.forwarded, (x) => x.rps);
     const fr = maxBy(rr.fixedRate, (x) => -x.p99);
     const rj = maxBy(rr.rejected, (x) => x.rps);

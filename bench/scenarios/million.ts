@@ -20,13 +20,19 @@ export async function benchMillion(): Promise<MemoryResult> {
   const gw = await startGateway('rategate-memory (clients)', SEED_CONFIG, 'memory');
   try {
     // Warm the process (JIT, pools) from one client, then measure the baseline.
-    await runScript('bench/million.ts', { port: gw.port, path: '/api/v1/statuses/1', n: 5000, offset: 1_500_000 }, 60_000);
+    await runScript(
+      'bench/million.ts',
+      { port: gw.port, path: '/api/v1/statuses/1', n: 5000, offset: 1_500_000 },
+      60_000,
+    );
     await sleep(1000);
     const heapBefore = await heapUsed(gw.adminPort!);
     const rssBefore = rssOf(gw.proc.pid);
     let peak = rssBefore;
     const poll = setInterval(() => (peak = Math.max(peak, rssOf(gw.proc.pid))), 250);
-    console.log(`rategate memory: ${CLIENTS.toLocaleString('en')} distinct clients (X-Forwarded-For), RSS before ${mb(rssBefore)} …`);
+    console.log(
+      `rategate memory: ${CLIENTS.toLocaleString('en')} distinct clients (X-Forwarded-For), RSS before ${mb(rssBefore)} …`,
+    );
     const r = await runScript<{ n: number; seconds: number; rps: number; statuses: Record<string, number> }>(
       'bench/million.ts',
       { port: gw.port, path: '/api/v1/statuses/1', n: CLIENTS, connections: 32, depth: 16 },

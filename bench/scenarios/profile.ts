@@ -5,7 +5,15 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import path from 'node:path';
 import { fmtInt } from '../lib/format.js';
 import { runScript } from '../lib/procs.js';
-import { BENCH_CONFIG, CONNECTIONS, LABELS, note, PROFILE_MARKER, PROFILE_SEC, type SystemKey } from '../lib/settings.js';
+import {
+  BENCH_CONFIG,
+  CONNECTIONS,
+  LABELS,
+  note,
+  PROFILE_MARKER,
+  PROFILE_SEC,
+  type SystemKey,
+} from '../lib/settings.js';
 import { env, startGateway, stopServer } from '../lib/systems.js';
 import type { LoadResult } from '../lib/types.js';
 import { summarize, toMarkdown, type ProfileSummary } from '../top-profile.js';
@@ -15,7 +23,9 @@ export async function profileGateway(key: 'rategate-memory' | 'rategate-redis'):
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   if (key === 'rategate-redis') await env.redis!.flushall();
-  const gw = await startGateway(key, BENCH_CONFIG, key === 'rategate-memory' ? 'memory' : env.redisUrl!, { cpuProfDir: dir });
+  const gw = await startGateway(key, BENCH_CONFIG, key === 'rategate-memory' ? 'memory' : env.redisUrl!, {
+    cpuProfDir: dir,
+  });
   process.stdout.write(`${LABELS[key].padEnd(28)} under --cpu-prof, forwarded for ${PROFILE_SEC} s … `);
   try {
     const r = await runScript<LoadResult>(
@@ -32,7 +42,10 @@ export async function profileGateway(key: 'rategate-memory' | 'rategate-redis'):
     );
     process.stdout.write(`${fmtInt(r.rps)} req/s (profiling slows it)\n`);
     // For bench/profile-diff.ts: how many requests the profile covers.
-    writeFileSync(path.join(dir, 'load.json'), `${JSON.stringify({ requests: r.requests, rps: r.rps, seconds: PROFILE_SEC })}\n`);
+    writeFileSync(
+      path.join(dir, 'load.json'),
+      `${JSON.stringify({ requests: r.requests, rps: r.rps, seconds: PROFILE_SEC })}\n`,
+    );
   } finally {
     await stopServer(gw);
   }
@@ -45,7 +58,10 @@ export async function profileGateway(key: 'rategate-memory' | 'rategate-redis'):
 }
 
 /** Writes bench/profile.md from the summaries (keeping the hand-written part below the marker) and prints the top functions. */
-export function writeProfiles(profiles: Partial<Record<'rategate-memory' | 'rategate-redis', ProfileSummary>>, m: Record<string, unknown>): void {
+export function writeProfiles(
+  profiles: Partial<Record<'rategate-memory' | 'rategate-redis', ProfileSummary>>,
+  m: Record<string, unknown>,
+): void {
   const md = [
     '# CPU profiles of the gateway (forwarded scenario)',
     '',
@@ -65,7 +81,11 @@ export function writeProfiles(profiles: Partial<Record<'rategate-memory' | 'rate
     console.log(`\ntop self time, ${LABELS[k as SystemKey]} (of ${(s.busyMs / 1000).toFixed(1)} s busy):`);
     s.functions
       .slice(0, 15)
-      .forEach((f, i) => console.log(`  ${String(i + 1).padStart(2)}. ${f.pct.toFixed(1).padStart(5)}%  ${f.name.slice(0, 40).padEnd(40)} ${f.location}`));
+      .forEach((f, i) =>
+        console.log(
+          `  ${String(i + 1).padStart(2)}. ${f.pct.toFixed(1).padStart(5)}%  ${f.name.slice(0, 40).padEnd(40)} ${f.location}`,
+        ),
+      );
   }
   console.log('(full tables: bench/profile.md)');
 }

@@ -17,12 +17,21 @@ export interface Actor {
 }
 
 export function actorOf(req: http.IncomingMessage, credential: AdminCredential | null): Actor {
-  return { address: req.socket.remoteAddress ?? 'unknown', tokenId: credential?.id ?? null, tokenName: credential?.name ?? null };
+  return {
+    address: req.socket.remoteAddress ?? 'unknown',
+    tokenId: credential?.id ?? null,
+    tokenName: credential?.name ?? null,
+  };
 }
 
 /** What an entry records as its maker, e.g. `token alice from 10.0.0.5`, or `token 3f2a9c1b from 10.0.0.5` for the unnamed one. */
 export function whoOf(actor: Actor): string {
-  const token = actor.tokenName !== null ? `token ${actor.tokenName}` : actor.tokenId !== null ? `token ${actor.tokenId}` : 'no token';
+  const token =
+    actor.tokenName !== null
+      ? `token ${actor.tokenName}`
+      : actor.tokenId !== null
+        ? `token ${actor.tokenId}`
+        : 'no token';
   return `${token} from ${actor.address}`;
 }
 
@@ -36,6 +45,9 @@ export type Audit = (action: string, fields: Readonly<Record<string, unknown>>, 
 export function auditFor(log: StoreLog | undefined, actor: Actor): Audit {
   return (action, fields, text) => {
     const named = actor.tokenName === null ? {} : { token: actor.tokenName };
-    log?.warn({ audit: action, ...fields, from: actor.address, tokenId: actor.tokenId, ...named }, `admin: ${text} by ${whoOf(actor)}`);
+    log?.warn(
+      { audit: action, ...fields, from: actor.address, tokenId: actor.tokenId, ...named },
+      `admin: ${text} by ${whoOf(actor)}`,
+    );
   };
 }

@@ -24,7 +24,8 @@ export function breadthProblem(entry: string, max: MaxPrefix): string | null {
     }
   }
   const v4Loopback = ranges.some((r) => r.v4 && ((r.net ^ LOOPBACK_V4) & mask(Math.min(r.bits, 8))) === 0);
-  if (v4Loopback || compileCidrs([entry]).contains('::1')) return `${entry} covers loopback (this host, its probes and sidecars)`;
+  if (v4Loopback || compileCidrs([entry]).contains('::1'))
+    return `${entry} covers loopback (this host, its probes and sidecars)`;
   return null;
 }
 

@@ -40,7 +40,10 @@ export function canonicalHost(header: string): string | null {
  * address (0.0.0.0, ::), every address of this host's interfaces (read once, at start); and `localhost`
  * whenever the listener takes loopback connections. Computed once per listener, looked up per request.
  */
-export function listenerNames(listen: string, interfaces: NodeJS.Dict<os.NetworkInterfaceInfo[]> = os.networkInterfaces()): ReadonlySet<string> {
+export function listenerNames(
+  listen: string,
+  interfaces: NodeJS.Dict<os.NetworkInterfaceInfo[]> = os.networkInterfaces(),
+): ReadonlySet<string> {
   const host = parseHostPort(listen)?.host ?? '';
   const names = new Set<string>();
   const add = (h: string): void => void names.add(canonicalHost(h.includes(':') ? `[${h}]` : h) ?? h.toLowerCase());
@@ -59,7 +62,9 @@ const allowedCache = new WeakMap<readonly string[], ReadonlySet<string>>();
 function allowedSet(allowedHosts: readonly string[]): ReadonlySet<string> {
   let set = allowedCache.get(allowedHosts);
   if (set === undefined) {
-    set = new Set(allowedHosts.map((h) => canonicalHost(h.includes(':') && !h.startsWith('[') ? `[${h}]` : h) ?? h.toLowerCase()));
+    set = new Set(
+      allowedHosts.map((h) => canonicalHost(h.includes(':') && !h.startsWith('[') ? `[${h}]` : h) ?? h.toLowerCase()),
+    );
     allowedCache.set(allowedHosts, set);
   }
   return set;
@@ -69,7 +74,11 @@ function allowedSet(allowedHosts: readonly string[]): ReadonlySet<string> {
  * Null when the Host of a request to a guarded path (the admin API, the status page) is one of this
  * listener's, else its refusal. A missing Host (HTTP/1.0) passes: every browser sends one, so it is no rebinding.
  */
-export function hostRefusal(req: http.IncomingMessage, names: ReadonlySet<string>, allowedHosts: readonly string[]): BrowserRefusal | null {
+export function hostRefusal(
+  req: http.IncomingMessage,
+  names: ReadonlySet<string>,
+  allowedHosts: readonly string[],
+): BrowserRefusal | null {
   const header = req.headers.host;
   if (header === undefined) return null;
   const host = canonicalHost(header);
@@ -107,7 +116,9 @@ export function writeRefusal(req: http.IncomingMessage): BrowserRefusal | null {
   }
   if (!hasBody(req)) return null;
   const type = (req.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
-  return type === 'application/json' ? null : { status: 415, error: 'an admin write with a body needs Content-Type: application/json' };
+  return type === 'application/json'
+    ? null
+    : { status: 415, error: 'an admin write with a body needs Content-Type: application/json' };
 }
 
 /** Whether the Origin is the scheme, host and port the request was sent to (its Host header). */

@@ -18,7 +18,13 @@ import { iso8601Micro } from '../pipeline/ratelimit-headers.js';
 
 export type BucketsAnswer = { status: number; body: unknown };
 
-export async function bucketsEndpoint(method: string, params: URLSearchParams, policy: RequestPolicy, store: Store, top?: TopLimited): Promise<BucketsAnswer> {
+export async function bucketsEndpoint(
+  method: string,
+  params: URLSearchParams,
+  policy: RequestPolicy,
+  store: Store,
+  top?: TopLimited,
+): Promise<BucketsAnswer> {
   const found = ruleNamed(params, policy, top);
   if ('status' in found) return found;
   const keys = params.getAll('key');
@@ -52,7 +58,11 @@ export async function bucketsEndpoint(method: string, params: URLSearchParams, p
 }
 
 /** The rule `rule=` names, or the 400/404 that lists what can be asked. */
-function ruleNamed(params: URLSearchParams, policy: RequestPolicy, top: TopLimited | undefined): { rule: CompiledRule } | BucketsAnswer {
+function ruleNamed(
+  params: URLSearchParams,
+  policy: RequestPolicy,
+  top: TopLimited | undefined,
+): { rule: CompiledRule } | BucketsAnswer {
   const ruleName = params.get('rule');
   if (ruleName === null || ruleName === '') {
     const rules = policy.snapshot.rules.map((r) => ({
@@ -62,10 +72,17 @@ function ruleNamed(params: URLSearchParams, policy: RequestPolicy, top: TopLimit
       period: formatDuration(r.periodMs),
       overrides: r.overrides.length,
     }));
-    return { status: 400, body: { error: 'missing rule: use /admin/buckets?rule=NAME&key=IP-OR-ACCOUNT (one of the rules below)', rules } };
+    return {
+      status: 400,
+      body: { error: 'missing rule: use /admin/buckets?rule=NAME&key=IP-OR-ACCOUNT (one of the rules below)', rules },
+    };
   }
   const rule = policy.snapshot.rules.find((r) => r.name === ruleName);
-  if (!rule) return { status: 404, body: { error: `unknown rule ${JSON.stringify(ruleName)}`, rules: policy.snapshot.rules.map((r) => r.name) } };
+  if (!rule)
+    return {
+      status: 404,
+      body: { error: `unknown rule ${JSON.stringify(ruleName)}`, rules: policy.snapshot.rules.map((r) => r.name) },
+    };
   const key = params.get('key') ?? '';
   if (key === '' && rule.key.parts.some((p) => p.spec.operatorNames !== 'nothing')) {
     return {
@@ -82,7 +99,8 @@ function ruleNamed(params: URLSearchParams, policy: RequestPolicy, top: TopLimit
 /** The tag of the bucket an operator's `key=` names for this rule (as its key kind digests it), or the 400 that says what it must be. */
 function tagNamedBy(rule: CompiledRule, keys: readonly string[], policy: RequestPolicy): string | BucketsAnswer {
   const tags = typedTags(rule.key, keys.length === 1 ? keys[0]! : keys, policy.typedContext);
-  if ('hint' in tags) return { status: 400, body: { error: `key must be ${tags.hint} for rule ${rule.name} (per: ${rule.key.label})` } };
+  if ('hint' in tags)
+    return { status: 400, body: { error: `key must be ${tags.hint} for rule ${rule.name} (per: ${rule.key.label})` } };
   return tags[0]!;
 }
 
@@ -90,11 +108,20 @@ function tagNamedBy(rule: CompiledRule, keys: readonly string[], policy: Request
  * The override whose bucket is meant: `override=N`, or the first that names this client as a request
  * would find it (by its IP, its account or its key's tag); -1 for the rule's own bucket.
  */
-function overrideOf(rule: CompiledRule, param: string | null, keys: readonly string[], tag: string, policy: RequestPolicy): number | BucketsAnswer {
+function overrideOf(
+  rule: CompiledRule,
+  param: string | null,
+  keys: readonly string[],
+  tag: string,
+  policy: RequestPolicy,
+): number | BucketsAnswer {
   if (param !== null) {
     const n = Number(param);
     if (!Number.isInteger(n) || n < 0 || n >= rule.overrides.length) {
-      return { status: 400, body: { error: `override must be an index of rule ${rule.name}'s overrides (it has ${rule.overrides.length})` } };
+      return {
+        status: 400,
+        body: { error: `override must be an index of rule ${rule.name}'s overrides (it has ${rule.overrides.length})` },
+      };
     }
     return n;
   }

@@ -22,7 +22,8 @@ export interface DoorSettings {
 export type DoorAnswer = { readonly status: 401 | 403; readonly error: string };
 
 /** What the door says: pass, with the token that matched (null when none is set), or the refusal. */
-export type DoorResult = { readonly pass: true; readonly credential: AdminCredential | null } | ({ readonly pass: false } & DoorAnswer);
+export type DoorResult =
+  { readonly pass: true; readonly credential: AdminCredential | null } | ({ readonly pass: false } & DoorAnswer);
 
 export interface DoorAsk {
   /** A write needs the write scope. */
@@ -41,14 +42,22 @@ export interface DoorAsk {
  * was sent, so it says nothing of which tokens or names exist.
  */
 export function doorCheck(door: DoorSettings, authorization: string | undefined, ask: DoorAsk): DoorResult {
-  if (door.credentials.length === 0) return door.loopbackOnly ? { pass: true, credential: null } : { pass: false, status: 403, error: NO_TOKEN_OFF_LOOPBACK };
-  if (authorization === undefined || authorization.trim() === '') return { pass: false, status: 401, error: 'admin token required' };
+  if (door.credentials.length === 0)
+    return door.loopbackOnly
+      ? { pass: true, credential: null }
+      : { pass: false, status: 403, error: NO_TOKEN_OFF_LOOPBACK };
+  if (authorization === undefined || authorization.trim() === '')
+    return { pass: false, status: 401, error: 'admin token required' };
   const presented = bearerOf(authorization) ?? (ask.basic === true ? basicPasswordOf(authorization) : null);
   const match = presented === null ? null : matching(presented, door.credentials);
   if (match === null) return { pass: false, status: 401, error: 'admin token not accepted' };
   if (ask.write && !match.write) {
     const who = match.name === null ? 'this token' : `token ${match.name}`;
-    return { pass: false, status: 403, error: `${who} has the read scope only: this write needs a token with the write scope (admin.tokens[].scopes)` };
+    return {
+      pass: false,
+      status: 403,
+      error: `${who} has the read scope only: this write needs a token with the write scope (admin.tokens[].scopes)`,
+    };
   }
   return { pass: true, credential: match };
 }

@@ -16,8 +16,20 @@ export interface AdminEndpoint {
   readonly what: string;
 }
 
-const open = (method: AdminEndpoint['method'], path: string, what: string): AdminEndpoint => ({ method, path, door: 'open', singleProcess: false, what });
-const api = (method: AdminEndpoint['method'], path: string, what: string): AdminEndpoint => ({ method, path, door: 'token', singleProcess: true, what });
+const open = (method: AdminEndpoint['method'], path: string, what: string): AdminEndpoint => ({
+  method,
+  path,
+  door: 'open',
+  singleProcess: false,
+  what,
+});
+const api = (method: AdminEndpoint['method'], path: string, what: string): AdminEndpoint => ({
+  method,
+  path,
+  door: 'token',
+  singleProcess: true,
+  what,
+});
 
 export const ADMIN_ENDPOINTS: readonly AdminEndpoint[] = Object.freeze([
   open('GET', '/metrics', 'Prometheus text (with `--workers`: summed over the workers)'),
@@ -36,8 +48,24 @@ export const ADMIN_ENDPOINTS: readonly AdminEndpoint[] = Object.freeze([
   api('DELETE', '/admin/exemptions/<ip-or-cidr>', 'lifts a runtime exemption'),
   api('GET', '/admin/bans', 'live bans: ban, key, reason, start, expiry, who'),
   api('DELETE', '/admin/bans/<ban>/<key>', 'lifts a ban (`?resetBuckets=true&reason=…`)'),
-  api('GET', '/admin/surges', 'every surge, on or off: since, until, reason, who, its trigger with its count, its rules'),
-  api('POST', '/admin/surges/<name>/start', 'starts (or extends) a surge on every replica (`?for=2h&reason=…`; default its `for`)'),
-  api('POST', '/admin/surges/<name>/end', 'ends a surge early on every replica and empties its count (`?reason=…`); 404 when it is not on'),
-  api('GET', '/admin/limited', 'the keys limited most for a rule by every replica sharing the store (`?rule=NAME&top=20`; `&scope=local`: this replica)'),
+  api(
+    'GET',
+    '/admin/surges',
+    'every surge, on or off: since, until, reason, who, its trigger with its count, its rules',
+  ),
+  api(
+    'POST',
+    '/admin/surges/<name>/start',
+    'starts (or extends) a surge on every replica (`?for=2h&reason=…`; default its `for`)',
+  ),
+  api(
+    'POST',
+    '/admin/surges/<name>/end',
+    'ends a surge early on every replica and empties its count (`?reason=…`); 404 when it is not on',
+  ),
+  api(
+    'GET',
+    '/admin/limited',
+    'the keys limited most for a rule by every replica sharing the store (`?rule=NAME&top=20`; `&scope=local`: this replica)',
+  ),
 ]);

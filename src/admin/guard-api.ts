@@ -71,7 +71,14 @@ export async function guardEndpoint(
   guard: Guard,
   write: GuardWriteContext = {},
 ): Promise<AdminAnswer | null> {
-  const ctx: GuardApiContext = { policy, guard, store: write.store, actor: write.actor ?? NOBODY, audit: write.audit ?? (() => {}), fleet: write.fleet };
+  const ctx: GuardApiContext = {
+    policy,
+    guard,
+    store: write.store,
+    actor: write.actor ?? NOBODY,
+    audit: write.audit ?? (() => {}),
+    fleet: write.fleet,
+  };
   const method = req.method ?? 'GET';
   for (const [base, s] of Object.entries(SECTIONS)) {
     if (path === base) {
@@ -124,8 +131,16 @@ async function listEntries(ctx: GuardApiContext, kind: EntryKind): Promise<unkno
   const all = guard.entries();
   const runtime = all
     .filter((e) => e.kind === kind)
-    .map((e) => ({ source: 'runtime', [key(e.id)]: e.id, reason: e.reason, createdAt: iso(e.createdAt), expiresAt: iso(e.expiresAt), who: e.who ?? null }));
-  const bans = kind === 'block' ? all.filter((e) => e.kind === 'ban').map((e) => ({ source: 'ban', ...banJson(e) })) : [];
+    .map((e) => ({
+      source: 'runtime',
+      [key(e.id)]: e.id,
+      reason: e.reason,
+      createdAt: iso(e.createdAt),
+      expiresAt: iso(e.expiresAt),
+      who: e.who ?? null,
+    }));
+  const bans =
+    kind === 'block' ? all.filter((e) => e.kind === 'ban').map((e) => ({ source: 'ban', ...banJson(e) })) : [];
   return { scope: guard.state.scope, entries: [...fromConfig, ...runtime, ...bans] };
 }
 
@@ -134,7 +149,12 @@ async function addEntry(req: http.IncomingMessage, ctx: GuardApiContext, kind: E
   if (typeof body === 'string') return { status: 400, body: { error: body } };
   const target = body.ip ?? body.cidr;
   if (typeof target !== 'string' || (body.ip !== undefined && body.cidr !== undefined)) {
-    return { status: 400, body: { error: 'give one of "ip" or "cidr", e.g. {"ip": "203.0.113.7", "for": "1h", "reason": "credential stuffing"}' } };
+    return {
+      status: 400,
+      body: {
+        error: 'give one of "ip" or "cidr", e.g. {"ip": "203.0.113.7", "for": "1h", "reason": "credential stuffing"}',
+      },
+    };
   }
   const bad = checkIpOrCidr(target);
   if (bad !== null) return { status: 400, body: { error: bad } };
@@ -144,7 +164,9 @@ async function addEntry(req: http.IncomingMessage, ctx: GuardApiContext, kind: E
   if (forMs === undefined || forMs < 1000 || forMs > MAX_FOR_MS) {
     return {
       status: 400,
-      body: { error: `"for" must be a duration from 1s to ${formatDuration(MAX_FOR_MS)} (e.g. "15m", "1h"), got ${JSON.stringify(body.for)}` },
+      body: {
+        error: `"for" must be a duration from 1s to ${formatDuration(MAX_FOR_MS)} (e.g. "15m", "1h"), got ${JSON.stringify(body.for)}`,
+      },
     };
   }
   if (body.reason !== undefined && (typeof body.reason !== 'string' || body.reason.length > MAX_REASON)) {
@@ -152,12 +174,24 @@ async function addEntry(req: http.IncomingMessage, ctx: GuardApiContext, kind: E
   }
   const now = Date.now();
   const who = whoOf(ctx.actor);
-  const entry: GuardEntry = { kind, id: target, reason: body.reason ?? '', createdAt: now, expiresAt: now + forMs, who };
+  const entry: GuardEntry = {
+    kind,
+    id: target,
+    reason: body.reason ?? '',
+    createdAt: now,
+    expiresAt: now + forMs,
+    who,
+  };
   await ctx.guard.state.put(entry);
   const noun = kind === 'block' ? 'block' : 'exemption';
   ctx.audit(
     `${kind}.add`,
-    { [key(target)]: target, reason: entry.reason, expiresAt: iso(entry.expiresAt), ...(body.force === true ? { force: true } : {}) },
+    {
+      [key(target)]: target,
+      reason: entry.reason,
+      expiresAt: iso(entry.expiresAt),
+      ...(body.force === true ? { force: true } : {}),
+    },
     `${noun} add ${target} until ${iso(entry.expiresAt)}${entry.reason ? ` (${entry.reason})` : ''}`,
   );
   return {
@@ -176,11 +210,15 @@ async function addEntry(req: http.IncomingMessage, ctx: GuardApiContext, kind: E
 
 /** The refusal of an entry too wide to take without `"force": true` (breadth.ts says which), or null. */
 function wideEntryRefusal(target: string, kind: EntryKind, force: unknown, maxPrefix: MaxPrefix): AdminAnswer | null {
-  if (force !== undefined && typeof force !== 'boolean') return { status: 400, body: { error: '"force" must be true or false' } };
+  if (force !== undefined && typeof force !== 'boolean')
+    return { status: 400, body: { error: '"force" must be true or false' } };
   const problem = force === true ? null : breadthProblem(target, maxPrefix);
   if (problem === null) return null;
   const effect = kind === 'block' ? 'every client in it would be refused 403' : 'no client in it would be limited';
-  return { status: 422, body: { error: `${problem}: ${effect}. If that is what you mean, send "force": true (CLI: --force)` } };
+  return {
+    status: 422,
+    body: { error: `${problem}: ${effect}. If that is what you mean, send "force": true (CLI: --force)` },
+  };
 }
 
 async function removeEntry(
@@ -201,10 +239,21 @@ async function removeEntry(
   const reset = s.kind === 'block' && wantsReset(params) ? await resetFor(ctx, id) : undefined;
   ctx.audit(
     `${s.kind}.remove`,
-    { [key(id)]: id, reason: why, expiresAt: iso(removed.expiresAt), ...(reset !== undefined ? { bucketsReset: reset.buckets } : {}) },
+    {
+      [key(id)]: id,
+      reason: why,
+      expiresAt: iso(removed.expiresAt),
+      ...(reset !== undefined ? { bucketsReset: reset.buckets } : {}),
+    },
     `${s.noun} remove ${id}${why ? ` (${why})` : ''}${reset !== undefined ? `, ${reset.buckets} buckets reset` : ''}`,
   );
-  return { status: 200, body: { removed: id, ...(reset !== undefined ? { bucketsReset: reset.buckets, ...(reset.note ? { note: reset.note } : {}) } : {}) } };
+  return {
+    status: 200,
+    body: {
+      removed: id,
+      ...(reset !== undefined ? { bucketsReset: reset.buckets, ...(reset.note ? { note: reset.note } : {}) } : {}),
+    },
+  };
 }
 
 /** `<ban>/<key>`: the key as listed, or for an IP ban the bare address (`203.0.113.7`, `2001:db8::1`). */
@@ -227,12 +276,21 @@ async function liftBan(ctx: GuardApiContext, rawRest: string, params: URLSearchP
   const reset = wantsReset(params) ? await resetFor(ctx, banKey.startsWith('ip:') ? banKey.slice(3) : null) : undefined;
   ctx.audit(
     'ban.lift',
-    { ban, key: banKey, reason: why, expiresAt: iso(removed.expiresAt), ...(reset !== undefined ? { bucketsReset: reset.buckets } : {}) },
+    {
+      ban,
+      key: banKey,
+      reason: why,
+      expiresAt: iso(removed.expiresAt),
+      ...(reset !== undefined ? { bucketsReset: reset.buckets } : {}),
+    },
     `ban lift ${ban} on ${banKey}${why ? ` (${why})` : ''}${reset !== undefined ? `, ${reset.buckets} buckets reset` : ''}`,
   );
   return {
     status: 200,
-    body: { lifted: { ban, key: banKey }, ...(reset !== undefined ? { bucketsReset: reset.buckets, ...(reset.note ? { note: reset.note } : {}) } : {}) },
+    body: {
+      lifted: { ban, key: banKey },
+      ...(reset !== undefined ? { bucketsReset: reset.buckets, ...(reset.note ? { note: reset.note } : {}) } : {}),
+    },
   };
 }
 
@@ -244,7 +302,8 @@ function banKeysNamedBy(given: string, ipv6Prefix: number): string[] {
 
 function noBanMessage(ctx: GuardApiContext, ban: string, given: string): string {
   const names = ctx.policy.snapshot.config.bans.map((b) => b.name);
-  if (!names.includes(ban) && !ctx.guard.bans.has(ban)) return `no ban named ${JSON.stringify(ban)} (bans: ${names.join(', ') || 'none'})`;
+  if (!names.includes(ban) && !ctx.guard.bans.has(ban))
+    return `no ban named ${JSON.stringify(ban)} (bans: ${names.join(', ') || 'none'})`;
   return `no ban ${ban} on ${given} (keys as GET /admin/bans lists them: ip:203.0.113.7 or the bare IP, acct:a:42, sig:mastodon.example, ${DIGEST_TAGS}; a composite key's parts joined by |)`;
 }
 
@@ -256,14 +315,19 @@ function wantsReset(params: URLSearchParams): boolean {
 /** An optional `?reason=` for a removal or lift, for the audit line; an answer when it is too long. */
 function liftReason(params: URLSearchParams): string | AdminAnswer {
   const why = params.get('reason') ?? '';
-  return why.length > MAX_REASON ? { status: 400, body: { error: `"reason" must be at most ${MAX_REASON} characters` } } : why;
+  return why.length > MAX_REASON
+    ? { status: 400, body: { error: `"reason" must be at most ${MAX_REASON} characters` } }
+    : why;
 }
 
 /** Resets the buckets of the client a lifted block or IP ban named; a CIDR or a non-IP key names no single client. */
 async function resetFor(ctx: GuardApiContext, ipOrCidr: string | null): Promise<{ buckets: number; note?: string }> {
   const ipv6Prefix = ctx.policy.snapshot.config.clients.ipv6Prefix;
   const ipKey =
-    ipOrCidr === null ? null : (ipBucketKey(ipOrCidr, ipv6Prefix) ?? (ipOrCidr.includes(':') && ipOrCidr.endsWith(`/${ipv6Prefix}`) ? ipOrCidr : null));
+    ipOrCidr === null
+      ? null
+      : (ipBucketKey(ipOrCidr, ipv6Prefix) ??
+        (ipOrCidr.includes(':') && ipOrCidr.endsWith(`/${ipv6Prefix}`) ? ipOrCidr : null));
   if (ipKey === null) return { buckets: 0, note: 'not a single client IP: no bucket was reset' };
   if (ctx.store === undefined) return { buckets: 0, note: 'no store to reset buckets in' };
   return { buckets: await resetIpBuckets(ctx.policy, ctx.store, ipKey, ctx.guard.limitedComposites) };
@@ -278,26 +342,49 @@ async function limited(params: URLSearchParams, ctx: GuardApiContext): Promise<A
   const { policy, guard } = ctx;
   const scope = params.get('scope') ?? (ctx.fleet === undefined ? 'local' : 'fleet');
   if (scope !== 'local' && scope !== 'fleet') return { status: 400, body: { error: 'scope must be local or fleet' } };
-  if (scope === 'fleet' && ctx.fleet === undefined) return { status: 400, body: { error: 'scope=fleet needs a shared (Redis) store' } };
+  if (scope === 'fleet' && ctx.fleet === undefined)
+    return { status: 400, body: { error: 'scope=fleet needs a shared (Redis) store' } };
   // The store down: asked for the fleet, a 503 (the router's); by default, this replica's answer, saying why.
-  const read = scope === 'fleet' ? await publishedNow(ctx.fleet!).catch((err: Error) => (params.has('scope') ? Promise.reject(err) : err)) : undefined;
+  const read =
+    scope === 'fleet'
+      ? await publishedNow(ctx.fleet!).catch((err: Error) => (params.has('scope') ? Promise.reject(err) : err))
+      : undefined;
   const sketches = read instanceof Error ? undefined : read;
   const rule = params.get('rule');
   const names = policy.snapshot.rules.map((r) => r.name);
   if (rule === null || rule === '') {
     const recentlyLimited = sketches === undefined ? guard.top.rules() : sketchRules(sketches);
-    return { status: 400, body: { error: 'missing rule: use /admin/limited?rule=NAME&top=20', rules: names, recentlyLimited } };
+    return {
+      status: 400,
+      body: { error: 'missing rule: use /admin/limited?rule=NAME&top=20', rules: names, recentlyLimited },
+    };
   }
-  if (!names.includes(rule)) return { status: 404, body: { error: `unknown rule ${JSON.stringify(rule)}`, rules: names } };
+  if (!names.includes(rule))
+    return { status: 404, body: { error: `unknown rule ${JSON.stringify(rule)}`, rules: names } };
   const n = params.get('top') === null ? 20 : Number(params.get('top'));
-  if (!Number.isInteger(n) || n < 1 || n > MAX_TOP) return { status: 400, body: { error: `top must be an integer from 1 to ${MAX_TOP}` } };
+  if (!Number.isInteger(n) || n < 1 || n > MAX_TOP)
+    return { status: 400, body: { error: `top must be an integer from 1 to ${MAX_TOP}` } };
   if (sketches === undefined) {
-    const body = { rule, scope: 'local', window: 'the last 5 to 10 minutes, this replica', top: guard.top.top(rule, n) };
+    const body = {
+      rule,
+      scope: 'local',
+      window: 'the last 5 to 10 minutes, this replica',
+      top: guard.top.top(rule, n),
+    };
     return { status: 200, body: read instanceof Error ? { ...body, fleet: `not read: ${read.message}` } : body };
   }
   const { top, partial } = mergeSketches(sketches, rule, n);
-  const body = { rule, scope: 'fleet', replicas: sketches.length, window: 'the last 5 to 10 minutes, every replica sharing the store', top };
-  return { status: 200, body: partial ? { ...body, partial: 'some replica left rules out of its sketch to stay within 64 kB' } : body };
+  const body = {
+    rule,
+    scope: 'fleet',
+    replicas: sketches.length,
+    window: 'the last 5 to 10 minutes, every replica sharing the store',
+    top,
+  };
+  return {
+    status: 200,
+    body: partial ? { ...body, partial: 'some replica left rules out of its sketch to stay within 64 kB' } : body,
+  };
 }
 
 /** Every replica's sketch, this one's published first so that its latest 429s count. */
@@ -352,7 +439,9 @@ function readJson(req: http.IncomingMessage): Promise<AddBody | string> {
     req.on('end', () => {
       try {
         const v: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        resolve(v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as AddBody) : 'the body must be a JSON object');
+        resolve(
+          v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as AddBody) : 'the body must be a JSON object',
+        );
       } catch {
         resolve('the body must be JSON, e.g. {"ip": "203.0.113.7", "for": "1h", "reason": "…"}');
       }

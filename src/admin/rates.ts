@@ -121,7 +121,8 @@ export class RuleRates {
     for (const name of this.rings.keys()) if (!names.has(name)) this.rings.delete(name);
     for (const name of names) {
       let ring = this.rings.get(name);
-      if (ring === undefined) this.rings.set(name, (ring = { values: new Float64Array(this.slots * FIELDS), first: this.seq }));
+      if (ring === undefined)
+        this.rings.set(name, (ring = { values: new Float64Array(this.slots * FIELDS), first: this.seq }));
       const c = this.opts.counts(name);
       const at = slot * FIELDS;
       ring.values[at] = c.allowed;

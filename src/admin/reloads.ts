@@ -2,7 +2,12 @@
 
 /** What a reload reports (app/reload.ts): in force with what changed, or refused with the config errors. */
 export type ReloadOutcome =
-  | { readonly ok: true; readonly rules: number; readonly live: readonly string[]; readonly atRestart: readonly string[] }
+  | {
+      readonly ok: true;
+      readonly rules: number;
+      readonly live: readonly string[];
+      readonly atRestart: readonly string[];
+    }
   | { readonly ok: false; readonly errors: readonly string[] };
 
 export interface ReloadRecord {
@@ -36,8 +41,22 @@ export class ReloadHistory {
 
   /** A reload's outcome; bound as a method so app/reload.ts can take it as its hook. */
   readonly record = (o: ReloadOutcome): void => {
-    if (o.ok) this.push({ at: this.iso(), kind: 'reload', ok: true, rules: o.rules, live: [...o.live], atRestart: [...o.atRestart] });
-    else this.push({ at: this.iso(), kind: 'reload', ok: false, errors: o.errors.slice(0, MAX_ERRORS).map((e) => cut(e, MAX_ERROR_CHARS)) });
+    if (o.ok)
+      this.push({
+        at: this.iso(),
+        kind: 'reload',
+        ok: true,
+        rules: o.rules,
+        live: [...o.live],
+        atRestart: [...o.atRestart],
+      });
+    else
+      this.push({
+        at: this.iso(),
+        kind: 'reload',
+        ok: false,
+        errors: o.errors.slice(0, MAX_ERRORS).map((e) => cut(e, MAX_ERROR_CHARS)),
+      });
   };
 
   /** Newest first. */

@@ -12,7 +12,12 @@ import type { LimitedComposites } from '../guard/limited-composites.js';
 import { bucketSpec, type RequestPolicy } from '../pipeline/policy.js';
 
 /** The number of buckets reset. */
-export async function resetIpBuckets(policy: RequestPolicy, store: Store, ipKey: string, composites?: LimitedComposites): Promise<number> {
+export async function resetIpBuckets(
+  policy: RequestPolicy,
+  store: Store,
+  ipKey: string,
+  composites?: LimitedComposites,
+): Promise<number> {
   const resets: Promise<void>[] = [];
   const tag = tagOf(KINDS.ip, ipKey);
   for (const rule of policy.snapshot.rules) {

@@ -55,22 +55,37 @@ async function handle(opts: AdminOptions, req: http.IncomingMessage, res: http.S
   }
   // Security: the door's paths carry IPs and change who is refused; a browser may not be made to reach them.
   const guarded = STATUS_PATHS.has(path) || path.startsWith('/admin/');
-  const foreign = guarded && opts.api !== undefined ? hostRefusal(req, opts.api.names, opts.api.policy().snapshot.config.admin.allowedHosts) : null;
+  const foreign =
+    guarded && opts.api !== undefined
+      ? hostRefusal(req, opts.api.names, opts.api.policy().snapshot.config.admin.allowedHosts)
+      : null;
   if (foreign !== null) return json(res, foreign.status, { error: foreign.error });
-  if (req.method === 'GET' && STATUS_PATHS.has(path)) return serveStatus(opts.api, req, res, path, q === -1 ? '' : target.slice(q + 1));
+  if (req.method === 'GET' && STATUS_PATHS.has(path))
+    return serveStatus(opts.api, req, res, path, q === -1 ? '' : target.slice(q + 1));
   if (path.startsWith('/admin/')) {
-    if (opts.api === undefined) return json(res, 404, { error: 'Not found (the buckets API is served by single-process mode only)' });
+    if (opts.api === undefined)
+      return json(res, 404, { error: 'Not found (the buckets API is served by single-process mode only)' });
     return api(opts.api, req, res, path, q === -1 ? '' : target.slice(q + 1));
   }
   json(res, 404, { error: 'Not found' });
 }
 
-async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: string): Promise<void> {
+async function api(
+  opts: AdminApi,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  path: string,
+  query: string,
+): Promise<void> {
   const policy = opts.policy();
   const method = req.method ?? 'GET';
-  const door = doorCheck({ credentials: opts.credentials(), loopbackOnly: opts.loopbackOnly }, req.headers.authorization, {
-    write: method !== 'GET' && method !== 'HEAD',
-  });
+  const door = doorCheck(
+    { credentials: opts.credentials(), loopbackOnly: opts.loopbackOnly },
+    req.headers.authorization,
+    {
+      write: method !== 'GET' && method !== 'HEAD',
+    },
+  );
   if (!door.pass) {
     if (door.status === 401) res.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
     return json(res, door.status, { error: door.error });
@@ -92,7 +107,12 @@ async function api(opts: AdminApi, req: http.IncomingMessage, res: http.ServerRe
   }
   // A store that does not answer is the store's trouble, not the admin API's: 503 with its message.
   const g = opts.guard
-    ? await guardEndpoint(req, path, params, policy, opts.guard, { store: opts.store, actor, audit, fleet: opts.fleet }).catch((err: Error) => ({
+    ? await guardEndpoint(req, path, params, policy, opts.guard, {
+        store: opts.store,
+        actor,
+        audit,
+        fleet: opts.fleet,
+      }).catch((err: Error) => ({
         status: 503,
         body: { error: `store: ${err.message}` },
       }))

@@ -29,7 +29,10 @@ export interface StatusSources {
   readonly store: Pick<StoreHandle, 'kind' | 'fallbackActive' | 'leases'>;
   /** The store URL the gateway started with (store.url applies at restart only). */
   readonly storeUrl: string;
-  readonly metrics: Pick<Metrics, 'storeNodeUp' | 'storeProbe' | 'upstreamDuration' | 'upstreamErrors' | 'gatewayResponses'>;
+  readonly metrics: Pick<
+    Metrics,
+    'storeNodeUp' | 'storeProbe' | 'upstreamDuration' | 'upstreamErrors' | 'gatewayResponses'
+  >;
   /** The default upstream's probe (the one rategate_upstream_up reads). */
   readonly upstream?: Pick<UpstreamProbe, 'read'>;
   /** Surges and their state, once the table has them. */
@@ -128,7 +131,11 @@ export function createStatusSources(o: {
   storeUrl: string;
   upstream?: UpstreamProbe;
   sample: boolean;
-}): StatusSources & { readonly onReload: (outcome: ReloadOutcome) => void; readonly published: () => string; stop(): void } {
+}): StatusSources & {
+  readonly onReload: (outcome: ReloadOutcome) => void;
+  readonly published: () => string;
+  stop(): void;
+} {
   const rules = (): string[] => o.policy().snapshot.rules.map((r) => r.name);
   const rates = new RuleRates({ rules, counts: (name) => o.metrics.forRule(name) });
   if (o.sample) rates.start();
@@ -140,7 +147,9 @@ export function createStatusSources(o: {
       host: os.hostname(),
       pid: process.pid,
       at: Date.now(),
-      rules: Object.fromEntries(rules().map((r) => [r, [rates.rates(r, '1m', false), rates.rates(r, '5m', false)] as const])),
+      rules: Object.fromEntries(
+        rules().map((r) => [r, [rates.rates(r, '1m', false), rates.rates(r, '5m', false)] as const]),
+      ),
     });
   const upstream = o.upstream !== undefined ? { upstream: o.upstream } : {};
   return {
@@ -209,13 +218,20 @@ export async function statusData(
 }
 
 /** What /admin/limited answers for each rule it names as recently limited (all rules if it names none). */
-async function limitedAnswers(ask: (path: string, query?: string) => Promise<AdminAnswer | null>, policy: RequestPolicy): Promise<unknown[]> {
+async function limitedAnswers(
+  ask: (path: string, query?: string) => Promise<AdminAnswer | null>,
+  policy: RequestPolicy,
+): Promise<unknown[]> {
   const index = await ask('/admin/limited');
   if (index === null) return [];
   const named = (index.body as { recentlyLimited?: unknown }).recentlyLimited;
-  const rules = Array.isArray(named) ? named.filter((r): r is string => typeof r === 'string') : policy.snapshot.rules.map((r) => r.name);
+  const rules = Array.isArray(named)
+    ? named.filter((r): r is string => typeof r === 'string')
+    : policy.snapshot.rules.map((r) => r.name);
   const answers = await Promise.all(
-    rules.slice(0, MAX_LIMITED_RULES).map((rule) => ask('/admin/limited', `rule=${encodeURIComponent(rule)}&top=${TOP_PER_RULE}`)),
+    rules
+      .slice(0, MAX_LIMITED_RULES)
+      .map((rule) => ask('/admin/limited', `rule=${encodeURIComponent(rule)}&top=${TOP_PER_RULE}`)),
   );
   return answers.flatMap((a) => (a === null ? [] : [bodyOf(a)]));
 }
@@ -227,12 +243,16 @@ function bodyOf(a: AdminAnswer | null): unknown {
 
 async function storeStatus(s: StatusSources, policy: RequestPolicy): Promise<StoreStatus> {
   const reachable = s.metrics.storeProbe === undefined ? null : await s.metrics.storeProbe();
-  const reported = (await s.metrics.storeNodeUp.get()).values.map((v) => ({ node: String(v.labels.node), up: v.value === 1 }));
+  const reported = (await s.metrics.storeNodeUp.get()).values.map((v) => ({
+    node: String(v.labels.node),
+    up: v.value === 1,
+  }));
   const nodes = new Map(reported.map((n) => [n.node, n]));
   // A single master is known from the URL (named as the Redis store names it); a cluster's masters are
   // listed once the store has reported on them (their first failure or recovery).
   const single = singleNodeOf(s.storeUrl);
-  if (single !== null && !nodes.has(single)) nodes.set(single, { node: single, up: reachable !== false && !s.store.fallbackActive() });
+  if (single !== null && !nodes.has(single))
+    nodes.set(single, { node: single, up: reachable !== false && !s.store.fallbackActive() });
   const leases = s.store.leases;
   return {
     kind: s.store.kind,
@@ -276,9 +296,20 @@ function ownTotals(s: StatusSources, policy: RequestPolicy): Record<RateWindow, 
 }
 
 /** Every replica's rates: this one's live, the others' as they last published them (every heartbeat, 5 s). */
-async function fleetOf(s: StatusSources, policy: RequestPolicy, fleet: FleetSketches | undefined): Promise<FleetStatus | null> {
+async function fleetOf(
+  s: StatusSources,
+  policy: RequestPolicy,
+  fleet: FleetSketches | undefined,
+): Promise<FleetStatus | null> {
   if (fleet === undefined) return null;
-  const self: ReplicaStatus = { id: fleet.id, host: os.hostname(), pid: process.pid, self: true, age: 0, rates: ownTotals(s, policy) };
+  const self: ReplicaStatus = {
+    id: fleet.id,
+    host: os.hostname(),
+    pid: process.pid,
+    self: true,
+    age: 0,
+    rates: ownTotals(s, policy),
+  };
   let published: { id: string; json: string }[];
   try {
     published = (await fleet.rates?.()) ?? [];
@@ -321,7 +352,8 @@ async function upstreamStatus(s: StatusSources, policy: RequestPolicy): Promise<
   let answered = 0;
   let upstream5xx = 0;
   for (const v of s.metrics.upstreamDuration.get().values) {
-    if (v.metricName.endsWith('_bucket')) buckets.set(String(v.labels.le), (buckets.get(String(v.labels.le)) ?? 0) + v.value);
+    if (v.metricName.endsWith('_bucket'))
+      buckets.set(String(v.labels.le), (buckets.get(String(v.labels.le)) ?? 0) + v.value);
     else if (v.metricName.endsWith('_count')) {
       answered += v.value;
       if (v.labels.status_class === '5xx') upstream5xx += v.value;
@@ -333,7 +365,16 @@ async function upstreamStatus(s: StatusSources, policy: RequestPolicy): Promise<
     return Infinity;
   };
   const errors: Record<string, number> = {};
-  for (const v of (await s.metrics.upstreamErrors.get()).values) if (v.value > 0) errors[String(v.labels.reason)] = v.value;
+  for (const v of (await s.metrics.upstreamErrors.get()).values)
+    if (v.value > 0) errors[String(v.labels.reason)] = v.value;
   const url = policy.snapshot.config.upstream.url;
-  return { url: url === 'builtin' ? 'builtin' : new URL(url).origin, probe, answered, p50Ms: bound(0.5), p99Ms: bound(0.99), errors, upstream5xx };
+  return {
+    url: url === 'builtin' ? 'builtin' : new URL(url).origin,
+    probe,
+    answered,
+    p50Ms: bound(0.5),
+    p99Ms: bound(0.99),
+    errors,
+    upstream5xx,
+  };
 }

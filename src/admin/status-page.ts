@@ -62,11 +62,14 @@ ${p.sections.map(renderSection).join('\n')}
 export function renderSection(s: Section): string {
   const line = s.line === undefined ? '' : `<p class="line ${s.line.tone}">${escapeHtml(s.line.text)}</p>`;
   const note = line + (s.note === undefined ? '' : `<p class="note">${escapeHtml(s.note)}</p>`);
-  if (s.rows.length === 0 && s.line !== undefined) return `<section id="s-${escapeHtml(s.id)}"><h2>${escapeHtml(s.title)}</h2>${note}</section>`;
+  if (s.rows.length === 0 && s.line !== undefined)
+    return `<section id="s-${escapeHtml(s.id)}"><h2>${escapeHtml(s.title)}</h2>${note}</section>`;
   if (s.rows.length === 0)
     return `<section id="s-${escapeHtml(s.id)}"><h2>${escapeHtml(s.title)}</h2>${note}<p class="empty">${escapeHtml(s.empty)}</p></section>`;
   const head = s.columns.map((c) => `<th scope="col">${escapeHtml(c)}</th>`).join('');
-  const rows = s.rows.map((row) => `<tr>${row.map((c, i) => renderCell(c, s.columns[i] ?? '')).join('')}</tr>`).join('\n');
+  const rows = s.rows
+    .map((row) => `<tr>${row.map((c, i) => renderCell(c, s.columns[i] ?? '')).join('')}</tr>`)
+    .join('\n');
   return `<section id="s-${escapeHtml(s.id)}"><h2>${escapeHtml(s.title)}</h2>${note}<table${s.facts === true ? ' class="facts"' : ''}><thead><tr>${head}</tr></thead><tbody>
 ${rows}
 </tbody></table></section>`;

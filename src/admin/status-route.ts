@@ -22,18 +22,32 @@ const SIGN_IN =
   'Without JavaScript, open /status?login and give the token as the password (any user name).';
 
 /** Answers a GET on one of STATUS_PATHS. */
-export async function serveStatus(api: AdminApi | undefined, req: http.IncomingMessage, res: http.ServerResponse, path: string, query: string): Promise<void> {
+export async function serveStatus(
+  api: AdminApi | undefined,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  path: string,
+  query: string,
+): Promise<void> {
   const asJson = path === '/status.json';
   if (api?.status === undefined) {
     const error = 'Not found (the status page is served by single-process mode only; /metrics is served here)';
-    return asJson ? sendJson(res, 404, { error }) : sendPage(res, 404, page(null, false, [notice('error', 'Not found', error)]));
+    return asJson
+      ? sendJson(res, 404, { error })
+      : sendPage(res, 404, page(null, false, [notice('error', 'Not found', error)]));
   }
   const tokenRequired = api.credentials().length > 0;
-  const refused = doorCheck({ credentials: api.credentials(), loopbackOnly: api.loopbackOnly }, req.headers.authorization, { write: false, basic: true });
+  const refused = doorCheck(
+    { credentials: api.credentials(), loopbackOnly: api.loopbackOnly },
+    req.headers.authorization,
+    { write: false, basic: true },
+  );
   if (!refused.pass) {
-    if (refused.status === 401) res.setHeader('WWW-Authenticate', new URLSearchParams(query).has('login') ? BASIC_CHALLENGE : BEARER_CHALLENGE);
+    if (refused.status === 401)
+      res.setHeader('WWW-Authenticate', new URLSearchParams(query).has('login') ? BASIC_CHALLENGE : BEARER_CHALLENGE);
     if (asJson) return sendJson(res, refused.status, { error: refused.error });
-    const shown = refused.status === 401 ? notice('sign-in', 'Sign in', SIGN_IN) : notice('refused', 'Refused', refused.error);
+    const shown =
+      refused.status === 401 ? notice('sign-in', 'Sign in', SIGN_IN) : notice('refused', 'Refused', refused.error);
     return sendPage(res, refused.status, page(null, tokenRequired, [shown]));
   }
   const data = await statusData(req, api.status, api.policy(), api.guard, tokenRequired, api.fleet);
@@ -43,7 +57,10 @@ export async function serveStatus(api: AdminApi | undefined, req: http.IncomingM
 }
 
 function page(data: StatusData | null, tokenRequired: boolean, sections: readonly Section[]): string {
-  const meta = data === null ? '' : `rategate ${data.version} · ${data.replica.host} (pid ${data.replica.pid}) · ${data.generatedAt}`;
+  const meta =
+    data === null
+      ? ''
+      : `rategate ${data.version} · ${data.replica.host} (pid ${data.replica.pid}) · ${data.generatedAt}`;
   return statusPage({ meta, tokenRequired, sections, refresh: data !== null });
 }
 

@@ -19,7 +19,8 @@ export interface CellAction {
   readonly what: string;
 }
 
-export type Cell = string | { readonly text: string; readonly tone?: Tone; readonly num?: boolean; readonly action?: CellAction };
+export type Cell =
+  string | { readonly text: string; readonly tone?: Tone; readonly num?: boolean; readonly action?: CellAction };
 
 export interface Section {
   readonly id: string;
@@ -60,12 +61,17 @@ export function healthLine(d: StatusData): { text: string; tone: Tone } {
   const s = d.store;
   if (s.reachable === false || s.fallbackActive) wrong.push(`store failing: decisions by onError: ${s.onError}`);
   else for (const n of s.nodes) if (!n.up) wrong.push(`store node ${n.node} failing`);
-  if (d.reloads[0] !== undefined && !d.reloads[0].ok) wrong.push('the last config reload was refused (the previous table is in force)');
+  if (d.reloads[0] !== undefined && !d.reloads[0].ok)
+    wrong.push('the last config reload was refused (the previous table is in force)');
   if (d.fleet?.error !== undefined) wrong.push(`the other replicas' rates are unknown (${d.fleet.error})`);
   const n = d.fleet === null ? 1 : d.fleet.replicas.length;
   const replicas = `${n} replica${n === 1 ? '' : 's'}${d.fleet === null ? ' (a store of this process only)' : ''}`;
   const upstream = p === null ? 'upstream not checked yet' : p.up ? 'upstream up' : '';
-  const facts = [replicas, ...(upstream === '' ? [] : [upstream]), ...(wrong.some((w) => w.startsWith('store')) ? [] : ['store up'])];
+  const facts = [
+    replicas,
+    ...(upstream === '' ? [] : [upstream]),
+    ...(wrong.some((w) => w.startsWith('store')) ? [] : ['store up']),
+  ];
   if (wrong.length === 0) return { text: `healthy: ${facts.join(', ')}`, tone: 'good' };
   return { text: `degraded: ${wrong.join('; ')} · ${facts.join(', ')}`, tone: 'bad' };
 }
@@ -88,7 +94,8 @@ function fleetSection(f: FleetStatus): Section {
     r.self ? 'live' : `${r.age}\u00a0s ago`,
   ]);
   if (f.replicas.length > 1) {
-    const sum = (w: '1m' | '5m', k: 'allowed' | 'limited' | 'shadowLimited'): number => f.replicas.reduce((a, r) => a + r.rates[w][k], 0);
+    const sum = (w: '1m' | '5m', k: 'allowed' | 'limited' | 'shadowLimited'): number =>
+      f.replicas.reduce((a, r) => a + r.rates[w][k], 0);
     rows.push([
       'all replicas',
       pair(sum('1m', 'allowed'), sum('5m', 'allowed'), 'good'),
@@ -115,9 +122,16 @@ function upstreamSection(u: UpstreamStatus, now: number): Section {
       ? { text: 'not checked yet', tone: 'muted' }
       : p.up
         ? { text: `up: answered HEAD in ${p.ms} ms, ${ago(new Date(p.at).toISOString(), now)}`, tone: 'good' }
-        : { text: `does not answer: ${p.error ?? 'down'} after ${p.ms} ms, ${ago(new Date(p.at).toISOString(), now)}`, tone: 'bad' };
-  const ms = (x: number | null): string => (x === null ? '' : x === Infinity ? '> 30 s' : `≤ ${x >= 1000 ? `${x / 1000} s` : `${x} ms`}`);
-  const latency = u.answered === 0 ? 'no answer yet' : `p50 ${ms(u.p50Ms)} · p99 ${ms(u.p99Ms)} over ${u.answered} answers since start`;
+        : {
+            text: `does not answer: ${p.error ?? 'down'} after ${p.ms} ms, ${ago(new Date(p.at).toISOString(), now)}`,
+            tone: 'bad',
+          };
+  const ms = (x: number | null): string =>
+    x === null ? '' : x === Infinity ? '> 30 s' : `≤ ${x >= 1000 ? `${x / 1000} s` : `${x} ms`}`;
+  const latency =
+    u.answered === 0
+      ? 'no answer yet'
+      : `p50 ${ms(u.p50Ms)} · p99 ${ms(u.p99Ms)} over ${u.answered} answers since start`;
   const failures = Object.entries(u.errors);
   return {
     id: 'upstream',
@@ -131,9 +145,17 @@ function upstreamSection(u: UpstreamStatus, now: number): Section {
         'no answer',
         failures.length === 0
           ? { text: 'none since start', tone: 'good' }
-          : { text: `${failures.map(([r, n]) => `${r} ${n}`).join(', ')} since start (502/504 by the gateway)`, tone: 'bad' },
+          : {
+              text: `${failures.map(([r, n]) => `${r} ${n}`).join(', ')} since start (502/504 by the gateway)`,
+              tone: 'bad',
+            },
       ],
-      ['upstream 5xx', u.upstream5xx === 0 ? 'none since start' : { text: `${u.upstream5xx} since start (the upstream's own)`, tone: 'warn' }],
+      [
+        'upstream 5xx',
+        u.upstream5xx === 0
+          ? 'none since start'
+          : { text: `${u.upstream5xx} since start (the upstream's own)`, tone: 'warn' },
+      ],
     ],
     empty: '',
     facts: true,
@@ -167,16 +189,32 @@ function storeSection(s: StoreStatus): Section {
     ['store', `${s.kind}${s.kind === 'memory' ? ' (this process only)' : ` ${s.url}`}`],
     [
       'decisions',
-      s.reachable === false || s.fallbackActive ? { text: `from the fallback (onError: ${s.onError})`, tone: 'bad' } : { text: 'from the store', tone: 'good' },
+      s.reachable === false || s.fallbackActive
+        ? { text: `from the fallback (onError: ${s.onError})`, tone: 'bad' }
+        : { text: 'from the store', tone: 'good' },
     ],
-    ['fallback', s.fallbackActive ? { text: `active (onError: ${s.onError})`, tone: 'bad' } : `off (onError: ${s.onError})`],
-    ['leases', s.leases === null ? 'off' : `${s.leases.heldTokens} tokens held now; ${s.leases.localAdmissions} requests admitted from leases since start`],
+    [
+      'fallback',
+      s.fallbackActive ? { text: `active (onError: ${s.onError})`, tone: 'bad' } : `off (onError: ${s.onError})`,
+    ],
+    [
+      'leases',
+      s.leases === null
+        ? 'off'
+        : `${s.leases.heldTokens} tokens held now; ${s.leases.localAdmissions} requests admitted from leases since start`,
+    ],
   ];
-  for (const n of s.nodes) rows.push([`node ${n.node}`, n.up ? { text: 'up', tone: 'good' } : { text: 'failing: its keys follow onError', tone: 'bad' }]);
+  for (const n of s.nodes)
+    rows.push([
+      `node ${n.node}`,
+      n.up ? { text: 'up', tone: 'good' } : { text: 'failing: its keys follow onError', tone: 'bad' },
+    ]);
   return {
     id: 'store',
     title: 'Store',
-    ...(s.kind === 'redis-cluster' ? { note: 'A cluster master is listed here once it has failed or recovered since start.' } : {}),
+    ...(s.kind === 'redis-cluster'
+      ? { note: 'A cluster master is listed here once it has failed or recovered since start.' }
+      : {}),
     columns: ['what', 'state'],
     rows,
     empty: '',
@@ -216,7 +254,16 @@ function entriesSection(id: string, title: string, base: string, body: unknown, 
       const what = `${id === 'blocks' ? 'block' : 'exemption'} of ${target}`;
       const act: Cell =
         e.source === 'runtime'
-          ? { text: '', action: { label: 'Remove', past: 'Removed', method: 'DELETE', path: `${base}/${encodeURIComponent(target)}`, what } }
+          ? {
+              text: '',
+              action: {
+                label: 'Remove',
+                past: 'Removed',
+                method: 'DELETE',
+                path: `${base}/${encodeURIComponent(target)}`,
+                what,
+              },
+            }
           : { text: 'edit limits.yaml', tone: 'muted' };
       return [target, text(e.source), text(e.reason), until(e.expiresAt, now), act];
     });
@@ -229,7 +276,12 @@ function limitedSection(answers: readonly unknown[]): Section {
   for (const a of answers) {
     const { rule, top, window: w } = (a ?? {}) as { rule?: unknown; top?: unknown; window?: unknown };
     if (typeof w === 'string') window = w;
-    for (const k of records(top)) rows.push([text(rule), text(k.key), { text: k.error ? `${text(k.count)} (±${text(k.error)})` : text(k.count), num: true }]);
+    for (const k of records(top))
+      rows.push([
+        text(rule),
+        text(k.key),
+        { text: k.error ? `${text(k.count)} (±${text(k.error)})` : text(k.count), num: true },
+      ]);
   }
   return {
     id: 'limited',
@@ -250,7 +302,9 @@ function reloadsSection(d: StatusData, now: number): Section {
     rows: d.reloads.map((r) => [
       ago(r.at, now),
       r.kind === 'start' ? 'start' : 'reload',
-      r.ok ? { text: `in force: ${r.rules} rules`, tone: 'good' } : { text: 'refused: the previous table stays', tone: 'bad' },
+      r.ok
+        ? { text: `in force: ${r.rules} rules`, tone: 'good' }
+        : { text: 'refused: the previous table stays', tone: 'bad' },
       r.ok ? changes(r.live ?? [], r.atRestart ?? []) : (r.errors ?? []).join('; '),
     ]),
     empty: 'No load yet.',

@@ -28,15 +28,23 @@ export async function surgesEndpoint(
     return { status: 200, body: { scope: ctx.guard.state.scope, surges: surges === null ? [] : await surges.list() } };
   }
   const m = /^\/admin\/surges\/([^/]+)\/(start|end)$/.exec(path);
-  if (m === null) return { status: 404, body: { error: 'use POST /admin/surges/<name>/start or /admin/surges/<name>/end' } };
+  if (m === null)
+    return { status: 404, body: { error: 'use POST /admin/surges/<name>/start or /admin/surges/<name>/end' } };
   if (method !== 'POST') return { status: 405, body: { error: `use POST on ${path}` } };
   const name = m[1]!;
   const surge = ctx.policy.snapshot.config.surges.find((s) => s.name === name);
   if (surge === undefined || surges === null) {
-    return { status: 404, body: { error: `unknown surge ${JSON.stringify(name)}`, surges: ctx.policy.snapshot.config.surges.map((s) => s.name) } };
+    return {
+      status: 404,
+      body: {
+        error: `unknown surge ${JSON.stringify(name)}`,
+        surges: ctx.policy.snapshot.config.surges.map((s) => s.name),
+      },
+    };
   }
   const reason = params.get('reason') ?? '';
-  if (reason.length > MAX_REASON) return { status: 400, body: { error: `"reason" must be at most ${MAX_REASON} characters` } };
+  if (reason.length > MAX_REASON)
+    return { status: 400, body: { error: `"reason" must be at most ${MAX_REASON} characters` } };
   if (m[2] === 'end') {
     const ended = await surges.end(name);
     if (ended === null) return { status: 404, body: { error: `surge ${name} is not on` } };
@@ -46,10 +54,19 @@ export async function surgesEndpoint(
   const given = params.get('for');
   const forMs = given === null ? surge.for : parseDuration(given);
   if (forMs === undefined || forMs < 1000 || forMs > MAX_FOR_MS) {
-    return { status: 400, body: { error: `"for" must be a duration from 1s to ${formatDuration(MAX_FOR_MS)} (e.g. 30m), got ${JSON.stringify(given)}` } };
+    return {
+      status: 400,
+      body: {
+        error: `"for" must be a duration from 1s to ${formatDuration(MAX_FOR_MS)} (e.g. 30m), got ${JSON.stringify(given)}`,
+      },
+    };
   }
   const entry = await surges.start(name, forMs, reason === '' ? 'started by an operator' : reason, whoOf(ctx.actor));
   const until = new Date(entry.expiresAt!).toISOString();
-  ctx.audit('surge.start', { surge: name, reason, expiresAt: until }, `surge ${name} started until ${until}${reason ? ` (${reason})` : ''}`);
+  ctx.audit(
+    'surge.start',
+    { surge: name, reason, expiresAt: until },
+    `surge ${name} started until ${until}${reason ? ` (${reason})` : ''}`,
+  );
   return { status: 200, body: { started: name, endsAt: until } };
 }

@@ -32,7 +32,10 @@ export function listenerFacts(listen: string): { loopbackOnly: boolean; names: R
  * An unreadable or empty file is a config error (the gateway does not start; a reload is refused and the
  * previous token stays), never a silent "no token".
  */
-export async function loadAdminToken(admin: { token: string | null; tokenFile: string | null }, source: string): Promise<string | null> {
+export async function loadAdminToken(
+  admin: { token: string | null; tokenFile: string | null },
+  source: string,
+): Promise<string | null> {
   if (admin.token !== null) return admin.token;
   if (admin.tokenFile === null) return null;
   return readSecretFile(admin.tokenFile, 'admin.tokenFile', source);
@@ -60,13 +63,17 @@ function credential(name: string | null, token: string, write: boolean): AdminCr
  * order, their files read now (at start and on every reload). The same token twice is a config error:
  * which holder made a write would be a guess.
  */
-export async function loadAdminCredentials(admin: Config['admin'], source: string): Promise<readonly AdminCredential[]> {
+export async function loadAdminCredentials(
+  admin: Config['admin'],
+  source: string,
+): Promise<readonly AdminCredential[]> {
   const unnamed = await loadAdminToken(admin, source);
   const out: AdminCredential[] = unnamed === null ? [] : [credential(null, unnamed, true)];
   for (const [i, t] of admin.tokens.entries()) {
     const token = t.token ?? (await readSecretFile(t.tokenFile!, `admin.tokens[${i}].tokenFile`, source));
     const c = credential(t.name, token, t.scopes.includes('write'));
-    if (out.some((o) => o.digest.equals(c.digest))) throw new ConfigError(source, [`admin.tokens[${i}]: the same token as another admin token`]);
+    if (out.some((o) => o.digest.equals(c.digest)))
+      throw new ConfigError(source, [`admin.tokens[${i}]: the same token as another admin token`]);
     out.push(c);
   }
   return Object.freeze(out);

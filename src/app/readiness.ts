@@ -36,8 +36,17 @@ export function createReadiness(opts: {
     const checks: Record<string, boolean> = { config: true, serving: !opts.draining() };
     if (config.readiness.upstream) checks.upstream = upstreamReachable;
     if (config.store.failReadiness) checks.store = reachable;
-    const store = { kind: opts.store.kind, reachable, fallbackActive: opts.store.fallbackActive(), onError: config.store.onError };
-    return { ready: Object.values(checks).every(Boolean), checks, details: { upstream: { reachable: upstreamReachable }, store } };
+    const store = {
+      kind: opts.store.kind,
+      reachable,
+      fallbackActive: opts.store.fallbackActive(),
+      onError: config.store.onError,
+    };
+    return {
+      ready: Object.values(checks).every(Boolean),
+      checks,
+      details: { upstream: { reachable: upstreamReachable }, store },
+    };
   };
 }
 

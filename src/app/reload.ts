@@ -38,7 +38,10 @@ export async function applyConfig(t: ReloadTarget, text: string): Promise<boolea
     if (!(err instanceof ConfigError)) throw err;
     t.metrics.configLoaded(false);
     t.onReload?.({ ok: false, errors: err.errors });
-    t.log.error({ errors: err.errors, source: t.configPath }, 'config reload refused; the previous limit table stays in force');
+    t.log.error(
+      { errors: err.errors, source: t.configPath },
+      'config reload refused; the previous limit table stays in force',
+    );
     return false;
   }
   const previous = t.policy();
@@ -49,9 +52,17 @@ export async function applyConfig(t: ReloadTarget, text: string): Promise<boolea
   t.onReload?.({ ok: true, rules: next.rules.length, live: changes.live, atRestart: changes.atRestart });
   // Say exactly what happened: key names only (never values: admin.token is one of them).
   const applied =
-    changes.live.length > 0 ? `; in force now: ${changes.live.join(', ')}` : changes.atRestart.length > 0 ? '; nothing in force changed' : '; nothing changed';
-  t.log.info({ rules: next.rules.length, source: t.configPath, applied: changes.live }, `config reloaded: ${next.rules.length} rules${applied}`);
-  for (const c of ruleChanges(previous.snapshot.config, next.config)) t.log.info({ section: c.section, rule: c.name, change: c.change }, c.text);
+    changes.live.length > 0
+      ? `; in force now: ${changes.live.join(', ')}`
+      : changes.atRestart.length > 0
+        ? '; nothing in force changed'
+        : '; nothing changed';
+  t.log.info(
+    { rules: next.rules.length, source: t.configPath, applied: changes.live },
+    `config reloaded: ${next.rules.length} rules${applied}`,
+  );
+  for (const c of ruleChanges(previous.snapshot.config, next.config))
+    t.log.info({ section: c.section, rule: c.name, change: c.change }, c.text);
   if (changes.atRestart.length > 0) {
     t.log.warn(
       { atRestart: changes.atRestart },
@@ -62,7 +73,11 @@ export async function applyConfig(t: ReloadTarget, text: string): Promise<boolea
 }
 
 /** The file watcher wired to applyConfig; `reload()` re-reads now and says whether the new table is in force. */
-export function watchConfig(t: ReloadTarget, initialText: string, watch: boolean): { reload(): Promise<boolean>; stop(): void } {
+export function watchConfig(
+  t: ReloadTarget,
+  initialText: string,
+  watch: boolean,
+): { reload(): Promise<boolean>; stop(): void } {
   let lastApplied = true;
   const watcher = new ConfigWatcher({
     path: t.configPath,

@@ -6,7 +6,14 @@ import type http from 'node:http';
 import type https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { parseConfig, parseHostPort, readConfigText, type Config, type ConfigOverrides, type Snapshot } from '../config/index.js';
+import {
+  parseConfig,
+  parseHostPort,
+  readConfigText,
+  type Config,
+  type ConfigOverrides,
+  type Snapshot,
+} from '../config/index.js';
 import { loadSentinelPassword } from '../config/secret-file.js';
 import { countedIntrospect, createHttpIntrospector, createIntrospectionPool } from '../identity/index.js';
 import { createStoreFor, type StoreHandle } from '../limiter/factory.js';
@@ -26,7 +33,13 @@ import { createProxyServer, listenOn, urlOf, type ParserRefusal } from '../http/
 import { createH2Edge, serveH2OnAlpn, sniffH2Preface, type H2Edge } from '../http/h2.js';
 import { RefusalLog } from '../observability/refusal-log.js';
 import { requireProxyHeader } from '../http/proxy-protocol.js';
-import { loadCertificatePair, secureOptions, watchCertificatePair, type CertificatePair, type TlsSettings } from '../http/tls.js';
+import {
+  loadCertificatePair,
+  secureOptions,
+  watchCertificatePair,
+  type CertificatePair,
+  type TlsSettings,
+} from '../http/tls.js';
 import { ConfigError } from '../config/errors.js';
 import { compileCidrs } from '../identity/cidr.js';
 import { effectiveMaxKeys } from '../limiter/memory/key-bound.js';
@@ -98,23 +111,66 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
   const builtin = cfg.upstream.url === 'builtin' ? await startUpstream({ host: '127.0.0.1', port: 0 }) : undefined;
   const origin = new URL(builtin?.url ?? cfg.upstream.url).origin;
   const { metrics, storeCfg, storeHandle } = await openStore(cfg, settings, log);
-  const upstream = upstreamClients(cfg, origin, { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() }, metrics);
+  const upstream = upstreamClients(
+    cfg,
+    origin,
+    { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() },
+    metrics,
+  );
   // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
   const routes = UpstreamRoutes.build(cfg, upstream.admission);
-  let policy: RequestPolicy = buildRequestPolicy(snapshot, upstream.introspect, undefined, (name) => guard.surges?.active(name) === true);
+  let policy: RequestPolicy = buildRequestPolicy(
+    snapshot,
+    upstream.introspect,
+    undefined,
+    (name) => guard.surges?.active(name) === true,
+  );
   const runAdmin = settings.admin ?? true;
   const { probe, status } = watchUpstreamAndRates(cfg, origin, { storeHandle, metrics, runAdmin }, () => policy);
-  const { guard, fleet } = await openGuard(storeCfg, storeHandle, metrics, log, () => policy.snapshot.config, status.published, settings.now);
+  const { guard, fleet } = await openGuard(
+    storeCfg,
+    storeHandle,
+    metrics,
+    log,
+    () => policy.snapshot.config,
+    status.published,
+    settings.now,
+  );
   // The drain's flag is the one that says "draining": the gateway and readiness read it.
   const drain = createDrain();
-  const gateway = buildGateway({ policy: () => policy, storeHandle, upstream, origin, routes, metrics, log, guard, settings, drain });
+  const gateway = buildGateway({
+    policy: () => policy,
+    storeHandle,
+    upstream,
+    origin,
+    routes,
+    metrics,
+    log,
+    guard,
+    settings,
+    drain,
+  });
 
   const { server, h2 } = await listenProxy(cfg, gateway, { metrics, log, configPath: settings.configPath }, drain);
 
   // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
   let adminTokens = runAdmin ? await loadAdminCredentials(cfg.admin, settings.configPath) : [];
-  const ready = createReadiness({ upstream: probe, store: storeHandle, metrics, policy: () => policy, draining: () => drain.draining });
-  const api = { credentials: () => adminTokens, ...listenerFacts(cfg.admin.listen), policy: () => policy, store: storeHandle.store, guard, status, log };
+  const ready = createReadiness({
+    upstream: probe,
+    store: storeHandle,
+    metrics,
+    policy: () => policy,
+    draining: () => drain.draining,
+  });
+  const api = {
+    credentials: () => adminTokens,
+    ...listenerFacts(cfg.admin.listen),
+    policy: () => policy,
+    store: storeHandle.store,
+    guard,
+    status,
+    log,
+  };
   const admin = createAdminServer({ metrics: metrics.registry, ready, api: { ...api, fleet } });
   if (runAdmin) await listenAdmin(admin, cfg, adminTokens.length === 0 && !api.loopbackOnly, log);
 
@@ -140,7 +196,16 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
 
   const url = urlOf(server);
   const adminUrl = runAdmin ? urlOf(admin) : '';
-  logListening(log, { url, adminUrl, runAdmin, origin, cfg, store: storeHandle.kind, rules: snapshot.rules.length, configPath: settings.configPath });
+  logListening(log, {
+    url,
+    adminUrl,
+    runAdmin,
+    origin,
+    cfg,
+    store: storeHandle.kind,
+    rules: snapshot.rules.length,
+    configPath: settings.configPath,
+  });
 
   return {
     url,
@@ -155,7 +220,24 @@ export async function startGateway(settings: GatewaySettings): Promise<RunningGa
     // server.drainGrace is read when the drain starts, so a reload before SIGTERM changes it.
     shutdown: (graceMs = policy.snapshot.config.server.drainGrace) =>
       shutdownGateway(
-        { config, status, log, gateway, drain, server, h2, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics },
+        {
+          config,
+          status,
+          log,
+          gateway,
+          drain,
+          server,
+          h2,
+          runAdmin,
+          admin,
+          upstream,
+          routes,
+          storeHandle,
+          guard,
+          fleet,
+          builtin,
+          metrics,
+        },
         graceMs,
       ),
   };
@@ -176,8 +258,16 @@ async function openStore(cfg: Config, settings: GatewaySettings, log: GatewayPar
     );
   }
   metrics.storeMaxKeys.set(bound.maxKeys);
-  const storeCfg = { ...cfg.store, maxKeys: bound.maxKeys, sentinelPassword: await loadSentinelPassword(cfg.store, settings.configPath) };
-  const storeHandle = await createStoreFor(storeCfg, { observer: metrics.storeObserver(), log, ...(settings.now ? { now: settings.now } : {}) });
+  const storeCfg = {
+    ...cfg.store,
+    maxKeys: bound.maxKeys,
+    sentinelPassword: await loadSentinelPassword(cfg.store, settings.configPath),
+  };
+  const storeHandle = await createStoreFor(storeCfg, {
+    observer: metrics.storeObserver(),
+    log,
+    ...(settings.now ? { now: settings.now } : {}),
+  });
   metrics.storeKeysProbe = () => storeHandle.localKeys();
   return { metrics, storeCfg, storeHandle };
 }
@@ -192,7 +282,14 @@ function watchUpstreamAndRates(
   const probe = new UpstreamProbe(origin, cfg.upstream.healthPath, cfg.upstream.timeout);
   // Rates sampled where the page is served, and where they are published to the fleet (a shared store).
   const sample = o.runAdmin || o.storeHandle.can.redisProtocol;
-  const status = createStatusSources({ policy, metrics: o.metrics, store: o.storeHandle, storeUrl: cfg.store.url, upstream: probe, sample });
+  const status = createStatusSources({
+    policy,
+    metrics: o.metrics,
+    store: o.storeHandle,
+    storeUrl: cfg.store.url,
+    upstream: probe,
+    sample,
+  });
   return { probe, status };
 }
 
@@ -223,7 +320,10 @@ async function listenProxy(
   { metrics, log, configPath }: { metrics: Metrics; log: GatewayParts['log']; configPath: string },
   drain: ReturnType<typeof createDrain>,
 ): Promise<{ server: http.Server; h2: H2Edge | undefined }> {
-  const tls = cfg.server.tls === null ? undefined : { settings: cfg.server.tls, pair: await certificateAtStart(cfg.server.tls, configPath) };
+  const tls =
+    cfg.server.tls === null
+      ? undefined
+      : { settings: cfg.server.tls, pair: await certificateAtStart(cfg.server.tls, configPath) };
   const secure = tls === undefined ? undefined : secureOptions(tls.settings, tls.pair);
   // Refusals before the pipeline are counted and logged, the log sampled per reason (refusal-log.ts).
   const refusals = new RefusalLog(log);
@@ -232,24 +332,39 @@ async function listenProxy(
     refusals.refused(reason, `refused ${status}: ${PARSER_REFUSALS[reason]}`, { status, code });
   };
   const onFragmented = (): void => metrics.fragmentedBodies.inc();
-  const server = createProxyServer(cfg.server, gateway.handle, onParserRefusal, drain.ServerResponse, onFragmented, secure, cfg.server.http2);
+  const server = createProxyServer(
+    cfg.server,
+    gateway.handle,
+    onParserRefusal,
+    drain.ServerResponse,
+    onFragmented,
+    secure,
+    cfg.server.http2,
+  );
   server.once('close', () => refusals.flush());
   if (tls !== undefined) watchCertificate(server as https.Server, tls.settings, tls.pair, metrics, log);
   // HTTP/2 beside HTTP/1.1: chosen by ALPN over TLS, by the connection preface on plain TCP (after
   // the PROXY header, whose reader wraps what is set up here).
   const h2 = cfg.server.http2
-    ? createH2Edge(cfg.server, gateway.handle, (reason) => (reason === 'fragmented_body' ? onFragmented() : metrics.http2Closed.labels(reason).inc()))
+    ? createH2Edge(cfg.server, gateway.handle, (reason) =>
+        reason === 'fragmented_body' ? onFragmented() : metrics.http2Closed.labels(reason).inc(),
+      )
     : undefined;
   if (h2 !== undefined && tls !== undefined) serveH2OnAlpn(server as https.Server, h2);
   else if (h2 !== undefined) sniffH2Preface(server, h2, cfg.server.headersTimeout);
   requireProxyHeader(server, compileCidrs(cfg.server.proxyProtocol.from), cfg.server.headersTimeout, (reason) => {
     metrics.proxyProtocolRefused.labels(reason).inc();
-    refusals.refused(`proxy_protocol_${reason}`, `connection closed: ${reason === 'timeout' ? 'no PROXY header in time' : 'no valid PROXY header'}`);
+    refusals.refused(
+      `proxy_protocol_${reason}`,
+      `connection closed: ${reason === 'timeout' ? 'no PROXY header in time' : 'no valid PROXY header'}`,
+    );
   });
   server.on('checkContinue', gateway.handle);
   // WebSocket is tunnelled; any other upgrade is served as the HTTP/1.1 request it also is.
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
-    isWebSocketUpgrade(req) ? gateway.handleUpgrade(req, socket, head) : serveAsPlainRequest(server, req, socket, head, metrics.countGatewayAnswer),
+    isWebSocketUpgrade(req)
+      ? gateway.handleUpgrade(req, socket, head)
+      : serveAsPlainRequest(server, req, socket, head, metrics.countGatewayAnswer),
   );
   const listen = parseHostPort(cfg.listen)!;
   await listenOn(server, listen.host, listen.port);
@@ -274,7 +389,13 @@ async function certificateAtStart(s: TlsSettings, configPath: string): Promise<C
 }
 
 /** A rotated pair is served to new connections; a broken one keeps the pair in force and says why. */
-function watchCertificate(server: https.Server, s: TlsSettings, pair: CertificatePair, metrics: Metrics, log: GatewayParts['log']): void {
+function watchCertificate(
+  server: https.Server,
+  s: TlsSettings,
+  pair: CertificatePair,
+  metrics: Metrics,
+  log: GatewayParts['log'],
+): void {
   const expiry = (p: CertificatePair): void => {
     metrics.tlsExpiry.reset();
     metrics.tlsExpiry.labels(p.name).set(p.expires);
@@ -286,7 +407,10 @@ function watchCertificate(server: https.Server, s: TlsSettings, pair: Certificat
       server.setSecureContext(secureOptions(s, next));
       expiry(next);
       metrics.tlsReloads.labels('success').inc();
-      log.info({ certFile: s.certFile, name: next.name, expires: new Date(next.expires * 1000).toISOString() }, 'tls: serving the new certificate');
+      log.info(
+        { certFile: s.certFile, name: next.name, expires: new Date(next.expires * 1000).toISOString() },
+        'tls: serving the new certificate',
+      );
     },
     onRejected(reason) {
       metrics.tlsReloads.labels('error').inc();
@@ -298,7 +422,16 @@ function watchCertificate(server: https.Server, s: TlsSettings, pair: Certificat
 
 function logListening(
   log: GatewayParts['log'],
-  at: { url: string; adminUrl: string; runAdmin: boolean; origin: string; cfg: Config; store: string; rules: number; configPath: string },
+  at: {
+    url: string;
+    adminUrl: string;
+    runAdmin: boolean;
+    origin: string;
+    cfg: Config;
+    store: string;
+    rules: number;
+    configPath: string;
+  },
 ): void {
   const { url, adminUrl, runAdmin, origin, cfg, store, rules, configPath } = at;
   const upstreamText = cfg.upstream.url === 'builtin' ? `builtin at ${origin}` : origin;
@@ -330,7 +463,24 @@ interface GatewayParts {
 
 /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes everything. */
 async function shutdownGateway(parts: GatewayParts, graceMs: number): Promise<void> {
-  const { config, status, log, gateway, drain, server, h2, runAdmin, admin, upstream, routes, storeHandle, guard, fleet, builtin, metrics } = parts;
+  const {
+    config,
+    status,
+    log,
+    gateway,
+    drain,
+    server,
+    h2,
+    runAdmin,
+    admin,
+    upstream,
+    routes,
+    storeHandle,
+    guard,
+    fleet,
+    builtin,
+    metrics,
+  } = parts;
   config.stop();
   status.stop();
   metrics.stop();
@@ -365,7 +515,12 @@ function upstreamClients(
   origin: string,
   admission: PoolAdmission,
   metrics: Metrics,
-): { forwarder: Forwarder; introspectionPool: ReturnType<typeof createIntrospectionPool>; introspect: Introspect; admission: PoolAdmission } {
+): {
+  forwarder: Forwarder;
+  introspectionPool: ReturnType<typeof createIntrospectionPool>;
+  introspect: Introspect;
+  admission: PoolAdmission;
+} {
   const forwarder = new Forwarder({
     origin,
     timeoutMs: cfg.upstream.timeout,
@@ -381,7 +536,12 @@ function upstreamClients(
     timeoutMs: introspectTimeoutMs,
     connectTimeoutMs: cfg.upstream.connectTimeout,
   });
-  const asked = createHttpIntrospector({ dispatcher: introspectionPool, origin, path: cfg.clients.account.path, timeoutMs: introspectTimeoutMs });
+  const asked = createHttpIntrospector({
+    dispatcher: introspectionPool,
+    origin,
+    path: cfg.clients.account.path,
+    timeoutMs: introspectTimeoutMs,
+  });
   const introspect = countedIntrospect(asked, metrics.introspected);
   return { forwarder, introspectionPool, introspect, admission };
 }

@@ -73,14 +73,21 @@ export async function runPrimary(opts: {
     health: () => ({ workers: listening.size }),
     ready: async () => {
       const checks = { workers: listening.size > 0, serving: !stopping };
-      return { ready: checks.workers && checks.serving, checks, details: { workers: listening.size, wanted: opts.workers } };
+      return {
+        ready: checks.workers && checks.serving,
+        checks,
+        details: { workers: listening.size, wanted: opts.workers },
+      };
     },
   });
   const adminAt = parseHostPort(cfg.admin.listen)!;
   await listenOn(admin, adminAt.host, adminAt.port);
   // The bound address, not the configured one: with port 0 it says which port was chosen.
   const adminUrl = urlOf(admin);
-  startupLog(log).info({ workers: opts.workers, admin: adminUrl }, `rategate primary: ${opts.workers} workers, admin on ${adminUrl}`);
+  startupLog(log).info(
+    { workers: opts.workers, admin: adminUrl },
+    `rategate primary: ${opts.workers} workers, admin on ${adminUrl}`,
+  );
 
   await opts.waitForSignal();
   stopping = true;

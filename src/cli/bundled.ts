@@ -30,14 +30,26 @@ export function compileBundle(file: string): { script: Script; cache: CodeCache 
   const source = readOrUndefined(file);
   if (source === undefined) return undefined;
   const cachedData = readOrUndefined(`${file}.cache`);
-  const script = new Script(wrapCommonJs(source.toString('utf8')), { filename: file, ...(cachedData === undefined ? {} : { cachedData }) });
-  return { script, cache: cachedData === undefined ? 'none' : script.cachedDataRejected === true ? 'rejected' : 'used' };
+  const script = new Script(wrapCommonJs(source.toString('utf8')), {
+    filename: file,
+    ...(cachedData === undefined ? {} : { cachedData }),
+  });
+  return {
+    script,
+    cache: cachedData === undefined ? 'none' : script.cachedDataRejected === true ? 'rejected' : 'used',
+  };
 }
 
 /** Runs a compiled bundle as Node runs a CommonJS module; returns its exports. */
 export function runScript<T>(script: Script, file: string): T {
   const module = { exports: {} as T };
-  const init = script.runInThisContext() as (exports: T, require: NodeJS.Require, module: { exports: T }, filename: string, dirname: string) => void;
+  const init = script.runInThisContext() as (
+    exports: T,
+    require: NodeJS.Require,
+    module: { exports: T },
+    filename: string,
+    dirname: string,
+  ) => void;
   init(module.exports, createRequire(file), module, file, path.dirname(file));
   return module.exports;
 }

@@ -15,7 +15,10 @@ export async function check(args: string[]): Promise<number> {
   const { values, positionals } = parseCommand(args, COMMANDS.check.flags);
   if (values.help) return printHelp('check');
   if (positionals.length > 1 || (positionals.length === 1 && values.config !== undefined)) {
-    return usageError('check', `takes one config file (got ${[values.config, ...positionals].filter(Boolean).join(', ')})`);
+    return usageError(
+      'check',
+      `takes one config file (got ${[values.config, ...positionals].filter(Boolean).join(', ')})`,
+    );
   }
   const file = positionals[0] ?? configPath(values);
   try {

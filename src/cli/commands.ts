@@ -27,8 +27,17 @@ export interface CommandSpec {
   readonly notes?: readonly string[];
 }
 
-const config = { type: 'string', short: 'c', arg: 'FILE', help: 'the limit table (default: RATEGATE_CONFIG, else config/limits.yaml)' } as const;
-const admin = { type: 'string', arg: 'URL', help: "a running gateway's admin listener (default: RATEGATE_ADMIN_URL, else http://127.0.0.1:9464)" } as const;
+const config = {
+  type: 'string',
+  short: 'c',
+  arg: 'FILE',
+  help: 'the limit table (default: RATEGATE_CONFIG, else config/limits.yaml)',
+} as const;
+const admin = {
+  type: 'string',
+  arg: 'URL',
+  help: "a running gateway's admin listener (default: RATEGATE_ADMIN_URL, else http://127.0.0.1:9464)",
+} as const;
 const json = { type: 'boolean', help: "the admin API's JSON answer instead of a table" } as const;
 
 const GUARD_FLAGS = {
@@ -37,7 +46,10 @@ const GUARD_FLAGS = {
   for: { type: 'string', arg: '1h', help: 'add: how long the entry lasts (default 1h)' },
   reason: { type: 'string', arg: 'TEXT', help: 'add, rm, lift: why, kept in the audit log' },
   'reset-buckets': { type: 'boolean', help: 'block rm, bans lift: give a single IP full buckets again' },
-  force: { type: 'boolean', help: 'add: a range wider than admin.maxPrefix (default /16, IPv6 /32) or covering loopback' },
+  force: {
+    type: 'boolean',
+    help: 'add: a range wider than admin.maxPrefix (default /16, IPv6 /32) or covering loopback',
+  },
 } as const;
 /** Each of the three shows only its own flags; all three parse GUARD_FLAGS, so a misplaced one is told where it goes. */
 const { 'reset-buckets': _exemptTakesNoReset, ...EXEMPT_FLAGS } = GUARD_FLAGS;
@@ -50,17 +62,42 @@ export { GUARD_FLAGS };
 export const COMMANDS = {
   serve: {
     name: 'serve',
-    synopsis: ['[--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]', '[--upstream URL|builtin] [--store memory|URL] [--workers N|auto]'],
+    synopsis: [
+      '[--config FILE] [--listen HOST:PORT] [--admin-listen HOST:PORT]',
+      '[--upstream URL|builtin] [--store memory|URL] [--workers N|auto]',
+    ],
     what: 'Runs the gateway (and the built-in upstream when the upstream is `builtin`) until SIGTERM or SIGINT, then drains.',
     flags: {
       config,
-      listen: { type: 'string', arg: 'HOST:PORT', help: 'the proxy listener (RATEGATE_LISTEN; the file: server.listen)' },
-      'admin-listen': { type: 'string', arg: 'HOST:PORT', help: 'metrics, probes and the admin API (RATEGATE_ADMIN_LISTEN; the file: admin.listen)' },
-      upstream: { type: 'string', arg: 'URL|builtin', help: 'where admitted requests go (RATEGATE_UPSTREAM; the file: upstream.url)' },
-      store: { type: 'string', arg: 'memory|URL', help: 'where buckets are counted: memory, redis://… (RATEGATE_STORE; the file: store.url)' },
-      workers: { type: 'string', arg: 'N|auto', help: 'node:cluster workers sharing the listener (default 1; auto: one per CPU; needs a shared store)' },
+      listen: {
+        type: 'string',
+        arg: 'HOST:PORT',
+        help: 'the proxy listener (RATEGATE_LISTEN; the file: server.listen)',
+      },
+      'admin-listen': {
+        type: 'string',
+        arg: 'HOST:PORT',
+        help: 'metrics, probes and the admin API (RATEGATE_ADMIN_LISTEN; the file: admin.listen)',
+      },
+      upstream: {
+        type: 'string',
+        arg: 'URL|builtin',
+        help: 'where admitted requests go (RATEGATE_UPSTREAM; the file: upstream.url)',
+      },
+      store: {
+        type: 'string',
+        arg: 'memory|URL',
+        help: 'where buckets are counted: memory, redis://… (RATEGATE_STORE; the file: store.url)',
+      },
+      workers: {
+        type: 'string',
+        arg: 'N|auto',
+        help: 'node:cluster workers sharing the listener (default 1; auto: one per CPU; needs a shared store)',
+      },
     },
-    notes: ['RATEGATE_LOG_LEVEL wins over log.level; RATEGATE_MEMORY_LIMIT bounds the memory the default store.maxKeys fits in.'],
+    notes: [
+      'RATEGATE_LOG_LEVEL wins over log.level; RATEGATE_MEMORY_LIMIT bounds the memory the default store.maxKeys fits in.',
+    ],
   },
   check: {
     name: 'check',
@@ -77,11 +114,29 @@ export const COMMANDS = {
     what: "Runs the gateway's own decision on a described request (fresh buckets, no upstream) and prints which rules count it and why the others do not, the bans and in-flight limits that apply, and the headers the client sees.",
     flags: {
       config,
-      header: { type: 'string', short: 'H', multiple: true, arg: '"Name: value"', help: 'a request header (repeatable)' },
-      ip: { type: 'string', arg: 'IP', help: 'the client, as a trusted proxy in front of the gateway names it (default 192.0.2.1)' },
+      header: {
+        type: 'string',
+        short: 'H',
+        multiple: true,
+        arg: '"Name: value"',
+        help: 'a request header (repeatable)',
+      },
+      ip: {
+        type: 'string',
+        arg: 'IP',
+        help: 'the client, as a trusted proxy in front of the gateway names it (default 192.0.2.1)',
+      },
       body: { type: 'string', arg: '"a=b"', help: 'the request body, URL-encoded or JSON' },
-      account: { type: 'string', arg: 'ID|none', help: 'whose the bearer token is, as the upstream would say (default: some account; none: no account)' },
-      'account-age': { type: 'string', arg: '3d', help: "the account's age, for when.account rules (default: unknown)" },
+      account: {
+        type: 'string',
+        arg: 'ID|none',
+        help: 'whose the bearer token is, as the upstream would say (default: some account; none: no account)',
+      },
+      'account-age': {
+        type: 'string',
+        arg: '3d',
+        help: "the account's age, for when.account rules (default: unknown)",
+      },
       bot: { type: 'boolean', help: 'the account is a bot' },
       locked: { type: 'boolean', help: 'the account is locked' },
       surge: { type: 'string', arg: 'NAME', help: 'take this surge (surges:) as on' },
@@ -122,14 +177,20 @@ export const COMMANDS = {
   },
   block: {
     name: 'block',
-    synopsis: ['add IP|CIDR [--for 1h] [--reason TEXT] [--force] | list | rm IP|CIDR [--reason TEXT] [--reset-buckets]', '[--admin URL] [--json]'],
+    synopsis: [
+      'add IP|CIDR [--for 1h] [--reason TEXT] [--force] | list | rm IP|CIDR [--reason TEXT] [--reset-buckets]',
+      '[--admin URL] [--json]',
+    ],
     what: "Adds, lists and removes runtime blocks through a running gateway's admin API (every replica within 1 s on a shared store).",
     flags: GUARD_FLAGS,
     notes: GUARD_NOTES,
   },
   exempt: {
     name: 'exempt',
-    synopsis: ['add IP|CIDR [--for 1h] [--reason TEXT] [--force] | list | rm IP|CIDR [--reason TEXT]', '[--admin URL] [--json]'],
+    synopsis: [
+      'add IP|CIDR [--for 1h] [--reason TEXT] [--force] | list | rm IP|CIDR [--reason TEXT]',
+      '[--admin URL] [--json]',
+    ],
     what: "Adds, lists and removes runtime exemptions through a running gateway's admin API.",
     flags: EXEMPT_FLAGS,
     notes: GUARD_NOTES,

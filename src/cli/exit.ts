@@ -39,8 +39,16 @@ export const EXIT_CODES: readonly { readonly code: ExitCode; readonly name: stri
     name: 'EX_UNAVAILABLE',
     when: 'serve, upstream: the listen address is taken or not allowed, or the store cannot be reached at start; block, exempt, bans, limited: the admin API cannot be reached or answers 5xx',
   },
-  { code: EXIT.SOFTWARE, name: 'EX_SOFTWARE', when: 'an error rategate did not expect (a bug: the stack trace is printed)' },
-  { code: EXIT.NO_PERMISSION, name: 'EX_NOPERM', when: 'block, exempt, bans, limited: the admin API wants a token (401) or refuses it (403)' },
+  {
+    code: EXIT.SOFTWARE,
+    name: 'EX_SOFTWARE',
+    when: 'an error rategate did not expect (a bug: the stack trace is printed)',
+  },
+  {
+    code: EXIT.NO_PERMISSION,
+    name: 'EX_NOPERM',
+    when: 'block, exempt, bans, limited: the admin API wants a token (401) or refuses it (403)',
+  },
   {
     code: EXIT.CONFIG,
     name: 'EX_CONFIG',

@@ -60,10 +60,15 @@ export async function explain(snapshot: Snapshot, r: ExplainRequest): Promise<st
 /** Runs the gateway's decision on the described request and explains it. */
 export async function explainRequest(snapshot: Snapshot, r: ExplainRequest): Promise<Explanation> {
   const head = requestHead(r);
-  const answer: IntrospectResult = r.account === null ? { kind: 'anonymous' } : { kind: 'account', id: r.account ?? 'token-owner', facts: toldFacts(r) };
+  const answer: IntrospectResult =
+    r.account === null
+      ? { kind: 'anonymous' }
+      : { kind: 'account', id: r.account ?? 'token-owner', facts: toldFacts(r) };
   const surges = snapshot.config.surges.map((s) => s.name);
   if (r.surge !== undefined && !surges.includes(r.surge)) {
-    throw new Error(`--surge: no surge ${JSON.stringify(r.surge)} in the table (${surges.length > 0 ? `surges: ${surges.join(', ')}` : 'it has no surges'})`);
+    throw new Error(
+      `--surge: no surge ${JSON.stringify(r.surge)} in the table (${surges.length > 0 ? `surges: ${surges.join(', ')}` : 'it has no surges'})`,
+    );
   }
   const policy = buildRequestPolicy(
     snapshot,
@@ -117,7 +122,9 @@ function requestHead(r: ExplainRequest): RequestHead {
     rawHeaders.push(name, value);
   }
   if (r.body !== undefined && r.body !== '') {
-    headers['content-type'] ??= r.body.trimStart().startsWith('{') ? 'application/json' : 'application/x-www-form-urlencoded';
+    headers['content-type'] ??= r.body.trimStart().startsWith('{')
+      ? 'application/json'
+      : 'application/x-www-form-urlencoded';
     headers['content-length'] = String(Buffer.byteLength(r.body));
   }
   return { method: m[1]!.toUpperCase(), url: m[2]!, headers, rawHeaders };
@@ -133,14 +140,29 @@ function describe(snapshot: Snapshot, policy: RequestPolicy, s: Screened, trace:
       `  counted and routed as ${v.method} (${v.form?.has('_method') === true ? "the form's _method" : 'X-HTTP-Method-Override'}, as Rack::MethodOverride reads it)`,
     );
   if (d.kind === 'blocked')
-    return [...out, `  blocked (block.ips): answered 403 ${ERROR_BODIES.FORBIDDEN.toString('utf8')}; no rule counts it, nothing is forwarded`];
-  if (!d.admit && d.kind !== 'limited') return [...out, `  answered ${d.status} ${d.body?.toString('utf8') ?? ''}; no rule counts it, nothing is forwarded`];
-  if (d.kind === 'exempt') return [...out, `  exempt (${v.exempt(undefined) ? 'exempt.ips' : 'exempt.accounts'}): forwarded, no rule counts it`];
+    return [
+      ...out,
+      `  blocked (block.ips): answered 403 ${ERROR_BODIES.FORBIDDEN.toString('utf8')}; no rule counts it, nothing is forwarded`,
+    ];
+  if (!d.admit && d.kind !== 'limited')
+    return [
+      ...out,
+      `  answered ${d.status} ${d.body?.toString('utf8') ?? ''}; no rule counts it, nothing is forwarded`,
+    ];
+  if (d.kind === 'exempt')
+    return [
+      ...out,
+      `  exempt (${v.exempt(undefined) ? 'exempt.ips' : 'exempt.accounts'}): forwarded, no rule counts it`,
+    ];
   out.push(`  account: ${accountLine(snapshot, v, r)}`);
-  snapshot.rules.forEach((rule, i) => out.push(`  ${String(i + 1).padStart(2)}. ${rule.name}: ${ruleLine(rule, trace.limits.get(rule.index), v)}`));
+  snapshot.rules.forEach((rule, i) =>
+    out.push(`  ${String(i + 1).padStart(2)}. ${rule.name}: ${ruleLine(rule, trace.limits.get(rule.index), v)}`),
+  );
   for (const n of trace.bans) out.push(`  ban ${n.rule.name}: ${guardLine(n.tag, n.why, banWhen(policy, n.rule))}`);
   for (const n of trace.slots)
-    out.push(`  in-flight ${n.rule.name}: ${guardLine(n.tag, n.why, `at most ${policy.guard.concurrency[n.rule.index]!.max} at once`)}`);
+    out.push(
+      `  in-flight ${n.rule.name}: ${guardLine(n.tag, n.why, `at most ${policy.guard.concurrency[n.rule.index]!.max} at once`)}`,
+    );
   return [...out, ...headerLines(s)];
 }
 
@@ -166,12 +188,18 @@ function accountLine(snapshot: Snapshot, v: RequestView, r: ExplainRequest): str
   const acct = snapshot.config.clients.account;
   const account = v.account ?? null;
   if (acct.from === 'header') {
-    return account === null ? `none (no ${acct.header} header)` : `${displayKey(`acct:${account}`)} (header ${acct.header}, set by a trusted proxy)`;
+    return account === null
+      ? `none (no ${acct.header} header)`
+      : `${displayKey(`acct:${account}`)} (header ${acct.header}, set by a trusted proxy)`;
   }
-  if (account === null) return v.token === null ? 'none (no bearer token)' : 'none (the upstream would say the token has no account)';
+  if (account === null)
+    return v.token === null ? 'none (no bearer token)' : 'none (the upstream would say the token has no account)';
   if (acct.from === 'token') return `the token's digest ${account.slice(2, 14)}…`;
   const facts = v.accountFacts();
-  const about = facts === null ? '' : `, ${describeAge(facts, Date.now())}${facts.bot === true ? ', a bot' : ''}${facts.locked === true ? ', locked' : ''}`;
+  const about =
+    facts === null
+      ? ''
+      : `, ${describeAge(facts, Date.now())}${facts.bot === true ? ', a bot' : ''}${facts.locked === true ? ', locked' : ''}`;
   return `${displayKey(`acct:${account}`)}${about}: the bearer token's owner, as the upstream would say (not asked${r.account === undefined ? '; --account names it' : ''})`;
 }
 
@@ -181,7 +209,9 @@ function headerLines(s: Screened): string[] {
   const head = d.outcome === undefined ? -1 : headlineBucket(d.rules, d.outcome);
   if (head < 0) return ['  headers: none (no enforced rule counts this request)'];
   const rule = d.rules[head]!;
-  const lines = [`  headers: X-RateLimit-* of ${rule.name} (limit ${rule.limit}) while buckets are fresh; at run time the one closest to exhaustion`];
+  const lines = [
+    `  headers: X-RateLimit-* of ${rule.name} (limit ${rule.limit}) while buckets are fresh; at run time the one closest to exhaustion`,
+  ];
   const policy = d.headers.indexOf('RateLimit-Policy');
   if (policy >= 0) lines.push(`  RateLimit-Policy: ${d.headers[policy + 1]!}`);
   return lines;

@@ -53,11 +53,15 @@ export async function guardCommand(
     if (answer.scope === 'memory') print.out("(memory store: these entries are this gateway process's only)");
     return EXIT.OK;
   }
-  const reset = typeof answer.bucketsReset === 'number' ? `; ${answer.bucketsReset} buckets reset${answer.note ? ` (${String(answer.note)})` : ''}` : '';
+  const reset =
+    typeof answer.bucketsReset === 'number'
+      ? `; ${answer.bucketsReset} buckets reset${answer.note ? ` (${String(answer.note)})` : ''}`
+      : '';
   if (command === 'bans') {
     const lifted = answer.lifted as { ban?: unknown; key?: unknown } | undefined;
     print.out(`lifted ban ${String(lifted?.ban ?? rest[0])} on ${String(lifted?.key ?? rest[1])}${reset}`);
-  } else if (method === 'DELETE') print.out(`removed ${command === 'block' ? 'block' : 'exemption'} ${rest[0]}${reset}`);
+  } else if (method === 'DELETE')
+    print.out(`removed ${command === 'block' ? 'block' : 'exemption'} ${rest[0]}${reset}`);
   else
     print.out(
       `${command === 'block' ? 'blocked' : 'exempted'} ${rest[0]} until ${String(answer.expiresAt)}${answer.scope === 'memory' ? ' (this process only: memory store)' : ' (every replica within 1 s)'}`,
@@ -66,7 +70,10 @@ export async function guardCommand(
 }
 
 /** `rategate limited [RULE]`: the keys most limited for a rule (no rule: which rules limited recently). */
-export async function limitedCommand(args: string[], print: Print = { out: console.log, err: console.error }): Promise<number> {
+export async function limitedCommand(
+  args: string[],
+  print: Print = { out: console.log, err: console.error },
+): Promise<number> {
   const { values, positionals } = parseCommand(args, COMMANDS.limited.flags);
   // The rule as SPEC's `--rule NAME` or as the one positional: either, not both.
   if (values.help || positionals.length > 1 || (values.rule !== undefined && positionals.length > 0)) {
@@ -80,17 +87,29 @@ export async function limitedCommand(args: string[], print: Print = { out: conso
   if (values.top !== undefined) q.set('top', values.top);
   if (values.local) q.set('scope', 'local');
   // Without a rule the API answers 400 with the rules limited recently: that list is the answer here.
-  const answer = await callAdmin(admin, { method: 'GET', path: `/admin/limited?${q.toString()}`, body: undefined }, rule === undefined);
+  const answer = await callAdmin(
+    admin,
+    { method: 'GET', path: `/admin/limited?${q.toString()}`, body: undefined },
+    rule === undefined,
+  );
   if (answer instanceof Refusal) return (print.err(`rategate limited: ${answer.message}`), answer.exit);
   if (values.json) return (print.out(JSON.stringify(answer, null, 2)), EXIT.OK);
   if (rule === undefined) {
     const recent = (answer.recentlyLimited as string[] | undefined) ?? [];
-    print.out(recent.length === 0 ? '(no rule limited anyone recently)' : `rules that limited recently: ${recent.join(', ')}`);
+    print.out(
+      recent.length === 0 ? '(no rule limited anyone recently)' : `rules that limited recently: ${recent.join(', ')}`,
+    );
     return EXIT.OK;
   }
-  const rows = (answer.top as { key: string; count: number; error: number }[]).map((r) => [String(r.count), r.error > 0 ? `≤${r.error}` : '0', r.key]);
+  const rows = (answer.top as { key: string; count: number; error: number }[]).map((r) => [
+    String(r.count),
+    r.error > 0 ? `≤${r.error}` : '0',
+    r.key,
+  ]);
   print.out(rows.length === 0 ? '(no key limited recently)' : table(['429s', '±', 'KEY'], rows));
-  print.out(`(${String(answer.window)}${answer.scope === 'fleet' ? `: ${String(answer.replicas)} replicas published` : ''})`);
+  print.out(
+    `(${String(answer.window)}${answer.scope === 'fleet' ? `: ${String(answer.replicas)} replicas published` : ''})`,
+  );
   return EXIT.OK;
 }
 
@@ -105,10 +124,18 @@ function requestFor(
   command: 'block' | 'exempt' | 'bans',
   action: string,
   rest: string[],
-  values: { for?: string | undefined; reason?: string | undefined; 'reset-buckets'?: boolean | undefined; force?: boolean | undefined },
+  values: {
+    for?: string | undefined;
+    reason?: string | undefined;
+    'reset-buckets'?: boolean | undefined;
+    force?: boolean | undefined;
+  },
 ): AdminCall | string {
   const path = `/admin/${command === 'block' ? 'blocks' : command === 'exempt' ? 'exemptions' : 'bans'}`;
-  if (values['reset-buckets'] && !((command === 'bans' && action === 'lift') || (command === 'block' && action === 'rm'))) {
+  if (
+    values['reset-buckets'] &&
+    !((command === 'bans' && action === 'lift') || (command === 'block' && action === 'rm'))
+  ) {
     return '--reset-buckets goes with `block rm` and `bans lift`';
   }
   if (values.force && (command === 'bans' || action !== 'add')) return '--force goes with `block add` and `exempt add`';
@@ -116,7 +143,11 @@ function requestFor(
   if (command === 'bans') {
     if (action === 'lift') {
       if (rest.length !== 2) return 'expected BAN KEY (as `rategate bans list` shows them; the bare IP for an IP ban)';
-      return { method: 'DELETE', path: `${path}/${encodeURIComponent(rest[0]!)}/${encodeURIComponent(rest[1]!)}${query}`, body: undefined };
+      return {
+        method: 'DELETE',
+        path: `${path}/${encodeURIComponent(rest[0]!)}/${encodeURIComponent(rest[1]!)}${query}`,
+        body: undefined,
+      };
     }
     if (action !== 'list' || rest.length > 0) return 'expected `list` or `lift BAN KEY`';
     return { method: 'GET', path, body: undefined };
@@ -155,7 +186,11 @@ function exitFor(status: number): number {
 }
 
 /** Calls the admin API with the token from the environment; its JSON answer, or why it failed. */
-async function callAdmin(admin: string, call: AdminCall, accept400 = false): Promise<Record<string, unknown> | Refusal> {
+async function callAdmin(
+  admin: string,
+  call: AdminCall,
+  accept400 = false,
+): Promise<Record<string, unknown> | Refusal> {
   const headers: Record<string, string> = {};
   const token = process.env.RATEGATE_ADMIN_TOKEN?.trim();
   if (token) headers.authorization = `Bearer ${token}`;
@@ -169,7 +204,8 @@ async function callAdmin(admin: string, call: AdminCall, accept400 = false): Pro
       signal: AbortSignal.timeout(10_000),
     });
   } catch (err) {
-    const why = (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message;
+    const why =
+      (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message;
     return new Refusal(`cannot reach the admin API at ${admin}: ${why}`, EXIT.UNAVAILABLE);
   }
   const text = await res.text();
@@ -177,7 +213,10 @@ async function callAdmin(admin: string, call: AdminCall, accept400 = false): Pro
   try {
     answer = JSON.parse(text) as Record<string, unknown>;
   } catch {
-    return new Refusal(`HTTP ${res.status} from ${admin}: ${text.slice(0, 200)}`, res.ok ? EXIT.UNAVAILABLE : exitFor(res.status));
+    return new Refusal(
+      `HTTP ${res.status} from ${admin}: ${text.slice(0, 200)}`,
+      res.ok ? EXIT.UNAVAILABLE : exitFor(res.status),
+    );
   }
   if (!res.ok && !(accept400 && res.status === 400 && Array.isArray(answer.recentlyLimited))) {
     const hint = res.status === 401 ? ' (set RATEGATE_ADMIN_TOKEN)' : '';

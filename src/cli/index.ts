@@ -16,10 +16,14 @@ type CheckModule = typeof import('./check.js');
 /** The build's bundle of `check` (one file and its code cache: bundled.ts), or its module when running from the sources. */
 async function checkCommand(): Promise<CheckModule> {
   const { runBundle } = await import('./bundled.js');
-  return runBundle<CheckModule>(fileURLToPath(new URL('./check.bundle.cjs', import.meta.url)))?.exports ?? (await import('./check.js'));
+  return (
+    runBundle<CheckModule>(fileURLToPath(new URL('./check.bundle.cjs', import.meta.url)))?.exports ??
+    (await import('./check.js'))
+  );
 }
 
-const isCommand = (name: string | undefined): name is CommandName => name !== undefined && Object.hasOwn(COMMANDS, name);
+const isCommand = (name: string | undefined): name is CommandName =>
+  name !== undefined && Object.hasOwn(COMMANDS, name);
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -67,7 +71,9 @@ main(process.argv.slice(2)).then(
     // Bad flags are the user's error: say so plainly, with the command's own usage.
     if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       const command = process.argv[2];
-      console.error(`rategate${isCommand(command) ? ` ${command}` : ''}: ${(err as Error).message}\n\n${isCommand(command) ? commandUsage(command) : USAGE}`);
+      console.error(
+        `rategate${isCommand(command) ? ` ${command}` : ''}: ${(err as Error).message}\n\n${isCommand(command) ? commandUsage(command) : USAGE}`,
+      );
       process.exit(EXIT.USAGE);
     }
     console.error(err instanceof Error ? (err.stack ?? err.message) : err);

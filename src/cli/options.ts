@@ -26,7 +26,10 @@ export function parse(args: string[], options: Options): { values: Record<string
 type CommandConfig<O> = { args: string[]; options: O & typeof HELP; strict: true; allowPositionals: true };
 
 /** Parses a command's flags strictly, as `parse` does, and its positional arguments; the values keep their flag types. */
-export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O): ReturnType<typeof parseArgs<CommandConfig<O>>> {
+export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(
+  args: string[],
+  options: O,
+): ReturnType<typeof parseArgs<CommandConfig<O>>> {
   return parseArgs<CommandConfig<O>>({ args, options: { ...options, ...HELP }, strict: true, allowPositionals: true });
 }
 
@@ -75,7 +78,10 @@ export function configPath(values: Record<string, unknown>): string {
 export function configErrorText(err: ConfigError): string {
   if (err instanceof ConfigFileUnreadable) {
     // One line: a missing file has nothing else to report, and the usual cause is the folder it ran in.
-    const hint = err.file === DEFAULT_CONFIG ? ` (the default, under ${process.cwd()}: give --config FILE or set RATEGATE_CONFIG)` : '';
+    const hint =
+      err.file === DEFAULT_CONFIG
+        ? ` (the default, under ${process.cwd()}: give --config FILE or set RATEGATE_CONFIG)`
+        : '';
     return `rategate: cannot read the config file ${err.file}: ${err.why}${hint}`;
   }
   return err.message;

@@ -30,7 +30,11 @@ export async function replayCommand(args: string[]): Promise<number> {
   const assume = new Set<Assumption>();
   for (const item of (values.assume as string[] | undefined) ?? []) {
     for (const name of item.split(',')) {
-      if (!isAssumption(name)) return usageError('replay', `--assume: unknown assumption "${name}" (known: ${Object.keys(ASSUMPTIONS).join(', ')})`);
+      if (!isAssumption(name))
+        return usageError(
+          'replay',
+          `--assume: unknown assumption "${name}" (known: ${Object.keys(ASSUMPTIONS).join(', ')})`,
+        );
       assume.add(name);
     }
   }

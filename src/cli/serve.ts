@@ -15,7 +15,8 @@ export async function serve(args: string[]): Promise<number> {
   const workersFlag = typeof values.workers === 'string' ? values.workers : '1';
   const { workerCount, runPrimary, WorkersRefused, serveWorkerMetrics } = await import('../app/workers.js');
   const workers = workerCount(workersFlag);
-  if (workers === null) return usageError('serve', `--workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
+  if (workers === null)
+    return usageError('serve', `--workers: expected a number from 1 to 256 or "auto", got "${workersFlag}"`);
   // Read before any worker starts (a bad variable stops the primary); each serving process starts its own SDK.
   const traces = tracingFromEnv(process.env);
   if (typeof traces === 'string') {
@@ -26,7 +27,13 @@ export async function serve(args: string[]): Promise<number> {
   const isWorker = process.env.RATEGATE_WORKER === '1';
   if (workers > 1 && !isWorker) {
     try {
-      return await runPrimary({ workers, configPath: configPath(values), overrides: overridesFrom(values), log: logger, waitForSignal });
+      return await runPrimary({
+        workers,
+        configPath: configPath(values),
+        overrides: overridesFrom(values),
+        log: logger,
+        waitForSignal,
+      });
     } catch (err) {
       if (err instanceof WorkersRefused) {
         logStartRefusal(logger, 'workers', err.message);

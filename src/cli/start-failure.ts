@@ -23,13 +23,21 @@ const PLACE = /^line (\d+), column (\d+): /;
 export function startFailure(log: Logger, err: unknown): number {
   if (err instanceof ConfigError) {
     const place = err.errors.map((e) => PLACE.exec(e)).find((m) => m !== null);
-    const fields = { failure: 'config', file: err.source, errors: err.errors, ...(place ? { line: Number(place[1]), column: Number(place[2]) } : {}) };
+    const fields = {
+      failure: 'config',
+      file: err.source,
+      errors: err.errors,
+      ...(place ? { line: Number(place[1]), column: Number(place[2]) } : {}),
+    };
     log.fatal(fields, configErrorText(err));
     return EXIT.CONFIG;
   }
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
   if (e.code !== undefined && CANNOT_LISTEN.has(e.code)) {
-    log.fatal({ failure: 'listen', code: e.code, address: e.address, port: e.port }, `rategate: cannot listen: ${e.message}`);
+    log.fatal(
+      { failure: 'listen', code: e.code, address: e.address, port: e.port },
+      `rategate: cannot listen: ${e.message}`,
+    );
     return EXIT.UNAVAILABLE;
   }
   if (hasCode(err, 'STORE_UNAVAILABLE') || hasCode(err, 'STORE_TIMEOUT')) {

@@ -34,7 +34,15 @@ export const RESTART_ONLY: readonly string[] = [
 ];
 
 /** Values compared whole (lists and free-form mappings), not key by key. */
-const WHOLE = new Set(['limits', 'routes', 'responses.body', 'server.bodyLimits', 'clients.trustedProxies', 'exempt.ips', 'exempt.accounts']);
+const WHOLE = new Set([
+  'limits',
+  'routes',
+  'responses.body',
+  'server.bodyLimits',
+  'clients.trustedProxies',
+  'exempt.ips',
+  'exempt.accounts',
+]);
 
 export interface ConfigChanges {
   /** Changed keys now in force, e.g. `admin.token`, `store.onError`, `limits`. */
@@ -84,7 +92,8 @@ const DURATION_KEYS = new Set(['period', 'ban']);
 
 function shown(key: string, value: unknown): string {
   if (DURATION_KEYS.has(key) && typeof value === 'number') return formatDuration(value);
-  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.length === 1 ? String(value[0]) : `[${value.join(', ')}]`;
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string'))
+    return value.length === 1 ? String(value[0]) : `[${value.join(', ')}]`;
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
@@ -98,7 +107,8 @@ function describeKeys(rule: Record<string, unknown>, keys: Iterable<string>): st
 
 function named(list: unknown): Map<string, Record<string, unknown>> {
   const out = new Map<string, Record<string, unknown>>();
-  if (Array.isArray(list)) for (const item of list) if (isPlain(item) && typeof item.name === 'string') out.set(item.name, item);
+  if (Array.isArray(list))
+    for (const item of list) if (isPlain(item) && typeof item.name === 'string') out.set(item.name, item);
   return out;
 }
 
@@ -115,15 +125,26 @@ export function ruleChanges(before: Config, after: Config): RuleChange[] {
     for (const [name, rule] of now) {
       const was = old.get(name);
       if (was === undefined) {
-        out.push({ section, name, change: 'added', text: `${noun} ${name} added: ${describeKeys(rule, Object.keys(rule))}` });
+        out.push({
+          section,
+          name,
+          change: 'added',
+          text: `${noun} ${name} added: ${describeKeys(rule, Object.keys(rule))}`,
+        });
         continue;
       }
-      const keys = [...new Set([...Object.keys(was), ...Object.keys(rule)])].filter((k) => JSON.stringify(was[k]) !== JSON.stringify(rule[k]));
+      const keys = [...new Set([...Object.keys(was), ...Object.keys(rule)])].filter(
+        (k) => JSON.stringify(was[k]) !== JSON.stringify(rule[k]),
+      );
       if (keys.length === 0) continue;
-      const diff = keys.map((k) => `${k} ${was[k] === undefined ? '(none)' : shown(k, was[k])} → ${rule[k] === undefined ? '(none)' : shown(k, rule[k])}`);
+      const diff = keys.map(
+        (k) =>
+          `${k} ${was[k] === undefined ? '(none)' : shown(k, was[k])} → ${rule[k] === undefined ? '(none)' : shown(k, rule[k])}`,
+      );
       out.push({ section, name, change: 'changed', text: `${noun} ${name} changed: ${diff.join(', ')}` });
     }
-    for (const name of old.keys()) if (!now.has(name)) out.push({ section, name, change: 'removed', text: `${noun} ${name} removed` });
+    for (const name of old.keys())
+      if (!now.has(name)) out.push({ section, name, change: 'removed', text: `${noun} ${name} removed` });
   }
   return out;
 }

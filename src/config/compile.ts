@@ -34,7 +34,9 @@ export function compileRule(rule: LimitRule, index: number, surge: string | null
     whenAuthenticated: rule.when?.authenticated,
     whenAccount: rule.when?.account ? Object.freeze({ ...rule.when.account }) : null,
     whenQuery: rule.when?.query ? Object.freeze([...rule.when.query]) : null,
-    whenQueryPaths: rule.when?.query ? Object.freeze(rule.when.query.map((q) => Object.freeze(paramPath(q) ?? [q]))) : null,
+    whenQueryPaths: rule.when?.query
+      ? Object.freeze(rule.when.query.map((q) => Object.freeze(paramPath(q) ?? [q])))
+      : null,
     needs: ruleNeeds(rule, key.needs),
     limit: rule.limit,
     periodMs: rule.period,
@@ -49,9 +51,19 @@ export function compileRule(rule: LimitRule, index: number, surge: string | null
     ips: o.ips,
     accounts: o.accounts,
     keys: o.keys,
-    rule: Object.freeze({ ...base, limit: o.limit, policyItem: policyItem(rule.name, o.limit, rule.period), overrides: [], overrideIndex: j }),
+    rule: Object.freeze({
+      ...base,
+      limit: o.limit,
+      policyItem: policyItem(rule.name, o.limit, rule.period),
+      overrides: [],
+      overrideIndex: j,
+    }),
   }));
-  return Object.freeze({ ...base, overrides: Object.freeze(overrides.map((o) => Object.freeze(o))), overrideIndex: -1 });
+  return Object.freeze({
+    ...base,
+    overrides: Object.freeze(overrides.map((o) => Object.freeze(o))),
+    overrideIndex: -1,
+  });
 }
 
 /** Freezes plain data all the way down, so no holder of a snapshot can change what others read. */

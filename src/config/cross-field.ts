@@ -14,14 +14,18 @@ function secretIssues(top: Record<string, unknown>): PathIssue[] {
   const issues: PathIssue[] = [];
   const admin = record(top.admin);
   if (admin !== undefined && admin.token != null && admin.tokenFile != null) {
-    issues.push({ path: ['admin', 'tokenFile'], message: 'set either admin.token (or RATEGATE_ADMIN_TOKEN) or admin.tokenFile, not both' });
+    issues.push({
+      path: ['admin', 'tokenFile'],
+      message: 'set either admin.token (or RATEGATE_ADMIN_TOKEN) or admin.tokenFile, not both',
+    });
   }
   if (admin !== undefined && Array.isArray(admin.tokens)) issues.push(...namedTokenIssues(admin.tokens as unknown[]));
   const store = record(top.store);
   if (store !== undefined && store.sentinelPassword != null && store.sentinelPasswordFile != null) {
     issues.push({
       path: ['store', 'sentinelPasswordFile'],
-      message: 'set either store.sentinelPassword (or RATEGATE_STORE_SENTINEL_PASSWORD) or store.sentinelPasswordFile, not both',
+      message:
+        'set either store.sentinelPassword (or RATEGATE_STORE_SENTINEL_PASSWORD) or store.sentinelPasswordFile, not both',
     });
   }
   return issues;
@@ -34,8 +38,13 @@ function namedTokenIssues(tokens: readonly unknown[]): PathIssue[] {
   tokens.forEach((raw, i) => {
     const t = record(raw);
     if (t === undefined) return;
-    if ((t.token == null) === (t.tokenFile == null)) issues.push({ path: ['admin', 'tokens', i], message: 'give one of token or tokenFile' });
-    if (seen.has(t.name)) issues.push({ path: ['admin', 'tokens', i, 'name'], message: `the name ${JSON.stringify(t.name)} is given twice` });
+    if ((t.token == null) === (t.tokenFile == null))
+      issues.push({ path: ['admin', 'tokens', i], message: 'give one of token or tokenFile' });
+    if (seen.has(t.name))
+      issues.push({
+        path: ['admin', 'tokens', i, 'name'],
+        message: `the name ${JSON.stringify(t.name)} is given twice`,
+      });
     seen.add(t.name);
   });
   return issues;
@@ -132,21 +141,33 @@ function surgeIssues(top: Record<string, unknown>, limitNames: ReadonlyMap<strin
     if (typeof s.name === 'string') {
       const first = surgeNames.get(s.name);
       if (first === undefined) surgeNames.set(s.name, i);
-      else issues.push({ path: ['surges', i, 'name'], message: `duplicate surge name "${s.name}" (first used at ${formatPath(['surges', first, 'name'])})` });
+      else
+        issues.push({
+          path: ['surges', i, 'name'],
+          message: `duplicate surge name "${s.name}" (first used at ${formatPath(['surges', first, 'name'])})`,
+        });
     }
     const rule = record(s.trigger)?.rule;
     if (typeof rule === 'string' && !limitNames.has(rule)) {
       const known = limitNames.size > 0 ? `limits: ${[...limitNames.keys()].join(', ')}` : 'limits: is empty';
-      issues.push({ path: ['surges', i, 'trigger', 'rule'], message: `unknown rule "${rule}" (a rule of limits:; ${known})` });
+      issues.push({
+        path: ['surges', i, 'trigger', 'rule'],
+        message: `unknown rule "${rule}" (a rule of limits:; ${known})`,
+      });
     }
     const limits = Array.isArray(s.limits) ? (s.limits as unknown[]) : [];
     limits.forEach((r, j) => {
       const name = record(r)?.name;
       if (typeof name !== 'string') return;
-      if (name === INTROSPECTION_BUDGET_RULE) issues.push({ path: ['surges', i, 'limits', j, 'name'], message: RESERVED_NAME });
+      if (name === INTROSPECTION_BUDGET_RULE)
+        issues.push({ path: ['surges', i, 'limits', j, 'name'], message: RESERVED_NAME });
       const first = ruleNames.get(name);
       if (first === undefined) ruleNames.set(name, formatPath(['surges', i, 'limits', j, 'name']));
-      else issues.push({ path: ['surges', i, 'limits', j, 'name'], message: `duplicate rule name "${name}" (first used at ${first})` });
+      else
+        issues.push({
+          path: ['surges', i, 'limits', j, 'name'],
+          message: `duplicate rule name "${name}" (first used at ${first})`,
+        });
     });
   });
   return issues;
@@ -205,7 +226,11 @@ function uniqueNames(list: unknown, section: 'bans' | 'concurrency', issues: Pat
     if (typeof name !== 'string') return;
     const j = first.get(name);
     if (j === undefined) first.set(name, i);
-    else issues.push({ path: [section, i, 'name'], message: `duplicate name "${name}" (first used at ${formatPath([section, j, 'name'])})` });
+    else
+      issues.push({
+        path: [section, i, 'name'],
+        message: `duplicate name "${name}" (first used at ${formatPath([section, j, 'name'])})`,
+      });
   });
 }
 

@@ -17,7 +17,8 @@ export function formatSummary(snapshot: Snapshot): string {
   const { store, upstream, upstreams, routes } = snapshot.config;
   // Routes in order (the first match wins), each with where it goes.
   const routed = routes.map(
-    (r) => `${r.match.join(' | ')} → ${r.upstream === 'default' ? upstream.url : `${r.upstream} (${upstreams[r.upstream]?.url ?? '?'})`}`,
+    (r) =>
+      `${r.match.join(' | ')} → ${r.upstream === 'default' ? upstream.url : `${r.upstream} (${upstreams[r.upstream]?.url ?? '?'})`}`,
   );
   return (
     `${snapshot.source}: ${n} rule${n === 1 ? '' : 's'}` +

@@ -31,7 +31,13 @@ export class ConfigFileUnreadable extends ConfigError {
 /** Why a file could not be read, in words: what a person fixes (ENOENT → no such file). */
 export function whyUnreadable(err: unknown): string {
   const code = (err as NodeJS.ErrnoException).code;
-  return code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : String((err as Error).message);
+  return code === 'ENOENT'
+    ? 'no such file'
+    : code === 'EACCES'
+      ? 'permission denied'
+      : code === 'EISDIR'
+        ? 'is a directory'
+        : String((err as Error).message);
 }
 
 export type PathItem = string | number | symbol;
@@ -81,7 +87,11 @@ export const configErrorMap: z.core.$ZodErrorMap = (iss) => {
     case 'invalid_type':
       if (iss.input === undefined) return 'required';
       if (iss.expected === 'int' && typeof iss.input === 'number') return `must be an integer, got ${show(iss.input)}`;
-      if ((iss.expected === 'number' || iss.expected === 'int') && typeof iss.input === 'string' && /^-?[0-9.]+$/.test(iss.input)) {
+      if (
+        (iss.expected === 'number' || iss.expected === 'int') &&
+        typeof iss.input === 'string' &&
+        /^-?[0-9.]+$/.test(iss.input)
+      ) {
         return `expected a number, got ${show(iss.input)} (write it without quotes)`;
       }
       return `expected ${NOUN[iss.expected] ?? iss.expected}, got ${show(iss.input)}`;
@@ -89,7 +99,8 @@ export const configErrorMap: z.core.$ZodErrorMap = (iss) => {
       if (iss.input === undefined) return 'required';
       return `must be one of ${iss.values.map((v) => String(v)).join(', ')} (got ${show(iss.input)})`;
     case 'too_small':
-      if (iss.origin === 'array') return `must have at least ${String(iss.minimum)} item${iss.minimum === 1 ? '' : 's'}`;
+      if (iss.origin === 'array')
+        return `must have at least ${String(iss.minimum)} item${iss.minimum === 1 ? '' : 's'}`;
       if (iss.origin === 'string') return 'must not be empty';
       return iss.inclusive === false
         ? `must be greater than ${String(iss.minimum)}, got ${show(iss.input)}`
@@ -104,7 +115,9 @@ export const configErrorMap: z.core.$ZodErrorMap = (iss) => {
 
 /** Edit distance counting a swap of neighbours as one edit (`cots` → `cost`), to suggest what a typo meant. */
 function distance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   const at = (i: number, j: number): number => d[i]?.[j] ?? 0;
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {

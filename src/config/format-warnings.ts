@@ -20,7 +20,9 @@ function matchLists(snapshot: Snapshot): Array<[string, readonly string[]]> {
     ...limits.map((r, i): [string, readonly string[]] => [`limits[${i}].match`, r.match]),
     ...bans.map((r, i): [string, readonly string[]] => [`bans[${i}].match`, r.match]),
     ...concurrency.map((r, i): [string, readonly string[]] => [`concurrency[${i}].match`, r.match]),
-    ...surges.flatMap((s, i) => s.limits.map((r, j): [string, readonly string[]] => [`surges[${i}].limits[${j}].match`, r.match])),
+    ...surges.flatMap((s, i) =>
+      s.limits.map((r, j): [string, readonly string[]] => [`surges[${i}].limits[${j}].match`, r.match]),
+    ),
     ...server.bodyLimits.map((r, i): [string, readonly string[]] => [`server.bodyLimits[${i}].match`, r.match]),
   ];
 }

@@ -1,6 +1,13 @@
 /** @module The config entry points: load a limit table into a Snapshot, and its types. */
 export { ConfigError, ConfigFileUnreadable } from './errors.js';
-export { loadConfigFile, parseConfig, readConfigText, validateConfig, type ConfigOverrides, type ValidationResult } from './load.js';
+export {
+  loadConfigFile,
+  parseConfig,
+  readConfigText,
+  validateConfig,
+  type ConfigOverrides,
+  type ValidationResult,
+} from './load.js';
 export { buildSnapshot, policyItem } from './compile.js';
 export { formatRulesTable, formatSummary } from './describe.js';
 export { formatDuration, parseDuration } from './fields/duration.js';

@@ -3,7 +3,16 @@ import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import type * as z from 'zod';
 import { buildSnapshot } from './compile.js';
-import { ConfigError, ConfigFileUnreadable, configErrorMap, formatPath, unknownKeyMessage, whyUnreadable, type PathIssue, type PathItem } from './errors.js';
+import {
+  ConfigError,
+  ConfigFileUnreadable,
+  configErrorMap,
+  formatPath,
+  unknownKeyMessage,
+  whyUnreadable,
+  type PathIssue,
+  type PathItem,
+} from './errors.js';
 import { crossFieldIssues } from './cross-field.js';
 import { configSchema, knownKeysAt, type Config } from './schema.js';
 import type { Snapshot } from './types.js';
@@ -24,9 +33,11 @@ export interface ConfigOverrides {
   sentinelPassword?: string;
 }
 
-export const EMPTY_FILE = '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")';
+export const EMPTY_FILE =
+  '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")';
 
-export type ValidationResult = { readonly ok: true; readonly config: Config } | { readonly ok: false; readonly errors: string[] };
+export type ValidationResult =
+  { readonly ok: true; readonly config: Config } | { readonly ok: false; readonly errors: string[] };
 
 /** Parses YAML into plain data; a syntax error throws ConfigError with `line L, column C: …`. */
 export function parseYaml(text: string, source: string): unknown {

@@ -26,10 +26,18 @@ export { RULE_NAME, ruleShape } from './fields/rule.js';
 const PREFIX = /^[A-Za-z0-9_.:-]+$/;
 
 const blockShape = {
-  ips: z.array(checked(checkIpOrCidr)).default([]).describe('Client IPs or CIDRs answered 403, never counted nor forwarded.'),
+  ips: z
+    .array(checked(checkIpOrCidr))
+    .default([])
+    .describe('Client IPs or CIDRs answered 403, never counted nor forwarded.'),
 };
 const rule = z.object(ruleShape).strict();
-const guard = guardShapes({ match: ruleShape.match, per: ruleShape.per, missing: ruleShape.missing, when: ruleShape.when });
+const guard = guardShapes({
+  match: ruleShape.match,
+  per: ruleShape.per,
+  missing: ruleShape.missing,
+  when: ruleShape.when,
+});
 
 /** One named admin token: who holds it, its secret, what it may do. */
 const adminTokenShape = {
@@ -38,14 +46,22 @@ const adminTokenShape = {
     .regex(/^[A-Za-z0-9_.@-]{1,64}$/, { error: 'a token name is 1 to 64 letters, digits, "_", ".", "@" or "-"' })
     .describe('Who holds it: named in audit lines and in the entries it makes (`who`).'),
   token: z.string().min(1).optional().describe('The token itself (prefer tokenFile: a file can be a mounted Secret).'),
-  tokenFile: z.string().min(1).optional().describe('Path of a file holding the token, trimmed; read at start and on every reload.'),
+  tokenFile: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Path of a file holding the token, trimmed; read at start and on every reload.'),
   scopes: z
     .array(z.enum(['read', 'write']))
     .min(1)
-    .describe('read: the status page, /status.json and every GET; write: also every write (blocks, exemptions, bans, buckets, surges).'),
+    .describe(
+      'read: the status page, /status.json and every GET; write: also every write (blocks, exemptions, bans, buckets, surges).',
+    ),
 };
 const adminShape = {
-  listen: checked(checkListen).default('127.0.0.1:9464').describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
+  listen: checked(checkListen)
+    .default('127.0.0.1:9464')
+    .describe('HOST:PORT of the admin listener (metrics, health, buckets).'),
   token: z
     .string()
     .min(1)
@@ -59,7 +75,9 @@ const adminShape = {
     .min(1)
     .nullable()
     .default(null)
-    .describe('Path of a file holding the admin token (e.g. a mounted Secret), trimmed; read at start and on every reload.'),
+    .describe(
+      'Path of a file holding the admin token (e.g. a mounted Secret), trimmed; read at start and on every reload.',
+    ),
   tokens: z
     .array(z.object(adminTokenShape).strict())
     .max(32)
@@ -81,7 +99,9 @@ const adminShape = {
     })
     .strict()
     .prefault({})
-    .describe('A runtime block or exemption wider than this, or covering loopback, is refused 422 unless the request says "force": true (CLI: --force).'),
+    .describe(
+      'A runtime block or exemption wider than this, or covering loopback, is refused 422 unless the request says "force": true (CLI: --force).',
+    ),
 };
 /** The Host header the upstream sees: its own (default), or the client's (signed deliveries sign it: docs/federation.md). */
 const upstreamHost = z
@@ -98,7 +118,9 @@ const upstreamShape = {
   healthPath: z
     .string()
     .startsWith('/', { error: (iss) => `must be a path starting with "/", got ${show(iss.input)}` })
-    .regex(/^[\x21-\x7e]+$/, { error: (iss) => `must be printable ASCII without spaces (percent-encode the rest), got ${show(iss.input)}` })
+    .regex(/^[\x21-\x7e]+$/, {
+      error: (iss) => `must be printable ASCII without spaces (percent-encode the rest), got ${show(iss.input)}`,
+    })
     .default('/')
     .describe(
       'The path the upstream probe asks with HEAD (rategate_upstream_up, readiness.upstream, the status page): any answer within 5 s (or upstream.timeout if shorter) is up; none, or a refused connection, is down. Mastodon: /health.',
@@ -110,7 +132,9 @@ const namedUpstreamShape = {
   url: checked(checkNamedUpstreamUrl).describe('The http(s) URL of this upstream (scheme, host and port only).'),
   timeout: duration(0)
     .prefault('30s')
-    .describe('Upper bound for a response to start, and between its chunks; 0: none (long-lived streams such as Mastodon’s streaming API).'),
+    .describe(
+      'Upper bound for a response to start, and between its chunks; 0: none (long-lived streams such as Mastodon’s streaming API).',
+    ),
   connectTimeout: duration(1).prefault('5s').describe('Upper bound for connecting to this upstream.'),
   host: upstreamHost,
 };
@@ -131,14 +155,21 @@ const storeShape = {
     .describe('Prefix of every store key.'),
   // 250ms, from store-call latencies measured under load with three gateways on a busy host (docs/stores.md,
   // "Choosing store.timeout"): 50ms sent a healthy Redis's decisions to the fallback by the thousand.
-  timeout: duration(1).prefault('250ms').describe('A store call slower than this counts as a store error (and is decided by onError).'),
+  timeout: duration(1)
+    .prefault('250ms')
+    .describe('A store call slower than this counts as a store error (and is decided by onError).'),
   maxKeys: positiveInt()
     .optional()
     .describe(
       "Buckets the memory store (or the Redis store's local fallback) holds at most. Default: what fits in 90 % of the memory the process may use (RATEGATE_MEMORY_LIMIT, else the cgroup limit, else V8's heap limit) after a 144 MiB baseline, at 420 B a bucket (a 256Mi pod: ~215000); the bound in force is rategate_store_max_keys. When full, a request needing a new bucket is refused 429 (keys the client chooses get 90 % of the room); tracked buckets are never dropped.",
     ),
-  onError: onError.default('local').describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
-  failReadiness: z.boolean().default(false).describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
+  onError: onError
+    .default('local')
+    .describe('On store errors: local (count in-process), allow (fail open) or deny (503).'),
+  failReadiness: z
+    .boolean()
+    .default(false)
+    .describe('true: /readyz answers 503 while the store does not answer. Default false: readiness means "can serve".'),
   lease: z
     .boolean()
     .default(true)
@@ -173,7 +204,11 @@ const storeShape = {
 // once per request. The budget bounds the introspections one client can cause; invalid answers are
 // remembered so a repeated junk token costs nothing.
 const introspectionBudgetShape = {
-  limit: positiveInt().default(20).describe('Unknown tokens one client (an IP, an IPv6 network of clients.ipv6Prefix) may have introspected per window.'),
+  limit: positiveInt()
+    .default(20)
+    .describe(
+      'Unknown tokens one client (an IP, an IPv6 network of clients.ipv6Prefix) may have introspected per window.',
+    ),
   window: duration(1).prefault('5m').describe('The budget’s window (fixed, epoch-aligned).'),
 };
 const introspectionShape = {
@@ -201,7 +236,9 @@ const accountShape = {
     .startsWith('/', { error: (iss) => `must be a path starting with "/", got ${show(iss.input)}` })
     // Printable ASCII only (percent-encode the rest): undici refuses other paths, and a refused request
     // must never reach introspection's pool (a refusal leaks a connection slot).
-    .regex(/^[\x21-\x7e]+$/, { error: (iss) => `must be printable ASCII without spaces (percent-encode the rest), got ${show(iss.input)}` })
+    .regex(/^[\x21-\x7e]+$/, {
+      error: (iss) => `must be printable ASCII without spaces (percent-encode the rest), got ${show(iss.input)}`,
+    })
     .default('/api/v1/accounts/verify_credentials')
     .describe('Upstream path answering the token’s account (from: introspect).'),
   cacheTtl: duration(0).prefault('5m').describe('How long an introspected token→account answer is cached.'),
@@ -211,8 +248,14 @@ const accountShape = {
     .min(1)
     .max(1024)
     .default(32)
-    .describe('Connections of introspection’s own pool to the upstream (never the proxy’s); calls beyond wait, within the introspection deadline.'),
-  introspection: z.object(introspectionShape).strict().prefault({}).describe('Bounds on what unknown tokens cost the upstream (from: introspect).'),
+    .describe(
+      'Connections of introspection’s own pool to the upstream (never the proxy’s); calls beyond wait, within the introspection deadline.',
+    ),
+  introspection: z
+    .object(introspectionShape)
+    .strict()
+    .prefault({})
+    .describe('Bounds on what unknown tokens cost the upstream (from: introspect).'),
   header: z
     .string()
     .regex(HEADER_NAME, { error: (iss) => `invalid header name ${show(iss.input)}` })
@@ -257,12 +300,19 @@ const serverShape = {
     .max(1024 * 1024)
     .default(16 * 1024)
     .describe('Largest request head in bytes; larger → 431.'),
-  headersTimeout: duration(1).prefault('10s').describe('Time allowed to send the request head (against slowloris); then 408.'),
+  headersTimeout: duration(1)
+    .prefault('10s')
+    .describe('Time allowed to send the request head (against slowloris); then 408.'),
   requestTimeout: duration(0).prefault('5m').describe('Time allowed for a whole request including its body; 0: none.'),
   keepAliveTimeout: duration(1).prefault('65s').describe('Idle keep-alive connections are closed after this.'),
   maxConnections: z.number().int().min(1).default(10_000).describe('Connections beyond this are closed at once.'),
-  maxBodySize: size().prefault('100MB').describe('Default largest request body (bytes, 16kB, 10MB, 1GB); larger → 413; 0: no limit.'),
-  bodyLimits: z.array(z.object(bodyLimitShape).strict()).default([]).describe('Per-route body limits; the first match wins.'),
+  maxBodySize: size()
+    .prefault('100MB')
+    .describe('Default largest request body (bytes, 16kB, 10MB, 1GB); larger → 413; 0: no limit.'),
+  bodyLimits: z
+    .array(z.object(bodyLimitShape).strict())
+    .default([])
+    .describe('Per-route body limits; the first match wins.'),
   paramPeekBytes: size()
     .prefault('64kB')
     .refine((n) => n >= 1024 && n <= 16 * 1024 * 1024, { error: 'must be from 1kB to 16MB' })
@@ -276,7 +326,9 @@ const serverShape = {
     ),
   minBodyRateGrace: duration(1000)
     .prefault('10s')
-    .describe('The span over which minBodyRate is measured (a slow start and a short stall are forgiven within it). Default 10s, a mobile link’s usual stall.'),
+    .describe(
+      'The span over which minBodyRate is measured (a slow start and a short stall are forgiven within it). Default 10s, a mobile link’s usual stall.',
+    ),
   upstreamQueueTimeout: duration(0)
     .prefault('5s')
     .describe(
@@ -284,9 +336,17 @@ const serverShape = {
     ),
   tls: z
     .object({
-      certFile: z.string().min(1).describe('PEM certificate (the leaf, or the leaf followed by its chain), e.g. a mounted Secret’s tls.crt.'),
+      certFile: z
+        .string()
+        .min(1)
+        .describe('PEM certificate (the leaf, or the leaf followed by its chain), e.g. a mounted Secret’s tls.crt.'),
       keyFile: z.string().min(1).describe('PEM private key of certFile, e.g. tls.key.'),
-      caFile: z.string().min(1).nullable().default(null).describe('PEM certificates sent after the leaf (the chain), when certFile holds the leaf alone.'),
+      caFile: z
+        .string()
+        .min(1)
+        .nullable()
+        .default(null)
+        .describe('PEM certificates sent after the leaf (the chain), when certFile holds the leaf alone.'),
       minVersion: z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2').describe('Oldest TLS version accepted.'),
     })
     .strict()
@@ -331,7 +391,9 @@ const serverShape = {
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 const logShape = {
   level: logLevel.default('info').describe('Log level.'),
-  requests: logLevel.default('info').describe('Level of the one JSON line logged per request (the access log); below `level` hides it.'),
+  requests: logLevel
+    .default('info')
+    .describe('Level of the one JSON line logged per request (the access log); below `level` hides it.'),
   client: z
     .enum(['off', 'digest', 'clear'])
     .default('off')
@@ -351,16 +413,28 @@ const methodsShape = {
   custom: z
     .array(checked(checkCustomMethod))
     .default([])
-    .describe('Methods beyond the standard ones (GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH) that match: may name, e.g. PURGE.'),
+    .describe(
+      'Methods beyond the standard ones (GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH) that match: may name, e.g. PURGE.',
+    ),
 };
 
 export const topShape = {
-  listen: checked(checkListen).default('0.0.0.0:8080').describe('HOST:PORT the gateway listens on ([::]:8080 for IPv6).'),
+  listen: checked(checkListen)
+    .default('0.0.0.0:8080')
+    .describe('HOST:PORT the gateway listens on ([::]:8080 for IPv6).'),
   admin: z.object(adminShape).strict().prefault({}).describe('The admin listener.'),
-  upstream: z.object(upstreamShape).strict().prefault({}).describe('Where allowed requests go (those no route sends elsewhere).'),
+  upstream: z
+    .object(upstreamShape)
+    .strict()
+    .prefault({})
+    .describe('Where allowed requests go (those no route sends elsewhere).'),
   upstreams: z
     .record(
-      z.string().regex(UPSTREAM_NAME, { error: (iss) => `invalid upstream name ${show(iss.input)} (use letters, digits, "_" and "-")` }),
+      z
+        .string()
+        .regex(UPSTREAM_NAME, {
+          error: (iss) => `invalid upstream name ${show(iss.input)} (use letters, digits, "_" and "-")`,
+        }),
       z.object(namedUpstreamShape).strict(),
     )
     .default({})
@@ -368,14 +442,20 @@ export const topShape = {
   routes: z
     .array(z.object(routeShape).strict())
     .default([])
-    .describe('Requests sent to a named upstream, by path; the first match wins, the rest go to `upstream`. Rules apply whatever the route.'),
+    .describe(
+      'Requests sent to a named upstream, by path; the first match wins, the rest go to `upstream`. Rules apply whatever the route.',
+    ),
   store: z.object(storeShape).strict().prefault({}).describe('Where counters live.'),
   clients: z.object(clientsShape).strict().prefault({}).describe('How clients are identified.'),
   responses: z.object(responsesShape).strict().prefault({}).describe('What limited answers look like.'),
   exempt: z.object(exemptShape).strict().prefault({}).describe('Clients never limited.'),
   block: z.object(blockShape).strict().prefault({}).describe('Clients refused (403) before anything else.'),
   log: z.object(logShape).strict().prefault({}).describe('Logging.'),
-  server: z.object(serverShape).strict().prefault({}).describe('Protection of the proxy listener against hostile clients.'),
+  server: z
+    .object(serverShape)
+    .strict()
+    .prefault({})
+    .describe('Protection of the proxy listener against hostile clients.'),
   methods: z.object(methodsShape).strict().prefault({}).describe('HTTP methods that patterns may name.'),
   readiness: z.object(readinessShape).strict().prefault({}).describe('What /readyz checks beyond the gateway itself.'),
   limits: tableList(rule, 'The limit table; every matching rule counts a request.'),

@@ -26,11 +26,21 @@ export interface StoreNode {
 
 export type StoreUrl =
   | { readonly kind: 'memory' }
-  | (RedisTarget & { readonly kind: 'redis'; readonly node: StoreNode; readonly db: number; readonly socket?: undefined })
+  | (RedisTarget & {
+      readonly kind: 'redis';
+      readonly node: StoreNode;
+      readonly db: number;
+      readonly socket?: undefined;
+    })
   /** `redis+unix:///path/to/redis.sock`: a Redis beside the gateway on a Unix socket (no TCP stack on either side). */
   | (RedisTarget & { readonly kind: 'redis'; readonly socket: string; readonly db: number; readonly node?: undefined })
   | (RedisTarget & { readonly kind: 'redis-cluster'; readonly nodes: readonly StoreNode[] })
-  | (RedisTarget & { readonly kind: 'redis-sentinel'; readonly sentinels: readonly StoreNode[]; readonly name: string; readonly db: number });
+  | (RedisTarget & {
+      readonly kind: 'redis-sentinel';
+      readonly sentinels: readonly StoreNode[];
+      readonly name: string;
+      readonly db: number;
+    });
 
 interface RedisTarget {
   readonly tls: boolean;
@@ -55,7 +65,8 @@ function storeUrlMessage(url: string, detail: string): string {
 }
 
 const SCHEME = /^(rediss?|valkeys?)(-cluster|-sentinel)?:\/\/(.*)$/s;
-const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*$/;
+const HOSTNAME =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*$/;
 const DEFAULT_PORT = 6379;
 const SENTINEL_PORT = 26379;
 const MASTER_NAME = /^[A-Za-z0-9._-]{1,128}$/;
@@ -87,8 +98,10 @@ export function parseStoreUrl(url: string): StoreUrl {
   }
   if (sentinel) {
     const [name = '', db = '', ...more] = path.split('/');
-    if (!MASTER_NAME.test(name)) throw new StoreUrlError(url, name === '' ? 'a Sentinel URL needs /MASTERNAME' : `invalid master name "${name}"`);
-    if (more.length > 0 || (db !== '' && !/^[0-9]{1,5}$/.test(db))) throw new StoreUrlError(url, `database "${[db, ...more].join('/')}" is not a number`);
+    if (!MASTER_NAME.test(name))
+      throw new StoreUrlError(url, name === '' ? 'a Sentinel URL needs /MASTERNAME' : `invalid master name "${name}"`);
+    if (more.length > 0 || (db !== '' && !/^[0-9]{1,5}$/.test(db)))
+      throw new StoreUrlError(url, `database "${[db, ...more].join('/')}" is not a number`);
     const sentinels = hosts.split(',').map((hp) => parseNode(url, hp, false, SENTINEL_PORT));
     return { kind: 'redis-sentinel', ...out, sentinels, name, db: db === '' ? 0 : Number(db) };
   }
@@ -119,7 +132,8 @@ function parseUnix(url: string): StoreUrl {
     readCredentials(url, rest.slice(0, at), out);
     rest = rest.slice(at + 1);
   }
-  if (!rest.startsWith('/')) throw new StoreUrlError(url, 'a Unix socket needs an absolute path (redis+unix:///path/to/redis.sock)');
+  if (!rest.startsWith('/'))
+    throw new StoreUrlError(url, 'a Unix socket needs an absolute path (redis+unix:///path/to/redis.sock)');
   if (rest.length < 2 || rest.endsWith('/') || rest.includes('\0') || rest.split('/').includes('..'))
     throw new StoreUrlError(url, `invalid socket path "${rest}"`);
   return { kind: 'redis', ...out, socket: rest, db: 0 };
@@ -144,7 +158,8 @@ function parseNode(url: string, hp: string, needPort: boolean, defaultPort = DEF
     const close = hp.indexOf(']');
     host = close === -1 ? '' : hp.slice(1, close);
     const after = close === -1 ? '' : hp.slice(close + 1);
-    if (isIP(host) !== 6 || (after !== '' && !after.startsWith(':'))) throw new StoreUrlError(url, `invalid host "${hp}"`);
+    if (isIP(host) !== 6 || (after !== '' && !after.startsWith(':')))
+      throw new StoreUrlError(url, `invalid host "${hp}"`);
     port = after === '' ? undefined : after.slice(1);
   } else {
     const colon = hp.lastIndexOf(':');
@@ -152,13 +167,15 @@ function parseNode(url: string, hp: string, needPort: boolean, defaultPort = DEF
     port = colon === -1 ? undefined : hp.slice(colon + 1);
     if (host === '') throw new StoreUrlError(url, 'no host');
     // Digits-and-dots hosts must be four-part IPv4 (no `127.1`); a bare IPv6 needs brackets.
-    if (isIP(host) !== 4 && (!HOSTNAME.test(host) || /^[0-9.]+$/.test(host))) throw new StoreUrlError(url, `invalid host "${hp}"`);
+    if (isIP(host) !== 4 && (!HOSTNAME.test(host) || /^[0-9.]+$/.test(host)))
+      throw new StoreUrlError(url, `invalid host "${hp}"`);
   }
   if (port === undefined) {
     if (needPort) throw new StoreUrlError(url, `cluster node "${hp}" has no port`);
     return { host, port: defaultPort };
   }
-  if (!/^[0-9]{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) throw new StoreUrlError(url, `invalid port in "${hp}"`);
+  if (!/^[0-9]{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535)
+    throw new StoreUrlError(url, `invalid port in "${hp}"`);
   return { host, port: Number(port) };
 }
 

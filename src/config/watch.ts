@@ -74,7 +74,8 @@ export class ConfigWatcher {
     this.running = this.running.then(async () => {
       let text: string;
       try {
-        text = this.opts.read !== undefined ? await this.opts.read(this.opts.path) : await readFile(this.opts.path, 'utf8');
+        text =
+          this.opts.read !== undefined ? await this.opts.read(this.opts.path) : await readFile(this.opts.path, 'utf8');
       } catch (err) {
         // Mid-swap the path can briefly dangle; the next event or stat change will see the new file.
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.onError(err as Error);

@@ -78,7 +78,11 @@ export class Fleet implements FleetSketches {
   private learned = false;
   private readonly client: RedisClient;
   private readonly watch: SentinelWatch | undefined;
-  private readonly keys: { readonly set: string; readonly sketch: (id: string) => string; readonly rates: (id: string) => string };
+  private readonly keys: {
+    readonly set: string;
+    readonly sketch: (id: string) => string;
+    readonly rates: (id: string) => string;
+  };
   private readonly beatMs: number;
   private timer: NodeJS.Timeout | undefined;
 
@@ -86,7 +90,11 @@ export class Fleet implements FleetSketches {
     const url = parseStoreUrl(o.url);
     if (url.kind === 'memory') throw new Error('the fleet needs a Redis store');
     const base = `${formatPrefix(o.prefix)}:{fleet}`;
-    this.keys = { set: `${base}:gateways`, sketch: (id) => `${base}:limited:${id}`, rates: (id) => `${base}:rates:${id}` };
+    this.keys = {
+      set: `${base}:gateways`,
+      sketch: (id) => `${base}:limited:${id}`,
+      rates: (id) => `${base}:rates:${id}`,
+    };
     this.beatMs = o.heartbeatMs ?? HEARTBEAT_MS;
     this.count = Math.max(1, o.floor);
     this.watch = sentinelWatchFor(url, o.sentinelPassword);
@@ -125,7 +133,19 @@ export class Fleet implements FleetSketches {
     const ttl = this.beatMs * MISSED_BEATS;
     try {
       const [sketch, rates] = [this.o.sketch?.() ?? '', this.o.rates?.() ?? ''];
-      const n = await this.bounded(this.client.eval(BEAT, 3, this.keys.set, this.keys.sketch(this.id), this.keys.rates(this.id), this.id, ttl, sketch, rates));
+      const n = await this.bounded(
+        this.client.eval(
+          BEAT,
+          3,
+          this.keys.set,
+          this.keys.sketch(this.id),
+          this.keys.rates(this.id),
+          this.id,
+          ttl,
+          sketch,
+          rates,
+        ),
+      );
       this.learned = true;
       const live = Math.max(1, Number(n));
       if (live !== this.count) {
@@ -161,9 +181,12 @@ export class Fleet implements FleetSketches {
     clearInterval(this.timer);
     this.timer = undefined;
     if (this.client.status === 'ready') {
-      await this.bounded(Promise.all([this.client.zrem(this.keys.set, this.id), this.client.del(this.keys.sketch(this.id), this.keys.rates(this.id))])).catch(
-        () => {},
-      );
+      await this.bounded(
+        Promise.all([
+          this.client.zrem(this.keys.set, this.id),
+          this.client.del(this.keys.sketch(this.id), this.keys.rates(this.id)),
+        ]),
+      ).catch(() => {});
     }
     this.watch?.close();
     this.client.disconnect();

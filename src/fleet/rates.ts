@@ -56,7 +56,14 @@ export function decodeRates(json: string): ReplicaRates | undefined {
   }
   if (v === null || typeof v !== 'object') return undefined;
   const o = v as { host?: unknown; pid?: unknown; at?: unknown; rules?: unknown; partial?: unknown };
-  if (typeof o.host !== 'string' || typeof o.pid !== 'number' || typeof o.at !== 'number' || o.rules === null || typeof o.rules !== 'object') return undefined;
+  if (
+    typeof o.host !== 'string' ||
+    typeof o.pid !== 'number' ||
+    typeof o.at !== 'number' ||
+    o.rules === null ||
+    typeof o.rules !== 'object'
+  )
+    return undefined;
   const rules: Record<string, readonly [PublishedRates, PublishedRates]> = {};
   for (const [rule, entry] of Object.entries(o.rules as Record<string, unknown>)) {
     if (rule === '__proto__') continue; // an own key in parsed JSON, a prototype when assigned
@@ -68,7 +75,8 @@ export function decodeRates(json: string): ReplicaRates | undefined {
 }
 
 function ratesOf(v: unknown): PublishedRates | undefined {
-  if (!Array.isArray(v) || v.length !== 3 || !v.every((x) => typeof x === 'number' && Number.isFinite(x) && x >= 0)) return undefined;
+  if (!Array.isArray(v) || v.length !== 3 || !v.every((x) => typeof x === 'number' && Number.isFinite(x) && x >= 0))
+    return undefined;
   const [allowed, limited, shadowLimited] = v as [number, number, number];
   return { allowed, limited, shadowLimited };
 }

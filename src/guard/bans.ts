@@ -68,7 +68,10 @@ export class Bans {
         if (started === null) return;
         this.metrics()?.bansStarted.labels(ban.rule.name).inc();
         const until = new Date(started.entry.expiresAt!).toISOString();
-        this.log.warn({ ban: ban.rule.name, key, until }, `ban started: ${key} by ${ban.rule.name} (${reason}) until ${until}`);
+        this.log.warn(
+          { ban: ban.rule.name, key, until },
+          `ban started: ${key} by ${ban.rule.name} (${reason}) until ${until}`,
+        );
         if (started.dropped.length > 0) this.capped(ban, started.dropped);
       },
       () => {

@@ -8,7 +8,9 @@ import ipaddr from 'ipaddr.js';
 import { parseIp, type CidrSet, type ParsedIp } from '../identity/index.js';
 
 /** One range an entry stands for: IPv4 as a 32-bit network, IPv6 as the hex of its masked bytes. */
-type Range = { readonly v4: true; readonly bits: number; readonly net: number } | { readonly v4: false; readonly bits: number; readonly net: string };
+type Range =
+  | { readonly v4: true; readonly bits: number; readonly net: number }
+  | { readonly v4: false; readonly bits: number; readonly net: string };
 
 const MAPPED_PREFIX = ipaddr.IPv6.parse('::ffff:0:0');
 

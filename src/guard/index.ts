@@ -28,7 +28,12 @@ export async function createGuard(s: GuardSetup): Promise<Guard> {
   const shared = backendFor(s.store.url).can.redisProtocol;
   const now = shared ? Date.now : (s.now ?? Date.now);
   const state = shared
-    ? new RedisGuardState({ url: s.store.url, prefix: s.store.prefix, timeoutMs: s.store.timeout, sentinelPassword: s.store.sentinelPassword })
+    ? new RedisGuardState({
+        url: s.store.url,
+        prefix: s.store.prefix,
+        timeoutMs: s.store.timeout,
+        sentinelPassword: s.store.sentinelPassword,
+      })
     : new MemoryGuardState(now);
   const guard = new Guard(state, s.log, now);
   guard.metrics = new GuardMetrics(
@@ -43,7 +48,10 @@ export async function createGuard(s: GuardSetup): Promise<Guard> {
   );
   if (state instanceof RedisGuardState) await state.ready(3_000);
   if (state.scope === 'memory') {
-    s.log.info({ guard: 'memory' }, 'runtime blocks, exemptions and bans are local to this process (memory store): other replicas do not see them');
+    s.log.info(
+      { guard: 'memory' },
+      'runtime blocks, exemptions and bans are local to this process (memory store): other replicas do not see them',
+    );
   }
   guard.rulesInUse(s.config().bans.length > 0);
   await guard.sync();

@@ -18,14 +18,17 @@ export interface GuardGauges {
 const HELP = {
   rategate_banned_requests_total: 'Requests refused 403 because their key is banned, by ban.',
   rategate_bans_started_total: 'Bans started by this replica, by ban.',
-  rategate_bans_dropped_total: 'Live bans ended early by this replica because their ban held its cap of live bans (bans[].maxActive): the oldest go first.',
+  rategate_bans_dropped_total:
+    'Live bans ended early by this replica because their ban held its cap of live bans (bans[].maxActive): the oldest go first.',
   rategate_guard_restores_total:
     'Times this replica found the store had lost runtime blocks, exemptions or bans (flushed, restarted empty, stale replica promoted) and wrote its own back.',
-  rategate_guard_resyncs_total: 'Times this replica read the whole guard state again (at start, or behind the change log) instead of the changes alone.',
+  rategate_guard_resyncs_total:
+    'Times this replica read the whole guard state again (at start, or behind the change log) instead of the changes alone.',
   rategate_concurrency_limited_total: 'Requests refused 429 by an in-flight limit, by rule.',
   rategate_blocked_requests_total: 'Requests refused 403 by a block (config: block.ips; runtime: the admin API).',
   rategate_bans_active: 'Keys banned now, by ban (as this replica sees the store).',
-  rategate_surge_active: 'Whether a surge (surges: in limits.yaml) is on now, by surge: 1 on, 0 off (as this replica sees the store).',
+  rategate_surge_active:
+    'Whether a surge (surges: in limits.yaml) is on now, by surge: 1 on, 0 off (as this replica sees the store).',
   rategate_blocks_active: 'IP/CIDR blocks in force, by source (config or runtime).',
   rategate_exemptions_active: 'IP/CIDR exemptions in force, by source (config or runtime).',
 } as const;

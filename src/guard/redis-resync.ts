@@ -14,7 +14,12 @@ const CHUNK = 1_000;
 const CALL_MS = 2_000;
 
 export function entryJson(e: GuardEntry): string {
-  return JSON.stringify({ reason: e.reason, createdAt: e.createdAt, expiresAt: e.expiresAt, ...(e.who !== undefined ? { who: e.who } : {}) });
+  return JSON.stringify({
+    reason: e.reason,
+    createdAt: e.createdAt,
+    expiresAt: e.expiresAt,
+    ...(e.who !== undefined ? { who: e.who } : {}),
+  });
 }
 
 /** The sorted-set score of an entry: its expiry. */
@@ -91,7 +96,13 @@ export async function readAll(client: GuardClient, keys: GuardKeys, now: () => n
  * Writes `entries` back where the store lacks them (HSETNX: an entry written meanwhile wins), then
  * moves the version past `last` with a reset record. The number of entries written.
  */
-export async function writeBack(client: GuardClient, keys: GuardKeys, entries: readonly GuardEntry[], last: number, tag: string): Promise<number> {
+export async function writeBack(
+  client: GuardClient,
+  keys: GuardKeys,
+  entries: readonly GuardEntry[],
+  last: number,
+  tag: string,
+): Promise<number> {
   const byGroup = new Map<string, GuardEntry[]>();
   for (const e of entries) {
     const group = keys.group(fieldOf(e.kind, e.id));

@@ -146,7 +146,19 @@ export class RedisGuardState implements GuardState {
     const field = fieldOf(e.kind, e.id);
     const k = this.keys;
     await bounded(
-      this.client.rgPut(k.entries, k.version, k.log, k.group(field), field, entryJson(e), entryScore(e), this.tag(), LOG_MAXLEN, this.now(), k.channel),
+      this.client.rgPut(
+        k.entries,
+        k.version,
+        k.log,
+        k.group(field),
+        field,
+        entryJson(e),
+        entryScore(e),
+        this.tag(),
+        LOG_MAXLEN,
+        this.now(),
+        k.channel,
+      ),
       CALL_MS,
     );
     // Here at once; the log brings it (again, harmlessly) in order with the rest.
@@ -160,7 +172,20 @@ export class RedisGuardState implements GuardState {
     const local = this.current.get(field);
     // An entry held here but not in the store (lost, not yet written back) is still removed everywhere.
     const force = local !== undefined ? '1' : '0';
-    const old = await bounded(this.client.rgRemove(k.entries, k.version, k.log, k.group(field), field, this.tag(), LOG_MAXLEN, k.channel, force), CALL_MS);
+    const old = await bounded(
+      this.client.rgRemove(
+        k.entries,
+        k.version,
+        k.log,
+        k.group(field),
+        field,
+        this.tag(),
+        LOG_MAXLEN,
+        k.channel,
+        force,
+      ),
+      CALL_MS,
+    );
     this.current.remove(field);
     if (old === null) return null;
     return (old !== '' ? parseEntry(field, old) : null) ?? local ?? null;
@@ -169,7 +194,14 @@ export class RedisGuardState implements GuardState {
   async countBan(c: BanCount, now: number): Promise<BanStarted | null> {
     const field = fieldOf('ban', c.id);
     const k = this.keys;
-    const entry: GuardEntry = { kind: 'ban', id: c.id, reason: c.reason, createdAt: now, expiresAt: now + c.banMs, who: `ban ${splitBanId(c.id).ban}` };
+    const entry: GuardEntry = {
+      kind: 'ban',
+      id: c.id,
+      reason: c.reason,
+      createdAt: now,
+      expiresAt: now + c.banMs,
+      who: `ban ${splitBanId(c.id).ban}`,
+    };
     const out = await bounded(
       this.client.rgCountBan(
         k.counter(c.id),
@@ -201,7 +233,10 @@ export class RedisGuardState implements GuardState {
 
   async acquire(key: string, max: number, leaseMs: number): Promise<string | null> {
     const lease = this.tag();
-    const ok = await bounded(this.client.rgAcquire(this.leaseKey(key), this.now(), max, leaseMs, lease), this.opts.timeoutMs);
+    const ok = await bounded(
+      this.client.rgAcquire(this.leaseKey(key), this.now(), max, leaseMs, lease),
+      this.opts.timeoutMs,
+    );
     return ok === 1 ? lease : null;
   }
 
@@ -212,7 +247,9 @@ export class RedisGuardState implements GuardState {
   async renew(leases: ReadonlyMap<string, string>, leaseMs: number): Promise<void> {
     if (leases.size === 0) return;
     const until = this.now() + leaseMs;
-    await Promise.all([...leases].map(([lease, key]) => this.client.zadd(this.leaseKey(key), 'XX', until, lease).catch(() => 0)));
+    await Promise.all(
+      [...leases].map(([lease, key]) => this.client.zadd(this.leaseKey(key), 'XX', until, lease).catch(() => 0)),
+    );
   }
 
   async close(): Promise<void> {
@@ -281,7 +318,8 @@ export class RedisGuardState implements GuardState {
       }
       const version = Number(r[0]);
       if (version < this.last) return this.lost(`its version went back from ${this.last} to ${version}`);
-      if (this.lastTag !== null && r[1] !== '' && r[1] !== this.lastTag) return this.lost(`its change ${this.last} is not the one applied here`);
+      if (this.lastTag !== null && r[1] !== '' && r[1] !== this.lastTag)
+        return this.lost(`its change ${this.last} is not the one applied here`);
       if (version === this.last) return;
       if (!this.apply(r[2])) await this.resync();
       else if (this.last >= version) return;

@@ -54,7 +54,18 @@ export function compileGuardRules(cfg: Pick<Config, 'bans' | 'concurrency'>): Gu
     period: number,
   ) =>
     compileRule(
-      { name: r.name, match: r.match, per: r.per, missing: r.missing, when: r.when, limit, period, algorithm: 'fixed-window', cost: 1, shadow: false },
+      {
+        name: r.name,
+        match: r.match,
+        per: r.per,
+        missing: r.missing,
+        when: r.when,
+        limit,
+        period,
+        algorithm: 'fixed-window',
+        cost: 1,
+        shadow: false,
+      },
       i,
     );
   const bans = cfg.bans.map((b, i) => ({
@@ -65,7 +76,12 @@ export function compileGuardRules(cfg: Pick<Config, 'bans' | 'concurrency'>): Gu
     banMs: b.ban,
     maxActive: b.maxActive,
   }));
-  const concurrency = cfg.concurrency.map((c, i) => ({ rule: asRule(c, i, c.max, 1000), max: c.max, scope: c.scope, prefix: ruleKeyPrefix(c.name) }));
+  const concurrency = cfg.concurrency.map((c, i) => ({
+    rule: asRule(c, i, c.max, 1000),
+    max: c.max,
+    scope: c.scope,
+    prefix: ruleKeyPrefix(c.name),
+  }));
   const all = [...bans.map((b) => b.rule), ...concurrency.map((c) => c.rule)];
   return Object.freeze({ bans, concurrency, paramNames: [...new Set(all.flatMap((r) => keyParams(r.key)))] });
 }

@@ -114,7 +114,14 @@ export class MemoryGuardState implements GuardState {
     }
     if (++n.n < c.limit) return Promise.resolve(null);
     this.counts.delete(c.id);
-    const entry: GuardEntry = { kind: 'ban', id: c.id, reason: c.reason, createdAt: now, expiresAt: now + c.banMs, who: `ban ${splitBanId(c.id).ban}` };
+    const entry: GuardEntry = {
+      kind: 'ban',
+      id: c.id,
+      reason: c.reason,
+      createdAt: now,
+      expiresAt: now + c.banMs,
+      who: `ban ${splitBanId(c.id).ban}`,
+    };
     this.view.prune(now);
     this.view.put(entry);
     return Promise.resolve({ entry, dropped: capBans(this.view, splitBanId(c.id).ban, c.maxActive, now) });

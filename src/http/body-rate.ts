@@ -111,7 +111,8 @@ export class BodyRateWatch {
     this.onSlow();
     const { res, target } = u;
     // Forwarding: the exchange hears the failure and answers 408 (or cuts an answer already begun).
-    if (target !== null && !target.destroyed) return void target.destroy(new BodyTooSlowError('request body arrives too slowly'));
+    if (target !== null && !target.destroyed)
+      return void target.destroy(new BodyTooSlowError('request body arrives too slowly'));
     // Before that (a body read for the decision, a decision still pending): answered here, and the
     // pipeline sees the answer made. The connection closes after it, so nothing more is read.
     if (!res.headersSent) respondJson(res, GATEWAY_ERRORS.BODY_TOO_SLOW.status, ERROR_BODIES.BODY_TOO_SLOW, [], true);

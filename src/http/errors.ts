@@ -18,7 +18,10 @@ export const GATEWAY_ERRORS = {
   DUPLICATE_CONTENT_TYPE: { status: 400, message: 'Bad request: the Content-Type header is given more than once' },
   DUPLICATE_AUTHORIZATION: { status: 400, message: 'Bad request: the Authorization header is given more than once' },
   /** pipeline/gateway.ts, pipeline/plain-upgrade.ts: dropping a hop-by-hop framing header would change where the request ends. */
-  CONNECTION_NAMES_FRAMING: { status: 400, message: 'Bad request: the Connection header names Content-Length, Transfer-Encoding or Host' },
+  CONNECTION_NAMES_FRAMING: {
+    status: 400,
+    message: 'Bad request: the Connection header names Content-Length, Transfer-Encoding or Host',
+  },
   FORBIDDEN: { status: 403, message: 'Forbidden' },
   REQUEST_TIMEOUT: { status: 408, message: 'Request timeout' },
   /** http/body-rate.ts: the body arrived slower than server.minBodyRate for longer than its grace period. */
@@ -27,7 +30,8 @@ export const GATEWAY_ERRORS = {
   /** rails/body-peek.ts: a counted multipart field (token, _method, param: rule) came after the first file part. */
   PARAM_AFTER_FILE: {
     status: 400,
-    message: 'Request body not accepted: send access_token, bearer_token, _method and other counted fields before the first file part',
+    message:
+      'Request body not accepted: send access_token, bearer_token, _method and other counted fields before the first file part',
   },
   HEADERS_TOO_LARGE: { status: 431, message: 'Request header fields too large' },
   RATE_LIMITED: { status: 429, message: 'Too many requests' },
@@ -74,7 +78,13 @@ export const UPSTREAM_ERROR_REASONS = ['unreachable', 'reset', 'timeout', 'bad_r
 
 /** The `reason` label of `rategate_upstream_errors_total` for an upstream failure. */
 export function upstreamErrorReason(code: GatewayErrorCode): (typeof UPSTREAM_ERROR_REASONS)[number] {
-  return code === 'UPSTREAM_TIMEOUT' ? 'timeout' : code === 'UPSTREAM_RESET' ? 'reset' : code === 'BAD_REQUEST' ? 'bad_request' : 'unreachable';
+  return code === 'UPSTREAM_TIMEOUT'
+    ? 'timeout'
+    : code === 'UPSTREAM_RESET'
+      ? 'reset'
+      : code === 'BAD_REQUEST'
+        ? 'bad_request'
+        : 'unreachable';
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -94,7 +104,13 @@ export function respondWithHead(res: http.ServerResponse, status: number, head: 
   res.end(body);
 }
 
-export function respondJson(res: http.ServerResponse, status: number, body: Buffer, extra: readonly string[], close = false): void {
+export function respondJson(
+  res: http.ServerResponse,
+  status: number,
+  body: Buffer,
+  extra: readonly string[],
+  close = false,
+): void {
   const headers: string[] = ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length)];
   for (const h of extra) headers.push(h);
   const stream = close ? h2Stream(res) : undefined;
@@ -112,7 +128,12 @@ function h2Stream(res: http.ServerResponse): Http2ServerResponse['stream'] | und
   return r instanceof Http2ServerResponse ? r.stream : undefined;
 }
 
-export function respondError(res: http.ServerResponse, code: GatewayErrorCode, extra: readonly string[], close = false): void {
+export function respondError(
+  res: http.ServerResponse,
+  code: GatewayErrorCode,
+  extra: readonly string[],
+  close = false,
+): void {
   respondJson(res, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], extra, close);
 }
 

@@ -18,7 +18,12 @@ export function expectsContinue(req: http.IncomingMessage): boolean {
  * 'checkContinue' event for such requests, so it sends no `100 Continue` by itself.
  */
 export function continueNow(req: http.IncomingMessage, res: http.ServerResponse): void {
-  if (!res.headersSent && !res.writableEnded && expectsContinue(req) && !(res as { sentContinue?: boolean }).sentContinue) {
+  if (
+    !res.headersSent &&
+    !res.writableEnded &&
+    expectsContinue(req) &&
+    !(res as { sentContinue?: boolean }).sentContinue
+  ) {
     (res as { sentContinue?: boolean }).sentContinue = true;
     res.writeContinue();
   }

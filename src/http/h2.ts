@@ -64,7 +64,12 @@ class H2Request extends http2.Http2ServerRequest {
   private chunks = 0;
   private cut = false;
 
-  constructor(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, options: Record<string, unknown>, rawHeaders: readonly string[]) {
+  constructor(
+    stream: http2.ServerHttp2Stream,
+    headers: http2.IncomingHttpHeaders,
+    options: Record<string, unknown>,
+    rawHeaders: readonly string[],
+  ) {
     super(stream, headers, options, rawHeaders);
     const raw: string[] = [];
     let cookie: string | undefined;
@@ -167,21 +172,30 @@ export interface H2Edge {
  * The HTTP/2 server the listener hands its h2 connections to. `handler` is the gateway's request
  * listener (also for `Expect: 100-continue`); `onClosed` is told of each connection closed by a bound.
  */
-export function createH2Edge(limits: H2Limits, handler: http.RequestListener, onClosed: (reason: H2Closure) => void): H2Edge {
+export function createH2Edge(
+  limits: H2Limits,
+  handler: http.RequestListener,
+  onClosed: (reason: H2Closure) => void,
+): H2Edge {
   const sessions = new Set<http2.ServerHttp2Session>();
   // The compat request and response carry what the pipeline reads of http's (H2Request, H2Response):
   // one handler serves both, typed as node:http's.
   const serve = handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
   const onRequest = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void => {
     // CONNECT (a tunnel, RFC 9113 §8.5) is not a request the gateway forwards; HTTP/1.1 closes it too.
-    if (req.method === 'CONNECT') return respondJson(res as unknown as http.ServerResponse, 400, ERROR_BODIES.BAD_REQUEST, [], true);
+    if (req.method === 'CONNECT')
+      return respondJson(res as unknown as http.ServerResponse, 400, ERROR_BODIES.BAD_REQUEST, [], true);
     serve(req, res);
   };
   const server = http2.createServer(
     {
       Http2ServerRequest: H2Request as typeof http2.Http2ServerRequest,
       Http2ServerResponse: H2Response,
-      settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS, maxHeaderListSize: limits.maxHeaderSize, enablePush: false },
+      settings: {
+        maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
+        maxHeaderListSize: limits.maxHeaderSize,
+        enablePush: false,
+      },
       // The HTTP/1.1 head bound is on bytes; HTTP/2 also counts fields (node's default 128 is too few for
       // some browsers' requests with many cookies split).
       maxHeaderListPairs: 256,

@@ -19,6 +19,7 @@ export function rackSpelling(lower: string): string {
 export function headerAsRackReads(headers: http.IncomingHttpHeaders, name: string): string | string[] | undefined {
   const dashed = headers[name];
   if (dashed !== undefined || !name.includes('-')) return dashed;
-  for (const key in headers) if (key.length === name.length && key.includes('_') && rackSpelling(key) === name) return headers[key];
+  for (const key in headers)
+    if (key.length === name.length && key.includes('_') && rackSpelling(key) === name) return headers[key];
   return undefined;
 }

@@ -58,11 +58,23 @@ export function createProxyServer(
   const server =
     secure === undefined
       ? http.createServer(options, handler)
-      : https.createServer({ ...options, ...secure, handshakeTimeout: s.headersTimeout, ALPNProtocols: offerH2 ? ['h2', 'http/1.1'] : ['http/1.1'] }, handler);
+      : https.createServer(
+          {
+            ...options,
+            ...secure,
+            handshakeTimeout: s.headersTimeout,
+            ALPNProtocols: offerH2 ? ['h2', 'http/1.1'] : ['http/1.1'],
+          },
+          handler,
+        );
   server.maxConnections = s.maxConnections;
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     const code: GatewayErrorCode =
-      err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST';
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'HEADERS_TOO_LARGE'
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 'REQUEST_TIMEOUT'
+          : 'BAD_REQUEST';
     if (err.code === 'ECONNRESET') return void socket.destroy();
     onRefused(GATEWAY_ERRORS[code].status, parserRefusal(err.code), err.code ?? 'unknown');
     if (!answerInFlight(socket)) respondOnSocket(socket, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], []);

@@ -12,7 +12,12 @@ export function declaresBody(req: http.IncomingMessage): boolean {
  * Listens to `req`'s body: each chunk, its end, and an error or a close before the end (an abort).
  * Returns what removes the four listeners again.
  */
-export function onBody(req: http.IncomingMessage, onData: (chunk: Buffer) => void, onEnd: () => void, onAbort: () => void): () => void {
+export function onBody(
+  req: http.IncomingMessage,
+  onData: (chunk: Buffer) => void,
+  onEnd: () => void,
+  onAbort: () => void,
+): () => void {
   const onClose = (): void => {
     if (!req.complete) onAbort();
   };
@@ -47,7 +52,9 @@ let idCount = 0;
 /** The client's request id when it is usable, else a fresh one (which is then forwarded upstream). */
 export function requestId(req: http.IncomingMessage): string {
   const given = req.headers['x-request-id'];
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++idCount).toString(16).padStart(12, '0');
+  return typeof given === 'string' && REQUEST_ID.test(given)
+    ? given
+    : ID_PREFIX + (++idCount).toString(16).padStart(12, '0');
 }
 
 /** Retry-After: whole seconds, rounded up, until `at`; at least 1 so that a client never retries at once. */

@@ -49,7 +49,8 @@ function parseV1(buf: Buffer): ProxyHeader {
   if (parts.length !== 5 || (parts[0] !== 'TCP4' && parts[0] !== 'TCP6')) return invalid('a malformed v1 header');
   const [family, source, destination, sourcePort, destinationPort] = parts as [string, string, string, string, string];
   const isFamily = family === 'TCP4' ? net.isIPv4 : net.isIPv6;
-  if (!isFamily(source) || !isFamily(destination) || !isPort(sourcePort) || !isPort(destinationPort)) return invalid('a malformed v1 header');
+  if (!isFamily(source) || !isFamily(destination) || !isPort(sourcePort) || !isPort(destinationPort))
+    return invalid('a malformed v1 header');
   return { kind: 'header', length, source: ipaddr.parse(source).toString() };
 }
 
@@ -66,7 +67,8 @@ function parseV2(buf: Buffer): ProxyHeader {
   if (versionCommand >> 4 !== 2) return invalid('a v2 header of another version');
   const command = versionCommand & 0x0f;
   if (command > 1) return invalid('a v2 header with an unknown command');
-  if (blockLength > V2_MAX_BLOCK) return invalid(`a v2 header with a ${blockLength}-byte block (at most ${V2_MAX_BLOCK})`);
+  if (blockLength > V2_MAX_BLOCK)
+    return invalid(`a v2 header with a ${blockLength}-byte block (at most ${V2_MAX_BLOCK})`);
   if (buf.length < 16 + blockLength) return INCOMPLETE;
   const length = 16 + blockLength;
   // LOCAL: the balancer's own connection (a health check); then the connection's own address stands.
@@ -91,7 +93,12 @@ export type ProxyRefusal = 'invalid' | 'timeout';
  * peers, nor at all when `from` is empty. What a connection may send before its header is bounded by the
  * header's own bounds (107 bytes, or 16 + 2048), so a listed peer cannot make the gateway hold more.
  */
-export function requireProxyHeader(server: http.Server, from: CidrSet, timeoutMs: number, onRefused: (reason: ProxyRefusal) => void): void {
+export function requireProxyHeader(
+  server: http.Server,
+  from: CidrSet,
+  timeoutMs: number,
+  onRefused: (reason: ProxyRefusal) => void,
+): void {
   if (from.empty) return;
   // node:http's own connection listener (and any added before): handed the socket once its header is read.
   const listeners = server.listeners('connection') as Array<(socket: net.Socket) => void>;
@@ -105,7 +112,12 @@ export function requireProxyHeader(server: http.Server, from: CidrSet, timeoutMs
   });
 }
 
-function readHeader(socket: net.Socket, timeoutMs: number, onRefused: (reason: ProxyRefusal) => void, handOver: (socket: net.Socket) => void): void {
+function readHeader(
+  socket: net.Socket,
+  timeoutMs: number,
+  onRefused: (reason: ProxyRefusal) => void,
+  handOver: (socket: net.Socket) => void,
+): void {
   let held: Buffer = Buffer.alloc(0);
   const refuse = (reason: ProxyRefusal): void => {
     stop();
@@ -129,7 +141,8 @@ function readHeader(socket: net.Socket, timeoutMs: number, onRefused: (reason: P
     // What followed the header is the first HTTP bytes: back to the front of the stream for the parser.
     if (header.length < held.length) socket.unshift(held.subarray(header.length));
     // The one place the gateway reads the peer is socket.remoteAddress: the header's source shadows it.
-    if (header.source !== undefined) Object.defineProperty(socket, 'remoteAddress', { value: header.source, configurable: true });
+    if (header.source !== undefined)
+      Object.defineProperty(socket, 'remoteAddress', { value: header.source, configurable: true });
     handOver(socket);
     socket.resume();
   };

@@ -30,7 +30,11 @@ export interface CertificatePair {
 
 /** Reads and checks `s`'s pair; throws an Error naming the file or the mismatch. */
 export async function loadCertificatePair(s: TlsSettings): Promise<CertificatePair> {
-  const [leaf, key, chain] = await Promise.all([read(s.certFile, 'certFile'), read(s.keyFile, 'keyFile'), s.caFile === null ? null : read(s.caFile, 'caFile')]);
+  const [leaf, key, chain] = await Promise.all([
+    read(s.certFile, 'certFile'),
+    read(s.keyFile, 'keyFile'),
+    s.caFile === null ? null : read(s.caFile, 'caFile'),
+  ]);
   const cert = chain === null ? leaf : Buffer.concat([leaf, Buffer.from('\n'), chain]);
   let x509: X509Certificate;
   try {
@@ -42,7 +46,9 @@ export async function loadCertificatePair(s: TlsSettings): Promise<CertificatePa
     // Throws on a key that is not the certificate's, or unreadable PEM: what the listener would meet.
     tls.createSecureContext({ key, cert, minVersion: s.minVersion });
   } catch (err) {
-    throw new Error(`the certificate "${s.certFile}" and key "${s.keyFile}" do not load as a pair (${(err as Error).message})`);
+    throw new Error(
+      `the certificate "${s.certFile}" and key "${s.keyFile}" do not load as a pair (${(err as Error).message})`,
+    );
   }
   return {
     key,
@@ -57,7 +63,9 @@ async function read(file: string, key: string): Promise<Buffer> {
   try {
     return await readFile(file);
   } catch (err) {
-    throw new Error(`${key} "${file}" cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(
+      `${key} "${file}" cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
 }
 

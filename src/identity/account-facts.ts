@@ -64,14 +64,21 @@ export function accountAge(facts: AccountFacts, now: number): number {
  * unknown age counts as 0 (accountAge); an unknown `bot` or `locked` as false, Mastodon's default
  * (both are the account owner's own settings, so no one dodges a rule by hiding them).
  */
-export function accountConditionFails(cond: AccountCondition, accountKey: string | null, facts: AccountFacts | null, now: number): string | null {
+export function accountConditionFails(
+  cond: AccountCondition,
+  accountKey: string | null,
+  facts: AccountFacts | null,
+  now: number,
+): string | null {
   if (accountKey === null) return 'when.account: the request has no account';
   const f = facts ?? UNKNOWN_FACTS;
   if (cond.age !== undefined && !compare(accountAge(f, now), cond.age.op, cond.age.ms)) {
     return `when.account.age: the account is ${describeAge(f, now)}, not ${cond.age.text}`;
   }
-  if (cond.bot !== undefined && (f.bot ?? false) !== cond.bot) return `when.account.bot: the account is ${cond.bot ? 'not ' : ''}a bot`;
-  if (cond.locked !== undefined && (f.locked ?? false) !== cond.locked) return `when.account.locked: the account is ${cond.locked ? 'not ' : ''}locked`;
+  if (cond.bot !== undefined && (f.bot ?? false) !== cond.bot)
+    return `when.account.bot: the account is ${cond.bot ? 'not ' : ''}a bot`;
+  if (cond.locked !== undefined && (f.locked ?? false) !== cond.locked)
+    return `when.account.locked: the account is ${cond.locked ? 'not ' : ''}locked`;
   return null;
 }
 

@@ -50,12 +50,17 @@ export function accountKeyFromId(id: string): string | null {
  * account id (introspect), the header value (header), or the token's SHA-256 digest (token).
  */
 export function accountKeyNamedBy(from: 'token' | 'header' | 'introspect', id: string): string | null {
-  return from === 'introspect' ? accountKeyFromId(id) : from === 'header' ? accountKeyFromHeader(id) : accountKeyFromDigestText(id);
+  return from === 'introspect'
+    ? accountKeyFromId(id)
+    : from === 'header'
+      ? accountKeyFromHeader(id)
+      : accountKeyFromDigestText(id);
 }
 
 /** Every key an operator's id may stand for, whatever the mode (`exempt.accounts` does not say which). */
 export function accountKeysNamedBy(id: string): string[] {
   const keys: string[] = [];
-  for (const k of [accountKeyFromId(id), accountKeyFromHeader(id), accountKeyFromDigestText(id)]) if (k !== null) keys.push(k);
+  for (const k of [accountKeyFromId(id), accountKeyFromHeader(id), accountKeyFromDigestText(id)])
+    if (k !== null) keys.push(k);
   return keys;
 }

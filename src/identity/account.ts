@@ -66,12 +66,22 @@ export interface AccountResolver {
    * header, `peerTrusted` whether the TCP peer is a trusted proxy. Answers synchronously whenever no
    * I/O is needed (token and header modes, introspection cache hits), so the hot path can skip an await.
    */
-  resolve(token: string | null, headerValue: string | undefined, peerTrusted: boolean, digest?: TokenDigestOf): AccountKey | Promise<AccountKey>;
+  resolve(
+    token: string | null,
+    headerValue: string | undefined,
+    peerTrusted: boolean,
+    digest?: TokenDigestOf,
+  ): AccountKey | Promise<AccountKey>;
   /**
    * The answer `resolve` would give without any I/O, or undefined when it would have to ask the
    * upstream: the gateway then first checks what it can refuse without the account.
    */
-  known(token: string | null, headerValue: string | undefined, peerTrusted: boolean, digest?: TokenDigestOf): AccountKey | undefined;
+  known(
+    token: string | null,
+    headerValue: string | undefined,
+    peerTrusted: boolean,
+    digest?: TokenDigestOf,
+  ): AccountKey | undefined;
   /**
    * What the upstream last told of an account `resolve` gave (introspect mode), or undefined: not
    * told (token and header modes, a token the upstream will not name, an error, an evicted entry).
@@ -146,9 +156,20 @@ export function createAccountResolver(opts: AccountOptions): AccountResolver {
     case 'token': {
       // Any syntactically valid token counts, valid upstream or not: rotating junk tokens only
       // spreads requests over fresh account buckets, and per-IP rules still count every one.
-      const fromToken = (token: string | null, _header?: string, _trusted?: boolean, digest?: TokenDigestOf): AccountKey =>
-        token === null ? null : accountKeyFromDigest(digestOf(token, digest));
-      return { from: 'token', header: undefined, resolve: fromToken, known: fromToken, facts: NO_FACTS, introspects: NEVER_INTROSPECTS };
+      const fromToken = (
+        token: string | null,
+        _header?: string,
+        _trusted?: boolean,
+        digest?: TokenDigestOf,
+      ): AccountKey => (token === null ? null : accountKeyFromDigest(digestOf(token, digest)));
+      return {
+        from: 'token',
+        header: undefined,
+        resolve: fromToken,
+        known: fromToken,
+        facts: NO_FACTS,
+        introspects: NEVER_INTROSPECTS,
+      };
     }
     case 'header': {
       const header = opts.header.trim().toLowerCase();
@@ -203,7 +224,8 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     }
     const entry = cacheEntryFor(result, digest, now(), cacheTtlMs, anonymousTtlMs);
     if (entry !== null) {
-      if (entry.key !== null && result.kind === 'account' && result.facts !== undefined) factsByAccount.set(entry.key, result.facts);
+      if (entry.key !== null && result.kind === 'account' && result.facts !== undefined)
+        factsByAccount.set(entry.key, result.facts);
       cache.set(digest, entry);
       return entry.key;
     }
@@ -221,12 +243,22 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
     return !inflight.has(digest) && cached(digest) === undefined;
   }
 
-  function knownToken(token: string | null, _header?: string, _trusted?: boolean, from?: TokenDigestOf): AccountKey | undefined {
+  function knownToken(
+    token: string | null,
+    _header?: string,
+    _trusted?: boolean,
+    from?: TokenDigestOf,
+  ): AccountKey | undefined {
     if (token === null || !isIntrospectable(token)) return null;
     return cached(digestOf(token, from))?.key;
   }
 
-  function resolveToken(token: string | null, _header?: string, _trusted?: boolean, from?: TokenDigestOf): AccountKey | Promise<AccountKey> {
+  function resolveToken(
+    token: string | null,
+    _header?: string,
+    _trusted?: boolean,
+    from?: TokenDigestOf,
+  ): AccountKey | Promise<AccountKey> {
     if (token === null || !isIntrospectable(token)) return null;
     const digest = digestOf(token, from);
     const hit = cached(digest);
@@ -244,7 +276,10 @@ function createIntrospectingResolver(opts: Extract<AccountOptions, { from: 'intr
 }
 
 /** How long an account answer and an invalid one are believed (an invalid one never longer than an account). */
-function ttlsOf(opts: { readonly cacheTtlMs: number; readonly invalidTtlMs?: number }): { cacheTtlMs: number; anonymousTtlMs: number } {
+function ttlsOf(opts: { readonly cacheTtlMs: number; readonly invalidTtlMs?: number }): {
+  cacheTtlMs: number;
+  anonymousTtlMs: number;
+} {
   const { cacheTtlMs } = opts;
   const invalidTtlMs = opts.invalidTtlMs ?? DEFAULT_INVALID_TTL_MS;
   if (!(cacheTtlMs >= 0)) throw new Error(`cacheTtlMs must be >= 0, got ${cacheTtlMs}`);
@@ -253,7 +288,13 @@ function ttlsOf(opts: { readonly cacheTtlMs: number; readonly invalidTtlMs?: num
 }
 
 /** What an introspection answer caches; null for an error or an id we cannot key on (as unreliable as an error). */
-function cacheEntryFor(result: IntrospectResult, digest: string, now: number, cacheTtlMs: number, anonymousTtlMs: number): CacheEntry | null {
+function cacheEntryFor(
+  result: IntrospectResult,
+  digest: string,
+  now: number,
+  cacheTtlMs: number,
+  anonymousTtlMs: number,
+): CacheEntry | null {
   switch (result.kind) {
     case 'account': {
       const key = accountKeyFromId(result.id);

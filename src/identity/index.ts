@@ -26,4 +26,9 @@ export {
 } from './account.js';
 export { accountKeyNamedBy, accountKeysNamedBy } from './account-key.js';
 export { forwardedForNodes, type ParsedForwarded } from './forwarded.js';
-export { countedIntrospect, createHttpIntrospector, createIntrospectionPool, type HttpIntrospectorOptions } from './introspect.js';
+export {
+  countedIntrospect,
+  createHttpIntrospector,
+  createIntrospectionPool,
+  type HttpIntrospectorOptions,
+} from './introspect.js';

@@ -1,6 +1,12 @@
 /** @module Asks the upstream who owns a bearer token (Mastodon `GET /api/v1/accounts/verify_credentials`). */
 import { Pool, type Dispatcher } from 'undici';
-import { introspectionResult, isIntrospectable, type Introspect, type IntrospectionResult, type IntrospectResult } from './account.js';
+import {
+  introspectionResult,
+  isIntrospectable,
+  type Introspect,
+  type IntrospectionResult,
+  type IntrospectResult,
+} from './account.js';
 import { factsOf } from './account-facts.js';
 
 export interface HttpIntrospectorOptions {
@@ -20,7 +26,10 @@ export interface HttpIntrospectorOptions {
  * Security: introspection has its own bounded pool. Shared with the proxy, anything that held its
  * connections (slow introspection answers, a leaked slot) held every proxied request too.
  */
-export function createIntrospectionPool(origin: string, opts: { connections: number; timeoutMs: number; connectTimeoutMs: number }): Pool {
+export function createIntrospectionPool(
+  origin: string,
+  opts: { connections: number; timeoutMs: number; connectTimeoutMs: number },
+): Pool {
   return new Pool(origin, {
     connections: opts.connections,
     pipelining: 1,
@@ -124,6 +133,7 @@ function accountOf(value: unknown): IntrospectResult {
   const entity = value as Record<string, unknown>;
   const id = entity.id;
   if (typeof id === 'string' && id.length > 0) return { kind: 'account', id, facts: factsOf(entity) };
-  if (typeof id === 'number' && Number.isSafeInteger(id)) return { kind: 'account', id: String(id), facts: factsOf(entity) };
+  if (typeof id === 'number' && Number.isSafeInteger(id))
+    return { kind: 'account', id: String(id), facts: factsOf(entity) };
   return ERROR;
 }

@@ -53,7 +53,11 @@ export interface ClientIpResolver {
   /** The TCP peer, resolved once per request: its trust is then read, not recomputed, by every stage. */
   peer(addr: string | undefined): Peer;
   /** The client behind an already resolved peer; `forwarded` may come parsed (once per request, by the request's view). */
-  behind(peer: Peer, forwardedFor: string | string[] | undefined, forwarded: string | ParsedForwarded | undefined): ClientIp;
+  behind(
+    peer: Peer,
+    forwardedFor: string | string[] | undefined,
+    forwarded: string | ParsedForwarded | undefined,
+  ): ClientIp;
 }
 
 /**
@@ -156,7 +160,11 @@ function parsedPeer(addr: string, ip: ParsedIp, opts: ClientIpOptions): Peer {
   const exemptIps = opts.exemptIps ?? null;
   return Object.freeze({
     trusted: opts.trustedProxies.containsIp(ip),
-    client: Object.freeze({ address, key: keyOf(ip, address, opts.ipv6Prefix), exempt: exemptIps === null ? undefined : exemptIps.containsIp(ip) }),
+    client: Object.freeze({
+      address,
+      key: keyOf(ip, address, opts.ipv6Prefix),
+      exempt: exemptIps === null ? undefined : exemptIps.containsIp(ip),
+    }),
   });
 }
 
@@ -195,7 +203,11 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     return (addr === undefined ? null : lookup(addr)) ?? UNKNOWN_PEER;
   }
 
-  function behind(direct: Peer, forwardedFor: string | string[] | undefined, forwarded: string | ParsedForwarded | undefined): ClientIp {
+  function behind(
+    direct: Peer,
+    forwardedFor: string | string[] | undefined,
+    forwarded: string | ParsedForwarded | undefined,
+  ): ClientIp {
     // Security: X-Forwarded-For and Forwarded are written by whoever sent the request. Only a trusted
     // proxy's word counts; from anyone else it is a spoof attempt (a client picking a fresh bucket per
     // request) and is ignored entirely, not even parsed.
@@ -228,6 +240,7 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
     return current.client;
   }
 
-  const resolve = (peer: string | undefined, xff: string | string[] | undefined, forwarded?: string): ClientIp => behind(peerOf(peer), xff, forwarded);
+  const resolve = (peer: string | undefined, xff: string | string[] | undefined, forwarded?: string): ClientIp =>
+    behind(peerOf(peer), xff, forwarded);
   return Object.assign(resolve, { peer: peerOf, behind });
 }

@@ -1,5 +1,14 @@
 /** @module The key kinds: the table (kinds.ts), a rule's compiled key (rule-key.ts), what rules need from a request (needs.ts). */
-export { KINDS, KIND_NAMES, paramPath, type KeyFacts, type KeyKind, type KindArg, type KindName, type TypedContext } from './kinds.js';
+export {
+  KINDS,
+  KIND_NAMES,
+  paramPath,
+  type KeyFacts,
+  type KeyKind,
+  type KindArg,
+  type KindName,
+  type TypedContext,
+} from './kinds.js';
 export {
   compileKey,
   compositeError,

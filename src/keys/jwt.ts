@@ -26,14 +26,17 @@ export function jwtPayload(token: string): JwtPayload {
   const second = first < 0 ? -1 : token.indexOf('.', first + 1);
   if (first <= 0 || second <= first + 1 || token.indexOf('.', second + 1) !== -1) return null;
   const payload = token.slice(first + 1, second);
-  if (!SEGMENT.test(token.slice(0, first)) || !SEGMENT.test(payload) || !SEGMENT.test(token.slice(second + 1))) return null;
+  if (!SEGMENT.test(token.slice(0, first)) || !SEGMENT.test(payload) || !SEGMENT.test(token.slice(second + 1)))
+    return null;
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     return null;
   }
-  return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+    ? (parsed as Record<string, unknown>)
+    : null;
 }
 
 /** The last token decoded and its payload: every `jwt:` rule of a request (and a client's next request) reads one token. */

@@ -122,8 +122,14 @@ function displayAccount(value: string): string {
 /** The NAME as written: no path (cookie names and claim names are case-sensitive). */
 const asWritten = (name: string): KindArg => Object.freeze({ name, path: null });
 
-function named(kind: string, check: (name: string) => boolean, hint: string, arg: (name: string) => KindArg = asWritten): KeyKind['compileName'] {
-  return (name, per) => (check(name) ? arg(name) : `invalid ${kind} name ${JSON.stringify(name)} in per ${JSON.stringify(per)}${hint}`);
+function named(
+  kind: string,
+  check: (name: string) => boolean,
+  hint: string,
+  arg: (name: string) => KindArg = asWritten,
+): KeyKind['compileName'] {
+  return (name, per) =>
+    check(name) ? arg(name) : `invalid ${kind} name ${JSON.stringify(name)} in per ${JSON.stringify(per)}${hint}`;
 }
 
 export const KINDS = {
@@ -161,7 +167,11 @@ export const KINDS = {
       return key === null ? [] : [key];
     },
     typedHint: (ctx) =>
-      ctx.accountFrom === 'token' ? "the token's SHA-256 digest (hex)" : ctx.accountFrom === 'header' ? 'the account header value' : 'the account id',
+      ctx.accountFrom === 'token'
+        ? "the token's SHA-256 digest (hex)"
+        : ctx.accountFrom === 'header'
+          ? 'the account header value'
+          : 'the account id',
     display: displayAccount,
     what: () => 'account',
     shown: (_arg, _facts, value) => displayAccount(value),
@@ -222,11 +232,13 @@ export const KINDS = {
     typedHint: () => 'the value',
     display: (value) => `header ${value.slice(0, 16)}`,
     what: (arg) => `header ${arg.name}`,
-    shown: (arg, facts, value) => `header ${arg.name} ${JSON.stringify(trim(facts.header(arg.name) ?? ''))}, ${shortDigest(value)}`,
+    shown: (arg, facts, value) =>
+      `header ${arg.name} ${JSON.stringify(trim(facts.header(arg.name) ?? ''))}, ${shortDigest(value)}`,
   },
   param: {
     syntax: 'param:NAME',
-    meaning: 'A request parameter in Rack bracket notation (query, form, multipart or JSON body), stripped and downcased as Rack::Attack does, digested.',
+    meaning:
+      'A request parameter in Rack bracket notation (query, form, multipart or JSON body), stripped and downcased as Rack::Attack does, digested.',
     compileName: named(
       'parameter',
       (n) => paramPath(n) !== undefined,
@@ -243,7 +255,8 @@ export const KINDS = {
     typedHint: () => 'the value',
     display: (value) => `param ${value.slice(0, 16)}`,
     what: (arg) => `parameter ${arg.name}`,
-    shown: (arg, facts, value) => `parameter ${arg.name} ${JSON.stringify(normalizeParamKey(facts.param(arg.name, arg.path!) ?? ''))}, ${shortDigest(value)}`,
+    shown: (arg, facts, value) =>
+      `parameter ${arg.name} ${JSON.stringify(normalizeParamKey(facts.param(arg.name, arg.path!) ?? ''))}, ${shortDigest(value)}`,
   },
   cookie: {
     syntax: 'cookie:NAME',
@@ -277,7 +290,8 @@ export const KINDS = {
     typedHint: () => 'the claim value',
     display: (value) => `jwt ${value.slice(0, 16)}`,
     what: (arg) => `JWT claim ${arg.name}`,
-    shown: (arg, facts, value) => `JWT claim ${arg.name} ${JSON.stringify(trim(tokenClaim(facts, arg.name) ?? ''))}, ${shortDigest(value)}`,
+    shown: (arg, facts, value) =>
+      `JWT claim ${arg.name} ${JSON.stringify(trim(tokenClaim(facts, arg.name) ?? ''))}, ${shortDigest(value)}`,
   },
   signature: {
     syntax: 'signature:domain',

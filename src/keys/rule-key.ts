@@ -4,7 +4,17 @@
  * and how `explain` shows it. A key is a list of parts, each of one kind: today one part; a composite
  * (`per: [KIND, KIND]`) is more parts of the same table, with the same operations.
  */
-import { KIND_BY_TAG, KIND_NAMES, KINDS, NO_NAME, type KeyFacts, type KeyKind, type KindArg, type KindName, type TypedContext } from './kinds.js';
+import {
+  KIND_BY_TAG,
+  KIND_NAMES,
+  KINDS,
+  NO_NAME,
+  type KeyFacts,
+  type KeyKind,
+  type KindArg,
+  type KindName,
+  type TypedContext,
+} from './kinds.js';
 
 /** One part of a key: a kind and its compiled name. */
 export interface KeyPart {
@@ -34,7 +44,10 @@ export interface RuleKey {
 export const PER_HINT = KIND_NAMES.map((k) => KINDS[k].syntax).join(', ');
 
 /** The shape of a `per:` value (the JSON Schema's pattern): a kind, with `:NAME` where it takes one. */
-export const PER_PATTERN = new RegExp(`^(${KIND_NAMES.map((k) => (KINDS[k].compileName === null ? k : `${k}:.*`)).join('|')})$`, 's');
+export const PER_PATTERN = new RegExp(
+  `^(${KIND_NAMES.map((k) => (KINDS[k].compileName === null ? k : `${k}:.*`)).join('|')})$`,
+  's',
+);
 
 /** What each kind means, for the schema's description: `ip (…), account (…)`. */
 export const PER_MEANINGS = KIND_NAMES.map((k) => `${KINDS[k].syntax}: ${KINDS[k].meaning}`).join(' ');
@@ -132,7 +145,8 @@ export function parsePart(per: string): KeyPart | string {
   const colon = per.indexOf(':');
   const kind = (colon < 0 ? per : per.slice(0, colon)) as KindName;
   const spec: KeyKind | undefined = Object.prototype.hasOwnProperty.call(KINDS, kind) ? KINDS[kind] : undefined;
-  if (spec === undefined || colon < 0 !== (spec.compileName === null)) return `must be one of ${PER_HINT} (got ${JSON.stringify(per)})`;
+  if (spec === undefined || colon < 0 !== (spec.compileName === null))
+    return `must be one of ${PER_HINT} (got ${JSON.stringify(per)})`;
   if (spec.compileName === null) return Object.freeze({ kind, spec, arg: NO_NAME, label: kind });
   const arg = spec.compileName(per.slice(colon + 1), per);
   if (typeof arg === 'string') return arg;
@@ -176,7 +190,11 @@ export function perError(per: string): string | null {
  * The tags an operator's value stands for under `key` (the first as the admin API names the bucket),
  * or the hint of what it must be. A composite key takes one value per part, in order (a tuple).
  */
-export function typedTags(key: RuleKey, text: string | readonly string[], ctx: TypedContext): readonly string[] | { readonly hint: string } {
+export function typedTags(
+  key: RuleKey,
+  text: string | readonly string[],
+  ctx: TypedContext,
+): readonly string[] | { readonly hint: string } {
   const texts = typeof text === 'string' ? [text] : text;
   if (texts.length !== key.parts.length) return { hint: tupleHint(key, ctx) };
   let tags: string[] = [''];
@@ -238,7 +256,8 @@ export function keyWhat(key: RuleKey, facts?: KeyFacts): string {
 
 /** How `explain` shows this request's key under `key` (its tag `tag`, from `key.tag`), part by part. */
 export function keyShown(key: RuleKey, facts: KeyFacts, tag: string): string {
-  if (key.parts.length === 1 && !tag.startsWith(`${KINDS.ip.tag}:`)) return key.parts[0]!.spec.shown(key.parts[0]!.arg, facts, tagValue(tag));
+  if (key.parts.length === 1 && !tag.startsWith(`${KINDS.ip.tag}:`))
+    return key.parts[0]!.spec.shown(key.parts[0]!.arg, facts, tagValue(tag));
   const shown: string[] = [];
   const missing: string[] = [];
   for (const p of key.parts) {

@@ -15,7 +15,8 @@ function isSpace(c: number): boolean {
 
 /** `[0-9a-zA-Z!#$%&'*+.^_`|~-]` as a 128-entry table: a lookup per character on the request path. */
 const TOKEN_CHAR = new Uint8Array(128);
-for (const c of "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+.^_`|~-") TOKEN_CHAR[c.charCodeAt(0)] = 1;
+for (const c of "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+.^_`|~-")
+  TOKEN_CHAR[c.charCodeAt(0)] = 1;
 
 function tokenEnd(s: string, from: number): number {
   let i = from;

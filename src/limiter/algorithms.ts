@@ -85,14 +85,30 @@ function fixedWindow(spec: BucketSpec, [storedStart, storedCount]: State, now: n
   const after = count + spec.cost;
   const end = start + P;
   const ok = after <= spec.limit;
-  return out.set(ok, start, after, 0, end, Math.max(0, spec.limit - after), Math.max(0, spec.limit - count), end, count > 0 ? end : now, ok ? now : end);
+  return out.set(
+    ok,
+    start,
+    after,
+    0,
+    end,
+    Math.max(0, spec.limit - after),
+    Math.max(0, spec.limit - count),
+    end,
+    count > 0 ? end : now,
+    ok ? now : end,
+  );
 }
 
 /**
  * Two-window weighted counter: count = current + previous × (unelapsed fraction of the current window).
  * Compared scaled by P so that everything stays an integer: current·P + previous·(P − elapsed) ≤ limit·P.
  */
-function slidingWindow(spec: BucketSpec, [storedStart, storedCur, storedPrev]: State, now: number, out: Evaluation): Evaluation {
+function slidingWindow(
+  spec: BucketSpec,
+  [storedStart, storedCur, storedPrev]: State,
+  now: number,
+  out: Evaluation,
+): Evaluation {
   const P = spec.periodMs;
   const L = spec.limit;
   const cost = spec.cost;
@@ -126,7 +142,18 @@ function slidingWindow(spec: BucketSpec, [storedStart, storedCur, storedPrev]: S
   const remainingIfCharged = Math.max(0, Math.floor((L * P - scaledAfter) / P));
   const remainingNow = Math.max(0, Math.floor((L * P - scaled) / P));
   // Fully replenished when no count still carries weight: this window's count weighs until end + P.
-  return out.set(ok, start, cur + cost, prev, end + P, remainingIfCharged, remainingNow, end + P, cur > 0 ? end + P : prev > 0 ? end : now, retryAt);
+  return out.set(
+    ok,
+    start,
+    cur + cost,
+    prev,
+    end + P,
+    remainingIfCharged,
+    remainingNow,
+    end + P,
+    cur > 0 ? end + P : prev > 0 ? end : now,
+    retryAt,
+  );
 }
 
 /**
@@ -169,7 +196,13 @@ export function emissionIntervalUs(spec: BucketSpec): number {
  * cost·T less the refill since the charge, so never more than the charge still weighs. Writes the state
  * and its expiry into `out` ([a, b, c, expireAt]); false when nothing is given back.
  */
-export function refundedState(spec: BucketSpec, [a, b, c]: State, chargedAt: number, now: number, out: number[]): boolean {
+export function refundedState(
+  spec: BucketSpec,
+  [a, b, c]: State,
+  chargedAt: number,
+  now: number,
+  out: number[],
+): boolean {
   const P = spec.periodMs;
   const cost = spec.cost;
   switch (spec.algorithm) {

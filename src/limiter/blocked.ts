@@ -147,7 +147,9 @@ class BlockedCache implements BlockedCacheStore {
     const read =
       inner.read !== undefined
         ? inner.read(specs)
-        : Promise.all(specs.map((spec) => inner.peek(spec))).then((buckets) => readOutcome(specs, buckets, this.clock() + this.offset));
+        : Promise.all(specs.map((spec) => inner.peek(spec))).then((buckets) =>
+            readOutcome(specs, buckets, this.clock() + this.offset),
+          );
     return read.then((out) => this.learnRead(specs, out));
   }
 

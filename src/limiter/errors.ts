@@ -8,7 +8,14 @@ import { RategateError, type RategateErrorCode } from '../errors.js';
  * the cluster lost slot coverage; `unavailable`: LOADING, MASTERDOWN, TRYAGAIN or BUSY (the node is
  * there but cannot serve yet); `script`: a reply the scripts did not expect (a bug, not an outage).
  */
-export const STORE_ERROR_REASONS = ['timeout', 'connection', 'readonly', 'clusterdown', 'unavailable', 'script'] as const;
+export const STORE_ERROR_REASONS = [
+  'timeout',
+  'connection',
+  'readonly',
+  'clusterdown',
+  'unavailable',
+  'script',
+] as const;
 export type StoreErrorReason = (typeof STORE_ERROR_REASONS)[number];
 
 /** A store call that produced no decision. The fault policy (resilient.ts) turns it into one. */

@@ -204,12 +204,20 @@ export async function decideWithoutStore(
   const out = await local.consume(n === specs.length ? specs : specs.filter((s) => s.onError === 'local'));
   if (!out.allowed) rejected();
   let k = 0;
-  const buckets = n === specs.length ? out.buckets : specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
+  const buckets =
+    n === specs.length
+      ? out.buckets
+      : specs.map((s) => (s.onError === 'local' ? out.buckets[k++]! : openState(s, out.now)));
   return { allowed: out.allowed, decider: 'fallback', now: out.now, buckets };
 }
 
 /** A peek the store could not answer, by the bucket's onError. */
-export function peekWithoutStore(local: LocalFallback, spec: BucketSpec, cause: unknown, now: number): Promise<BucketState> {
+export function peekWithoutStore(
+  local: LocalFallback,
+  spec: BucketSpec,
+  cause: unknown,
+  now: number,
+): Promise<BucketState> {
   if (spec.onError === 'deny') return Promise.reject(unavailable(cause));
   if (spec.onError === 'local') return local.store.peek(spec);
   return Promise.resolve(openState(spec, now));

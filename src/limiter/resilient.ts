@@ -25,7 +25,15 @@ import { Breaker, DEFAULT_BREAKER, type BreakerOptions, type CircuitState } from
 import { systemClock, type Clock } from './clock.js';
 import { StoreError } from './errors.js';
 import { decideWithoutStore, LocalFallback, peekWithoutStore, type Touched } from './local-fallback.js';
-import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type PrimaryStore, type Store, type StoreEvent } from './types.js';
+import {
+  StoreUnavailableError,
+  type BucketSpec,
+  type BucketState,
+  type ConsumeOutcome,
+  type PrimaryStore,
+  type Store,
+  type StoreEvent,
+} from './types.js';
 
 export type { BreakerOptions, CircuitState, StoreOp } from './breaker.js';
 export type { PrimaryStore, StoreEvent } from './types.js';
@@ -77,7 +85,10 @@ class Resilient implements ResilientStore {
     };
     this.emit = o.onEvent ?? (() => {});
     this.clock = o.clock ?? systemClock;
-    this.local = new LocalFallback(o.fallback, { ...(o.gateways !== undefined ? { gateways: o.gateways } : {}), now: () => this.clock.now() });
+    this.local = new LocalFallback(o.fallback, {
+      ...(o.gateways !== undefined ? { gateways: o.gateways } : {}),
+      now: () => this.clock.now(),
+    });
     primary.onPromotion?.((from, to, node) => this.promoted(from, to, node));
   }
 
@@ -280,10 +291,18 @@ class Resilient implements ResilientStore {
     const before = this.failing.size > 0;
     if (on) this.failing.add(node);
     else this.failing.delete(node);
-    this.emit(cause === undefined ? { type: 'node', node, failing: on, circuit } : { type: 'node', node, failing: on, circuit, cause });
+    this.emit(
+      cause === undefined
+        ? { type: 'node', node, failing: on, circuit }
+        : { type: 'node', node, failing: on, circuit, cause },
+    );
     const after = this.failing.size > 0;
     if (before !== after)
-      this.emit(cause === undefined || !after ? { type: 'fallback_active', active: after } : { type: 'fallback_active', active: after, cause });
+      this.emit(
+        cause === undefined || !after
+          ? { type: 'fallback_active', active: after }
+          : { type: 'fallback_active', active: after, cause },
+      );
   }
 
   /** A replica took over `from`: its keys are the new master's now, so the old breaker goes. */

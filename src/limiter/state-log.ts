@@ -51,7 +51,10 @@ export class StoreStateLog {
   /** Start-up gave up waiting for a first connection. */
   unreachableAtStart(cause: string | undefined): void {
     this.startFailing = true;
-    this.o.log.warn({ ...this.o.where, err: cause }, `store unreachable at start: serving under ${this.o.policy} until it connects`);
+    this.o.log.warn(
+      { ...this.o.where, err: cause },
+      `store unreachable at start: serving under ${this.o.policy} until it connects`,
+    );
   }
 
   /** The first connection was made after start-up went on without it. */
@@ -92,7 +95,10 @@ export class StoreStateLog {
       s.cancelHold = undefined;
       if (s.failing || s.reported === 'ok') return;
       s.reported = 'ok';
-      this.o.log.info({ ...this.o.where, node }, `store node ${node} recovered: decisions for its keys are shared again`);
+      this.o.log.info(
+        { ...this.o.where, node },
+        `store node ${node} recovered: decisions for its keys are shared again`,
+      );
     });
   }
 
@@ -101,12 +107,18 @@ export class StoreStateLog {
     const s = this.nodes.get(node);
     if (s !== undefined) this.stopHold(s);
     this.nodes.delete(node);
-    this.o.log.warn({ ...this.o.where, node: from, promoted: to }, `store failover: ${to} promoted in place of ${from}`);
+    this.o.log.warn(
+      { ...this.o.where, node: from, promoted: to },
+      `store failover: ${to} promoted in place of ${from}`,
+    );
   }
 
   /** The first store decision for the keys of `from` since `to` took over. */
   shared(from: string, to: string): void {
-    this.o.log.info({ ...this.o.where, node: to, replaced: from }, `store node ${to}: decisions for the keys of ${from} are shared again`);
+    this.o.log.info(
+      { ...this.o.where, node: to, replaced: from },
+      `store node ${to}: decisions for the keys of ${from} are shared again`,
+    );
   }
 
   private state(node: string): NodeState {

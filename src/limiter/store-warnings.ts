@@ -89,7 +89,8 @@ export class StoreWarnings {
     const { errors, fallback } = c;
     const decisions = fallback.admitted + fallback.refused + fallback.unavailable;
     const parts: string[] = [];
-    for (const [reason, n] of Object.entries(errors)) parts.push(`${n} ${reason === 'timeout' ? 'timeout' : `${reason} error`}${n === 1 ? '' : 's'}`);
+    for (const [reason, n] of Object.entries(errors))
+      parts.push(`${n} ${reason === 'timeout' ? 'timeout' : `${reason} error`}${n === 1 ? '' : 's'}`);
     if (decisions > 0)
       parts.push(
         `${decisions} decision${decisions === 1 ? '' : 's'} by the fault policy (${fallback.admitted} admitted, ${fallback.refused} refused, ${fallback.unavailable} answered 503)`,

@@ -137,16 +137,33 @@ export type FallbackResult = 'admitted' | 'refused' | 'unavailable';
 /** What the fault policy (resilient.ts) reports for metrics and the state log, without knowing about Prometheus. */
 export type StoreEvent =
   /** A request that could not use its master: why (`circuit_open`: the breaker skipped it). */
-  | { readonly type: 'error'; readonly op: StoreOp | 'ping'; readonly reason: StoreErrorReason | 'circuit_open'; readonly node: string }
+  | {
+      readonly type: 'error';
+      readonly op: StoreOp | 'ping';
+      readonly reason: StoreErrorReason | 'circuit_open';
+      readonly node: string;
+    }
   /**
    * Some decisions are (true) or no decision is any longer (false) made by the fault policy: the
    * fallback gauge. `cause`: the failure that turned it on (none when a breaker did).
    */
   | { readonly type: 'fallback_active'; readonly active: boolean; readonly cause?: unknown }
   /** One master's calls fail (its keys follow the fault policy) or succeed again. */
-  | { readonly type: 'node'; readonly node: string; readonly failing: boolean; readonly circuit: CircuitState; readonly cause?: unknown }
+  | {
+      readonly type: 'node';
+      readonly node: string;
+      readonly failing: boolean;
+      readonly circuit: CircuitState;
+      readonly cause?: unknown;
+    }
   /** A replica took over from a master: `from`'s breaker is gone; `wasFailing`: its keys were on the fault policy. */
-  | { readonly type: 'promotion'; readonly from: string; readonly to: string; readonly node: string; readonly wasFailing: boolean }
+  | {
+      readonly type: 'promotion';
+      readonly from: string;
+      readonly to: string;
+      readonly node: string;
+      readonly wasFailing: boolean;
+    }
   /** The first decision the store made for a failing master's keys after its replica took over: they are shared again. */
   | { readonly type: 'shared'; readonly from: string; readonly to: string; readonly node: string }
   /** A request the fallback store rejected (onError: local) while its master failed. */

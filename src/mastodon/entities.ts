@@ -117,7 +117,9 @@ export function mediaEntity(media: MediaRecord, baseUrl: string, processing = fa
 }
 
 function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;'));
+  return text.replace(/[&<>"']/g, (c) =>
+    c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;',
+  );
 }
 
 /** Plain text as Mastodon renders it: blank lines split paragraphs, single newlines become breaks. */
@@ -185,7 +187,8 @@ export function statusEntity(status: StatusRecord, view: View): Record<string, u
   };
   // Mastodon shows the posting app only to the author.
   const app = status.appId === null ? undefined : store.apps.get(status.appId);
-  if (viewerId === status.accountId && app !== undefined) entity['application'] = { name: app.name, website: app.website };
+  if (viewerId === status.accountId && app !== undefined)
+    entity['application'] = { name: app.name, website: app.website };
   if (viewerId !== null) {
     const target = original ?? status;
     entity['favourited'] = false;

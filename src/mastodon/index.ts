@@ -22,7 +22,9 @@ export interface RunningUpstream {
 const DEFAULT_MAX_UPLOAD_BYTES = 16 * 1024 * 1024;
 
 /** A request listener holding its own records: two handlers never share accounts or statuses. */
-export function createUpstreamHandler(opts: UpstreamOptions = {}): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+export function createUpstreamHandler(
+  opts: UpstreamOptions = {},
+): (req: http.IncomingMessage, res: http.ServerResponse) => void {
   const maxUploadBytes = opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
   if (!Number.isSafeInteger(maxUploadBytes) || maxUploadBytes <= 0) {
     throw new RangeError(`maxUploadBytes must be a positive integer, got ${String(opts.maxUploadBytes)}`);
@@ -32,7 +34,9 @@ export function createUpstreamHandler(opts: UpstreamOptions = {}): (req: http.In
 }
 
 /** Listens on `host` (default 127.0.0.1) and `port` (default 0: a free port). */
-export async function startUpstream(opts: UpstreamOptions & { host?: string; port?: number } = {}): Promise<RunningUpstream> {
+export async function startUpstream(
+  opts: UpstreamOptions & { host?: string; port?: number } = {},
+): Promise<RunningUpstream> {
   const { host = '127.0.0.1', port = 0, ...rest } = opts;
   const server = http.createServer(createUpstreamHandler(rest));
   await new Promise<void>((resolve, reject) => {

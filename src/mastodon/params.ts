@@ -6,7 +6,14 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
-import { MAX_PARAMS, mergeParams, pairsToHash, parseUrlEncoded, fromJson, type ParamHash } from '../rails/rack-params.js';
+import {
+  MAX_PARAMS,
+  mergeParams,
+  pairsToHash,
+  parseUrlEncoded,
+  fromJson,
+  type ParamHash,
+} from '../rails/rack-params.js';
 import { onBody } from '../http/message.js';
 import { HttpError } from './reply.js';
 
@@ -128,7 +135,11 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
  * Reads the query string and the body into one tree, body over query. Multipart file parts go to
  * `onFile` as streams while the body arrives, so an upload is never held in memory here.
  */
-export async function parseRequest<T = never>(req: IncomingMessage, rawQuery: string, opts: ParseOptions<T> = {}): Promise<ParsedRequest<T>> {
+export async function parseRequest<T = never>(
+  req: IncomingMessage,
+  rawQuery: string,
+  opts: ParseOptions<T> = {},
+): Promise<ParsedRequest<T>> {
   const query = parseUrlEncoded(rawQuery);
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const files = new Map<string, T>();
@@ -159,7 +170,12 @@ export async function parseRequest<T = never>(req: IncomingMessage, rawQuery: st
   }
 }
 
-function readMultipart<T>(req: IncomingMessage, opts: ParseOptions<T>, maxField: number, pairs: Array<[string, string]>): Promise<Map<string, T>> {
+function readMultipart<T>(
+  req: IncomingMessage,
+  opts: ParseOptions<T>,
+  maxField: number,
+  pairs: Array<[string, string]>,
+): Promise<Map<string, T>> {
   const maxFile = opts.maxFileBytes ?? maxField;
   const maxFiles = opts.maxFiles ?? DEFAULT_MAX_FILES;
   // A generous ceiling (every file at its cap, plus room for fields): a body declared bigger cannot
@@ -227,7 +243,12 @@ function readMultipart<T>(req: IncomingMessage, opts: ParseOptions<T>, maxField:
 }
 
 /** Busboy with the field, file and part limits; a header busboy cannot read is the client's error. */
-function multipartParser(req: IncomingMessage, maxField: number, maxFile: number, maxFiles: number): busboy.Busboy | HttpError {
+function multipartParser(
+  req: IncomingMessage,
+  maxField: number,
+  maxFile: number,
+  maxFiles: number,
+): busboy.Busboy | HttpError {
   try {
     return busboy({
       headers: req.headers,
@@ -248,7 +269,13 @@ function multipartParser(req: IncomingMessage, maxField: number, maxFile: number
 }
 
 /** Stop reading: nothing more of the body is parsed or handed on. */
-function stopMultipart(req: IncomingMessage, parser: busboy.Busboy, open: Set<Readable>, onReqError: () => void, onReqClose: () => void): void {
+function stopMultipart(
+  req: IncomingMessage,
+  parser: busboy.Busboy,
+  open: Set<Readable>,
+  onReqError: () => void,
+  onReqClose: () => void,
+): void {
   req.unpipe(parser);
   req.off('error', onReqError);
   req.off('close', onReqClose);

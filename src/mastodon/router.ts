@@ -63,7 +63,9 @@ const QUIET = process.env['VITEST'] !== undefined || process.env['NODE_ENV'] ===
 function logError(err: unknown, req: IncomingMessage): void {
   if (QUIET) return;
   const detail = err instanceof Error ? (err.stack ?? err.message) : String(err);
-  process.stderr.write(`rategate upstream: ${req.method ?? '?'} ${(req.url ?? '').split('?', 1)[0] ?? ''} failed: ${detail}\n`);
+  process.stderr.write(
+    `rategate upstream: ${req.method ?? '?'} ${(req.url ?? '').split('?', 1)[0] ?? ''} failed: ${detail}\n`,
+  );
 }
 
 function fail(res: ServerResponse, req: IncomingMessage, err: unknown): void {
@@ -113,6 +115,8 @@ export function createHandler(opts: ResolvedOptions): (req: IncomingMessage, res
       fail(res, req, notFound());
       return;
     }
-    void run(route.handler, new RouteContext(req, store, opts, rawQuery, route.id), req, res).catch(() => res.destroy());
+    void run(route.handler, new RouteContext(req, store, opts, rawQuery, route.id), req, res).catch(() =>
+      res.destroy(),
+    );
   };
 }

@@ -44,7 +44,8 @@ function webpSize(head: Buffer): ImageSize | null {
 /** Looks at the first bytes of a file; undefined when the format is not one Mastodon accepts. */
 export function sniff(head: Buffer): Sniffed | undefined {
   if (bytes(head, 0, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) {
-    const dims = head.length >= 24 && ascii(head, 12, 'IHDR') ? size(head.readUInt32BE(16), head.readUInt32BE(20)) : null;
+    const dims =
+      head.length >= 24 && ascii(head, 12, 'IHDR') ? size(head.readUInt32BE(16), head.readUInt32BE(20)) : null;
     return image('image/png', 'png', dims);
   }
   if (bytes(head, 0, [0xff, 0xd8, 0xff])) return image('image/jpeg', 'jpg', null);

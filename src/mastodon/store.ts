@@ -141,7 +141,11 @@ export class Store {
   /** `accountId:statusId` → the id of that account's boost of that status. */
   readonly reblogs = new Map<string, string>();
 
-  issueToken(appId: string, accountId: string | null, scopes: readonly string[]): { token: string; record: TokenRecord } {
+  issueToken(
+    appId: string,
+    accountId: string | null,
+    scopes: readonly string[],
+  ): { token: string; record: TokenRecord } {
     const token = randomToken();
     const record: TokenRecord = { appId, accountId, scopes, createdAt: Math.floor(Date.now() / 1000) };
     this.tokens.set(digest(token), record);

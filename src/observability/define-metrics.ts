@@ -17,7 +17,10 @@ export interface MetricMaker<N extends string> {
   histogram(name: N, bounds: readonly number[], labelNames?: string | readonly string[]): FastHistogram;
 }
 
-export function metricMaker<N extends string>(registry: client.Registry, help: Readonly<Record<N, string>>): MetricMaker<N> {
+export function metricMaker<N extends string>(
+  registry: client.Registry,
+  help: Readonly<Record<N, string>>,
+): MetricMaker<N> {
   const registers = [registry];
   return {
     counter: (name, rest) => new client.Counter({ ...rest, name, help: help[name], registers }),

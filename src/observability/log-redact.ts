@@ -9,9 +9,30 @@
 export const REDACTED = '[redacted]';
 
 /** A parameter whose name (or a bracket part of it) contains one of these is a credential. */
-const SECRET_WORDS = ['token', 'password', 'passwd', 'secret', 'credential', 'signature', 'apikey', 'api_key', 'api-key', 'otp'];
+const SECRET_WORDS = [
+  'token',
+  'password',
+  'passwd',
+  'secret',
+  'credential',
+  'signature',
+  'apikey',
+  'api_key',
+  'api-key',
+  'otp',
+];
 /** Names too short to look for inside others (`code` is in `postcode`), matched whole. */
-const SECRET_NAMES: ReadonlySet<string> = new Set(['code', 'key', 'auth', 'authorization', 'session', 'sig', 'jwt', 'assertion', 'pin']);
+const SECRET_NAMES: ReadonlySet<string> = new Set([
+  'code',
+  'key',
+  'auth',
+  'authorization',
+  'session',
+  'sig',
+  'jwt',
+  'assertion',
+  'pin',
+]);
 
 /** A percent escape, and Rack's bracket marks that split `user[password]` into its parts. */
 const ESCAPE = /%([0-9a-f]{2})/g;
@@ -27,7 +48,8 @@ export function loggedPath(target: string): string {
   if (q === -1) return target;
   const hash = target.indexOf('#', q);
   const query = hash === -1 ? target.slice(q + 1) : target.slice(q + 1, hash);
-  const rest = hash === -1 || hash === target.length - 1 ? target.slice(hash === -1 ? target.length : hash) : `#${REDACTED}`;
+  const rest =
+    hash === -1 || hash === target.length - 1 ? target.slice(hash === -1 ? target.length : hash) : `#${REDACTED}`;
   return `${target.slice(0, q + 1)}${redactedQuery(query)}${rest}`;
 }
 

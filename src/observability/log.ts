@@ -88,7 +88,9 @@ export function createAccessLog(log: Logger): (level: string, record: object) =>
   const internals = log as unknown as Record<symbol, unknown>;
   const stream = internals[pino.symbols.streamSym] as { write(s: string): unknown };
   const bindings = (internals[pino.symbols.chindingsSym] as string | undefined) ?? '';
-  const levelFormatter = (internals[pino.symbols.formattersSym] as { level?: (label: string, n: number) => object } | undefined)?.level;
+  const levelFormatter = (
+    internals[pino.symbols.formattersSym] as { level?: (label: string, n: number) => object } | undefined
+  )?.level;
   const timeOf = internals[pino.symbols.timeSym] as () => string;
   // Each level's `"level":…` written once, as the logger's formatter makes it.
   const levels = new Map<string, string>();
@@ -105,7 +107,9 @@ export function createAccessLog(log: Logger): (level: string, record: object) =>
   const time = timeOf === pino.stdTimeFunctions.isoTime ? isoTimeCached() : timeOf;
   return (level, record) => {
     const fields = JSON.stringify(record);
-    stream.write(`{${levelText(level)}${time()}${bindings}${fields.length > 2 ? ',' + fields.slice(1, -1) : ''},"msg":"request"}\n`);
+    stream.write(
+      `{${levelText(level)}${time()}${bindings}${fields.length > 2 ? ',' + fields.slice(1, -1) : ''},"msg":"request"}\n`,
+    );
   };
 }
 

@@ -28,14 +28,25 @@ export type Decision = (typeof DECISIONS)[number];
 export const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
 /** The `decision` label of rategate_http_request_duration_seconds: the pipeline's decision kinds (pipeline/decision.ts). */
-export const RESPONSE_DECISIONS = ['allowed', 'limited', 'unmatched', 'exempt', 'rejected', 'blocked', 'banned', 'store_unavailable'] as const;
+export const RESPONSE_DECISIONS = [
+  'allowed',
+  'limited',
+  'unmatched',
+  'exempt',
+  'rejected',
+  'blocked',
+  'banned',
+  'store_unavailable',
+] as const;
 export type ResponseDecision = (typeof RESPONSE_DECISIONS)[number];
 
 /**
  * The bounds of the end-to-end latency histogram: from a decision without I/O (well under a millisecond)
  * to the default upstream timeout's 504 (30 s, which lands in the 60 s bucket).
  */
-export const REQUEST_DURATION_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;
+export const REQUEST_DURATION_BOUNDS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+] as const;
 
 /**
  * Label values known in advance: their series exist at 0 from the start, so that an alert on
@@ -71,12 +82,15 @@ const HELP = {
   rategate_store_local_rejections_total:
     'Requests rejected without the shared store deciding, by source: blocked_cache (a bucket known to be limited until a time) or fallback (the local count of onError: local while the store fails).',
   rategate_store_batch_requests: 'Requests carried by one Redis script call of the batcher.',
-  rategate_upstream_duration_seconds: 'Time from forwarding a request to the upstream response headers, by status class.',
+  rategate_upstream_duration_seconds:
+    'Time from forwarding a request to the upstream response headers, by status class.',
   rategate_upstream_errors_total: 'Upstream failures answered by the gateway, by reason.',
   rategate_config_reloads_total: 'Config reloads, by result (success, error).',
-  rategate_config_last_reload_successful: '1 when the last config load or reload succeeded, 0 when it was refused (the previous table stays in force).',
+  rategate_config_last_reload_successful:
+    '1 when the last config load or reload succeeded, 0 when it was refused (the previous table stays in force).',
   rategate_config_last_reload_success_timestamp_seconds: 'Unix time of the last successful config load or reload.',
-  rategate_build_info: 'Always 1; the labels say which rategate (its version and the git revision it was built from) and which Node.js run.',
+  rategate_build_info:
+    'Always 1; the labels say which rategate (its version and the git revision it was built from) and which Node.js run.',
   rategate_store_up:
     '1 while decisions come from the store: every key has a master, none is failing, each answers as a master (always 1 for memory); 0 while some decisions follow onError.',
   rategate_upstream_up:
@@ -85,7 +99,8 @@ const HELP = {
     'Gateway processes sharing the store (each --workers worker counts), learned from their heartbeats; store.gateways until the store has answered. The local fallback and the leases are sized by it.',
   rategate_store_node_up:
     'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',
-  rategate_store_keys: "Buckets held in this process's memory: the memory store's, or the Redis store's local fallback's (bounded by store.maxKeys).",
+  rategate_store_keys:
+    "Buckets held in this process's memory: the memory store's, or the Redis store's local fallback's (bounded by store.maxKeys).",
   rategate_store_max_keys:
     "Buckets this process's memory store (or the Redis store's local fallback) may hold: store.maxKeys, or the default derived from the memory limit at start.",
   rategate_store_keys_refused_total:
@@ -101,15 +116,18 @@ const HELP = {
   rategate_upstream_refused_total:
     'Requests answered without being forwarded because of the upstream pool: queue_timeout (503: no connection free within server.upstreamQueueTimeout), per_ip_cap (429: the client already held server.maxUpstreamConnectionsPerIp).',
   rategate_upstream_waiting: 'Requests waiting for an upstream connection (every pool).',
-  rategate_slow_bodies_total: 'Request bodies answered 408 for arriving slower than server.minBodyRate over server.minBodyRateGrace.',
+  rategate_slow_bodies_total:
+    'Request bodies answered 408 for arriving slower than server.minBodyRate over server.minBodyRateGrace.',
   rategate_introspections_total:
     'Token introspections (clients.account.from: introspect), by result: ok, invalid (401, 422, other 4xx but 403), forbidden (403), error (5xx, network, deadline), budget_exhausted (answered 429 without a call: clients.account.introspection.budget).',
   rategate_proxy_protocol_refused_total:
     'Connections from a server.proxyProtocol peer closed for want of a valid PROXY header: invalid (missing or malformed), timeout (none within server.headersTimeout).',
-  rategate_tls_certificate_expiry_timestamp_seconds: 'When the certificate the TLS listener serves expires (notAfter, epoch seconds), by its first DNS name.',
+  rategate_tls_certificate_expiry_timestamp_seconds:
+    'When the certificate the TLS listener serves expires (notAfter, epoch seconds), by its first DNS name.',
   rategate_tls_reloads_total:
     'Certificate pairs read again after a change on disk: success (served to new connections), error (the pair in force stays; the log says why).',
-  rategate_drain_cut_total: 'Requests still in flight when the shutdown drain (server.drainGrace) ended, cut by the gateway (logged with error DRAIN_TIMEOUT).',
+  rategate_drain_cut_total:
+    'Requests still in flight when the shutdown drain (server.drainGrace) ended, cut by the gateway (logged with error DRAIN_TIMEOUT).',
   rategate_fragmented_bodies_total:
     'Connections closed for a request body in too many small chunks: beyond its first 1024 chunks, a body must average 64 bytes a chunk.',
   rategate_http2_closed_total:
@@ -122,8 +140,14 @@ export class Metrics {
 
   private readonly ruleCounters = new Map<string, RuleCounters>();
 
-  readonly requests = this.make.counter('rategate_requests_total', { labelNames: ['rule', 'decision'], collect: () => this.flushRuleCounts() });
-  readonly nearLimit = this.make.counter('rategate_near_limit_total', { labelNames: ['rule'], collect: () => this.flushRuleCounts() });
+  readonly requests = this.make.counter('rategate_requests_total', {
+    labelNames: ['rule', 'decision'],
+    collect: () => this.flushRuleCounts(),
+  });
+  readonly nearLimit = this.make.counter('rategate_near_limit_total', {
+    labelNames: ['rule'],
+    collect: () => this.flushRuleCounts(),
+  });
   /** Observed on every request: FastHistogram, not prom-client's (see histogram.ts). */
   readonly storeDuration = this.make.histogram(
     'rategate_store_duration_seconds',
@@ -147,9 +171,16 @@ export class Metrics {
   readonly configReloads = this.make.counter('rategate_config_reloads_total', { labelNames: ['result'] });
   // -- Operations (SPEC §6): reload state, store state and build, for alerts. In `--workers` mode the
   // primary sums series over workers; these say how to combine theirs instead.
-  readonly configLastReloadSuccessful = this.make.gauge('rategate_config_last_reload_successful', { aggregator: 'min' });
-  readonly configLastReloadSuccessTimestamp = this.make.gauge('rategate_config_last_reload_success_timestamp_seconds', { aggregator: 'min' });
-  readonly buildInfo = this.make.gauge('rategate_build_info', { labelNames: ['version', 'revision', 'node'], aggregator: 'first' });
+  readonly configLastReloadSuccessful = this.make.gauge('rategate_config_last_reload_successful', {
+    aggregator: 'min',
+  });
+  readonly configLastReloadSuccessTimestamp = this.make.gauge('rategate_config_last_reload_success_timestamp_seconds', {
+    aggregator: 'min',
+  });
+  readonly buildInfo = this.make.gauge('rategate_build_info', {
+    labelNames: ['version', 'revision', 'node'],
+    aggregator: 'first',
+  });
   /** Asked at each scrape for rategate_store_up (set by the composition root: a bounded, cached check). */
   storeProbe: (() => Promise<boolean>) | undefined;
   readonly storeUp: client.Gauge = this.make.gauge('rategate_store_up', {
@@ -183,7 +214,10 @@ export class Metrics {
   readonly storeKeysRefused = this.make.counter('rategate_store_keys_refused_total');
 
   readonly gatewayResponses = this.make.counter('rategate_gateway_responses_total', { labelNames: ['code'] });
-  readonly eventLoopDelay = this.make.histogram('rategate_event_loop_delay_seconds', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]);
+  readonly eventLoopDelay = this.make.histogram(
+    'rategate_event_loop_delay_seconds',
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  );
   private readonly eventLoop: { stop(): void } | undefined;
 
   readonly upstreamRefused = this.make.counter('rategate_upstream_refused_total', { labelNames: ['reason'] });
@@ -196,9 +230,14 @@ export class Metrics {
   /** An introspection's result, or one the budget refused (`budget_exhausted`). */
   readonly introspected = (result: IntrospectionResult): void => this.introspectionCounts.get(result)!.inc();
   readonly drainCuts = this.make.counter('rategate_drain_cut_total');
-  readonly tlsExpiry = this.make.gauge('rategate_tls_certificate_expiry_timestamp_seconds', { labelNames: ['name'], aggregator: 'min' });
+  readonly tlsExpiry = this.make.gauge('rategate_tls_certificate_expiry_timestamp_seconds', {
+    labelNames: ['name'],
+    aggregator: 'min',
+  });
   readonly tlsReloads = this.make.counter('rategate_tls_reloads_total', { labelNames: ['result'] });
-  readonly proxyProtocolRefused = this.make.counter('rategate_proxy_protocol_refused_total', { labelNames: ['reason'] });
+  readonly proxyProtocolRefused = this.make.counter('rategate_proxy_protocol_refused_total', {
+    labelNames: ['reason'],
+  });
   readonly fragmentedBodies = this.make.counter('rategate_fragmented_bodies_total');
   readonly http2Closed = this.make.counter('rategate_http2_closed_total', { labelNames: ['reason'] });
 
@@ -229,7 +268,10 @@ export class Metrics {
 
   // -- RED (issue 40): what clients see. The histogram is observed once per parsed request, the
   // responses counter once per answer of any kind; both cost an index and an add on the request path.
-  readonly requestDuration = this.make.histogram('rategate_http_request_duration_seconds', REQUEST_DURATION_BOUNDS, ['code_class', 'decision']);
+  readonly requestDuration = this.make.histogram('rategate_http_request_duration_seconds', REQUEST_DURATION_BOUNDS, [
+    'code_class',
+    'decision',
+  ]);
   /** Each decision's series by code class, taken once (no label hash per request). */
   private readonly durationSeries = Object.fromEntries(
     RESPONSE_DECISIONS.map((d) => [d, STATUS_CLASSES.map((c) => this.requestDuration.labels(c, d))]),
@@ -237,7 +279,10 @@ export class Metrics {
   /** Responses per code class as plain numbers, handed to prom-client at scrape time. */
   private readonly responseCounts = [0, 0, 0, 0, 0];
   private readonly responseCountsExported = [0, 0, 0, 0, 0];
-  readonly responses = this.make.counter('rategate_http_responses_total', { labelNames: ['code_class'], collect: () => this.flushResponses() });
+  readonly responses = this.make.counter('rategate_http_responses_total', {
+    labelNames: ['code_class'],
+    collect: () => this.flushResponses(),
+  });
 
   /**
    * Local rejections as plain numbers, handed to prom-client at scrape time like the rule counts: a
@@ -314,7 +359,8 @@ export class Metrics {
       const e = c.exported;
       if (c.allowed > e.allowed) this.requests.inc({ rule, decision: 'allowed' }, c.allowed - e.allowed);
       if (c.limited > e.limited) this.requests.inc({ rule, decision: 'limited' }, c.limited - e.limited);
-      if (c.shadowLimited > e.shadowLimited) this.requests.inc({ rule, decision: 'shadow_limited' }, c.shadowLimited - e.shadowLimited);
+      if (c.shadowLimited > e.shadowLimited)
+        this.requests.inc({ rule, decision: 'shadow_limited' }, c.shadowLimited - e.shadowLimited);
       if (c.nearLimit > e.nearLimit) this.nearLimit.inc({ rule }, c.nearLimit - e.nearLimit);
       e.allowed = c.allowed;
       e.limited = c.limited;

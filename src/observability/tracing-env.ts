@@ -39,10 +39,14 @@ export function tracingFromEnv(env: Env): TracingSettings | null | string {
   if (names.includes('none')) return null;
   const exporters: TraceExporterName[] = [];
   for (const n of names) {
-    if (n !== 'otlp' && n !== 'console') return `OTEL_TRACES_EXPORTER: "${n}" is not an exporter this build has (otlp, console, none)`;
+    if (n !== 'otlp' && n !== 'console')
+      return `OTEL_TRACES_EXPORTER: "${n}" is not an exporter this build has (otlp, console, none)`;
     if (!exporters.includes(n)) exporters.push(n);
   }
-  const protocolVar = nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocolVar =
+    nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) !== undefined
+      ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+      : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   const protocol = nonEmpty(env[protocolVar]) ?? 'http/protobuf';
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
     return `${protocolVar}: "${protocol}" is not supported (http/protobuf, the default, or http/json; an OpenTelemetry Collector takes both on port 4318)`;

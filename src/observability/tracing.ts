@@ -26,7 +26,13 @@ import {
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator, millisToHrTime, setGlobalErrorHandler } from '@opentelemetry/core';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import {
   ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
@@ -113,7 +119,11 @@ export class RequestTracing {
     // One anchor per request: the SDK would take each span's offset from Date.now() (whole ms) anew,
     // and spans less than a millisecond apart could come out in the wrong order.
     const offset = Date.now() - performance.now();
-    const span = this.tracer.startSpan(method, { kind: SpanKind.SERVER, startTime: millisToHrTime(at + offset), attributes }, parent);
+    const span = this.tracer.startSpan(
+      method,
+      { kind: SpanKind.SERVER, startTime: millisToHrTime(at + offset), attributes },
+      parent,
+    );
     return new RequestSpans(this, span, trace.setSpan(parent, span), offset);
   }
 
@@ -265,7 +275,8 @@ export class RequestSpans {
       );
     if (e.rejectedBy !== undefined) span.setAttribute('rategate.rejected_by', e.rejectedBy.name);
     if (e.error !== undefined) span.setAttribute(ATTR_ERROR_TYPE, e.error);
-    if (e.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, ...(e.error !== undefined ? { message: e.error } : {}) });
+    if (e.status >= 500)
+      span.setStatus({ code: SpanStatusCode.ERROR, ...(e.error !== undefined ? { message: e.error } : {}) });
     span.end(this.time(end));
   }
 
@@ -315,7 +326,10 @@ function routeOf(sections: readonly (readonly TracedRule[])[], method: string, p
       let patterns = patternsOf.get(rule);
       if (patterns === undefined) {
         const many = rule.patterns.length > 1;
-        patterns = rule.patterns.map((p) => ({ route: p.trim().replace(/^\S+\s+/, ''), matcher: many ? compileMatcher([{ patterns: [p] }]) : null }));
+        patterns = rule.patterns.map((p) => ({
+          route: p.trim().replace(/^\S+\s+/, ''),
+          matcher: many ? compileMatcher([{ patterns: [p] }]) : null,
+        }));
         patternsOf.set(rule, patterns);
       }
       for (const p of patterns) {
@@ -348,7 +362,10 @@ export async function startTracing(settings: TracingSettings, warn: TracingWarn)
   return new RequestTracing(provider.getTracer('rategate', VERSION), provider);
 }
 
-async function exporterFor(name: TracingSettings['exporters'][number], settings: TracingSettings): Promise<SpanExporter> {
+async function exporterFor(
+  name: TracingSettings['exporters'][number],
+  settings: TracingSettings,
+): Promise<SpanExporter> {
   switch (name) {
     case 'console':
       return new ConsoleSpanExporter();

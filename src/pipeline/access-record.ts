@@ -27,7 +27,8 @@ const digest16 = (text: string): string => createHash('sha256').update(text).dig
  */
 export function keyField(v: RequestView, rule: Decision['rejectedBy']): string | undefined {
   const mode = v.policy.snapshot.config.log.client;
-  if (mode === 'off' || rule === undefined || (rule.key.parts.length === 1 && rule.key.parts[0]!.kind === 'ip')) return undefined;
+  if (mode === 'off' || rule === undefined || (rule.key.parts.length === 1 && rule.key.parts[0]!.kind === 'ip'))
+    return undefined;
   const tag = rule.key.tag(v);
   if (tag === null) return undefined;
   if (mode === 'clear') return displayKey(tag);
@@ -36,7 +37,8 @@ export function keyField(v: RequestView, rule: Decision['rejectedBy']): string |
 
 /** An IP or account part of a tag as its digest prefix (`log.client: digest` logs neither). */
 function digestPersonal(tag: string): string {
-  for (const kind of [KINDS.ip.tag, KINDS.account.tag]) if (tag.startsWith(`${kind}:`)) return `${kind}:${digest16(tag.slice(kind.length + 1))}`;
+  for (const kind of [KINDS.ip.tag, KINDS.account.tag])
+    if (tag.startsWith(`${kind}:`)) return `${kind}:${digest16(tag.slice(kind.length + 1))}`;
   return tag;
 }
 
@@ -87,7 +89,11 @@ export function recordOf(
   id: string,
   view: RequestView,
   d: Decision,
-  end: { readonly status: number; readonly error: string | undefined; readonly bodyLength?: string | readonly string[] | number | undefined },
+  end: {
+    readonly status: number;
+    readonly error: string | undefined;
+    readonly bodyLength?: string | readonly string[] | number | undefined;
+  },
   elapsedMs: number,
 ): RequestRecord {
   const record: RequestRecord = {
@@ -102,7 +108,12 @@ export function recordOf(
     ms: Math.round(elapsedMs * 1000) / 1000,
   };
   const headers = req.headers;
-  const bytesIn = headers['content-length'] !== undefined ? lengthOf(headers['content-length']) : headers['transfer-encoding'] === undefined ? 0 : undefined;
+  const bytesIn =
+    headers['content-length'] !== undefined
+      ? lengthOf(headers['content-length'])
+      : headers['transfer-encoding'] === undefined
+        ? 0
+        : undefined;
   if (bytesIn !== undefined) record.bytesIn = bytesIn;
   const bytesOut = lengthOf(end.bodyLength);
   if (bytesOut !== undefined) record.bytesOut = bytesOut;
@@ -120,6 +131,7 @@ export function recordOf(
 
 /** The access line's `protocol`: read from what node parsed, no string built per request. */
 export function protocolOf(req: http.IncomingMessage): string {
-  if (req.httpVersionMajor === 2) return (req.socket as { encrypted?: boolean } | null)?.encrypted === true ? 'h2' : 'h2c';
+  if (req.httpVersionMajor === 2)
+    return (req.socket as { encrypted?: boolean } | null)?.encrypted === true ? 'h2' : 'h2c';
   return req.httpVersionMinor === 0 ? 'http/1.0' : 'http/1.1';
 }

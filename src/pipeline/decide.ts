@@ -69,7 +69,9 @@ export function decide(ctx: DecideContext, v: RequestView): Decision | Promise<D
 /** Whether the limit rules need an account not yet known (not for an exempt client or an unmatched route). */
 function lookUpFor(ctx: DecideContext, v: RequestView): boolean {
   const matched = v.rules.limits;
-  return matched.length > 0 && anyNeedsAccount(matched) && v.knownAccount() === undefined && !v.exempt(ctx.runtimeExempt);
+  return (
+    matched.length > 0 && anyNeedsAccount(matched) && v.knownAccount() === undefined && !v.exempt(ctx.runtimeExempt)
+  );
 }
 
 /** The decision once the account is known (or not needed). */
@@ -101,7 +103,12 @@ function charge(ctx: DecideContext, v: RequestView): Decision | Promise<Decision
 }
 
 /** The store's synchronous answer when it has one (memory, a held lease, a blocked bucket): no promise hop. */
-function consume(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[]): Decision | Promise<Decision> {
+function consume(
+  ctx: DecideContext,
+  v: RequestView,
+  specs: readonly BucketSpec[],
+  rules: CompiledRule[],
+): Decision | Promise<Decision> {
   const storeStarted = performance.now();
   const local = ctx.store.consumeLocal?.(specs);
   if (local !== undefined) return decided(ctx, v, specs, rules, local, storeStarted);
@@ -112,14 +119,22 @@ function consume(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[
  * The store's promise and one reaction on it, not an async function: an await costs a frame suspended
  * and resumed besides the reaction. A store that throws rather than rejects is answered the same way.
  */
-function consumeAsync(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], storeStarted: number): Promise<Decision> {
+function consumeAsync(
+  ctx: DecideContext,
+  v: RequestView,
+  specs: readonly BucketSpec[],
+  rules: CompiledRule[],
+  storeStarted: number,
+): Promise<Decision> {
   const unavailable = (err: unknown): Decision => {
     if (v.span !== null) v.span.stored('consume', storeStarted, performance.now(), specs.length, null, err);
     if (!(err instanceof StoreUnavailableError)) throw err;
     return { ...refusal(503, ERROR_BODIES.STORE_UNAVAILABLE, 'store_unavailable'), rules, matched: true };
   };
   try {
-    return ctx.store.consume(specs).then((outcome) => decided(ctx, v, specs, rules, outcome, storeStarted), unavailable);
+    return ctx.store
+      .consume(specs)
+      .then((outcome) => decided(ctx, v, specs, rules, outcome, storeStarted), unavailable);
   } catch (err) {
     return new Promise((resolve) => resolve(unavailable(err)));
   }
@@ -165,7 +180,12 @@ function refuseEarly(ctx: DecideContext, v: RequestView): Verdict | Promise<Verd
     read =
       store.read !== undefined
         ? store.read(specs)
-        : Promise.all(specs.map((spec) => store.peek(spec))).then((buckets): ConsumeOutcome => ({ allowed: false, decider: 'store', now: ctx.now(), buckets }));
+        : Promise.all(specs.map((spec) => store.peek(spec))).then((buckets): ConsumeOutcome => ({
+            allowed: false,
+            decider: 'store',
+            now: ctx.now(),
+            buckets,
+          }));
   } catch {
     return GO_ON;
   }
@@ -182,7 +202,13 @@ function refuseEarly(ctx: DecideContext, v: RequestView): Verdict | Promise<Verd
 }
 
 /** The early 429 when a bucket read has no room, else go on. */
-function refusedByRead(ctx: DecideContext, v: RequestView, specs: readonly BucketSpec[], rules: CompiledRule[], outcome: ConsumeOutcome): Verdict {
+function refusedByRead(
+  ctx: DecideContext,
+  v: RequestView,
+  specs: readonly BucketSpec[],
+  rules: CompiledRule[],
+  outcome: ConsumeOutcome,
+): Verdict {
   const by = rejecting(rules, outcome);
   if (by === undefined) return GO_ON;
   countDecision(ctx.metrics, rules, outcome);
@@ -191,7 +217,12 @@ function refusedByRead(ctx: DecideContext, v: RequestView, specs: readonly Bucke
 }
 
 /** The rejecting bucket, for triage (only on a 429: an allowed request costs nothing here). */
-function noteLimited(ctx: DecideContext, rules: readonly CompiledRule[], specs: readonly { key: string }[], outcome: ConsumeOutcome): void {
+function noteLimited(
+  ctx: DecideContext,
+  rules: readonly CompiledRule[],
+  specs: readonly { key: string }[],
+  outcome: ConsumeOutcome,
+): void {
   if (ctx.onLimited === undefined) return;
   for (let i = 0; i < rules.length; i++) {
     if (outcome.buckets[i]!.limited && !rules[i]!.shadow) return ctx.onLimited(rules[i]!.name, specs[i]!.key);

@@ -4,7 +4,8 @@ import type { ConsumeOutcome } from '../limiter/types.js';
 import { ERROR_BODIES, GATEWAY_ERRORS, type GatewayErrorCode } from '../http/errors.js';
 
 /** How the decision went, as the access log names it. */
-export type DecisionKind = 'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';
+export type DecisionKind =
+  'allowed' | 'limited' | 'unmatched' | 'exempt' | 'rejected' | 'blocked' | 'banned' | 'store_unavailable';
 
 export interface Decision {
   readonly admit: boolean;
@@ -48,7 +49,13 @@ export function decision(
   return { admit, status, body, headers, head, rules, rejectedBy, matched, kind, outcome };
 }
 
-export function admitted(headers: readonly string[], rules: readonly CompiledRule[], matched: boolean, kind: DecisionKind, outcome?: ConsumeOutcome): Decision {
+export function admitted(
+  headers: readonly string[],
+  rules: readonly CompiledRule[],
+  matched: boolean,
+  kind: DecisionKind,
+  outcome?: ConsumeOutcome,
+): Decision {
   return decision(true, 0, undefined, headers, undefined, rules, undefined, matched, kind, outcome);
 }
 

@@ -49,7 +49,12 @@ function runFrom(stages: readonly Stage[], from: number, ctx: ScreenContext, s: 
  * stage waited, else a promise (which rejects when a stage throws after a wait). A stage made of steps
  * (decide.ts: the account's) runs them through here too, so that no stage tells a value from a promise.
  */
-export function verdictOf(stages: readonly Stage[], from: number, ctx: ScreenContext, s: Screening): Verdict | Promise<Verdict> {
+export function verdictOf(
+  stages: readonly Stage[],
+  from: number,
+  ctx: ScreenContext,
+  s: Screening,
+): Verdict | Promise<Verdict> {
   let verdict: Verdict | Promise<Verdict> = GO_ON;
   let i = from;
   for (; i < stages.length && verdict === GO_ON; i++) verdict = stages[i]!.run(ctx, s);

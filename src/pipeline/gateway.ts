@@ -16,7 +16,15 @@ import { forwardedHeaders } from '../proxy/client-ip-headers.js';
 import type { Tunnel } from '../proxy/tunnel.js';
 import type { UpstreamRoutes } from '../proxy/routes.js';
 import type { BodyRateWatch } from '../http/body-rate.js';
-import { GATEWAY_ERRORS, isGatewayAnswer, respondError, respondJson, respondOnSocket, respondWithHead, upstreamErrorReason } from '../http/errors.js';
+import {
+  GATEWAY_ERRORS,
+  isGatewayAnswer,
+  respondError,
+  respondJson,
+  respondOnSocket,
+  respondWithHead,
+  upstreamErrorReason,
+} from '../http/errors.js';
 import { NO_HEADERS } from './decision.js';
 import { RequestView } from './request-view.js';
 import { continueNow } from '../http/expect-continue.js';
@@ -126,7 +134,8 @@ export class Gateway {
       if (res.headersSent) return this.finish(req, id, s, { status: res.statusCode, result: undefined }, started);
       if (!d.admit) {
         // A request body the gateway will not read: answering early closes the connection, not drains it.
-        const close = d === SHUTTING_DOWN || d === TOO_LARGE || d === CONNECTION_FRAMING || (!req.complete && declaresBody(req));
+        const close =
+          d === SHUTTING_DOWN || d === TOO_LARGE || d === CONNECTION_FRAMING || (!req.complete && declaresBody(req));
         // A 429's prebuilt head (refusal-head.ts) is written as is; one that closes the connection is built.
         if (d.head !== undefined && !close) respondWithHead(res, d.status, d.head, d.body!);
         else respondJson(res, d.status, d.body!, d.headers, close);
@@ -146,7 +155,10 @@ export class Gateway {
         body: s.body,
         dropOverrideHeader: s.dropOverrideHeader,
         clientKey: s.view.client.key,
-        trace: span !== null ? span.upstreamHeaders(req.method ?? 'GET', forwarder.origin, s.view.path, performance.now()) : null,
+        trace:
+          span !== null
+            ? span.upstreamHeaders(req.method ?? 'GET', forwarder.origin, s.view.path, performance.now())
+            : null,
       };
       forwarder.send(req, res, out, (result) => this.forwarded(req, res, id, started, s, result));
     } catch (err) {
@@ -155,7 +167,14 @@ export class Gateway {
   }
 
   /** The upstream's answer is on its way to the client (or the exchange failed): recorded, never thrown from (undici calls this). */
-  private forwarded(req: http.IncomingMessage, res: http.ServerResponse, id: string, started: number, s: Screened, result: ForwardResult): void {
+  private forwarded(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    id: string,
+    started: number,
+    s: Screened,
+    result: ForwardResult,
+  ): void {
     try {
       if (s.view.span !== null) s.view.span.upstreamDone(result, performance.now());
       // The pool refused it before the upstream saw it: its buckets are given back, then it is answered
@@ -163,7 +182,14 @@ export class Gateway {
       if (result.error !== undefined && isPoolRefusal(result.error)) {
         const gone = res.destroyed;
         answerPoolRefusal(req, res, result.error, refundRefused(this.opts.store, s, result.error));
-        if (gone) return this.finish(req, id, s, { status: 0, result: { status: 0, error: 'CLIENT_ABORTED', seconds: result.seconds } }, started);
+        if (gone)
+          return this.finish(
+            req,
+            id,
+            s,
+            { status: 0, result: { status: 0, error: 'CLIENT_ABORTED', seconds: result.seconds } },
+            started,
+          );
       }
       this.finish(req, id, s, { status: result.status, result }, started);
     } catch (err) {
@@ -172,14 +198,27 @@ export class Gateway {
   }
 
   /** A bug must cost one request, never the process. */
-  failed(req: http.IncomingMessage, res: http.ServerResponse, id: string, err: unknown, started: number, view: RequestView): void {
+  failed(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    id: string,
+    err: unknown,
+    started: number,
+    view: RequestView,
+  ): void {
     if (!res.headersSent) respondError(res, 'INTERNAL', NO_HEADERS);
     else res.destroy();
     if (view.span !== null) view.span.failed(err, performance.now());
     this.logFailure(req, id, err, started);
   }
 
-  private async tunnel(req: http.IncomingMessage, socket: Duplex, head: Buffer, id: string, started: number): Promise<void> {
+  private async tunnel(
+    req: http.IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    id: string,
+    started: number,
+  ): Promise<void> {
     const held = (release: Release): unknown => (socket.destroyed ? release() : socket.once('close', release));
     const s = await screened(this.ctx, this.viewOf(req, started), null, held, this.stages);
     const d = s.decision;
@@ -189,8 +228,18 @@ export class Gateway {
     }
     const tunnel = this.opts.routes?.pick(s.view.method, s.view.path)?.tunnel ?? this.opts.tunnel;
     const span = s.view.span;
-    const trace = span !== null ? span.upstreamHeaders(req.method ?? 'GET', tunnel.origin, s.view.path, performance.now()) : null;
-    const result = await tunnel.open(req, socket, head, s.target, forwardedHeaders(req, s.view.peer, id, s.view), d.headers, d.matched, trace);
+    const trace =
+      span !== null ? span.upstreamHeaders(req.method ?? 'GET', tunnel.origin, s.view.path, performance.now()) : null;
+    const result = await tunnel.open(
+      req,
+      socket,
+      head,
+      s.target,
+      forwardedHeaders(req, s.view.peer, id, s.view),
+      d.headers,
+      d.matched,
+      trace,
+    );
     if (span !== null) span.upstreamDone(result, performance.now());
     this.finish(req, id, s, { status: result.status, result }, started);
   }
@@ -212,7 +261,14 @@ export class Gateway {
     this.opts.metrics.observeResponse(end.status, s.decision.kind, elapsedMs / 1000);
     const record =
       this.opts.onRequest !== undefined && this.opts.wantsRecords?.() !== false
-        ? recordOf(req, id, s.view, s.decision, { status: end.status, error, bodyLength: end.body?.length ?? r?.bodyLength }, elapsedMs)
+        ? recordOf(
+            req,
+            id,
+            s.view,
+            s.decision,
+            { status: end.status, error, bodyLength: end.body?.length ?? r?.bodyLength },
+            elapsedMs,
+          )
         : undefined;
     if (s.banHits && this.opts.guard) this.opts.guard.bans.countHits(s.banHits, end.status);
     // A surge's trigger counts the upstream's own answers to what was admitted (surge/surges.ts: by status,
@@ -223,7 +279,8 @@ export class Gateway {
     if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
     else if (r.error === undefined) metrics.observeUpstream(r.status, r.seconds);
     else if (error === 'DRAIN_TIMEOUT') metrics.drainCuts.inc();
-    else if (r.error !== 'CLIENT_ABORTED' && isGatewayAnswer(r.error)) metrics.gatewayResponses.labels(String(r.status)).inc();
+    else if (r.error !== 'CLIENT_ABORTED' && isGatewayAnswer(r.error))
+      metrics.gatewayResponses.labels(String(r.status)).inc();
     else if (r.error !== 'CLIENT_ABORTED') {
       metrics.upstreamErrors.labels(upstreamErrorReason(r.error)).inc();
       metrics.gatewayResponses.labels(String(r.status)).inc();

@@ -39,5 +39,11 @@ export function compileIntrospectionBudget(cfg: Config): IntrospectionBudget | n
     shadow: false,
   };
   const rule = compileRule(asRule, -1);
-  return { rule, rules: Object.freeze([rule]), prefix: ruleKeyPrefix(INTROSPECTION_BUDGET_RULE), onError: cfg.store.onError, last: undefined };
+  return {
+    rule,
+    rules: Object.freeze([rule]),
+    prefix: ruleKeyPrefix(INTROSPECTION_BUDGET_RULE),
+    onError: cfg.store.onError,
+    last: undefined,
+  };
 }

@@ -29,11 +29,22 @@ type ServerSocket = Duplex & { _httpMessage?: http.ServerResponse | null; setTim
  * 400 instead: without the header it names, the re-fed request would end elsewhere than where the
  * client's own framing ends it (one request read as two). `onRefused`: told the status of such an answer.
  */
-export function serveAsPlainRequest(server: http.Server, req: http.IncomingMessage, socket: Duplex, head: Buffer, onRefused?: (status: number) => void): void {
+export function serveAsPlainRequest(
+  server: http.Server,
+  req: http.IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  onRefused?: (status: number) => void,
+): void {
   const listed = connectionListed(req.headers.connection);
   afterPendingAnswers(socket as ServerSocket, () => {
     if (namesFraming(listed)) {
-      respondOnSocket(socket, GATEWAY_ERRORS.CONNECTION_NAMES_FRAMING.status, ERROR_BODIES.CONNECTION_NAMES_FRAMING, []);
+      respondOnSocket(
+        socket,
+        GATEWAY_ERRORS.CONNECTION_NAMES_FRAMING.status,
+        ERROR_BODIES.CONNECTION_NAMES_FRAMING,
+        [],
+      );
       onRefused?.(GATEWAY_ERRORS.CONNECTION_NAMES_FRAMING.status);
       return;
     }
@@ -41,7 +52,13 @@ export function serveAsPlainRequest(server: http.Server, req: http.IncomingMessa
   });
 }
 
-function refeed(server: http.Server, req: http.IncomingMessage, socket: Duplex, head: Buffer, listed: Set<string> | null): void {
+function refeed(
+  server: http.Server,
+  req: http.IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  listed: Set<string> | null,
+): void {
   let text = `${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}\r\n`;
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {

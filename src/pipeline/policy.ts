@@ -3,7 +3,15 @@
  * once when a config is loaded so that the request path only looks things up.
  */
 import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
-import { compileWantedParams, METHOD_PARAM, type RequestFacts, TOKEN_PARAMS, type WantedParams, whenFails, whenQueryNames } from '../rails/index.js';
+import {
+  compileWantedParams,
+  METHOD_PARAM,
+  type RequestFacts,
+  TOKEN_PARAMS,
+  type WantedParams,
+  whenFails,
+  whenQueryNames,
+} from '../rails/index.js';
 import { keyParams, keyWhat, NEED, needs, typedTags, type KeyFacts, type TypedContext } from '../keys/index.js';
 import {
   accountKeysNamedBy,
@@ -103,14 +111,20 @@ export function buildRequestPolicy(
   const cfg = snapshot.config;
   const trustedProxies = compileCidrs(cfg.clients.trustedProxies);
   const acct = cfg.clients.account;
-  const sameAccountSettings = previous !== undefined && JSON.stringify(previous.snapshot.config.clients.account) === JSON.stringify(acct);
+  const sameAccountSettings =
+    previous !== undefined && JSON.stringify(previous.snapshot.config.clients.account) === JSON.stringify(acct);
   const account: AccountResolver = sameAccountSettings
     ? previous.account
     : acct.from === 'token'
       ? createAccountResolver({ from: 'token' })
       : acct.from === 'header'
         ? createAccountResolver({ from: 'header', header: acct.header ?? 'x-account-id' })
-        : createAccountResolver({ from: 'introspect', introspect, cacheTtlMs: acct.cacheTtl, invalidTtlMs: acct.introspection.invalidTtl });
+        : createAccountResolver({
+            from: 'introspect',
+            introspect,
+            cacheTtlMs: acct.cacheTtl,
+            invalidTtlMs: acct.introspection.invalidTtl,
+          });
   const guard = compileGuardRules(cfg);
   const params = [...new Set([...snapshot.rules.flatMap((r) => keyParams(r.key)), ...guard.paramNames])];
   const typedContext: TypedContext = { ipv6Prefix: cfg.clients.ipv6Prefix, accountFrom: acct.from };
@@ -129,7 +143,12 @@ export function buildRequestPolicy(
     overridePrefix: snapshot.rules.map((r) => r.overrides.map((_, j) => ruleKeyPrefix(r.name, j))),
     paramNames: params,
     guard,
-    routeRules: new RouteRuleIndex({ limits: snapshot.rules, bans: guard.bans.map((b) => b.rule), slots: guard.concurrency.map((c) => c.rule), routes }),
+    routeRules: new RouteRuleIndex({
+      limits: snapshot.rules,
+      bans: guard.bans.map((b) => b.rule),
+      slots: guard.concurrency.map((c) => c.rule),
+      routes,
+    }),
     typedContext,
     accountReadsToken: acct.from !== 'header',
     introspectionBudget: compileIntrospectionBudget(cfg),
@@ -137,7 +156,12 @@ export function buildRequestPolicy(
     onError: snapshot.rules.map((r) => r.onStoreError ?? cfg.store.onError),
     keyPrefix: snapshot.rules.map((r) => ruleKeyPrefix(r.name)),
     limitedBody: Buffer.from(JSON.stringify(cfg.responses.body)),
-    wantedParams: compileWantedParams([...TOKEN_PARAMS, METHOD_PARAM, ...params, ...whenQueryNames([...snapshot.rules, ...guardRules(guard)])]),
+    wantedParams: compileWantedParams([
+      ...TOKEN_PARAMS,
+      METHOD_PARAM,
+      ...params,
+      ...whenQueryNames([...snapshot.rules, ...guardRules(guard)]),
+    ]),
     paramPeekBytes: cfg.server.paramPeekBytes,
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
     lastBuckets: snapshot.rules.map(() => undefined),
@@ -156,7 +180,9 @@ function bodyLimitLookup(limits: readonly { match: readonly string[]; maxBodySiz
   const toMax = (n: number) => (n === 0 ? Infinity : n);
   const defaultMax = toMax(fallback);
   if (limits.length === 0) return () => defaultMax;
-  const matcher: RuleMatcher<BodyLimit> = compileMatcher(limits.map((l) => ({ patterns: l.match, max: toMax(l.maxBodySize) })));
+  const matcher: RuleMatcher<BodyLimit> = compileMatcher(
+    limits.map((l) => ({ patterns: l.match, max: toMax(l.maxBodySize) })),
+  );
   return (method: string, path: string): number => {
     const hit = matcher.match(method, path);
     // The first listed route limit that matches wins over the default.
@@ -206,7 +232,10 @@ const NO_FACTS: Pick<RequestFacts, 'queryHasAny'> = Object.freeze({ queryHasAny:
  * A client known by its IP (and account) alone, with no other fact: for callers that decide without a
  * request (benchmarks, the store's tests). Rules keyed on a header, parameter, cookie or token skip it.
  */
-export function knownClient(client: { readonly address: string; readonly key: string }, accountKey: string | null = null): RuleInputs {
+export function knownClient(
+  client: { readonly address: string; readonly key: string },
+  accountKey: string | null = null,
+): RuleInputs {
   return {
     client,
     ipKey: client.key,
@@ -230,7 +259,12 @@ export function ruleTag(rule: CompiledRule, who: RuleInputs): string | null {
   if (rule.whenQuery !== null && !who.facts().queryHasAny(rule.whenQuery, rule.whenQueryPaths!)) return null;
   if (
     rule.whenAccount !== null &&
-    accountConditionFails(rule.whenAccount, who.accountKey, who.accountKey === null ? null : who.accountFacts(), Date.now()) !== null
+    accountConditionFails(
+      rule.whenAccount,
+      who.accountKey,
+      who.accountKey === null ? null : who.accountFacts(),
+      Date.now(),
+    ) !== null
   ) {
     return null;
   }
@@ -240,7 +274,10 @@ export function ruleTag(rule: CompiledRule, who: RuleInputs): string | null {
 /** Why ruleTag gave no tag: for the trace (explain, replay) only. */
 export function whySkipped(rule: CompiledRule, who: RuleInputs): string {
   const account = { key: who.accountKey, facts: who.accountKey === null ? null : who.accountFacts(), now: Date.now() };
-  return whenFails(rule, who.facts(), who.accountKey !== null, account) ?? `no key: the request has no ${keyWhat(rule.key, who)}`;
+  return (
+    whenFails(rule, who.facts(), who.accountKey !== null, account) ??
+    `no key: the request has no ${keyWhat(rule.key, who)}`
+  );
 }
 
 /**
@@ -301,7 +338,12 @@ function specOf(policy: RequestPolicy, index: number, effective: CompiledRule, t
 }
 
 /** The first override naming this client (by its address, its account, or its key's tag), or -1. */
-export function overrideFor(overrides: readonly OverrideMatch[], address: string, accountKey: string | null, tag: string | null): number {
+export function overrideFor(
+  overrides: readonly OverrideMatch[],
+  address: string,
+  accountKey: string | null,
+  tag: string | null,
+): number {
   for (let j = 0; j < overrides.length; j++) {
     const o = overrides[j]!;
     if (o.ips !== null && address !== '' && o.ips.contains(address)) return j;

@@ -20,20 +20,63 @@ const RETRY_IN_A_SECOND: readonly string[] = Object.freeze(['Retry-After', '1'])
 export function rateLimited(
   policy: RequestPolicy,
   rejectedBy: CompiledRule | undefined,
-  limits: { readonly rules: readonly CompiledRule[]; readonly outcome: ConsumeOutcome; readonly headers?: readonly string[] } | 'in-flight',
+  limits:
+    | {
+        readonly rules: readonly CompiledRule[];
+        readonly outcome: ConsumeOutcome;
+        readonly headers?: readonly string[];
+      }
+    | 'in-flight',
 ): Decision {
   const status = GATEWAY_ERRORS.RATE_LIMITED.status;
   if (limits === 'in-flight')
-    return decision(false, status, policy.limitedBody, RETRY_IN_A_SECOND, undefined, NO_RULES, rejectedBy, false, 'limited', undefined);
+    return decision(
+      false,
+      status,
+      policy.limitedBody,
+      RETRY_IN_A_SECOND,
+      undefined,
+      NO_RULES,
+      rejectedBy,
+      false,
+      'limited',
+      undefined,
+    );
   if (limits.headers !== undefined)
-    return decision(false, status, policy.limitedBody, limits.headers, undefined, limits.rules, rejectedBy, true, 'limited', limits.outcome);
+    return decision(
+      false,
+      status,
+      policy.limitedBody,
+      limits.headers,
+      undefined,
+      limits.rules,
+      rejectedBy,
+      true,
+      'limited',
+      limits.outcome,
+    );
   // The head as the last refusal's when nothing in it differs (refusal-head.ts): a flood builds it once a second.
   const prebuilt = refusalHead(policy, limits.rules, limits.outcome);
-  return decision(false, status, policy.limitedBody, prebuilt.headers, prebuilt.head, limits.rules, rejectedBy, true, 'limited', limits.outcome);
+  return decision(
+    false,
+    status,
+    policy.limitedBody,
+    prebuilt.headers,
+    prebuilt.head,
+    limits.rules,
+    rejectedBy,
+    true,
+    'limited',
+    limits.outcome,
+  );
 }
 
 /** The rate-limit headers of any answer to a matched request (allowed or refused), as the config formats them. */
-export function rateLimitHeaders(policy: RequestPolicy, rules: readonly CompiledRule[], outcome: ConsumeOutcome): string[] {
+export function rateLimitHeaders(
+  policy: RequestPolicy,
+  rules: readonly CompiledRule[],
+  outcome: ConsumeOutcome,
+): string[] {
   const headers: string[] = [];
   const responses = policy.snapshot.config.responses;
   appendRateLimitHeaders(headers, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);

@@ -41,7 +41,8 @@ export const readStage: Stage = {
     const v = s.view;
     const { req, policy } = v;
     // An X-HTTP-Method-Override a POST carries names its method before any body is read.
-    if (v.method === 'POST') v.routeAs(resolveMethodOverride('POST', firstHeader(req.headers['x-http-method-override']), undefined).method);
+    if (v.method === 'POST')
+      v.routeAs(resolveMethodOverride('POST', firstHeader(req.headers['x-http-method-override']), undefined).method);
     const body = s.source;
     const readBody = bodyCanDecide(v, body);
     const query = v.query.length > 1 ? new QueryParams(v.query.slice(1)) : v.queryParams;
@@ -64,7 +65,8 @@ function afterRead(ctx: ScreenContext, s: Screening, read: ReadParams): Verdict 
   v.routeAs(p.method);
   // `param:` rules: their values from the query and the body together (two different ones: 400).
   const values = v.policy.paramNames.length > 0 ? ruleParamValues(p, v.policy.paramNames) : undefined;
-  if (typeof values === 'string') return refusal(GATEWAY_ERRORS.PARAM_CONFLICT.status, errorBody('PARAM_CONFLICT', paramConflictMessage(values)));
+  if (typeof values === 'string')
+    return refusal(GATEWAY_ERRORS.PARAM_CONFLICT.status, errorBody('PARAM_CONFLICT', paramConflictMessage(values)));
   v.values = values;
   if (needs(v.rules.needs, NEED.query) && !v.exempt(ctx.runtimeExempt) && !v.facts().queryReadable()) return BAD_QUERY;
   s.body = p.body;

@@ -26,7 +26,9 @@ export function refundRefused(store: Store, s: Screened, code: PoolRefusal): rea
   if (specs === null) return code === 'TOO_MANY_IN_FLIGHT' ? NO_HEADERS : d.headers;
   // Never rejects (the contract); a failed refund leaves the charge standing: fewer admissions, never more.
   void store.refund(specs, outcome);
-  return code === 'TOO_MANY_IN_FLIGHT' ? NO_HEADERS : rateLimitHeaders(s.view.policy, d.rules, refunded(specs, outcome));
+  return code === 'TOO_MANY_IN_FLIGHT'
+    ? NO_HEADERS
+    : rateLimitHeaders(s.view.policy, d.rules, refunded(specs, outcome));
 }
 
 /**

@@ -40,10 +40,15 @@ interface Kept extends RefusalHead {
 let kept: Kept | null = null;
 
 /** The 429's head for these rules and outcome: the last one when nothing in it can differ, else built (and kept). */
-export function refusalHead(policy: RequestPolicy, rules: readonly CompiledRule[], outcome: ConsumeOutcome): RefusalHead {
+export function refusalHead(
+  policy: RequestPolicy,
+  rules: readonly CompiledRule[],
+  outcome: ConsumeOutcome,
+): RefusalHead {
   const now = outcome.now;
   const k = kept;
-  if (k !== null && now >= k.from && now < k.until && k.policy === policy && sameInputs(k, rules, outcome.buckets, now)) return k;
+  if (k !== null && now >= k.from && now < k.until && k.policy === policy && sameInputs(k, rules, outcome.buckets, now))
+    return k;
   const headers: string[] = [];
   const responses = policy.snapshot.config.responses;
   appendRateLimitHeaders(headers, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
@@ -54,7 +59,15 @@ export function refusalHead(policy: RequestPolicy, rules: readonly CompiledRule[
     states[i] = { remaining: b.remaining, limited: b.limited, resetAt: b.resetAt, retryAt: b.retryAt };
     until = Math.min(until, sameSecondsUntil(b.resetAt, now), b.limited ? sameSecondsUntil(b.retryAt, now) : Infinity);
   }
-  const built: Kept = { policy, rules: rules.slice(), states, from: now, until, headers, head: jsonHead(policy.limitedBody, headers) };
+  const built: Kept = {
+    policy,
+    rules: rules.slice(),
+    states,
+    from: now,
+    until,
+    headers,
+    head: jsonHead(policy.limitedBody, headers),
+  };
   kept = built;
   return built;
 }

@@ -106,7 +106,8 @@ export class RequestView implements KeyFacts, ParsedForwarded {
    * rest of the request; undefined when the upstream must be asked.
    */
   knownAccount(): string | null | undefined {
-    if (this.account === undefined) this.account = this.policy.account.known(this.token, this.accountHeader(), this.peer.trusted, this);
+    if (this.account === undefined)
+      this.account = this.policy.account.known(this.token, this.accountHeader(), this.peer.trusted, this);
     return this.account;
   }
 
@@ -146,7 +147,8 @@ export class RequestView implements KeyFacts, ParsedForwarded {
   /** What the upstream told of the account (`when.account`); null when nothing (or no account). */
   accountFacts(): AccountFacts | null {
     if (this.account === undefined) return null; // not looked up yet: nothing to keep
-    if (this.facts_ === undefined) this.facts_ = this.account === null ? null : (this.policy.account.facts(this.account) ?? null);
+    if (this.facts_ === undefined)
+      this.facts_ = this.account === null ? null : (this.policy.account.facts(this.account) ?? null);
     return this.facts_;
   }
 
@@ -155,7 +157,8 @@ export class RequestView implements KeyFacts, ParsedForwarded {
    * and not again for the same token on the same connection (identity/connection-digest.ts).
    */
   tokenDigest(): string | null {
-    if (this.digest === undefined) this.digest = this.token === null ? null : connectionTokenDigest(this.req.socket, this.token);
+    if (this.digest === undefined)
+      this.digest = this.token === null ? null : connectionTokenDigest(this.req.socket, this.token);
     return this.digest;
   }
 

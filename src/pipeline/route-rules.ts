@@ -52,7 +52,10 @@ export class RouteRuleIndex {
       for (const rule of src[section]) entries.push({ patterns: rule.patterns, section, rule, needs: rule.needs });
     }
     this.exact = compileMatcher(entries);
-    this.anyMethod = compileMatcher([...entries.flatMap(anyMethodEntries), ...src.routes.flatMap((patterns) => anyMethodEntries({ patterns, needs: 0 }))]);
+    this.anyMethod = compileMatcher([
+      ...entries.flatMap(anyMethodEntries),
+      ...src.routes.flatMap((patterns) => anyMethodEntries({ patterns, needs: 0 })),
+    ]);
   }
 
   /** The rules of (method, path); the same object for the same set of rules. */
@@ -105,5 +108,10 @@ function routeRulesOf(hit: readonly Entry[]): RouteRules {
     else if (e.section === 'bans') bans.push(e.rule!);
     else if (e.section === 'slots') slots.push(e.rule!);
   }
-  return Object.freeze({ limits: Object.freeze(limits), bans: Object.freeze(bans), slots: Object.freeze(slots), needs });
+  return Object.freeze({
+    limits: Object.freeze(limits),
+    bans: Object.freeze(bans),
+    slots: Object.freeze(slots),
+    needs,
+  });
 }

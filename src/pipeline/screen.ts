@@ -23,7 +23,15 @@ export type { Ending, Screened } from './screening.js';
 export type { ScreenContext } from './context.js';
 
 /** In order: what refuses cheapest first, the store last. */
-export const STAGES: readonly Stage[] = Object.freeze([blockStage, headStage, readStage, accountStage, banStage, slotStage, ...LIMIT_STAGES]);
+export const STAGES: readonly Stage[] = Object.freeze([
+  blockStage,
+  headStage,
+  readStage,
+  accountStage,
+  banStage,
+  slotStage,
+  ...LIMIT_STAGES,
+]);
 
 /**
  * Screens the request `v` describes; `ending` is told how (in this same turn when no stage waited).
@@ -49,5 +57,7 @@ export function screened(
   held: (release: Release) => void,
   stages: readonly Stage[] = STAGES,
 ): Promise<Screened> {
-  return new Promise((resolve, reject) => void screen(ctx, v, body, undefined, { screened: resolve, failed: reject, held }, stages));
+  return new Promise(
+    (resolve, reject) => void screen(ctx, v, body, undefined, { screened: resolve, failed: reject, held }, stages),
+  );
 }

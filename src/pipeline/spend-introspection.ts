@@ -17,7 +17,11 @@ import { GO_ON, type Verdict } from './drive.js';
  * the upstream), else the 429 (or a 503 under `onError: deny` with the store down). Called only when an
  * upstream call would follow (account.ts `introspects`): a cached or in-flight token spends nothing.
  */
-export function spendIntrospection(ctx: DecideContext, v: RequestView, budget: IntrospectionBudget): Verdict | Promise<Verdict> {
+export function spendIntrospection(
+  ctx: DecideContext,
+  v: RequestView,
+  budget: IntrospectionBudget,
+): Verdict | Promise<Verdict> {
   const specs = [specFor(budget, v)];
   const local = ctx.store.consumeLocal?.(specs);
   if (local !== undefined) return answer(ctx, v, budget, local);
@@ -35,7 +39,15 @@ function specFor(budget: IntrospectionBudget, v: RequestView): BucketSpec {
   const key = bucketKey(budget.prefix, budget.rule.key.tag(v)!);
   if (budget.last?.key === key) return budget.last;
   const { rule } = budget;
-  const spec = { key, limit: rule.limit, periodMs: rule.periodMs, algorithm: rule.algorithm, cost: 1, shadow: false, onError: budget.onError };
+  const spec = {
+    key,
+    limit: rule.limit,
+    periodMs: rule.periodMs,
+    algorithm: rule.algorithm,
+    cost: 1,
+    shadow: false,
+    onError: budget.onError,
+  };
   budget.last = spec;
   return spec;
 }

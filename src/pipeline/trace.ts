@@ -10,7 +10,13 @@ import { compileMatcher } from '../routing/index.js';
 /** How one rule went for a request. */
 export type RuleNote =
   /** Counted in the bucket `bucket` (its key's tag `tag`); `rule` is the rule as it applied (an override's variant). */
-  | { readonly counted: true; readonly rule: CompiledRule; readonly tag: string; readonly bucket: string; readonly override: number }
+  | {
+      readonly counted: true;
+      readonly rule: CompiledRule;
+      readonly tag: string;
+      readonly bucket: string;
+      readonly override: number;
+    }
   /** Matched the route but did not count it: `why` says (`when.authenticated: …`, `no key: …`). */
   | { readonly counted: false; readonly why: string };
 

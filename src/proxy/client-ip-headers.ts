@@ -31,7 +31,12 @@ export interface ForwardedHeaders {
  * X-Forwarded-* and X-Request-Id for the upstream. A trusted proxy's chain is kept and extended;
  * anyone else's is a claim the upstream must not see.
  */
-export function forwardedHeaders(req: http.IncomingMessage, peer: Peer, id: string, parsed?: ParsedForwarded): ForwardedHeaders {
+export function forwardedHeaders(
+  req: http.IncomingMessage,
+  peer: Peer,
+  id: string,
+  parsed?: ParsedForwarded,
+): ForwardedHeaders {
   const xff = req.headers['x-forwarded-for'];
   const { trusted } = peer;
   const fromTrusted = trusted && xff !== undefined;
@@ -142,7 +147,12 @@ export function forwardedAsXff(
  * own node; otherwise none. So an upstream that prefers `Forwarded` (Rack 3) reads the client the
  * gateway counted, never a chain the gateway ignored.
  */
-export function forwardedToSend(trusted: boolean, xff: string | string[] | undefined, forwarded: string | undefined, peerAddr: string): string | undefined {
+export function forwardedToSend(
+  trusted: boolean,
+  xff: string | string[] | undefined,
+  forwarded: string | undefined,
+  peerAddr: string,
+): string | undefined {
   if (!trusted || xff !== undefined || forwarded === undefined) return undefined;
   const node = peerAddr.includes(':') ? `"[${peerAddr}]"` : peerAddr;
   return `${forwarded}, for=${node}`;

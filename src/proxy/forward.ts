@@ -62,7 +62,12 @@ export function isPoolRefusal(error: ForwardResult['error']): error is PoolRefus
  * client's share frees as soon as an exchange ends); a body still arriving is not read, the connection
  * closes after the answer.
  */
-export function answerPoolRefusal(req: http.IncomingMessage, res: http.ServerResponse, code: PoolRefusal, headers: readonly string[]): void {
+export function answerPoolRefusal(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  code: PoolRefusal,
+  headers: readonly string[],
+): void {
   if (res.destroyed || res.headersSent) return;
   respondError(res, code, [...headers, 'Retry-After', '1'], declaresBody(req) && !req.complete);
 }
@@ -126,7 +131,12 @@ export class Forwarder {
    * request body that fails after the upstream answered reached its `onError` twice and threw inside
    * undici, ending the process (issue 18).
    */
-  send(req: http.IncomingMessage, res: http.ServerResponse, out: ForwardRequest, done: (r: ForwardResult) => void): void {
+  send(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    out: ForwardRequest,
+    done: (r: ForwardResult) => void,
+  ): void {
     new Exchange(this, req, res, out, done).start();
   }
 
@@ -208,7 +218,14 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
       {
         path: out.pathAndQuery,
         method: req.method as 'GET',
-        headers: upstreamRequestHeaders(req, out.forwarded, this.body !== null, out.dropOverrideHeader, this.forwarder.clientHost, out.trace),
+        headers: upstreamRequestHeaders(
+          req,
+          out.forwarded,
+          this.body !== null,
+          out.dropOverrideHeader,
+          this.forwarder.clientHost,
+          out.trace,
+        ),
         body: this.body,
       },
       this,
@@ -241,7 +258,8 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
     const seconds = (performance.now() - this.started) / 1000;
     // The pool's refusals are the caller's to answer (it gives the request's charge back first), also
     // to a client already gone: the pool refused it all the same.
-    if (code !== null && isPoolRefusal(code)) return this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
+    if (code !== null && isPoolRefusal(code))
+      return this.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds });
     if (code === null || res.destroyed) return this.resolve({ status: 0, error: 'CLIENT_ABORTED', seconds });
     // A body still arriving is not read to its end: the connection closes after the answer.
     respondError(res, code, this.out.extraHeaders, declaresBody(this.req) && !this.req.complete);
@@ -267,7 +285,11 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
   }
 
   /** Upstream headers arrived: write the client's head. */
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     if (statusCode < 200 || this.ended || this.status !== 0) return; // 1xx: the client's own 100 was the gateway's
     const { res } = this;
     this.status = statusCode;
@@ -277,7 +299,12 @@ class Exchange implements Dispatcher.DispatchHandler, Waiter, BodyOwner {
       controller.abort(CLIENT_GONE);
       return;
     }
-    const out = clientResponseHeaders(statusCode, headers, this.out.dropUpstreamRateLimitHeaders, this.out.extraHeaders);
+    const out = clientResponseHeaders(
+      statusCode,
+      headers,
+      this.out.dropUpstreamRateLimitHeaders,
+      this.out.extraHeaders,
+    );
     res.writeHead(statusCode, out);
     this.resolve({ status: statusCode, error: undefined, seconds, bodyLength: headers['content-length'] });
   }
@@ -337,7 +364,11 @@ function clientFault(err: Error): GatewayErrorCode | undefined {
 
 /** One place that turns undici and socket failures into gateway errors. */
 export function classifyUpstreamError(err: unknown): GatewayErrorCode {
-  if (err instanceof undiciErrors.ConnectTimeoutError || err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
+  if (
+    err instanceof undiciErrors.ConnectTimeoutError ||
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError
+  ) {
     return 'UPSTREAM_TIMEOUT';
   }
   if (err instanceof undiciErrors.RequestContentLengthMismatchError) return 'BAD_REQUEST';
@@ -410,7 +441,11 @@ function upstreamRequestHeaders(
     const lower = name.toLowerCase();
     const folded = rackSpelling(lower);
     const f = SPECIAL.get(folded);
-    if (f !== undefined && !copied(f, forwarded.trusted, hasBody, dropOverrideHeader, clientHost, folded !== lower, trace !== null)) continue;
+    if (
+      f !== undefined &&
+      !copied(f, forwarded.trusted, hasBody, dropOverrideHeader, clientHost, folded !== lower, trace !== null)
+    )
+      continue;
     if (listed !== null && listed.has(folded)) continue;
     out.push(name, raw[i + 1]!);
   }

@@ -41,11 +41,20 @@ export class UpstreamRoutes {
       byName.set(name, {
         name,
         // timeout 0: undici's 0 disables its headers and body timeouts (long-lived streams).
-        forwarder: new Forwarder({ origin, timeoutMs: u.timeout, connectTimeoutMs: u.connectTimeout, clientHost: u.host === 'client', ...admission }),
+        forwarder: new Forwarder({
+          origin,
+          timeoutMs: u.timeout,
+          connectTimeoutMs: u.connectTimeout,
+          clientHost: u.host === 'client',
+          ...admission,
+        }),
         tunnel: new Tunnel(origin),
       });
     }
-    const routes = cfg.routes.map((r) => ({ patterns: r.match, to: r.upstream === 'default' ? null : byName.get(r.upstream)! }));
+    const routes = cfg.routes.map((r) => ({
+      patterns: r.match,
+      to: r.upstream === 'default' ? null : byName.get(r.upstream)!,
+    }));
     return new UpstreamRoutes([...byName.values()], routes);
   }
 

@@ -50,7 +50,11 @@ export class Tunnel {
         up.settled = true;
         const code = classifyUpstreamError(err);
         if (s !== undefined) respondOnSocket(s, GATEWAY_ERRORS[code].status, ERROR_BODIES[code], up.extraHeaders);
-        up.resolve({ status: GATEWAY_ERRORS[code].status, error: code, seconds: (performance.now() - up.started) / 1000 });
+        up.resolve({
+          status: GATEWAY_ERRORS[code].status,
+          error: code,
+          seconds: (performance.now() - up.started) / 1000,
+        });
       } else if (s !== undefined) s.destroy();
     });
   }
@@ -86,7 +90,13 @@ export class Tunnel {
       for (let i = 0; i < trace.length; i += 2) req.headers[trace[i]!] = trace[i + 1]!;
     }
     return new Promise((resolve) => {
-      (req as UpgradingRequest)[UPGRADE] = { extraHeaders, dropUpstreamRateLimitHeaders, started: performance.now(), resolve, settled: false };
+      (req as UpgradingRequest)[UPGRADE] = {
+        extraHeaders,
+        dropUpstreamRateLimitHeaders,
+        started: performance.now(),
+        resolve,
+        settled: false,
+      };
       this.proxy.ws(req, socket, head);
     });
   }

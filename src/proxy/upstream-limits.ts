@@ -36,10 +36,13 @@ export function mergeUpstreamLimits(
   // The triple of the side with fewer requests left: what the client will run into first.
   const upstreamTighter = upRemaining !== undefined && (gwRemaining === undefined || upRemaining < gwRemaining);
   const tripleFrom = upstreamTighter ? upstream : gateway;
-  for (let i = 0; i < tripleFrom.length; i += 2) if (isTriple(tripleFrom[i]!)) out.push(tripleFrom[i]!, tripleFrom[i + 1]!);
+  for (let i = 0; i < tripleFrom.length; i += 2)
+    if (isTriple(tripleFrom[i]!)) out.push(tripleFrom[i]!, tripleFrom[i + 1]!);
   // The IETF fields are lists of policies: both sides' items are true, so both are shown.
   for (const name of ['ratelimit', 'ratelimit-policy']) {
-    const items = [valueOf(gateway, name), valueOf(upstream, name)].filter((v): v is string => v !== undefined && v !== '');
+    const items = [valueOf(gateway, name), valueOf(upstream, name)].filter(
+      (v): v is string => v !== undefined && v !== '',
+    );
     if (items.length > 0) out.push(name, items.join(', '));
   }
   // Anything else the gateway adds (none today) passes; other upstream x-ratelimit-* names pass too.

@@ -107,7 +107,9 @@ export class UpstreamProbe {
         end(true);
       });
       // `on`, not `once`: destroying the request after its answer may emit an error, which must not go unheard.
-      req.on('error', (err: NodeJS.ErrnoException) => end(false, err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? err.message)));
+      req.on('error', (err: NodeJS.ErrnoException) =>
+        end(false, err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? err.message)),
+      );
       req.end();
     });
   }

@@ -34,7 +34,13 @@ export function bodyKindOf(method: string, contentType: string | undefined): Bod
   const type = mediaTypeOf(contentType);
   if (type === 'application/x-www-form-urlencoded') return 'form';
   if (type === 'multipart/form-data' || type === 'multipart/related' || type === 'multipart/mixed') return 'multipart';
-  if (type === 'application/json' || type === 'text/x-json' || type === 'application/jsonrequest' || type.endsWith('+json')) return 'json';
+  if (
+    type === 'application/json' ||
+    type === 'text/x-json' ||
+    type === 'application/jsonrequest' ||
+    type.endsWith('+json')
+  )
+    return 'json';
   // Also a typeless-looking '' (Content-Type: with no value): Rack's media_type is nil for it.
   if (type === '') return method === 'POST' ? 'form' : 'opaque';
   return 'opaque';
@@ -49,7 +55,12 @@ export type BodyPeek =
    * the upstream request instead of `req`. For multipart it keeps watching the rest and fails with
    * ParamBeyondPeekError if a wanted field follows the first file part.
    */
-  | { readonly kind: 'read'; readonly values: ReadonlyMap<string, string>; readonly form: boolean; readonly body: Readable }
+  | {
+      readonly kind: 'read';
+      readonly values: ReadonlyMap<string, string>;
+      readonly form: boolean;
+      readonly body: Readable;
+    }
   /** A wanted parameter may lie past the bound: answer 400 with `message`; never forward it. */
   | { readonly kind: 'beyond'; readonly message: string }
   /** A body Rails would refuse, or one that did not arrive: answer `status` with `message`. */
@@ -96,20 +107,35 @@ export function peekBody(req: IncomingMessage, opts: PeekOptions): Promise<BodyP
  */
 export function readBodyBytes(kind: BodyKind, bytes: Buffer, opts: PeekOptions): BodyPeek {
   if (kind === 'opaque') return { kind: 'opaque', body: replayOf(bytes) };
-  if (bytes.length > opts.maxBytes) return { kind: 'beyond', message: beyondMessage(opts.maxBytes, kind === 'multipart') };
-  if (kind === 'multipart') return { kind: 'malformed', status: 400, message: 'A multipart body given whole is not read (send it to the gateway)' };
+  if (bytes.length > opts.maxBytes)
+    return { kind: 'beyond', message: beyondMessage(opts.maxBytes, kind === 'multipart') };
+  if (kind === 'multipart')
+    return {
+      kind: 'malformed',
+      status: 400,
+      message: 'A multipart body given whole is not read (send it to the gateway)',
+    };
   const text = bytes.toString('utf8');
   try {
     if (kind === 'form') {
       const values = formValues(text, opts.wanted);
       if (values === 'ambiguous') {
-        return { kind: 'malformed', status: 400, message: 'Bad request: the body reads differently split on "&" and on ";"; encode ";" as %3B' };
+        return {
+          kind: 'malformed',
+          status: 400,
+          message: 'Bad request: the body reads differently split on "&" and on ";"; encode ";" as %3B',
+        };
       }
       return { kind: 'read', values, form: true, body: replayOf(bytes) };
     }
     const tree = jsonTree(text);
     if (tree === 'invalid') return { kind: 'malformed', status: 400, message: 'Invalid JSON in request body' };
-    return { kind: 'read', values: tree === null ? new Map() : valuesOf(tree, opts.wanted), form: false, body: replayOf(bytes) };
+    return {
+      kind: 'read',
+      values: tree === null ? new Map() : valuesOf(tree, opts.wanted),
+      form: false,
+      body: replayOf(bytes),
+    };
   } catch (err) {
     if (err instanceof ParamError) return { kind: 'malformed', status: err.status, message: err.message };
     throw err;
@@ -129,7 +155,11 @@ function jsonTree(text: string): ParamHash | null | 'invalid' {
   return fromJson(parsed);
 }
 
-const ABORTED: BodyPeek = Object.freeze({ kind: 'malformed', status: 400, message: 'Request body was not received in full' });
+const ABORTED: BodyPeek = Object.freeze({
+  kind: 'malformed',
+  status: 400,
+  message: 'Request body was not received in full',
+});
 
 /** A whole body read by the peek, to forward: one chunk. */
 function replayOf(read: Buffer): Readable {
@@ -168,7 +198,11 @@ function peekMultipart(req: IncomingMessage, opts: PeekOptions): Promise<BodyPee
   try {
     watch = startMultipartPeek(req.headers, opts.wanted, opts.maxBytes);
   } catch (err) {
-    return Promise.resolve({ kind: 'malformed', status: 400, message: `Malformed multipart body: ${(err as Error).message}` });
+    return Promise.resolve({
+      kind: 'malformed',
+      status: 400,
+      message: `Malformed multipart body: ${(err as Error).message}`,
+    });
   }
   return new Promise((resolve) => {
     const held = new HeldBytes(opts.maxBytes);
@@ -183,7 +217,8 @@ function peekMultipart(req: IncomingMessage, opts: PeekOptions): Promise<BodyPee
     const settle = (ended: boolean): void => {
       const state = watch.state();
       if (state.kind === 'beyond') return finish({ kind: 'beyond', message: beyondMessage(opts.maxBytes, true) });
-      if (state.kind === 'malformed') return finish({ kind: 'malformed', status: state.status, message: state.message });
+      if (state.kind === 'malformed')
+        return finish({ kind: 'malformed', status: state.status, message: state.message });
       if (state.kind === 'head') {
         if (!ended && held.length <= opts.maxBytes) return; // keep reading
         if (!ended) return finish({ kind: 'beyond', message: beyondMessage(opts.maxBytes, true) });

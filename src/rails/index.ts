@@ -3,7 +3,14 @@
  * admin API and `explain`, which name buckets the same way): the request's params, token and method,
  * whether its body can hold them, and the facts `when:` and `per:` rules read.
  */
-export { readParamsNow, readParamsPeeking, readRequestParams, type MessageHead, type ReadParams, type RequestParams } from './read-params.js';
+export {
+  readParamsNow,
+  readParamsPeeking,
+  readRequestParams,
+  type MessageHead,
+  type ReadParams,
+  type RequestParams,
+} from './read-params.js';
 export {
   compileWantedParams,
   doorkeeperHeaderToken,

@@ -48,14 +48,24 @@ function agreed(a: PartReading, b: PartReading): boolean {
   if (a.kind === 'error' || b.kind === 'error') return true;
   const pa = rack2Path(a.name);
   const pb = parseKey(b.name);
-  return a.name === b.name && pa !== undefined && pb !== undefined && pa.length === pb.length && pa.every((s, i) => s === pb[i]);
+  return (
+    a.name === b.name &&
+    pa !== undefined &&
+    pb !== undefined &&
+    pa.length === pb.length &&
+    pa.every((s, i) => s === pb[i])
+  );
 }
 
 /**
  * Throws when the headers are not a multipart form with one plain boundary. Rack parses
  * multipart/related and multipart/mixed like form-data, so those are read as form-data too.
  */
-export function startMultipartPeek(headers: IncomingHttpHeaders, wanted: WantedParams, maxBytes: number): MultipartPeek {
+export function startMultipartPeek(
+  headers: IncomingHttpHeaders,
+  wanted: WantedParams,
+  maxBytes: number,
+): MultipartPeek {
   const boundary = strictBoundary(headers['content-type'] ?? '');
   if (boundary === null) throw new Error('the boundary is missing, repeated or unusual');
   const reader = new PartReader(wanted, maxBytes);
@@ -117,7 +127,8 @@ class PartReader {
     const fileLike = r2.kind !== 'field' || r3.kind !== 'field';
     if (mentions) {
       // Security: a counted name is read only where both Racks read the same field by it.
-      if (this.state === TAIL) return this.refuse(BEYOND, 'a counted multipart field comes after a file part; send it before the first file');
+      if (this.state === TAIL)
+        return this.refuse(BEYOND, 'a counted multipart field comes after a file part; send it before the first file');
       if (field === null || !counted(field)) {
         const message =
           fileLike && field === null && agreed(r2, r3)
@@ -140,14 +151,20 @@ class PartReader {
     this.pending = null;
     if (this.state !== HEAD) return;
     if (truncated && this.counted(name)) {
-      this.refuse(BEYOND, `the multipart field ${JSON.stringify(name.slice(0, 64))} is longer than ${this.maxBytes} bytes`);
+      this.refuse(
+        BEYOND,
+        `the multipart field ${JSON.stringify(name.slice(0, 64))} is longer than ${this.maxBytes} bytes`,
+      );
       return;
     }
     this.pairs.push([name, body.toString('utf8')]);
   }
 
   malformed(reason: string): void {
-    this.refuse({ kind: 'malformed', status: 400, message: `Malformed multipart body: ${reason}` }, `Malformed multipart body: ${reason}`);
+    this.refuse(
+      { kind: 'malformed', status: 400, message: `Malformed multipart body: ${reason}` },
+      `Malformed multipart body: ${reason}`,
+    );
   }
 
   values(): Map<string, string> | null {

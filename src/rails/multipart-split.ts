@@ -91,7 +91,8 @@ export class PartSplitter {
         return;
       }
       if (phase === 'head') {
-        if (this.buf.length >= 2 && this.buf[0] === 0x0d && this.buf[1] === 0x0a) return this.fail('a part has no headers');
+        if (this.buf.length >= 2 && this.buf[0] === 0x0d && this.buf[1] === 0x0a)
+          return this.fail('a part has no headers');
         const end = this.buf.indexOf(HEAD_END);
         const limit = end === -1 ? this.buf.length : end;
         const inside = this.buf.indexOf(this.dash);

@@ -198,11 +198,16 @@ export function formPairs(text: string, semicolon = true): Array<[string, string
   let i = 0;
   while (i < n) {
     let end = i;
-    while (end < n && text.charCodeAt(end) !== 0x26 /* & */ && (!semicolon || text.charCodeAt(end) !== 0x3b) /* ; */) end++;
+    while (end < n && text.charCodeAt(end) !== 0x26 /* & */ && (!semicolon || text.charCodeAt(end) !== 0x3b) /* ; */)
+      end++;
     if (end > i) {
       const piece = text.slice(i, end);
       const eq = piece.indexOf('=');
-      out.push(eq === -1 ? [decodeComponent(piece), ''] : [decodeComponent(piece.slice(0, eq)), decodeComponent(piece.slice(eq + 1))]);
+      out.push(
+        eq === -1
+          ? [decodeComponent(piece), '']
+          : [decodeComponent(piece.slice(0, eq)), decodeComponent(piece.slice(eq + 1))],
+      );
     }
     i = end + 1;
     while (i < n && text.charCodeAt(i) === 0x20) i++;

@@ -149,6 +149,7 @@ export function candidateNames(head: string): string[] {
     const v = m[2] ?? m[1] ?? '';
     out.push(v, v.replace(/\\(.)/g, '$1'));
   }
-  for (const m of head.matchAll(/(?:content-id|content-type):[ \t]*([^\r\n]*)/gi)) out.push(m[1]!.trim().replace(/^<|>$/g, ''), m[1]!);
+  for (const m of head.matchAll(/(?:content-id|content-type):[ \t]*([^\r\n]*)/gi))
+    out.push(m[1]!.trim().replace(/^<|>$/g, ''), m[1]!);
   return out;
 }

@@ -94,31 +94,69 @@ export function readRequestParams(
  * (`bytes`; null, or `readBody` false: not read). Without a query string and with `readBody` false it
  * allocates almost nothing (the plain-GET hot path).
  */
-export function readParamsNow(head: MessageHead, query: QueryParams, opts: ReadParamsOptions, bytes: Buffer | null): ReadParams {
+export function readParamsNow(
+  head: MessageHead,
+  query: QueryParams,
+  opts: ReadParamsOptions,
+  bytes: Buffer | null,
+): ReadParams {
   const wanted = queryValues(query, opts.wanted);
-  if (wanted === null) return { ok: false, status: 400, code: 'QUERY_CONFLICT', message: GATEWAY_ERRORS.QUERY_CONFLICT.message };
+  if (wanted === null)
+    return { ok: false, status: 400, code: 'QUERY_CONFLICT', message: GATEWAY_ERRORS.QUERY_CONFLICT.message };
   if (!opts.readBody || bytes === null) return finish(head, query, wanted, NO_VALUES, false, null);
-  return afterPeek(head, query, wanted, readBodyBytes(bodyKindOf(head.method ?? 'GET', head.headers['content-type']), bytes, opts));
+  return afterPeek(
+    head,
+    query,
+    wanted,
+    readBodyBytes(bodyKindOf(head.method ?? 'GET', head.headers['content-type']), bytes, opts),
+  );
 }
 
 /** What Rails reads once the first bytes of the request's body stream have been peeked at. */
-export function readParamsPeeking(head: MessageHead, query: QueryParams, opts: ReadParamsOptions, body: IncomingMessage): Promise<ReadParams> {
+export function readParamsPeeking(
+  head: MessageHead,
+  query: QueryParams,
+  opts: ReadParamsOptions,
+  body: IncomingMessage,
+): Promise<ReadParams> {
   const wanted = queryValues(query, opts.wanted);
-  if (wanted === null) return Promise.resolve({ ok: false, status: 400, code: 'QUERY_CONFLICT', message: GATEWAY_ERRORS.QUERY_CONFLICT.message });
+  if (wanted === null)
+    return Promise.resolve({
+      ok: false,
+      status: 400,
+      code: 'QUERY_CONFLICT',
+      message: GATEWAY_ERRORS.QUERY_CONFLICT.message,
+    });
   return peekBody(body, opts).then((peek) => afterPeek(head, query, wanted, peek));
 }
 
 function afterPeek(head: MessageHead, query: QueryParams, wanted: ParamValues, peek: BodyPeek): ReadParams {
   if (peek.kind === 'beyond') return { ok: false, status: 400, code: 'BAD_REQUEST', message: peek.message };
   if (peek.kind === 'malformed')
-    return { ok: false, status: peek.status, code: peek.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST', message: peek.message };
+    return {
+      ok: false,
+      status: peek.status,
+      code: peek.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST',
+      message: peek.message,
+    };
   if (peek.kind === 'opaque') return finish(head, query, wanted, NO_VALUES, false, null);
   return finish(head, query, wanted, peek.values, peek.form, peek.body);
 }
 
-function finish(head: MessageHead, query: QueryParams, wanted: ParamValues, body: ParamValues, form: boolean, forward: Readable | null): ReadParams {
+function finish(
+  head: MessageHead,
+  query: QueryParams,
+  wanted: ParamValues,
+  body: ParamValues,
+  form: boolean,
+  forward: Readable | null,
+): ReadParams {
   const original = head.method ?? 'GET';
-  const override = resolveMethodOverride(original, firstHeader(head.headers['x-http-method-override']), form ? body.get(METHOD_PARAM) : undefined);
+  const override = resolveMethodOverride(
+    original,
+    firstHeader(head.headers['x-http-method-override']),
+    form ? body.get(METHOD_PARAM) : undefined,
+  );
   const token = doorkeeperToken(head.headers.authorization, wanted, body);
   if (token.kind === 'conflict') {
     return { ok: false, status: 400, code: 'PARAM_CONFLICT', message: paramConflictMessage(token.param) };

@@ -2,7 +2,17 @@
  * @module The request parameters the gateway reads as Rails would: wanted names in Rack bracket
  * notation, the query string's values, where Doorkeeper finds the token, and Rack's method override.
  */
-import { formPairs, lookUp, pairsToHash, parseKey, parseUrlEncoded, ParamError, rack2Path, sameInRack2And3, type ParamHash } from './rack-params.js';
+import {
+  formPairs,
+  lookUp,
+  pairsToHash,
+  parseKey,
+  parseUrlEncoded,
+  ParamError,
+  rack2Path,
+  sameInRack2And3,
+  type ParamHash,
+} from './rack-params.js';
 
 /** Doorkeeper's token parameters, in the order it tries them after the Authorization header. */
 export const TOKEN_PARAMS: readonly string[] = Object.freeze(['access_token', 'bearer_token']);
@@ -24,10 +34,15 @@ export function compileWantedParams(names: readonly string[]): WantedParams {
   const unique = [...new Set(names)];
   const paths = unique.map((name) => {
     const path = parseKey(name);
-    if (path === undefined || path.includes('')) throw new Error(`"${name}" does not name one parameter (use e.g. user[email])`);
+    if (path === undefined || path.includes(''))
+      throw new Error(`"${name}" does not name one parameter (use e.g. user[email])`);
     return Object.freeze(path);
   });
-  return Object.freeze({ names: Object.freeze(unique), paths: Object.freeze(paths), tops: new Set(paths.map((p) => p[0]!)) });
+  return Object.freeze({
+    names: Object.freeze(unique),
+    paths: Object.freeze(paths),
+    tops: new Set(paths.map((p) => p[0]!)),
+  });
 }
 
 /** The values found, by name as written. */
@@ -150,7 +165,8 @@ function sameSplitOnAmpersand(text: string, both: ParamValues, wanted: WantedPar
   return true;
 }
 
-export type ParamPick = { readonly kind: 'absent' } | { readonly kind: 'value'; readonly value: string } | { readonly kind: 'conflict' };
+export type ParamPick =
+  { readonly kind: 'absent' } | { readonly kind: 'value'; readonly value: string } | { readonly kind: 'conflict' };
 
 const ABSENT: ParamPick = Object.freeze({ kind: 'absent' });
 const CONFLICT: ParamPick = Object.freeze({ kind: 'conflict' });
@@ -230,7 +246,17 @@ function unchanged(method: string): MethodOverride {
 }
 
 /** Rack::MethodOverride::HTTP_METHODS: the only methods an override may name. */
-export const OVERRIDABLE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'PATCH', 'LINK', 'UNLINK']);
+export const OVERRIDABLE_METHODS: ReadonlySet<string> = new Set([
+  'GET',
+  'HEAD',
+  'PUT',
+  'POST',
+  'DELETE',
+  'OPTIONS',
+  'PATCH',
+  'LINK',
+  'UNLINK',
+]);
 
 export interface MethodOverride {
   /** The method the upstream (Rails behind Rack::MethodOverride) routes the request as. */
@@ -249,7 +275,11 @@ export interface MethodOverride {
  * must be one of OVERRIDABLE_METHODS, else the request stays a POST. `formMethod` is the field's value
  * (`''` for an array or hash), undefined when absent or not a form body.
  */
-export function resolveMethodOverride(method: string, header: string | undefined, formMethod: string | undefined): MethodOverride {
+export function resolveMethodOverride(
+  method: string,
+  header: string | undefined,
+  formMethod: string | undefined,
+): MethodOverride {
   if (method !== 'POST') return header === undefined ? unchanged(method) : { method, dropHeader: true };
   const named = formMethod !== undefined ? formMethod : header;
   if (named === undefined) return unchanged(method);

@@ -77,7 +77,16 @@ export class RequestFacts {
       if (b !== undefined && b.trim() !== '') return true;
       const v = tree === null ? undefined : lookUp(tree, paths[i]!);
       if (v === undefined || v === null) continue;
-      if (typeof v === 'string' ? v.trim() !== '' : Array.isArray(v) ? v.length > 0 : isHash(v) ? Object.keys(v).length > 0 : true) return true;
+      if (
+        typeof v === 'string'
+          ? v.trim() !== ''
+          : Array.isArray(v)
+            ? v.length > 0
+            : isHash(v)
+              ? Object.keys(v).length > 0
+              : true
+      )
+        return true;
     }
     return false;
   }
@@ -118,10 +127,17 @@ export function whenFails(
   account: { readonly key: string | null; readonly facts: AccountFacts | null; readonly now: number } | null = null,
 ): string | null {
   if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== authenticated) {
-    return rule.whenAuthenticated ? 'when.authenticated: the request has no account' : 'when.authenticated: false, and the request has an account';
+    return rule.whenAuthenticated
+      ? 'when.authenticated: the request has no account'
+      : 'when.authenticated: false, and the request has an account';
   }
   if (rule.whenAccount !== null) {
-    const fails = accountConditionFails(rule.whenAccount, account?.key ?? null, account?.facts ?? null, account?.now ?? Date.now());
+    const fails = accountConditionFails(
+      rule.whenAccount,
+      account?.key ?? null,
+      account?.facts ?? null,
+      account?.now ?? Date.now(),
+    );
     if (fails !== null) return fails;
   }
   if (rule.whenQuery !== null && (facts === null || !facts.queryHasAny(rule.whenQuery, rule.whenQueryPaths!))) {

@@ -38,7 +38,8 @@ const NONE: ReadonlySet<Assumption> = new Set();
 function needsUnder(rule: CompiledRule, assume: ReadonlySet<Assumption>): number {
   let n = rule.needs;
   const keyNeeds = rule.key.needs;
-  const byAccount = rule.whenAccount !== null || rule.overrides.some((o) => o.accounts.length > 0) || needs(keyNeeds, NEED.account);
+  const byAccount =
+    rule.whenAccount !== null || rule.overrides.some((o) => o.accounts.length > 0) || needs(keyNeeds, NEED.account);
   if (assume.has('anonymous') && !byAccount) n &= ~NEED.account;
   if (assume.has('no-body') && !needs(keyNeeds, NEED.form)) n &= ~NEED.form;
   return n;
@@ -55,7 +56,11 @@ export function assumedBy(rule: CompiledRule, assume: ReadonlySet<Assumption>): 
 }
 
 /** Why `rule` cannot be decided from a log of this format (under these assumptions), or null when it can. */
-export function undecidableReason(rule: CompiledRule, format: FormatFacts, assume: ReadonlySet<Assumption> = NONE): string | null {
+export function undecidableReason(
+  rule: CompiledRule,
+  format: FormatFacts,
+  assume: ReadonlySet<Assumption> = NONE,
+): string | null {
   const n = needsUnder(rule, assume);
   if (needs(n, NEED.account)) {
     const anon = needsUnder(rule, new Set(['anonymous'])) !== rule.needs;
@@ -63,25 +68,34 @@ export function undecidableReason(rule: CompiledRule, format: FormatFacts, assum
   }
   if (needs(n, NEED.token)) return 'needs the bearer token (access logs do not hold it)';
   if (needs(n, NEED.params)) return 'needs request parameters (a request body is not logged)';
-  if (needs(n, NEED.form)) return '`when.query` also reads a form body (not logged; --assume no-body reads the query alone)';
-  if (needs(n, NEED.cookie) && !format.headers.has('cookie')) return 'needs a cookie (the log format has no $http_cookie)';
+  if (needs(n, NEED.form))
+    return '`when.query` also reads a form body (not logged; --assume no-body reads the query alone)';
+  if (needs(n, NEED.cookie) && !format.headers.has('cookie'))
+    return 'needs a cookie (the log format has no $http_cookie)';
   if (needs(n, NEED.header)) {
     for (const part of rule.key.parts) {
       const name = part.kind === 'header' ? (part.arg as { name: string }).name : null;
-      if (name !== null && !format.headers.has(name)) return `needs header ${name} (the log format has no $http_${name.replace(/-/g, '_')})`;
+      if (name !== null && !format.headers.has(name))
+        return `needs header ${name} (the log format has no $http_${name.replace(/-/g, '_')})`;
     }
   }
   return null;
 }
 
 /** Why a ban cannot be decided from a log of this format, or null when it can. */
-export function undecidableBan(ban: CompiledBan, format: FormatFacts, assume: ReadonlySet<Assumption> = NONE): string | null {
-  if (ban.on !== null && !format.status) return `counts answers with status ${[...ban.on].join(', ')} (the log format has no $status)`;
+export function undecidableBan(
+  ban: CompiledBan,
+  format: FormatFacts,
+  assume: ReadonlySet<Assumption> = NONE,
+): string | null {
+  if (ban.on !== null && !format.status)
+    return `counts answers with status ${[...ban.on].join(', ')} (the log format has no $status)`;
   return undecidableReason(ban.rule, format, assume);
 }
 
 /** Why no in-flight limit is decidable: replay reads when requests arrived, not which of them overlapped. */
-export const IN_FLIGHT_REASON = 'an in-flight limit needs how long each request was in flight, which replay does not read from a log';
+export const IN_FLIGHT_REASON =
+  'an in-flight limit needs how long each request was in flight, which replay does not read from a log';
 
 export interface SplitTable {
   /** The table with only the limits and bans the log decides (their order kept), and no in-flight limit. */
@@ -93,11 +107,16 @@ export interface SplitTable {
 }
 
 /** The table replay drives: the config as loaded, less the limits and bans the log cannot decide (under the assumptions), less in-flight limits. */
-export function decidableTable(snapshot: Snapshot, format: FormatFacts, assume: ReadonlySet<Assumption> = NONE): SplitTable {
+export function decidableTable(
+  snapshot: Snapshot,
+  format: FormatFacts,
+  assume: ReadonlySet<Assumption> = NONE,
+): SplitTable {
   const reasons = new Map<string, string | null>();
   for (const rule of snapshot.rules) reasons.set(rule.name, undecidableReason(rule, format, assume));
   const banReasons = new Map<string, string | null>();
-  for (const ban of compileGuardRules(snapshot.config).bans) banReasons.set(ban.rule.name, undecidableBan(ban, format, assume));
+  for (const ban of compileGuardRules(snapshot.config).bans)
+    banReasons.set(ban.rule.name, undecidableBan(ban, format, assume));
   const config = snapshot.config;
   const limits = config.limits.filter((l) => reasons.get(l.name) === null);
   const bans = config.bans.filter((b) => banReasons.get(b.name) === null);

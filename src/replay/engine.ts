@@ -100,7 +100,9 @@ export class Replayer {
     // Every bucket of a day's log may be live at once: the bound is the table's, not the process's.
     this.store = new MemoryStore({ now, sweepIntervalMs: 0, maxKeys: Number.MAX_SAFE_INTEGER });
     this.guard =
-      decided.config.bans.length === 0 ? undefined : new Guard(new TallyingGuardState(now, (c, at, started) => this.banCounted(c, at, started)), QUIET, now);
+      decided.config.bans.length === 0
+        ? undefined
+        : new Guard(new TallyingGuardState(now, (c, at, started) => this.banCounted(c, at, started)), QUIET, now);
     // The guard's own metrics (on a registry of this run) say which ban refused each request, as serve's do.
     if (this.guard !== undefined)
       this.guard.metrics = new GuardMetrics(
@@ -128,9 +130,18 @@ export class Replayer {
       log.noAddress++;
       return;
     }
-    const head = { method: r.method, url: r.target, headers: r.headers as http.IncomingHttpHeaders, rawHeaders: rawHeaders(r.headers) };
+    const head = {
+      method: r.method,
+      url: r.target,
+      headers: r.headers as http.IncomingHttpHeaders,
+      rawHeaders: rawHeaders(r.headers),
+    };
     const v = new RequestView(head, this.policy, peer);
-    return screen(this.ctx, v, NO_BYTES, undefined, { screened: (s) => this.decided(s, r), failed: rethrow, held: NO_RELEASE });
+    return screen(this.ctx, v, NO_BYTES, undefined, {
+      screened: (s) => this.decided(s, r),
+      failed: rethrow,
+      held: NO_RELEASE,
+    });
   }
 
   /** Counts the decision, then the answer for the bans it matched: the logged status where admitted, else the gateway's. */
@@ -140,7 +151,8 @@ export class Replayer {
     // was decided as one without an account (replay asks no upstream), which `anonymous` does not claim.
     if (s.view.token !== null && this.assume.has('anonymous')) this.log.credentialShown++;
     this.tally(s, r.time);
-    if (s.banHits !== null && this.guard !== undefined) this.guard.bans.countHits(s.banHits, s.decision.admit ? (r.status ?? 0) : s.decision.status);
+    if (s.banHits !== null && this.guard !== undefined)
+      this.guard.bans.countHits(s.banHits, s.decision.admit ? (r.status ?? 0) : s.decision.status);
   }
 
   /** Told by the guard's state (in a microtask: `at` is the count's time, not the clock's by then). */
@@ -184,7 +196,8 @@ export class Replayer {
   /** Whether a rule the log cannot decide matches the request's route: not counted, but not unmatched either. */
   private matchesUndecided(s: Screened): boolean {
     if (this.undecidedRules.size === 0) return false;
-    for (const rule of this.snapshot.matcher.match(s.view.method, s.view.path)) if (this.undecidedRules.has(rule.name)) return true;
+    for (const rule of this.snapshot.matcher.match(s.view.method, s.view.path))
+      if (this.undecidedRules.has(rule.name)) return true;
     return false;
   }
 

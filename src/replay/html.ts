@@ -36,8 +36,12 @@ function summary(r: ReplayReport): string {
   const rows = [
     ['lines read', r.lines],
     ['would have been limited (429)', r.limited],
-    ...Object.entries(r.uncounted).map(([k, v]) => [UNCOUNTED_LABEL[k] ?? `${k} (no rule counted)`, v] as [string, number]),
-    ...(r.credentialShown > 0 ? [['showed a credential in the log all the same', r.credentialShown] as [string, number]] : []),
+    ...Object.entries(r.uncounted).map(
+      ([k, v]) => [UNCOUNTED_LABEL[k] ?? `${k} (no rule counted)`, v] as [string, number],
+    ),
+    ...(r.credentialShown > 0
+      ? [['showed a credential in the log all the same', r.credentialShown] as [string, number]]
+      : []),
     ['skipped: no client address', r.noClientAddress],
     ['bad lines', r.badLines.count],
   ] as [string, number][];
@@ -76,7 +80,8 @@ function banSummary(r: ReplayReport): string {
 
 function badge(rule: RuleReport): string {
   if (rule.notDecidable !== undefined) return '<span class="tag nd">not decidable</span>';
-  const assumed = rule.assumed === undefined ? '' : `<span class="tag assumed">assuming ${esc(rule.assumed.join(', '))}</span>`;
+  const assumed =
+    rule.assumed === undefined ? '' : `<span class="tag assumed">assuming ${esc(rule.assumed.join(', '))}</span>`;
   return assumed + (rule.shadow ? '<span class="tag shadow">shadow</span>' : '');
 }
 
@@ -88,8 +93,11 @@ function assumptions(r: ReplayReport): string {
 
 function ruleSection(rule: RuleReport): string {
   const head = `<section class="rule" id="rule-${esc(rule.name)}"><h2>${esc(rule.name)}${badge(rule)}</h2><p class="meta">${esc(rule.limit)}</p>`;
-  if (rule.notDecidable !== undefined) return `${head}<p class="nd">Not decidable from this log: ${esc(rule.notDecidable)}.</p></section>`;
-  const keys = rule.topKeys.map((k) => `<tr><td><code>${esc(k.key)}</code></td><td class="num lim">${n(k.limited)}</td></tr>`).join('');
+  if (rule.notDecidable !== undefined)
+    return `${head}<p class="nd">Not decidable from this log: ${esc(rule.notDecidable)}.</p></section>`;
+  const keys = rule.topKeys
+    .map((k) => `<tr><td><code>${esc(k.key)}</code></td><td class="num lim">${n(k.limited)}</td></tr>`)
+    .join('');
   return `${head}<p>Counted ${n(rule.counted)}, would have limited <span class="lim">${n(rule.limited)}</span>${rule.shadow ? ' (shadow: never rejects)' : ''}, distinct keys limited ${n(rule.distinctKeysLimited)}.</p>
 ${chart(rule)}
 ${keys === '' ? '' : `<table><tr><th>top keys limited</th><th class="num">requests</th></tr>${keys}</table>`}</section>`;
@@ -97,8 +105,11 @@ ${keys === '' ? '' : `<table><tr><th>top keys limited</th><th class="num">reques
 
 function banSection(ban: BanReport): string {
   const head = `<section class="rule ban" id="ban-${esc(ban.name)}"><h2>${esc(ban.name)}<span class="tag">ban</span></h2><p class="meta">${esc(ban.ban)}</p>`;
-  if (ban.notDecidable !== undefined) return `${head}<p class="nd">Not decidable from this log: ${esc(ban.notDecidable)}.</p></section>`;
-  const keys = ban.topKeys.map((k) => `<tr><td><code>${esc(k.key)}</code></td><td class="num lim">${n(k.bans)}</td></tr>`).join('');
+  if (ban.notDecidable !== undefined)
+    return `${head}<p class="nd">Not decidable from this log: ${esc(ban.notDecidable)}.</p></section>`;
+  const keys = ban.topKeys
+    .map((k) => `<tr><td><code>${esc(k.key)}</code></td><td class="num lim">${n(k.bans)}</td></tr>`)
+    .join('');
   const hours = ban.hours
     .filter((h) => h.started > 0)
     .map((h) => `<tr><td>${esc(h.hour.slice(0, 13))}h</td><td class="num lim">${n(h.started)}</td></tr>`)
@@ -136,7 +147,11 @@ function chart(rule: RuleReport): string {
     .join('');
   const every = Math.max(1, Math.ceil(hours.length / 12));
   const ticks = hours
-    .map((h, i) => (i % every === 0 ? `<text x="${(x(i) + step / 2).toFixed(1)}" y="${H - 8}" text-anchor="middle">${esc(h.hour.slice(11, 13))}h</text>` : ''))
+    .map((h, i) =>
+      i % every === 0
+        ? `<text x="${(x(i) + step / 2).toFixed(1)}" y="${H - 8}" text-anchor="middle">${esc(h.hour.slice(11, 13))}h</text>`
+        : '',
+    )
     .join('');
   const base = PAD.t + ih;
   return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(rule.name)}: counted and would-be-limited requests per hour" font-size="11" fill="#5b6575">

@@ -40,7 +40,13 @@ export const RATEGATE_FORMAT: LogFormat = {
     const time = typeof o.time === 'number' ? o.time : typeof o.time === 'string' ? parseIsoTime(o.time) : NaN;
     if (Number.isNaN(time) || method === undefined || path === undefined) return 'no time, method or path';
     const ms = typeof o.ms === 'number' ? o.ms : 0;
-    const rec: LogRecord = { time: Math.round(time - ms), method, target: path, remoteAddr: str(o.client) ?? '', headers: {} };
+    const rec: LogRecord = {
+      time: Math.round(time - ms),
+      method,
+      target: path,
+      remoteAddr: str(o.client) ?? '',
+      headers: {},
+    };
     if (typeof o.status === 'number') rec.status = o.status;
     return rec;
   },
@@ -83,7 +89,13 @@ export const JSON_FORMAT: LogFormat = {
       const v = str(pick(o, names));
       if (v !== undefined) headers[h] = v;
     }
-    const rec: LogRecord = { time, method: method.toUpperCase(), target, remoteAddr: str(pick(o, ADDR)) ?? '', headers };
+    const rec: LogRecord = {
+      time,
+      method: method.toUpperCase(),
+      target,
+      remoteAddr: str(pick(o, ADDR)) ?? '',
+      headers,
+    };
     const status = Number(pick(o, STATUS));
     if (Number.isInteger(status) && status >= 100 && status <= 999) rec.status = status;
     return rec;

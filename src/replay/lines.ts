@@ -34,12 +34,16 @@ async function* decoded(input: Readable, onBytes: (n: number) => void): AsyncGen
       yield r.value;
     }
   };
-  if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) yield* Readable.from(rest()).pipe(createGunzip()) as AsyncIterable<Buffer>;
+  if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b)
+    yield* Readable.from(rest()).pipe(createGunzip()) as AsyncIterable<Buffer>;
   else yield* rest();
 }
 
 /** The lines of each source in turn, in batches (one per chunk read); a trailing '\r' is dropped. */
-export async function* logLines(sources: readonly string[], stdin: Readable = process.stdin): AsyncGenerator<LineBatch> {
+export async function* logLines(
+  sources: readonly string[],
+  stdin: Readable = process.stdin,
+): AsyncGenerator<LineBatch> {
   for (const source of sources) {
     const input = source === '-' ? stdin : createReadStream(source, { highWaterMark: 1 << 20 });
     const decoder = new StringDecoder('utf8');

@@ -8,7 +8,8 @@ import { parseIsoTime, parseTimeLocal } from './nginx-time.js';
 import { splitRequestLine, type LogFormat, type LogRecord } from './record.js';
 
 /** nginx's predefined `combined` format (also what Mastodon's dist/nginx.conf logs: it sets no log_format). */
-export const COMBINED = '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"';
+export const COMBINED =
+  '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"';
 
 type Segment = { readonly lit: string } | { readonly name: string };
 
@@ -44,7 +45,11 @@ function unescape(v: string): string {
 }
 
 /** Where each variable's value goes in a record. */
-type Slot = (r: Partial<LogRecord> & { headers: Record<string, string> }, v: string, ctx: { request?: string; uri?: string; args?: string }) => void;
+type Slot = (
+  r: Partial<LogRecord> & { headers: Record<string, string> },
+  v: string,
+  ctx: { request?: string; uri?: string; args?: string },
+) => void;
 
 function slotFor(name: string): Slot | null {
   if (name === 'remote_addr') return (r, v) => void (r.remoteAddr = v);
@@ -71,12 +76,15 @@ export function compileNginxFormat(format: string, name = `nginx:${format}`): Lo
   const segs = segments(format);
   const names = segs.flatMap((s) => ('name' in s ? [s.name] : []));
   const has = (n: string) => names.includes(n);
-  if (!has('time_local') && !has('time_iso8601') && !has('msec')) throw new Error('log_format: no time ($time_local, $time_iso8601 or $msec)');
+  if (!has('time_local') && !has('time_iso8601') && !has('msec'))
+    throw new Error('log_format: no time ($time_local, $time_iso8601 or $msec)');
   if (!has('request') && !(has('request_method') && (has('request_uri') || has('uri'))))
     throw new Error('log_format: no request ($request, or $request_method with $request_uri)');
   for (let i = 0; i + 1 < segs.length; i++)
     if ('name' in segs[i]! && 'name' in segs[i + 1]!)
-      throw new Error(`log_format: $${(segs[i] as { name: string }).name} and the next variable have nothing between them`);
+      throw new Error(
+        `log_format: $${(segs[i] as { name: string }).name} and the next variable have nothing between them`,
+      );
   const plan = segs.map((s) => ('lit' in s ? s.lit : slotFor(s.name)));
   const headers = new Set(names.filter((n) => n.startsWith('http_')).map((n) => n.slice(5).replace(/_/g, '-')));
   return { name, headers, status: has('status'), parse: (line) => parseWith(plan, line) };
@@ -103,7 +111,10 @@ function parseWith(plan: readonly (string | Slot | null)[], line: string): LogRe
   return finish(r, ctx);
 }
 
-function finish(r: Partial<LogRecord> & { headers: Record<string, string> }, ctx: { request?: string; uri?: string; args?: string }): LogRecord | string {
+function finish(
+  r: Partial<LogRecord> & { headers: Record<string, string> },
+  ctx: { request?: string; uri?: string; args?: string },
+): LogRecord | string {
   if (r.time === undefined || Number.isNaN(r.time)) return 'no readable time';
   if (ctx.request !== undefined && (r.method === undefined || r.target === undefined)) {
     const req = splitRequestLine(unescape(ctx.request));

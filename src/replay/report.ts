@@ -109,7 +109,11 @@ function banReport(r: Replayer, t: BanTally, ban: CompiledBan, top: number): Ban
   };
 }
 
-export function buildReport(r: Replayer, meta: { format: string; sources: readonly string[]; lines: number; seconds: number }, top = 10): ReplayReport {
+export function buildReport(
+  r: Replayer,
+  meta: { format: string; sources: readonly string[]; lines: number; seconds: number },
+  top = 10,
+): ReplayReport {
   const log = r.log;
   const guardRules = compileGuardRules(r.snapshot.config);
   const span = log.first <= log.last ? [Math.floor(log.first / HOUR_MS), Math.floor(log.last / HOUR_MS)] : null;
@@ -152,7 +156,11 @@ export function buildReport(r: Replayer, meta: { format: string; sources: readon
     credentialShown: log.credentialShown,
     rules,
     bans: r.bans.map((t, i) => banReport(r, t, guardRules.bans[i]!, top)),
-    inFlight: guardRules.concurrency.map((c) => ({ name: c.rule.name, limit: `${c.max} in flight per ${perLabel(c.rule)}`, notDecidable: IN_FLIGHT_REASON })),
+    inFlight: guardRules.concurrency.map((c) => ({
+      name: c.rule.name,
+      limit: `${c.max} in flight per ${perLabel(c.rule)}`,
+      notDecidable: IN_FLIGHT_REASON,
+    })),
     linesPerSecond: meta.seconds > 0 ? Math.round(meta.lines / meta.seconds) : 0,
   };
 }
@@ -173,8 +181,11 @@ export function formatReport(rep: ReplayReport): string {
   ];
   for (const a of rep.assumptions) out.push(`  assumed (--assume ${a.name}): ${a.meaning}`);
   if (rep.credentialShown > 0)
-    out.push(`  showed a credential in the log all the same (--assume anonymous does not hold; decided without an account): ${n(rep.credentialShown)}`);
-  for (const [kind, count] of Object.entries(rep.uncounted)) out.push(`  ${UNCOUNTED_LABEL[kind] ?? `${kind} (no rule counted)`}: ${n(count)}`);
+    out.push(
+      `  showed a credential in the log all the same (--assume anonymous does not hold; decided without an account): ${n(rep.credentialShown)}`,
+    );
+  for (const [kind, count] of Object.entries(rep.uncounted))
+    out.push(`  ${UNCOUNTED_LABEL[kind] ?? `${kind} (no rule counted)`}: ${n(count)}`);
   if (rep.noClientAddress > 0) out.push(`  skipped, no client address in the log: ${n(rep.noClientAddress)}`);
   if (rep.badLines.count > 0) {
     out.push(`  bad lines: ${n(rep.badLines.count)}; the first:`);
@@ -182,7 +193,8 @@ export function formatReport(rep: ReplayReport): string {
   }
   for (const rule of rep.rules) out.push('', ...ruleLines(rule));
   for (const ban of rep.bans) out.push('', ...banLines(ban));
-  for (const c of rep.inFlight) out.push('', `${c.name} (in-flight: ${c.limit})`, `  not decidable from this log: ${c.notDecidable}`);
+  for (const c of rep.inFlight)
+    out.push('', `${c.name} (in-flight: ${c.limit})`, `  not decidable from this log: ${c.notDecidable}`);
   return out.join('\n');
 }
 
@@ -195,7 +207,8 @@ function banLines(ban: BanReport): string[] {
   ];
   if (ban.topKeys.length > 0) lines.push(`  top keys: ${ban.topKeys.map((k) => `${k.key} (${n(k.bans)})`).join(', ')}`);
   const busy = ban.hours.filter((h) => h.started > 0);
-  if (busy.length > 0) lines.push(`  bans started by hour: ${busy.map((h) => `${h.hour.slice(0, 13)}h ${n(h.started)}`).join(', ')}`);
+  if (busy.length > 0)
+    lines.push(`  bans started by hour: ${busy.map((h) => `${h.hour.slice(0, 13)}h ${n(h.started)}`).join(', ')}`);
   return lines;
 }
 
@@ -204,9 +217,13 @@ function ruleLines(rule: RuleReport): string[] {
   if (rule.notDecidable !== undefined) return [head, `  not decidable from this log: ${rule.notDecidable}`];
   const lines = [head];
   if (rule.assumed !== undefined) lines.push(`  decided assuming: ${rule.assumed.join(', ')}`);
-  lines.push(`  counted ${n(rule.counted)}, would have limited ${n(rule.limited)}, distinct keys limited ${n(rule.distinctKeysLimited)}`);
-  if (rule.topKeys.length > 0) lines.push(`  top keys: ${rule.topKeys.map((k) => `${k.key} (${n(k.limited)})`).join(', ')}`);
+  lines.push(
+    `  counted ${n(rule.counted)}, would have limited ${n(rule.limited)}, distinct keys limited ${n(rule.distinctKeysLimited)}`,
+  );
+  if (rule.topKeys.length > 0)
+    lines.push(`  top keys: ${rule.topKeys.map((k) => `${k.key} (${n(k.limited)})`).join(', ')}`);
   const busy = rule.hours.filter((h) => h.limited > 0);
-  if (busy.length > 0) lines.push(`  limited by hour: ${busy.map((h) => `${h.hour.slice(0, 13)}h ${n(h.limited)}`).join(', ')}`);
+  if (busy.length > 0)
+    lines.push(`  limited by hour: ${busy.map((h) => `${h.hour.slice(0, 13)}h ${n(h.limited)}`).join(', ')}`);
   return lines;
 }

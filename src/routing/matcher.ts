@@ -140,7 +140,12 @@ function listFew(node: Node): void {
 }
 
 /** The child whose literal is `path[pos, end)`, compared in place. */
-function literalAt(few: readonly (readonly [string, Node])[], path: string, pos: number, end: number): Node | undefined {
+function literalAt(
+  few: readonly (readonly [string, Node])[],
+  path: string,
+  pos: number,
+  end: number,
+): Node | undefined {
   for (const [literal, child] of few) if (literal.length === end - pos && path.startsWith(literal, pos)) return child;
   return undefined;
 }

@@ -20,7 +20,8 @@ export interface ParsedPattern {
 /** Rails' optional format suffix, allowed only at the very end of a pattern. */
 export const FORMAT_SUFFIX = '(.:format)';
 
-export type PatternResult = { readonly ok: true; readonly pattern: ParsedPattern } | { readonly ok: false; readonly error: string };
+export type PatternResult =
+  { readonly ok: true; readonly pattern: ParsedPattern } | { readonly ok: false; readonly error: string };
 
 // RFC 7230 `token`, restricted to uppercase: Node hands methods over as written on the wire, and
 // every registered method is uppercase, so `get` in a config is a typo that would never match.
@@ -49,12 +50,17 @@ export function parsePattern(source: string): PatternResult {
     return fail(`expected "METHOD /path" or "/path", got "${text}"`);
   }
   if (!path.startsWith('/')) {
-    return fail(parts.length === 1 && METHOD.test(path) ? `"${path}" has no path (write "${path} /path")` : `path must start with "/", got "${path}"`);
+    return fail(
+      parts.length === 1 && METHOD.test(path)
+        ? `"${path}" has no path (write "${path} /path")`
+        : `path must start with "/", got "${path}"`,
+    );
   }
   if (path.includes('?')) return fail(`a pattern matches paths only, not a query string: "${path}"`);
   const format = path.endsWith(FORMAT_SUFFIX);
   if (format) path = path.slice(0, -FORMAT_SUFFIX.length);
-  if (path.includes(FORMAT_SUFFIX)) return fail(`"${FORMAT_SUFFIX}" is only allowed at the end of a pattern, in "${parts[parts.length - 1]}"`);
+  if (path.includes(FORMAT_SUFFIX))
+    return fail(`"${FORMAT_SUFFIX}" is only allowed at the end of a pattern, in "${parts[parts.length - 1]}"`);
   if (path.includes('(') || path.includes(')')) {
     return fail(`optional parts are not supported except a final "${FORMAT_SUFFIX}", in "${parts[parts.length - 1]}"`);
   }

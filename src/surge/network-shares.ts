@@ -26,7 +26,15 @@ export class NetworkShares {
     readonly withinMs: number,
     max = MAX_NETWORKS,
   ) {
-    this.spec = { key: '', limit: perNetwork, periodMs: withinMs, algorithm: 'sliding-window', cost: 1, shadow: false, onError: 'local' };
+    this.spec = {
+      key: '',
+      limit: perNetwork,
+      periodMs: withinMs,
+      algorithm: 'sliding-window',
+      cost: 1,
+      shadow: false,
+      onError: 'local',
+    };
     this.counted = new BoundedMap(max);
   }
 

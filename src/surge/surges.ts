@@ -82,7 +82,10 @@ export function triggerSpec(s: SurgeConfig): BucketSpec {
 
 /** Whether two versions of a surge group clients into the same networks. */
 function samePrefix(a: SurgeConfig, b: SurgeConfig): boolean {
-  return a.trigger.networkPrefix.ipv4 === b.trigger.networkPrefix.ipv4 && a.trigger.networkPrefix.ipv6 === b.trigger.networkPrefix.ipv6;
+  return (
+    a.trigger.networkPrefix.ipv4 === b.trigger.networkPrefix.ipv4 &&
+    a.trigger.networkPrefix.ipv6 === b.trigger.networkPrefix.ipv6
+  );
 }
 
 export class Surges {
@@ -140,7 +143,11 @@ export class Surges {
     for (const s of surges) {
       const perNetwork = perNetworkOf(s.trigger);
       const was = this.byName.get(s.name);
-      const same = was !== undefined && was.shares.perNetwork === perNetwork && was.shares.withinMs === s.trigger.within && samePrefix(was.surge, s);
+      const same =
+        was !== undefined &&
+        was.shares.perNetwork === perNetwork &&
+        was.shares.withinMs === s.trigger.within &&
+        samePrefix(was.surge, s);
       const t: Trigger = {
         surge: s,
         counted: countedStatuses(s.trigger.statuses),
@@ -180,7 +187,12 @@ export class Surges {
         this.pending.delete(s.name);
         return this.start(s.name, s.for, triggerReason(s), `surge ${s.name}`).then(() => undefined);
       })
-      .catch((err: Error) => this.o.log.warn({ surge: s.name, err: err.message }, `surge ${s.name}: could not count its trigger: ${err.message}`))
+      .catch((err: Error) =>
+        this.o.log.warn(
+          { surge: s.name, err: err.message },
+          `surge ${s.name}: could not count its trigger: ${err.message}`,
+        ),
+      )
       .finally(() => {
         this.counting.delete(s.name);
         this.flush(s);
@@ -291,7 +303,10 @@ export class Surges {
       } else if (e === undefined && was !== undefined) {
         this.seen.delete(s.name);
         const early = was.expiresAt !== null && was.expiresAt > this.now();
-        this.o.log.warn({ surge: s.name, event: 'end', early }, `surge ${s.name} off${early ? ' (ended early)' : ' (its time is up)'}`);
+        this.o.log.warn(
+          { surge: s.name, event: 'end', early },
+          `surge ${s.name} off${early ? ' (ended early)' : ' (its time is up)'}`,
+        );
       }
     }
   }

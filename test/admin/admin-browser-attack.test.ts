@@ -57,70 +57,89 @@ async function limitedClient(g: TestGateway): Promise<void> {
   expect(await statusFor(`${g.url}/api/v1/accounts`, LIMITED, { method: 'POST' })).toBe(429);
 }
 
-describe.skipIf(skipBrowser('the admin API against pages of other origins'))('the admin API and a browser (no token, loopback)', { timeout: 60_000 }, () => {
-  const fx = gatewayFixture({ graceMs: 200 });
-  let browser: TestBrowser;
-  beforeAll(async () => {
-    browser = await launchBrowser({}, ['--host-resolver-rules=MAP rebind.evil.example 127.0.0.1']);
-  });
-  afterAll(async () => browser?.close());
+describe.skipIf(skipBrowser('the admin API against pages of other origins'))(
+  'the admin API and a browser (no token, loopback)',
+  { timeout: 60_000 },
+  () => {
+    const fx = gatewayFixture({ graceMs: 200 });
+    let browser: TestBrowser;
+    beforeAll(async () => {
+      browser = await launchBrowser({}, ['--host-resolver-rules=MAP rebind.evil.example 127.0.0.1']);
+    });
+    afterAll(async () => browser?.close());
 
-  it('a page on another origin changes nothing, by no-cors fetch or by form', async () => {
-    const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
-    await limitedClient(g);
-    const attacker = await serveAttacker(attackPage(g.adminUrl));
-    try {
-      const page = await browser.newPage();
-      await page.goto(attacker.url);
-      // Opaque answers: the requests left the browser (an "error" would mean they were never sent).
-      expect(await page.evaluate('window.sent')).toEqual(['opaque', 'opaque', 'opaque']);
-      const submitted = page.waitForURL(`${g.adminUrl}/admin/blocks`, { timeout: 10_000 });
-      await page.evaluate('setTimeout(() => document.getElementById("f").submit(), 0)');
-      await submitted;
-      expect(await page.locator('body').innerText()).toMatch(/cross-site admin write refused \(Sec-Fetch-Site: same-site\)/);
-      await page.close();
-    } finally {
-      await attacker.close();
-    }
-    expect(await runtimeEntries(g, 'exemptions')).toEqual([]);
-    expect(await runtimeEntries(g, 'blocks')).toEqual([]);
-    expect(await statusFor(`${g.url}/api/v1/accounts`, LIMITED, { method: 'POST' })).toBe(429);
-    expect((await fetch(`${g.adminUrl}/healthz`)).status).toBe(200);
-  });
-
-  it('a page on a rebound name can neither read the status nor write, though same-origin', async () => {
-    const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
-    await limitedClient(g);
-    const rebound = `http://rebind.evil.example:${new URL(g.adminUrl).port}`;
-    const page = await browser.newPage();
-    const answer = await page.goto(`${rebound}/status.json`);
-    expect(answer?.status()).toBe(421);
-    expect(await page.locator('body').innerText()).not.toContain(LIMITED);
-    const write = `fetch('/admin/exemptions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: ${JSON.stringify(EVERYONE)} }).then((r) => r.status)`;
-    expect(await page.evaluate(write)).toBe(421);
-    await page.close();
-    expect(await runtimeEntries(g, 'exemptions')).toEqual([]);
-    expect(await statusFor(`${g.url}/api/v1/accounts`, LIMITED, { method: 'POST' })).toBe(429);
-  });
-
-  it("the status page's own buttons still remove a block and an exemption, on its address and on localhost", async () => {
-    const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
-    const port = new URL(g.adminUrl).port;
-    for (const [n, base] of [g.adminUrl, `http://localhost:${port}`].entries()) {
-      const json = { method: 'POST', headers: { 'content-type': 'application/json' } };
-      const ip = `198.51.100.${n + 1}`;
-      expect((await fetch(`${g.adminUrl}/admin/blocks`, { ...json, body: JSON.stringify({ ip, reason: 'crawler' }) })).status).toBe(201);
-      expect((await fetch(`${g.adminUrl}/admin/exemptions`, { ...json, body: JSON.stringify({ ip: '192.0.2.50', reason: 'probe' }) })).status).toBe(201);
-      const page = await browser.newPage();
-      await page.goto(`${base}/`);
-      await page.locator('#s-blocks tbody tr', { hasText: ip }).getByRole('button', { name: 'Remove' }).click();
-      await expect.poll(() => page.locator('#message').textContent()).toBe(`Removed block of ${ip}.`);
-      await page.locator('#s-exemptions tbody tr', { hasText: '192.0.2.50' }).getByRole('button', { name: 'Remove' }).click();
-      await expect.poll(() => page.locator('#message').textContent()).toBe('Removed exemption of 192.0.2.50.');
-      expect(page.errors).toEqual([]);
-      await page.close();
-      expect(await runtimeEntries(g, 'blocks')).toEqual([]);
+    it('a page on another origin changes nothing, by no-cors fetch or by form', async () => {
+      const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
+      await limitedClient(g);
+      const attacker = await serveAttacker(attackPage(g.adminUrl));
+      try {
+        const page = await browser.newPage();
+        await page.goto(attacker.url);
+        // Opaque answers: the requests left the browser (an "error" would mean they were never sent).
+        expect(await page.evaluate('window.sent')).toEqual(['opaque', 'opaque', 'opaque']);
+        const submitted = page.waitForURL(`${g.adminUrl}/admin/blocks`, { timeout: 10_000 });
+        await page.evaluate('setTimeout(() => document.getElementById("f").submit(), 0)');
+        await submitted;
+        expect(await page.locator('body').innerText()).toMatch(
+          /cross-site admin write refused \(Sec-Fetch-Site: same-site\)/,
+        );
+        await page.close();
+      } finally {
+        await attacker.close();
+      }
       expect(await runtimeEntries(g, 'exemptions')).toEqual([]);
-    }
-  });
-});
+      expect(await runtimeEntries(g, 'blocks')).toEqual([]);
+      expect(await statusFor(`${g.url}/api/v1/accounts`, LIMITED, { method: 'POST' })).toBe(429);
+      expect((await fetch(`${g.adminUrl}/healthz`)).status).toBe(200);
+    });
+
+    it('a page on a rebound name can neither read the status nor write, though same-origin', async () => {
+      const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
+      await limitedClient(g);
+      const rebound = `http://rebind.evil.example:${new URL(g.adminUrl).port}`;
+      const page = await browser.newPage();
+      const answer = await page.goto(`${rebound}/status.json`);
+      expect(answer?.status()).toBe(421);
+      expect(await page.locator('body').innerText()).not.toContain(LIMITED);
+      const write = `fetch('/admin/exemptions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: ${JSON.stringify(EVERYONE)} }).then((r) => r.status)`;
+      expect(await page.evaluate(write)).toBe(421);
+      await page.close();
+      expect(await runtimeEntries(g, 'exemptions')).toEqual([]);
+      expect(await statusFor(`${g.url}/api/v1/accounts`, LIMITED, { method: 'POST' })).toBe(429);
+    });
+
+    it("the status page's own buttons still remove a block and an exemption, on its address and on localhost", async () => {
+      const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
+      const port = new URL(g.adminUrl).port;
+      for (const [n, base] of [g.adminUrl, `http://localhost:${port}`].entries()) {
+        const json = { method: 'POST', headers: { 'content-type': 'application/json' } };
+        const ip = `198.51.100.${n + 1}`;
+        expect(
+          (await fetch(`${g.adminUrl}/admin/blocks`, { ...json, body: JSON.stringify({ ip, reason: 'crawler' }) }))
+            .status,
+        ).toBe(201);
+        expect(
+          (
+            await fetch(`${g.adminUrl}/admin/exemptions`, {
+              ...json,
+              body: JSON.stringify({ ip: '192.0.2.50', reason: 'probe' }),
+            })
+          ).status,
+        ).toBe(201);
+        const page = await browser.newPage();
+        await page.goto(`${base}/`);
+        await page.locator('#s-blocks tbody tr', { hasText: ip }).getByRole('button', { name: 'Remove' }).click();
+        await expect.poll(() => page.locator('#message').textContent()).toBe(`Removed block of ${ip}.`);
+        await page
+          .locator('#s-exemptions tbody tr', { hasText: '192.0.2.50' })
+          .getByRole('button', { name: 'Remove' })
+          .click();
+        await expect.poll(() => page.locator('#message').textContent()).toBe('Removed exemption of 192.0.2.50.');
+        expect(page.errors).toEqual([]);
+        await page.close();
+        expect(await runtimeEntries(g, 'blocks')).toEqual([]);
+        expect(await runtimeEntries(g, 'exemptions')).toEqual([]);
+      }
+    });
+  },
+);

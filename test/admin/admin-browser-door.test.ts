@@ -19,7 +19,13 @@ async function gateway(extra = ''): Promise<TestGateway> {
   return (fx.gw = await startTestGateway(`${SEED_TABLE}\n${extra}\n`, { upstream: fx.upstream.url }));
 }
 
-function admin(g: TestGateway, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
+function admin(
+  g: TestGateway,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<Answer> {
   return send(g.adminUrl, {
     method,
     path,
@@ -30,7 +36,8 @@ function admin(g: TestGateway, method: string, path: string, headers: Record<str
 
 /** Sign-up is 5 per 30 minutes per IP: the sixth is limited. */
 async function limitedClient(g: TestGateway): Promise<void> {
-  for (let i = 0; i < 5; i++) expect(await statusFor(`${g.url}/api/v1/accounts`, LIMITED, { method: 'POST' })).not.toBe(429);
+  for (let i = 0; i < 5; i++)
+    expect(await statusFor(`${g.url}/api/v1/accounts`, LIMITED, { method: 'POST' })).not.toBe(429);
   expect(await statusFor(`${g.url}/api/v1/accounts`, LIMITED, { method: 'POST' })).toBe(429);
 }
 
@@ -49,14 +56,32 @@ describe('a cross-site "simple" write to the admin API (no token, loopback liste
     const g = await gateway();
     await limitedClient(g);
     const host = new URL(g.adminUrl).host;
-    const crossSite = await admin(g, 'POST', '/admin/exemptions', { host, origin: 'http://evil.example', 'content-type': 'text/plain' }, EVERYONE);
+    const crossSite = await admin(
+      g,
+      'POST',
+      '/admin/exemptions',
+      { host, origin: 'http://evil.example', 'content-type': 'text/plain' },
+      EVERYONE,
+    );
     expect(crossSite.status).toBe(403);
     expect(crossSite.json<{ error: string }>().error).toMatch(/cross-origin.*evil\.example/);
     // The same body from no browser at all, still text/plain (what a form-less page could not set otherwise): 415.
-    const textPlain = await admin(g, 'POST', '/admin/exemptions', { host, 'content-type': 'text/plain;charset=UTF-8' }, EVERYONE);
+    const textPlain = await admin(
+      g,
+      'POST',
+      '/admin/exemptions',
+      { host, 'content-type': 'text/plain;charset=UTF-8' },
+      EVERYONE,
+    );
     expect(textPlain.status).toBe(415);
     expect(textPlain.json<{ error: string }>().error).toMatch(/application\/json/);
-    const form = await admin(g, 'POST', '/admin/blocks', { host, 'content-type': 'application/x-www-form-urlencoded' }, 'cidr=0.0.0.0/0');
+    const form = await admin(
+      g,
+      'POST',
+      '/admin/blocks',
+      { host, 'content-type': 'application/x-www-form-urlencoded' },
+      'cidr=0.0.0.0/0',
+    );
     expect(form.status).toBe(415);
     const noType = await admin(g, 'POST', '/admin/blocks', { host }, EVERYONE);
     expect(noType.status).toBe(415);
@@ -70,7 +95,13 @@ describe('a cross-site "simple" write to the admin API (no token, loopback liste
     const g = await gateway();
     const host = new URL(g.adminUrl).host;
     for (const site of ['cross-site', 'same-site']) {
-      const r = await admin(g, 'POST', '/admin/blocks', { host, 'sec-fetch-site': site, 'content-type': 'application/json' }, EVERYONE);
+      const r = await admin(
+        g,
+        'POST',
+        '/admin/blocks',
+        { host, 'sec-fetch-site': site, 'content-type': 'application/json' },
+        EVERYONE,
+      );
       expect(r.status, site).toBe(403);
       expect(r.json<{ error: string }>().error).toMatch(/Sec-Fetch-Site/);
     }
@@ -79,7 +110,9 @@ describe('a cross-site "simple" write to the admin API (no token, loopback liste
     for (const origin of [`http://127.0.0.1:${port + 1}`, 'null', `http://localhost:${port}`]) {
       expect((await admin(g, 'DELETE', '/admin/blocks/198.51.100.1', { host, origin })).status, origin).toBe(403);
     }
-    expect((await admin(g, 'POST', `/admin/surges/none/start`, { host, origin: 'http://evil.example' })).status).toBe(403);
+    expect((await admin(g, 'POST', `/admin/surges/none/start`, { host, origin: 'http://evil.example' })).status).toBe(
+      403,
+    );
     expect(await runtimeEntries(g, 'blocks')).toEqual([]);
     await stillServes(g);
   });
@@ -98,7 +131,9 @@ describe('a cross-site "simple" write to the admin API (no token, loopback liste
     expect(own.status).toBe(201);
     expect((await admin(g, 'POST', '/admin/blocks', json, JSON.stringify({ ip: '198.51.100.2' }))).status).toBe(201);
     // A write without a body (a removal, a surge's start) needs no content type.
-    expect((await admin(g, 'DELETE', '/admin/blocks/198.51.100.1', { host, origin: `http://${host}` })).status).toBe(200);
+    expect((await admin(g, 'DELETE', '/admin/blocks/198.51.100.1', { host, origin: `http://${host}` })).status).toBe(
+      200,
+    );
     expect((await admin(g, 'DELETE', '/admin/blocks/198.51.100.2', { host })).status).toBe(200);
   });
 });
@@ -139,10 +174,26 @@ describe('a DNS-rebinding page (a foreign Host on the admin listener)', () => {
 
   it('answers the listener’s own names: its address, localhost on any port, [::1] and its long form, and no Host (HTTP/1.0)', async () => {
     const g = await gateway();
-    for (const host of [new URL(g.adminUrl).host, 'localhost:19464', 'LOCALHOST', 'localhost.', '[::1]:9464', '[0:0:0:0:0:0:0:1]', '127.0.0.1']) {
+    for (const host of [
+      new URL(g.adminUrl).host,
+      'localhost:19464',
+      'LOCALHOST',
+      'localhost.',
+      '[::1]:9464',
+      '[0:0:0:0:0:0:0:1]',
+      '127.0.0.1',
+    ]) {
       expect((await admin(g, 'GET', '/status.json', { host })).status, host).toBe(200);
     }
-    for (const host of ['127.0.0.1.evil.example', 'localhost@evil.example', '127.1', '0x7f.0.0.1', 'evil.example', '[::1', 'a b']) {
+    for (const host of [
+      '127.0.0.1.evil.example',
+      'localhost@evil.example',
+      '127.1',
+      '0x7f.0.0.1',
+      'evil.example',
+      '[::1',
+      'a b',
+    ]) {
       expect((await admin(g, 'GET', '/admin/blocks', { host })).status, JSON.stringify(host)).toBe(421);
     }
     const http10 = await rawRequest(g.adminUrl, 'GET /admin/blocks HTTP/1.0\r\n\r\n');
@@ -168,8 +219,20 @@ describe('the names of a listener', () => {
   } as unknown as NodeJS.Dict<import('node:os').NetworkInterfaceInfo[]>;
 
   it('are every interface address and localhost for 0.0.0.0 and ::, the address (and localhost on loopback) otherwise', () => {
-    expect([...listenerNames('0.0.0.0:9464', interfaces)].sort()).toEqual(['10.1.2.3', '127.0.0.1', '::1', 'fe80::1', 'localhost']);
-    expect([...listenerNames('[::]:9464', interfaces)].sort()).toEqual(['10.1.2.3', '127.0.0.1', '::1', 'fe80::1', 'localhost']);
+    expect([...listenerNames('0.0.0.0:9464', interfaces)].sort()).toEqual([
+      '10.1.2.3',
+      '127.0.0.1',
+      '::1',
+      'fe80::1',
+      'localhost',
+    ]);
+    expect([...listenerNames('[::]:9464', interfaces)].sort()).toEqual([
+      '10.1.2.3',
+      '127.0.0.1',
+      '::1',
+      'fe80::1',
+      'localhost',
+    ]);
     expect([...listenerNames('127.0.0.1:9464', interfaces)].sort()).toEqual(['127.0.0.1', '::1', 'localhost']);
     expect([...listenerNames('10.1.2.3:9464', interfaces)]).toEqual(['10.1.2.3']);
   });

@@ -25,7 +25,11 @@ interface Logged {
 }
 
 /** A gateway whose admin listener binds all interfaces (reached over 127.0.0.1 all the same). */
-async function start(extra = '', overrides: ConfigOverrides = {}, adminListen = '0.0.0.0:0'): Promise<{ gw: RunningGateway; logs: Logged[] }> {
+async function start(
+  extra = '',
+  overrides: ConfigOverrides = {},
+  adminListen = '0.0.0.0:0',
+): Promise<{ gw: RunningGateway; logs: Logged[] }> {
   const logs: Logged[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Logged) });
   fx.gw = await startGateway({
@@ -86,17 +90,25 @@ describe('an admin listener that is not loopback-only', () => {
 
   it('refuses to start with a clear config error when admin.tokenFile cannot be read or is empty', async () => {
     const missing = path.join(os.tmpdir(), 'rategate-no-such-token-file');
-    await expect(start(`admin: { tokenFile: ${JSON.stringify(missing)} }`)).rejects.toThrow(/admin\.tokenFile.*no such file/);
+    await expect(start(`admin: { tokenFile: ${JSON.stringify(missing)} }`)).rejects.toThrow(
+      /admin\.tokenFile.*no such file/,
+    );
     const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-token-'));
     writeFileSync(path.join(dir, 'empty'), ' \n');
-    const err = await start(`admin: { tokenFile: ${JSON.stringify(path.join(dir, 'empty'))} }`).catch((e: unknown) => e);
+    const err = await start(`admin: { tokenFile: ${JSON.stringify(path.join(dir, 'empty'))} }`).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ConfigError);
     expect(String((err as Error).message)).toMatch(/admin\.tokenFile.*empty/);
   });
 
   it('refuses a config that sets the token in two places, and lets RATEGATE_ADMIN_TOKEN replace admin.token', async () => {
-    await expect(start('admin: { token: a, tokenFile: /etc/hostname }')).rejects.toThrow(/admin\.tokenFile: set either/);
-    await expect(start('admin: { tokenFile: /etc/hostname }', { adminToken: 'b' })).rejects.toThrow(/admin\.tokenFile: set either/);
+    await expect(start('admin: { token: a, tokenFile: /etc/hostname }')).rejects.toThrow(
+      /admin\.tokenFile: set either/,
+    );
+    await expect(start('admin: { tokenFile: /etc/hostname }', { adminToken: 'b' })).rejects.toThrow(
+      /admin\.tokenFile: set either/,
+    );
     const { gw: g } = await start('admin: { token: from-file }', { adminToken: 'from-env' });
     expect((await fetch(adminOn(g) + BUCKET, { headers: { Authorization: 'Bearer from-file' } })).status).toBe(401);
     expect((await fetch(adminOn(g) + BUCKET, { headers: { Authorization: 'Bearer from-env' } })).status).toBe(200);
@@ -120,8 +132,10 @@ describe('a loopback-only admin listener', () => {
   });
 
   it('knows which listen addresses are loopback-only', () => {
-    for (const l of ['127.0.0.1:9464', '127.9.9.9:1', '[::1]:9464', 'localhost:9464']) expect(isLoopbackListen(l), l).toBe(true);
-    for (const l of ['0.0.0.0:9464', '[::]:9464', '10.0.0.1:9464', ':9464', 'example.org:9464']) expect(isLoopbackListen(l), l).toBe(false);
+    for (const l of ['127.0.0.1:9464', '127.9.9.9:1', '[::1]:9464', 'localhost:9464'])
+      expect(isLoopbackListen(l), l).toBe(true);
+    for (const l of ['0.0.0.0:9464', '[::]:9464', '10.0.0.1:9464', ':9464', 'example.org:9464'])
+      expect(isLoopbackListen(l), l).toBe(false);
   });
 });
 

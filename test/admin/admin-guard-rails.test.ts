@@ -9,7 +9,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
-import { SEED_TABLE, capturingLogger, gatewayFixture, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
+import {
+  SEED_TABLE,
+  capturingLogger,
+  gatewayFixture,
+  startTestGateway,
+  type LogLine,
+  type TestGateway,
+} from '../support/gateway.js';
 import { statusFor } from '../support/http.js';
 import { runCli } from '../support/process.js';
 
@@ -27,8 +34,17 @@ async function loggedGateway(extra: string): Promise<{ g: TestGateway; lines: re
   return { g: fx.gw, lines: cap.lines };
 }
 
-async function post(g: TestGateway, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; error: string }> {
-  const r = await fetch(`${g.adminUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+async function post(
+  g: TestGateway,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; error: string }> {
+  const r = await fetch(`${g.adminUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const answer = (await r.json()) as { error?: string };
   return { status: r.status, error: answer.error ?? '' };
 }
@@ -43,25 +59,37 @@ describe('a block or exemption too wide to take without force', () => {
     const g = await gateway();
     const refused = await post(g, '/admin/blocks', { cidr: '0.0.0.0/0', for: '1m' });
     expect(refused.status).toBe(422);
-    expect(refused.error).toMatch(/0\.0\.0\.0\/0 is wider than admin\.maxPrefix \(\/16 for IPv4\).*refused 403.*"force": true \(CLI: --force\)/);
+    expect(refused.error).toMatch(
+      /0\.0\.0\.0\/0 is wider than admin\.maxPrefix \(\/16 for IPv4\).*refused 403.*"force": true \(CLI: --force\)/,
+    );
     expect((await post(g, '/admin/exemptions', { cidr: '0.0.0.0/0' })).status).toBe(422);
     expect(await statusFor(`${g.url}/api/v1/timelines/public`, CLIENT)).toBe(200);
     expect((await post(g, '/admin/blocks', { cidr: '0.0.0.0/0', for: '1m', force: 'yes' })).status).toBe(400);
     expect((await post(g, '/admin/blocks', { cidr: '0.0.0.0/0', for: '1m', force: true })).status).toBe(201);
     expect(await statusFor(`${g.url}/api/v1/timelines/public`, CLIENT)).toBe(403);
-    expect((await fetch(`${g.adminUrl}/admin/blocks/${encodeURIComponent('0.0.0.0/0')}`, { method: 'DELETE' })).status).toBe(200);
+    expect(
+      (await fetch(`${g.adminUrl}/admin/blocks/${encodeURIComponent('0.0.0.0/0')}`, { method: 'DELETE' })).status,
+    ).toBe(200);
     await alive(g);
   });
 
   it('draws the line at admin.maxPrefix, and refuses any range covering loopback, in every spelling', async () => {
     const g = await gateway();
-    const add = async (cidr: string): Promise<number> => (await post(g, '/admin/blocks', { [cidr.includes('/') ? 'cidr' : 'ip']: cidr, for: '1m' })).status;
+    const add = async (cidr: string): Promise<number> =>
+      (await post(g, '/admin/blocks', { [cidr.includes('/') ? 'cidr' : 'ip']: cidr, for: '1m' })).status;
     expect(await add('10.0.0.0/15')).toBe(422);
     expect(await add('10.0.0.0/16')).toBe(201);
     expect(await add('2001:db8::/31')).toBe(422);
     expect(await add('2001:db8::/32')).toBe(201);
     expect(await add('::/0')).toBe(422);
-    for (const loopback of ['127.0.0.1', '127.0.0.0/24', '127.255.0.0/16', '::1', '::ffff:127.0.0.1', '::ffff:127.0.0.0/120']) {
+    for (const loopback of [
+      '127.0.0.1',
+      '127.0.0.0/24',
+      '127.255.0.0/16',
+      '::1',
+      '::ffff:127.0.0.1',
+      '::ffff:127.0.0.0/120',
+    ]) {
       const r = await post(g, '/admin/blocks', { [loopback.includes('/') ? 'cidr' : 'ip']: loopback, for: '1m' });
       expect(r.status, loopback).toBe(422);
       expect(r.error, loopback).toMatch(/covers loopback/);
@@ -110,7 +138,11 @@ log: { level: warn }`;
 
 const bearer = (t: string): Record<string, string> => ({ authorization: `Bearer ${t}` });
 
-async function get(g: TestGateway, p: string, headers: Record<string, string> = {}): Promise<{ status: number; error: string }> {
+async function get(
+  g: TestGateway,
+  p: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; error: string }> {
   const r = await fetch(`${g.adminUrl}${p}`, { headers });
   const body = (await r.json()) as { error?: string };
   return { status: r.status, error: body.error ?? '' };
@@ -122,8 +154,18 @@ describe('admin tokens: missing, wrong, named, scoped', () => {
     for (const config of [`admin: { token: ${UNNAMED} }`, namedTokens()]) {
       const g = await gateway(config);
       expect(await get(g, '/admin/blocks')).toEqual({ status: 401, error: 'admin token required' });
-      for (const wrong of ['Bearer nope', 'Bearer alice', 'Bearer viewer', `Bearer ${UNNAMED}x`, 'Basic YWxpY2U6eA==', 'Token abc']) {
-        expect(await get(g, '/admin/blocks', { authorization: wrong }), wrong).toEqual({ status: 401, error: 'admin token not accepted' });
+      for (const wrong of [
+        'Bearer nope',
+        'Bearer alice',
+        'Bearer viewer',
+        `Bearer ${UNNAMED}x`,
+        'Basic YWxpY2U6eA==',
+        'Token abc',
+      ]) {
+        expect(await get(g, '/admin/blocks', { authorization: wrong }), wrong).toEqual({
+          status: 401,
+          error: 'admin token not accepted',
+        });
       }
       expect((await get(g, '/status.json', { authorization: 'Bearer nope' })).error).toBe('admin token not accepted');
       expect((await get(g, '/admin/blocks', bearer(UNNAMED))).status).toBe(200);
@@ -135,7 +177,14 @@ describe('admin tokens: missing, wrong, named, scoped', () => {
 
   it('a read-scoped token reads the status page, its JSON, the listings and limited, and is refused every write 403', async () => {
     const g = await gateway(namedTokens());
-    for (const p of ['/status.json', '/admin/blocks', '/admin/exemptions', '/admin/bans', '/admin/limited?rule=sign-up', '/admin/surges']) {
+    for (const p of [
+      '/status.json',
+      '/admin/blocks',
+      '/admin/exemptions',
+      '/admin/bans',
+      '/admin/limited?rule=sign-up',
+      '/admin/surges',
+    ]) {
       expect((await get(g, p, bearer(VIEWER))).status, p).toBe(200);
     }
     const basic = `Basic ${Buffer.from(`x:${VIEWER}`).toString('base64')}`;
@@ -143,26 +192,46 @@ describe('admin tokens: missing, wrong, named, scoped', () => {
     const write = await post(g, '/admin/blocks', { ip: '198.51.100.9' }, bearer(VIEWER));
     expect(write).toEqual({
       status: 403,
-      error: 'token viewer has the read scope only: this write needs a token with the write scope (admin.tokens[].scopes)',
+      error:
+        'token viewer has the read scope only: this write needs a token with the write scope (admin.tokens[].scopes)',
     });
-    expect((await fetch(`${g.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.1`, { method: 'DELETE', headers: bearer(VIEWER) })).status).toBe(403);
-    expect((await fetch(`${g.adminUrl}/admin/blocks/198.51.100.9`, { method: 'DELETE', headers: bearer(VIEWER) })).status).toBe(403);
+    expect(
+      (
+        await fetch(`${g.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.1`, {
+          method: 'DELETE',
+          headers: bearer(VIEWER),
+        })
+      ).status,
+    ).toBe(403);
+    expect(
+      (await fetch(`${g.adminUrl}/admin/blocks/198.51.100.9`, { method: 'DELETE', headers: bearer(VIEWER) })).status,
+    ).toBe(403);
     expect((await get(g, '/admin/blocks', bearer(ALICE))).status).toBe(200);
     await alive(g);
   });
 
   it('each audit line and entry names the token that made it; the unnamed token keeps its id and full scope', async () => {
     const { g, lines } = await loggedGateway(namedTokens());
-    expect((await post(g, '/admin/blocks', { ip: '198.51.100.10', reason: 'scraper' }, bearer(ALICE))).status).toBe(201);
+    expect((await post(g, '/admin/blocks', { ip: '198.51.100.10', reason: 'scraper' }, bearer(ALICE))).status).toBe(
+      201,
+    );
     expect((await post(g, '/admin/exemptions', { ip: '192.0.2.11' }, bearer(UNNAMED))).status).toBe(201);
     const audits = lines.filter((l) => typeof l.audit === 'string');
     expect(audits.map((l) => l.msg)).toEqual([
-      expect.stringMatching(/^admin: block add 198\.51\.100\.10 until \S+ \(scraper\) by token alice from 127\.0\.0\.1$/),
+      expect.stringMatching(
+        /^admin: block add 198\.51\.100\.10 until \S+ \(scraper\) by token alice from 127\.0\.0\.1$/,
+      ),
       expect.stringMatching(/^admin: exemption add 192\.0\.2\.11 until \S+ by token [0-9a-f]{8} from 127\.0\.0\.1$/),
     ]);
-    expect(audits[0]).toMatchObject({ audit: 'block.add', token: 'alice', tokenId: expect.stringMatching(/^[0-9a-f]{8}$/) });
+    expect(audits[0]).toMatchObject({
+      audit: 'block.add',
+      token: 'alice',
+      tokenId: expect.stringMatching(/^[0-9a-f]{8}$/),
+    });
     expect(audits[1]!.token).toBeUndefined();
-    const list = (await (await fetch(`${g.adminUrl}/admin/blocks`, { headers: bearer(VIEWER) })).json()) as { entries: { ip?: string; who?: string }[] };
+    const list = (await (await fetch(`${g.adminUrl}/admin/blocks`, { headers: bearer(VIEWER) })).json()) as {
+      entries: { ip?: string; who?: string }[];
+    };
     expect(list.entries.find((e) => e.ip === '198.51.100.10')?.who).toBe('token alice from 127.0.0.1');
     expect(JSON.stringify(lines)).not.toContain(ALICE);
     await alive(g);
@@ -178,13 +247,19 @@ describe('admin tokens: missing, wrong, named, scoped', () => {
       }
       return [];
     };
-    expect(errors('admin: { tokens: [{ name: a, token: x, tokenFile: /f, scopes: [read] }] }').join()).toMatch(/admin\.tokens\[0\].*one of token or tokenFile/);
+    expect(errors('admin: { tokens: [{ name: a, token: x, tokenFile: /f, scopes: [read] }] }').join()).toMatch(
+      /admin\.tokens\[0\].*one of token or tokenFile/,
+    );
     expect(errors('admin: { tokens: [{ name: a, scopes: [read] }] }').join()).toMatch(/one of token or tokenFile/);
-    expect(errors('admin: { tokens: [{ name: a, token: x, scopes: [read] }, { name: a, token: y, scopes: [read] }] }').join()).toMatch(/"a" is given twice/);
+    expect(
+      errors(
+        'admin: { tokens: [{ name: a, token: x, scopes: [read] }, { name: a, token: y, scopes: [read] }] }',
+      ).join(),
+    ).toMatch(/"a" is given twice/);
     expect(errors('admin: { tokens: [{ name: a, token: x, scopes: [] }] }').length).toBeGreaterThan(0);
     expect(errors('admin: { tokens: [{ name: "a b", token: x, scopes: [read] }] }').length).toBeGreaterThan(0);
-    await expect(gateway('admin: { token: same-token, tokens: [{ name: a, token: same-token, scopes: [read] }] }')).rejects.toThrow(
-      /the same token as another/,
-    );
+    await expect(
+      gateway('admin: { token: same-token, tokens: [{ name: a, token: same-token, scopes: [read] }] }'),
+    ).rejects.toThrow(/the same token as another/);
   });
 });

@@ -15,7 +15,11 @@ describe('metrics', () => {
     fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url });
     const ip = '198.51.100.77';
     for (let i = 0; i < 7; i++) {
-      await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': ip, Authorization: 'Bearer app-secret-token' } });
+      await send(fx.gw.url, {
+        method: 'POST',
+        path: '/api/v1/accounts',
+        headers: { 'X-Forwarded-For': ip, Authorization: 'Bearer app-secret-token' },
+      });
     }
     const m = await metrics();
     expect(m).toContain('rategate_requests_total{rule="sign-up",decision="allowed"} 5');
@@ -68,15 +72,28 @@ describe('health', () => {
 describe('the buckets API', () => {
   it('shows a bucket and resets it', async () => {
     fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url });
-    for (let i = 0; i < 5; i++) await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } });
+    for (let i = 0; i < 5; i++)
+      await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } });
     const shown = await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.5`);
     expect(shown.status).toBe(200);
-    expect(await shown.json()).toMatchObject({ rule: 'sign-up', key: 'sign-up:{ip:192.0.2.5}', limit: 5, remaining: 0, limited: true });
-    expect((await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } })).status).toBe(429);
+    expect(await shown.json()).toMatchObject({
+      rule: 'sign-up',
+      key: 'sign-up:{ip:192.0.2.5}',
+      limit: 5,
+      remaining: 0,
+      limited: true,
+    });
+    expect(
+      (await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } }))
+        .status,
+    ).toBe(429);
 
     const reset = await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=sign-up&key=192.0.2.5`, { method: 'DELETE' });
     expect(reset.status).toBe(200);
-    expect((await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } })).status).toBe(200);
+    expect(
+      (await send(fx.gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.5' } }))
+        .status,
+    ).toBe(200);
   });
 
   it('finds an account bucket by account id, and says what a bad key or rule is', async () => {
@@ -99,7 +116,9 @@ describe('the buckets API', () => {
     await send(fx.gw.url, { method: 'POST', path: '/auth/password?user[email]=a@example.com' });
     await send(fx.gw.url, { path: '/api/v1/x', headers: { Authorization: 'Bearer tok-9' } });
     const digest = (v: string) => createHash('sha256').update(v).digest('hex');
-    const p = await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=resets&key=${encodeURIComponent('a@example.com')}`)).json();
+    const p = await (
+      await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=resets&key=${encodeURIComponent('a@example.com')}`)
+    ).json();
     expect(p).toMatchObject({ key: `resets:{prm:${digest('a@example.com')}}`, remaining: 4 });
     const t = await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=per-token&key=${digest('tok-9')}`)).json();
     expect(t).toMatchObject({ key: `per-token:{tok:${digest('tok-9')}}`, remaining: 299 });

@@ -33,17 +33,27 @@ function gateway(maxActive?: number) {
   });
 }
 
-async function admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+async function admin(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const r = await fetch(`${fx.gw!.adminUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${TOKEN}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }
 
 async function status(path: string, ip: string, init: RequestInit = {}): Promise<number> {
-  const r = await fetch(`${fx.gw!.url}${path}`, { ...init, headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) } });
+  const r = await fetch(`${fx.gw!.url}${path}`, {
+    ...init,
+    headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) },
+  });
   await r.arrayBuffer();
   return r.status;
 }
@@ -61,7 +71,10 @@ async function metrics(): Promise<string> {
 
 /** Each ban is logged by the replica that started it: waits for the count (bans start after the answer). */
 async function bansStarted(lines: LogLine[], n: number): Promise<void> {
-  await eventually(() => lines.filter((l) => l.msg.startsWith('ban started')).length >= n, { what: `${n} bans started`, withinMs: 2_000 });
+  await eventually(() => lines.filter((l) => l.msg.startsWith('ban started')).length >= n, {
+    what: `${n} bans started`,
+    withinMs: 2_000,
+  });
 }
 
 describe('admin writes', () => {
@@ -79,10 +92,19 @@ describe('admin writes', () => {
     expect((await admin('DELETE', '/admin/blocks/192.0.2.99')).status).toBe(404);
 
     const audit = lines.filter((l) => typeof l.audit === 'string');
-    expect(audit.map((l) => l.audit)).toEqual(['block.add', 'block.remove', 'exempt.add', 'exempt.remove', 'ban.lift', 'bucket.reset']);
+    expect(audit.map((l) => l.audit)).toEqual([
+      'block.add',
+      'block.remove',
+      'exempt.add',
+      'exempt.remove',
+      'ban.lift',
+      'bucket.reset',
+    ]);
     for (const l of audit) expect(l).toMatchObject({ from: '127.0.0.1', tokenId: TOKEN_ID });
     expect(audit[0]).toMatchObject({ ip: '192.0.2.1', reason: 'scraper', expiresAt: expect.stringMatching(/Z$/) });
-    expect(audit[0]!.msg).toBe(`admin: block add 192.0.2.1 until ${String(audit[0]!.expiresAt)} (scraper) by token ${TOKEN_ID} from 127.0.0.1`);
+    expect(audit[0]!.msg).toBe(
+      `admin: block add 192.0.2.1 until ${String(audit[0]!.expiresAt)} (scraper) by token ${TOKEN_ID} from 127.0.0.1`,
+    );
     expect(audit[1]).toMatchObject({ ip: '192.0.2.1', reason: 'false alarm' });
     expect(audit[2]).toMatchObject({ cidr: '198.51.100.0/24', reason: 'office' });
     expect(audit[4]).toMatchObject({ ban: 'login-failures', key: 'ip:203.0.113.5' });
@@ -99,9 +121,16 @@ describe('admin writes', () => {
     const blocks = (await admin('GET', '/admin/blocks')).body.entries as Record<string, unknown>[];
     expect(blocks).toEqual([
       expect.objectContaining({ source: 'runtime', ip: '192.0.2.2', reason: 'scraper', who }),
-      expect.objectContaining({ source: 'ban', ban: 'login-failures', key: 'ip:203.0.113.6', who: 'ban login-failures' }),
+      expect.objectContaining({
+        source: 'ban',
+        ban: 'login-failures',
+        key: 'ip:203.0.113.6',
+        who: 'ban login-failures',
+      }),
     ]);
-    expect((await admin('GET', '/admin/bans')).body.bans).toEqual([expect.objectContaining({ key: 'ip:203.0.113.6', who: 'ban login-failures' })]);
+    expect((await admin('GET', '/admin/bans')).body.bans).toEqual([
+      expect.objectContaining({ key: 'ip:203.0.113.6', who: 'ban login-failures' }),
+    ]);
     const cli = await runCli(['block', 'list', '--admin', fx.gw!.adminUrl], { RATEGATE_ADMIN_TOKEN: TOKEN });
     expect(cli.stdout).toMatch(/SOURCE\s+IP\/CIDR\/KEY\s+EXPIRES\s+REASON\s+WHO/);
     expect(cli.stdout).toMatch(new RegExp(`runtime\\s+192\\.0\\.2\\.2\\s+.*scraper\\s+${who}`));
@@ -119,18 +148,24 @@ describe('lifting a ban', () => {
     const lifted = await admin('DELETE', '/admin/bans/login-failures/203.0.113.7');
     expect(lifted).toEqual({ status: 200, body: { lifted: { ban: 'login-failures', key: 'ip:203.0.113.7' } } });
     expect(await status('/api/v1/x', '203.0.113.7')).toBe(200);
-    expect((await admin('DELETE', `/admin/bans/login-failures/${encodeURIComponent('2001:db8:0:1::abcd')}`)).body).toEqual({
+    expect(
+      (await admin('DELETE', `/admin/bans/login-failures/${encodeURIComponent('2001:db8:0:1::abcd')}`)).body,
+    ).toEqual({
       lifted: { ban: 'login-failures', key: 'ip:2001:db8:0:1::/64' },
     });
     const none = await admin('DELETE', '/admin/bans/login-failures/203.0.113.8');
     expect(none.status).toBe(404);
-    expect(none.body.error).toMatch(/^no ban login-failures on 203\.0\.113\.8 \(keys as GET \/admin\/bans lists them: ip:203\.0\.113\.7 or the bare IP/);
+    expect(none.body.error).toMatch(
+      /^no ban login-failures on 203\.0\.113\.8 \(keys as GET \/admin\/bans lists them: ip:203\.0\.113\.7 or the bare IP/,
+    );
     const unknown = await admin('DELETE', '/admin/bans/login-failure/203.0.113.8');
     expect(unknown.body.error).toBe('no ban named "login-failure" (bans: login-failures, spare)');
     // The CLI too.
     expect(await failedLogin('203.0.113.9')).toBe(401);
     await bansStarted(lines, 3);
-    const cli = await runCli(['bans', 'lift', 'login-failures', '203.0.113.9', '--admin', fx.gw!.adminUrl], { RATEGATE_ADMIN_TOKEN: TOKEN });
+    const cli = await runCli(['bans', 'lift', 'login-failures', '203.0.113.9', '--admin', fx.gw!.adminUrl], {
+      RATEGATE_ADMIN_TOKEN: TOKEN,
+    });
     expect(cli.stdout.trim()).toBe('lifted ban login-failures on ip:203.0.113.9');
   }, 20_000);
 
@@ -144,19 +179,27 @@ describe('lifting a ban', () => {
     expect((await admin('DELETE', `/admin/blocks/${ip}`)).body).toEqual({ removed: ip });
     expect(await status('/api/v1/x', ip)).toBe(429);
     await admin('POST', '/admin/blocks', { ip });
-    expect((await admin('DELETE', `/admin/blocks/${ip}?resetBuckets=true`)).body).toEqual({ removed: ip, bucketsReset: 1 });
+    expect((await admin('DELETE', `/admin/blocks/${ip}?resetBuckets=true`)).body).toEqual({
+      removed: ip,
+      bucketsReset: 1,
+    });
     expect(await status('/api/v1/x', ip)).toBe(200);
     // A ban lift, through the CLI.
     for (let i = 0; i < 2; i++) await status('/api/v1/x', ip);
     expect(await status('/api/v1/x', ip)).toBe(429);
     expect(await failedLogin(ip)).toBe(401);
     await bansStarted(lines, 1);
-    const cli = await runCli(['bans', 'lift', 'login-failures', ip, '--reset-buckets', '--reason', 'customer', '--admin', fx.gw!.adminUrl], {
-      RATEGATE_ADMIN_TOKEN: TOKEN,
-    });
+    const cli = await runCli(
+      ['bans', 'lift', 'login-failures', ip, '--reset-buckets', '--reason', 'customer', '--admin', fx.gw!.adminUrl],
+      {
+        RATEGATE_ADMIN_TOKEN: TOKEN,
+      },
+    );
     expect(cli.stdout.trim()).toBe(`lifted ban login-failures on ip:${ip}; 1 buckets reset`);
     expect(await status('/api/v1/x', ip)).toBe(200);
-    expect(lines.filter((l) => l.audit === 'ban.lift')).toEqual([expect.objectContaining({ reason: 'customer', bucketsReset: 1 })]);
+    expect(lines.filter((l) => l.audit === 'ban.lift')).toEqual([
+      expect.objectContaining({ reason: 'customer', bucketsReset: 1 }),
+    ]);
     // A CIDR names no single client.
     await admin('POST', '/admin/blocks', { cidr: '192.0.2.0/24' });
     expect((await admin('DELETE', `/admin/blocks/192.0.2.0%2F24?resetBuckets=true`)).body).toEqual({
@@ -193,6 +236,8 @@ describe('ban metrics and the cap on live bans', () => {
     expect(m).toContain('rategate_bans_active{ban="login-failures"} 3');
     const capped = lines.filter((l) => /holds its cap/.test(l.msg));
     expect(capped).toHaveLength(1);
-    expect(capped[0]!.msg).toBe('ban login-failures holds its cap of 3 live bans: ended the 1 oldest since the last such line (e.g. ip:198.51.100.1)');
+    expect(capped[0]!.msg).toBe(
+      'ban login-failures holds its cap of 3 live bans: ended the 1 oldest since the last such line (e.g. ip:198.51.100.1)',
+    );
   });
 });

@@ -35,69 +35,80 @@ function traffic(send: () => Promise<unknown>): { stop(): Promise<void> } {
 }
 
 async function get(url: string, ip: string, init: RequestInit = {}): Promise<number> {
-  const r = await fetch(url, { ...init, headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) } });
+  const r = await fetch(url, {
+    ...init,
+    headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) },
+  });
   await r.arrayBuffer();
   return r.status;
 }
 
 /** The text of a rule's cell in the page's rules table (the column by its header). */
 function ruleCell(page: Page, rule: string, column: string): Promise<string | null> {
-  const row = page.locator('#s-rules tbody tr').filter({ has: page.locator('td:first-child', { hasText: new RegExp(`^${rule}$`) }) });
+  const row = page
+    .locator('#s-rules tbody tr')
+    .filter({ has: page.locator('td:first-child', { hasText: new RegExp(`^${rule}$`) }) });
   return row.locator(`td[data-label="${column}"]`).textContent();
 }
 
-describe.skipIf(skipBrowser('the status page in a browser'))('the status page in chromium, one gateway', { timeout: 60_000 }, () => {
-  const fx = gatewayFixture<RunningGateway>({ graceMs: 200 });
-  let browser: TestBrowser;
-  beforeAll(async () => {
-    browser = await launchBrowser({ viewport: { width: 1280, height: 900 } });
-  });
-  afterAll(async () => browser?.close());
-
-  it('shows the rules and updates their rates while traffic flows, without reloading the page', async () => {
-    const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
-    const page = await browser.newPage();
-    await page.goto(`${g.adminUrl}/`);
-    const rules = await page.locator('#s-rules tbody tr td:first-child').allTextContents();
-    expect(rules).toEqual(['account-access', 'ip-access', 'sign-up', 'uploading', 'deletion']);
-    expect(await ruleCell(page, 'ip-access', 'allowed/s')).toBe('0 · 0');
-    // Page-side code is given as text: the tests' TypeScript has no DOM types.
-    await page.evaluate('window.marker = 1');
-
-    const flow = traffic(() => get(`${g.url}/api/v1/timelines/public`, '192.0.2.10'));
-    try {
-      // Some allowed requests per second over the minute: the first figure of "1m · 5m" is no longer 0.
-      await expect.poll(() => ruleCell(page, 'ip-access', 'allowed/s'), { timeout: 15_000, interval: 200 }).toMatch(/^(<0\.01|0\.\d*[1-9]|[1-9])/);
-    } finally {
-      await flow.stop();
-    }
-    // The same page (no navigation): the script refreshed the table from /status.json.
-    expect(await page.evaluate('window.marker')).toBe(1);
-    expect(await ruleCell(page, 'sign-up', 'allowed/s')).toBe('0 · 0');
-    expect(page.errors).toEqual([]);
-    await page.close();
-  });
-
-  it('reads without JavaScript: the same tables, rendered by the server, and no buttons that cannot work', async () => {
-    const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
-    await fetch(`${g.adminUrl}/admin/blocks`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ip: '198.51.100.23', reason: 'scraper' }),
+describe.skipIf(skipBrowser('the status page in a browser'))(
+  'the status page in chromium, one gateway',
+  { timeout: 60_000 },
+  () => {
+    const fx = gatewayFixture<RunningGateway>({ graceMs: 200 });
+    let browser: TestBrowser;
+    beforeAll(async () => {
+      browser = await launchBrowser({ viewport: { width: 1280, height: 900 } });
     });
-    const noScript = await launchBrowser({ javaScriptEnabled: false });
-    try {
-      const page = await noScript.newPage();
-      await page.goto(`${g.adminUrl}/status`);
-      expect(await page.locator('#s-rules tbody tr').count()).toBe(5);
-      expect(await page.locator('#s-blocks tbody tr td').first().textContent()).toBe('198.51.100.23');
-      expect(await page.locator('#s-blocks button').isVisible()).toBe(false);
-      expect(await page.locator('#token-form').isVisible()).toBe(false);
-    } finally {
-      await noScript.close();
-    }
-  });
-});
+    afterAll(async () => browser?.close());
+
+    it('shows the rules and updates their rates while traffic flows, without reloading the page', async () => {
+      const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
+      const page = await browser.newPage();
+      await page.goto(`${g.adminUrl}/`);
+      const rules = await page.locator('#s-rules tbody tr td:first-child').allTextContents();
+      expect(rules).toEqual(['account-access', 'ip-access', 'sign-up', 'uploading', 'deletion']);
+      expect(await ruleCell(page, 'ip-access', 'allowed/s')).toBe('0 · 0');
+      // Page-side code is given as text: the tests' TypeScript has no DOM types.
+      await page.evaluate('window.marker = 1');
+
+      const flow = traffic(() => get(`${g.url}/api/v1/timelines/public`, '192.0.2.10'));
+      try {
+        // Some allowed requests per second over the minute: the first figure of "1m · 5m" is no longer 0.
+        await expect
+          .poll(() => ruleCell(page, 'ip-access', 'allowed/s'), { timeout: 15_000, interval: 200 })
+          .toMatch(/^(<0\.01|0\.\d*[1-9]|[1-9])/);
+      } finally {
+        await flow.stop();
+      }
+      // The same page (no navigation): the script refreshed the table from /status.json.
+      expect(await page.evaluate('window.marker')).toBe(1);
+      expect(await ruleCell(page, 'sign-up', 'allowed/s')).toBe('0 · 0');
+      expect(page.errors).toEqual([]);
+      await page.close();
+    });
+
+    it('reads without JavaScript: the same tables, rendered by the server, and no buttons that cannot work', async () => {
+      const g = (fx.gw = await startTestGateway(SEED_TABLE, { upstream: fx.upstream.url }));
+      await fetch(`${g.adminUrl}/admin/blocks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ip: '198.51.100.23', reason: 'scraper' }),
+      });
+      const noScript = await launchBrowser({ javaScriptEnabled: false });
+      try {
+        const page = await noScript.newPage();
+        await page.goto(`${g.adminUrl}/status`);
+        expect(await page.locator('#s-rules tbody tr').count()).toBe(5);
+        expect(await page.locator('#s-blocks tbody tr td').first().textContent()).toBe('198.51.100.23');
+        expect(await page.locator('#s-blocks button').isVisible()).toBe(false);
+        expect(await page.locator('#token-form').isVisible()).toBe(false);
+      } finally {
+        await noScript.close();
+      }
+    });
+  },
+);
 
 const TABLE = `limits:
   - { name: ip-access, match: /api/*, per: ip, limit: 300, period: 5m }
@@ -169,9 +180,17 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
 
     it('lifts a ban through its button, and the ban is gone on both replicas', async () => {
       const [a, b] = gws as [GatewayProcess, GatewayProcess];
-      const login = { method: 'POST', body: 'user[email]=a@example.com&user[password]=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+      const login = {
+        method: 'POST',
+        body: 'user[email]=a@example.com&user[password]=x',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      };
       for (let i = 0; i < 3; i++) expect(await get(`${[a, b][i % 2]!.url}/auth/sign_in`, ATTACKER, login)).toBe(401);
-      await waitFor(async () => (await get(`${b.url}/api/v1/timelines/home`, ATTACKER)) === 403, 5_000, 'the ban on replica B');
+      await waitFor(
+        async () => (await get(`${b.url}/api/v1/timelines/home`, ATTACKER)) === 403,
+        5_000,
+        'the ban on replica B',
+      );
       await fetch(`${a.adminUrl}/admin/blocks`, {
         method: 'POST',
         headers: { ...auth, 'content-type': 'application/json' },
@@ -185,13 +204,19 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       // A refused reload and a good one, for the page's history.
       writeFileSync(configPath, TABLE.replace('limit: 5,', 'limit: -5,'));
       await waitFor(
-        async () => JSON.stringify(await (await fetch(`${a.adminUrl}/status.json`, { headers: auth })).json()).includes('"ok":false'),
+        async () =>
+          JSON.stringify(await (await fetch(`${a.adminUrl}/status.json`, { headers: auth })).json()).includes(
+            '"ok":false',
+          ),
         10_000,
         'a refused reload',
       );
       writeFileSync(configPath, TABLE.replace('limit: 5,', 'limit: 6,'));
       await waitFor(
-        async () => (await (await fetch(`${a.adminUrl}/status.json`, { headers: auth })).text()).includes('"kind":"reload","ok":true'),
+        async () =>
+          (await (await fetch(`${a.adminUrl}/status.json`, { headers: auth })).text()).includes(
+            '"kind":"reload","ok":true',
+          ),
         10_000,
         'a reload',
       );
@@ -210,12 +235,18 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
         await keepScreenshot(page, 'status-page.png');
 
         await banRow.getByRole('button', { name: 'Lift' }).click();
-        await expect.poll(() => page.locator('#message').textContent()).toBe(`Lifted ban login-failures on ip:${ATTACKER}.`);
+        await expect
+          .poll(() => page.locator('#message').textContent())
+          .toBe(`Lifted ban login-failures on ip:${ATTACKER}.`);
         await banRow.waitFor({ state: 'detached' });
         expect(await page.locator('#s-bans .empty').textContent()).toBe('No active ban.');
         // The other replica: its admin API, the client's requests, and its own page.
         await waitFor(async () => (await bansOn(b)).length === 0, 2_000, 'the ban lifted on replica B');
-        await waitFor(async () => (await get(`${b.url}/api/v1/timelines/home`, ATTACKER)) === 200, 2_000, 'the client served by replica B');
+        await waitFor(
+          async () => (await get(`${b.url}/api/v1/timelines/home`, ATTACKER)) === 200,
+          2_000,
+          'the client served by replica B',
+        );
         const pageB = await signedIn(b);
         expect(await pageB.locator('#s-bans .empty').textContent()).toBe('No active ban.');
         expect(page.errors).toEqual([]);
@@ -237,7 +268,8 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       try {
         const page = await signedIn(a);
         const rows = page.locator('#s-fleet tbody tr');
-        const allowed = async (i: number): Promise<string | null> => rows.nth(i).locator('td[data-label="allowed/s"]').textContent();
+        const allowed = async (i: number): Promise<string | null> =>
+          rows.nth(i).locator('td[data-label="allowed/s"]').textContent();
         // This replica first (live), then the other as it published, then their sum; both non-zero.
         await expect.poll(() => rows.count(), { timeout: 20_000, interval: 250 }).toBe(3);
         const nonZero = /^(<0\.01|0\.\d*[1-9]|[1-9])/;
@@ -250,7 +282,9 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
         const names = await rows.locator('td:first-child').allTextContents();
         expect(new Set(names.slice(0, 2).map((n) => /pid (\d+)/.exec(n)?.[1])).size).toBe(2);
 
-        await expect.poll(() => page.locator('#s-health .line').textContent(), { timeout: 10_000 }).toBe('healthy: 2 replicas, upstream up, store up');
+        await expect
+          .poll(() => page.locator('#s-health .line').textContent(), { timeout: 10_000 })
+          .toBe('healthy: 2 replicas, upstream up, store up');
         expect(await page.locator('#s-health .line').getAttribute('class')).toBe('line good');
         const probe = page.locator('#s-upstream tbody tr', { hasText: 'probe' }).locator('td').nth(1);
         expect(await probe.textContent()).toMatch(/^up: answered HEAD in \d+ ms/);
@@ -269,7 +303,9 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       await page.goto(`${gws[0]!.adminUrl}/status`);
       await page.fill('#token', 'not-the-token');
       await page.press('#token', 'Enter');
-      await expect.poll(() => page.locator('#message').textContent()).toBe('The admin token was refused (401): enter the right one.');
+      await expect
+        .poll(() => page.locator('#message').textContent())
+        .toBe('The admin token was refused (401): enter the right one.');
       expect(await page.locator('#s-rules').count()).toBe(0);
       expect(await page.evaluate("sessionStorage.getItem('rategate.adminToken')")).toBeNull();
       await page.fill('#token', TOKEN);
@@ -296,9 +332,13 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       const row = page.locator('#s-bans tbody tr', { hasText: '203.0.113.77' });
       await row.waitFor();
       // The token goes stale between reading and writing (rotated elsewhere): the write reaches the gateway with it.
-      await page.route('**/admin/bans/**', (route) => route.continue({ headers: { ...route.request().headers(), authorization: 'Bearer stale' } }));
+      await page.route('**/admin/bans/**', (route) =>
+        route.continue({ headers: { ...route.request().headers(), authorization: 'Bearer stale' } }),
+      );
       await row.getByRole('button', { name: 'Lift' }).click();
-      await expect.poll(() => page.locator('#message').textContent()).toBe('The admin token was refused (401): nothing was changed. Enter the right one.');
+      await expect
+        .poll(() => page.locator('#message').textContent())
+        .toBe('The admin token was refused (401): nothing was changed. Enter the right one.');
       expect(await page.locator('#token-form').isVisible()).toBe(true);
       expect(await bansOn(a)).toHaveLength(1);
       await page.close();
@@ -318,7 +358,11 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
         headers: { ...auth, 'content-type': 'application/json' },
         body: JSON.stringify({ ip: '192.0.2.77', for: '1h', reason: 'probe' }),
       });
-      await waitFor(async () => (await get(`${b.url}/api/v1/timelines/home`, '203.0.113.88')) === 403, 5_000, 'the block on replica B');
+      await waitFor(
+        async () => (await get(`${b.url}/api/v1/timelines/home`, '203.0.113.88')) === 403,
+        5_000,
+        'the block on replica B',
+      );
       const page = await signedIn(b);
       const blockRow = page.locator('#s-blocks tbody tr', { hasText: '203.0.113.88' });
       await blockRow.getByRole('button', { name: 'Remove' }).click();
@@ -329,8 +373,16 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       await expect.poll(() => page.locator('#message').textContent()).toBe('Removed exemption of 192.0.2.77.');
       await exemptRow.waitFor({ state: 'detached' });
       // The other replica: its listings and the client's requests.
-      await waitFor(async () => !(await listed(a, 'blocks')).includes('203.0.113.88'), 2_000, 'the block removed on replica A');
-      await waitFor(async () => !(await listed(a, 'exemptions')).includes('192.0.2.77'), 2_000, 'the exemption removed on replica A');
+      await waitFor(
+        async () => !(await listed(a, 'blocks')).includes('203.0.113.88'),
+        2_000,
+        'the block removed on replica A',
+      );
+      await waitFor(
+        async () => !(await listed(a, 'exemptions')).includes('192.0.2.77'),
+        2_000,
+        'the exemption removed on replica A',
+      );
       expect(await get(`${a.url}/api/v1/timelines/home`, '203.0.113.88')).toBe(200);
       expect(page.errors).toEqual([]);
       await page.close();
@@ -338,7 +390,11 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
 
     it("shows the fleet's top limited keys: a client limited on replica B is on replica A's page", async () => {
       const [a, b] = gws as [GatewayProcess, GatewayProcess];
-      const signUp = { method: 'POST', body: 'username=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+      const signUp = {
+        method: 'POST',
+        body: 'username=x',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      };
       const statuses: number[] = [];
       for (let i = 0; i < 10; i++) statuses.push(await get(`${b.url}/api/v1/accounts`, '192.0.2.66', signUp));
       expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
@@ -353,14 +409,21 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
     });
 
     it('lays out on a phone-sized viewport: no sideways scrolling, labelled rows', async () => {
-      const phone = await launchBrowser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+      const phone = await launchBrowser({
+        viewport: { width: 390, height: 844 },
+        isMobile: true,
+        hasTouch: true,
+        deviceScaleFactor: 2,
+      });
       try {
         const page = await signedIn(gws[0]!, phone);
         // Without the viewport meta a phone lays the page out 980 px wide and shrinks it.
         expect(await page.evaluate('innerWidth')).toBe(390);
         expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
         expect(await page.locator('#s-rules thead').isVisible()).toBe(false);
-        const label = await page.evaluate("getComputedStyle(document.querySelector('#s-rules tbody td'), '::before').content");
+        const label = await page.evaluate(
+          "getComputedStyle(document.querySelector('#s-rules tbody td'), '::before').content",
+        );
         expect(label).toBe('"rule"');
         await keepScreenshot(page, 'status-page-phone.png');
         expect(page.errors).toEqual([]);

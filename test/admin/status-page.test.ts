@@ -46,7 +46,9 @@ async function gatewayOffLoopback(extra = ''): Promise<RunningGateway> {
 }
 
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
-const basic = (user: string, t: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${t}`).toString('base64')}` });
+const basic = (user: string, t: string) => ({
+  authorization: `Basic ${Buffer.from(`${user}:${t}`).toString('base64')}`,
+});
 
 type StatusJson = StatusData & { view: { id: string; rows: unknown[][]; line?: { text: string; tone: string } }[] };
 
@@ -107,7 +109,8 @@ describe('the rates of the status page', () => {
 
   it('keeps a fixed number of samples however long it runs, and drops the rules a reload removed', () => {
     const t = fakeRules();
-    const ring = (name: string) => (t.rates as unknown as { rings: Map<string, { values: Float64Array }> }).rings.get(name);
+    const ring = (name: string) =>
+      (t.rates as unknown as { rings: Map<string, { values: Float64Array }> }).rings.get(name);
     const size = ring('a')!.values.length;
     for (let i = 0; i < 10_000; i++) {
       t.advance(5_000);
@@ -204,11 +207,14 @@ describe('the status page on the admin listener', () => {
     const g = await gateway();
     const admin = adminOf(g);
     const hostile = '</td><script>alert("x")</script><img src=x onerror=alert(1)>';
-    const post = (p: string, body: object) => fetch(admin + p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (p: string, body: object) =>
+      fetch(admin + p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect((await post('/admin/blocks', { ip: '203.0.113.7', reason: hostile })).status).toBe(201);
     expect((await post('/admin/exemptions', { cidr: '198.51.100.0/24', reason: `'"&${hostile}` })).status).toBe(201);
     const html = await (await fetch(`${admin}/status`)).text();
-    expect(html).toContain('&lt;/td&gt;&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;');
+    expect(html).toContain(
+      '&lt;/td&gt;&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;',
+    );
     expect(html).toContain('&#39;&quot;&amp;&lt;/td&gt;');
     expect(html).not.toContain(hostile);
     expect(html.match(/<script/g)).toHaveLength(1);
@@ -222,7 +228,8 @@ describe('the status page on the admin listener', () => {
   it('answers /status.json with the rules and their live rates, the store, the admin listings, the reloads and an empty surges list', async () => {
     const g = await gateway();
     const admin = adminOf(g);
-    for (let i = 0; i < 7; i++) await (await fetch(`${g.url}/api/v1/accounts`, { method: 'POST', body: 'username=x' })).arrayBuffer();
+    for (let i = 0; i < 7; i++)
+      await (await fetch(`${g.url}/api/v1/accounts`, { method: 'POST', body: 'username=x' })).arrayBuffer();
     await fetch(`${admin}/admin/blocks`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -251,11 +258,24 @@ describe('the status page on the admin listener', () => {
     expect(j.auth).toEqual({ tokenRequired: false });
     expect(j.rules.map((r) => r.name)).toEqual(['account-access', 'ip-access', 'sign-up', 'uploading', 'deletion']);
     const signUp = j.rules.find((r) => r.name === 'sign-up')!;
-    expect(signUp).toMatchObject({ match: ['POST /api/v1/accounts'], per: 'ip', limit: 5, period: '30m', shadow: false });
+    expect(signUp).toMatchObject({
+      match: ['POST /api/v1/accounts'],
+      per: 'ip',
+      limit: 5,
+      period: '30m',
+      shadow: false,
+    });
     expect(signUp.rates['1m'].allowed).toBeGreaterThan(0);
     expect(signUp.rates['1m'].limited).toBeGreaterThan(0);
     expect(signUp.rates['5m'].limited).toBeGreaterThan(0);
-    expect(j.store).toMatchObject({ kind: 'memory', url: 'memory', reachable: true, fallbackActive: false, nodes: [], leases: null });
+    expect(j.store).toMatchObject({
+      kind: 'memory',
+      url: 'memory',
+      reachable: true,
+      fallbackActive: false,
+      nodes: [],
+      leases: null,
+    });
     // The admin listings as GET /admin/… answers them.
     expect(j.bans).toEqual(await (await fetch(`${admin}/admin/bans`)).json());
     expect(j.blocks).toEqual(await (await fetch(`${admin}/admin/blocks`)).json());
@@ -267,8 +287,21 @@ describe('the status page on the admin listener', () => {
     expect(j.upstream).toMatchObject({ url: fx.upstream.url, probe: { up: true }, errors: {}, upstream5xx: 0 });
     expect(j.upstream.answered).toBeGreaterThan(0);
     expect(j.upstream.p99Ms).toBeGreaterThan(0);
-    expect(j.view.map((s) => s.id)).toEqual(['health', 'rules', 'upstream', 'store', 'bans', 'blocks', 'exemptions', 'limited', 'reloads']);
-    expect(j.view[0]!.line).toEqual({ text: 'healthy: 1 replica (a store of this process only), upstream up, store up', tone: 'good' });
+    expect(j.view.map((s) => s.id)).toEqual([
+      'health',
+      'rules',
+      'upstream',
+      'store',
+      'bans',
+      'blocks',
+      'exemptions',
+      'limited',
+      'reloads',
+    ]);
+    expect(j.view[0]!.line).toEqual({
+      text: 'healthy: 1 replica (a store of this process only), upstream up, store up',
+      tone: 'good',
+    });
   });
 
   it('lists reloads with their result: a refused one with its errors, a good one with what changed', async () => {
@@ -303,7 +336,15 @@ describe('the status page on the admin listener', () => {
         nodes: [{ node: 'r:6379', up: true }],
         leases: null,
       },
-      upstream: { url: 'http://up:3000', probe: { up: true, at: 0, ms: 3 }, answered: 0, p50Ms: null, p99Ms: null, errors: {}, upstream5xx: 0 },
+      upstream: {
+        url: 'http://up:3000',
+        probe: { up: true, at: 0, ms: 3 },
+        answered: 0,
+        p50Ms: null,
+        p99Ms: null,
+        errors: {},
+        upstream5xx: 0,
+      },
       fleet: { gateways: 2, replicas: [{}, {}] },
       reloads: [{ kind: 'start', ok: true, at: new Date(0).toISOString(), rules: 0 }],
     } as unknown as StatusData;
@@ -313,10 +354,12 @@ describe('the status page on the admin listener', () => {
       text: 'degraded: upstream does not answer (timeout) · 2 replicas, store up',
       tone: 'bad',
     });
-    expect(line({ store: { ...ok.store, fallbackActive: true } }).text).toBe('degraded: store failing: decisions by onError: local · 2 replicas, upstream up');
-    expect(line({ reloads: [{ kind: 'reload', ok: false, at: new Date(0).toISOString(), rules: 0 }, ...ok.reloads] }).text).toMatch(
-      /^degraded: the last config reload was refused/,
+    expect(line({ store: { ...ok.store, fallbackActive: true } }).text).toBe(
+      'degraded: store failing: decisions by onError: local · 2 replicas, upstream up',
     );
+    expect(
+      line({ reloads: [{ kind: 'reload', ok: false, at: new Date(0).toISOString(), rules: 0 }, ...ok.reloads] }).text,
+    ).toMatch(/^degraded: the last config reload was refused/);
   });
 
   it('shows surges only when the table has them', () => {
@@ -325,7 +368,15 @@ describe('the status page on the admin listener', () => {
       rules: [],
       upstream: { url: 'builtin', probe: null, answered: 0, p50Ms: null, p99Ms: null, errors: {}, upstream5xx: 0 },
       fleet: null,
-      store: { kind: 'memory', url: 'memory', onError: 'local', reachable: true, fallbackActive: false, nodes: [], leases: null },
+      store: {
+        kind: 'memory',
+        url: 'memory',
+        onError: 'local',
+        reachable: true,
+        fallbackActive: false,
+        nodes: [],
+        leases: null,
+      },
       bans: null,
       blocks: null,
       exemptions: null,
@@ -334,7 +385,10 @@ describe('the status page on the admin listener', () => {
       surges: [],
     } as unknown as StatusData;
     expect(statusView(data).map((s) => s.id)).not.toContain('surges');
-    const withSurge = { ...data, surges: [{ name: 'sign-up-wave', active: true, since: new Date(0).toISOString(), until: null }] };
+    const withSurge = {
+      ...data,
+      surges: [{ name: 'sign-up-wave', active: true, since: new Date(0).toISOString(), until: null }],
+    };
     const surges = statusView(withSurge).find((s) => s.id === 'surges')!;
     expect(surges.rows[0]![0]).toBe('sign-up-wave');
   });
@@ -364,7 +418,9 @@ describe('who may read the status page: the admin API door', () => {
     const login = await fetch(`${admin}/status?login`);
     expect(login.status).toBe(401);
     expect(login.headers.get('www-authenticate')).toMatch(/^Basic realm="rategate status"/);
-    expect(((await fetch(`${admin}/status.json`, { headers: bearer(TOKEN) }).then((r) => r.json())) as StatusJson).auth).toEqual({ tokenRequired: true });
+    expect(
+      ((await fetch(`${admin}/status.json`, { headers: bearer(TOKEN) }).then((r) => r.json())) as StatusJson).auth,
+    ).toEqual({ tokenRequired: true });
   });
 
   it('never takes Basic credentials for the admin API, reads or writes: a browser sends those by itself', async () => {
@@ -377,7 +433,13 @@ describe('who may read the status page: the admin API door', () => {
       body: JSON.stringify({ ip: '203.0.113.5' }),
     });
     expect(post.status).toBe(401);
-    expect(((await fetch(`${admin}/admin/blocks`, { headers: bearer(TOKEN) }).then((r) => r.json())) as { entries: unknown[] }).entries).toEqual([]);
+    expect(
+      (
+        (await fetch(`${admin}/admin/blocks`, { headers: bearer(TOKEN) }).then((r) => r.json())) as {
+          entries: unknown[];
+        }
+      ).entries,
+    ).toEqual([]);
   });
 
   it('without a token on a listener that is not loopback-only: refused 403 like the admin API, while /metrics stays open', async () => {
@@ -387,7 +449,9 @@ describe('who may read the status page: the admin API door', () => {
       const r = await fetch(admin + p);
       expect(r.status, p).toBe(403);
       expect(await r.text()).toContain(
-        p === '/status.json' || p === '/admin/bans' ? JSON.stringify(NO_TOKEN_OFF_LOOPBACK).slice(1, -1) : 'no admin token is set',
+        p === '/status.json' || p === '/admin/bans'
+          ? JSON.stringify(NO_TOKEN_OFF_LOOPBACK).slice(1, -1)
+          : 'no admin token is set',
       );
     }
     expect((await fetch(`${admin}/metrics`)).status).toBe(200);

@@ -21,14 +21,20 @@ const REVISION = (await promisify(execFile)('git', ['rev-parse', '--short=12', '
 const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
 
 /** A gateway on free ports whose log lines are kept (parsed) for the test to read. */
-async function start(yaml: string, overrides: { store?: string } = {}): Promise<{ file: string; lines: Array<Record<string, unknown>> }> {
+async function start(
+  yaml: string,
+  overrides: { store?: string } = {},
+): Promise<{ file: string; lines: Array<Record<string, unknown>> }> {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-ops-')), 'limits.yaml');
   writeFileSync(file, yaml);
   const lines: Array<Record<string, unknown>> = [];
   fx.gw = await startGateway({
     configPath: file,
     overrides: { listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', upstream: fx.upstream.url, ...overrides },
-    logger: pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) }),
+    logger: pino(
+      { level: 'info' },
+      { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) },
+    ),
     defaultMetrics: false,
     watch: false,
   });
@@ -44,7 +50,15 @@ describe('metrics an alert can rely on', () => {
     const m = await metrics();
     expect(m).toContain('rategate_config_reloads_total{result="success"} 0');
     expect(m).toContain('rategate_config_reloads_total{result="error"} 0');
-    for (const reason of ['timeout', 'connection', 'readonly', 'clusterdown', 'unavailable', 'script', 'circuit_open']) {
+    for (const reason of [
+      'timeout',
+      'connection',
+      'readonly',
+      'clusterdown',
+      'unavailable',
+      'script',
+      'circuit_open',
+    ]) {
       expect(m).toContain(`rategate_store_errors_total{reason="${reason}"} 0`);
     }
     for (const reason of ['unreachable', 'reset', 'timeout', 'bad_request']) {
@@ -73,7 +87,9 @@ describe('metrics an alert can rely on', () => {
     m = await metrics();
     expect(m).toContain('rategate_config_last_reload_successful 1');
     expect(m).toContain('rategate_config_reloads_total{result="success"} 1');
-    expect(Number(/^rategate_config_last_reload_success_timestamp_seconds (\S+)$/m.exec(m)?.[1])).toBeGreaterThan(failedAt);
+    expect(Number(/^rategate_config_last_reload_success_timestamp_seconds (\S+)$/m.exec(m)?.[1])).toBeGreaterThan(
+      failedAt,
+    );
   });
 });
 
@@ -113,7 +129,9 @@ describe('reload messages', () => {
     const edited = SEED_TABLE.replace('limit: 5\n    period: 30m', 'limit: 6\n    period: 1h')
       .replace(/ {2}- name: deletion[\s\S]*$/, '')
       .concat('  - { name: search, match: GET /api/v2/search, per: ip, limit: 10, period: 1m }\n')
-      .concat('bans:\n  - { name: login-failures, match: POST /auth/sign_in, per: ip, on: { status: [401] }, limit: 10, period: 10m, ban: 1h }\n');
+      .concat(
+        'bans:\n  - { name: login-failures, match: POST /auth/sign_in, per: ip, on: { status: [401] }, limit: 10, period: 10m, ban: 1h }\n',
+      );
     writeFileSync(file, QUIET + edited);
     expect(await fx.gw!.reload()).toBe(true);
     const ruleLines = lines.filter((l) => l.rule !== undefined && l.change !== undefined);
@@ -121,7 +139,9 @@ describe('reload messages', () => {
       'rule sign-up changed: limit 5 → 6, period 30m → 1h',
       'rule search added: match GET /api/v2/search, per ip, limit 10, period 1m, algorithm fixed-window, cost 1, shadow false',
       'rule deletion removed',
-      expect.stringMatching(/^ban login-failures added: match POST \/auth\/sign_in, per ip, .*limit 10, period 10m, ban 1h/),
+      expect.stringMatching(
+        /^ban login-failures added: match POST \/auth\/sign_in, per ip, .*limit 10, period 10m, ban 1h/,
+      ),
     ]);
     expect(ruleLines[0]).toMatchObject({ level: 30, section: 'limits', rule: 'sign-up', change: 'changed' });
     // Unchanged rules are not named.
@@ -151,9 +171,15 @@ describe('readiness', () => {
   });
 
   it('fails with the store down when store.failReadiness asks for it', async () => {
-    await start(`${QUIET}store: { onError: local, failReadiness: true }\n${SEED_TABLE}`, { store: 'redis://127.0.0.1:9' });
+    await start(`${QUIET}store: { onError: local, failReadiness: true }\n${SEED_TABLE}`, {
+      store: 'redis://127.0.0.1:9',
+    });
     const r = await fetch(`${fx.gw!.adminUrl}/readyz`);
     expect(r.status).toBe(503);
-    expect(await r.json()).toMatchObject({ status: 'not ready', checks: { store: false }, store: { reachable: false } });
+    expect(await r.json()).toMatchObject({
+      status: 'not ready',
+      checks: { store: false },
+      store: { reachable: false },
+    });
   });
 });

@@ -42,18 +42,24 @@ const readyz = async (): Promise<{ status: number; body: Record<string, any> }> 
   const r = await fetch(`${gw!.adminUrl}/readyz`);
   return { status: r.status, body: (await r.json()) as Record<string, any> };
 };
-const upstreamUp = async (): Promise<string | undefined> => /^rategate_upstream_up (\d)$/m.exec(await (await fetch(`${gw!.adminUrl}/metrics`)).text())?.[1];
+const upstreamUp = async (): Promise<string | undefined> =>
+  /^rategate_upstream_up (\d)$/m.exec(await (await fetch(`${gw!.adminUrl}/metrics`)).text())?.[1];
 
 describe('readiness with the upstream down', () => {
   it('stays 200 by default, says the upstream is unreachable in the body and the metric, and keeps answering 429s', async () => {
     const { port } = await serveWithDeadUpstream(TABLE);
     const r = await readyz();
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ status: 'ready', checks: { config: true, serving: true }, upstream: { reachable: false } });
+    expect(r.body).toMatchObject({
+      status: 'ready',
+      checks: { config: true, serving: true },
+      upstream: { reachable: false },
+    });
     expect(r.body.checks).not.toHaveProperty('upstream');
     expect(await upstreamUp()).toBe('0');
     // The pod still does its job: the limit holds (a 502 for the admitted request, a 429 for the next).
-    const signUp = () => send(gw!.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'content-length': '0' } });
+    const signUp = () =>
+      send(gw!.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'content-length': '0' } });
     expect((await signUp()).status).toBe(502);
     expect((await signUp()).status).toBe(429);
     // The upstream comes back, answering HTTP (the probe is a request: a port that only accepts is not up,

@@ -11,10 +11,15 @@ import { eventually } from '../support/eventually.js';
 
 const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
 
-const table = (limit: number) => `limits:\n  - { name: everything, match: /x/*, per: global, limit: ${limit}, period: 1h }\n`;
+const table = (limit: number) =>
+  `limits:\n  - { name: everything, match: /x/*, per: global, limit: ${limit}, period: 1h }\n`;
 
 /** Sends requests on 4 concurrent loops until stopped; returns every status seen. */
-function loadLoop(url: string): { stop: () => Promise<number[]>; latestLimit: () => string | undefined; sent: () => number } {
+function loadLoop(url: string): {
+  stop: () => Promise<number[]>;
+  latestLimit: () => string | undefined;
+  sent: () => number;
+} {
   let running = true;
   const statuses: number[] = [];
   let latest: string | undefined;
@@ -46,7 +51,10 @@ describe('hot reload', () => {
     fx.gw = await startTestGateway(table(1_000_000), { upstream: fx.upstream.url });
     const load = loadLoop(fx.gw.url);
     // The load is under way before the edit (on a busy machine its first requests take a while).
-    await eventually(() => load.latestLimit() === '1000000' && load.sent() > 20, { what: 'the first limit in force under load', withinMs: 10_000 });
+    await eventually(() => load.latestLimit() === '1000000' && load.sent() > 20, {
+      what: 'the first limit in force under load',
+      withinMs: 10_000,
+    });
     writeFileSync((fx.gw as { configPath: string } & RunningGateway).configPath, table(999_999));
     const written = Date.now();
     await eventually(() => load.latestLimit() === '999999', { what: 'the rewritten limit in force', withinMs: 2000 });
@@ -55,7 +63,9 @@ describe('hot reload', () => {
     expect(took).toBeLessThan(2000);
     expect(statuses.length).toBeGreaterThan(20);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
-    expect(await (await fetch(`${fx.gw.adminUrl}/metrics`)).text()).toContain('rategate_config_reloads_total{result="success"} 1');
+    expect(await (await fetch(`${fx.gw.adminUrl}/metrics`)).text()).toContain(
+      'rategate_config_reloads_total{result="success"} 1',
+    );
   });
 
   it('sees a Kubernetes ConfigMap update (the ..data symlink swap) within 2 s', async () => {
@@ -77,7 +87,10 @@ describe('hot reload', () => {
     });
     expect((await send(fx.gw.url, { path: '/x/1' })).headers['x-ratelimit-limit']).toBe('100');
     publish('..2026_11_21_2', 7);
-    await eventually(async () => (await send(fx.gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '7', { what: 'limit 7 in force', withinMs: 2000 });
+    await eventually(async () => (await send(fx.gw!.url, { path: '/x/1' })).headers['x-ratelimit-limit'] === '7', {
+      what: 'limit 7 in force',
+      withinMs: 2000,
+    });
   });
 
   it('refuses an invalid file, counts the error, and keeps the old table in force', async () => {

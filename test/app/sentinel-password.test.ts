@@ -39,18 +39,24 @@ describe.skipIf(skipCluster('the Sentinel password tests'))('the sentinels’ pa
   async function serve(table: string, env: Record<string, string> = {}): Promise<GatewayProcess> {
     const file = path.join(mkdtempSync(path.join(dir, 'gw-')), 'limits.yaml');
     writeFileSync(file, table);
-    const gw = await spawnServe(['--config', file, '--upstream', upstream.url, '--store', group.url], { RATEGATE_LOG_LEVEL: 'info', ...env });
+    const gw = await spawnServe(['--config', file, '--upstream', upstream.url, '--store', group.url], {
+      RATEGATE_LOG_LEVEL: 'info',
+      ...env,
+    });
     running.push(gw);
     return gw;
   }
-  const storeUp = async (gw: GatewayProcess): Promise<boolean> => /^rategate_store_up 1$/m.test(await (await fetch(`${gw.adminUrl}/metrics`)).text());
+  const storeUp = async (gw: GatewayProcess): Promise<boolean> =>
+    /^rategate_store_up 1$/m.test(await (await fetch(`${gw.adminUrl}/metrics`)).text());
 
   /** The store answers, and a runtime block (the guard's own connection) is stored and refuses the IP. */
   async function expectStoreAndGuardWork(gw: GatewayProcess): Promise<void> {
     await waitFor(() => storeUp(gw), 10_000, 'the store up');
     const ip = `203.0.113.${running.length}`;
     const get = (): Promise<number> =>
-      fetch(`${gw.url}/api/v1/timelines/public`, { headers: { 'x-forwarded-for': ip } }).then(async (r) => (await r.arrayBuffer(), r.status));
+      fetch(`${gw.url}/api/v1/timelines/public`, { headers: { 'x-forwarded-for': ip } }).then(
+        async (r) => (await r.arrayBuffer(), r.status),
+      );
     expect(await get()).toBe(200);
     const post = await fetch(`${gw.adminUrl}/admin/blocks`, {
       method: 'POST',
@@ -69,7 +75,9 @@ describe.skipIf(skipCluster('the Sentinel password tests'))('the sentinels’ pa
   it('comes from store.sentinelPasswordFile, trimmed', async () => {
     const secret = path.join(dir, 'sentinel-password');
     writeFileSync(secret, `${SENTINEL_PASSWORD}\n`);
-    await expectStoreAndGuardWork(await serve(`${RULES}store: { timeout: 1s, sentinelPasswordFile: ${JSON.stringify(secret)} }\n`));
+    await expectStoreAndGuardWork(
+      await serve(`${RULES}store: { timeout: 1s, sentinelPasswordFile: ${JSON.stringify(secret)} }\n`),
+    );
   }, 30_000);
 
   it('without it, the sentinels refuse the gateway: the store stays down (the test can fail)', async () => {
@@ -86,11 +94,17 @@ describe.skipIf(skipCluster('the Sentinel password tests'))('the sentinels’ pa
     const missing = path.join(dir, 'no-such-secret');
     const file = path.join(dir, 'missing.yaml');
     writeFileSync(file, `${RULES}store: { sentinelPasswordFile: ${JSON.stringify(missing)} }\n`);
-    await expect(spawnServe(['--config', file, '--upstream', upstream.url, '--store', group.url], {}, 8_000)).rejects.toThrow(
-      /store\.sentinelPasswordFile: cannot read ".*no-such-secret": no such file/,
-    );
     await expect(
-      spawnServe(['--config', file, '--upstream', upstream.url, '--store', group.url], { RATEGATE_STORE_SENTINEL_PASSWORD: 'x' }, 8_000),
-    ).rejects.toThrow(/set either store\.sentinelPassword \(or RATEGATE_STORE_SENTINEL_PASSWORD\) or store\.sentinelPasswordFile, not both/);
+      spawnServe(['--config', file, '--upstream', upstream.url, '--store', group.url], {}, 8_000),
+    ).rejects.toThrow(/store\.sentinelPasswordFile: cannot read ".*no-such-secret": no such file/);
+    await expect(
+      spawnServe(
+        ['--config', file, '--upstream', upstream.url, '--store', group.url],
+        { RATEGATE_STORE_SENTINEL_PASSWORD: 'x' },
+        8_000,
+      ),
+    ).rejects.toThrow(
+      /set either store\.sentinelPassword \(or RATEGATE_STORE_SENTINEL_PASSWORD\) or store\.sentinelPasswordFile, not both/,
+    );
   }, 30_000);
 });

@@ -41,7 +41,10 @@ beforeAll(async () => {
 });
 
 /** A raw keep-alive connection: sends one request, resolves with the response head and body once complete. */
-function rawRequest(port: number, path: string): { socket: net.Socket; answer: Promise<{ head: string; body: string }>; closed: Promise<number> } {
+function rawRequest(
+  port: number,
+  path: string,
+): { socket: net.Socket; answer: Promise<{ head: string; body: string }>; closed: Promise<number> } {
   const socket = net.connect(port, '127.0.0.1');
   let data = '';
   const answer = new Promise<{ head: string; body: string }>((resolve, reject) => {
@@ -103,7 +106,11 @@ describe('graceful shutdown', () => {
     expect((await idle.answer).head).toMatch(/^HTTP\/1\.1 200/);
     expect((await idle.answer).head).toMatch(/connection: keep-alive/i);
     const busy = rawRequest(port, '/api/v1/slower');
-    await waitFor(() => upstream.seen.some((r) => r.url === '/api/v1/slower'), 5_000, 'the slower request at the upstream');
+    await waitFor(
+      () => upstream.seen.some((r) => r.url === '/api/v1/slower'),
+      5_000,
+      'the slower request at the upstream',
+    );
 
     const signalled = Date.now();
     gw.child.kill('SIGTERM');
@@ -134,7 +141,11 @@ describe('graceful shutdown', () => {
     const port = Number(new URL(gw.url).port);
     const busy = rawRequest(port, '/api/v1/four-seconds');
     busy.answer.catch(() => undefined);
-    await waitFor(() => upstream.seen.some((r) => r.url === '/api/v1/four-seconds'), 5_000, 'the four-second request at the upstream');
+    await waitFor(
+      () => upstream.seen.some((r) => r.url === '/api/v1/four-seconds'),
+      5_000,
+      'the four-second request at the upstream',
+    );
     const signalled = Date.now();
     gw.child.kill('SIGTERM');
     const closedAt = await busy.closed;
@@ -155,7 +166,11 @@ describe('graceful shutdown', () => {
   it('lets a 12 s request finish at SIGTERM under server.drainGrace: 30s', async () => {
     const gw = await gatewayWithDrainGrace('30s');
     const slow = send(gw.url, { path: '/api/v1/twelve-seconds' });
-    await waitFor(() => upstream.seen.some((r) => r.url === '/api/v1/twelve-seconds'), 5_000, 'the twelve-second request at the upstream');
+    await waitFor(
+      () => upstream.seen.some((r) => r.url === '/api/v1/twelve-seconds'),
+      5_000,
+      'the twelve-second request at the upstream',
+    );
     gw.child.kill('SIGTERM');
     const answer = await slow;
     expect(answer.status).toBe(200);
@@ -168,12 +183,25 @@ describe('graceful shutdown', () => {
 describe('the drain’s cut, in process', () => {
   it('counts each request the grace period cut in rategate_drain_cut_total, beside its DRAIN_TIMEOUT line', async () => {
     const { logger, lines } = capturingLogger();
-    const gw = await startTestGateway(`${SEED_TABLE}\nserver:\n  drainGrace: 300ms\n`, { upstream: upstream.url, logger });
-    const cut = [send(gw.url, { path: '/api/v1/four-seconds' }), send(gw.url, { path: '/api/v1/four-seconds' })].map((p) => p.catch(() => 'reset'));
-    await waitFor(() => upstream.seen.filter((r) => r.url === '/api/v1/four-seconds').length >= 2, 5_000, 'both requests at the upstream');
+    const gw = await startTestGateway(`${SEED_TABLE}\nserver:\n  drainGrace: 300ms\n`, {
+      upstream: upstream.url,
+      logger,
+    });
+    const cut = [send(gw.url, { path: '/api/v1/four-seconds' }), send(gw.url, { path: '/api/v1/four-seconds' })].map(
+      (p) => p.catch(() => 'reset'),
+    );
+    await waitFor(
+      () => upstream.seen.filter((r) => r.url === '/api/v1/four-seconds').length >= 2,
+      5_000,
+      'both requests at the upstream',
+    );
     await gw.shutdown();
     expect(await Promise.all(cut)).toEqual(['reset', 'reset']);
-    await eventually(() => lines.filter((l) => l.error === 'DRAIN_TIMEOUT').length === 2, { what: 'two DRAIN_TIMEOUT lines' });
-    expect(await gw.metrics.registry.getSingleMetricAsString('rategate_drain_cut_total')).toMatch(/^rategate_drain_cut_total 2$/m);
+    await eventually(() => lines.filter((l) => l.error === 'DRAIN_TIMEOUT').length === 2, {
+      what: 'two DRAIN_TIMEOUT lines',
+    });
+    expect(await gw.metrics.registry.getSingleMetricAsString('rategate_drain_cut_total')).toMatch(
+      /^rategate_drain_cut_total 2$/m,
+    );
   });
 });

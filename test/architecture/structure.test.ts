@@ -42,7 +42,8 @@ describe('the structure of src/', () => {
       if (file === DRIVER) continue;
       const lines = readFileSync(path.join(SRC, file), 'utf8').split('\n');
       lines.forEach((line, i) => {
-        if (/instanceof\s+Promise\b|\.then\s*===?|typeof\s+[\w.?]+\.then\b|['"]then['"]\s+in\b/.test(line)) sniffing.push(`${file}:${i + 1}: ${line.trim()}`);
+        if (/instanceof\s+Promise\b|\.then\s*===?|typeof\s+[\w.?]+\.then\b|['"]then['"]\s+in\b/.test(line))
+          sniffing.push(`${file}:${i + 1}: ${line.trim()}`);
       });
     }
     expect(sniffing).toEqual([]);

@@ -47,7 +47,10 @@ function check(
   args: string[],
   from: 'bundle' | 'source',
 ): { code: number | null; stdout: string; stderr: string; loaded: string[]; cache: string | undefined } {
-  const run = from === 'bundle' ? ['--import', pathToFileURL(tracer).href, '--input-type=module', '-e', RUN_BUNDLE, '--'] : [builtCli(), 'check'];
+  const run =
+    from === 'bundle'
+      ? ['--import', pathToFileURL(tracer).href, '--input-type=module', '-e', RUN_BUNDLE, '--']
+      : [builtCli(), 'check'];
   const r = spawnSync(process.execPath, [...run, ...args], { cwd: ROOT, encoding: 'utf8' });
   const lines = r.stderr.split('\n');
   return {
@@ -63,7 +66,13 @@ let meta: Metafile;
 beforeAll(async () => {
   meta = await bundleCheck(path.join(ROOT, 'src/cli/check.ts'), BUNDLE);
   // The loader as tsc would compile it (no bundling: it imports only Node built-ins).
-  await build({ entryPoints: [path.join(ROOT, 'src/cli/bundled.ts')], outfile: LOADER, format: 'esm', platform: 'node', logLevel: 'silent' });
+  await build({
+    entryPoints: [path.join(ROOT, 'src/cli/bundled.ts')],
+    outfile: LOADER,
+    format: 'esm',
+    platform: 'node',
+    logLevel: 'silent',
+  });
   makeCodeCache(BUNDLE, LOADER);
 }, 120_000);
 
@@ -76,7 +85,8 @@ describe('rategate check, bundled', () => {
       .map(([f]) => f);
     const packages = new Set(inputs.flatMap((f) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(f)?.[1] ?? []));
     expect([...packages].sort()).toEqual(['ipaddr.js', 'yaml', 'zod']);
-    const serving = /^src\/(app|pipeline|proxy|limiter|guard|admin|mastodon|observability|fleet|surge|replay)\/|^src\/http\/(?!errors\.ts$)/;
+    const serving =
+      /^src\/(app|pipeline|proxy|limiter|guard|admin|mastodon|observability|fleet|surge|replay)\/|^src\/http\/(?!errors\.ts$)/;
     expect(inputs.filter((f) => serving.test(f))).toEqual([]);
     // zod's locales and JSON Schema conversion are left out (imported as a namespace, so unused parts shake off).
     expect(inputs.filter((f) => /zod\/.*\/locales\/(?!en\.js)|from-json-schema/.test(f))).toEqual([]);
@@ -98,7 +108,10 @@ describe('rategate check, bundled', () => {
 
   it('answers as the unbundled command does: tables, errors with their place, exit codes', () => {
     const broken = path.join(dir, 'broken.yaml');
-    writeFileSync(broken, 'listen: nowhere\nlimits:\n  - name: x\n    match: GETT /a\n    per: ip\n    limit: -1\n    period: 1m\nstroe: {}\n');
+    writeFileSync(
+      broken,
+      'listen: nowhere\nlimits:\n  - name: x\n    match: GETT /a\n    per: ip\n    limit: -1\n    period: 1m\nstroe: {}\n',
+    );
     const syntax = path.join(dir, 'syntax.yaml');
     writeFileSync(syntax, 'limits: [\n  - name: x\n');
     const cases = [

@@ -13,7 +13,10 @@ describe('rategate check', () => {
     const ok = await runCli(['check', 'config/examples/mastodon.yaml']);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain('password-resets-email');
-    const bad = await runCli(['check', limitsFile('limits:\n  - { name: api, match: GETT /api/*, per: ip, limit: 10, period: 1m }\n')]);
+    const bad = await runCli([
+      'check',
+      limitsFile('limits:\n  - { name: api, match: GETT /api/*, per: ip, limit: 10, period: 1m }\n'),
+    ]);
     // sysexits: an invalid table is EX_CONFIG, two files a usage error.
     expect(bad.code).toBe(78);
     expect((await runCli(['check', 'a.yaml', 'b.yaml'])).code).toBe(64);
@@ -46,7 +49,8 @@ bans:
 
   it('refuses a rule for a method that does not exist, as serve does', async () => {
     const file = limitsFile('limits:\n  - { name: api, match: GETT /api/*, per: ip, limit: 10, period: 1m }\n');
-    const message = 'limits[0].match: unknown method "GETT" (did you mean "GET"? a custom method must be listed in methods.custom)';
+    const message =
+      'limits[0].match: unknown method "GETT" (did you mean "GET"? a custom method must be listed in methods.custom)';
     const check = await runCli(['check', '--config', file]);
     expect(check.code).toBe(78);
     expect(check.stderr).toContain(message);
@@ -56,7 +60,9 @@ bans:
   it('refuses an empty file with a clear message', async () => {
     const check = await runCli(['check', '--config', limitsFile('')]);
     expect(check.code).toBe(78);
-    expect(check.stderr).toContain('(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")');
+    expect(check.stderr).toContain(
+      '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")',
+    );
   });
 
   it('applies the RATEGATE_* overrides serve applies: a bad RATEGATE_STORE fails it', async () => {
@@ -70,7 +76,8 @@ bans:
   });
 
   it('accepts a custom method listed in methods.custom, and the rule then limits it', async () => {
-    const table = 'methods: { custom: [PURGE] }\nlimits:\n  - { name: purge, match: PURGE /cache/*, per: ip, limit: 1, period: 1h }\n';
+    const table =
+      'methods: { custom: [PURGE] }\nlimits:\n  - { name: purge, match: PURGE /cache/*, per: ip, limit: 1, period: 1h }\n';
     expect((await runCli(['check', '--config', limitsFile(table)])).code).toBe(0);
     const gw = await startTestGateway(table, { upstream: upstream.url });
     try {
@@ -87,7 +94,9 @@ describe('rategate --version', () => {
     for (const flag of ['--version', '-v']) {
       const r = await runCli([flag]);
       expect(r.code).toBe(0);
-      expect(r.stdout.trim()).toMatch(new RegExp(`^rategate ${VERSION.replace(/\./g, '\\.')} \\([0-9a-f]{12}(-dirty)?\\)$`));
+      expect(r.stdout.trim()).toMatch(
+        new RegExp(`^rategate ${VERSION.replace(/\./g, '\\.')} \\([0-9a-f]{12}(-dirty)?\\)$`),
+      );
     }
   });
 });

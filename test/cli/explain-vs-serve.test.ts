@@ -43,7 +43,8 @@ const JWT_OTHER = `${b64({ alg: 'HS256' })}.${b64({ tenant: 'acme' })}.c2ln`;
 
 /** Tokens and whose they are (the recording upstream: `user-N` owns account N; any other is unknown). */
 const TOKENS = ['user-1', 'user-2', 'junk token', JWT, JWT_OTHER];
-const accountOf = (token: string | null): string | null => (token !== null && token.startsWith('user-') ? token.slice(5) : null);
+const accountOf = (token: string | null): string | null =>
+  token !== null && token.startsWith('user-') ? token.slice(5) : null;
 
 interface Generated {
   method: string;
@@ -71,7 +72,15 @@ const generated: fc.Arbitrary<Generated> = fc.record({
     '/about',
   ),
   query: fc.uniqueArray(
-    fc.constantFrom('page=2', 'max_id=3', 'user%5Bemail%5D=A%40x.com', 'access_token=user-2', `access_token=${JWT_OTHER}`, '_method=DELETE', 'q=x'),
+    fc.constantFrom(
+      'page=2',
+      'max_id=3',
+      'user%5Bemail%5D=A%40x.com',
+      'access_token=user-2',
+      `access_token=${JWT_OTHER}`,
+      '_method=DELETE',
+      'q=x',
+    ),
     { maxLength: 2 },
   ),
   auth: fc.option(fc.constantFrom(...TOKENS), { nil: null }),
@@ -82,14 +91,28 @@ const generated: fc.Arbitrary<Generated> = fc.record({
     fc.oneof(
       fc.record({
         kind: fc.constant('form' as const),
-        pairs: fc.uniqueArray(fc.constantFrom('_method=DELETE', '_method=GET', 'access_token=user-1', 'user%5Bemail%5D=b%40x.com', 'page=1', 'x=1'), {
-          minLength: 1,
-          maxLength: 3,
-        }),
+        pairs: fc.uniqueArray(
+          fc.constantFrom(
+            '_method=DELETE',
+            '_method=GET',
+            'access_token=user-1',
+            'user%5Bemail%5D=b%40x.com',
+            'page=1',
+            'x=1',
+          ),
+          {
+            minLength: 1,
+            maxLength: 3,
+          },
+        ),
       }),
       fc.record({
         kind: fc.constant('json' as const),
-        value: fc.constantFrom<Record<string, unknown>>({ user: { email: 'C@x.com' } }, { access_token: 'user-2' }, { _method: 'DELETE' }),
+        value: fc.constantFrom<Record<string, unknown>>(
+          { user: { email: 'C@x.com' } },
+          { access_token: 'user-2' },
+          { _method: 'DELETE' },
+        ),
       }),
     ),
     { nil: null },

@@ -22,7 +22,9 @@ describe('rategate explain', () => {
     expect(lines[1]).toBe('  account: none (no bearer token)');
     expect(lines).toContain('   1. authenticated-api: no (path: not /api/*)');
     expect(lines).toContain('   7. authenticated-paging: no (when.authenticated: the request has no account)');
-    expect(lines).toContain('   8. unauthenticated-paging: no (when.query: none of page, min_id, max_id, since_id is in the query string or a form body)');
+    expect(lines).toContain(
+      '   8. unauthenticated-paging: no (when.query: none of page, min_id, max_id, since_id is in the query string or a form body)',
+    );
     expect(lines).toContain('  11. password-resets-ip: yes, per ip, 25/5m, key: ip 203.0.113.9');
     expect(lines.find((l) => l.startsWith('  12.'))).toMatch(
       /^ {2}12\. password-resets-email: yes, per param:user\[email\], 5\/30m, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…$/,
@@ -32,9 +34,13 @@ describe('rategate explain', () => {
     expect(lines.find((l) => l.startsWith('  12.'))).toContain(`digest ${digest}…`);
     // The rule order is the table's: 22 rules, then the headers.
     expect(lines.filter((l) => /^ +\d+\. /.test(l))).toHaveLength(22);
-    expect(lines.at(-2)).toBe('  headers: X-RateLimit-* of password-resets-email (limit 5) while buckets are fresh; at run time the one closest to exhaustion');
+    expect(lines.at(-2)).toBe(
+      '  headers: X-RateLimit-* of password-resets-email (limit 5) while buckets are fresh; at run time the one closest to exhaustion',
+    );
     // The header as the gateway sends it: the bucket closest to exhaustion first.
-    expect(lines.at(-1)).toBe('  RateLimit-Policy: "password-resets-email";q=5;w=1800, "password-resets-ip";q=25;w=300');
+    expect(lines.at(-1)).toBe(
+      '  RateLimit-Policy: "password-resets-email";q=5;w=1800, "password-resets-ip";q=25;w=300',
+    );
   });
 
   it('says when a rule lacks its key, when the method is wrong, and which override applies', async () => {
@@ -61,12 +67,21 @@ describe('rategate explain', () => {
       '  headers: X-RateLimit-* of api (limit 3000) while buckets are fresh; at run time the one closest to exhaustion',
       '  RateLimit-Policy: "api";q=3000;w=300',
     ]);
-    const withHeader = await explain(snap, { request: 'GET /api/v1/statuses/1', headers: ['X-App-Id: a1'], ip: '198.51.100.1' });
-    expect(withHeader[2]).toMatch(/^ {3}1\. apps: yes, per header:x-app-id, 10\/5m, key: header x-app-id "[^"]+", digest [0-9a-f]{12}…$/);
+    const withHeader = await explain(snap, {
+      request: 'GET /api/v1/statuses/1',
+      headers: ['X-App-Id: a1'],
+      ip: '198.51.100.1',
+    });
+    expect(withHeader[2]).toMatch(
+      /^ {3}1\. apps: yes, per header:x-app-id, 10\/5m, key: header x-app-id "[^"]+", digest [0-9a-f]{12}…$/,
+    );
   });
 
   it('says a blocked client is refused before any rule', async () => {
-    const snap = parseConfig('block: { ips: [203.0.113.0/24] }\nlimits:\n  - { name: api, match: /api/*, per: ip, limit: 1, period: 1m }\n', 't.yaml');
+    const snap = parseConfig(
+      'block: { ips: [203.0.113.0/24] }\nlimits:\n  - { name: api, match: /api/*, per: ip, limit: 1, period: 1m }\n',
+      't.yaml',
+    );
     expect(await explain(snap, { request: 'GET /api/v1/x', headers: [], ip: '203.0.113.1' })).toEqual([
       'GET /api/v1/x  from 203.0.113.1',
       '  blocked (block.ips): answered 403 {"error":"Forbidden"}; no rule counts it, nothing is forwarded',
@@ -124,20 +139,38 @@ describe('rategate explain reads the method as serve does (issue 27 item 7)', ()
   );
 
   it('counts a POST with a form _method=GET as the GET it is routed as', async () => {
-    const lines = await explain(snap, { request: 'POST /api/v2/search', headers: [], ip: '203.0.113.9', body: '_method=GET&q=x' });
+    const lines = await explain(snap, {
+      request: 'POST /api/v2/search',
+      headers: [],
+      ip: '203.0.113.9',
+      body: '_method=GET&q=x',
+    });
     expect(lines[1]).toBe("  counted and routed as GET (the form's _method, as Rack::MethodOverride reads it)");
     expect(lines).toContain('   1. search: yes, per ip, 10/1m, key: ip 203.0.113.9');
     expect(lines).toContain('   2. posts: no (method: GET is not POST)');
   });
 
   it('counts a POST with X-HTTP-Method-Override: GET as a GET, and a GET with one as the GET it stays', async () => {
-    const header = await explain(snap, { request: 'POST /api/v2/search', headers: ['X-HTTP-Method-Override: get'], ip: '203.0.113.9' });
+    const header = await explain(snap, {
+      request: 'POST /api/v2/search',
+      headers: ['X-HTTP-Method-Override: get'],
+      ip: '203.0.113.9',
+    });
     expect(header[1]).toBe('  counted and routed as GET (X-HTTP-Method-Override, as Rack::MethodOverride reads it)');
     expect(header).toContain('   1. search: yes, per ip, 10/1m, key: ip 203.0.113.9');
     // Rack overrides only a POST, and `_method` only from a form body (not JSON, not the query).
-    const get = await explain(snap, { request: 'GET /api/v2/search', headers: ['X-HTTP-Method-Override: POST'], ip: '203.0.113.9' });
+    const get = await explain(snap, {
+      request: 'GET /api/v2/search',
+      headers: ['X-HTTP-Method-Override: POST'],
+      ip: '203.0.113.9',
+    });
     expect(get).toContain('   2. posts: no (method: GET is not POST)');
-    const json = await explain(snap, { request: 'POST /api/v2/search?_method=GET', headers: [], ip: '203.0.113.9', body: '{"_method":"GET"}' });
+    const json = await explain(snap, {
+      request: 'POST /api/v2/search?_method=GET',
+      headers: [],
+      ip: '203.0.113.9',
+      body: '{"_method":"GET"}',
+    });
     expect(json).toContain('   2. posts: yes, per ip, 3/1m, key: ip 203.0.113.9');
   });
 });

@@ -19,7 +19,8 @@ describe('rategate COMMAND --help', () => {
     for (const name of NAMES) {
       const text = commandUsage(name);
       expect(text, name).toContain(`rategate ${name} ${COMMANDS[name].synopsis[0]}`);
-      for (const [flag, spec] of Object.entries(COMMANDS[name].flags)) expect(text, `${name} --${flag}`).toContain(`${flagLabel(flag, spec)}  `);
+      for (const [flag, spec] of Object.entries(COMMANDS[name].flags))
+        expect(text, `${name} --${flag}`).toContain(`${flagLabel(flag, spec)}  `);
       expect(text, name).not.toBe(USAGE);
     }
   });
@@ -54,7 +55,15 @@ describe('exit codes', () => {
   afterAll(() => servers.forEach((s) => s.close()));
 
   it('are the sysexits numbers', () => {
-    expect(EXIT).toMatchObject({ USAGE: 64, DATA: 65, NO_INPUT: 66, UNAVAILABLE: 69, SOFTWARE: 70, NO_PERMISSION: 77, CONFIG: 78 });
+    expect(EXIT).toMatchObject({
+      USAGE: 64,
+      DATA: 65,
+      NO_INPUT: 66,
+      UNAVAILABLE: 69,
+      SOFTWARE: 70,
+      NO_PERMISSION: 77,
+      CONFIG: 78,
+    });
     expect(new Set(EXIT_CODES.map((c) => c.code))).toEqual(new Set(Object.values(EXIT)));
   });
 
@@ -87,7 +96,17 @@ describe('exit codes', () => {
     const nobody = (free.address() as net.AddressInfo).port;
     await new Promise<void>((resolve) => free.close(() => resolve()));
     const [serve, block] = await Promise.all([
-      runCli(['serve', '--config', 'config/limits.yaml', '--listen', `127.0.0.1:${port}`, '--admin-listen', '127.0.0.1:0', '--upstream', 'http://127.0.0.1:9']),
+      runCli([
+        'serve',
+        '--config',
+        'config/limits.yaml',
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--admin-listen',
+        '127.0.0.1:0',
+        '--upstream',
+        'http://127.0.0.1:9',
+      ]),
       runCli(['block', 'list', '--admin', `http://127.0.0.1:${nobody}`]),
     ]);
     expect(serve.code, serve.stderr).toBe(69);
@@ -97,7 +116,10 @@ describe('exit codes', () => {
   }, 60_000);
 
   it('--version names the version and the checked-out commit, run from the sources', async () => {
-    const [r, head] = await Promise.all([runCli(['--version']), promisify(execFile)('git', ['rev-parse', '--short=12', 'HEAD'])]);
+    const [r, head] = await Promise.all([
+      runCli(['--version']),
+      promisify(execFile)('git', ['rev-parse', '--short=12', 'HEAD']),
+    ]);
     const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe(`rategate ${version} (${head.stdout.trim()})`);

@@ -25,7 +25,10 @@ function skipNoScript(): boolean {
 }
 
 /** One progress update: `\r`, erase to the end of the line (ESC [K), then the figures. */
-const PROGRESS = new RegExp(`\r${String.fromCharCode(27)}\\[K([\\d,]+) lines {2}([\\d,]+) lines/s {2}log time (\\S+ \\S+)`, 'g');
+const PROGRESS = new RegExp(
+  `\r${String.fromCharCode(27)}\\[K([\\d,]+) lines {2}([\\d,]+) lines/s {2}log time (\\S+ \\S+)`,
+  'g',
+);
 
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
@@ -52,7 +55,10 @@ async function replayOnTerminal(dir: string, redirects: string): Promise<{ code:
   const fifo = path.join(dir, 'log.fifo');
   execFileSync('mkfifo', [fifo]);
   const cmd = `cd ${sh(process.cwd())} && ${sh(process.execPath)} ${sh(builtCli())} replay ${sh(fifo)} ${redirects}`;
-  const child = spawn(SCRIPT, ['-qfec', cmd, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TERM: 'xterm' } });
+  const child = spawn(SCRIPT, ['-qfec', cmd, '/dev/null'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, TERM: 'xterm' },
+  });
   let terminal = '';
   child.stdout.on('data', (d) => (terminal += d));
   child.stderr.on('data', (d) => (terminal += d));
@@ -83,7 +89,10 @@ describe.skipIf(skipNoScript())('rategate replay on a terminal', () => {
     expect(read).toBeGreaterThan(3000);
     expect(read).toBeLessThanOrEqual(6000);
     expect(Number(last[2]!.replace(/,/g, ''))).toBeGreaterThan(0);
-    const reached = new Date(Date.UTC(2026, 10, 21, 15, 30, 0) + (read - 3001) * 1000).toISOString().slice(0, 19).replace('T', ' ');
+    const reached = new Date(Date.UTC(2026, 10, 21, 15, 30, 0) + (read - 3001) * 1000)
+      .toISOString()
+      .slice(0, 19)
+      .replace('T', ' ');
     expect(last[3]).toBe(reached);
     // Cleared at the end: the terminal's last line is not left holding the progress.
     expect(terminal.slice(terminal.lastIndexOf('lines/s'))).toContain('\r\x1b[K');

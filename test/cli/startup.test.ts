@@ -30,7 +30,10 @@ register('data:text/javascript,' + encodeURIComponent(\`export async function lo
 
 /** Runs the command line from `cwd`; returns its exit code, output and the modules it loaded. */
 function run(args: string[], cwd = ROOT): { code: number | null; stdout: string; stderr: string; loaded: string[] } {
-  const r = spawnSync(process.execPath, ['--import', pathToFileURL(tracer).href, CLI, ...args], { cwd, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', pathToFileURL(tracer).href, CLI, ...args], {
+    cwd,
+    encoding: 'utf8',
+  });
   const lines = r.stderr.split('\n');
   return {
     code: r.status,
@@ -96,8 +99,18 @@ describe('the command line at start-up', () => {
     const r = run(['serve', '--config', file, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0']);
     expect(r.code).toBe(78);
     const line = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
-    expect(line).toMatchObject({ level: 'fatal', failure: 'config', file, line: expect.any(Number), column: expect.any(Number) });
+    expect(line).toMatchObject({
+      level: 'fatal',
+      failure: 'config',
+      file,
+      line: expect.any(Number),
+      column: expect.any(Number),
+    });
     expect(line.time).toMatch(/Z$/);
-    expect(line.msg).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: invalid config \\(1 error\\)\\n  - line \\d+, column \\d+: `));
+    expect(line.msg).toMatch(
+      new RegExp(
+        `^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: invalid config \\(1 error\\)\\n  - line \\d+, column \\d+: `,
+      ),
+    );
   });
 });

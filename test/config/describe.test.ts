@@ -44,18 +44,25 @@ surges:
   });
 
   it('says so when there are no rules', () => {
-    expect(formatRulesTable(parseConfig('limits: []', 'empty.yaml'))).toBe('(no rules: every request passes uncounted)');
+    expect(formatRulesTable(parseConfig('limits: []', 'empty.yaml'))).toBe(
+      '(no rules: every request passes uncounted)',
+    );
   });
 
   it('shows shadow rules, odd periods and other algorithms', () => {
-    const snap = parseConfig('limits: [{ name: t, match: /t, per: global, limit: 7, period: 90s, algorithm: token-bucket, cost: 2, shadow: true }]', 't');
+    const snap = parseConfig(
+      'limits: [{ name: t, match: /t, per: global, limit: 7, period: 90s, algorithm: token-bucket, cost: 2, shadow: true }]',
+      't',
+    );
     expect(formatRulesTable(snap).split('\n')[1]).toBe('t     /t     global      7  1m30s   token-bucket     2  yes');
   });
 });
 
 describe('formatSummary', () => {
   it('counts rules and shadow rules and names the store and upstream', async () => {
-    expect(formatSummary(await loadConfigFile(SHIPPED))).toMatch(/limits\.yaml: 5 rules, store memory, upstream builtin$/);
+    expect(formatSummary(await loadConfigFile(SHIPPED))).toMatch(
+      /limits\.yaml: 5 rules, store memory, upstream builtin$/,
+    );
     const snap = parseConfig('limits: [{ name: t, match: /t, per: ip, limit: 1, period: 1s, shadow: true }]', 'x.yaml');
     expect(formatSummary(snap)).toBe('x.yaml: 1 rule (1 shadow), store memory, upstream builtin');
   });

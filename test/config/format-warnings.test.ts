@@ -8,7 +8,16 @@ describe('patterns Rails also routes with a format suffix', () => {
     expect(withFormatSuffix('POST /inbox')).toBe('POST /inbox(.:format)');
     expect(withFormatSuffix('/users/:name/inbox')).toBe('/users/:name/inbox(.:format)');
     expect(withFormatSuffix('  PUT /auth ')).toBe('PUT /auth(.:format)');
-    for (const p of ['POST /inbox(.:format)', 'DELETE /statuses/:id', '/media_proxy/*', '/', '/*', 'POST /api/v1/accounts', '/api', 'POST /apis/x']) {
+    for (const p of [
+      'POST /inbox(.:format)',
+      'DELETE /statuses/:id',
+      '/media_proxy/*',
+      '/',
+      '/*',
+      'POST /api/v1/accounts',
+      '/api',
+      'POST /apis/x',
+    ]) {
       expect(withFormatSuffix(p), p).toBe(p === 'POST /apis/x' ? 'POST /apis/x(.:format)' : null);
     }
   });

@@ -4,7 +4,15 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, formatDuration, loadConfigFile, parseConfig, parseDuration, validateConfig, type Config } from '../../src/config/index.js';
+import {
+  ConfigError,
+  formatDuration,
+  loadConfigFile,
+  parseConfig,
+  parseDuration,
+  validateConfig,
+  type Config,
+} from '../../src/config/index.js';
 import { SEED_TABLE } from '../support/seed-table.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/config/', import.meta.url));
@@ -22,7 +30,14 @@ function errorsOf(text: string, overrides?: Parameters<typeof parseConfig>[2]): 
 
 const DEFAULTS: Config = {
   listen: '0.0.0.0:8080',
-  admin: { listen: '127.0.0.1:9464', token: null, tokenFile: null, tokens: [], allowedHosts: [], maxPrefix: { ipv4: 16, ipv6: 32 } },
+  admin: {
+    listen: '127.0.0.1:9464',
+    token: null,
+    tokenFile: null,
+    tokens: [],
+    allowedHosts: [],
+    maxPrefix: { ipv4: 16, ipv6: 32 },
+  },
   upstreams: {},
   routes: [],
   upstream: { url: 'builtin', timeout: 30_000, connectTimeout: 5_000, healthPath: '/' },
@@ -87,7 +102,8 @@ describe('defaults', () => {
   });
 
   it('an empty file is refused, with or without overrides, and so is one of comments only', async () => {
-    const message = '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")';
+    const message =
+      '(top level): the file is empty (write the limit table; for a gateway with no limits, say so: "limits: []")';
     expect(errorsOf('')).toEqual([message]);
     expect(errorsOf('\n  \n', { store: 'memory' })).toEqual([message]);
     await expect(loadConfigFile(`${FIXTURES}defaults.yaml`)).rejects.toThrow(message);
@@ -97,23 +113,33 @@ describe('defaults', () => {
     expect(errorsOf('clients: { account: { path: "/api/v1/verify credentials" } }\nlimits: []').join('\n')).toMatch(
       /clients\.account\.path: must be printable ASCII/,
     );
-    expect(errorsOf('clients: { account: { path: "/api/v1/€" } }\nlimits: []').join('\n')).toMatch(/clients\.account\.path/);
-    expect(errorsOf('clients: { account: { connections: 0 } }\nlimits: []').join('\n')).toMatch(/clients\.account\.connections/);
+    expect(errorsOf('clients: { account: { path: "/api/v1/€" } }\nlimits: []').join('\n')).toMatch(
+      /clients\.account\.path/,
+    );
+    expect(errorsOf('clients: { account: { connections: 0 } }\nlimits: []').join('\n')).toMatch(
+      /clients\.account\.connections/,
+    );
   });
 
   it('validates the introspection budget like other limits, and reserves its rule name (issue 37)', () => {
-    const budget = (b: string) => parseConfig(`clients: { account: { introspection: { budget: ${b} } } }`, 't').config.clients.account.introspection.budget;
+    const budget = (b: string) =>
+      parseConfig(`clients: { account: { introspection: { budget: ${b} } } }`, 't').config.clients.account.introspection
+        .budget;
     expect(budget('{ limit: 5, window: 1m }')).toEqual({ limit: 5, window: 60_000 });
     expect(budget('{ window: 10m }')).toEqual({ limit: 20, window: 600_000 });
     expect(budget('null')).toBeNull();
-    expect(errorsOf('clients: { account: { introspection: { budget: { limit: 0 } } } }').join('\n')).toMatch(/clients\.account\.introspection\.budget\.limit/);
+    expect(errorsOf('clients: { account: { introspection: { budget: { limit: 0 } } } }').join('\n')).toMatch(
+      /clients\.account\.introspection\.budget\.limit/,
+    );
     expect(errorsOf('clients: { account: { introspection: { budget: { window: soon } } } }').join('\n')).toMatch(
       /clients\.account\.introspection\.budget\.window/,
     );
-    expect(errorsOf('clients: { account: { introspection: { invalidTtl: -1 } } }').join('\n')).toMatch(/clients\.account\.introspection\.invalidTtl/);
-    expect(errorsOf('limits: [{ name: introspection-budget, match: /*, per: ip, limit: 1, period: 1m }]').join('\n')).toMatch(
-      /limits\[0\]\.name: rule name "introspection-budget" is the introspection budget's/,
+    expect(errorsOf('clients: { account: { introspection: { invalidTtl: -1 } } }').join('\n')).toMatch(
+      /clients\.account\.introspection\.invalidTtl/,
     );
+    expect(
+      errorsOf('limits: [{ name: introspection-budget, match: /*, per: ip, limit: 1, period: 1m }]').join('\n'),
+    ).toMatch(/limits\[0\]\.name: rule name "introspection-budget" is the introspection budget's/);
   });
 
   it('a partly written section keeps the defaults of its other keys', () => {
@@ -153,7 +179,14 @@ describe('a fully written file', () => {
     const snap = await loadConfigFile(`${FIXTURES}full.yaml`);
     expect(snap.config).toEqual({
       listen: '[::]:8081',
-      admin: { listen: '127.0.0.1:9000', token: 's3cret', tokenFile: null, tokens: [], allowedHosts: [], maxPrefix: { ipv4: 16, ipv6: 32 } },
+      admin: {
+        listen: '127.0.0.1:9000',
+        token: 's3cret',
+        tokenFile: null,
+        tokens: [],
+        allowedHosts: [],
+        maxPrefix: { ipv4: 16, ipv6: 32 },
+      },
       upstream: { url: 'http://127.0.0.1:3000', timeout: 10_000, connectTimeout: 1_500, healthPath: '/' },
       upstreams: { streaming: { url: 'http://127.0.0.1:4000', timeout: 0, connectTimeout: 5_000 } },
       routes: [{ match: ['/api/v1/streaming/*'], upstream: 'streaming' }],
@@ -219,22 +252,71 @@ describe('a fully written file', () => {
           shadow: true,
           onStoreError: 'allow',
         },
-        { name: 'cache-purge', match: ['PURGE /cache/*'], per: 'ip', limit: 10, period: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false },
+        {
+          name: 'cache-purge',
+          match: ['PURGE /cache/*'],
+          per: 'ip',
+          limit: 10,
+          period: 60_000,
+          algorithm: 'fixed-window',
+          cost: 1,
+          shadow: false,
+        },
       ],
     });
-    expect(snap.rules[0]).toMatchObject({ index: 0, periodMs: 250, onStoreError: 'allow', policyItem: '"burst.v2";q=100;w=1' });
+    expect(snap.rules[0]).toMatchObject({
+      index: 0,
+      periodMs: 250,
+      onStoreError: 'allow',
+      policyItem: '"burst.v2";q=100;w=1',
+    });
   });
 });
 
 describe('the shipped config/limits.yaml', () => {
   it('loads and compiles to the seed’s five rules', async () => {
     const snap = await loadConfigFile(SHIPPED);
-    expect(snap.rules.map((r) => [r.index, r.name, r.key.label, r.limit, r.periodMs, r.algorithm, r.cost, r.shadow, r.onStoreError, r.patterns])).toEqual([
+    expect(
+      snap.rules.map((r) => [
+        r.index,
+        r.name,
+        r.key.label,
+        r.limit,
+        r.periodMs,
+        r.algorithm,
+        r.cost,
+        r.shadow,
+        r.onStoreError,
+        r.patterns,
+      ]),
+    ).toEqual([
       [0, 'account-access', 'account', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [1, 'ip-access', 'ip', 300, 300_000, 'fixed-window', 1, false, undefined, ['/api/*']],
       [2, 'sign-up', 'ip', 5, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/accounts']],
-      [3, 'uploading', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, ['POST /api/v1/media', 'POST /api/v2/media']],
-      [4, 'deletion', 'account', 30, 1_800_000, 'fixed-window', 1, false, undefined, ['DELETE /api/v1/statuses/:id', 'POST /api/v1/statuses/:id/unreblog']],
+      [
+        3,
+        'uploading',
+        'account',
+        30,
+        1_800_000,
+        'fixed-window',
+        1,
+        false,
+        undefined,
+        ['POST /api/v1/media', 'POST /api/v2/media'],
+      ],
+      [
+        4,
+        'deletion',
+        'account',
+        30,
+        1_800_000,
+        'fixed-window',
+        1,
+        false,
+        undefined,
+        ['DELETE /api/v1/statuses/:id', 'POST /api/v1/statuses/:id/unreblog'],
+      ],
     ]);
     expect(snap.rules.map((r) => r.policyItem)).toEqual([
       '"account-access";q=300;w=300',
@@ -243,7 +325,11 @@ describe('the shipped config/limits.yaml', () => {
       '"uploading";q=30;w=1800',
       '"deletion";q=30;w=1800',
     ]);
-    expect(snap.matcher.match('POST', '/api/v1/accounts').map((r) => r.name)).toEqual(['account-access', 'ip-access', 'sign-up']);
+    expect(snap.matcher.match('POST', '/api/v1/accounts').map((r) => r.name)).toEqual([
+      'account-access',
+      'ip-access',
+      'sign-up',
+    ]);
   });
 
   it('is the seed’s table byte for byte, comments included', () => {
@@ -267,7 +353,10 @@ describe('the snapshot', () => {
   });
 
   it('rounds a sub-second or fractional period up in the policy item', () => {
-    const snap = parseConfig('limits: [{ name: a, match: /a, per: ip, limit: 3, period: 1500 }, { name: b, match: /b, per: ip, limit: 3, period: 1ms }]', 't');
+    const snap = parseConfig(
+      'limits: [{ name: a, match: /a, per: ip, limit: 3, period: 1500 }, { name: b, match: /b, per: ip, limit: 3, period: 1ms }]',
+      't',
+    );
     expect(snap.rules.map((r) => r.policyItem)).toEqual(['"a";q=3;w=2', '"b";q=3;w=1']);
   });
 });
@@ -341,7 +430,9 @@ describe('error collection', () => {
   });
 
   it('several YAML documents in one file are an error', () => {
-    expect(errorsOf('listen: 0.0.0.0:1\n---\nlisten: 0.0.0.0:2\n')[0]).toMatch(/^line 2, column 1: Source contains multiple documents/);
+    expect(errorsOf('listen: 0.0.0.0:1\n---\nlisten: 0.0.0.0:2\n')[0]).toMatch(
+      /^line 2, column 1: Source contains multiple documents/,
+    );
   });
 
   it('a __proto__ key is reported as unknown rather than changing the object', () => {
@@ -358,7 +449,8 @@ describe('error collection', () => {
 });
 
 describe('overrides', () => {
-  const file = 'listen: 0.0.0.0:8080\nadmin: { listen: 127.0.0.1:9464 }\nupstream: { url: builtin }\nstore: { url: memory }';
+  const file =
+    'listen: 0.0.0.0:8080\nadmin: { listen: 127.0.0.1:9464 }\nupstream: { url: builtin }\nstore: { url: memory }';
 
   it('win over the file', () => {
     const cfg = parseConfig(file, 't', {
@@ -377,7 +469,14 @@ describe('overrides', () => {
 
   it('apply to sections the file does not have', () => {
     const cfg = parseConfig('limits: []', 't', { adminListen: '[::1]:9000', store: 'rediss://cache:6380' }).config;
-    expect(cfg.admin).toEqual({ listen: '[::1]:9000', token: null, tokenFile: null, tokens: [], allowedHosts: [], maxPrefix: { ipv4: 16, ipv6: 32 } });
+    expect(cfg.admin).toEqual({
+      listen: '[::1]:9000',
+      token: null,
+      tokenFile: null,
+      tokens: [],
+      allowedHosts: [],
+      maxPrefix: { ipv4: 16, ipv6: 32 },
+    });
     expect(cfg.store.url).toBe('rediss://cache:6380');
   });
 
@@ -413,7 +512,9 @@ describe('robustness', () => {
 
   it('arbitrary text never throws anything but ConfigError', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => onlyConfigError(() => parseConfig(text, 't'))),
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) =>
+        onlyConfigError(() => parseConfig(text, 't')),
+      ),
       {
         numRuns: 500,
       },
@@ -422,14 +523,30 @@ describe('robustness', () => {
 
   it('arbitrary JSON-ish documents never throw anything but ConfigError', () => {
     fc.assert(
-      fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => onlyConfigError(() => parseConfig(JSON.stringify(value), 't'))),
+      fc.property(fc.jsonValue({ maxDepth: 4 }), (value) =>
+        onlyConfigError(() => parseConfig(JSON.stringify(value), 't')),
+      ),
       { numRuns: 300 },
     );
   });
 
   it('config-shaped documents with wrong and odd values never throw anything but ConfigError', () => {
     const leaf = fc.oneof(
-      fc.constantFrom<unknown>('5m', '0', '-1', 'builtin', 'memory', '0.0.0.0:8080', '[::]:1', 'POST /a/:id/*', '/*', ':', '*', null, true),
+      fc.constantFrom<unknown>(
+        '5m',
+        '0',
+        '-1',
+        'builtin',
+        'memory',
+        '0.0.0.0:8080',
+        '[::]:1',
+        'POST /a/:id/*',
+        '/*',
+        ':',
+        '*',
+        null,
+        true,
+      ),
       fc.string({ maxLength: 12 }),
       fc.integer(),
       fc.double(),
@@ -442,7 +559,16 @@ describe('robustness', () => {
         listen: leaf,
         admin: fc.oneof(section(['listen', 'token']), leaf),
         upstream: section(['url', 'timeout', 'connectTimeout']),
-        store: section(['url', 'prefix', 'timeout', 'onError', 'failReadiness', 'lease', 'gateways', 'sentinelPassword']),
+        store: section([
+          'url',
+          'prefix',
+          'timeout',
+          'onError',
+          'failReadiness',
+          'lease',
+          'gateways',
+          'sentinelPassword',
+        ]),
         clients: fc.record(
           { trustedProxies: leaf, ipv6Prefix: leaf, account: section(['from', 'path', 'cacheTtl', 'header']) },
           {
@@ -455,7 +581,11 @@ describe('robustness', () => {
       { requiredKeys: [] },
     );
     const overrides = fc.record(
-      { listen: fc.string({ maxLength: 10 }), adminListen: fc.string({ maxLength: 10 }), store: fc.string({ maxLength: 10 }) },
+      {
+        listen: fc.string({ maxLength: 10 }),
+        adminListen: fc.string({ maxLength: 10 }),
+        store: fc.string({ maxLength: 10 }),
+      },
       { requiredKeys: [] },
     );
     fc.assert(

@@ -11,7 +11,13 @@ describe('config/limits.schema.json', () => {
   it('describes the file as written: durations as strings or integers, defaults as written', () => {
     const schema = buildJsonSchema() as {
       additionalProperties: unknown;
-      properties: Record<string, { default?: unknown; properties?: Record<string, { default?: unknown; anyOf?: unknown[]; description?: string }> }>;
+      properties: Record<
+        string,
+        {
+          default?: unknown;
+          properties?: Record<string, { default?: unknown; anyOf?: unknown[]; description?: string }>;
+        }
+      >;
     };
     expect(schema.additionalProperties).toBe(false);
     const timeout = schema.properties.upstream?.properties?.timeout;
@@ -25,8 +31,11 @@ describe('config/limits.schema.json', () => {
   });
 
   it('requires only name, match, per, limit and period in a rule, and rejects other keys', () => {
-    const limits = (buildJsonSchema() as { properties: { limits: { anyOf: Array<{ items?: { required: string[]; additionalProperties: unknown } }> } } })
-      .properties.limits;
+    const limits = (
+      buildJsonSchema() as {
+        properties: { limits: { anyOf: Array<{ items?: { required: string[]; additionalProperties: unknown } }> } };
+      }
+    ).properties.limits;
     const items = limits.anyOf.find((o) => o.items !== undefined)?.items;
     expect(items?.required).toEqual(['name', 'match', 'per', 'limit', 'period']);
     expect(items?.additionalProperties).toBe(false);

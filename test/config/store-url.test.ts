@@ -14,7 +14,12 @@ import { cliArgs } from '../support/process.js';
 describe('the store URL parser', () => {
   it('reads every form the store connects to: memory, redis, rediss with credentials and a database, and both cluster schemes', () => {
     expect(parseStoreUrl('memory')).toEqual({ kind: 'memory' });
-    expect(parseStoreUrl('redis://cache')).toEqual({ kind: 'redis', tls: false, node: { host: 'cache', port: 6379 }, db: 0 });
+    expect(parseStoreUrl('redis://cache')).toEqual({
+      kind: 'redis',
+      tls: false,
+      node: { host: 'cache', port: 6379 },
+      db: 0,
+    });
     expect(parseStoreUrl('rediss://default:s%3Acret@cache.internal:6380/2')).toEqual({
       kind: 'redis',
       tls: true,
@@ -23,7 +28,13 @@ describe('the store URL parser', () => {
       node: { host: 'cache.internal', port: 6380 },
       db: 2,
     });
-    expect(parseStoreUrl('redis://:pw@[::1]:7000/')).toEqual({ kind: 'redis', tls: false, password: 'pw', node: { host: '::1', port: 7000 }, db: 0 });
+    expect(parseStoreUrl('redis://:pw@[::1]:7000/')).toEqual({
+      kind: 'redis',
+      tls: false,
+      password: 'pw',
+      node: { host: '::1', port: 7000 },
+      db: 0,
+    });
     expect(parseStoreUrl('redis-cluster://a:7000,10.0.0.2:7001')).toEqual({
       kind: 'redis-cluster',
       tls: false,
@@ -103,7 +114,11 @@ describe('the store URL parser', () => {
   });
 
   it('lets config validation accept rediss-cluster:// and cluster URLs with credentials (they were refused before)', () => {
-    for (const url of ['rediss-cluster://a:7000,b:7001', 'redis-cluster://user:pw@a:7000,b:7001', 'rediss://user:pw@cache:6380/2']) {
+    for (const url of [
+      'rediss-cluster://a:7000,b:7001',
+      'redis-cluster://user:pw@a:7000,b:7001',
+      'rediss://user:pw@cache:6380/2',
+    ]) {
       expect(checkStoreUrl(url), url).toBeNull();
       expect(parseConfig(`store: { url: "${url}" }`, 't').config.store.url).toBe(url);
     }

@@ -35,7 +35,8 @@ export function related(a: Req, b: Req): boolean {
 
 /** A tag on this request or on an earlier related one of its sequence. */
 function tagged(tag: Tag): Judged['explains'] {
-  return (step, before) => step.req.tags.includes(tag) || before.some((s) => s.req.tags.includes(tag) && related(s.req, step.req));
+  return (step, before) =>
+    step.req.tags.includes(tag) || before.some((s) => s.req.tags.includes(tag) && related(s.req, step.req));
 }
 
 /** Deliberate differences, kept (SPEC §4, the README's rack-attack comparison). */
@@ -47,8 +48,12 @@ export const deliberate: readonly Judged[] = [
       'so after a refusal Rack::Attack has spent more of the related budgets and refuses sooner; and a request it refused ' +
       'sooner that rategate admitted is charged by rategate in buckets Rack::Attack never reached, which rategate then refuses sooner',
     explains: (step, before) =>
-      (step.ruby === '429' && step.gate === 'pass' && before.some((s) => s.ruby === '429' && related(s.req, step.req))) ||
-      (step.ruby === 'pass' && step.gate === '429' && before.some((s) => s.ruby === '429' && s.gate === 'pass' && related(s.req, step.req))),
+      (step.ruby === '429' &&
+        step.gate === 'pass' &&
+        before.some((s) => s.ruby === '429' && related(s.req, step.req))) ||
+      (step.ruby === 'pass' &&
+        step.gate === '429' &&
+        before.some((s) => s.ruby === '429' && s.gate === 'pass' && related(s.req, step.req))),
   },
   {
     id: 'token-as-parameter',
@@ -78,7 +83,8 @@ export const deliberate: readonly Judged[] = [
       'rategate keys the cookie-only password change per session cookie (cookie:_mastodon_session), not per Warden user: a made-up ' +
       'cookie gets a bucket of its own (stricter; it still counts per IP elsewhere), two sessions of one user get two; and a session ' +
       'never makes a request "authenticated" for the other rules (Mastodon counts a signed-in web page per user, rategate per IP)',
-    explains: (step, before) => (['made-up-cookie', 'second-session', 'session-elsewhere'] as const).some((t) => tagged(t)(step, before)),
+    explains: (step, before) =>
+      (['made-up-cookie', 'second-session', 'session-elsewhere'] as const).some((t) => tagged(t)(step, before)),
   },
   {
     id: 'session-and-token-of-one-user',

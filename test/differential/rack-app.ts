@@ -24,7 +24,10 @@ const REQUIRES = [
 
 /** Null when ruby, puma and every library load; otherwise why not. */
 export function whyUnavailable(): string | null {
-  const ruby = spawnSync('ruby', ['-e', REQUIRES.map((r) => `require ${JSON.stringify(r)}`).join('; ')], { encoding: 'utf8', timeout: 30_000 });
+  const ruby = spawnSync('ruby', ['-e', REQUIRES.map((r) => `require ${JSON.stringify(r)}`).join('; ')], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   if (ruby.error) return `ruby not found (${ruby.error.message})`;
   if (ruby.status !== 0)
     return `a Ruby library is missing (need Debian's ruby-rack-attack ruby-rack ruby-actionpack ruby-doorkeeper ruby-warden): ${ruby.stderr.trim().split('\n')[0]}`;

@@ -15,11 +15,25 @@ import { send } from '../support/http.js';
 import { serve, type Running } from '../support/servers.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { deliberate, judged, pendingFixes, type Judged, type Step, type Verdict } from './judged.js';
-import { BLOCKED, build, IPS, PENDING, SESSION_COOKIE, SESSIONS, sequenceOf, TOKENS, type Action, type Kind, type Cred, type Tag } from './requests.js';
+import {
+  BLOCKED,
+  build,
+  IPS,
+  PENDING,
+  SESSION_COOKIE,
+  SESSIONS,
+  sequenceOf,
+  TOKENS,
+  type Action,
+  type Kind,
+  type Cred,
+  type Tag,
+} from './requests.js';
 import { sessionCookie, setClock, startRackApp, whyUnavailable, type RackApp } from './rack-app.js';
 
 /** The table under test: the shipped example, or another one to compare (e.g. an older example). */
-const EXAMPLE = process.env.RATEGATE_DIFF_CONFIG ?? fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url));
+const EXAMPLE =
+  process.env.RATEGATE_DIFF_CONFIG ?? fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url));
 const SEED = Number(process.env.RATEGATE_DIFF_SEED ?? 2111);
 const RUNS = Number(process.env.RATEGATE_DIFF_RUNS ?? 200);
 
@@ -29,7 +43,10 @@ const PENDING_TAGS: ReadonlySet<Tag> = new Set<Tag>(['email-case', 'paging-in-fo
  * What may explain a disagreement of a sequence without deliberate differences: all-or-nothing charging,
  * one user's session and token in one sequence, and the pending fixes.
  */
-const STRICT: readonly Judged[] = [...deliberate.filter((j) => j.id === 'all-or-nothing' || j.id === 'session-and-token-of-one-user'), ...pendingFixes];
+const STRICT: readonly Judged[] = [
+  ...deliberate.filter((j) => j.id === 'all-or-nothing' || j.id === 'session-and-token-of-one-user'),
+  ...pendingFixes,
+];
 
 /** Mastodon's limits (MASTODON.md's table), by throttle. */
 const MASTODON: Record<string, number> = {
@@ -86,7 +103,8 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
       nowSec: T0,
     });
     for (const [sid, user] of Object.entries(SESSIONS)) cookies[sid] = await sessionCookie(rack, user, SESSION_COOKIE);
-    for (const [sid, user] of Object.entries(PENDING)) cookies[sid] = await sessionCookie(rack, user, SESSION_COOKIE, true);
+    for (const [sid, user] of Object.entries(PENDING))
+      cookies[sid] = await sessionCookie(rack, user, SESSION_COOKIE, true);
     // The upstream as the gateway sees it: Mastodon's verify_credentials for the same tokens, 200 otherwise.
     upstream = await serve((req, res) => {
       req.resume();
@@ -108,7 +126,10 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
 
   /** The table under test with its limits scaled as Rack::Attack's are, and the same IP blocks; `drop`: rules left out. */
   function scaledTable(drop: readonly string[] = []): string {
-    const table = parse(readFileSync(EXAMPLE, 'utf8')) as { limits: { name: string; limit: number }[]; block?: { ips?: string[] } };
+    const table = parse(readFileSync(EXAMPLE, 'utf8')) as {
+      limits: { name: string; limit: number }[];
+      block?: { ips?: string[] };
+    };
     table.limits = table.limits.filter((r) => !drop.includes(r.name));
     for (const rule of table.limits) rule.limit = scale(rule.limit);
     table.block = { ...(table.block ?? {}), ips: BLOCKED };
@@ -130,7 +151,13 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
   }
 
   function verdict(status: number, prefix: string): Verdict {
-    return status === 429 ? '429' : status === 403 ? '403' : status === 200 ? 'pass' : (`${prefix}-${status}` as Verdict);
+    return status === 429
+      ? '429'
+      : status === 403
+        ? '403'
+        : status === 200
+          ? 'pass'
+          : (`${prefix}-${status}` as Verdict);
   }
 
   async function run(actions: readonly Action[], gate: TestGateway = gw): Promise<Step[]> {
@@ -138,17 +165,33 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
     const steps: Step[] = [];
     for (const a of actions) {
       const req = build(a, cookies);
-      const wire = { method: req.method, path: req.path, headers: req.headers, ...(req.body === undefined ? {} : { body: req.body }) };
+      const wire = {
+        method: req.method,
+        path: req.path,
+        headers: req.headers,
+        ...(req.body === undefined ? {} : { body: req.body }),
+      };
       const r = await send(rack.url, wire);
       const g = await send(gate.url, wire);
-      steps.push({ req, ruby: verdict(r.status, 'ruby'), gate: verdict(g.status, 'gate'), rubyThrottle: String(r.headers['x-throttle'] ?? '') });
+      steps.push({
+        req,
+        ruby: verdict(r.status, 'ruby'),
+        gate: verdict(g.status, 'gate'),
+        rubyThrottle: String(r.headers['x-throttle'] ?? ''),
+      });
     }
     return steps;
   }
 
   /** Directed sequences: each throttle driven past its limit, and the safelist, blocklist and overrides. */
   function directed(): Action[][] {
-    const act = (kind: Kind, cred: Cred, ip: Action['ip'] = 0, email = 0, json = false): Action => ({ kind, cred, ip, email, json });
+    const act = (kind: Kind, cred: Cred, ip: Action['ip'] = 0, email = 0, json = false): Action => ({
+      kind,
+      cred,
+      ip,
+      email,
+      json,
+    });
     const times = (n: number, f: (i: number) => Action) => Array.from({ length: n }, (_, i) => f(i));
     const alt = (i: number): Cred => (i % 2 ? 'header:tokA2' : 'header:tokA');
     return [
@@ -184,7 +227,11 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
   }
 
   /** Runs the sequences and sorts every disagreement: explained by which judged differences, or not at all. */
-  async function compare(sequences: readonly (readonly Action[])[], gate: TestGateway = gw, allowed: readonly Judged[] = judged) {
+  async function compare(
+    sequences: readonly (readonly Action[])[],
+    gate: TestGateway = gw,
+    allowed: readonly Judged[] = judged,
+  ) {
     const all: Step[] = [];
     const unexplained: string[] = [];
     const explainedBy = new Map<string, number>();
@@ -233,7 +280,11 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
 
   it("agrees on every request of sequences without a deliberate difference, but for all-or-nothing charging and a user's session beside a token", async () => {
     const strict = sequenceOf({ allowedTags: PENDING_TAGS });
-    const { all, unexplained, explainedBy } = await compare(fc.sample(strict, { numRuns: RUNS, seed: SEED + 1 }), gw, STRICT);
+    const { all, unexplained, explainedBy } = await compare(
+      fc.sample(strict, { numRuns: RUNS, seed: SEED + 1 }),
+      gw,
+      STRICT,
+    );
     const agree = all.filter((s) => s.ruby === s.gate).length;
     console.log(
       `rack-attack differential, no deliberate differences: ${agree}/${all.length} verdicts agree; judged: ` +
@@ -244,12 +295,17 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
   }, 120_000);
 
   it('fails on a difference nobody judged: a table without the per-e-mail login rule disagrees, unexplained', async () => {
-    const broken = await startTestGateway(scaledTable(['login-attempts-email']), { upstream: upstream.url, now: () => nowMs });
+    const broken = await startTestGateway(scaledTable(['login-attempts-email']), {
+      upstream: upstream.url,
+      now: () => nowMs,
+    });
     try {
       const act = (ip: number): Action => ({ kind: 'login', cred: 'none', ip, email: 0, json: false });
       const { unexplained } = await compare([[0, 1, 2, 3, 4].map(act)], broken);
       expect(unexplained).toHaveLength(1);
-      expect(unexplained[0]).toMatch(/^Rack::Attack 429 \(throttle_login_attempts\/email\), rategate pass: POST \/auth\/sign_in /);
+      expect(unexplained[0]).toMatch(
+        /^Rack::Attack 429 \(throttle_login_attempts\/email\), rategate pass: POST \/auth\/sign_in /,
+      );
     } finally {
       await broken.shutdown(1000);
     }

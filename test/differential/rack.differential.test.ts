@@ -20,7 +20,9 @@ const rackPresent = spawnSync('ruby', ['-e', 'require "rack"; print Rack.release
 const rackRelease = rackPresent.status === 0 ? rackPresent.stdout : null;
 
 if (rackRelease === null && process.env.CI !== 'true') {
-  console.warn('\n*** SKIPPED: the differential test against Rack needs ruby and ruby-rack (apt-get install ruby ruby-rack) ***\n');
+  console.warn(
+    '\n*** SKIPPED: the differential test against Rack needs ruby and ruby-rack (apt-get install ruby ruby-rack) ***\n',
+  );
 }
 
 interface Case {
@@ -29,10 +31,15 @@ interface Case {
   body_base64?: string;
   query?: string;
 }
-type RackAnswer = { media_type: string | null; post: Record<string, unknown>; get: Record<string, unknown> } | { error: string };
+type RackAnswer =
+  { media_type: string | null; post: Record<string, unknown>; get: Record<string, unknown> } | { error: string };
 
 function rack(cases: Case[]): RackAnswer[] {
-  const r = spawnSync('ruby', [SCRIPT], { input: JSON.stringify(cases), encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync('ruby', [SCRIPT], {
+    input: JSON.stringify(cases),
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   if (r.status !== 0) throw new Error(`rack-read.rb failed: ${r.stderr}`);
   return JSON.parse(r.stdout) as RackAnswer[];
 }
@@ -74,7 +81,12 @@ const NAMES = ['_method', 'access_token', 'user[email]', 'x', '[_method]', 'user
 const name = fc.constantFrom(...NAMES);
 const quoted = (n: string, escape: boolean) => `"${escape ? n.replace(/[a-z]/, (c) => `\\${c}`) : n}"`;
 const nameParam = fc
-  .tuple(fc.constantFrom('name', 'NAME', 'Name', ' name', 'name ', 'filename', 'name*', 'x-name'), name, fc.boolean(), fc.boolean())
+  .tuple(
+    fc.constantFrom('name', 'NAME', 'Name', ' name', 'name ', 'filename', 'name*', 'x-name'),
+    name,
+    fc.boolean(),
+    fc.boolean(),
+  )
   .map(([p, n, q, esc]) => `${p}=${q ? quoted(n, esc) : n}`);
 const dispType = fc.constantFrom('form-data', 'attachment', '"form-data"', 'form-data=x', '', 'inline');
 const disposition = fc
@@ -94,21 +106,25 @@ const extraHeader = fc.constantFrom(
   'Content-ID: <_method>',
   'X-Other: name="_method"',
 );
-const partHead = fc.tuple(fc.option(disposition, { nil: undefined }), extraHeader, fc.boolean()).map(([d, extra, before]) => {
-  const lines = [d, extra].filter((l): l is string => l !== undefined && l !== '');
-  return (before ? lines.reverse() : lines).join('\r\n');
-});
+const partHead = fc
+  .tuple(fc.option(disposition, { nil: undefined }), extraHeader, fc.boolean())
+  .map(([d, extra, before]) => {
+    const lines = [d, extra].filter((l): l is string => l !== undefined && l !== '');
+    return (before ? lines.reverse() : lines).join('\r\n');
+  });
 const value = fc.constantFrom('delete', 'DELETE', 'tok-1', 'Victim@Example.com', '', 'v');
 const part = fc.tuple(partHead, value).map(([h, v]) => `--BND\r\n${h}\r\n\r\n${v}\r\n`);
 const separatorNoise = fc.oneof(
   { weight: 6, arbitrary: fc.constant('') },
   { weight: 1, arbitrary: fc.constantFrom('junk--BND\r\n', '--BND--junk\r\n', '\r\n--BNDx\r\n', '--BND\r\n\r\n') },
 );
-const multipartBody = fc.tuple(fc.array(part, { minLength: 1, maxLength: 4 }), separatorNoise, fc.nat(3)).map(([parts, noise, at]) => {
-  const list = [...parts];
-  list.splice(Math.min(at, list.length), 0, noise);
-  return `${list.join('')}--BND--\r\n`;
-});
+const multipartBody = fc
+  .tuple(fc.array(part, { minLength: 1, maxLength: 4 }), separatorNoise, fc.nat(3))
+  .map(([parts, noise, at]) => {
+    const list = [...parts];
+    list.splice(Math.min(at, list.length), 0, noise);
+    return `${list.join('')}--BND--\r\n`;
+  });
 
 const CONTENT_TYPES = fc
   .tuple(
@@ -143,7 +159,10 @@ describeRack(`differential: the gateway reads what Rack ${rackRelease ?? '(missi
       if ('error' in a) return;
       expect(mediaTypeOf(t), t).toBe((a.media_type ?? '').trim());
       const rackReads =
-        a.media_type === null || ['application/x-www-form-urlencoded', 'multipart/form-data', 'multipart/related', 'multipart/mixed'].includes(a.media_type);
+        a.media_type === null ||
+        ['application/x-www-form-urlencoded', 'multipart/form-data', 'multipart/related', 'multipart/mixed'].includes(
+          a.media_type,
+        );
       if (rackReads) expect(['form', 'multipart'], t).toContain(bodyKindOf('POST', t));
     });
   });
@@ -151,7 +170,13 @@ describeRack(`differential: the gateway reads what Rack ${rackRelease ?? '(missi
   it('multipart: where the gateway reads a body, each counted field has the value Rack gives it', () => {
     const bodies = fc.sample(multipartBody, { numRuns: 1500, seed: 5 });
     const ct = 'multipart/form-data; boundary=BND';
-    const answers = rack(bodies.map((b) => ({ content_type: ct, method: 'POST', body_base64: Buffer.from(b, 'latin1').toString('base64') })));
+    const answers = rack(
+      bodies.map((b) => ({
+        content_type: ct,
+        method: 'POST',
+        body_base64: Buffer.from(b, 'latin1').toString('base64'),
+      })),
+    );
     let read = 0;
     let refused = 0;
     bodies.forEach((b, i) => {
@@ -173,12 +198,36 @@ describeRack(`differential: the gateway reads what Rack ${rackRelease ?? '(missi
   });
 
   it("param: key normalization is Ruby's `strip.downcase` (Rack::Attack's discriminator normalizer)", () => {
-    const unit = fc.constantFrom('a', 'Z', ' ', '\0', '\t', '\n', '\v', '\f', '\r', '\u00a0', '\u2003', '\ufeff', 'Σ', 'İ', 'ẞ', 'Ǆ', 'É', '@', '.');
+    const unit = fc.constantFrom(
+      'a',
+      'Z',
+      ' ',
+      '\0',
+      '\t',
+      '\n',
+      '\v',
+      '\f',
+      '\r',
+      '\u00a0',
+      '\u2003',
+      '\ufeff',
+      'Σ',
+      'İ',
+      'ẞ',
+      'Ǆ',
+      'É',
+      '@',
+      '.',
+    );
     const values = fc.sample(fc.string({ unit, maxLength: 8 }), { numRuns: 500, seed: 21 });
-    const r = spawnSync('ruby', ['-rjson', '-e', 'puts JSON.generate(JSON.parse($stdin.read).map { |s| s.strip.downcase })'], {
-      input: JSON.stringify(values),
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      'ruby',
+      ['-rjson', '-e', 'puts JSON.generate(JSON.parse($stdin.read).map { |s| s.strip.downcase })'],
+      {
+        input: JSON.stringify(values),
+        encoding: 'utf8',
+      },
+    );
     expect(r.status, r.stderr).toBe(0);
     const ruby = JSON.parse(r.stdout) as string[];
     values.forEach((v, i) => expect(normalizeParamKey(v), JSON.stringify(v)).toBe(ruby[i]));
@@ -197,13 +246,19 @@ describeRack(`differential: the gateway reads what Rack ${rackRelease ?? '(missi
       '_method',
       'x',
     );
-    const pair = fc.tuple(key, value, fc.boolean()).map(([k, v, enc]) => `${enc ? encodeURIComponent(k) : k}=${encodeURIComponent(v)}`);
+    const pair = fc
+      .tuple(key, value, fc.boolean())
+      .map(([k, v, enc]) => `${enc ? encodeURIComponent(k) : k}=${encodeURIComponent(v)}`);
     const texts = fc.sample(
       fc.array(pair, { minLength: 1, maxLength: 4 }).map((p) => p.join('&')),
       { numRuns: 400, seed: 9 },
     );
     const answers = rack(
-      texts.map((t) => ({ content_type: 'application/x-www-form-urlencoded', method: 'POST', body_base64: Buffer.from(t).toString('base64') })),
+      texts.map((t) => ({
+        content_type: 'application/x-www-form-urlencoded',
+        method: 'POST',
+        body_base64: Buffer.from(t).toString('base64'),
+      })),
     );
     let read = 0;
     texts.forEach((t, i) => {

@@ -384,7 +384,10 @@ const CREDS: Cred[] = [
 /** One request: mostly from a few public clients, now and then from the host itself or a blocked IP. */
 export const action: fc.Arbitrary<Action> = fc.record({
   kind: fc.constantFrom(...KINDS),
-  ip: fc.oneof({ weight: 20, arbitrary: fc.nat({ max: IPS.length - 1 }) }, { weight: 1, arbitrary: fc.constantFrom<'blocked' | 'local'>('blocked', 'local') }),
+  ip: fc.oneof(
+    { weight: 20, arbitrary: fc.nat({ max: IPS.length - 1 }) },
+    { weight: 1, arbitrary: fc.constantFrom<'blocked' | 'local'>('blocked', 'local') },
+  ),
   cred: fc.constantFrom(...CREDS),
   email: fc.nat({ max: EMAILS.length - 1 }),
   json: fc.boolean(),
@@ -397,7 +400,16 @@ export function tagsOf(a: Action): Tag[] {
 
 /** Kinds and credentials that bring no deliberate difference of their own (judged.ts). */
 const PLAIN_KINDS = KINDS.filter((k) => k !== 'media-odd' && k !== 'delete-odd' && k !== 'login-json');
-const PLAIN_CREDS: Cred[] = ['none', 'header:tokA', 'header:tokA2', 'header:tokB', 'header:appTok', 'lowerBearer:tokB', 'session:s1', 'session:s2'];
+const PLAIN_CREDS: Cred[] = [
+  'none',
+  'header:tokA',
+  'header:tokA2',
+  'header:tokB',
+  'header:appTok',
+  'lowerBearer:tokB',
+  'session:s1',
+  'session:s2',
+];
 
 /**
  * Sequences that draw from a narrow pool (one to three kinds, one or two IPs, one or two credentials),
@@ -426,7 +438,9 @@ export function sequenceOf(plain?: { allowedTags: ReadonlySet<Tag> }): fc.Arbitr
             email: fc.nat({ max: EMAILS.length - 1 }),
             json: fc.boolean(),
           })
-          .map((a): Action => (plain && !tagsOf(a).every((t) => plain.allowedTags.has(t)) ? { ...a, cred: 'none' } : a)),
+          .map((a): Action =>
+            plain && !tagsOf(a).every((t) => plain.allowedTags.has(t)) ? { ...a, cred: 'none' } : a,
+          ),
         { minLength: 4, maxLength: 16 },
       ),
     );

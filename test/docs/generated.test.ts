@@ -22,7 +22,11 @@ const docs = [
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
 ];
-const chart = ['helm/rategate/README.md', 'helm/rategate/alerts/rategate.rules.yaml', 'helm/rategate/dashboards/rategate.json'];
+const chart = [
+  'helm/rategate/README.md',
+  'helm/rategate/alerts/rategate.rules.yaml',
+  'helm/rategate/dashboards/rategate.json',
+];
 
 describe('docs generated from code', () => {
   for (const file of new Set(GENERATED_BLOCKS.map((b) => b.file))) {
@@ -59,7 +63,9 @@ describe('docs generated from code', () => {
     const perRow = read('docs/limit-table.md')
       .split('\n')
       .find((l) => l.startsWith('| `per` |'));
-    const listed = [...(perRow ?? '').matchAll(/`([a-z]+(?::[A-Za-z]+)?)`/g)].map((m) => m[1]).filter((s) => s !== 'per');
+    const listed = [...(perRow ?? '').matchAll(/`([a-z]+(?::[A-Za-z]+)?)`/g)]
+      .map((m) => m[1])
+      .filter((s) => s !== 'per');
     expect(listed.slice(0, syntaxes.length)).toEqual(syntaxes);
   });
 });
@@ -75,18 +81,28 @@ describe('the command table', () => {
 describe('the admin endpoints', () => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startTestGateway('limits:\n  - { name: r, match: /*, per: ip, limit: 5, period: 1m }\n', { upstream: 'http://127.0.0.1:9' });
+    gw = await startTestGateway('limits:\n  - { name: r, match: /*, per: ip, limit: 5, period: 1m }\n', {
+      upstream: 'http://127.0.0.1:9',
+    });
   });
   afterAll(async () => gw?.shutdown(0));
 
   it('each one listed is served by the admin listener', async () => {
     const unserved: string[] = [];
     for (const e of ADMIN_ENDPOINTS) {
-      const target = e.path.replace(/<ip-or-cidr>/, '203.0.113.9').replace(/<ban>\/<key>/, 'no-such-ban/ip%3A203.0.113.9');
-      const body = e.method === 'POST' ? JSON.stringify({ ip: '203.0.113.9', for: '1m', reason: 'drift test' }) : undefined;
-      const a = await send(gw.adminUrl, { method: e.method, path: target, ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}) });
+      const target = e.path
+        .replace(/<ip-or-cidr>/, '203.0.113.9')
+        .replace(/<ban>\/<key>/, 'no-such-ban/ip%3A203.0.113.9');
+      const body =
+        e.method === 'POST' ? JSON.stringify({ ip: '203.0.113.9', for: '1m', reason: 'drift test' }) : undefined;
+      const a = await send(gw.adminUrl, {
+        method: e.method,
+        path: target,
+        ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}),
+      });
       // The router's own 404 (`Not found`) or a 405 means the method and path lead nowhere.
-      if (a.status === 405 || (a.status === 404 && /^\{"error":"Not found"\}$/.test(a.body))) unserved.push(`${e.method} ${e.path} → ${a.status} ${a.body}`);
+      if (a.status === 405 || (a.status === 404 && /^\{"error":"Not found"\}$/.test(a.body)))
+        unserved.push(`${e.method} ${e.path} → ${a.status} ${a.body}`);
     }
     expect(unserved).toEqual([]);
   });
@@ -96,7 +112,8 @@ describe('the admin endpoints', () => {
     const matched = new Set<string>();
     for (const file of ['server.ts', 'guard-api.ts', 'status-route.ts']) {
       const text = read(`src/admin/${file}`);
-      for (const [, p] of text.matchAll(/'(\/(?:admin\/[a-z]+|metrics|healthz|readyz|status(?:\.json)?)?)\/?'/g)) matched.add(p!);
+      for (const [, p] of text.matchAll(/'(\/(?:admin\/[a-z]+|metrics|healthz|readyz|status(?:\.json)?)?)\/?'/g))
+        matched.add(p!);
     }
     matched.delete('/admin');
     expect([...matched].filter((p) => !listed.includes(p))).toEqual([]);
@@ -121,7 +138,8 @@ describe("docs/limit-table.md's sections with their defaults", () => {
       // `bodyLimits` there is an example ("e.g."), not a default.
       if (at === 'server.bodyLimits') return;
       if (a !== null && typeof a === 'object' && !Array.isArray(a) && b !== null && typeof b === 'object') {
-        for (const k of Object.keys(a)) walk((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], at === '' ? k : `${at}.${k}`);
+        for (const k of Object.keys(a))
+          walk((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], at === '' ? k : `${at}.${k}`);
       } else if (JSON.stringify(a) !== JSON.stringify(b === undefined && at in IMPLIED ? IMPLIED[at] : b))
         differ.push(`${at}: doc ${JSON.stringify(a)}, default ${JSON.stringify(b)}`);
     };
@@ -134,7 +152,9 @@ describe('files the docs name', () => {
   it('exist', () => {
     const missing: string[] = [];
     for (const file of [...docs, 'helm/rategate/README.md']) {
-      for (const [p] of read(file).matchAll(/\b(?:src|test|scripts|bench|config)\/[A-Za-z0-9_./-]+\.(?:ts|yaml|json|mjs|rb)\b/g)) {
+      for (const [p] of read(file).matchAll(
+        /\b(?:src|test|scripts|bench|config)\/[A-Za-z0-9_./-]+\.(?:ts|yaml|json|mjs|rb)\b/g,
+      )) {
         if (!existsSync(path.join(ROOT, p))) missing.push(`${file}: ${p}`);
       }
     }

@@ -17,7 +17,13 @@ import { describe, expect, it } from 'vitest';
 import { keySlot } from '../../src/limiter/redis/slot.js';
 import { eventually } from '../support/eventually.js';
 import { admittedPerWindow, startLoad, type Sample } from '../support/failover-load.js';
-import { capturingLogger, startTestGateway, type LogLine, type TestGateway, upstreamFixture } from '../support/gateway.js';
+import {
+  capturingLogger,
+  startTestGateway,
+  type LogLine,
+  type TestGateway,
+  upstreamFixture,
+} from '../support/gateway.js';
 import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, type ReplicatedCluster } from '../support/redis-ha.js';
 
@@ -55,7 +61,8 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
       const logs = [capturingLogger(), capturingLogger()];
       const gws: TestGateway[] = [];
       try {
-        for (const l of logs) gws.push(await startTestGateway(TABLE, { upstream: upstream.url, store: cluster.url, logger: l.logger }));
+        for (const l of logs)
+          gws.push(await startTestGateway(TABLE, { upstream: upstream.url, store: cluster.url, logger: l.logger }));
         const ips = ipsByMaster();
         const victim = cluster.masters[0]!;
         const replica = cluster.replicaOf.get(victim.port)!;
@@ -69,12 +76,19 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
         else victim.freeze();
         // rategate_store_up's answer (decisions come from the store), sampled through the outage.
         const ups: { at: number; up: boolean }[] = [];
-        const sampler = setInterval(() => void gws[0]!.store.reachable().then((up) => ups.push({ at: Date.now(), up })), 100);
+        const sampler = setInterval(
+          () => void gws[0]!.store.reachable().then((up) => ups.push({ at: Date.now(), up })),
+          100,
+        );
         const promotedAt = await cluster.promotedAt(replica);
         // The load through the outage and past the promotion: a whole window decided after it.
         await load.wholeWindows(1, { periodMs: 2_000, since: promotedAt });
         // And enough of it to judge by (the volume the report is held to below).
-        await eventually(() => load.samples.length, { what: 'more than 800 requests answered', withinMs: 20_000, until: (n) => n > 800 });
+        await eventually(() => load.samples.length, {
+          what: 'more than 800 requests answered',
+          withinMs: 20_000,
+          until: (n) => n > 800,
+        });
         const samples = await load.stop();
         clearInterval(sampler);
 
@@ -108,13 +122,17 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
         for (const { lines } of logs) {
           const story = storeLines(lines);
           const failing = story.findIndex((m) => m.startsWith(`store node ${victimName} failing`));
-          const failover = story.findIndex((m) => m.startsWith(`store failover: ${replicaName} promoted in place of ${victimName}`));
+          const failover = story.findIndex((m) =>
+            m.startsWith(`store failover: ${replicaName} promoted in place of ${victimName}`),
+          );
           expect(failing, story.join('\n')).toBeGreaterThanOrEqual(0);
           expect(failover, story.join('\n')).toBeGreaterThan(failing);
           // No state line about a healthy master (a call of its timing out on a loaded machine is counted in
           // a rate-limited warning, store-warnings.ts: trouble, not a state change).
           expect(
-            story.filter((m) => m.startsWith('store node') && !m.includes(victimName) && !m.includes('(at most one such line per')),
+            story.filter(
+              (m) => m.startsWith('store node') && !m.includes(victimName) && !m.includes('(at most one such line per'),
+            ),
             story.join('\n'),
           ).toEqual([]);
         }
@@ -143,7 +161,10 @@ interface Report {
   beforeFault: number[];
 }
 
-function summarize(samples: readonly Sample[], o: { deadIp: string; healthyIps: readonly string[]; faultAt: number; promotedAt: number }): Report {
+function summarize(
+  samples: readonly Sample[],
+  o: { deadIp: string; healthyIps: readonly string[]; faultAt: number; promotedAt: number },
+): Report {
   const max = (m: Map<number, number>): number => Math.max(0, ...m.values());
   const start = Math.min(...samples.map((s) => s.sentAt));
   const deadDenied = samples.filter((s) => s.ip === o.deadIp && s.rule === 'den' && s.status === 503);
@@ -152,7 +173,8 @@ function summarize(samples: readonly Sample[], o: { deadIp: string; healthyIps: 
   for (const ip of [o.deadIp, ...o.healthyIps]) {
     for (const rule of ['loc', 'den']) {
       // Whole windows only: begun after the load started, ended before the fault.
-      for (const [end, n] of admittedPerWindow(samples, ip, rule)) if (end - 2_000 >= start && end <= o.faultAt) beforeFault.push(n);
+      for (const [end, n] of admittedPerWindow(samples, ip, rule))
+        if (end - 2_000 >= start && end <= o.faultAt) beforeFault.push(n);
     }
   }
   return {
@@ -162,7 +184,9 @@ function summarize(samples: readonly Sample[], o: { deadIp: string; healthyIps: 
     deadLocMax: max(admittedPerWindow(samples, o.deadIp, 'loc')),
     deadDenMax: max(admittedPerWindow(samples, o.deadIp, 'den')),
     healthy503: samples.filter((s) => o.healthyIps.includes(s.ip) && s.status === 503).length,
-    healthyMax: Math.max(...o.healthyIps.flatMap((ip) => ['loc', 'den'].map((rule) => max(admittedPerWindow(samples, ip, rule))))),
+    healthyMax: Math.max(
+      ...o.healthyIps.flatMap((ip) => ['loc', 'den'].map((rule) => max(admittedPerWindow(samples, ip, rule)))),
+    ),
     beforeFault,
   };
 }

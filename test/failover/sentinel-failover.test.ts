@@ -33,7 +33,10 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
       const logs = [capturingLogger(), capturingLogger()];
       const gws: TestGateway[] = [];
       try {
-        for (const l of logs) gws.push(await startTestGateway(table('s3ntinel'), { upstream: upstream.url, store: group.url, logger: l.logger }));
+        for (const l of logs)
+          gws.push(
+            await startTestGateway(table('s3ntinel'), { upstream: upstream.url, store: group.url, logger: l.logger }),
+          );
         const ip = '198.51.100.7';
         const load = startLoad({ gateways: gws.map((g) => g.url), ips: [ip], rules: ['loc', 'den'], everyMs: 50 });
         // Phases of load are the subject: whole rate windows before the fault, during it, and after.
@@ -51,7 +54,11 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
         const backAt = Date.now();
         await load.wholeWindows(1, { periodMs: 2_000, since: backAt }); // load with the old master back
         // And enough of it to judge by (the volume the report is held to below).
-        await eventually(() => load.samples.length, { what: 'more than 400 requests answered', withinMs: 20_000, until: (n) => n > 400 });
+        await eventually(() => load.samples.length, {
+          what: 'more than 400 requests answered',
+          withinMs: 20_000,
+          until: (n) => n > 400,
+        });
         const samples = await load.stop();
         // Every gateway follows, not only the one the deny traffic reaches (the load's round-robin sends
         // each rule to one gateway): each decides from the store again (the slack: a ping on a loaded machine).
@@ -87,7 +94,10 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
         expect(report.deniedAfterOldMasterBack).toBe(0);
         expect(report.following).toEqual([true, true]);
         expect(await group.role(group.replica)).toBe('master');
-        await eventually(async () => (await group.role(group.master)) === 'slave', { what: 'the old master a replica', withinMs: 15_000 });
+        await eventually(async () => (await group.role(group.master)) === 'slave', {
+          what: 'the old master a replica',
+          withinMs: 15_000,
+        });
 
         for (const { lines } of logs) {
           const story = lines.map((l) => l.msg).filter((m) => m.startsWith('store'));

@@ -9,7 +9,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { admittedPerWindow, startLoad } from '../support/failover-load.js';
-import { capturingLogger, startTestGateway, type LogLine, type TestGateway, upstreamFixture } from '../support/gateway.js';
+import {
+  capturingLogger,
+  startTestGateway,
+  type LogLine,
+  type TestGateway,
+  upstreamFixture,
+} from '../support/gateway.js';
 import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, startSentinelGroup } from '../support/redis-ha.js';
 import { keySlot } from '../../src/limiter/redis/slot.js';

@@ -45,7 +45,9 @@ limits:
     period: 1h
 `;
 
-function post(token: string | null): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+function post(
+  token: string | null,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
   if (token !== null) headers.authorization = `Bearer ${token}`;
   return send(gw!.url, { method: 'POST', path: '/api/v1/statuses', headers, body: 'status=hello' });
@@ -65,7 +67,14 @@ describe('when.account through the gateway', () => {
     clock = Date.now() - 2 * DAY;
     const young = await newUser(upstream.url);
     clock = Date.now();
-    expect((await call(upstream.url, 'PATCH', '/api/v1/accounts/update_credentials', { token: oldBot.token, form: { bot: 'true' } })).body.bot).toBe(true);
+    expect(
+      (
+        await call(upstream.url, 'PATCH', '/api/v1/accounts/update_credentials', {
+          token: oldBot.token,
+          form: { bot: 'true' },
+        })
+      ).body.bot,
+    ).toBe(true);
     gw = await startTestGateway(TABLE, { upstream: upstream.url });
 
     expect(await statuses(young.token, 3)).toEqual([200, 200, 429]);
@@ -82,12 +91,19 @@ describe('when.account through the gateway', () => {
   it('counts an account whose age the upstream will not tell (a write-only token, 403) as new', async () => {
     clock = Date.now() - 90 * DAY;
     const app = await registerApp(upstream.url, 'write');
-    const grant = { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret, scope: 'write' };
+    const grant = {
+      grant_type: 'client_credentials',
+      client_id: app.client_id,
+      client_secret: app.client_secret,
+      scope: 'write',
+    };
     const appOnly = (await call(upstream.url, 'POST', '/oauth/token', { form: grant })).body.access_token as string;
     // The new user's token carries the app's scopes: write only.
     const writer = await newUser(upstream.url, appOnly);
     clock = Date.now();
-    expect((await call(upstream.url, 'GET', '/api/v1/accounts/verify_credentials', { token: writer.token })).status).toBe(403);
+    expect(
+      (await call(upstream.url, 'GET', '/api/v1/accounts/verify_credentials', { token: writer.token })).status,
+    ).toBe(403);
     await gw?.shutdown(200);
     gw = await startTestGateway(TABLE, { upstream: upstream.url });
     expect(await statuses(writer.token, 3)).toEqual([200, 200, 429]);
@@ -97,7 +113,12 @@ describe('when.account through the gateway', () => {
 describe('rategate explain --account-age --bot --locked', () => {
   it('shows which account conditions hold', async () => {
     const snapshot = parseConfig(TABLE, 'limits.yaml');
-    const req = { request: 'POST /api/v1/statuses', headers: ['Authorization: Bearer abc'], ip: '203.0.113.9', body: 'status=hi' };
+    const req = {
+      request: 'POST /api/v1/statuses',
+      headers: ['Authorization: Bearer abc'],
+      ip: '203.0.113.9',
+      body: 'status=hi',
+    };
     const young = (await explain(snapshot, { ...req, accountAge: '3d' })).join('\n');
     expect(young).toMatch(/account: account token-owner, 3d old/);
     expect(young).toMatch(/new-accounts-post: yes, per account/);
@@ -116,8 +137,12 @@ describe('rategate explain --account-age --bot --locked', () => {
 
 describe('config checks', () => {
   it('refuses a malformed age and when.account without introspection, with their place', () => {
-    expect(() => parseConfig(TABLE.replace('"< 7d"', '"7d"'), 'limits.yaml')).toThrow(/limits\[0\]\.when\.account\.age: invalid age "7d"/);
-    expect(() => parseConfig(TABLE.replace('age: "< 7d"', 'young: true'), 'limits.yaml')).toThrow(/limits\[0\]\.when\.account/);
+    expect(() => parseConfig(TABLE.replace('"< 7d"', '"7d"'), 'limits.yaml')).toThrow(
+      /limits\[0\]\.when\.account\.age: invalid age "7d"/,
+    );
+    expect(() => parseConfig(TABLE.replace('age: "< 7d"', 'young: true'), 'limits.yaml')).toThrow(
+      /limits\[0\]\.when\.account/,
+    );
     expect(() => parseConfig(`clients: { account: { from: token } }\n${TABLE}`, 'limits.yaml')).toThrow(
       /limits\[0\]\.when\.account: needs clients\.account\.from: introspect/,
     );

@@ -33,7 +33,9 @@ async function expectContinue(url: string, path: string, body: Buffer): Promise<
       }
       text += chunk.toString('latin1');
     });
-    socket.once('close', () => resolve({ first, final: first.startsWith('HTTP/1.1 100') ? text : first + text.slice(first.length) }));
+    socket.once('close', () =>
+      resolve({ first, final: first.startsWith('HTTP/1.1 100') ? text : first + text.slice(first.length) }),
+    );
     socket.once('error', reject);
   });
 }
@@ -79,7 +81,9 @@ describe('a flood that is already refused costs the upstream nothing', () => {
     }
     const before = introspections();
     for (let i = 0; i < 20; i++) {
-      const res = await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer user-${100 + i}` } });
+      const res = await fetch(`${fx.gw.url}/api/v1/timelines/home`, {
+        headers: { Authorization: `Bearer user-${100 + i}` },
+      });
       expect(res.status).toBe(429);
       expect(res.headers.get('x-ratelimit-limit')).toBe('2');
       expect(res.headers.get('x-ratelimit-remaining')).toBe('0');
@@ -94,7 +98,8 @@ describe('a flood that is already refused costs the upstream nothing', () => {
   - { name: account-access, match: /api/*, per: account, limit: 1, period: 5m }
 `;
     fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
-    const get = (token: string) => fetch(`${fx.gw!.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer ${token}` } });
+    const get = (token: string) =>
+      fetch(`${fx.gw!.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer ${token}` } });
     expect((await get('user-50')).status).toBe(200);
     // The account bucket refuses: the IP bucket must not be charged for it.
     expect((await get('user-50')).status).toBe(429);
@@ -112,11 +117,25 @@ describe('a token sent outside the Authorization header counts for its account',
     ['the query string (bearer_token)', (t) => [`/api/v1/timelines/home?bearer_token=${t}`, {}]],
     [
       'a URL-encoded form body',
-      (t) => ['/api/v1/statuses', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `status=hi&access_token=${t}` }],
+      (t) => [
+        '/api/v1/statuses',
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: `status=hi&access_token=${t}`,
+        },
+      ],
     ],
     [
       'a JSON body',
-      (t) => ['/api/v1/statuses', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status: 'hi', access_token: t }) }],
+      (t) => [
+        '/api/v1/statuses',
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ status: 'hi', access_token: t }),
+        },
+      ],
     ],
     [
       'a multipart field',
@@ -128,22 +147,25 @@ describe('a token sent outside the Authorization header counts for its account',
       },
     ],
   ];
-  it.each(sources)('in %s: the third request of one account is refused, the body forwarded byte for byte', async (_where, make) => {
-    fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
-    const statuses: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const [path, init] = make('user-77');
-      statuses.push((await fetch(fx.gw.url + path, init)).status);
-    }
-    expect(statuses).toEqual([200, 200, 429]);
-    const sent = fx.upstream.forwarded().at(-1)!;
-    if (sent.method === 'POST') {
-      expect(sent.bodyBytes).toBeGreaterThan(0);
-      expect(sent.bodyBytes).toBe(Number(sent.headers['content-length']));
-    }
-    const [path, init] = make('user-78');
-    expect((await fetch(fx.gw.url + path, init)).status).toBe(200); // another account has its own bucket
-  });
+  it.each(sources)(
+    'in %s: the third request of one account is refused, the body forwarded byte for byte',
+    async (_where, make) => {
+      fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const [path, init] = make('user-77');
+        statuses.push((await fetch(fx.gw.url + path, init)).status);
+      }
+      expect(statuses).toEqual([200, 200, 429]);
+      const sent = fx.upstream.forwarded().at(-1)!;
+      if (sent.method === 'POST') {
+        expect(sent.bodyBytes).toBeGreaterThan(0);
+        expect(sent.bodyBytes).toBe(Number(sent.headers['content-length']));
+      }
+      const [path, init] = make('user-78');
+      expect((await fetch(fx.gw.url + path, init)).status).toBe(200); // another account has its own bucket
+    },
+  );
 
   it('a token in a body past the peek bound is refused with 400, never forwarded uncounted', async () => {
     fx.gw = await startTestGateway(`server: { paramPeekBytes: 1kB }\n${TABLE}`, { upstream: fx.upstream.url });
@@ -163,7 +185,8 @@ describe("Rack's method override is counted as the method Rails routes", () => {
   const TABLE = `limits:\n  - { name: deletion, match: DELETE /api/v1/statuses/:id, per: ip, limit: 1, period: 30m }\n`;
   it('a POST with X-HTTP-Method-Override: DELETE counts against the deletion limit, and keeps the header', async () => {
     fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
-    const del = () => fetch(`${fx.gw!.url}/api/v1/statuses/5`, { method: 'POST', headers: { 'X-HTTP-Method-Override': 'DELETE' } });
+    const del = () =>
+      fetch(`${fx.gw!.url}/api/v1/statuses/5`, { method: 'POST', headers: { 'X-HTTP-Method-Override': 'DELETE' } });
     expect((await del()).status).toBe(200);
     expect(fx.upstream.forwarded().at(-1)!.headers['x-http-method-override']).toBe('DELETE');
     expect((await del()).status).toBe(429);
@@ -172,7 +195,11 @@ describe("Rack's method override is counted as the method Rails routes", () => {
   it('a POST with _method=delete in its form body counts against the deletion limit', async () => {
     fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url });
     const del = () =>
-      fetch(`${fx.gw!.url}/api/v1/statuses/6`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=delete' });
+      fetch(`${fx.gw!.url}/api/v1/statuses/6`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: '_method=delete',
+      });
     expect((await del()).status).toBe(200);
     expect(fx.upstream.forwarded().at(-1)!.bodyBytes).toBe('_method=delete'.length);
     expect((await del()).status).toBe(429);

@@ -51,7 +51,8 @@ describe('from an untrusted peer', () => {
   it('drops Forwarded, X-Real-IP, True-Client-IP, Client-IP and X-Client-IP, and rebuilds X-Forwarded-For', async () => {
     fx.gw = await startTestGateway(UNTRUSTED, { upstream: fx.upstream.url });
     const seen = await get(CLAIMS);
-    for (const name of ['forwarded', 'x-real-ip', 'true-client-ip', 'client-ip', 'x-client-ip']) expect(seen[name], name).toBeUndefined();
+    for (const name of ['forwarded', 'x-real-ip', 'true-client-ip', 'client-ip', 'x-client-ip'])
+      expect(seen[name], name).toBeUndefined();
     expect(seen['x-forwarded-for']).toBe('127.0.0.1');
     expect(await counted('127.0.0.1')).toBe(1);
     expect(await counted('198.51.100.1')).toBe(0);
@@ -115,10 +116,16 @@ function asPumaReads(seen: Record<string, unknown>): Map<string, unknown[]> {
 describe('from an untrusted peer, names spelled with underscores (issue 38 finding 5)', () => {
   it('drops every claim in its underscore spelling, and X-Forwarded-Scheme/-Ssl/-Port and Front-End-Https in either spelling; rebuilds Proto, Port and Ssl', async () => {
     fx.gw = await startTestGateway(UNTRUSTED, { upstream: fx.upstream.url });
-    const dashed = { 'X-Forwarded-Scheme': 'https', 'X-Forwarded-Ssl': 'on', 'Front-End-Https': 'on', 'X-Forwarded-Port': '443' };
+    const dashed = {
+      'X-Forwarded-Scheme': 'https',
+      'X-Forwarded-Ssl': 'on',
+      'Front-End-Https': 'on',
+      'X-Forwarded-Port': '443',
+    };
     for (const headers of [underscoreClaims(), dashed]) {
       const seen = asPumaReads(await get(headers));
-      for (const name of [...CLIENT_IP_CLAIMS, ...SCHEME_CLAIMS, 'forwarded']) expect(seen.get(name), name).toBeUndefined();
+      for (const name of [...CLIENT_IP_CLAIMS, ...SCHEME_CLAIMS, 'forwarded'])
+        expect(seen.get(name), name).toBeUndefined();
       expect(seen.get('x-forwarded-for')).toEqual(['127.0.0.1']);
       expect(seen.get('x-forwarded-proto')).toEqual(['http']);
       expect(seen.get('x-forwarded-ssl')).toEqual(['off']);
@@ -130,7 +137,11 @@ describe('from an untrusted peer, names spelled with underscores (issue 38 findi
 
   it('drops an underscore spelling of the method override, which the gateway does not read', async () => {
     fx.gw = await startTestGateway(UNTRUSTED, { upstream: fx.upstream.url });
-    const a = await send(fx.gw.url, { method: 'POST', path: '/api/v1/statuses', headers: { X_HTTP_Method_Override: 'DELETE', 'content-length': '0' } });
+    const a = await send(fx.gw.url, {
+      method: 'POST',
+      path: '/api/v1/statuses',
+      headers: { X_HTTP_Method_Override: 'DELETE', 'content-length': '0' },
+    });
     expect(a.status).toBe(200);
     const seen = fx.upstream.forwarded().at(-1)!.headers;
     expect(asPumaReads(seen).get('x-http-method-override')).toBeUndefined();

@@ -38,7 +38,9 @@ describe('per: cookie:NAME', () => {
     const sid = 'BAh7Bk%2Bsession--abc';
     expect((await put('198.51.100.1', { Cookie: `_mastodon_session=${sid}` })).status).toBe(200);
     // Another IP, another cookie around it, the same value escaped differently: the same session.
-    const second = await put('198.51.100.2', { Cookie: `theme=dark; _mastodon_session=BAh7Bk%2bsession--abc; _mastodon_session=other` });
+    const second = await put('198.51.100.2', {
+      Cookie: `theme=dark; _mastodon_session=BAh7Bk%2bsession--abc; _mastodon_session=other`,
+    });
     expect(second.status).toBe(200);
     expect(second.headers['x-ratelimit-remaining']).toBe('0');
     const third = await put('198.51.100.3', { Cookie: `_mastodon_session=${sid}` });
@@ -64,11 +66,19 @@ describe('per: cookie:NAME', () => {
     expect(refused.status).toBe(429);
     expect(refused.headers['x-ratelimit-limit']).toBe('4');
     // A bearer token the upstream knows is what authenticates: then the account rule, not the session one.
-    const signedIn = await put('203.0.113.51', { Cookie: '_mastodon_session=forged-0', Authorization: 'Bearer user-77' });
+    const signedIn = await put('203.0.113.51', {
+      Cookie: '_mastodon_session=forged-0',
+      Authorization: 'Bearer user-77',
+    });
     expect(signedIn.status).toBe(200);
-    expect(String(signedIn.headers['ratelimit-policy']).split(', ').sort()).toEqual(['"per-ip";q=4;w=300', '"signed-in";q=5;w=600']);
+    expect(String(signedIn.headers['ratelimit-policy']).split(', ').sort()).toEqual([
+      '"per-ip";q=4;w=300',
+      '"signed-in";q=5;w=600',
+    ]);
     // Hostile cookie headers leave the process answering.
-    const odd = await put('203.0.113.52', { Cookie: `_mastodon_session=%E0%A4%A; ;=;_mastodon_session;${'a'.repeat(4000)}` });
+    const odd = await put('203.0.113.52', {
+      Cookie: `_mastodon_session=%E0%A4%A; ;=;_mastodon_session;${'a'.repeat(4000)}`,
+    });
     expect(odd.status).toBe(200);
     expect((await put('203.0.113.53')).status).toBe(200);
   });
@@ -88,7 +98,12 @@ describe('per: cookie:NAME overrides and the admin bucket API', () => {
       { upstream: upstream.url, now: new FakeClock().now },
     );
     try {
-      const put1 = (sid: string) => send(own.url, { method: 'PUT', path: '/auth', headers: { 'X-Forwarded-For': '198.51.100.9', Cookie: `sid=${sid}` } });
+      const put1 = (sid: string) =>
+        send(own.url, {
+          method: 'PUT',
+          path: '/auth',
+          headers: { 'X-Forwarded-For': '198.51.100.9', Cookie: `sid=${sid}` },
+        });
       expect((await put1('plain')).status).toBe(200);
       expect((await put1('plain')).status).toBe(429);
       for (let i = 0; i < 3; i++) expect((await put1('trusted-session')).headers['x-ratelimit-limit']).toBe('3');
@@ -99,7 +114,9 @@ describe('per: cookie:NAME overrides and the admin bucket API', () => {
       // The admin API names the rule's key kind as written, and triage shows a session by its digest's prefix.
       const rules = (await (await fetch(`${own.adminUrl}/admin/buckets`)).json()) as { rules: { per: string }[] };
       expect(rules.rules.map((r) => r.per)).toEqual(['cookie:sid']);
-      const limited = (await (await fetch(`${own.adminUrl}/admin/limited?rule=session`)).json()) as { top: { key: string }[] };
+      const limited = (await (await fetch(`${own.adminUrl}/admin/limited?rule=session`)).json()) as {
+        top: { key: string }[];
+      };
       expect(limited.top.map((k) => k.key)).toEqual([
         `cookie ${digest.slice(0, 16)}`,
         `cookie ${createHash('sha256').update('trusted-session').digest('hex').slice(0, 16)} (override 0)`,
@@ -112,17 +129,26 @@ describe('per: cookie:NAME overrides and the admin bucket API', () => {
 
 describe('per: cookie:NAME in the config and in explain', () => {
   it('refuses a name that is not a cookie name, and names overrides keys for it', () => {
-    expect(() => parseConfig('limits: [{ name: a, match: /x, per: "cookie:bad name", limit: 1, period: 1m }]', 't.yaml')).toThrow(
-      /invalid cookie name "bad name"/,
+    expect(() =>
+      parseConfig('limits: [{ name: a, match: /x, per: "cookie:bad name", limit: 1, period: 1m }]', 't.yaml'),
+    ).toThrow(/invalid cookie name "bad name"/);
+    expect(() =>
+      parseConfig('limits: [{ name: a, match: /x, per: "cookie:", limit: 1, period: 1m }]', 't.yaml'),
+    ).toThrow(/invalid cookie name/);
+    const snap = parseConfig(
+      'limits: [{ name: a, match: /x, per: "cookie:sid", limit: 1, period: 1m, overrides: [{ keys: [abc], limit: 5 }] }]',
+      't.yaml',
     );
-    expect(() => parseConfig('limits: [{ name: a, match: /x, per: "cookie:", limit: 1, period: 1m }]', 't.yaml')).toThrow(/invalid cookie name/);
-    const snap = parseConfig('limits: [{ name: a, match: /x, per: "cookie:sid", limit: 1, period: 1m, overrides: [{ keys: [abc], limit: 5 }] }]', 't.yaml');
     expect(snap.rules[0]!.key.label).toBe('cookie:sid');
   });
 
   it('explain shows the cookie key, digested, or why the rule is skipped', async () => {
     const snap = parseConfig(TABLE, 't.yaml');
-    const withCookie = await explain(snap, { request: 'PUT /auth.json', headers: ['Cookie: a=1; _mastodon_session=xyz'], ip: '203.0.113.9' });
+    const withCookie = await explain(snap, {
+      request: 'PUT /auth.json',
+      headers: ['Cookie: a=1; _mastodon_session=xyz'],
+      ip: '203.0.113.9',
+    });
     expect(withCookie.find((l) => l.includes('session:'))).toMatch(
       /1\. session: yes, per cookie:_mastodon_session \(unauthenticated\), 2\/10m, key: cookie _mastodon_session, digest [0-9a-f]{12}…$/,
     );

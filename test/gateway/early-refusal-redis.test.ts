@@ -43,7 +43,8 @@ limits:
       { upstream: fx.upstream.url, store: redis!.url },
     );
     const introspections = () => fx.upstream.seen.filter((s) => s.url === VERIFY).length;
-    const get = (i: number) => fetch(`${fx.gw!.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer user-${i}` } });
+    const get = (i: number) =>
+      fetch(`${fx.gw!.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer user-${i}` } });
     for (let i = 0; i < 2; i++) expect((await get(i)).status).toBe(200);
     const asked = introspections();
     // The first refusal reads the buckets from Redis and teaches the cache the full one.
@@ -60,6 +61,8 @@ limits:
     expect((await scriptCalls()) - before).toBeLessThanOrEqual(1);
     expect(introspections()).toBe(asked);
     // The process answers as before.
-    expect((await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { 'X-Forwarded-For': '203.0.113.1' } })).status).toBeLessThan(500);
+    expect(
+      (await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { 'X-Forwarded-For': '203.0.113.1' } })).status,
+    ).toBeLessThan(500);
   });
 });

@@ -33,7 +33,12 @@ const MASTODON: Server = { domain: 'mastodon.example', form: 'cavage', key: rsa.
 const PLEROMA: Server = { domain: 'pleroma.example', form: 'rfc9421', key: ed.privateKey };
 
 /** The headers a server signs a delivery of `body` to `path` with, as Mastodon (cavage) or an RFC 9421 sender does. */
-function signedHeaders(from: Server, path: string, body: string, keyId = `https://${from.domain}/users/relay#main-key`): Record<string, string> {
+function signedHeaders(
+  from: Server,
+  path: string,
+  body: string,
+  keyId = `https://${from.domain}/users/relay#main-key`,
+): Record<string, string> {
   const date = new Date().toUTCString();
   const digest = createHash('sha256').update(body).digest('base64');
   if (from.form === 'cavage') {
@@ -49,13 +54,29 @@ function signedHeaders(from: Server, path: string, body: string, keyId = `https:
   const params = `("@method" "@target-uri" "content-digest");created=${Math.floor(Date.now() / 1000)};keyid="${keyId}";alg="ed25519"`;
   const base = `"@method": POST\n"@target-uri": https://gateway.example${path}\n"content-digest": sha-256=:${digest}:\n"@signature-params": ${params}`;
   const signature = sign(null, Buffer.from(base), from.key).toString('base64');
-  return { Host: 'gateway.example', 'Content-Digest': `sha-256=:${digest}:`, 'Signature-Input': `sig1=${params}`, Signature: `sig1=:${signature}:` };
+  return {
+    Host: 'gateway.example',
+    'Content-Digest': `sha-256=:${digest}:`,
+    'Signature-Input': `sig1=${params}`,
+    Signature: `sig1=:${signature}:`,
+  };
 }
 
 const ACTIVITY = JSON.stringify({ type: 'Create', actor: 'https://mastodon.example/users/relay' });
 
-function deliver(from: Server | null, ip: string, path = '/inbox', extra: Record<string, string> = {}, url = fx.gw!.url): Promise<Answer> {
-  const headers = { 'Content-Type': 'application/activity+json', 'X-Forwarded-For': ip, ...(from ? signedHeaders(from, path, ACTIVITY) : {}), ...extra };
+function deliver(
+  from: Server | null,
+  ip: string,
+  path = '/inbox',
+  extra: Record<string, string> = {},
+  url = fx.gw!.url,
+): Promise<Answer> {
+  const headers = {
+    'Content-Type': 'application/activity+json',
+    'X-Forwarded-For': ip,
+    ...(from ? signedHeaders(from, path, ACTIVITY) : {}),
+    ...extra,
+  };
   return send(url, { method: 'POST', path, headers, body: ACTIVITY });
 }
 
@@ -75,7 +96,8 @@ describe('per: [signature:domain, ip]: a remote server from one address', () => 
     fx.gw = await startTestGateway(PAIR, { upstream: fx.upstream.url, now: new FakeClock().now });
     const paths = ['/inbox', '/users/alice/inbox', '/actor/inbox'];
     for (const from of [MASTODON, PLEROMA]) {
-      for (const path of paths) expect((await deliver(from, '203.0.113.1', path)).status, `${from.domain} ${path}`).toBe(200);
+      for (const path of paths)
+        expect((await deliver(from, '203.0.113.1', path)).status, `${from.domain} ${path}`).toBe(200);
       const fourth = await deliver(from, '203.0.113.1');
       expect(fourth.status, from.domain).toBe(429);
       expect(fourth.headers['ratelimit-policy']).toBe('"inbox";q=3;w=600');
@@ -98,9 +120,14 @@ describe('per: [signature:domain, ip]: a remote server from one address', () => 
     for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, ip)).status).toBe(200);
     expect((await deliver(MASTODON, ip)).status).toBe(429);
     const call = (method: string, path: string, body?: unknown) =>
-      fetch(`${fx.gw!.adminUrl}${path}`, { method, ...(body ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}) });
+      fetch(`${fx.gw!.adminUrl}${path}`, {
+        method,
+        ...(body ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
+      });
     expect((await call('POST', '/admin/blocks', { ip })).status).toBe(201);
-    const lifted = (await (await call('DELETE', `/admin/blocks/${ip}?resetBuckets=true`)).json()) as { bucketsReset: number };
+    const lifted = (await (await call('DELETE', `/admin/blocks/${ip}?resetBuckets=true`)).json()) as {
+      bucketsReset: number;
+    };
     expect(lifted.bucketsReset).toBe(1);
     const again = await deliver(MASTODON, ip);
     expect(again.status).toBe(200);
@@ -108,21 +135,32 @@ describe('per: [signature:domain, ip]: a remote server from one address', () => 
   });
 
   it('does not let a forger who names a victim server from another IP spend the victim’s budget', async () => {
-    fx.gw = await startTestGateway(`${PAIR}  - { name: server-alone, match: POST /inbox, per: signature:domain, limit: 5, period: 10m, shadow: true }\n`, {
-      upstream: fx.upstream.url,
-      now: new FakeClock().now,
-    });
+    fx.gw = await startTestGateway(
+      `${PAIR}  - { name: server-alone, match: POST /inbox, per: signature:domain, limit: 5, period: 10m, shadow: true }\n`,
+      {
+        upstream: fx.upstream.url,
+        now: new FakeClock().now,
+      },
+    );
     // The forger holds no key of mastodon.example: it signs with its own and claims the victim's keyId.
-    const forger: Server = { domain: 'mastodon.example', form: 'rfc9421', key: generateKeyPairSync('ed25519').privateKey };
+    const forger: Server = {
+      domain: 'mastodon.example',
+      form: 'rfc9421',
+      key: generateKeyPairSync('ed25519').privateKey,
+    };
     const refused = [];
     for (let i = 0; i < 10; i++) refused.push((await deliver(forger, '192.0.2.66')).status);
     expect(refused.filter((s) => s === 429).length).toBe(7);
     // The real server, from its own address, has its whole budget.
     for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, '203.0.113.10')).status).toBe(200);
     // A rule on the domain alone (here in shadow) was spent by the forger: what the IP part prevents.
-    const alone = await admin<{ remaining: number; limited: boolean }>('/admin/buckets?rule=server-alone&key=mastodon.example');
+    const alone = await admin<{ remaining: number; limited: boolean }>(
+      '/admin/buckets?rule=server-alone&key=mastodon.example',
+    );
     expect(alone).toMatchObject({ remaining: 0, limited: true });
-    const own = await admin<{ key: string; remaining: number }>('/admin/buckets?rule=inbox&key=mastodon.example&key=203.0.113.10');
+    const own = await admin<{ key: string; remaining: number }>(
+      '/admin/buckets?rule=inbox&key=mastodon.example&key=203.0.113.10',
+    );
     expect(own).toMatchObject({ key: 'inbox:{sig:mastodon.example|ip:203.0.113.10}', remaining: 0 });
     const forged = await admin<{ remaining: number }>('/admin/buckets?rule=inbox&key=Mastodon.Example&key=192.0.2.66');
     expect(forged.remaining).toBe(0);
@@ -137,8 +175,10 @@ describe('per: [signature:domain, ip]: a remote server from one address', () => 
 });
 
 /** A cavage delivery whose `Signature:` header is `signature` (one header, or several lines). */
-const claiming = (ip: string, signature: string | string[]) => deliver(MASTODON, ip, '/inbox', { Signature: signature as string });
-const REAL_KEY = 'keyId="https://mastodon.example/users/relay#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="c2ln"';
+const claiming = (ip: string, signature: string | string[]) =>
+  deliver(MASTODON, ip, '/inbox', { Signature: signature as string });
+const REAL_KEY =
+  'keyId="https://mastodon.example/users/relay#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="c2ln"';
 
 describe('the Signature header read as Mastodon reads it (issue 38, finding 2)', () => {
   it('keys a duplicated keyId on the last one, as Mastodon’s parameter hash keeps it: a fake first keyId escapes nothing', async () => {
@@ -155,7 +195,9 @@ describe('the Signature header read as Mastodon reads it (issue 38, finding 2)',
     // And the other way round: a real-looking first keyId does not spend the real pair's bucket.
     const other = await claiming('203.0.113.102', `${REAL_KEY},keyId="https://elsewhere.example/k"`);
     expect(other.status).toBe(200);
-    const bucket = await admin<{ remaining: number }>('/admin/buckets?rule=inbox&key=elsewhere.example&key=203.0.113.102');
+    const bucket = await admin<{ remaining: number }>(
+      '/admin/buckets?rule=inbox&key=elsewhere.example&key=203.0.113.102',
+    );
     expect(bucket.remaining).toBe(2);
     expect((await fetch(`${fx.gw.adminUrl}/healthz`)).status).toBe(200);
   });
@@ -165,10 +207,17 @@ describe('the Signature header read as Mastodon reads it (issue 38, finding 2)',
     const ip = '203.0.113.103';
     for (let i = 0; i < 3; i++) expect((await deliver(MASTODON, ip)).status).toBe(200);
     for (let i = 0; i < 3; i++) {
-      expect((await claiming(ip, `KEYID="https://g${i}.example/users/x#main-key",${REAL_KEY}`)).status, `KEYID ${i}`).toBe(429);
+      expect(
+        (await claiming(ip, `KEYID="https://g${i}.example/users/x#main-key",${REAL_KEY}`)).status,
+        `KEYID ${i}`,
+      ).toBe(429);
     }
     // KEYID alone, or a header with trailing junk, is unsigned to Mastodon: the per-pair rule does not apply.
-    for (const h of [`KEYID="https://g9.example/k",signature="c2ln"`, `${REAL_KEY} junk`, `keyid="https://mastodon.example/k"`]) {
+    for (const h of [
+      `KEYID="https://g9.example/k",signature="c2ln"`,
+      `${REAL_KEY} junk`,
+      `keyid="https://mastodon.example/k"`,
+    ]) {
       const r = await claiming(ip, h);
       expect(r.status, h).toBe(200);
       expect(r.headers['ratelimit-policy'], h).toBeUndefined();
@@ -179,21 +228,27 @@ describe('the Signature header read as Mastodon reads it (issue 38, finding 2)',
   it('is read the same by explain: the last keyId, KEYID ignored, an unparsable header unsigned', async () => {
     const snap = parseConfig(PAIR, 't.yaml');
     const shown = async (signature: string) =>
-      (await explain(snap, { request: 'POST /inbox', headers: [`Signature: ${signature}`], ip: '203.0.113.9' })).join('\n');
+      (await explain(snap, { request: 'POST /inbox', headers: [`Signature: ${signature}`], ip: '203.0.113.9' })).join(
+        '\n',
+      );
     expect(await shown(`keyId="https://f1.example/k",KEYID="https://f2.example/k",${REAL_KEY}`)).toContain(
       'key: signature domain mastodon.example (claimed, unverified)',
     );
-    expect(await shown(`${REAL_KEY},keyId="https://f3.example/k"`)).toContain('key: signature domain f3.example (claimed, unverified)');
+    expect(await shown(`${REAL_KEY},keyId="https://f3.example/k"`)).toContain(
+      'key: signature domain f3.example (claimed, unverified)',
+    );
     expect(await shown(`${REAL_KEY},`)).toContain('no (no key: the request has no HTTP signature keyId)');
   });
 });
 
 describe('per: signature:domain: a remote server whatever its address', () => {
   it('limits one server delivering from 12 IPs while another server’s deliveries pass', async () => {
-    const table = 'limits:\n  - { name: per-server, match: [POST /inbox, POST /users/:name/inbox], per: signature:domain, limit: 24, period: 10m }\n';
+    const table =
+      'limits:\n  - { name: per-server, match: [POST /inbox, POST /users/:name/inbox], per: signature:domain, limit: 24, period: 10m }\n';
     fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
     for (let round = 0; round < 2; round++) {
-      for (let i = 1; i <= 12; i++) expect((await deliver(MASTODON, `203.0.113.${i}`, '/users/bob/inbox')).status).toBe(200);
+      for (let i = 1; i <= 12; i++)
+        expect((await deliver(MASTODON, `203.0.113.${i}`, '/users/bob/inbox')).status).toBe(200);
     }
     for (let i = 1; i <= 12; i++) expect((await deliver(MASTODON, `203.0.113.${i}`)).status).toBe(429);
     for (let i = 1; i <= 12; i++) expect((await deliver(PLEROMA, `198.51.100.${i}`)).status).toBe(200);
@@ -219,7 +274,9 @@ describe('per: signature:domain: a remote server whatever its address', () => {
     const signed = await deliver(MASTODON, '203.0.113.50');
     expect(signed.status).toBe(200);
     expect(signed.headers['ratelimit-policy']).toBe('"signed";q=2;w=600, "signed-or-ip";q=4;w=600');
-    const fallback = await admin<{ key: string; remaining: number }>('/admin/buckets?rule=signed-or-ip&key=mastodon.example');
+    const fallback = await admin<{ key: string; remaining: number }>(
+      '/admin/buckets?rule=signed-or-ip&key=mastodon.example',
+    );
     expect(fallback).toMatchObject({ key: 'signed-or-ip:{sig:mastodon.example}', remaining: 3 });
   });
 });
@@ -233,14 +290,20 @@ bans:
     fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
     for (let i = 0; i < 4; i++) await deliver(MASTODON, '203.0.113.5');
     // The ban starts once the fourth answer is counted: the next deliveries are refused.
-    await eventually(async () => (await deliver(MASTODON, '203.0.113.5')).status, { what: 'the server banned at that address', until: (s) => s === 403 });
+    await eventually(async () => (await deliver(MASTODON, '203.0.113.5')).status, {
+      what: 'the server banned at that address',
+      until: (s) => s === 403,
+    });
     expect((await deliver(MASTODON, '203.0.113.6')).status).toBe(200);
     expect((await deliver(PLEROMA, '203.0.113.5')).status).toBe(200);
     expect((await deliver(null, '203.0.113.5')).status).toBe(200);
     // The ban is listed by its key, part by part, and lifted by it.
     const listed = await admin<{ bans: { ban: string; key: string }[] }>('/admin/bans');
     expect(listed.bans.map((b) => `${b.ban} ${b.key}`)).toEqual(['inbox-flood sig:mastodon.example|ip:203.0.113.5']);
-    const lift = await fetch(`${fx.gw.adminUrl}/admin/bans/inbox-flood/${encodeURIComponent('sig:mastodon.example|ip:203.0.113.5')}`, { method: 'DELETE' });
+    const lift = await fetch(
+      `${fx.gw.adminUrl}/admin/bans/inbox-flood/${encodeURIComponent('sig:mastodon.example|ip:203.0.113.5')}`,
+      { method: 'DELETE' },
+    );
     expect(lift.status).toBe(200);
     expect((await deliver(MASTODON, '203.0.113.5')).status).toBe(200);
   });
@@ -251,7 +314,8 @@ bans:
       req.resume();
       held.push(res);
     });
-    const table = 'limits: []\nconcurrency:\n  - { name: inbox-slots, match: POST /slow/inbox, per: [signature:domain, ip], max: 1 }\n';
+    const table =
+      'limits: []\nconcurrency:\n  - { name: inbox-slots, match: POST /slow/inbox, per: [signature:domain, ip], max: 1 }\n';
     fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
     const first = deliver(MASTODON, '203.0.113.60', '/slow/inbox');
     await eventually(() => held.length >= 1, { what: 'the first delivery held upstream' });
@@ -273,7 +337,11 @@ bans:
 
   it('logs the key of a 429 part by part, and explain shows it', async () => {
     const { logger, lines } = capturingLogger();
-    fx.gw = await startTestGateway(`${PAIR}log: { client: digest }\n`, { upstream: fx.upstream.url, now: new FakeClock().now, logger });
+    fx.gw = await startTestGateway(`${PAIR}log: { client: digest }\n`, {
+      upstream: fx.upstream.url,
+      now: new FakeClock().now,
+      logger,
+    });
     for (let i = 0; i < 4; i++) await deliver(MASTODON, '203.0.113.9');
     const limited = lines.filter((l) => l.msg === 'request' && l.status === 429).at(-1)!;
     const ipDigest = createHash('sha256').update('203.0.113.9').digest('hex').slice(0, 16);
@@ -307,7 +375,9 @@ function verifyingInbox(req: http.IncomingMessage, res: http.ServerResponse): vo
     if (input) {
       const base = `"@method": POST\n"@target-uri": ${h('x-forwarded-proto')}://${h('x-forwarded-host')}${req.url}\n"content-digest": ${h('content-digest')}\n"@signature-params": ${input[1]}`;
       const key = keys[input[2]!];
-      ok = key !== undefined && verify(null, Buffer.from(base), key, Buffer.from(/^sig1=:(.*):$/.exec(h('signature'))?.[1] ?? '', 'base64'));
+      ok =
+        key !== undefined &&
+        verify(null, Buffer.from(base), key, Buffer.from(/^sig1=:(.*):$/.exec(h('signature'))?.[1] ?? '', 'base64'));
     }
     res.writeHead(ok ? 202 : 401).end();
   });
@@ -321,7 +391,11 @@ bans:
   - { name: bad-signatures, match: POST /verified/inbox, per: [signature:domain, ip], on: { status: [401] }, limit: 3, period: 10m, ban: 1h }
 `;
     fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
-    const forger: Server = { domain: 'pleroma.example', form: 'rfc9421', key: generateKeyPairSync('ed25519').privateKey };
+    const forger: Server = {
+      domain: 'pleroma.example',
+      form: 'rfc9421',
+      key: generateKeyPairSync('ed25519').privateKey,
+    };
     // The TLS proxy in front (loopback: trusted) names the scheme and host the sender signed.
     const proxied = { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'gateway.example' };
     const forged: number[] = [];
@@ -334,7 +408,8 @@ bans:
       });
     }
     // The real server's deliveries verify and pass, many more than the ban's limit.
-    for (let i = 0; i < 6; i++) expect((await deliver(PLEROMA, '203.0.113.40', '/verified/inbox', proxied)).status).toBe(202);
+    for (let i = 0; i < 6; i++)
+      expect((await deliver(PLEROMA, '203.0.113.40', '/verified/inbox', proxied)).status).toBe(202);
   });
 });
 
@@ -345,10 +420,15 @@ function verifyingCavageInbox(req: http.IncomingMessage, res: http.ServerRespons
   req.on('end', () => {
     const sig = String(req.headers.signature ?? '');
     const param = (name: string) => new RegExp(`${name}="([^"]*)"`).exec(sig)?.[1] ?? '';
-    const digestOk = req.headers.digest === `SHA-256=${createHash('sha256').update(Buffer.concat(chunks)).digest('base64')}`;
+    const digestOk =
+      req.headers.digest === `SHA-256=${createHash('sha256').update(Buffer.concat(chunks)).digest('base64')}`;
     const signed = param('headers')
       .split(' ')
-      .map((h) => (h === '(request-target)' ? `${h}: ${req.method!.toLowerCase()} ${req.url}` : `${h}: ${String(req.headers[h] ?? '')}`))
+      .map((h) =>
+        h === '(request-target)'
+          ? `${h}: ${req.method!.toLowerCase()} ${req.url}`
+          : `${h}: ${String(req.headers[h] ?? '')}`,
+      )
       .join('\n');
     const ok =
       digestOk &&
@@ -361,8 +441,12 @@ function verifyingCavageInbox(req: http.IncomingMessage, res: http.ServerRespons
 describe('draft-cavage deliveries signed over Host', () => {
   it('reach a verifying upstream intact with upstream.host: client, and fail without it', async () => {
     fx.upstream.route('/cavage/inbox', verifyingCavageInbox);
-    const table = 'limits:\n  - { name: inbox, match: POST /cavage/inbox, per: [signature:domain, ip], limit: 3, period: 10m }\n';
-    fx.gw = await startTestGateway(`${table}upstream: { host: client }\n`, { upstream: fx.upstream.url, now: new FakeClock().now });
+    const table =
+      'limits:\n  - { name: inbox, match: POST /cavage/inbox, per: [signature:domain, ip], limit: 3, period: 10m }\n';
+    fx.gw = await startTestGateway(`${table}upstream: { host: client }\n`, {
+      upstream: fx.upstream.url,
+      now: new FakeClock().now,
+    });
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await deliver(MASTODON, '203.0.113.90', '/cavage/inbox')).status);
     expect(statuses).toEqual([202, 202, 202, 429]);
@@ -375,7 +459,8 @@ describe('draft-cavage deliveries signed over Host', () => {
 
 describe('hostile signature headers', () => {
   it('answers huge, malformed and binary signature headers, and the process stays alive', async () => {
-    const table = 'limits:\n  - { name: inbox, match: POST /inbox, per: [signature:domain, ip], missing: ip, limit: 1000, period: 10m }\n';
+    const table =
+      'limits:\n  - { name: inbox, match: POST /inbox, per: [signature:domain, ip], missing: ip, limit: 1000, period: 10m }\n';
     fx.gw = await startTestGateway(table, { upstream: fx.upstream.url, now: new FakeClock().now });
     const hostile = [
       '"'.repeat(12_000),
@@ -398,7 +483,10 @@ describe('hostile signature headers', () => {
     const binary = await send(fx.gw.url, {
       method: 'POST',
       path: '/inbox',
-      headers: { 'X-Forwarded-For': '203.0.113.78', Signature: Buffer.from([0x6b, 0x65, 0x79, 0x49, 0x64, 0x3d, 0x22, 0xff, 0xfe, 0x22]).toString('latin1') },
+      headers: {
+        'X-Forwarded-For': '203.0.113.78',
+        Signature: Buffer.from([0x6b, 0x65, 0x79, 0x49, 0x64, 0x3d, 0x22, 0xff, 0xfe, 0x22]).toString('latin1'),
+      },
       body: '{}',
     });
     expect(binary.status).toBe(200);
@@ -433,18 +521,32 @@ const rotating = (ip: string, n: number, path = '/inbox', url = fx.gw!.url) =>
 
 describe('the shipped Mastodon example: inbox rules on by default (issue 31, issue 38)', () => {
   it('counts deliveries per remote server and IP in front of the built-in upstream', async () => {
-    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 5' }), { upstream: 'builtin', now: new FakeClock().now });
-    for (let i = 0; i < 5; i++) expect((await deliver(MASTODON, '203.0.113.20', '/users/admin/inbox')).status).not.toBe(429);
+    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 5' }), {
+      upstream: 'builtin',
+      now: new FakeClock().now,
+    });
+    for (let i = 0; i < 5; i++)
+      expect((await deliver(MASTODON, '203.0.113.20', '/users/admin/inbox')).status).not.toBe(429);
     expect((await deliver(MASTODON, '203.0.113.20', '/actor/inbox')).status).toBe(429);
     expect((await deliver(MASTODON, '203.0.113.21')).status).not.toBe(429);
     expect((await deliver(PLEROMA, '203.0.113.20')).status).not.toBe(429);
   });
 
   it('counts /inbox.json and /users/:name/inbox.json, which Rails routes to the inboxes, in the same buckets', async () => {
-    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 2' }), { upstream: fx.upstream.url, now: new FakeClock().now });
+    fx.gw = await startTestGateway(exampleWith({ 'limit: 3000': 'limit: 2' }), {
+      upstream: fx.upstream.url,
+      now: new FakeClock().now,
+    });
     const ip = '203.0.113.22';
     const statuses = [];
-    for (const path of ['/inbox.json', '/users/alice/inbox.json', '/inbox.json', '/actor/inbox.json', '/inbox', '/inbox.json']) {
+    for (const path of [
+      '/inbox.json',
+      '/users/alice/inbox.json',
+      '/inbox.json',
+      '/actor/inbox.json',
+      '/inbox',
+      '/inbox.json',
+    ]) {
       statuses.push((await deliver(MASTODON, ip, path)).status);
     }
     expect(statuses).toEqual([200, 200, 429, 429, 429, 429]);
@@ -478,7 +580,10 @@ describe('the shipped Mastodon example: inbox rules on by default (issue 31, iss
       const forged: number[] = [];
       for (let n = 0; n < 5; n++) forged.push((await rotating('192.0.2.77', n)).status);
       expect(forged).toEqual([401, 401, 401, 401, 401]);
-      await eventually(async () => (await rotating('192.0.2.77', 100)).status, { what: 'the address banned', until: (s) => s === 403 });
+      await eventually(async () => (await rotating('192.0.2.77', 100)).status, {
+        what: 'the address banned',
+        until: (s) => s === 403,
+      });
       const bans = await admin<{ bans: { ban: string }[] }>('/admin/bans');
       expect(bans.bans.map((b) => b.ban)).toEqual(['bad-signatures-per-address']);
       // A claim from another server, or none, from that address is the same address: banned.
@@ -506,11 +611,14 @@ describe.skipIf(noRedis)('composite keys on Redis, two gateways', () => {
     try {
       const urls = [fx.gw.url, other.url];
       const statuses: number[] = [];
-      for (let i = 0; i < 6; i++) statuses.push((await deliver(PLEROMA, '203.0.113.30', '/inbox', {}, urls[i % 2])).status);
+      for (let i = 0; i < 6; i++)
+        statuses.push((await deliver(PLEROMA, '203.0.113.30', '/inbox', {}, urls[i % 2])).status);
       expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
       expect((await deliver(PLEROMA, '203.0.113.31', '/inbox', {}, other.url)).status).toBe(200);
       expect((await deliver(MASTODON, '203.0.113.30', '/inbox', {}, other.url)).status).toBe(200);
-      const bucket = (await (await fetch(`${other.adminUrl}/admin/buckets?rule=inbox&key=pleroma.example&key=203.0.113.30`)).json()) as Record<string, unknown>;
+      const bucket = (await (
+        await fetch(`${other.adminUrl}/admin/buckets?rule=inbox&key=pleroma.example&key=203.0.113.30`)
+      ).json()) as Record<string, unknown>;
       expect(bucket).toMatchObject({ key: 'inbox:{sig:pleroma.example|ip:203.0.113.30}', remaining: 0, limited: true });
     } finally {
       await other.shutdown(200);

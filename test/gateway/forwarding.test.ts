@@ -26,7 +26,12 @@ describe('header hygiene', () => {
   it('drops hop-by-hop headers both ways, including those named in Connection', async () => {
     const gw = await gateway();
     upstream.route('/api/v1/hop', (_req, res) => {
-      res.writeHead(200, { Connection: 'X-Upstream-Secret', 'X-Upstream-Secret': 'u', 'X-Kept': 'k', 'Content-Type': 'text/plain' });
+      res.writeHead(200, {
+        Connection: 'X-Upstream-Secret',
+        'X-Upstream-Secret': 'u',
+        'X-Kept': 'k',
+        'Content-Type': 'text/plain',
+      });
       res.end('ok');
     });
     const a = await send(gw.url, {
@@ -121,7 +126,9 @@ describe('client aborts', () => {
     sock.write('GET /api/v1/hang HTTP/1.1\r\nHost: x\r\n\r\n');
     await arrived;
     sock.destroy();
-    await expect(Promise.race([closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 3000))])).resolves.toBe('closed');
+    await expect(
+      Promise.race([closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 3000))]),
+    ).resolves.toBe('closed');
   });
 });
 
@@ -164,27 +171,46 @@ describe('streaming', () => {
 describe('accounts and options', () => {
   it('asks the upstream who owns a token once, then answers from the cache', async () => {
     const gw = await gateway();
-    for (let i = 0; i < 5; i++) await send(gw.url, { path: '/api/v1/statuses/1', headers: { Authorization: 'Bearer user-42' } });
+    for (let i = 0; i < 5; i++)
+      await send(gw.url, { path: '/api/v1/statuses/1', headers: { Authorization: 'Bearer user-42' } });
     expect(upstream.seen.filter((s) => s.url === VERIFY)).toHaveLength(1);
-    const a = await send(gw.url, { path: '/api/v1/statuses/1', headers: { Authorization: 'Bearer user-42', 'X-Forwarded-For': '192.0.2.1' } });
+    const a = await send(gw.url, {
+      path: '/api/v1/statuses/1',
+      headers: { Authorization: 'Bearer user-42', 'X-Forwarded-For': '192.0.2.1' },
+    });
     // account-access has counted all six (294 left), ip-access only this one for the new IP.
     expect(a.headers.ratelimit).toMatch(/^"account-access";r=294;t=\d+, "ip-access";r=299;t=\d+$/);
   });
 
   it('takes the account from a trusted header in header mode, and ignores it from an untrusted peer', async () => {
     const gw = await gateway(`${SEED_TABLE}\nclients: { account: { from: header, header: X-Account-Id } }\n`);
-    for (let i = 0; i < 30; i++) await send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { 'X-Account-Id': 'alice' } });
-    expect((await send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { 'X-Account-Id': 'alice' } })).status).toBe(429);
-    expect((await send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { 'X-Account-Id': 'bob' } })).status).toBe(200);
-    const untrusted = await gateway(`${SEED_TABLE}\nclients: { trustedProxies: [], account: { from: header, header: X-Account-Id } }\n`);
-    const a = await send(untrusted.url, { method: 'POST', path: '/api/v1/media', headers: { 'X-Account-Id': 'alice' } });
+    for (let i = 0; i < 30; i++)
+      await send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { 'X-Account-Id': 'alice' } });
+    expect(
+      (await send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { 'X-Account-Id': 'alice' } })).status,
+    ).toBe(429);
+    expect(
+      (await send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { 'X-Account-Id': 'bob' } })).status,
+    ).toBe(200);
+    const untrusted = await gateway(
+      `${SEED_TABLE}\nclients: { trustedProxies: [], account: { from: header, header: X-Account-Id } }\n`,
+    );
+    const a = await send(untrusted.url, {
+      method: 'POST',
+      path: '/api/v1/media',
+      headers: { 'X-Account-Id': 'alice' },
+    });
     expect(a.headers['ratelimit-policy']).toBe('"ip-access";q=300;w=300');
   });
 
   it('skips every limit for exempt IPs and accounts', async () => {
     const gw = await gateway(`${SEED_TABLE}\nexempt: { ips: [192.0.2.0/24], accounts: ['77'] }\n`);
     for (let i = 0; i < 7; i++) {
-      const a = await send(gw.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'X-Forwarded-For': '192.0.2.9' } });
+      const a = await send(gw.url, {
+        method: 'POST',
+        path: '/api/v1/accounts',
+        headers: { 'X-Forwarded-For': '192.0.2.9' },
+      });
       expect(a.status).toBe(200);
       expect(a.headers['x-ratelimit-limit']).toBeUndefined();
     }
@@ -195,7 +221,9 @@ describe('accounts and options', () => {
   });
 
   it('counts a shadow rule without ever rejecting, and reports it in the metrics', async () => {
-    const gw = await gateway(`limits:\n  - { name: dry-run, match: /api/*, per: ip, limit: 2, period: 1h, shadow: true }\n`);
+    const gw = await gateway(
+      `limits:\n  - { name: dry-run, match: /api/*, per: ip, limit: 2, period: 1h, shadow: true }\n`,
+    );
     for (let i = 0; i < 5; i++) {
       const a = await send(gw.url, { path: '/api/v1/statuses/1' });
       expect(a.status).toBe(200);
@@ -221,7 +249,9 @@ describe('accounts and options', () => {
   });
 
   it('answers 429 with the configured body', async () => {
-    const gw = await gateway(`limits:\n  - { name: one, match: /x, per: global, limit: 1, period: 1h }\nresponses: { body: { error: Slow down, code: 42 } }\n`);
+    const gw = await gateway(
+      `limits:\n  - { name: one, match: /x, per: global, limit: 1, period: 1h }\nresponses: { body: { error: Slow down, code: 42 } }\n`,
+    );
     await send(gw.url, { path: '/x' });
     const a = await send(gw.url, { path: '/x' });
     expect(a.status).toBe(429);

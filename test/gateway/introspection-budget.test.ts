@@ -140,7 +140,10 @@ limits:
   it.each([
     ['the limits alone', ipThenAccount],
     // The in-flight stage looked the account up before the limits' early refusal.
-    ['an in-flight limit per account', `${ipThenAccount}concurrency:\n  - { name: per-account, match: /api/*, per: account, max: 4 }\n`],
+    [
+      'an in-flight limit per account',
+      `${ipThenAccount}concurrency:\n  - { name: per-account, match: /api/*, per: account, max: 4 }\n`,
+    ],
   ])('with %s: 50 fresh junk tokens past the IP limit make 0 calls', async (_what, table) => {
     fx.gw = await startTestGateway(table, { upstream: fx.upstream.url });
     for (let i = 0; i < 5; i++) expect((await timeline(fx.gw, '198.51.100.13')).status).toBe(200);
@@ -152,51 +155,60 @@ limits:
   });
 });
 
-describe.skipIf(skipRedis('introspection budget on Redis'))('the introspection budget on Redis, shared by the fleet', () => {
-  const redis = redisFixture();
+describe.skipIf(skipRedis('introspection budget on Redis'))(
+  'the introspection budget on Redis, shared by the fleet',
+  () => {
+    const redis = redisFixture();
 
-  it('400 fresh junk tokens from one client, over two gateways sharing Redis, cause at most 20 calls', async () => {
-    const a = await startTestGateway(EXAMPLE, { upstream: fx.upstream.url, store: redis.url });
-    const b = await startTestGateway(EXAMPLE, { upstream: fx.upstream.url, store: redis.url });
-    try {
-      const answers = [...(await junkFlood(a, '198.51.100.14', 200)), ...(await junkFlood(b, '198.51.100.14', 200))];
-      expect(introspections()).toBeLessThanOrEqual(20);
-      expect(introspections()).toBeGreaterThan(0);
-      expect(statusCounts(answers)).toEqual({ 200: introspections(), 429: 400 - introspections() });
-      // Another client's budget is its own.
-      expect((await timeline(b, '203.0.113.15', junk())).status).toBe(200);
-      await stillAnswers(a);
-      await stillAnswers(b);
-    } finally {
-      await a.shutdown(200);
-      await b.shutdown(200);
-    }
-  });
-});
-
-describe.skipIf(skipRedis('introspection budget with Redis down'))('the introspection budget while Redis is down follows store.onError', () => {
-  const redis = redisFixture();
-
-  it.each(['local', 'deny'])(
-    'onError: %s: 60 fresh junk tokens cause at most 20 calls (deny: every one 503, none asked about), and the process answers',
-    async (onError) => {
-      const gw = await startTestGateway(`${EXAMPLE}\nstore: { onError: ${onError}, timeout: 100ms }\n`, { upstream: fx.upstream.url, store: redis.url });
+    it('400 fresh junk tokens from one client, over two gateways sharing Redis, cause at most 20 calls', async () => {
+      const a = await startTestGateway(EXAMPLE, { upstream: fx.upstream.url, store: redis.url });
+      const b = await startTestGateway(EXAMPLE, { upstream: fx.upstream.url, store: redis.url });
       try {
-        expect((await timeline(gw, '203.0.113.30', 'user-30')).status).toBe(200);
-        await redis.node.kill();
-        const before = introspections();
-        const answers = await junkFlood(gw, '198.51.100.31', 60, 4);
-        expect(introspections() - before).toBeLessThanOrEqual(20);
-        if (onError === 'deny') {
-          expect(statusCounts(answers)).toEqual({ 503: 60 });
-          expect(introspections()).toBe(before);
-        } else expect(Object.keys(statusCounts(answers)).sort()).toEqual(['200', '429']);
-        // A known token needs no introspection: answered under the same policy.
-        expect((await timeline(gw, '203.0.113.30', 'user-30')).status).toBe(onError === 'deny' ? 503 : 200);
+        const answers = [...(await junkFlood(a, '198.51.100.14', 200)), ...(await junkFlood(b, '198.51.100.14', 200))];
+        expect(introspections()).toBeLessThanOrEqual(20);
+        expect(introspections()).toBeGreaterThan(0);
+        expect(statusCounts(answers)).toEqual({ 200: introspections(), 429: 400 - introspections() });
+        // Another client's budget is its own.
+        expect((await timeline(b, '203.0.113.15', junk())).status).toBe(200);
+        await stillAnswers(a);
+        await stillAnswers(b);
       } finally {
-        await gw.shutdown(200);
-        await redis.node.restart();
+        await a.shutdown(200);
+        await b.shutdown(200);
       }
-    },
-  );
-});
+    });
+  },
+);
+
+describe.skipIf(skipRedis('introspection budget with Redis down'))(
+  'the introspection budget while Redis is down follows store.onError',
+  () => {
+    const redis = redisFixture();
+
+    it.each(['local', 'deny'])(
+      'onError: %s: 60 fresh junk tokens cause at most 20 calls (deny: every one 503, none asked about), and the process answers',
+      async (onError) => {
+        const gw = await startTestGateway(`${EXAMPLE}\nstore: { onError: ${onError}, timeout: 100ms }\n`, {
+          upstream: fx.upstream.url,
+          store: redis.url,
+        });
+        try {
+          expect((await timeline(gw, '203.0.113.30', 'user-30')).status).toBe(200);
+          await redis.node.kill();
+          const before = introspections();
+          const answers = await junkFlood(gw, '198.51.100.31', 60, 4);
+          expect(introspections() - before).toBeLessThanOrEqual(20);
+          if (onError === 'deny') {
+            expect(statusCounts(answers)).toEqual({ 503: 60 });
+            expect(introspections()).toBe(before);
+          } else expect(Object.keys(statusCounts(answers)).sort()).toEqual(['200', '429']);
+          // A known token needs no introspection: answered under the same policy.
+          expect((await timeline(gw, '203.0.113.30', 'user-30')).status).toBe(onError === 'deny' ? 503 : 200);
+        } finally {
+          await gw.shutdown(200);
+          await redis.node.restart();
+        }
+      },
+    );
+  },
+);

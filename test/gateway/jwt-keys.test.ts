@@ -28,7 +28,10 @@ const TABLE = `limits:
 `;
 
 function get(path: string, ip: string, token?: string) {
-  return send(fx.gw!.url, { path, headers: { 'X-Forwarded-For': ip, ...(token === undefined ? {} : { Authorization: `Bearer ${token}` }) } });
+  return send(fx.gw!.url, {
+    path,
+    headers: { 'X-Forwarded-For': ip, ...(token === undefined ? {} : { Authorization: `Bearer ${token}` }) },
+  });
 }
 
 describe('per: jwt:CLAIM', () => {
@@ -59,38 +62,64 @@ describe('per: jwt:CLAIM', () => {
 
   it('gives a claim value named in overrides.keys its own limit, and the admin API finds and shows its bucket', async () => {
     fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url, now: new FakeClock().now });
-    for (let i = 0; i < 4; i++) expect((await get('/api/v1/x', '203.0.113.1', jwt({ tenant: 'big-customer' }))).headers['x-ratelimit-limit']).toBe('4');
+    for (let i = 0; i < 4; i++)
+      expect(
+        (await get('/api/v1/x', '203.0.113.1', jwt({ tenant: 'big-customer' }))).headers['x-ratelimit-limit'],
+      ).toBe('4');
     expect((await get('/api/v1/x', '203.0.113.1', jwt({ tenant: 'big-customer' }))).status).toBe(429);
     for (let i = 0; i < 3; i++) await get('/api/v1/x', '203.0.113.2', jwt({ tenant: 'acme' }));
     const digest = createHash('sha256').update('acme').digest('hex');
-    const bucket = (await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=tenants&key=acme`)).json()) as Record<string, unknown>;
+    const bucket = (await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=tenants&key=acme`)).json()) as Record<
+      string,
+      unknown
+    >;
     expect(bucket).toMatchObject({ key: `tenants:{jwt:${digest}}`, remaining: 0, limited: true });
-    const own = (await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=tenants&key=big-customer`)).json()) as Record<string, unknown>;
+    const own = (await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=tenants&key=big-customer`)).json()) as Record<
+      string,
+      unknown
+    >;
     expect(own).toMatchObject({ override: 0, limit: 4, remaining: 0 });
     const rules = (await (await fetch(`${fx.gw.adminUrl}/admin/buckets`)).json()) as { rules: { per: string }[] };
     expect(rules.rules.map((r) => r.per)).toEqual(['jwt:tenant', 'ip']);
-    const limited = (await (await fetch(`${fx.gw.adminUrl}/admin/limited?rule=tenants`)).json()) as { top: { key: string }[] };
+    const limited = (await (await fetch(`${fx.gw.adminUrl}/admin/limited?rule=tenants`)).json()) as {
+      top: { key: string }[];
+    };
     expect(limited.top.map((k) => k.key).sort()).toEqual(
-      [`jwt ${digest.slice(0, 16)}`, `jwt ${createHash('sha256').update('big-customer').digest('hex').slice(0, 16)} (override 0)`].sort(),
+      [
+        `jwt ${digest.slice(0, 16)}`,
+        `jwt ${createHash('sha256').update('big-customer').digest('hex').slice(0, 16)} (override 0)`,
+      ].sort(),
     );
   });
 });
 
 describe('per: jwt:CLAIM in the config and in explain', () => {
   it('refuses a claim name that is not one, and accepts overrides keys for it', () => {
-    expect(() => parseConfig('limits: [{ name: a, match: /x, per: "jwt:", limit: 1, period: 1m }]', 't.yaml')).toThrow(/invalid claim name ""/);
-    expect(() => parseConfig('limits: [{ name: a, match: /x, per: "jwt:a b", limit: 1, period: 1m }]', 't.yaml')).toThrow(/invalid claim name "a b"/);
+    expect(() => parseConfig('limits: [{ name: a, match: /x, per: "jwt:", limit: 1, period: 1m }]', 't.yaml')).toThrow(
+      /invalid claim name ""/,
+    );
+    expect(() =>
+      parseConfig('limits: [{ name: a, match: /x, per: "jwt:a b", limit: 1, period: 1m }]', 't.yaml'),
+    ).toThrow(/invalid claim name "a b"/);
     const snap = parseConfig(TABLE, 't.yaml');
     expect(snap.rules[0]!.key.label).toBe('jwt:tenant');
   });
 
   it('explain shows the claim it keys on, or why the rule is skipped', async () => {
     const snap = parseConfig(TABLE, 't.yaml');
-    const lines = await explain(snap, { request: 'GET /api/v1/x', headers: [`Authorization: Bearer ${jwt({ tenant: 'acme' })}`], ip: '203.0.113.9' });
+    const lines = await explain(snap, {
+      request: 'GET /api/v1/x',
+      headers: [`Authorization: Bearer ${jwt({ tenant: 'acme' })}`],
+      ip: '203.0.113.9',
+    });
     expect(lines).toContain(
       `   1. tenants: yes, per jwt:tenant (+1 override), 2/10m, key: JWT claim tenant "acme", digest ${createHash('sha256').update('acme').digest('hex').slice(0, 12)}…`,
     );
-    const without = await explain(snap, { request: 'GET /api/v1/x', headers: ['Authorization: Bearer opaque'], ip: '203.0.113.9' });
+    const without = await explain(snap, {
+      request: 'GET /api/v1/x',
+      headers: ['Authorization: Bearer opaque'],
+      ip: '203.0.113.9',
+    });
     expect(without).toContain('   1. tenants: no (no key: the request has no JWT claim tenant)');
   });
 });

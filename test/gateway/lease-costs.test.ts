@@ -24,7 +24,10 @@ limits:
     );
     try {
       const answers = [];
-      for (let i = 0; i < 4; i++) answers.push(await send(gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '198.51.100.37' } }));
+      for (let i = 0; i < 4; i++)
+        answers.push(
+          await send(gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '198.51.100.37' } }),
+        );
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 429]);
       expect(answers.map((a) => a.headers['x-ratelimit-remaining'])).toEqual(['7', '4', '1', '0']);
     } finally {

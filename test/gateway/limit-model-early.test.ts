@@ -10,8 +10,20 @@ const fx = gatewayFixture({ graceMs: 200 });
 
 describe('a flood refused by a header, parameter or token bucket costs the upstream nothing', () => {
   it.each([
-    ['header:X-App-Id', (i: number) => ({ path: '/api/v1/timelines/home', headers: { 'X-App-Id': 'app-1', Authorization: `Bearer user-${i}` } })],
-    ['param:user[email]', (i: number) => ({ path: '/api/v1/timelines/home?user[email]=a@example.com', headers: { Authorization: `Bearer user-${i}` } })],
+    [
+      'header:X-App-Id',
+      (i: number) => ({
+        path: '/api/v1/timelines/home',
+        headers: { 'X-App-Id': 'app-1', Authorization: `Bearer user-${i}` },
+      }),
+    ],
+    [
+      'param:user[email]',
+      (i: number) => ({
+        path: '/api/v1/timelines/home?user[email]=a@example.com',
+        headers: { Authorization: `Bearer user-${i}` },
+      }),
+    ],
   ])('per %s: 20 over-limit requests with fresh tokens make no introspection call', async (per, request) => {
     fx.gw = await startTestGateway(
       `limits:

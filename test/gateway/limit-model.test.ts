@@ -30,8 +30,19 @@ async function gateway(yaml: string): Promise<TestGateway> {
   return gw;
 }
 
-function req(method: string, path: string, ip: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
-  return send(gw!.url, { method, path, headers: { 'X-Forwarded-For': ip, ...headers }, ...(body === undefined ? {} : { body }) });
+function req(
+  method: string,
+  path: string,
+  ip: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<Answer> {
+  return send(gw!.url, {
+    method,
+    path,
+    headers: { 'X-Forwarded-For': ip, ...headers },
+    ...(body === undefined ? {} : { body }),
+  });
 }
 
 /** A second token for the same account: the password grant, as a Mastodon app logs a user in again. */
@@ -62,7 +73,8 @@ limits:
 `);
     const user = await newUser(upstream.url);
     const other = await secondToken(user);
-    const get = (token: string) => req('GET', '/api/v1/accounts/verify_credentials', '198.51.100.1', { Authorization: `Bearer ${token}` });
+    const get = (token: string) =>
+      req('GET', '/api/v1/accounts/verify_credentials', '198.51.100.1', { Authorization: `Bearer ${token}` });
     // Three with the first token: its token bucket (3) is then empty, the account's (5) has 2 left.
     for (let i = 0; i < 3; i++) expect((await get(user.token)).status).toBe(200);
     const refused = await get(user.token);
@@ -87,11 +99,25 @@ limits:
 `);
     const user = await newUser(upstream.url);
     const ip = '198.51.100.9';
-    expect((await req('GET', '/api/v1/accounts/verify_credentials', ip, { Authorization: `Bearer ${user.token}` })).headers['x-ratelimit-remaining']).toBe('2');
-    expect((await req('GET', `/api/v1/accounts/verify_credentials?access_token=${user.token}`, ip)).headers['x-ratelimit-remaining']).toBe('1');
+    expect(
+      (await req('GET', '/api/v1/accounts/verify_credentials', ip, { Authorization: `Bearer ${user.token}` })).headers[
+        'x-ratelimit-remaining'
+      ],
+    ).toBe('2');
+    expect(
+      (await req('GET', `/api/v1/accounts/verify_credentials?access_token=${user.token}`, ip)).headers[
+        'x-ratelimit-remaining'
+      ],
+    ).toBe('1');
     const form = { 'Content-Type': 'application/x-www-form-urlencoded' };
-    expect((await req('POST', '/api/v1/statuses', ip, form, `access_token=${user.token}&status=hi`)).headers['x-ratelimit-remaining']).toBe('0');
-    expect((await req('GET', '/api/v1/accounts/verify_credentials', ip, { Authorization: `Bearer ${user.token}` })).status).toBe(429);
+    expect(
+      (await req('POST', '/api/v1/statuses', ip, form, `access_token=${user.token}&status=hi`)).headers[
+        'x-ratelimit-remaining'
+      ],
+    ).toBe('0');
+    expect(
+      (await req('GET', '/api/v1/accounts/verify_credentials', ip, { Authorization: `Bearer ${user.token}` })).status,
+    ).toBe(429);
   });
 });
 
@@ -103,10 +129,13 @@ limits:
 `);
     const user = await newUser(upstream.url);
     const ip = '198.51.100.2';
-    for (let i = 0; i < 2; i++) expect((await req('GET', '/api/v1/statuses/1', ip)).headers['x-ratelimit-limit']).toBe('2');
+    for (let i = 0; i < 2; i++)
+      expect((await req('GET', '/api/v1/statuses/1', ip)).headers['x-ratelimit-limit']).toBe('2');
     expect((await req('GET', '/api/v1/statuses/1', ip)).status).toBe(429);
     // The same IP with a token the upstream accepts: the rule does not apply, no headers, not refused.
-    const authed = await req('GET', '/api/v1/accounts/verify_credentials', ip, { Authorization: `Bearer ${user.token}` });
+    const authed = await req('GET', '/api/v1/accounts/verify_credentials', ip, {
+      Authorization: `Bearer ${user.token}`,
+    });
     expect(authed.status).toBe(200);
     expect(authed.headers['x-ratelimit-limit']).toBeUndefined();
     // A token the upstream refuses is no account: counted (and refused) like no token.
@@ -125,7 +154,9 @@ limits:
     // A query Rails would refuse (page is a value and a hash at once) is refused, not read one way or another.
     const conflicting = await req('GET', '/api/v1/statuses/1?page=1&page[x]=2', ip);
     expect(conflicting.status).toBe(400);
-    expect(conflicting.body).toBe('{"error":"Bad request: the query string has conflicting parameters","code":"QUERY_CONFLICT"}');
+    expect(conflicting.body).toBe(
+      '{"error":"Bad request: the query string has conflicting parameters","code":"QUERY_CONFLICT"}',
+    );
     // Not paging: no parameter, or an empty one, or another name.
     for (const q of ['', '?max_id=', '?limit=40', '?max_id=%20']) {
       const a = await req('GET', `/api/v1/statuses/1${q}`, ip);
@@ -169,7 +200,8 @@ describe('per: header', () => {
 limits:
   - { name: per-app, match: /api/*, per: "header:X-App-Id", limit: 2, period: 5m }
 `);
-    for (let i = 0; i < 2; i++) expect((await req('GET', '/api/v1/statuses/1', `192.0.2.${i + 1}`, { 'X-App-Id': 'app-1' })).status).toBe(404);
+    for (let i = 0; i < 2; i++)
+      expect((await req('GET', '/api/v1/statuses/1', `192.0.2.${i + 1}`, { 'X-App-Id': 'app-1' })).status).toBe(404);
     expect((await req('GET', '/api/v1/statuses/1', '192.0.2.9', { 'X-App-Id': 'app-1' })).status).toBe(429);
     expect((await req('GET', '/api/v1/statuses/1', '192.0.2.9', { 'X-App-Id': 'app-2' })).status).toBe(404);
     const without = await req('GET', '/api/v1/statuses/1', '192.0.2.9');
@@ -224,8 +256,12 @@ limits:
     expect(other.headers['x-ratelimit-remaining']).toBe('1');
     // By key value: the trusted app gets 3, another app 1.
     const form = 'client_name=x&redirect_uris=urn:ietf:wg:oauth:2.0:oob';
-    const post = (app: string, ip: string) => req('POST', '/api/v1/apps', ip, { 'X-App-Id': app, 'Content-Type': 'application/x-www-form-urlencoded' }, form);
-    for (let i = 0; i < 3; i++) expect((await post('trusted-app', `198.51.100.${60 + i}`)).headers['ratelimit-policy']).toContain('"per-app";q=3;w=300');
+    const post = (app: string, ip: string) =>
+      req('POST', '/api/v1/apps', ip, { 'X-App-Id': app, 'Content-Type': 'application/x-www-form-urlencoded' }, form);
+    for (let i = 0; i < 3; i++)
+      expect((await post('trusted-app', `198.51.100.${60 + i}`)).headers['ratelimit-policy']).toContain(
+        '"per-app";q=3;w=300',
+      );
     expect((await post('trusted-app', '198.51.100.70')).status).toBe(429);
     expect((await post('other-app', '198.51.100.71')).status).toBe(200);
     expect((await post('other-app', '198.51.100.72')).status).toBe(429);
@@ -244,7 +280,13 @@ limits:
     let forwarded = 0;
     const count = () => forwarded++;
     upstream.server.on('request', count);
-    const blocked = await req('POST', '/api/v1/accounts', '203.0.113.7', { 'Content-Type': 'application/x-www-form-urlencoded' }, 'username=x');
+    const blocked = await req(
+      'POST',
+      '/api/v1/accounts',
+      '203.0.113.7',
+      { 'Content-Type': 'application/x-www-form-urlencoded' },
+      'username=x',
+    );
     expect(blocked.status).toBe(403);
     expect(blocked.body).toBe('{"error":"Forbidden"}');
     expect(blocked.headers['x-ratelimit-limit']).toBeUndefined();

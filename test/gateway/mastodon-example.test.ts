@@ -27,7 +27,15 @@ afterEach(async () => gw.shutdown(1000));
 const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };
 /** Signs `username` up through the gateway as a client would: an app, its client-credentials token, then POST /api/v1/accounts. */
 async function signUpThrough(ip: string, username: string): Promise<Answer> {
-  const app = (await req('POST', '/api/v1/apps', ip, FORM, 'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write')).json<{
+  const app = (
+    await req(
+      'POST',
+      '/api/v1/apps',
+      ip,
+      FORM,
+      'client_name=t&redirect_uris=urn:ietf:wg:oauth:2.0:oob&scopes=read%20write',
+    )
+  ).json<{
     client_id: string;
     client_secret: string;
   }>();
@@ -37,8 +45,19 @@ async function signUpThrough(ip: string, username: string): Promise<Answer> {
   return req('POST', '/api/v1/accounts', ip, { ...FORM, Authorization: `Bearer ${appToken}` }, fields);
 }
 
-function req(method: string, path: string, ip: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
-  return send(gw.url, { method, path, headers: { 'X-Forwarded-For': ip, ...headers }, ...(body === undefined ? {} : { body }) });
+function req(
+  method: string,
+  path: string,
+  ip: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<Answer> {
+  return send(gw.url, {
+    method,
+    path,
+    headers: { 'X-Forwarded-For': ip, ...headers },
+    ...(body === undefined ? {} : { body }),
+  });
 }
 
 describe('config/examples/mastodon.yaml', () => {
@@ -93,27 +112,48 @@ describe('config/examples/mastodon.yaml', () => {
     writeFileSync(path.join(dir, 'limits.yaml'), uncommentSection(uncommentBlock(text, 'new-accounts-post'), 'surges'));
     const snap = await loadConfigFile(path.join(dir, 'limits.yaml'));
     expect(snap.rules.length).toBe(25);
-    expect(snap.rules.find((r) => r.name === 'new-accounts-post')!.whenAccount).toMatchObject({ age: { op: '<', ms: 7 * 86_400_000 } });
-    expect(snap.config.surges.map((s) => [s.name, s.trigger.rule, s.for])).toEqual([['sign-up-wave', 'api-sign-up', 6 * 3_600_000]]);
-    expect(snap.config.surges[0]!.trigger).toMatchObject({ statuses: ['2xx'], perNetwork: 5, networkPrefix: { ipv4: 24, ipv6: 48 } });
-    const young = (await explain(snap, { request: 'POST /api/v1/statuses', headers: ['Authorization: Bearer t'], ip: '203.0.113.5', accountAge: '2d' })).join(
-      '\n',
-    );
+    expect(snap.rules.find((r) => r.name === 'new-accounts-post')!.whenAccount).toMatchObject({
+      age: { op: '<', ms: 7 * 86_400_000 },
+    });
+    expect(snap.config.surges.map((s) => [s.name, s.trigger.rule, s.for])).toEqual([
+      ['sign-up-wave', 'api-sign-up', 6 * 3_600_000],
+    ]);
+    expect(snap.config.surges[0]!.trigger).toMatchObject({
+      statuses: ['2xx'],
+      perNetwork: 5,
+      networkPrefix: { ipv4: 24, ipv6: 48 },
+    });
+    const young = (
+      await explain(snap, {
+        request: 'POST /api/v1/statuses',
+        headers: ['Authorization: Bearer t'],
+        ip: '203.0.113.5',
+        accountAge: '2d',
+      })
+    ).join('\n');
     expect(young).toMatch(/new-accounts-post: yes, per account \(account: age < 7d\), 10\/1h/);
-    const wave = (await explain(snap, { request: 'POST /api/v1/accounts', headers: [], ip: '203.0.113.5', surge: 'sign-up-wave' })).join('\n');
+    const wave = (
+      await explain(snap, { request: 'POST /api/v1/accounts', headers: [], ip: '203.0.113.5', surge: 'sign-up-wave' })
+    ).join('\n');
     expect(wave).toMatch(/sign-up-surge-ip: yes, per ip \(surge sign-up-wave\), 1\/1d/);
     expect(wave).toMatch(/sign-up-surge-cap: yes, per global \(surge sign-up-wave\), 200\/1d/);
   });
 
   it('limits password resets to 5 per e-mail across IPs, at /auth/password and /auth/password.json', async () => {
     for (let i = 0; i < 5; i++) {
-      const a = await req('POST', `/auth/password${i % 2 ? '.json' : ''}?user[email]=victim@example.com`, `203.0.113.${i + 1}`);
+      const a = await req(
+        'POST',
+        `/auth/password${i % 2 ? '.json' : ''}?user[email]=victim@example.com`,
+        `203.0.113.${i + 1}`,
+      );
       expect(a.status).toBe(201);
       expect(a.headers['x-ratelimit-limit']).toBe('5');
     }
     const refused = await req('POST', '/auth/password.json?user[email]=victim@example.com', '203.0.113.77');
     expect(refused.status).toBe(429);
-    expect(refused.headers['ratelimit-policy']).toBe('"password-resets-email";q=5;w=1800, "password-resets-ip";q=25;w=300');
+    expect(refused.headers['ratelimit-policy']).toBe(
+      '"password-resets-email";q=5;w=1800, "password-resets-ip";q=25;w=300',
+    );
   });
 
   it('limits login attempts per IP (25 / 5 min) with Devise answering the failures', async () => {
@@ -130,7 +170,13 @@ describe('config/examples/mastodon.yaml', () => {
 
   it('counts the two-factor login step (a code, no e-mail) per session cookie across IPs, as Mastodon keys it on the pending user', async () => {
     const otp = (ip: string, cookie?: string) =>
-      req('POST', '/auth/sign_in', ip, { ...FORM, ...(cookie === undefined ? {} : { Cookie: `_mastodon_session=${cookie}` }) }, 'user%5Botp_attempt%5D=123456');
+      req(
+        'POST',
+        '/auth/sign_in',
+        ip,
+        { ...FORM, ...(cookie === undefined ? {} : { Cookie: `_mastodon_session=${cookie}` }) },
+        'user%5Botp_attempt%5D=123456',
+      );
     for (let i = 0; i < 25; i++) {
       const a = await otp(`203.0.113.${i + 100}`, 'pending-sign-in');
       expect(a.status).not.toBe(429);
@@ -157,7 +203,9 @@ describe('config/examples/mastodon.yaml', () => {
     const ip = '198.51.100.30';
     const a = await req('GET', '/api/v1/statuses/1?max_id=9', ip);
     expect(a.status).toBe(404);
-    expect(a.headers['ratelimit-policy']).toBe('"unauthenticated-api";q=300;w=300, "unauthenticated-paging";q=300;w=900');
+    expect(a.headers['ratelimit-policy']).toBe(
+      '"unauthenticated-api";q=300;w=300, "unauthenticated-paging";q=300;w=900',
+    );
     // From the gateway's own host (no X-Forwarded-For): exempt, as Mastodon safelists 127.0.0.1 and ::1.
     const local = await send(gw.url, { method: 'GET', path: '/api/v1/statuses/1?max_id=9' });
     expect(local.headers['x-ratelimit-limit']).toBeUndefined();
@@ -168,9 +216,13 @@ describe('config/examples/mastodon.yaml', () => {
     const signUp = await signUpThrough(ip, 'alice');
     expect(signUp.status).toBe(200);
     const token = signUp.json<{ access_token: string }>().access_token;
-    const me = await req('GET', '/api/v1/accounts/verify_credentials?since_id=1', ip, { Authorization: `Bearer ${token}` });
+    const me = await req('GET', '/api/v1/accounts/verify_credentials?since_id=1', ip, {
+      Authorization: `Bearer ${token}`,
+    });
     expect(me.status).toBe(200);
-    expect(me.headers['ratelimit-policy']).toBe('"per-token-api";q=300;w=300, "authenticated-paging";q=300;w=900, "authenticated-api";q=1500;w=300');
+    expect(me.headers['ratelimit-policy']).toBe(
+      '"per-token-api";q=300;w=300, "authenticated-paging";q=300;w=900, "authenticated-api";q=1500;w=300',
+    );
   });
 
   it('counts the password change as Mastodon does: every authenticated PUT, PATCH /auth(.json), and a web session per cookie', async () => {
@@ -194,7 +246,11 @@ describe('config/examples/mastodon.yaml', () => {
     }
     expect((await req('PUT', '/auth.json', '203.0.113.150', cookie, 'user%5Bpassword%5D=x')).status).toBe(429);
     // Another session is another bucket; no session and no token: not counted.
-    expect((await req('PUT', '/auth', '203.0.113.150', { ...FORM, Cookie: '_mastodon_session=other' }, 'x=1')).headers['x-ratelimit-remaining']).toBe('9');
+    expect(
+      (await req('PUT', '/auth', '203.0.113.150', { ...FORM, Cookie: '_mastodon_session=other' }, 'x=1')).headers[
+        'x-ratelimit-remaining'
+      ],
+    ).toBe('9');
     expect((await req('PUT', '/auth', '203.0.113.150', FORM, 'x=1')).headers['ratelimit-policy']).toBeUndefined();
   });
 });
@@ -208,16 +264,34 @@ describe('password resets per e-mail from the request body', () => {
     ];
     for (let i = 0; i < 5; i++) {
       const b = bodies[i % 2]!;
-      const a = await req('POST', i % 2 ? '/auth/password.json' : '/auth/password', `203.0.113.${i + 1}`, b.headers, b.body);
+      const a = await req(
+        'POST',
+        i % 2 ? '/auth/password.json' : '/auth/password',
+        `203.0.113.${i + 1}`,
+        b.headers,
+        b.body,
+      );
       expect(a.status).toBe(201);
       expect(a.headers['x-ratelimit-limit']).toBe('5');
     }
-    const refused = await req('POST', '/auth/password', '203.0.113.50', { 'Content-Type': 'application/json' }, '{"user":{"email":" victim@example.com "}}');
+    const refused = await req(
+      'POST',
+      '/auth/password',
+      '203.0.113.50',
+      { 'Content-Type': 'application/json' },
+      '{"user":{"email":" victim@example.com "}}',
+    );
     expect(refused.status).toBe(429);
     // A multipart form field is read the same way.
     const boundary = 'XyZ';
     const multipart = `--${boundary}\r\nContent-Disposition: form-data; name="user[email]"\r\n\r\nvictim@example.com\r\n--${boundary}--\r\n`;
-    const m = await req('POST', '/auth/password.json', '203.0.113.51', { 'Content-Type': `multipart/form-data; boundary=${boundary}` }, multipart);
+    const m = await req(
+      'POST',
+      '/auth/password.json',
+      '203.0.113.51',
+      { 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+      multipart,
+    );
     expect(m.status).toBe(429);
   });
 
@@ -240,8 +314,16 @@ describe('password resets per e-mail from the request body', () => {
     const big = 'user%5Bemail%5D=a%40example.com&pad=' + 'x'.repeat(70 * 1024);
     const over = await req('POST', '/auth/password', '203.0.113.70', FORM, big);
     expect(over.status).toBe(400);
-    const twice = await req('POST', '/auth/password?user[email]=a@example.com', '203.0.113.71', FORM, 'user%5Bemail%5D=b%40example.com');
+    const twice = await req(
+      'POST',
+      '/auth/password?user[email]=a@example.com',
+      '203.0.113.71',
+      FORM,
+      'user%5Bemail%5D=b%40example.com',
+    );
     expect(twice.status).toBe(400);
-    expect(twice.body).toBe('{"error":"Bad request: user[email] is given twice with different values","code":"PARAM_CONFLICT"}');
+    expect(twice.body).toBe(
+      '{"error":"Bad request: user[email] is given twice with different values","code":"PARAM_CONFLICT"}',
+    );
   });
 });

@@ -22,9 +22,16 @@ describe('the body is read for every rule that may apply, not only the limit rul
       req.resume();
       held.push(res);
     });
-    fx.gw = await startTestGateway(`concurrency:\n  - { name: search, match: GET /api/v2/search, per: ip, max: 1 }\n`, { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(`concurrency:\n  - { name: search, match: GET /api/v2/search, per: ip, max: 1 }\n`, {
+      upstream: fx.upstream.url,
+    });
     const post = () =>
-      send(fx.gw!.url, { method: 'POST', path: '/api/v2/search', headers: { ...FORM, 'X-Forwarded-For': '203.0.113.7' }, body: '_method=GET&q=x' });
+      send(fx.gw!.url, {
+        method: 'POST',
+        path: '/api/v2/search',
+        headers: { ...FORM, 'X-Forwarded-For': '203.0.113.7' },
+        body: '_method=GET&q=x',
+      });
     const answers: Answer[] = [];
     // A failed assertion shuts the gateway down under held requests: their hang-up is not this test's error.
     const all = Array.from({ length: 4 }, () =>
@@ -44,7 +51,9 @@ describe('the body is read for every rule that may apply, not only the limit rul
   it('a ban on DELETE /api/v1/statuses/:id counts POSTs overridden to DELETE by a form _method', async () => {
     fx.upstream.route('/api/v1/statuses/', (req, res) => {
       req.resume();
-      req.on('end', () => res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Record not found"}'));
+      req.on('end', () =>
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Record not found"}'),
+      );
     });
     fx.gw = await startTestGateway(
       `bans:\n  - { name: probing, match: DELETE /api/v1/statuses/:id, per: ip, on: { status: [404] }, limit: 2, period: 10m, ban: 1h }\n`,
@@ -65,8 +74,14 @@ describe('the body is read for every rule that may apply, not only the limit rul
     expect(statuses).toContain(403);
     expect(statuses.filter((s) => s === 404).length).toBeLessThanOrEqual(3);
     // The ban refuses the same client on any route, and the process answers others.
-    expect((await send(fx.gw.url, { path: '/api/v1/timelines/home', headers: { 'X-Forwarded-For': '198.51.100.4' } })).status).toBe(403);
-    expect((await send(fx.gw.url, { path: '/api/v1/timelines/home', headers: { 'X-Forwarded-For': '198.51.100.5' } })).status).toBe(200);
+    expect(
+      (await send(fx.gw.url, { path: '/api/v1/timelines/home', headers: { 'X-Forwarded-For': '198.51.100.4' } }))
+        .status,
+    ).toBe(403);
+    expect(
+      (await send(fx.gw.url, { path: '/api/v1/timelines/home', headers: { 'X-Forwarded-For': '198.51.100.5' } }))
+        .status,
+    ).toBe(200);
   });
 
   it('a per: token ban counts a token sent as access_token in a form body, as it counts the Authorization header', async () => {
@@ -91,7 +106,9 @@ bans:
     };
     // From a new IP each time: only the token relates them.
     let n = 0;
-    await eventually(async () => (await post(`192.0.2.${++n}`)) === 403 || statuses.length >= 8, { what: 'a 403 or eight answers' });
+    await eventually(async () => (await post(`192.0.2.${++n}`)) === 403 || statuses.length >= 8, {
+      what: 'a 403 or eight answers',
+    });
     expect(statuses).toContain(403);
     expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(3);
     // The same token in the Authorization header is the same key: banned too.
@@ -120,16 +137,26 @@ limits:
 `,
         { upstream: fx.upstream.url },
       );
-      const overridden = await send(fx.gw.url, { method: 'POST', path: '/api/v1/lists/9', headers: FORM, body: '_method=DELETE' });
+      const overridden = await send(fx.gw.url, {
+        method: 'POST',
+        path: '/api/v1/lists/9',
+        headers: FORM,
+        body: '_method=DELETE',
+      });
       expect(overridden.status).toBe(200);
       expect(overridden.headers['x-ratelimit-remaining']).toBe('4');
       const real = await send(fx.gw.url, { method: 'DELETE', path: '/api/v1/lists/9' });
       expect(real.headers['x-ratelimit-remaining']).toBe('3');
       // Both went to the DELETE route's upstream; the form body reached it whole.
-      expect(deletes.forwarded().map((s) => `${s.method} ${s.url} ${s.bodyBytes}`)).toEqual(['POST /api/v1/lists/9 14', 'DELETE /api/v1/lists/9 0']);
+      expect(deletes.forwarded().map((s) => `${s.method} ${s.url} ${s.bodyBytes}`)).toEqual([
+        'POST /api/v1/lists/9 14',
+        'DELETE /api/v1/lists/9 0',
+      ]);
       expect(fx.upstream.forwarded()).toEqual([]);
       // A POST without an override stays on the default upstream.
-      expect((await send(fx.gw.url, { method: 'POST', path: '/api/v1/lists/9', headers: FORM, body: 'x=1' })).status).toBe(200);
+      expect(
+        (await send(fx.gw.url, { method: 'POST', path: '/api/v1/lists/9', headers: FORM, body: 'x=1' })).status,
+      ).toBe(200);
       expect(fx.upstream.forwarded().map((s) => s.method)).toEqual(['POST']);
     } finally {
       await deletes.close();

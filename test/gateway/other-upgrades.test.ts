@@ -63,7 +63,9 @@ describe('an Upgrade other than websocket', () => {
     expect(seen.headers.upgrade).toBeUndefined();
     expect(seen.headers['http2-settings']).toBeUndefined();
     const access = lines.filter((l) => l.msg === 'request');
-    expect(access.map((l) => [l.method, l.path, l.status, l.decision])).toEqual([['GET', '/api/v1/instance', 200, 'allowed']]);
+    expect(access.map((l) => [l.method, l.path, l.status, l.decision])).toEqual([
+      ['GET', '/api/v1/instance', 200, 'allowed'],
+    ]);
   });
 
   it('keeps the connection usable: two requests on it, a body with one, each counted once', async () => {
@@ -72,13 +74,23 @@ describe('an Upgrade other than websocket', () => {
     expect(two.out).toContain('"url":"/api/v1/a"');
     expect(two.out).toContain('"url":"/api/v1/b"');
     expect(two.err).toMatch(/x-ratelimit-remaining: 8/i);
-    const post = await curl(['-v', '--http2', '-d', 'status=hello', '-w', '\n%{http_code}', `${gw.url}/api/v1/statuses`]);
+    const post = await curl([
+      '-v',
+      '--http2',
+      '-d',
+      'status=hello',
+      '-w',
+      '\n%{http_code}',
+      `${gw.url}/api/v1/statuses`,
+    ]);
     expect(post.out).toContain('"bodyBytes":12');
     expect(post.err).toMatch(/x-ratelimit-remaining: 7/i);
   });
 
   it('an unknown upgrade on a limited route is answered 429, and the gateway still serves', async () => {
-    gw = await startTestGateway(`limits:\n  - { name: api, match: /api/*, per: ip, limit: 1, period: 1h }\n`, { upstream: upstream.url });
+    gw = await startTestGateway(`limits:\n  - { name: api, match: /api/*, per: ip, limit: 1, period: 1h }\n`, {
+      upstream: upstream.url,
+    });
     await curl(['--http2', `${gw.url}/api/v1/x`]);
     const limited = await curl(['--http2', '-w', '\n%{http_code}', `${gw.url}/api/v1/x`]);
     expect(limited.out.split('\n').at(-1)).toBe('429');
@@ -129,7 +141,8 @@ describe('an Upgrade pipelined behind another request, and Connection naming the
 
   it('answers several pipelined upgrades and plain requests, each once, in order', async () => {
     gw = await startTestGateway(TABLE, { upstream: upstream.url });
-    const up = (path: string, last = false): string => `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade${last ? ', close' : ''}\r\nUpgrade: h2c\r\n\r\n`;
+    const up = (path: string, last = false): string =>
+      `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade${last ? ', close' : ''}\r\nUpgrade: h2c\r\n\r\n`;
     const r = await exchange(
       gw.url,
       `GET /api/v1/p1 HTTP/1.1\r\nHost: x\r\n\r\n${up('/api/v1/p2')}GET /api/v1/p3 HTTP/1.1\r\nHost: x\r\n\r\n${up('/api/v1/p4', true)}`,
@@ -160,7 +173,10 @@ describe('an Upgrade pipelined behind another request, and Connection naming the
     for (const named of ['Content-Length', 'transfer-encoding', 'Host', 'keep-alive, HOST']) {
       for (const upgrade of ['', 'Upgrade: h2c\r\n']) {
         const connection = upgrade === '' ? named : `Upgrade, ${named}`;
-        const r = await exchange(gw.url, `POST /api/v1/statuses HTTP/1.1\r\nHost: x\r\nConnection: ${connection}\r\n${upgrade}Content-Length: 2\r\n\r\nab`);
+        const r = await exchange(
+          gw.url,
+          `POST /api/v1/statuses HTTP/1.1\r\nHost: x\r\nConnection: ${connection}\r\n${upgrade}Content-Length: 2\r\n\r\nab`,
+        );
         expect(r.out, `${connection} ${upgrade}`).toMatch(/^HTTP\/1\.1 400 /);
         // Its framing is in doubt: the connection is not used again.
         expect(r.closed).toBe(true);
@@ -185,7 +201,9 @@ describe('an Upgrade pipelined behind another request, and Connection naming the
     const socket = net.connect(Number(port), '127.0.0.1');
     socket.on('error', () => undefined);
     await new Promise((resolve) => socket.once('connect', resolve));
-    socket.write('GET /api/v1/slow-first HTTP/1.1\r\nHost: x\r\n\r\nGET /api/v1/behind HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n');
+    socket.write(
+      'GET /api/v1/slow-first HTTP/1.1\r\nHost: x\r\n\r\nGET /api/v1/behind HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n',
+    );
     // Both requests parsed (one packet), the first one at the upstream.
     await eventually(() => arrived, { what: 'the first request at the upstream' });
     socket.resetAndDestroy();

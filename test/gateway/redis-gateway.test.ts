@@ -18,8 +18,14 @@ interface Proc {
   child: ChildProcess;
 }
 
-async function spawnGateway(configPath: string, store: string, extra: string[] = []): Promise<Proc & { adminUrl: string }> {
-  const p = await spawnServe(['--config', configPath, '--upstream', upstream.url, '--store', store, ...extra], { RATEGATE_LOG_LEVEL: 'warn' });
+async function spawnGateway(
+  configPath: string,
+  store: string,
+  extra: string[] = [],
+): Promise<Proc & { adminUrl: string }> {
+  const p = await spawnServe(['--config', configPath, '--upstream', upstream.url, '--store', store, ...extra], {
+    RATEGATE_LOG_LEVEL: 'warn',
+  });
   return { url: p.url, adminUrl: p.adminUrl, child: p.child };
 }
 
@@ -32,11 +38,19 @@ async function stop(p: Proc): Promise<void> {
 }
 
 /** Fires `total` requests at once, round-robin over the gateways; returns the status counts. */
-async function flood(urls: string[], total: number, pathFor: (i: number) => string, ip = '198.51.100.50'): Promise<Record<number, number>> {
+async function flood(
+  urls: string[],
+  total: number,
+  pathFor: (i: number) => string,
+  ip = '198.51.100.50',
+): Promise<Record<number, number>> {
   const agent = new Agent({ connections: 64 });
   const statuses = await Promise.all(
     Array.from({ length: total }, async (_, i) => {
-      const r = await request(`${urls[i % urls.length]}${pathFor(i)}`, { dispatcher: agent, headers: { 'x-forwarded-for': ip } });
+      const r = await request(`${urls[i % urls.length]}${pathFor(i)}`, {
+        dispatcher: agent,
+        headers: { 'x-forwarded-for': ip },
+      });
       await r.body.dump();
       return r.statusCode;
     }),
@@ -112,7 +126,8 @@ server: { maxUpstreamConnectionsPerIp: 0 }
       return r.statusCode;
     };
     const held = async (g: { adminUrl: string }): Promise<number> =>
-      ((await (await fetch(`${g.adminUrl}/status.json`)).json()) as { store: { leases: { heldTokens: number } } }).store.leases.heldTokens;
+      ((await (await fetch(`${g.adminUrl}/status.json`)).json()) as { store: { leases: { heldTokens: number } } }).store
+        .leases.heldTokens;
     try {
       let admitted = 0;
       let i = 0;
@@ -133,7 +148,12 @@ server: { maxUpstreamConnectionsPerIp: 0 }
           if ((await send(b!, i++)) === 200) admitted++;
           return admitted;
         },
-        { what: 'the returned lease admitted on the second gateway', withinMs: 15_000, everyMs: 100, until: (n) => n >= 20 },
+        {
+          what: 'the returned lease admitted on the second gateway',
+          withinMs: 15_000,
+          everyMs: 100,
+          until: (n) => n >= 20,
+        },
       );
       expect(admitted).toBe(20);
       expect(await send(b!, i++)).toBe(429);
@@ -149,19 +169,25 @@ server: { maxUpstreamConnectionsPerIp: 0 }
     const gw = await spawnGateway(config, redis.url, ['--workers', '2']);
     try {
       // Wait until the workers listen (the primary's admin answers first).
-      await eventually(async () => ((await (await fetch(`${gw.adminUrl}/readyz`)).json()) as { workers: number }).workers, {
-        what: 'two workers listening',
-        withinMs: 20_000,
-        everyMs: 100,
-        until: (n) => n >= 2,
-      });
+      await eventually(
+        async () => ((await (await fetch(`${gw.adminUrl}/readyz`)).json()) as { workers: number }).workers,
+        {
+          what: 'two workers listening',
+          withinMs: 20_000,
+          everyMs: 100,
+          until: (n) => n >= 2,
+        },
+      );
       // A worker listens before its store connection is up: its first requests would follow onError.
       // rategate_store_up is summed by min over the workers: 1 once every worker decides from the store.
-      await eventually(async () => (await (await fetch(`${gw.adminUrl}/metrics`)).text()).includes('\nrategate_store_up 1'), {
-        what: 'the store up in both workers',
-        withinMs: 20_000,
-        everyMs: 100,
-      });
+      await eventually(
+        async () => (await (await fetch(`${gw.adminUrl}/metrics`)).text()).includes('\nrategate_store_up 1'),
+        {
+          what: 'the store up in both workers',
+          withinMs: 20_000,
+          everyMs: 100,
+        },
+      );
       // Its own client: the Redis of this block already holds the previous test's exhausted bucket.
       const counts = await flood([gw.url], 200, (i) => `/api/v2/items/${i}`, '198.51.100.51');
       expect(counts).toEqual({ 200: 50, 429: 150 });
@@ -173,7 +199,10 @@ server: { maxUpstreamConnectionsPerIp: 0 }
       expect(metrics).toContain('rategate_config_last_reload_successful 1');
       const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
       expect(metrics).toMatch(
-        new RegExp(`^rategate_build_info\\{version="${version.replace(/\./g, '\\.')}",revision="[0-9a-f]{12}(-dirty)?",node="${process.version}"\\} 1$`, 'm'),
+        new RegExp(
+          `^rategate_build_info\\{version="${version.replace(/\./g, '\\.')}",revision="[0-9a-f]{12}(-dirty)?",node="${process.version}"\\} 1$`,
+          'm',
+        ),
       );
       expect(metrics).toContain('rategate_store_up 1');
     } finally {
@@ -324,11 +353,14 @@ store: { timeout: 100ms }
         // must notice the restarted Redis. (The probe's timer could fire a few ms before the breaker's
         // clock said the open period was over, on a busy machine; it was then dropped, and only a request
         // reaching the store recovered. The deadline is a bound for a loaded machine, not a wait.)
-        await eventually(() => log.lines.some((r) => /store (recovered|connected)/.test(r.msg)) && !gw.store.fallbackActive(), {
-          what: 'the store recovered without traffic',
-          withinMs: 30_000,
-          everyMs: 50,
-        });
+        await eventually(
+          () => log.lines.some((r) => /store (recovered|connected)/.test(r.msg)) && !gw.store.fallbackActive(),
+          {
+            what: 'the store recovered without traffic',
+            withinMs: 30_000,
+            everyMs: 50,
+          },
+        );
         expect(gw.store.fallbackActive()).toBe(false);
         expect(await gw.store.reachable()).toBe(true);
         expect(

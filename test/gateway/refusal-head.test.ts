@@ -54,14 +54,20 @@ describe('429s on an exhausted bucket, one connection', () => {
       expect(r.headers['x-ratelimit-reset']).toBe('2026-11-21T19:01:00.000000Z');
       expect(r.headers['retry-after']).toBe(String(left));
       expect(r.headers['ratelimit-policy']).toBe('"api-minute";q=1;w=60, "api-hour";q=50;w=3600');
-      expect(r.headers.ratelimit).toBe(`"api-minute";r=0;t=${left}, "api-hour";r=49;t=${Math.ceil((HOUR_END - now) / 1000)}`);
+      expect(r.headers.ratelimit).toBe(
+        `"api-minute";r=0;t=${left}, "api-hour";r=49;t=${Math.ceil((HOUR_END - now) / 1000)}`,
+      );
       expect(r.headers.connection).toBe('keep-alive');
     }
   });
 
   it('closes the connection when refusing a request whose body it will not read, and answers after', async () => {
     const ip = { 'x-forwarded-for': '203.0.113.7' };
-    const unread = await new Promise<{ status: number; connection: string | undefined; retryAfter: string | undefined }>((resolve, reject) => {
+    const unread = await new Promise<{
+      status: number;
+      connection: string | undefined;
+      retryAfter: string | undefined;
+    }>((resolve, reject) => {
       const req = http.request(
         {
           host: '127.0.0.1',
@@ -73,7 +79,11 @@ describe('429s on an exhausted bucket, one connection', () => {
         },
         (res) => {
           res.resume();
-          resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, retryAfter: res.headers['retry-after'] });
+          resolve({
+            status: res.statusCode ?? 0,
+            connection: res.headers.connection,
+            retryAfter: res.headers['retry-after'],
+          });
         },
       );
       req.on('error', reject);
@@ -84,6 +94,9 @@ describe('429s on an exhausted bucket, one connection', () => {
     expect(unread.retryAfter).toBe(String(Math.ceil((WINDOW_END - clock.now()) / 1000)));
     // The process is alive and answers on the kept connection.
     expect((await send(gw.url, { path: '/api/v1/timelines/home', headers: ip, agent })).status).toBe(429);
-    expect((await send(gw.url, { path: '/api/v1/timelines/home', headers: { 'x-forwarded-for': '203.0.113.8' }, agent })).status).toBe(200);
+    expect(
+      (await send(gw.url, { path: '/api/v1/timelines/home', headers: { 'x-forwarded-for': '203.0.113.8' }, agent }))
+        .status,
+    ).toBe(200);
   });
 });

@@ -127,55 +127,60 @@ limits:
   );
 });
 
-describe.each(STORES)('one client beyond the pool’s connections with no wait allowed, on $name', ({ url, lease, skip }) => {
-  it.skipIf(skip)(
-    'forwarded + remaining = the limit: the 503s of the wait are given back and say what the bucket holds',
-    async () => {
-      const gw = await startTestGateway(
-        `store: { prefix: "rq${process.pid}-${++run}", timeout: 2s, onError: deny, lease: ${lease} }
+describe.each(STORES)(
+  'one client beyond the pool’s connections with no wait allowed, on $name',
+  ({ url, lease, skip }) => {
+    it.skipIf(skip)(
+      'forwarded + remaining = the limit: the 503s of the wait are given back and say what the bucket holds',
+      async () => {
+        const gw = await startTestGateway(
+          `store: { prefix: "rq${process.pid}-${++run}", timeout: 2s, onError: deny, lease: ${lease} }
 server: { maxUpstreamConnectionsPerIp: 0, upstreamQueueTimeout: 0 }
 limits:
   - { name: hourly, match: /api/*, per: ip, limit: 1000, period: 1h }
 `,
-        { upstream: upstream.url, store: url() },
-      );
-      const ip = `198.51.100.${run}`;
-      const agent = new Agent({ connections: 200, pipelining: 1 });
-      const get = async (path: string): Promise<Answer> => {
-        const r = await request(`${gw.url}${path}`, { dispatcher: agent, headers: { 'x-forwarded-for': ip } });
-        await r.body.dump();
-        return { status: r.statusCode, headers: r.headers };
-      };
-      try {
-        // The pool's 128 connections held by the upstream; then 40 more find none free and may not wait.
-        const holding = Array.from({ length: POOL }, () => get('/api/v1/hold'));
-        await eventually(() => held.length, { what: 'the pool held', withinMs: 10_000, until: (n) => n === POOL });
-        // One after another: each finds the bucket as the refunds before it left it.
-        const busy: Answer[] = [];
-        for (let i = 0; i < 40; i++) busy.push(await get('/api/v1/slow'));
-        expect(busy.map((a) => a.status)).toEqual(Array(40).fill(503));
-        for (const a of busy) {
-          expect(a.headers['retry-after']).toBe('1');
-          // What the bucket holds with this request given back: what the 128 held ones left.
-          expect(a.headers['x-ratelimit-remaining']).toBe(String(1000 - POOL));
-        }
-        release();
-        expect((await Promise.all(holding)).every((a) => a.status === 200)).toBe(true);
-        const left = await eventually(() => remaining(gw, ip), { what: 'the bucket after the burst', withinMs: 5_000, until: (r) => POOL + r === 1000 }).catch(
-          () => remaining(gw, ip),
+          { upstream: upstream.url, store: url() },
         );
-        expect(POOL + left, `${left} left`).toBe(1000);
-        expect((await get('/api/v1/slow')).status).toBe(200);
-      } finally {
-        release();
-        await agent.close();
-        await gw.shutdown(500);
-        upstream.seen.length = 0;
-      }
-    },
-    30_000,
-  );
-});
+        const ip = `198.51.100.${run}`;
+        const agent = new Agent({ connections: 200, pipelining: 1 });
+        const get = async (path: string): Promise<Answer> => {
+          const r = await request(`${gw.url}${path}`, { dispatcher: agent, headers: { 'x-forwarded-for': ip } });
+          await r.body.dump();
+          return { status: r.statusCode, headers: r.headers };
+        };
+        try {
+          // The pool's 128 connections held by the upstream; then 40 more find none free and may not wait.
+          const holding = Array.from({ length: POOL }, () => get('/api/v1/hold'));
+          await eventually(() => held.length, { what: 'the pool held', withinMs: 10_000, until: (n) => n === POOL });
+          // One after another: each finds the bucket as the refunds before it left it.
+          const busy: Answer[] = [];
+          for (let i = 0; i < 40; i++) busy.push(await get('/api/v1/slow'));
+          expect(busy.map((a) => a.status)).toEqual(Array(40).fill(503));
+          for (const a of busy) {
+            expect(a.headers['retry-after']).toBe('1');
+            // What the bucket holds with this request given back: what the 128 held ones left.
+            expect(a.headers['x-ratelimit-remaining']).toBe(String(1000 - POOL));
+          }
+          release();
+          expect((await Promise.all(holding)).every((a) => a.status === 200)).toBe(true);
+          const left = await eventually(() => remaining(gw, ip), {
+            what: 'the bucket after the burst',
+            withinMs: 5_000,
+            until: (r) => POOL + r === 1000,
+          }).catch(() => remaining(gw, ip));
+          expect(POOL + left, `${left} left`).toBe(1000);
+          expect((await get('/api/v1/slow')).status).toBe(200);
+        } finally {
+          release();
+          await agent.close();
+          await gw.shutdown(500);
+          upstream.seen.length = 0;
+        }
+      },
+      30_000,
+    );
+  },
+);
 
 /** Writes `text` on a fresh connection and closes it at once, without reading the answer. */
 function sendAndLeave(gw: TestGateway, text: string): Promise<void> {
@@ -206,19 +211,28 @@ limits:
       const ip = `198.51.100.${run}`;
       const agent = new Agent({ connections: 4, pipelining: 1 });
       try {
-        const holding = [0, 1].map(async () => (await request(`${gw.url}/api/v1/hold`, { dispatcher: agent, headers: { 'x-forwarded-for': ip } })).body.dump());
+        const holding = [0, 1].map(async () =>
+          (
+            await request(`${gw.url}/api/v1/hold`, { dispatcher: agent, headers: { 'x-forwarded-for': ip } })
+          ).body.dump(),
+        );
         await eventually(() => held.length, { what: 'two held answers', withinMs: 5_000, until: (n) => n === 2 });
         // Five more from the same client, each refused by the cap as it arrives and its connection closed at once.
         const get = `GET /api/v1/slow HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: ${ip}\r\n\r\n`;
         for (let i = 0; i < 5; i++) await sendAndLeave(gw, get);
         await eventually(
-          async () => (await (await fetch(`${gw.adminUrl}/metrics`)).text()).includes('rategate_upstream_refused_total{reason="per_ip_cap"} 5'),
+          async () =>
+            (await (await fetch(`${gw.adminUrl}/metrics`)).text()).includes(
+              'rategate_upstream_refused_total{reason="per_ip_cap"} 5',
+            ),
           {
             what: 'five refusals by the cap',
           },
         );
         // Leases give back what they hold within 1.25 s: then the store holds the two forwarded alone, and no more comes back.
-        await eventually(() => remaining(gw, ip), { what: 'the bucket', withinMs: 5_000, until: (r) => r === 8 }).catch(() => undefined);
+        await eventually(() => remaining(gw, ip), { what: 'the bucket', withinMs: 5_000, until: (r) => r === 8 }).catch(
+          () => undefined,
+        );
         await new Promise((r) => setTimeout(r, 1_500));
         expect(await remaining(gw, ip)).toBe(8);
         release();

@@ -19,7 +19,13 @@ beforeEach(async () => {
 });
 afterEach(async () => gw.shutdown(1000));
 
-function req(method: string, path: string, ip: string, token?: string, extra: Record<string, string> = {}): Promise<Answer> {
+function req(
+  method: string,
+  path: string,
+  ip: string,
+  token?: string,
+  extra: Record<string, string> = {},
+): Promise<Answer> {
   return send(gw.url, {
     method,
     path,
@@ -104,8 +110,10 @@ describe('uploading: 30 per 30 minutes per account', () => {
 describe('deletion: one bucket shared by DELETE and unreblog', () => {
   it('rejects the 31st of either route once 30 were spent across both', async () => {
     const ip = '198.51.100.30';
-    for (let i = 0; i < 15; i++) expect((await req('DELETE', `/api/v1/statuses/${100 + i}`, ip, 'user-9')).status).toBe(200);
-    for (let i = 0; i < 15; i++) expect((await req('POST', `/api/v1/statuses/${200 + i}/unreblog`, ip, 'user-9')).status).toBe(200);
+    for (let i = 0; i < 15; i++)
+      expect((await req('DELETE', `/api/v1/statuses/${100 + i}`, ip, 'user-9')).status).toBe(200);
+    for (let i = 0; i < 15; i++)
+      expect((await req('POST', `/api/v1/statuses/${200 + i}/unreblog`, ip, 'user-9')).status).toBe(200);
     const a = await req('DELETE', '/api/v1/statuses/999', ip, 'user-9');
     const b = await req('POST', '/api/v1/statuses/999/unreblog', ip, 'user-9');
     expect([a.status, b.status]).toEqual([429, 429]);
@@ -221,8 +229,12 @@ describe('attempts to dodge a bucket', () => {
 describe('identity from an untrusted peer', () => {
   it('ignores a spoofed X-Forwarded-For: a client cannot pick a fresh IP bucket per request', async () => {
     await gw.shutdown(1000);
-    gw = await startTestGateway(`${SEED_TABLE}\nclients: { trustedProxies: [10.0.0.0/8] }\n`, { upstream: upstream.url, now: clock.now });
-    for (let i = 0; i < 5; i++) expect((await req('POST', '/api/v1/accounts', `198.18.0.${i}`, 'app-1')).status).toBe(200);
+    gw = await startTestGateway(`${SEED_TABLE}\nclients: { trustedProxies: [10.0.0.0/8] }\n`, {
+      upstream: upstream.url,
+      now: clock.now,
+    });
+    for (let i = 0; i < 5; i++)
+      expect((await req('POST', '/api/v1/accounts', `198.18.0.${i}`, 'app-1')).status).toBe(200);
     const a = await req('POST', '/api/v1/accounts', '198.18.0.99', 'app-1');
     expect(a.status).toBe(429);
     // The upstream is told the real peer only, not the client's claim.

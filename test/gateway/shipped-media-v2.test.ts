@@ -13,7 +13,11 @@ const SHIPPED = readFileSync(new URL('../../config/limits.yaml', import.meta.url
 const { gw } = sharedGatewayFixture(SHIPPED);
 
 function upload(version: 'v1' | 'v2') {
-  return send(gw.url, { method: 'POST', path: `/api/${version}/media`, headers: { Authorization: 'Bearer user-4242', 'Content-Length': '0' } });
+  return send(gw.url, {
+    method: 'POST',
+    path: `/api/${version}/media`,
+    headers: { Authorization: 'Bearer user-4242', 'Content-Length': '0' },
+  });
 }
 
 describe('the shipped table and media uploads (issue 11 item 1)', () => {

@@ -16,7 +16,9 @@ import { startRecordingUpstream, type RecordingUpstream } from '../support/recor
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 
 /** The first YAML block of docs/surges.md, as an operator copies it. */
-const DOC_TABLE = /```yaml\n([\s\S]*?)```/.exec(readFileSync(path.join(import.meta.dirname, '../../docs/surges.md'), 'utf8'))![1]!;
+const DOC_TABLE = /```yaml\n([\s\S]*?)```/.exec(
+  readFileSync(path.join(import.meta.dirname, '../../docs/surges.md'), 'utf8'),
+)![1]!;
 
 const signUp = (gw: TestGateway, ip: string) =>
   send(gw.url, {
@@ -50,14 +52,19 @@ async function surge(gw: TestGateway, name: string): Promise<SurgeView> {
 
 /** Waits until the trigger's count has taken what was sent (the count is added off the request path), or the surge is on. */
 const settled = (gw: TestGateway, name: string, count: number) =>
-  eventually(() => surge(gw, name), { what: `the count of ${name} at ${count}`, until: (s) => s.active || s.trigger.count === count });
+  eventually(() => surge(gw, name), {
+    what: `the count of ${name} at ${count}`,
+    until: (s) => s.active || s.trigger.count === count,
+  });
 
 /** 256 addresses, one in each /64 of the /56 2001:db8:aa00:ab00::/56: one home allocation. */
 const ONE_SLASH_56 = Array.from({ length: 256 }, (_, i) => `2001:db8:aa00:ab${i.toString(16).padStart(2, '0')}::1`);
 
 async function alive(gw: TestGateway): Promise<void> {
   expect((await fetch(`${gw.adminUrl}/readyz`)).status).toBe(200);
-  expect((await send(gw.url, { path: '/api/v1/timelines/public', headers: { 'x-forwarded-for': '192.0.2.200' } })).status).toBe(200);
+  expect(
+    (await send(gw.url, { path: '/api/v1/timelines/public', headers: { 'x-forwarded-for': '192.0.2.200' } })).status,
+  ).toBe(200);
 }
 
 const stores: [string, boolean][] = [
@@ -84,31 +91,36 @@ describe.each(stores)('docs/surges.md’s sign-up surge, unchanged, on %s', (_st
     await redis?.stop();
   });
 
-  it.skipIf(onRedis && noRedis)('is not started from one /56, junk or not, and is by a wave from many networks', async () => {
-    // 256 junk sign-ups from one home allocation: admitted by the gateway, refused by the upstream.
-    for (const ip of ONE_SLASH_56) expect((await signUp(gw, ip)).status).toBe(422);
-    expect(await settled(gw, 'sign-up-wave', 0)).toMatchObject({ active: false, trigger: { count: 0 } });
-    // The same network's sign-ups that the upstream takes: one network's share of the trigger is bounded.
-    answer = 200;
-    for (const ip of ONE_SLASH_56) expect((await signUp(gw, ip)).status).toBe(200);
-    // The default share: a tenth of `above: 50`.
-    expect(await settled(gw, 'sign-up-wave', 5)).toMatchObject({ active: false, trigger: { count: 5 } });
-    // Real sign-ups from unrelated addresses are not refused.
-    for (const ip of ['192.0.2.10', '198.51.100.10', '2001:db8:1::1']) {
-      const r = await signUp(gw, ip);
-      expect(r.status).toBe(200);
-      expect(r.headers['retry-after']).toBeUndefined();
-    }
-    // A genuine wave: one sign-up from each of 60 /24 networks passes `above: 50` and starts it.
-    for (let i = 1; i <= 60; i++) await signUp(gw, `203.0.${i}.7`);
-    expect(await eventually(() => surge(gw, 'sign-up-wave'), { what: 'the surge on', until: (s) => s.active })).toMatchObject({ active: true });
-    // Its rules apply: one sign-up per IP per day, counted from its start.
-    expect((await signUp(gw, '192.0.2.11')).status).toBe(200);
-    const refused = await signUp(gw, '192.0.2.11');
-    expect(refused.status).toBe(429);
-    expect(refused.headers['ratelimit-policy']).toContain('"sign-up-surge-ip"');
-    await alive(gw);
-  });
+  it.skipIf(onRedis && noRedis)(
+    'is not started from one /56, junk or not, and is by a wave from many networks',
+    async () => {
+      // 256 junk sign-ups from one home allocation: admitted by the gateway, refused by the upstream.
+      for (const ip of ONE_SLASH_56) expect((await signUp(gw, ip)).status).toBe(422);
+      expect(await settled(gw, 'sign-up-wave', 0)).toMatchObject({ active: false, trigger: { count: 0 } });
+      // The same network's sign-ups that the upstream takes: one network's share of the trigger is bounded.
+      answer = 200;
+      for (const ip of ONE_SLASH_56) expect((await signUp(gw, ip)).status).toBe(200);
+      // The default share: a tenth of `above: 50`.
+      expect(await settled(gw, 'sign-up-wave', 5)).toMatchObject({ active: false, trigger: { count: 5 } });
+      // Real sign-ups from unrelated addresses are not refused.
+      for (const ip of ['192.0.2.10', '198.51.100.10', '2001:db8:1::1']) {
+        const r = await signUp(gw, ip);
+        expect(r.status).toBe(200);
+        expect(r.headers['retry-after']).toBeUndefined();
+      }
+      // A genuine wave: one sign-up from each of 60 /24 networks passes `above: 50` and starts it.
+      for (let i = 1; i <= 60; i++) await signUp(gw, `203.0.${i}.7`);
+      expect(
+        await eventually(() => surge(gw, 'sign-up-wave'), { what: 'the surge on', until: (s) => s.active }),
+      ).toMatchObject({ active: true });
+      // Its rules apply: one sign-up per IP per day, counted from its start.
+      expect((await signUp(gw, '192.0.2.11')).status).toBe(200);
+      const refused = await signUp(gw, '192.0.2.11');
+      expect(refused.status).toBe(429);
+      expect(refused.headers['ratelimit-policy']).toContain('"sign-up-surge-ip"');
+      await alive(gw);
+    },
+  );
 });
 
 describe('a surge trigger’s statuses and network share, as configured', () => {
@@ -156,7 +168,9 @@ surges:
     // Two more networks: the fourth contribution passes `above: 3`.
     await signUp(gw, '10.2.0.1');
     await signUp(gw, '10.3.0.1');
-    expect(await eventually(() => surge(gw, 'failed-sign-ins'), { what: 'the surge on', until: (s) => s.active })).toMatchObject({ active: true });
+    expect(
+      await eventually(() => surge(gw, 'failed-sign-ins'), { what: 'the surge on', until: (s) => s.active }),
+    ).toMatchObject({ active: true });
     await alive(gw);
   });
 });
@@ -192,10 +206,15 @@ surges:
     const on = await eventually(() => surge(gw, 'sign-up-wave'), { what: 'the surge on', until: (s) => s.active });
     // The wave goes on during the surge, well past `above`, each sign-up admitted (one per IP).
     let n = 0;
-    while (Date.now() < Date.parse(on.endsAt!) - 200) expect((await signUp(gw, `10.${n >> 8}.${n++ & 255}.1`)).status).toBe(200);
+    while (Date.now() < Date.parse(on.endsAt!) - 200)
+      expect((await signUp(gw, `10.${n >> 8}.${n++ & 255}.1`)).status).toBe(200);
     expect(n).toBeGreaterThan(5);
     // Its time is up, and the next sign-up counts from zero: the surge stays off.
-    await eventually(() => surge(gw, 'sign-up-wave'), { what: 'the surge off', withinMs: 3000, until: (s) => !s.active });
+    await eventually(() => surge(gw, 'sign-up-wave'), {
+      what: 'the surge off',
+      withinMs: 3000,
+      until: (s) => !s.active,
+    });
     expect((await signUp(gw, '198.51.250.1')).status).toBe(200);
     expect(await settled(gw, 'sign-up-wave', 1)).toMatchObject({ active: false, trigger: { count: 1 } });
     // Nothing was pending to start it a moment later.
@@ -238,7 +257,9 @@ surges:
     expect(await settled(gw, 'failing-sign-ups', 0)).toMatchObject({ active: false, trigger: { count: 0 } });
     fail = 503;
     for (let i = 0; i < 3; i++) expect((await signUp(gw, `192.0.2.${i + 1}`)).status).toBe(503);
-    expect(await eventually(() => surge(gw, 'failing-sign-ups'), { what: 'the surge on', until: (s) => s.active })).toMatchObject({ active: true });
+    expect(
+      await eventually(() => surge(gw, 'failing-sign-ups'), { what: 'the surge on', until: (s) => s.active }),
+    ).toMatchObject({ active: true });
     await alive(gw);
   });
 });

@@ -85,7 +85,8 @@ describe.skipIf(noRedis)('a sign-up surge over two gateways on one Redis', () =>
   beforeAll(async () => {
     redis = await startRedis();
     upstream = await startRecordingUpstream();
-    for (const { logger } of logs) gws.push(await startTestGateway(TABLE, { upstream: upstream.url, store: redis.url, logger }));
+    for (const { logger } of logs)
+      gws.push(await startTestGateway(TABLE, { upstream: upstream.url, store: redis.url, logger }));
   });
   afterAll(async () => {
     for (const g of gws) await g.shutdown(200);
@@ -119,19 +120,28 @@ describe.skipIf(noRedis)('a sign-up surge over two gateways on one Redis', () =>
     // Each replica logs the start and the end once (it looks every 250 ms).
     for (const { lines } of logs) {
       expect(said(lines, /^surge sign-up-wave on until .*sign-up: more than 20 answered 2xx within 10m/)).toBe(1);
-      await eventually(() => expect(said(lines, /^surge sign-up-wave off \(its time is up\)/)).toBe(1), { withinMs: 1000, what: 'the off line' });
+      await eventually(() => expect(said(lines, /^surge sign-up-wave off \(its time is up\)/)).toBe(1), {
+        withinMs: 1000,
+        what: 'the off line',
+      });
     }
   });
 
   it('is started and ended by the admin API on every replica, audited', async () => {
     const [a, b] = gws as [TestGateway, TestGateway];
-    const start = await fetch(`${a.adminUrl}/admin/surges/sign-up-wave/start?for=1h&reason=spam%20wave`, { method: 'POST' });
+    const start = await fetch(`${a.adminUrl}/admin/surges/sign-up-wave/start?for=1h&reason=spam%20wave`, {
+      method: 'POST',
+    });
     expect(start.status).toBe(200);
     expect(await until(gws, true, 1000)).toBeLessThanOrEqual(1000);
     expect((await surge(b)).who).toMatch(/^no token from 127\.0\.0\.1/);
     // The status page shows it, on the replica that did not start it too.
-    const page = (await (await fetch(`${b.adminUrl}/status.json`)).json()) as { surges: { name: string; active: boolean; trigger: string }[] };
-    expect(page.surges).toEqual([expect.objectContaining({ name: 'sign-up-wave', active: true, trigger: 'sign-up above 20 within 10m, for 3s' })]);
+    const page = (await (await fetch(`${b.adminUrl}/status.json`)).json()) as {
+      surges: { name: string; active: boolean; trigger: string }[];
+    };
+    expect(page.surges).toEqual([
+      expect.objectContaining({ name: 'sign-up-wave', active: true, trigger: 'sign-up above 20 within 10m, for 3s' }),
+    ]);
     expect(await (await fetch(`${b.adminUrl}/`)).text()).toMatch(/Surges[\s\S]*sign-up-wave[\s\S]*active/);
     expect([(await signUp(b, '192.0.2.60')).status, (await signUp(a, '192.0.2.60')).status]).toEqual([200, 429]);
     const end = await fetch(`${b.adminUrl}/admin/surges/sign-up-wave/end?reason=over`, { method: 'POST' });
@@ -142,10 +152,21 @@ describe.skipIf(noRedis)('a sign-up surge over two gateways on one Redis', () =>
     expect((await signUp(a, '192.0.2.60')).status).toBe(200);
     expect((await fetch(`${b.adminUrl}/admin/surges/sign-up-wave/end`, { method: 'POST' })).status).toBe(404);
     expect((await fetch(`${b.adminUrl}/admin/surges/nope/start`, { method: 'POST' })).status).toBe(404);
-    expect((await fetch(`${b.adminUrl}/admin/surges/sign-up-wave/start?for=forever`, { method: 'POST' })).status).toBe(400);
-    expect(logs[0]!.lines.find((l) => l.audit === 'surge.start')).toMatchObject({ surge: 'sign-up-wave', reason: 'spam wave' });
-    expect(logs[1]!.lines.find((l) => l.audit === 'surge.end')).toMatchObject({ surge: 'sign-up-wave', reason: 'over' });
-    await eventually(() => expect(said(logs[1]!.lines, /^surge sign-up-wave off \(ended early\)/)).toBe(1), { withinMs: 1000, what: 'the early-end line' });
+    expect((await fetch(`${b.adminUrl}/admin/surges/sign-up-wave/start?for=forever`, { method: 'POST' })).status).toBe(
+      400,
+    );
+    expect(logs[0]!.lines.find((l) => l.audit === 'surge.start')).toMatchObject({
+      surge: 'sign-up-wave',
+      reason: 'spam wave',
+    });
+    expect(logs[1]!.lines.find((l) => l.audit === 'surge.end')).toMatchObject({
+      surge: 'sign-up-wave',
+      reason: 'over',
+    });
+    await eventually(() => expect(said(logs[1]!.lines, /^surge sign-up-wave off \(ended early\)/)).toBe(1), {
+      withinMs: 1000,
+      what: 'the early-end line',
+    });
     // Both gateways are alive and answer.
     for (const g of gws) expect((await fetch(`${g.adminUrl}/readyz`)).status).toBe(200);
   });
@@ -160,9 +181,14 @@ describe('surges added by a reload', () => {
     try {
       writeFileSync(gw.configPath, TABLE);
       expect(await gw.reload()).toBe(true);
-      expect((await fetch(`${gw.adminUrl}/admin/surges/sign-up-wave/start?for=1s`, { method: 'POST' })).status).toBe(200);
+      expect((await fetch(`${gw.adminUrl}/admin/surges/sign-up-wave/start?for=1s`, { method: 'POST' })).status).toBe(
+        200,
+      );
       // Only the watch's timer sees a surge's time run out.
-      await eventually(() => expect(said(lines, /^surge sign-up-wave off \(its time is up\)/)).toBe(1), { withinMs: 3000, what: 'the off line' });
+      await eventually(() => expect(said(lines, /^surge sign-up-wave off \(its time is up\)/)).toBe(1), {
+        withinMs: 3000,
+        what: 'the off line',
+      });
     } finally {
       await gw.shutdown(200);
       await upstream.close();
@@ -179,16 +205,22 @@ describe('surges in the table and in explain', () => {
     const on = (await explain(snapshot, { ...req, surge: 'sign-up-wave' })).join('\n');
     expect(on).toMatch(/sign-up-surge-ip: yes, per ip \(surge sign-up-wave\), 1\/1d/);
     expect(on).toMatch(/sign-up-surge-cap: yes, per global \(surge sign-up-wave\)/);
-    await expect(explain(snapshot, { ...req, surge: 'nope' })).rejects.toThrow(/--surge: no surge "nope" in the table \(surges: sign-up-wave\)/);
+    await expect(explain(snapshot, { ...req, surge: 'nope' })).rejects.toThrow(
+      /--surge: no surge "nope" in the table \(surges: sign-up-wave\)/,
+    );
   });
 
   it('refuses malformed surges with their place', () => {
     const bad = (yaml: string) => () => parseConfig(yaml, 'limits.yaml');
-    expect(bad(TABLE.replace('rule: sign-up,', 'rule: sign-in,'))).toThrow(/surges\[0\]\.trigger\.rule: unknown rule "sign-in"/);
+    expect(bad(TABLE.replace('rule: sign-up,', 'rule: sign-in,'))).toThrow(
+      /surges\[0\]\.trigger\.rule: unknown rule "sign-in"/,
+    );
     expect(bad(TABLE.replace('name: sign-up-surge-cap', 'name: sign-up'))).toThrow(
       /surges\[0\]\.limits\[1\]\.name: duplicate rule name "sign-up" \(first used at limits\[0\]\.name\)/,
     );
-    expect(bad(TABLE.replace('within: 10m', 'within: soon'))).toThrow(/surges\[0\]\.trigger\.within: invalid duration "soon"/);
+    expect(bad(TABLE.replace('within: 10m', 'within: soon'))).toThrow(
+      /surges\[0\]\.trigger\.within: invalid duration "soon"/,
+    );
     expect(bad(TABLE.replace('for: 3s', 'for: 3s\n    extra: 1'))).toThrow(/surges\[0\]\.extra: unknown key/);
     expect(bad(TABLE.replace('above: 20', 'above: 0'))).toThrow(/surges\[0\]\.trigger\.above/);
     const trigger = (extra: string) => TABLE.replace('within: 10m }', `within: 10m, ${extra} }`);
@@ -198,6 +230,8 @@ describe('surges in the table and in explain', () => {
     expect(bad(trigger('statuses: []'))).toThrow(/surges\[0\]\.trigger\.statuses/);
     expect(bad(trigger('perNetwork: 0'))).toThrow(/surges\[0\]\.trigger\.perNetwork: must be a positive integer/);
     expect(bad(trigger('networkPrefix: { ipv4: 33 }'))).toThrow(/surges\[0\]\.trigger\.networkPrefix\.ipv4/);
-    expect(bad(trigger('networkPrefix: { v4: 16 }'))).toThrow(/surges\[0\]\.trigger\.networkPrefix\.v4: unknown key \(expected one of: ipv4, ipv6\)/);
+    expect(bad(trigger('networkPrefix: { v4: 16 }'))).toThrow(
+      /surges\[0\]\.trigger\.networkPrefix\.v4: unknown key \(expected one of: ipv4, ipv6\)/,
+    );
   });
 });

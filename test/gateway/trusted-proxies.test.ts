@@ -25,7 +25,8 @@ limits:
 function privateAddressOfThisHost(): string | undefined {
   const privateRanges = compileCidrs(['private']);
   for (const list of Object.values(os.networkInterfaces()))
-    for (const a of list ?? []) if (!a.internal && !a.address.startsWith('fe80') && privateRanges.contains(a.address)) return a.address;
+    for (const a of list ?? [])
+      if (!a.internal && !a.address.startsWith('fe80') && privateRanges.contains(a.address)) return a.address;
   return undefined;
 }
 const PRIVATE = privateAddressOfThisHost();
@@ -75,9 +76,11 @@ describe('the default trusted proxies', () => {
       const from = PRIVATE!;
       fx.gw = await gatewayOn(from, TABLE);
       // Claiming to be localhost: counted as the private peer, limited on the third request.
-      expect([await getFrom(fx.gw, from, '127.0.0.1'), await getFrom(fx.gw, from, '127.0.0.1'), await getFrom(fx.gw, from, '127.0.0.1')]).toEqual([
-        200, 200, 429,
-      ]);
+      expect([
+        await getFrom(fx.gw, from, '127.0.0.1'),
+        await getFrom(fx.gw, from, '127.0.0.1'),
+        await getFrom(fx.gw, from, '127.0.0.1'),
+      ]).toEqual([200, 200, 429]);
       // Rotating the claim does not buy a fresh bucket either.
       expect(await getFrom(fx.gw, from, '198.51.100.7')).toBe(429);
       expect(await getFrom(fx.gw, from, '198.51.100.8')).toBe(429);
@@ -88,7 +91,10 @@ describe('the default trusted proxies', () => {
 
   it('still trust loopback: a proxy on the same host names the client, and the gateway keeps answering', async () => {
     fx.gw = await gatewayOn('127.0.0.1', TABLE);
-    expect([await getFrom(fx.gw, '127.0.0.1', '198.51.100.7'), await getFrom(fx.gw, '127.0.0.1', '198.51.100.7')]).toEqual([200, 200]);
+    expect([
+      await getFrom(fx.gw, '127.0.0.1', '198.51.100.7'),
+      await getFrom(fx.gw, '127.0.0.1', '198.51.100.7'),
+    ]).toEqual([200, 200]);
     expect(await getFrom(fx.gw, '127.0.0.1', '198.51.100.7')).toBe(429);
     // Another client behind the same proxy has its own bucket.
     expect(await getFrom(fx.gw, '127.0.0.1', '198.51.100.8')).toBe(200);
@@ -100,10 +106,14 @@ describe('an explicit list', () => {
     fx.gw = await gatewayOn('127.0.0.1', `${TABLE}\nclients: { trustedProxies: [10.0.0.0/8] }\n`);
     // The loopback peer is not named: its claim to be 127.0.0.1 is ignored, and so is a rotation.
     const statuses = [];
-    for (const xff of ['127.0.0.1', '198.51.100.1', '198.51.100.2', '198.51.100.3']) statuses.push(await getFrom(fx.gw, '127.0.0.1', xff));
+    for (const xff of ['127.0.0.1', '198.51.100.1', '198.51.100.2', '198.51.100.3'])
+      statuses.push(await getFrom(fx.gw, '127.0.0.1', xff));
     // The peer itself is 127.0.0.1, exempt by the table: every request passes, none counted under a claim.
     expect(statuses).toEqual([200, 200, 200, 200]);
-    const bucket = (await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=per-ip&key=198.51.100.1`)).json()) as { limit: number; remaining: number };
+    const bucket = (await (await fetch(`${fx.gw.adminUrl}/admin/buckets?rule=per-ip&key=198.51.100.1`)).json()) as {
+      limit: number;
+      remaining: number;
+    };
     expect(bucket.limit - bucket.remaining).toBe(0);
     expect(fx.upstream.forwarded().every((r) => r.headers['x-forwarded-for'] === '127.0.0.1')).toBe(true);
   });

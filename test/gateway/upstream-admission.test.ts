@@ -57,7 +57,8 @@ function answerOf(s: net.Socket, ms = 5000): Promise<{ status: string; text: str
 }
 
 /** One request on its own connection, closed after the answer. */
-const get = (path: string, ip: string): string => `GET ${path} HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: ${ip}\r\nConnection: close\r\n\r\n`;
+const get = (path: string, ip: string): string =>
+  `GET ${path} HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: ${ip}\r\nConnection: close\r\n\r\n`;
 /** An upload whose body is still arriving: its head and the first byte of a body of `length`. */
 const upload = (ip: string, length = 1000, path = '/api/v1/hold'): string =>
   `POST ${path} HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: ${ip}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\nx`;
@@ -69,7 +70,9 @@ function holdsSeen(): number {
 /** `n` held GETs, each from its own address: `n` connections of the pool taken. */
 async function hold(n: number, net10: number): Promise<net.Socket[]> {
   const before = holdsSeen();
-  const sockets = await Promise.all(Array.from({ length: n }, (_, i) => open(get('/api/v1/hold', `10.${net10}.${i >> 8}.${i & 255}`))));
+  const sockets = await Promise.all(
+    Array.from({ length: n }, (_, i) => open(get('/api/v1/hold', `10.${net10}.${i >> 8}.${i & 255}`))),
+  );
   await waitFor(() => holdsSeen() - before === n, 10_000, `the upstream holding ${n} more answers`);
   return sockets;
 }
@@ -94,14 +97,18 @@ async function expectShare(ip: string, cap: number): Promise<void> {
 
 describe('the per-client cap of upstream connections', () => {
   it('answers a client’s exchange beyond the cap 429 with Retry-After: 1, while other clients are served', async () => {
-    fx.gw = await startTestGateway(`limits: []\nserver: { maxUpstreamConnectionsPerIp: 2 }\n`, { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(`limits: []\nserver: { maxUpstreamConnectionsPerIp: 2 }\n`, {
+      upstream: fx.upstream.url,
+    });
     const holds = await Promise.all([open(get('/api/v1/hold', '10.1.0.1')), open(get('/api/v1/hold', '10.1.0.1'))]);
     await waitFor(() => held.length === 2, 5000, 'two held answers');
     const over = await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.1.0.1' } });
     expect(over.status).toBe(429);
     expect(over.headers['retry-after']).toBe('1');
     expect(over.json()).toEqual({ error: 'Too many requests', code: 'TOO_MANY_IN_FLIGHT' });
-    expect((await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.1.0.2' } })).status).toBe(200);
+    expect(
+      (await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.1.0.2' } })).status,
+    ).toBe(200);
     expect(await metric('rategate_upstream_refused_total{reason="per_ip_cap"}')).toBe(1);
     release();
     for (const s of holds) s.destroy();
@@ -109,7 +116,9 @@ describe('the per-client cap of upstream connections', () => {
   });
 
   it('counts an IPv6 client by its network, and no cap at all with 0', async () => {
-    fx.gw = await startTestGateway(`limits: []\nserver: { maxUpstreamConnectionsPerIp: 1 }\n`, { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(`limits: []\nserver: { maxUpstreamConnectionsPerIp: 1 }\n`, {
+      upstream: fx.upstream.url,
+    });
     const first = await open(get('/api/v1/hold', '2001:db8:1:1::1'));
     await waitFor(() => held.length === 1, 5000, 'one held answer');
     const sibling = await answerOf(await open(get('/api/v1/statuses/1', '2001:db8:1:1::2')));
@@ -117,7 +126,9 @@ describe('the per-client cap of upstream connections', () => {
     release();
     first.destroy();
     await fx.gw.shutdown(200);
-    fx.gw = await startTestGateway(`limits: []\nserver: { maxUpstreamConnectionsPerIp: 0 }\n`, { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(`limits: []\nserver: { maxUpstreamConnectionsPerIp: 0 }\n`, {
+      upstream: fx.upstream.url,
+    });
     const many = await Promise.all(Array.from({ length: 40 }, () => open(get('/api/v1/hold', '10.2.0.1'))));
     await waitFor(() => held.length === 40, 5000, '40 held answers from one client');
     release();
@@ -131,7 +142,9 @@ describe('the per-client cap of upstream connections', () => {
     );
     const ip = '10.3.0.1';
     // Answered; the upstream resets (502); the client leaves mid-exchange.
-    expect((await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': ip } })).status).toBe(200);
+    expect((await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': ip } })).status).toBe(
+      200,
+    );
     expect((await send(fx.gw.url, { path: '/api/v1/reset', headers: { 'X-Forwarded-For': ip } })).status).toBe(502);
     const left = await open(get('/api/v1/hold', ip));
     await waitFor(() => held.length === 1, 5000, 'one held answer');
@@ -145,10 +158,16 @@ describe('the per-client cap of upstream connections', () => {
     // While waiting for a connection: the client leaves, the body passes its limit (413), the wait ends (503).
     const pool = await hold(128, 4);
     const gone = await open(upload(ip));
-    await waitFor(async () => (await metric('rategate_upstream_waiting')) === 1, 5000, 'the upload in line for a connection');
+    await waitFor(
+      async () => (await metric('rategate_upstream_waiting')) === 1,
+      5000,
+      'the upload in line for a connection',
+    );
     gone.destroy();
     const capped = await answerOf(
-      await open(`POST /api/v1/capped HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: ${ip}\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n${'y'.repeat(0x800)}\r\n`),
+      await open(
+        `POST /api/v1/capped HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: ${ip}\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n${'y'.repeat(0x800)}\r\n`,
+      ),
     );
     expect(capped.status).toMatch(/^HTTP\/1\.1 413 /);
     const busy = await answerOf(await open(get('/api/v1/statuses/1', ip)));
@@ -161,7 +180,9 @@ describe('the per-client cap of upstream connections', () => {
 
 describe('the wait for an upstream connection', () => {
   it('answers 503 with Retry-After: 1 when no connection comes free within upstreamQueueTimeout, and counts it', async () => {
-    fx.gw = await startTestGateway(`limits: []\nserver: { upstreamQueueTimeout: 300ms }\n`, { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(`limits: []\nserver: { upstreamQueueTimeout: 300ms }\n`, {
+      upstream: fx.upstream.url,
+    });
     const pool = await hold(128, 5);
     const started = Date.now();
     const busy = await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.6.0.1' } });
@@ -177,7 +198,9 @@ describe('the wait for an upstream connection', () => {
   });
 
   it('gives the first connection that comes free to the request waiting longest', async () => {
-    fx.gw = await startTestGateway(`limits: []\nserver: { upstreamQueueTimeout: 10s }\n`, { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(`limits: []\nserver: { upstreamQueueTimeout: 10s }\n`, {
+      upstream: fx.upstream.url,
+    });
     const pool = await hold(128, 7);
     // The first in line is held in turn once it has a connection: the one behind it must still wait.
     const first = await open(get('/api/v1/hold', '10.8.0.1'));
@@ -185,7 +208,8 @@ describe('the wait for an upstream connection', () => {
     const second = open(get('/api/v1/statuses/2', '10.8.0.2')).then((s) => answerOf(s, 5000));
     await waitFor(async () => (await metric('rategate_upstream_waiting')) === 2, 5000, 'two requests waiting');
     release(1);
-    const firstSeen = (): boolean => fx.upstream.seen.some((s) => String(s.headers['x-forwarded-for']).startsWith('10.8.0.1,'));
+    const firstSeen = (): boolean =>
+      fx.upstream.seen.some((s) => String(s.headers['x-forwarded-for']).startsWith('10.8.0.1,'));
     await waitFor(() => held.length === 128 && firstSeen(), 5000, 'the first in line at the upstream');
     expect(await metric('rategate_upstream_waiting')).toBe(1);
     release(1);
@@ -196,14 +220,18 @@ describe('the wait for an upstream connection', () => {
   });
 
   it('keeps half the connections for requests whose body has arrived: uploads still arriving wait, others go through', async () => {
-    fx.gw = await startTestGateway(`limits: []\nserver: { upstreamQueueTimeout: 500ms, minBodyRate: 0 }\n`, { upstream: fx.upstream.url });
+    fx.gw = await startTestGateway(`limits: []\nserver: { upstreamQueueTimeout: 500ms, minBodyRate: 0 }\n`, {
+      upstream: fx.upstream.url,
+    });
     const uploads = await Promise.all(Array.from({ length: 64 }, (_, i) => open(upload(`10.9.0.${i}`))));
     await waitFor(() => held.length === 64, 5000, '64 uploads at the upstream');
     const more = await answerOf(await open(upload('10.9.1.1')), 3000);
     expect(more.status).toMatch(/^HTTP\/1\.1 503 /);
     expect(more.closed).toBe(true);
     const started = Date.now();
-    expect((await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.9.2.1' } })).status).toBe(200);
+    expect(
+      (await send(fx.gw.url, { path: '/api/v1/statuses/1', headers: { 'X-Forwarded-For': '10.9.2.1' } })).status,
+    ).toBe(200);
     // A small body sent a moment after its head (as most clients send them) is an upload only until it is in.
     const split = await open(
       'POST /api/v1/statuses HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: 10.9.2.2\r\nContent-Type: application/json\r\nContent-Length: 15\r\nConnection: close\r\n\r\n',
@@ -270,7 +298,12 @@ describe('the minimum body rate', () => {
     });
     // More than every socket buffer on the way holds (loopback buffers grow to megabytes): the client is held back.
     const body = Buffer.alloc(64 * 1024 * 1024, 120);
-    const a = await send(fx.gw.url, { method: 'POST', path: '/api/v1/slow-reader', body, headers: { 'Content-Type': 'application/octet-stream' } });
+    const a = await send(fx.gw.url, {
+      method: 'POST',
+      path: '/api/v1/slow-reader',
+      body,
+      headers: { 'Content-Type': 'application/octet-stream' },
+    });
     expect(a.status).toBe(200);
     expect(a.json()).toEqual({ n: body.length });
   });

@@ -21,13 +21,17 @@ function answer(status: number, headers: Record<string, string>) {
 }
 
 /** An answer's X-RateLimit-* triple: limit, remaining, reset. */
-const triple = (r: Answer): unknown[] => ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'].map((h) => r.headers[h]);
+const triple = (r: Answer): unknown[] =>
+  ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'].map((h) => r.headers[h]);
 
 describe("the upstream's own limits", () => {
   it("an upstream 429 reaches the client with the upstream's rate-limit headers, and a Retry-After computed from its reset", async () => {
     gw = await startTestGateway(TABLE, { upstream: upstream.url });
     const reset = new Date(Date.now() + 120_000).toISOString().replace('Z', '000Z');
-    upstream.route('/api/v1/statuses', answer(429, { 'X-RateLimit-Limit': '300', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': reset }));
+    upstream.route(
+      '/api/v1/statuses',
+      answer(429, { 'X-RateLimit-Limit': '300', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': reset }),
+    );
     const r = await send(gw.url, { path: '/api/v1/statuses' });
     expect(r.status).toBe(429);
     expect(triple(r)).toEqual(['300', '0', reset]);
@@ -55,8 +59,14 @@ describe("the upstream's own limits", () => {
   it('on other answers the client sees the tighter of the two X-RateLimit-* triples', async () => {
     gw = await startTestGateway(TABLE, { upstream: upstream.url });
     const reset = new Date(Date.now() + 60_000).toISOString();
-    upstream.route('/api/v1/tight', answer(200, { 'X-RateLimit-Limit': '300', 'X-RateLimit-Remaining': '5', 'X-RateLimit-Reset': reset }));
-    upstream.route('/api/v1/loose', answer(200, { 'X-RateLimit-Limit': '1500', 'X-RateLimit-Remaining': '1499', 'X-RateLimit-Reset': reset }));
+    upstream.route(
+      '/api/v1/tight',
+      answer(200, { 'X-RateLimit-Limit': '300', 'X-RateLimit-Remaining': '5', 'X-RateLimit-Reset': reset }),
+    );
+    upstream.route(
+      '/api/v1/loose',
+      answer(200, { 'X-RateLimit-Limit': '1500', 'X-RateLimit-Remaining': '1499', 'X-RateLimit-Reset': reset }),
+    );
     const tight = await send(gw.url, { path: '/api/v1/tight' });
     expect(tight.status).toBe(200);
     expect(triple(tight)).toEqual(['300', '5', reset]);

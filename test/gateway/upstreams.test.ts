@@ -53,7 +53,8 @@ describe('routes to several upstreams', () => {
 
   it('each upstream has its own timeouts: the slow default times out, the streaming one (timeout 0) does not', async () => {
     gw = await startTestGateway(table(streaming.url), { upstream: web.url });
-    const slow = (_req: unknown, res: import('node:http').ServerResponse) => setTimeout(() => res.writeHead(200).end('late'), 1500);
+    const slow = (_req: unknown, res: import('node:http').ServerResponse) =>
+      setTimeout(() => res.writeHead(200).end('late'), 1500);
     web.route('/api/v1/slow', slow);
     streaming.route('/api/v1/streaming/slow', slow);
     const timedOut = await send(gw!.url, { path: '/api/v1/slow' });
@@ -68,7 +69,9 @@ describe('routes to several upstreams', () => {
     await new Promise((r) => wss.once('listening', r));
     wss.on('connection', (ws, req) => ws.on('message', (m) => ws.send(`streaming ${req.url} ${m.toString()}`)));
     try {
-      gw = await startTestGateway(table(`http://127.0.0.1:${(wss.address() as AddressInfo).port}`), { upstream: web.url });
+      gw = await startTestGateway(table(`http://127.0.0.1:${(wss.address() as AddressInfo).port}`), {
+        upstream: web.url,
+      });
       const ws = new WebSocket(gw!.url.replace('http', 'ws') + '/api/v1/streaming?stream=public');
       await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
       const reply = new Promise<string>((r) => ws.once('message', (m) => r(m.toString())));
@@ -105,10 +108,15 @@ describe('checking routes', () => {
     writeFileSync(file, table('http://127.0.0.1:4000'));
     const check = await runCli(['check', file]);
     expect(check.code).toBe(0);
-    expect(check.stdout).toContain('; routes: /api/v1/streaming/* → streaming (http://127.0.0.1:4000), /api/v1/streaming → streaming (http://127.0.0.1:4000)');
+    expect(check.stdout).toContain(
+      '; routes: /api/v1/streaming/* → streaming (http://127.0.0.1:4000), /api/v1/streaming → streaming (http://127.0.0.1:4000)',
+    );
     const { configChanges } = await import('../../src/config/changes.js');
     const before = parseConfig(table('http://127.0.0.1:4000'), 'a.yaml').config;
-    const after = parseConfig(table('http://127.0.0.1:4001').replace('/api/v1/streaming/*', '/api/v2/streaming/*'), 'b.yaml').config;
+    const after = parseConfig(
+      table('http://127.0.0.1:4001').replace('/api/v1/streaming/*', '/api/v2/streaming/*'),
+      'b.yaml',
+    ).config;
     expect(configChanges(before, after)).toEqual({ live: [], atRestart: ['upstreams.streaming.url', 'routes'] });
   });
 

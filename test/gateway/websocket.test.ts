@@ -89,7 +89,9 @@ describe('WebSocket upgrades', () => {
       'Front_End_Https',
       'Forwarded',
     ];
-    const ws = new WebSocket(gw.url.replace('http', 'ws') + '/api/v1/streaming', { headers: Object.fromEntries(claims.map((n) => [n, '6.6.6.6'])) });
+    const ws = new WebSocket(gw.url.replace('http', 'ws') + '/api/v1/streaming', {
+      headers: Object.fromEntries(claims.map((n) => [n, '6.6.6.6'])),
+    });
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
     const seen = upgradeHeaders[0]!;
     for (const [k, v] of Object.entries(seen)) expect(v, k).not.toContain('6.6.6.6');
@@ -127,7 +129,8 @@ describe('WebSocket upgrades', () => {
 
 describe('WebSocket upgrades run the same pipeline as plain requests', () => {
   it('puts the gateway rate-limit headers on the 101, merged with those the upstream sent (the tighter triple, both policies)', async () => {
-    const addUpstreamHeaders = (headers: string[]) => headers.push('X-RateLimit-Limit: 999', 'X-RateLimit-Remaining: 998', 'RateLimit: "up";r=1;t=1');
+    const addUpstreamHeaders = (headers: string[]) =>
+      headers.push('X-RateLimit-Limit: 999', 'X-RateLimit-Remaining: 998', 'RateLimit: "up";r=1;t=1');
     wss.on('headers', addUpstreamHeaders);
     try {
       gw = await startTestGateway(TABLE, { upstream: upstreamUrl });
@@ -217,7 +220,9 @@ describe('an upgrade whose client resets during the limit decision', () => {
           'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
       );
       // The reset lands while the upgrade waits for its decision: the introspection call has reached the upstream.
-      await eventually(() => slow.seen.some((s) => s.url.startsWith(VERIFY)), { what: 'the introspection call at the upstream' });
+      await eventually(() => slow.seen.some((s) => s.url.startsWith(VERIFY)), {
+        what: 'the introspection call at the upstream',
+      });
       socket.resetAndDestroy();
       // The decision comes back after the reset: the moment an unhandled error on that socket would surface.
       await eventually(() => answered, { what: 'the introspection answered after the reset' });

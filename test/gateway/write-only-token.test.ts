@@ -16,7 +16,11 @@ limits:
 const { upstream, gw } = sharedGatewayFixture(TABLE);
 
 function upload(token: string) {
-  return send(gw.url, { method: 'POST', path: '/api/v1/media', headers: { authorization: `Bearer ${token}`, 'content-length': '0' } });
+  return send(gw.url, {
+    method: 'POST',
+    path: '/api/v1/media',
+    headers: { authorization: `Bearer ${token}`, 'content-length': '0' },
+  });
 }
 
 describe('a write-only token (verify_credentials answers 403)', () => {

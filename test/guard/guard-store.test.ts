@@ -29,10 +29,18 @@ admin: { token: ${TOKEN} }
 store: { timeout: 2s }
 `;
 
-async function admin(gw: TestGateway, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+async function admin(
+  gw: TestGateway,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const r = await fetch(`${gw.adminUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${TOKEN}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
@@ -77,7 +85,10 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     // 5,000 blocks written as an earlier release wrote them (one hash and a version): read once at start.
     const fields: string[] = [];
     for (let i = 0; i < 5_000; i++) {
-      fields.push(`block|10.${(i >> 8) & 0xff}.${i & 0xff}.1`, JSON.stringify({ reason: 'seeded', createdAt: Date.now(), expiresAt: Date.now() + 3_600_000 }));
+      fields.push(
+        `block|10.${(i >> 8) & 0xff}.${i & 0xff}.1`,
+        JSON.stringify({ reason: 'seeded', createdAt: Date.now(), expiresAt: Date.now() + 3_600_000 }),
+      );
     }
     await probe.hset('rategate:{guard}:entries', ...fields);
     await probe.incr('rategate:{guard}:version');
@@ -113,12 +124,28 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     const ip = '198.51.100.40';
     expect(await status(`${gws[1]!.url}/x`, ip)).toBe(200);
     // The second replica can still see that something changed (GET) but can read nothing else.
-    await probe.call('ACL', 'SETUSER', 'gw', '-@all', '+get', '+ping', '+info', '+client', '+subscribe', '+hello', '+auth', '+select', '+cluster');
+    await probe.call(
+      'ACL',
+      'SETUSER',
+      'gw',
+      '-@all',
+      '+get',
+      '+ping',
+      '+info',
+      '+client',
+      '+subscribe',
+      '+hello',
+      '+auth',
+      '+select',
+      '+cluster',
+    );
     expect((await admin(gws[0]!, 'POST', '/admin/blocks', { ip, for: '1h' })).status).toBe(201);
     const refusedBefore = await statsField(probe, 'total_error_replies');
     expect(await status(`${gws[0]!.url}/x`, ip)).toBe(403);
     // A few of the replica's reads refused (NOPERM) since the block was written.
-    await eventually(async () => (await statsField(probe, 'total_error_replies')) >= refusedBefore + 3, { what: 'three refused reads' });
+    await eventually(async () => (await statsField(probe, 'total_error_replies')) >= refusedBefore + 3, {
+      what: 'three refused reads',
+    });
     expect(await status(`${gws[1]!.url}/x`, ip)).toBe(200);
     await probe.call('ACL', 'SETUSER', 'gw', '+@all');
     const took = await until([gws[1]!], ip, 403, 1_500);
@@ -127,11 +154,19 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
 
   it('blocks and bans are back in the store within 2 s of a FLUSHALL, enforced throughout, logged once and counted', async () => {
     const logs = [capturingLogger('warn'), capturingLogger('warn')];
-    gws = await Promise.all(logs.map((l) => startTestGateway(TABLE, { upstream: upstream.url, store: redis.url, logger: l.logger })));
+    gws = await Promise.all(
+      logs.map((l) => startTestGateway(TABLE, { upstream: upstream.url, store: redis.url, logger: l.logger })),
+    );
     const blocked = '203.0.113.9';
     const attacker = '203.0.113.66';
-    expect((await admin(gws[0]!, 'POST', '/admin/blocks', { ip: blocked, for: '1h', reason: 'scraper' })).status).toBe(201);
-    const login = { method: 'POST', body: 'user[email]=a@example.com&user[password]=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+    expect((await admin(gws[0]!, 'POST', '/admin/blocks', { ip: blocked, for: '1h', reason: 'scraper' })).status).toBe(
+      201,
+    );
+    const login = {
+      method: 'POST',
+      body: 'user[email]=a@example.com&user[password]=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    };
     for (let i = 0; i < 2; i++) expect(await status(`${gws[i]!.url}/auth/sign_in`, attacker, login)).toBe(401);
     await until(gws, attacker, 403, 1_000);
     await until(gws, blocked, 403, 1_000);
@@ -140,7 +175,10 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     const t0 = Date.now();
     // Never a gap: each replica keeps what it applied.
     for (let i = 0; i < 5; i++) for (const g of gws) expect(await status(`${g.url}/x`, blocked)).toBe(403);
-    await eventually(async () => (await probe.hlen('rategate:{guard}:entries')) >= 2, { what: 'the entries written back', withinMs: 2_000 });
+    await eventually(async () => (await probe.hlen('rategate:{guard}:entries')) >= 2, {
+      what: 'the entries written back',
+      withinMs: 2_000,
+    });
     console.log(`guard state written back ${Date.now() - t0} ms after FLUSHALL`);
     // A third replica that starts now reads them from the store.
     const late = await startTestGateway(TABLE, { upstream: upstream.url, store: redis.url });
@@ -153,7 +191,9 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     const restored = logs.map((l) => l.lines.filter((x: LogLine) => /guard state .*lost/.test(x.msg)).length);
     expect(restored.reduce((a, b) => a + b)).toBeGreaterThanOrEqual(1);
     for (const n of restored) expect(n).toBeLessThanOrEqual(1);
-    const metrics = (await Promise.all(gws.slice(0, 2).map(async (g) => (await fetch(`${g.adminUrl}/metrics`)).text()))).join('\n');
+    const metrics = (
+      await Promise.all(gws.slice(0, 2).map(async (g) => (await fetch(`${g.adminUrl}/metrics`)).text()))
+    ).join('\n');
     expect(metrics).toMatch(/rategate_guard_restores_total [1-9]/);
   }, 30_000);
 
@@ -169,7 +209,10 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
     await redis.node.restart();
     const fresh = new Redis(redis.url);
     try {
-      await eventually(async () => (await fresh.hexists('rategate:{guard}:entries', `block|${ip}`)) === 1, { what: 'the block written back', withinMs: 4_000 });
+      await eventually(async () => (await fresh.hexists('rategate:{guard}:entries', `block|${ip}`)) === 1, {
+        what: 'the block written back',
+        withinMs: 4_000,
+      });
     } finally {
       fresh.disconnect();
     }
@@ -184,7 +227,11 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
       await startTestGateway(capped, { upstream: upstream.url, store: redis.url }),
       await startTestGateway(capped, { upstream: upstream.url, store: redis.url }),
     ];
-    const login = { method: 'POST', body: 'user[email]=a@example.com&user[password]=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+    const login = {
+      method: 'POST',
+      body: 'user[email]=a@example.com&user[password]=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    };
     const ips = [1, 2, 3, 4, 5, 6].map((i) => `198.51.100.${i}`);
     for (const ip of ips) {
       for (let i = 0; i < 2; i++) await status(`${gws[0]!.url}/auth/sign_in`, ip, login);

@@ -26,7 +26,9 @@ function connect(): Promise<{ ws: WebSocket; status: number; retryAfter?: string
     ws.once('open', () => resolve({ ws, status: 101 }));
     ws.once('unexpected-response', (_req, res) => {
       res.resume();
-      res.on('end', () => resolve({ ws, status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string }));
+      res.on('end', () =>
+        resolve({ ws, status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string }),
+      );
     });
     ws.once('error', reject);
   });
@@ -42,7 +44,9 @@ describe('concurrency on upgrades', () => {
       first.ws.once('close', () => r());
       first.ws.close();
     });
-    await eventually(() => gw.guard.slots.inFlight('streams:{ip:127.0.0.1}') === 0, { what: 'the slot released after the tunnel closed' });
+    await eventually(() => gw.guard.slots.inFlight('streams:{ip:127.0.0.1}') === 0, {
+      what: 'the slot released after the tunnel closed',
+    });
     const third = await connect();
     expect(third.status).toBe(101);
     third.ws.terminate();

@@ -50,7 +50,9 @@ function get(path: string, ip = IP): Promise<{ status: number; retryAfter: strin
   return new Promise((resolve, reject) => {
     const req = http.get(`${gw.url}${path}`, { headers: { 'x-forwarded-for': ip }, agent: false }, (res) => {
       res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'] as string | undefined }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'] as string | undefined }),
+      );
     });
     req.on('error', reject);
   });
@@ -123,7 +125,11 @@ describe('concurrency: max 2 per IP', () => {
 
   it('per: account counts one account across IPs (the account found by introspection); other accounts pass', async () => {
     const upload = (token: string, ip: string) =>
-      fetch(`${gw.url}/api/v2/media`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': ip }, body: 'x' }).then(async (r) => {
+      fetch(`${gw.url}/api/v2/media`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': ip },
+        body: 'x',
+      }).then(async (r) => {
         await r.arrayBuffer();
         return r.status;
       });

@@ -5,7 +5,14 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
+import {
+  skipCluster,
+  skipRedis,
+  startRedis,
+  startRedisCluster,
+  type ClusterHandle,
+  type RedisHandle,
+} from '../support/redis.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { RedisGuardState } from '../../src/guard/redis-state.js';
 import { eventually } from '../support/eventually.js';
@@ -40,7 +47,11 @@ store: { timeout: 2s }
 
   it('two gateways share max 2: of 5 parallel uploads spread over both, 2 are forwarded and 3 refused', async () => {
     const post = (i: number) =>
-      fetch(`${gws[i % 2]!.url}/api/v2/media`, { method: 'POST', headers: { 'x-forwarded-for': '203.0.113.30' }, body: 'x' }).then(async (r) => {
+      fetch(`${gws[i % 2]!.url}/api/v2/media`, {
+        method: 'POST',
+        headers: { 'x-forwarded-for': '203.0.113.30' },
+        body: 'x',
+      }).then(async (r) => {
         await r.arrayBuffer();
         return { status: r.status, retryAfter: r.headers.get('retry-after') };
       });
@@ -93,7 +104,13 @@ describe.skipIf(skipCluster('guard state on a Redis Cluster'))('guard state on a
       await Promise.all([a.ready(10_000), b.ready(10_000)]);
       await Promise.all([a.sync(), b.sync()]);
       b.follow(true);
-      await a.put({ kind: 'block', id: '203.0.113.0/24', reason: 'r', createdAt: Date.now(), expiresAt: Date.now() + 60_000 });
+      await a.put({
+        kind: 'block',
+        id: '203.0.113.0/24',
+        reason: 'r',
+        createdAt: Date.now(),
+        expiresAt: Date.now() + 60_000,
+      });
       const c = { id: 'login/ip:198.51.100.1', limit: 2, periodMs: 60_000, banMs: 60_000, reason: 'x', maxActive: 10 };
       expect(await a.countBan(c, Date.now())).toBeNull();
       expect(await b.countBan(c, Date.now())).toMatchObject({ entry: { kind: 'ban', id: c.id }, dropped: [] });

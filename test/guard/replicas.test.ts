@@ -91,7 +91,11 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
       const attacker = '203.0.113.66';
       const other = '198.51.100.7';
       const urls = gws.map((g) => g.url);
-      const login = { method: 'POST', body: 'user[email]=a@example.com&user[password]=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+      const login = {
+        method: 'POST',
+        body: 'user[email]=a@example.com&user[password]=x',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      };
       for (let i = 0; i < 9; i++) expect(await status(`${urls[i % 2]}/auth/sign_in`, attacker, login)).toBe(401);
       // Not banned before the 10th.
       expect(await status(`${urls[0]}/api/v1/timelines/home`, attacker)).toBe(200);
@@ -102,20 +106,28 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
         403,
         1_000,
       );
-      const seenBefore = upstream.forwarded().filter((s) => s.headers['x-forwarded-for']?.toString().startsWith(attacker)).length;
+      const seenBefore = upstream
+        .forwarded()
+        .filter((s) => s.headers['x-forwarded-for']?.toString().startsWith(attacker)).length;
       // Everything from it is refused, on every route, on both replicas, never forwarded.
       for (const u of urls) {
-        const r = await fetch(`${u}/auth/sign_in`, { ...login, headers: { ...login.headers, 'x-forwarded-for': attacker } });
+        const r = await fetch(`${u}/auth/sign_in`, {
+          ...login,
+          headers: { ...login.headers, 'x-forwarded-for': attacker },
+        });
         expect(r.status).toBe(403);
         expect(await r.json()).toEqual({ error: 'Forbidden' });
         expect(await status(`${u}/anything/else`, attacker)).toBe(403);
         expect(await status(`${u}/api/v1/timelines/home`, other)).toBe(200);
       }
-      expect(upstream.forwarded().filter((s) => s.headers['x-forwarded-for']?.toString().startsWith(attacker)).length).toBe(seenBefore);
+      expect(
+        upstream.forwarded().filter((s) => s.headers['x-forwarded-for']?.toString().startsWith(attacker)).length,
+      ).toBe(seenBefore);
       // Refused requests cost the store nothing: 200 of them move Redis's calls only by the replicas'
       // polls of the change log (one script call each per 250 ms), and read no entry.
       const probe = new Redis(redis.url);
-      const calls = async (cmd: string) => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(await probe.info('commandstats'))?.[1] ?? 0);
+      const calls = async (cmd: string) =>
+        Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(await probe.info('commandstats'))?.[1] ?? 0);
       const before = { scripts: await calls('evalsha'), reads: (await calls('hgetall')) + (await calls('hscan')) };
       const t0 = Date.now();
       for (let i = 0; i < 200; i++) expect(await status(`${urls[i % 2]}/api/v1/timelines/home`, attacker)).toBe(403);
@@ -163,7 +175,9 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
       const took = await until(urls, ip, 403, 1_000);
       // Listed on the other replica with source, reason and expiry.
       const list = await cli(['block', 'list', '--admin', gws[1]!.adminUrl]);
-      expect(list.out).toMatch(new RegExp(`runtime\\s+${ip.replace(/\./g, '\\.')}\\s+\\S+Z \\(in ([0-9]+m)?[0-9]+s\\)\\s+scraper`));
+      expect(list.out).toMatch(
+        new RegExp(`runtime\\s+${ip.replace(/\./g, '\\.')}\\s+\\S+Z \\(in ([0-9]+m)?[0-9]+s\\)\\s+scraper`),
+      );
       await until(urls, ip, 200, 16_000);
 
       // A CIDR, removed by hand before its time.
@@ -172,7 +186,9 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
       const rm = await cli(['block', 'rm', '192.0.2.0/28', '--admin', gws[0]!.adminUrl]);
       expect(rm.out).toContain('removed block 192.0.2.0/28');
       await until(urls, '192.0.2.5', 200, 1_000);
-      expect(await (await fetch(`${gws[1]!.adminUrl}/metrics`)).text()).toMatch(/rategate_blocked_requests_total\{source="runtime"\} [1-9]/);
+      expect(await (await fetch(`${gws[1]!.adminUrl}/metrics`)).text()).toMatch(
+        /rategate_blocked_requests_total\{source="runtime"\} [1-9]/,
+      );
       // A bad address is refused with the API's message, and the CLI exits 65 (EX_DATAERR).
       const bad = await cli(['block', 'add', 'not-an-ip', '--admin', gws[0]!.adminUrl]);
       expect(bad.code).toBe(65);
@@ -180,7 +196,17 @@ describe.skipIf(skipRedis('attack-day features on two replicas'))('two gateway p
       console.log(`runtime block applied on both replicas ${took} ms after the CLI returned`);
 
       // Exemptions through the CLI, listed on the other replica; the API wants the admin token.
-      const ex = await cli(['exempt', 'add', '100.64.0.0/24', '--for', '30m', '--reason', 'office', '--admin', gws[0]!.adminUrl]);
+      const ex = await cli([
+        'exempt',
+        'add',
+        '100.64.0.0/24',
+        '--for',
+        '30m',
+        '--reason',
+        'office',
+        '--admin',
+        gws[0]!.adminUrl,
+      ]);
       expect(ex.out).toContain('exempted 100.64.0.0/24 until');
       const exList = await cli(['exempt', 'list', '--admin', gws[1]!.adminUrl]);
       expect(exList.out).toMatch(/runtime\s+100\.64\.0\.0\/24\s+\S+Z \(in (29m|30m)\S*\)\s+office/);

@@ -33,7 +33,9 @@ clients: { trustedProxies: [loopback] }
   it('a runtime block is stored through the sentinels and refuses the IP', async () => {
     const ip = '203.0.113.77';
     const get = (): Promise<number> =>
-      fetch(`${gw.url}/api/v1/timelines/public`, { headers: { 'x-forwarded-for': ip } }).then(async (r) => (await r.arrayBuffer(), r.status));
+      fetch(`${gw.url}/api/v1/timelines/public`, { headers: { 'x-forwarded-for': ip } }).then(
+        async (r) => (await r.arrayBuffer(), r.status),
+      );
     expect(await get()).toBe(200);
     const post = await fetch(`${gw.adminUrl}/admin/blocks`, {
       method: 'POST',

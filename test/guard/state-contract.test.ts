@@ -21,11 +21,22 @@ function contract(name: string, make: () => Promise<Made>): void {
       const m = await make();
       try {
         const s = m.state;
-        await s.put({ kind: 'block', id: '203.0.113.0/24', reason: 'r', createdAt: 1, expiresAt: 60_000, who: 'token ab from 127.0.0.1' });
+        await s.put({
+          kind: 'block',
+          id: '203.0.113.0/24',
+          reason: 'r',
+          createdAt: 1,
+          expiresAt: 60_000,
+          who: 'token ab from 127.0.0.1',
+        });
         await s.put({ kind: 'exempt', id: '198.51.100.7', reason: 'office', createdAt: 1, expiresAt: null });
         expect(s.view.blocks.contains('203.0.113.9')).toBe(true);
         expect(s.view.exempts.contains('198.51.100.7')).toBe(true);
-        expect(await s.remove('block', '203.0.113.0/24')).toMatchObject({ kind: 'block', id: '203.0.113.0/24', who: 'token ab from 127.0.0.1' });
+        expect(await s.remove('block', '203.0.113.0/24')).toMatchObject({
+          kind: 'block',
+          id: '203.0.113.0/24',
+          who: 'token ab from 127.0.0.1',
+        });
         expect(s.view.blocks.contains('203.0.113.9')).toBe(false);
         expect(await s.remove('block', '203.0.113.0/24')).toBeNull();
         expect(s.view.live(1_000).map((e) => e.id)).toEqual(['198.51.100.7']);
@@ -38,9 +49,13 @@ function contract(name: string, make: () => Promise<Made>): void {
       const m = await make();
       try {
         const s = m.state;
-        const count = (key: string, at: number) => s.countBan({ id: `login/${key}`, limit: 2, periodMs: 60_000, banMs: 10_000, reason: 'x', maxActive: 2 }, at);
+        const count = (key: string, at: number) =>
+          s.countBan({ id: `login/${key}`, limit: 2, periodMs: 60_000, banMs: 10_000, reason: 'x', maxActive: 2 }, at);
         expect(await count('ip:10.0.0.1', 1_000)).toBeNull();
-        expect(await count('ip:10.0.0.1', 1_001)).toMatchObject({ entry: { id: 'login/ip:10.0.0.1', expiresAt: 11_001, who: 'ban login' }, dropped: [] });
+        expect(await count('ip:10.0.0.1', 1_001)).toMatchObject({
+          entry: { id: 'login/ip:10.0.0.1', expiresAt: 11_001, who: 'ban login' },
+          dropped: [],
+        });
         expect(await count('ip:10.0.0.1', 1_002)).toBeNull(); // banned: not counted
         for (const [i, at] of [
           [2, 2_000],
@@ -96,7 +111,8 @@ describe.skipIf(skipRedis('the Redis guard state contract'))('on Redis', () => {
       const resyncs: number[] = [];
       b.events = { restored: () => {}, resynced: (entries) => resyncs.push(entries) };
       const until = Date.now() + 60_000;
-      for (let i = 0; i < 50; i++) await a.put({ kind: 'block', id: `192.0.2.${i}`, reason: '', createdAt: 0, expiresAt: until });
+      for (let i = 0; i < 50; i++)
+        await a.put({ kind: 'block', id: `192.0.2.${i}`, reason: '', createdAt: 0, expiresAt: until });
       await waitFor(() => b.view.blocks.size === 50, 2_000, 'b holding 50 blocks');
       await a.remove('block', '192.0.2.7');
       await waitFor(() => !b.view.blocks.contains('192.0.2.7'), 2_000, 'the removal on b');

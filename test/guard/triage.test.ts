@@ -116,7 +116,11 @@ describe('runtime exemptions and token bans (memory store: this process)', () =>
     expect((await admin(`/admin/exemptions/${ip}`, { method: 'DELETE' })).status).toBe(200);
     expect(await get('/api/v1/y', ip)).toBe(429);
     expect((await admin(`/admin/exemptions/${ip}`, { method: 'DELETE' })).status).toBe(404);
-    const bad = await admin('/admin/blocks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ip, for: 'soon' }) });
+    const bad = await admin('/admin/blocks', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ip, for: 'soon' }),
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatch(/"for" must be a duration/);
   });
@@ -125,7 +129,11 @@ describe('runtime exemptions and token bans (memory store: this process)', () =>
     const auth = { authorization: 'Bearer spammer-token', 'content-type': 'application/json' };
     const ip = '192.0.2.201';
     const post = () =>
-      fetch(`${gw.url}/api/v1/statuses`, { method: 'POST', headers: { ...auth, 'x-forwarded-for': ip }, body: '{"status":"x"}' }).then((r) => r.status);
+      fetch(`${gw.url}/api/v1/statuses`, {
+        method: 'POST',
+        headers: { ...auth, 'x-forwarded-for': ip },
+        body: '{"status":"x"}',
+      }).then((r) => r.status);
     expect(await post()).toBe(422);
     expect(await post()).toBe(422);
     // The ban is written before the next request is read (memory store: at once).
@@ -138,7 +146,9 @@ describe('runtime exemptions and token bans (memory store: this process)', () =>
     const digest = createHash('sha256').update('spammer-token').digest('hex');
     expect(bans.body.bans).toEqual([expect.objectContaining({ ban: 'bad-posts', key: `tok:${digest}` })]);
     const blocks = await admin('/admin/blocks');
-    expect(blocks.body.entries).toEqual([expect.objectContaining({ source: 'ban', ban: 'bad-posts', key: `tok:${digest}` })]);
+    expect(blocks.body.entries).toEqual([
+      expect.objectContaining({ source: 'ban', ban: 'bad-posts', key: `tok:${digest}` }),
+    ]);
     expect((await admin(`/admin/bans/bad-posts/tok:${digest}`, { method: 'DELETE' })).status).toBe(200);
     expect(await get('/other/route', ip, auth)).toBe(200);
   });

@@ -11,7 +11,9 @@ function errors(yaml: string): string[] {
     return [];
   } catch (err) {
     if (err instanceof ConfigError)
-      return err.errors.map((e) => (typeof e === 'string' ? e : `${(e as { path: string }).path}: ${(e as { message: string }).message}`));
+      return err.errors.map((e) =>
+        typeof e === 'string' ? e : `${(e as { path: string }).path}: ${(e as { message: string }).message}`,
+      );
     throw err;
   }
 }
@@ -78,7 +80,10 @@ describe('MemoryGuardState bans', () => {
     now = 12_000; // the window passed: counting starts again
     expect(await s.countBan(c, now)).toBeNull();
     expect(await s.countBan(c, now)).toBeNull();
-    expect(await s.countBan(c, now)).toMatchObject({ entry: { kind: 'ban', id: 'b/ip:1.2.3.4', expiresAt: 17_000, who: 'ban b' }, dropped: [] });
+    expect(await s.countBan(c, now)).toMatchObject({
+      entry: { kind: 'ban', id: 'b/ip:1.2.3.4', expiresAt: 17_000, who: 'ban b' },
+      dropped: [],
+    });
     expect(s.view.live(now).map((e) => e.id)).toEqual(['b/ip:1.2.3.4']);
     now = 17_000;
     expect(s.view.live(now)).toEqual([]);

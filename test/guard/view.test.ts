@@ -33,7 +33,8 @@ describe('CidrIndex', () => {
     }
     // Mapped spellings of an IPv4 peer, and garbage.
     expect(index.contains('::ffff:10.3.2.1')).toBe(true);
-    for (const bad of ['010.0.0.1', '10.0.0', 'nonsense', '', '10.0.0.256']) expect(index.contains(bad)).toBe(reference.contains(bad));
+    for (const bad of ['010.0.0.1', '10.0.0', 'nonsense', '', '10.0.0.256'])
+      expect(index.contains(bad)).toBe(reference.contains(bad));
   });
 
   it('changes one entry at a time: removal, two entries naming one network, expiry without a sweep', () => {

@@ -51,18 +51,26 @@ async function answersAfter(): Promise<void> {
   expect((await fetch(`${gw.url}/api/v1/statuses/2`)).status).toBe(200);
 }
 
-const closedWithin = (c: RawH2, ms: number): Promise<boolean> => Promise.race([c.closed.then(() => true), pause(ms).then(() => false)]);
+const closedWithin = (c: RawH2, ms: number): Promise<boolean> =>
+  Promise.race([c.closed.then(() => true), pause(ms).then(() => false)]);
 
 describe('the HTTP/2 edge under attack', () => {
   it(`refuses streams past ${MAX_CONCURRENT_STREAMS} open on one connection`, async () => {
     const c = await rawH2(gw.url);
     const before = held.length;
     const frames: Buffer[] = [];
-    for (let i = 0; i < MAX_CONCURRENT_STREAMS + 50; i++) frames.push(headersFrames(1 + 2 * i, headerBlock(getFields('/api/v1/held')), true));
+    for (let i = 0; i < MAX_CONCURRENT_STREAMS + 50; i++)
+      frames.push(headersFrames(1 + 2 * i, headerBlock(getFields('/api/v1/held')), true));
     c.send(Buffer.concat(frames));
-    await eventually(() => c.resets().filter((code) => code === NGHTTP2_REFUSED_STREAM).length, { what: 'the streams refused', until: (n) => n >= 50 });
+    await eventually(() => c.resets().filter((code) => code === NGHTTP2_REFUSED_STREAM).length, {
+      what: 'the streams refused',
+      until: (n) => n >= 50,
+    });
     // The first hundred reached the upstream and wait there; none of the others did.
-    await eventually(() => held.length - before, { what: 'the streams admitted', until: (n) => n === MAX_CONCURRENT_STREAMS });
+    await eventually(() => held.length - before, {
+      what: 'the streams admitted',
+      until: (n) => n === MAX_CONCURRENT_STREAMS,
+    });
     for (const release of held.splice(0)) release();
     c.socket.destroy();
     await answersAfter();
@@ -91,7 +99,10 @@ describe('the HTTP/2 edge under attack', () => {
     const rst = Buffer.alloc(4);
     rst.writeUInt32BE(NGHTTP2_CANCEL);
     for (let i = 0; i < 2_000; i++) {
-      frames.push(headersFrames(1 + 2 * i, headerBlock(getFields('/api/v1/held')), true), frame(FRAME.RST_STREAM, 0, 1 + 2 * i, rst));
+      frames.push(
+        headersFrames(1 + 2 * i, headerBlock(getFields('/api/v1/held')), true),
+        frame(FRAME.RST_STREAM, 0, 1 + 2 * i, rst),
+      );
     }
     for (let i = 0; i < frames.length; i += 200) c.send(Buffer.concat(frames.slice(i, i + 200)));
     expect(await closedWithin(c, 10_000)).toBe(true);
@@ -107,7 +118,8 @@ describe('the HTTP/2 edge under attack', () => {
     c.send(frame(FRAME.HEADERS, 0, 1, headerBlock(getFields('/api/v1/statuses/4'))));
     const one = frame(FRAME.CONTINUATION, 0, 1, headerBlock([['x-a', 'b']]));
     const empty = frame(FRAME.CONTINUATION, 0, 1);
-    for (let i = 0; i < 50 && !c.socket.destroyed; i++) c.send(Buffer.concat(new Array<Buffer>(200).fill(i % 2 === 0 ? one : empty)));
+    for (let i = 0; i < 50 && !c.socket.destroyed; i++)
+      c.send(Buffer.concat(new Array<Buffer>(200).fill(i % 2 === 0 ? one : empty)));
     expect(await closedWithin(c, 10_000)).toBe(true);
     await answersAfter();
   });
@@ -154,7 +166,9 @@ describe('the HTTP/2 edge under attack', () => {
       ),
     );
     const one = frame(FRAME.DATA, 0, 1, Buffer.from('x'));
-    const before = Number(/ (\d+)$/.exec(await gw.metrics.registry.getSingleMetricAsString('rategate_fragmented_bodies_total'))?.[1] ?? 0);
+    const before = Number(
+      / (\d+)$/.exec(await gw.metrics.registry.getSingleMetricAsString('rategate_fragmented_bodies_total'))?.[1] ?? 0,
+    );
     for (let i = 0; i < 20 && !c.socket.destroyed; i++) {
       c.send(Buffer.concat(new Array<Buffer>(1_000).fill(one)));
       // Keep the flow-control window open, as a client that means it would.
@@ -164,7 +178,9 @@ describe('the HTTP/2 edge under attack', () => {
       await pause(5);
     }
     expect(await closedWithin(c, 10_000)).toBe(true);
-    const after = Number(/ (\d+)$/.exec(await gw.metrics.registry.getSingleMetricAsString('rategate_fragmented_bodies_total'))?.[1] ?? 0);
+    const after = Number(
+      / (\d+)$/.exec(await gw.metrics.registry.getSingleMetricAsString('rategate_fragmented_bodies_total'))?.[1] ?? 0,
+    );
     expect(after).toBeGreaterThan(before);
     await answersAfter();
   });
@@ -181,7 +197,11 @@ describe('the HTTP/2 edge under attack', () => {
       slow.resume();
       const trickle = setInterval(() => !slow.destroyed && slow.write('x'), 200);
       // A fast upload on the same connection meanwhile: its bytes are not the slow stream's.
-      const fast = session.request({ ':method': 'POST', ':path': '/api/v1/statuses', 'content-length': String(200_000) });
+      const fast = session.request({
+        ':method': 'POST',
+        ':path': '/api/v1/statuses',
+        'content-length': String(200_000),
+      });
       const fastStatus = new Promise<number>((resolve) => fast.on('response', (h) => resolve(Number(h[':status']))));
       fast.resume();
       for (let i = 0; i < 20; i++) {

@@ -9,7 +9,12 @@ import { pause } from '../support/eventually.js';
 const fx = gatewayFixture({ graceMs: 200 });
 
 /** Writes raw bytes and collects everything until the server closes (or `ms` passes). */
-function raw(url: string, chunks: (string | Buffer)[], ms = 3000, gapMs = 0): Promise<{ text: string; closed: boolean }> {
+function raw(
+  url: string,
+  chunks: (string | Buffer)[],
+  ms = 3000,
+  gapMs = 0,
+): Promise<{ text: string; closed: boolean }> {
   const u = new URL(url);
   return new Promise((resolve) => {
     const s = net.connect(Number(u.port), u.hostname);
@@ -41,7 +46,9 @@ const limits = (server: string) => `${SEED_TABLE}\nserver: ${server}\n`;
 describe('hostile clients', () => {
   it('answers 431 to an oversized head and closes', async () => {
     fx.gw = await startTestGateway(limits('{ maxHeaderSize: 4096 }'), { upstream: fx.upstream.url });
-    const a = await raw(fx.gw.url, [`GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(8000)}\r\n\r\n`]);
+    const a = await raw(fx.gw.url, [
+      `GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(8000)}\r\n\r\n`,
+    ]);
     expect(a.text).toMatch(/^HTTP\/1\.1 431 /);
     expect(a.closed).toBe(true);
     expect(fx.upstream.seen).toHaveLength(0);
@@ -52,7 +59,16 @@ describe('hostile clients', () => {
     const started = Date.now();
     const slow = raw(
       fx.gw.url,
-      ['GET /api/v1/statuses/1 HTTP/1.1\r\n', 'Host: x\r\n', 'X-A: 1\r\n', 'X-B: 2\r\n', 'X-C: 3\r\n', 'X-D: 4\r\n', 'X-E: 5\r\n', 'X-F: 6\r\n'],
+      [
+        'GET /api/v1/statuses/1 HTTP/1.1\r\n',
+        'Host: x\r\n',
+        'X-A: 1\r\n',
+        'X-B: 2\r\n',
+        'X-C: 3\r\n',
+        'X-D: 4\r\n',
+        'X-E: 5\r\n',
+        'X-F: 6\r\n',
+      ],
       8000,
       400,
     );
@@ -66,9 +82,12 @@ describe('hostile clients', () => {
   });
 
   it('answers 413 to a declared body over the route limit before counting or forwarding it', async () => {
-    fx.gw = await startTestGateway(limits('{ maxBodySize: 1kB, bodyLimits: [{ match: POST /api/v1/media, maxBodySize: 64kB }] }'), {
-      upstream: fx.upstream.url,
-    });
+    fx.gw = await startTestGateway(
+      limits('{ maxBodySize: 1kB, bodyLimits: [{ match: POST /api/v1/media, maxBodySize: 64kB }] }'),
+      {
+        upstream: fx.upstream.url,
+      },
+    );
     const big = await send(fx.gw.url, { method: 'POST', path: '/api/v1/statuses', body: 'x'.repeat(2048) });
     expect(big.status).toBe(413);
     expect(big.json()).toEqual({ error: 'Payload too large', code: 'PAYLOAD_TOO_LARGE' });
@@ -123,10 +142,14 @@ describe('hostile clients', () => {
     // request's, and the parser reads it as a malformed next request. Whether the request is refused at
     // once (decided without waiting) or forwarded, the client must get that request's answer alone: a 400
     // written after it (after its Connection: close) or before it (while forwarding) breaks the stream.
-    fx.gw = await startTestGateway(`limits:\n  - { name: del, match: DELETE /api/v1/statuses/:id, per: ip, limit: 1, period: 1h }\n`, {
-      upstream: fx.upstream.url,
-    });
-    const unframed = 'DELETE /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\naccess_token=tokB';
+    fx.gw = await startTestGateway(
+      `limits:\n  - { name: del, match: DELETE /api/v1/statuses/:id, per: ip, limit: 1, period: 1h }\n`,
+      {
+        upstream: fx.upstream.url,
+      },
+    );
+    const unframed =
+      'DELETE /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\naccess_token=tokB';
     for (const want of ['200', '429']) {
       const a = await raw(fx.gw.url, [unframed]);
       expect(a.text.match(/HTTP\/1\.1 \d{3} /g)).toEqual([`HTTP/1.1 ${want} `]);
@@ -147,7 +170,8 @@ describe('hostile clients', () => {
     }
     // Until the gateway has accepted all five (a client's 'connect' can come before the server's accept).
     const server = fx.gw.server;
-    while ((await new Promise<number>((r) => server.getConnections((_e, n) => r(n)))) < 5) await new Promise((r) => setImmediate(r));
+    while ((await new Promise<number>((r) => server.getConnections((_e, n) => r(n)))) < 5)
+      await new Promise((r) => setImmediate(r));
     const extra = await raw(fx.gw.url, ['GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\n\r\n'], 2000);
     expect(extra.closed).toBe(true);
     expect(extra.text).toBe('');

@@ -14,18 +14,26 @@ import { eventually, pause } from '../support/eventually.js';
 import { scaledMs } from '../support/speed.js';
 
 /** GET `path`, failing unless the whole answer arrives within `idleMs` (stretched by the machine's slowdown). */
-function answerWithin(url: string, pathAndQuery: string, idleMs = 2000, headers: http.OutgoingHttpHeaders = {}): Promise<{ status: number; body: string }> {
+function answerWithin(
+  url: string,
+  pathAndQuery: string,
+  idleMs = 2000,
+  headers: http.OutgoingHttpHeaders = {},
+): Promise<{ status: number; body: string }> {
   const u = new URL(url);
   const ms = scaledMs(idleMs);
   return new Promise((resolve, reject) => {
-    const r = http.request({ host: u.hostname, port: Number(u.port), path: pathAndQuery, headers, agent: false }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => {
-        clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
+    const r = http.request(
+      { host: u.hostname, port: Number(u.port), path: pathAndQuery, headers, agent: false },
+      (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+      },
+    );
     const timer = setTimeout(() => {
       r.destroy();
       reject(new Error(`no answer to ${pathAndQuery} within ${ms} ms`));
@@ -39,18 +47,32 @@ function answerWithin(url: string, pathAndQuery: string, idleMs = 2000, headers:
 }
 
 /** A JSON POST with a bearer token whose body is written after its head; fails unless answered within `ms`. */
-function postWithin(url: string, pathAndQuery: string, body: string, ip: string, ms: number): Promise<{ status: number; body: string }> {
+function postWithin(
+  url: string,
+  pathAndQuery: string,
+  body: string,
+  ip: string,
+  ms: number,
+): Promise<{ status: number; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Authorization: 'Bearer user-7', 'X-Forwarded-For': ip };
-    const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: pathAndQuery, headers, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, body: text });
-      });
-    });
+    const headers = {
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(body),
+      Authorization: 'Bearer user-7',
+      'X-Forwarded-For': ip,
+    };
+    const r = http.request(
+      { host: u.hostname, port: Number(u.port), method: 'POST', path: pathAndQuery, headers, agent: false },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, body: text });
+        });
+      },
+    );
     const timer = setTimeout(() => {
       r.destroy();
       reject(new Error(`no answer to POST ${pathAndQuery} within ${ms} ms`));
@@ -107,7 +129,11 @@ async function interruptedUploads(gw: GatewayProcess, extraHead = ''): Promise<v
   for (let at = 1; at < body.length; at += at < 200 ? 7 : 257) offsets.push(at);
   // In waves, so that each cut lands while the gateway is reading that request.
   for (let i = 0; i < offsets.length; i += 16) {
-    const sockets = await Promise.all(offsets.slice(i, i + 16).map((at) => rawConnection(gw.url, Buffer.concat([Buffer.from(head), body.subarray(0, at)]))));
+    const sockets = await Promise.all(
+      offsets
+        .slice(i, i + 16)
+        .map((at) => rawConnection(gw.url, Buffer.concat([Buffer.from(head), body.subarray(0, at)]))),
+    );
     await pause(30); // each cut while the gateway reads that request
     for (const s of sockets) s.destroy();
   }
@@ -117,9 +143,9 @@ async function interruptedUploads(gw: GatewayProcess, extraHead = ''): Promise<v
 async function wedgeSequence(gw: GatewayProcess, n: number): Promise<number[]> {
   const odd = ['%E2%82%AC', '%00', '%01', '%7F', '%0D%0A', '%C3%A9', '%FF'];
   return inWaves(n, 32, (i) =>
-    answerWithin(gw.url, `/api/v1/statuses/1?access_token=${odd[i % odd.length]}${i}`, 5000, { 'X-Forwarded-For': `10.9.${i >> 8}.${i & 255}` }).then(
-      (a) => a.status,
-    ),
+    answerWithin(gw.url, `/api/v1/statuses/1?access_token=${odd[i % odd.length]}${i}`, 5000, {
+      'X-Forwarded-For': `10.9.${i >> 8}.${i & 255}`,
+    }).then((a) => a.status),
   );
 }
 
@@ -147,7 +173,9 @@ describe('the default table', () => {
   beforeAll(async () => {
     gw = await spawnServe([
       '--config',
-      limitsFile(`${SEED_TABLE}server: { maxBodySize: 1MB, bodyLimits: [{ match: [POST /api/v1/early, POST /api/v1/streaming-early], maxBodySize: 4kB }] }\n`),
+      limitsFile(
+        `${SEED_TABLE}server: { maxBodySize: 1MB, bodyLimits: [{ match: [POST /api/v1/early, POST /api/v1/streaming-early], maxBodySize: 4kB }] }\n`,
+      ),
       '--upstream',
       upstream.url,
     ]);
@@ -213,10 +241,13 @@ describe('the default table', () => {
         const headers: http.OutgoingHttpHeaders = { 'Content-Type': 'application/octet-stream' };
         if (chunked) headers['Transfer-Encoding'] = 'chunked';
         else headers['Content-Length'] = 3500;
-        const r = http.request({ host: u.hostname, port: Number(u.port), method: 'POST', path: target, agent: false, headers }, () => {
-          // Some more body after the answer, then hang up.
-          r.write(Buffer.alloc(1000, 120), () => setTimeout(() => (r.destroy(), resolve()), 20));
-        });
+        const r = http.request(
+          { host: u.hostname, port: Number(u.port), method: 'POST', path: target, agent: false, headers },
+          () => {
+            // Some more body after the answer, then hang up.
+            r.write(Buffer.alloc(1000, 120), () => setTimeout(() => (r.destroy(), resolve()), 20));
+          },
+        );
         r.on('error', () => resolve());
         r.write(Buffer.alloc(1000, 120));
       });
@@ -271,8 +302,16 @@ describe('the default table', () => {
         },
       );
       r.on('error', () => resolve(0));
-      r.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n${'P'.repeat(2000)}\r\n`);
-      setTimeout(() => r.end(`--${boundary}\r\nContent-Disposition: form-data; name="access_token"\r\n\r\nuser-1\r\n--${boundary}--\r\n`), 100);
+      r.write(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n${'P'.repeat(2000)}\r\n`,
+      );
+      setTimeout(
+        () =>
+          r.end(
+            `--${boundary}\r\nContent-Disposition: form-data; name="access_token"\r\n\r\nuser-1\r\n--${boundary}--\r\n`,
+          ),
+        100,
+      );
     });
     expect([0, 400]).toContain(status);
     await expectAlive(gw);
@@ -282,7 +321,8 @@ describe('the default table', () => {
 /** Runs `task(i)` for i < n, `width` at a time. */
 async function inWaves<T>(n: number, width: number, task: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
-  for (let i = 0; i < n; i += width) out.push(...(await Promise.all(Array.from({ length: Math.min(width, n - i) }, (_, k) => task(i + k)))));
+  for (let i = 0; i < n; i += width)
+    out.push(...(await Promise.all(Array.from({ length: Math.min(width, n - i) }, (_, k) => task(i + k)))));
   return out;
 }
 
@@ -296,7 +336,11 @@ function post(url: string, pathAndQuery: string, body: string, headers: http.Out
         method: 'POST',
         path: pathAndQuery,
         agent: false,
-        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body), ...headers },
+        headers: {
+          'Content-Type': 'application/x-www-form-urlencoded',
+          'Content-Length': Buffer.byteLength(body),
+          ...headers,
+        },
       },
       (res) => {
         res.resume();
@@ -356,12 +400,23 @@ describe('tokens introspection cannot take (items 2 and 8)', () => {
     const statuses = await wedgeSequence(gw, 3 * 128);
     expect(statuses.every((s) => s === 200)).toBe(true);
     // Counted as unauthenticated, per IP: the fourth from one address is refused.
-    const one = await inWaves(4, 1, (i) => answerWithin(gw.url, `/api/v1/statuses/1?access_token=%E2%82%AC${i}`, 2000, { 'X-Forwarded-For': '10.10.0.1' }));
+    const one = await inWaves(4, 1, (i) =>
+      answerWithin(gw.url, `/api/v1/statuses/1?access_token=%E2%82%AC${i}`, 2000, { 'X-Forwarded-For': '10.10.0.1' }),
+    );
     expect(one.map((a) => a.status)).toEqual([200, 200, 200, 429]);
-    expect(verify.seen.filter((s) => s.url === VERIFY && !/^Bearer (user-|junk)/.test(String(s.headers.authorization)))).toHaveLength(0);
+    expect(
+      verify.seen.filter((s) => s.url === VERIFY && !/^Bearer (user-|junk)/.test(String(s.headers.authorization))),
+    ).toHaveLength(0);
     // Introspection and forwarding both still work, on every path.
     await expectAlive(gw, ['/api/v1/statuses/1', '/api/v1/timelines/public', '/health']);
-    expect((await answerWithin(gw.url, '/api/v1/statuses/2', 2000, { Authorization: 'Bearer user-77', 'X-Forwarded-For': '10.11.0.1' })).status).toBe(200);
+    expect(
+      (
+        await answerWithin(gw.url, '/api/v1/statuses/2', 2000, {
+          Authorization: 'Bearer user-77',
+          'X-Forwarded-For': '10.11.0.1',
+        })
+      ).status,
+    ).toBe(200);
     expect(verify.seen.some((s) => s.url === VERIFY && s.headers.authorization === 'Bearer user-77')).toBe(true);
   });
 
@@ -370,7 +425,9 @@ describe('tokens introspection cannot take (items 2 and 8)', () => {
       ['10.20.0.1', () => junkToken(20_000)], // over 4096 characters: never introspected
       ['10.20.0.2', () => `junk${junkToken(1000)}`], // introspected: the upstream answers 400
     ] as const) {
-      const statuses = await inWaves(5, 1, () => post(gw.url, '/api/v1/statuses', `status=hi&access_token=${make()}`, { 'X-Forwarded-For': ip }));
+      const statuses = await inWaves(5, 1, () =>
+        post(gw.url, '/api/v1/statuses', `status=hi&access_token=${make()}`, { 'X-Forwarded-For': ip }),
+      );
       expect(statuses, ip).toEqual([200, 200, 200, 429, 429]);
     }
     await expectAlive(gw);
@@ -380,7 +437,9 @@ describe('tokens introspection cannot take (items 2 and 8)', () => {
 describe('one-byte chunks from many connections (item 3)', () => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+    gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], {
+      RATEGATE_LOG_LEVEL: 'warn',
+    });
   });
   afterAll(async () => {
     await stop(gw);
@@ -398,7 +457,11 @@ describe('one-byte chunks from many connections (item 3)', () => {
       // Read for a token (no Authorization header): the body peek holds it.
       { path: '/api/v1/statuses', type: 'application/x-www-form-urlencoded', first: '' },
       // Past the first file part: the replayed body streams on through the multipart watch.
-      { path: '/api/v1/media', type: 'multipart/form-data; boundary=B', first: '--B\r\nContent-Disposition: form-data; name="f"; filename="a"\r\n\r\n' },
+      {
+        path: '/api/v1/media',
+        type: 'multipart/form-data; boundary=B',
+        first: '--B\r\nContent-Disposition: form-data; name="f"; filename="a"\r\n\r\n',
+      },
       // Not read at all: forwarded as it arrives.
       { path: '/api/v1/media', type: 'application/octet-stream', first: '' },
     ];
@@ -423,7 +486,11 @@ describe('one-byte chunks from many connections (item 3)', () => {
     let peak = rssBytes(pid);
     const sample = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 50);
     try {
-      await eventually(() => answerWithin(gw.url, '/api/v1/statuses/1', 500), { what: 'the gateway answering again', withinMs: 30_000, everyMs: 0 });
+      await eventually(() => answerWithin(gw.url, '/api/v1/statuses/1', 500), {
+        what: 'the gateway answering again',
+        withinMs: 30_000,
+        everyMs: 0,
+      });
       await pause(500); // RSS sampled "a while after" it caught up: time is the subject
     } finally {
       clearInterval(sample);
@@ -475,7 +542,9 @@ for (let c = 0; c < conns; c++) {
 describe('one-byte chunks as fast as the clients can write them (issue 37)', () => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+    gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], {
+      RATEGATE_LOG_LEVEL: 'warn',
+    });
   });
   afterAll(async () => {
     await stop(gw);
@@ -497,7 +566,9 @@ describe('one-byte chunks as fast as the clients can write them (issue 37)', () 
     const typical = baseline.sort((a, b) => a - b)[3]!;
     const bound = Math.max(scaledMs(1000), 10 * typical);
     const port = new URL(gw.url).port;
-    const flood = spawn(process.execPath, ['-e', ONE_BYTE_FLOOD, port, '50', '60000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const flood = spawn(process.execPath, ['-e', ONE_BYTE_FLOOD, port, '50', '60000'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const ended = new Promise<void>((r) => flood.once('exit', () => r()));
     let floodOver = false;
     void ended.then(() => (floodOver = true));
@@ -508,7 +579,10 @@ describe('one-byte chunks as fast as the clients can write them (issue 37)', () 
       const during: number[] = [];
       while (!floodOver || during.length < 5) during.push(await getMs());
       const worst = Math.max(...during);
-      expect(worst, `slowest of ${during.length} GETs during the flood: ${worst.toFixed(0)} ms (typical before: ${typical.toFixed(0)} ms)`).toBeLessThan(bound);
+      expect(
+        worst,
+        `slowest of ${during.length} GETs during the flood: ${worst.toFixed(0)} ms (typical before: ${typical.toFixed(0)} ms)`,
+      ).toBeLessThan(bound);
     } finally {
       flood.kill();
       await ended;
@@ -522,7 +596,9 @@ describe('one-byte chunks as fast as the clients can write them (issue 37)', () 
 describe('odd bytes in the path and headers, more times than the proxy pool has connections', () => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await spawnServe(['--config', limitsFile('limits: []\n'), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+    gw = await spawnServe(['--config', limitsFile('limits: []\n'), '--upstream', upstream.url], {
+      RATEGATE_LOG_LEVEL: 'warn',
+    });
   });
   afterAll(async () => {
     await stop(gw);
@@ -545,7 +621,8 @@ describe('odd bytes in the path and headers, more times than the proxy pool has 
 
   it('never lets a request the HTTP client would refuse leak a connection of the proxy pool', async () => {
     const euro = Buffer.from([0xe2, 0x82, 0xac]);
-    const get = (...parts: (string | Buffer)[]): Buffer => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : p)));
+    const get = (...parts: (string | Buffer)[]): Buffer =>
+      Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : p)));
     const cases = [
       get('GET /api/v1/statuses/%E2%82%AC HTTP/1.1\r\nHost: x\r\n\r\n'),
       get('GET /api/v1/statuses/', euro, ' HTTP/1.1\r\nHost: x\r\n\r\n'),
@@ -553,7 +630,13 @@ describe('odd bytes in the path and headers, more times than the proxy pool has 
       get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-A: a\x7fb\r\n\r\n'),
       get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x', euro, '\r\n\r\n'),
       get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ', euro, '\r\n\r\n'),
-      get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.0.1', euro, '\r\nX-Forwarded-Host: h', euro, '\r\n\r\n'),
+      get(
+        'GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.0.1',
+        euro,
+        '\r\nX-Forwarded-Host: h',
+        euro,
+        '\r\n\r\n',
+      ),
       get('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: x\r\nX-Request-Id: ', euro, '\r\n\r\n'),
     ];
     for (const bytes of cases) {
@@ -571,7 +654,9 @@ describe('odd bytes in the path and headers, more times than the proxy pool has 
 describe('config/examples/mastodon.yaml', () => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await spawnServe(['--config', 'config/examples/mastodon.yaml', '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+    gw = await spawnServe(['--config', 'config/examples/mastodon.yaml', '--upstream', upstream.url], {
+      RATEGATE_LOG_LEVEL: 'warn',
+    });
   });
   afterAll(async () => {
     await stop(gw);
@@ -591,7 +676,10 @@ describe('config/examples/mastodon.yaml', () => {
 function openHolds(gw: GatewayProcess, n: number, path: string, net10: number): Promise<net.Socket[]> {
   return Promise.all(
     Array.from({ length: n }, (_, i) =>
-      rawConnection(gw.url, Buffer.from(`GET ${path} HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: 10.${net10}.${i >> 8}.${i & 255}\r\n\r\n`)),
+      rawConnection(
+        gw.url,
+        Buffer.from(`GET ${path} HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: 10.${net10}.${i >> 8}.${i & 255}\r\n\r\n`),
+      ),
     ),
   );
 }
@@ -626,7 +714,12 @@ describe('a full upstream pool (issue 27, item 1)', () => {
   // One process per attack: an attack that ends it must not hide the next one.
   beforeEach(async () => {
     gw = await spawnServe(
-      ['--config', limitsFile(`${SEED_TABLE}server: { bodyLimits: [{ match: POST /api/v1/capped, maxBodySize: 4kB }] }\n`), '--upstream', upstream.url],
+      [
+        '--config',
+        limitsFile(`${SEED_TABLE}server: { bodyLimits: [{ match: POST /api/v1/capped, maxBodySize: 4kB }] }\n`),
+        '--upstream',
+        upstream.url,
+      ],
       { RATEGATE_LOG_LEVEL: 'warn' },
     );
   });
@@ -639,7 +732,11 @@ describe('a full upstream pool (issue 27, item 1)', () => {
   async function fillPool(net10: number): Promise<net.Socket[]> {
     const before = upstream.seen.filter((s) => s.url === '/api/v1/hold').length;
     const sockets = await openHolds(gw, 128, '/api/v1/hold', net10);
-    await waitFor(() => upstream.seen.filter((s) => s.url === '/api/v1/hold').length - before === 128, 10_000, 'the upstream holding 128 answers');
+    await waitFor(
+      () => upstream.seen.filter((s) => s.url === '/api/v1/hold').length - before === 128,
+      10_000,
+      'the upstream holding 128 answers',
+    );
     return sockets;
   }
 
@@ -652,7 +749,10 @@ describe('a full upstream pool (issue 27, item 1)', () => {
   /** The process still runs and its admin listener answers (the proxy pool is still full). */
   async function expectRunning(): Promise<void> {
     const why = `gateway output:\n${gw.output().slice(-3000)}`;
-    const health = await answerWithin(gw.adminUrl, '/healthz').catch((err: Error) => ({ status: 0, body: err.message }));
+    const health = await answerWithin(gw.adminUrl, '/healthz').catch((err: Error) => ({
+      status: 0,
+      body: err.message,
+    }));
     expect(health.status, why).toBe(200);
     expect(gw.child.exitCode, why).toBeNull();
   }
@@ -704,7 +804,9 @@ describe('a full upstream pool (issue 27, item 1)', () => {
 describe('140 slow uploads (issue 27, item 2)', () => {
   let gw: GatewayProcess;
   beforeAll(async () => {
-    gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'warn' });
+    gw = await spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], {
+      RATEGATE_LOG_LEVEL: 'warn',
+    });
     // A gateway that has served before (its first request compiles what it runs): the flood meets it warm.
     await expectAlive(gw);
     await postWithin(gw.url, '/api/v1/statuses', '{"status":"warm"}', '10.73.0.1', 5000);
@@ -729,7 +831,9 @@ describe('140 slow uploads (issue 27, item 2)', () => {
     const answers = uploads.map((s) => statusOf(s, 40_000));
     // Measured once the flood holds what it can (the uploads' half of the pool): the wedge, not the burst of 140 connections.
     await waitFor(
-      () => upstream.seen.filter((r) => r.url === '/api/v1/media' && /^10\.71\./.test(String(r.headers['x-forwarded-for']))).length >= 64,
+      () =>
+        upstream.seen.filter((r) => r.url === '/api/v1/media' && /^10\.71\./.test(String(r.headers['x-forwarded-for'])))
+          .length >= 64,
       10_000,
       '64 uploads at the upstream',
     );

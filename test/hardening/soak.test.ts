@@ -40,11 +40,20 @@ describe('soak', () => {
     let peak = before;
     const u = new URL(gw.url);
     const answer = await new Promise<string>((resolve, reject) => {
-      const r = http.request({ host: u.hostname, port: u.port, method: 'POST', path: '/upload', headers: { 'Content-Length': String(size) } }, (res) => {
-        let body = '';
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve(body));
-      });
+      const r = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          method: 'POST',
+          path: '/upload',
+          headers: { 'Content-Length': String(size) },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve(body));
+        },
+      );
       r.on('error', reject);
       const chunk = Buffer.alloc(1024 * 1024, 7);
       let sent = 0;

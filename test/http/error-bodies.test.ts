@@ -11,12 +11,18 @@ import { send } from '../support/http.js';
 
 describe('gateway error bodies', () => {
   it('are {"error": message, "code": CODE} for every code of the catalogue, the message first; the two SPEC spells are exact', () => {
-    const spelled: Record<string, string> = { FORBIDDEN: '{"error":"Forbidden"}', RATE_LIMITED: '{"error":"Too many requests"}' };
+    const spelled: Record<string, string> = {
+      FORBIDDEN: '{"error":"Forbidden"}',
+      RATE_LIMITED: '{"error":"Too many requests"}',
+    };
     for (const [code, e] of Object.entries(GATEWAY_ERRORS)) {
       const text = ERROR_BODIES[code as GatewayErrorCode].toString('utf8');
       expect(text, code).toBe(spelled[code] ?? JSON.stringify({ error: e.message, code }));
     }
-    expect(JSON.parse(badPathBody('a NUL byte').toString())).toEqual({ error: 'Bad request path: a NUL byte', code: 'BAD_PATH' });
+    expect(JSON.parse(badPathBody('a NUL byte').toString())).toEqual({
+      error: 'Bad request path: a NUL byte',
+      code: 'BAD_PATH',
+    });
     expect(JSON.parse(errorBody('PARAM_CONFLICT', 'Bad request: x is given twice').toString())).toEqual({
       error: 'Bad request: x is given twice',
       code: 'PARAM_CONFLICT',
@@ -27,7 +33,9 @@ describe('gateway error bodies', () => {
 describe('on the wire', () => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startTestGateway('limits:\n  - { name: one, match: /x, per: ip, limit: 1, period: 1h }\n', { upstream: 'http://127.0.0.1:9' });
+    gw = await startTestGateway('limits:\n  - { name: one, match: /x, per: ip, limit: 1, period: 1h }\n', {
+      upstream: 'http://127.0.0.1:9',
+    });
   });
   afterAll(async () => gw?.shutdown(0));
 
@@ -47,7 +55,9 @@ describe('on the wire', () => {
   it('a head too large, answered raw on the socket by the listener, carries HEADERS_TOO_LARGE; the gateway answers after it', async () => {
     const url = new URL(gw.url);
     const raw = await new Promise<string>((resolve, reject) => {
-      const socket = net.connect(Number(url.port), url.hostname, () => socket.write(`GET /y HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`));
+      const socket = net.connect(Number(url.port), url.hostname, () =>
+        socket.write(`GET /y HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`),
+      );
       let text = '';
       socket.on('data', (d) => (text += d.toString('latin1')));
       socket.on('close', () => resolve(text));

@@ -39,10 +39,13 @@ beforeAll(async () => {
   upstream = await startRecordingUpstream();
   const captured = capturingLogger();
   lines = captured.lines;
-  tlsGw = await startTestGateway(`${SEED_TABLE}server:\n  tls: { certFile: ${ca.certFile}, keyFile: ${ca.keyFile} }\n`, {
-    upstream: upstream.url,
-    logger: captured.logger,
-  });
+  tlsGw = await startTestGateway(
+    `${SEED_TABLE}server:\n  tls: { certFile: ${ca.certFile}, keyFile: ${ca.keyFile} }\n`,
+    {
+      upstream: upstream.url,
+      logger: captured.logger,
+    },
+  );
   plainGw = await startTestGateway(SEED_TABLE, { upstream: upstream.url, logger: captured.logger });
 });
 afterAll(async () => {
@@ -58,7 +61,11 @@ interface Answer {
 }
 
 /** One request on an HTTP/2 session: its status, headers (lower-case, as HTTP/2 has them) and body. */
-function h2Request(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: string): Promise<Answer> {
+function h2Request(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+  body?: string,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = session.request(headers, { endStream: body === undefined });
     let text = '';
@@ -87,12 +94,15 @@ function connected(session: http2.ClientHttp2Session): Promise<http2.ClientHttp2
 function https1(method: string, urlPath: string, body?: string): Promise<Answer> {
   const port = Number(new URL(tlsGw.url).port);
   return new Promise((resolve, reject) => {
-    const req = https.request({ host: '127.0.0.1', port, method, path: urlPath, ca: ca.ca, servername: 'gw.test', agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
+    const req = https.request(
+      { host: '127.0.0.1', port, method, path: urlPath, ca: ca.ca, servername: 'gw.test', agent: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -109,7 +119,11 @@ function limitHeaders(h: Answer['headers']): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(h)) {
     const name = k.toLowerCase();
-    if (name.startsWith(':') || ['date', 'connection', 'keep-alive', 'x-ratelimit-reset', 'retry-after', 'ratelimit'].includes(name)) continue;
+    if (
+      name.startsWith(':') ||
+      ['date', 'connection', 'keep-alive', 'x-ratelimit-reset', 'retry-after', 'ratelimit'].includes(name)
+    )
+      continue;
     out[name] = v;
   }
   return out;
@@ -128,7 +142,12 @@ describe('HTTP/2 over TLS (ALPN h2)', () => {
       expect(seen.headers.host).toBeDefined();
       expect(Object.keys(seen.headers).some((k) => k.startsWith(':'))).toBe(false);
       expect(seen.headers['x-forwarded-proto']).toBe('https');
-      expect(await accessLineOf('h2-tls-1')).toMatchObject({ protocol: 'h2', status: 200, method: 'GET', path: '/api/v1/statuses/1' });
+      expect(await accessLineOf('h2-tls-1')).toMatchObject({
+        protocol: 'h2',
+        status: 200,
+        method: 'GET',
+        path: '/api/v1/statuses/1',
+      });
     } finally {
       session.close();
     }
@@ -142,7 +161,13 @@ describe('HTTP/2 over TLS (ALPN h2)', () => {
     try {
       const answers: Answer[] = [];
       for (let i = 0; i < 6; i++)
-        answers.push(await h2Request(session, { ':method': 'POST', ':path': '/api/v1/accounts', 'content-type': 'application/json' }, '{"username":"a"}'));
+        answers.push(
+          await h2Request(
+            session,
+            { ':method': 'POST', ':path': '/api/v1/accounts', 'content-type': 'application/json' },
+            '{"username":"a"}',
+          ),
+        );
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 429]);
       const h2Refusal = answers[5]!;
       // The same bucket, asked once more over HTTP/1.1 on the same port.
@@ -173,7 +198,8 @@ describe('HTTP/2 over TLS (ALPN h2)', () => {
     try {
       const a = await h2Request(session, { ':path': '/api/v1/hop' });
       expect(a).toMatchObject({ status: 200, body: 'hop' });
-      for (const h of ['connection', 'keep-alive', 'x-hop', 'upgrade', 'proxy-connection', 'transfer-encoding']) expect(a.headers[h]).toBeUndefined();
+      for (const h of ['connection', 'keep-alive', 'x-hop', 'upgrade', 'proxy-connection', 'transfer-encoding'])
+        expect(a.headers[h]).toBeUndefined();
       // The session is still usable after it.
       expect((await h2Request(session, { ':path': '/api/v1/statuses/3' })).status).toBe(200);
     } finally {
@@ -207,7 +233,9 @@ describe('HTTP/2 with prior knowledge on the plain port (h2c)', () => {
       expect(a.status).toBe(200);
       expect(a.headers['x-ratelimit-limit']).toBe('300');
       expect(await accessLineOf('h2c-1')).toMatchObject({ protocol: 'h2c', status: 200 });
-      expect(upstream.seen.find((s) => s.headers['x-request-id'] === 'h2c-1')!.headers['x-forwarded-proto']).toBe('http');
+      expect(upstream.seen.find((s) => s.headers['x-request-id'] === 'h2c-1')!.headers['x-forwarded-proto']).toBe(
+        'http',
+      );
     } finally {
       session.close();
     }
@@ -252,11 +280,19 @@ describe('HTTP/2 with prior knowledge on the plain port (h2c)', () => {
       const statuses: number[] = [];
       let last: Answer | undefined;
       for (let i = 0; i < 6; i++) {
-        last = await h2Request(session, { ':method': 'POST', ':path': '/api/v1/accounts', 'content-type': 'application/json' }, '{}');
+        last = await h2Request(
+          session,
+          { ':method': 'POST', ':path': '/api/v1/accounts', 'content-type': 'application/json' },
+          '{}',
+        );
         statuses.push(last.status);
       }
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
-      const h1 = await fetch(`${gw.url}/api/v1/accounts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const h1 = await fetch(`${gw.url}/api/v1/accounts`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       const h1Headers: Record<string, string> = {};
       h1.headers.forEach((v, k) => (h1Headers[k] = v));
       expect(h1.status).toBe(429);
@@ -292,14 +328,19 @@ describe('HTTP/2 with prior knowledge on the plain port (h2c)', () => {
   });
 
   it.skipIf(noH2load)('counts h2load’s streams exactly, sixteen at once on each of four connections', async () => {
-    const gw = await startTestGateway('limits:\n  - { name: timeline, match: GET /api/v1/timelines/*, per: ip, limit: 100, period: 1h }\n', {
-      upstream: upstream.url,
-    });
+    const gw = await startTestGateway(
+      'limits:\n  - { name: timeline, match: GET /api/v1/timelines/*, per: ip, limit: 100, period: 1h }\n',
+      {
+        upstream: upstream.url,
+      },
+    );
     try {
       const { stdout } = await run('h2load', ['-n', '400', '-c', '4', '-m', '16', `${gw.url}/api/v1/timelines/home`]);
       expect(stdout).toContain('Application protocol: h2c');
       // Every stream answered; the bucket's 100 admitted, not one more, however the streams interleave.
-      expect(stdout).toMatch(/requests: 400 total, 400 started, 400 done, 100 succeeded, 300 failed, 0 errored, 0 timeout/);
+      expect(stdout).toMatch(
+        /requests: 400 total, 400 started, 400 done, 100 succeeded, 300 failed, 0 errored, 0 timeout/,
+      );
       expect(stdout).toMatch(/status codes: 100 2xx, 0 3xx, 300 4xx, 0 5xx/);
     } finally {
       await gw.shutdown(200);
@@ -330,7 +371,9 @@ describe('HTTP/2 and the drain', () => {
     const goaway = new Promise<void>((resolve) => session.once('goaway', () => resolve()));
     session.on('error', () => undefined);
     const finished = h2Request(session, { ':path': '/api/v1/drain-held', 'x-request-id': 'h2-drain-ok' });
-    const cut = h2Request(session, { ':path': '/api/v1/drain-held', 'x-request-id': 'h2-drain-cut' }).catch((err: Error) => err);
+    const cut = h2Request(session, { ':path': '/api/v1/drain-held', 'x-request-id': 'h2-drain-cut' }).catch(
+      (err: Error) => err,
+    );
     await eventually(() => release.length, { what: 'both requests at the upstream', until: (n) => n === 2 });
     const down = gw.shutdown(1_500);
     await goaway;
@@ -351,9 +394,12 @@ describe('HTTP/2 and the drain', () => {
 
 describe('server.http2: false', () => {
   it('serves HTTP/1.1 alone: ALPN offers http/1.1 only and the preface is answered 400', async () => {
-    const gw = await startTestGateway(`limits: []\nserver:\n  http2: false\n  tls: { certFile: ${ca.certFile}, keyFile: ${ca.keyFile} }\n`, {
-      upstream: upstream.url,
-    });
+    const gw = await startTestGateway(
+      `limits: []\nserver:\n  http2: false\n  tls: { certFile: ${ca.certFile}, keyFile: ${ca.keyFile} }\n`,
+      {
+        upstream: upstream.url,
+      },
+    );
     const plain = await startTestGateway('limits: []\nserver:\n  http2: false\n', { upstream: upstream.url });
     try {
       const session = http2.connect(gw.url, { ca: ca.ca, servername: 'gw.test' });
@@ -373,7 +419,9 @@ describe('server.http2: false', () => {
 
 describe('h2c behind a PROXY protocol balancer', () => {
   it('reads the PROXY header first, then tells HTTP/2 from HTTP/1.1: the client is the header’s source', async () => {
-    const gw = await startTestGateway('limits: []\nserver:\n  proxyProtocol: { from: [127.0.0.1] }\n', { upstream: upstream.url });
+    const gw = await startTestGateway('limits: []\nserver:\n  proxyProtocol: { from: [127.0.0.1] }\n', {
+      upstream: upstream.url,
+    });
     const { port } = new URL(gw.url);
     const session = http2.connect(gw.url, {
       createConnection: () => {
@@ -386,7 +434,9 @@ describe('h2c behind a PROXY protocol balancer', () => {
       await connected(session);
       const a = await h2Request(session, { ':path': '/api/v1/statuses/10', 'x-request-id': 'h2c-proxied' });
       expect(a.status).toBe(200);
-      expect(upstream.seen.find((s) => s.headers['x-request-id'] === 'h2c-proxied')!.headers['x-forwarded-for']).toBe('203.0.113.9');
+      expect(upstream.seen.find((s) => s.headers['x-request-id'] === 'h2c-proxied')!.headers['x-forwarded-for']).toBe(
+        '203.0.113.9',
+      );
     } finally {
       session.close();
       await gw.shutdown(100);

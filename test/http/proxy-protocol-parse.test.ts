@@ -9,23 +9,51 @@ function v2(command: number, familyProtocol: number, block: number[]): Buffer {
   return Buffer.from([...SIGNATURE, 0x20 | command, familyProtocol, block.length >> 8, block.length & 0xff, ...block]);
 }
 const V4_BLOCK = [203, 0, 113, 7, 127, 0, 0, 1, 0xc3, 0x50, 0x1f, 0x90];
-const V6_BLOCK = [0x20, 0x01, 0x0d, 0xb8, ...Array<number>(11).fill(0), 0x07, ...Array<number>(15).fill(0), 1, 0xc3, 0x50, 0x1f, 0x90];
+const V6_BLOCK = [
+  0x20,
+  0x01,
+  0x0d,
+  0xb8,
+  ...Array<number>(11).fill(0),
+  0x07,
+  ...Array<number>(15).fill(0),
+  1,
+  0xc3,
+  0x50,
+  0x1f,
+  0x90,
+];
 
 describe('a v1 header', () => {
   it('names the client of a TCP4 or TCP6 line and says how long the line is', () => {
     const line = 'PROXY TCP4 203.0.113.7 127.0.0.1 50000 8080\r\n';
-    expect(parseProxyHeader(Buffer.from(`${line}GET / HTTP/1.1\r\n`))).toEqual({ kind: 'header', length: line.length, source: '203.0.113.7' });
-    expect(parseProxyHeader(Buffer.from('PROXY TCP6 2001:db8:0:0::7 ::1 50000 8080\r\n'))).toMatchObject({ kind: 'header', source: '2001:db8::7' });
+    expect(parseProxyHeader(Buffer.from(`${line}GET / HTTP/1.1\r\n`))).toEqual({
+      kind: 'header',
+      length: line.length,
+      source: '203.0.113.7',
+    });
+    expect(parseProxyHeader(Buffer.from('PROXY TCP6 2001:db8:0:0::7 ::1 50000 8080\r\n'))).toMatchObject({
+      kind: 'header',
+      source: '2001:db8::7',
+    });
   });
 
   it('keeps the connection’s own address for UNKNOWN', () => {
-    expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN\r\n'))).toEqual({ kind: 'header', length: 15, source: undefined });
-    expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN ffff::1 ffff::2 1 2\r\n'))).toMatchObject({ kind: 'header', source: undefined });
+    expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN\r\n'))).toEqual({
+      kind: 'header',
+      length: 15,
+      source: undefined,
+    });
+    expect(parseProxyHeader(Buffer.from('PROXY UNKNOWN ffff::1 ffff::2 1 2\r\n'))).toMatchObject({
+      kind: 'header',
+      source: undefined,
+    });
   });
 
   it('waits for every prefix of a valid line, and refuses one that runs past 107 bytes', () => {
     const line = Buffer.from('PROXY TCP4 203.0.113.7 127.0.0.1 50000 8080\r\n');
-    for (let n = 1; n < line.length; n++) expect(parseProxyHeader(line.subarray(0, n)), `${n} bytes`).toEqual({ kind: 'incomplete' });
+    for (let n = 1; n < line.length; n++)
+      expect(parseProxyHeader(line.subarray(0, n)), `${n} bytes`).toEqual({ kind: 'incomplete' });
     expect(parseProxyHeader(Buffer.from(`PROXY TCP4 ${'1'.repeat(120)}`))).toMatchObject({ kind: 'invalid' });
   });
 
@@ -48,20 +76,28 @@ describe('a v2 header', () => {
     expect(parseProxyHeader(v2(1, 0x11, V4_BLOCK))).toEqual({ kind: 'header', length: 16 + 12, source: '203.0.113.7' });
     expect(parseProxyHeader(v2(1, 0x21, V6_BLOCK))).toEqual({ kind: 'header', length: 16 + 36, source: '2001:db8::7' });
     const withTlv = v2(1, 0x11, [...V4_BLOCK, 0x05, 0x00, 0x03, 0x61, 0x62, 0x63]);
-    expect(parseProxyHeader(Buffer.concat([withTlv, Buffer.from('GET /')]))).toEqual({ kind: 'header', length: 16 + 18, source: '203.0.113.7' });
+    expect(parseProxyHeader(Buffer.concat([withTlv, Buffer.from('GET /')]))).toEqual({
+      kind: 'header',
+      length: 16 + 18,
+      source: '203.0.113.7',
+    });
   });
 
   it('keeps the connection’s own address for LOCAL (a balancer’s health check), UNSPEC, UNIX and UDP', () => {
     expect(parseProxyHeader(v2(0, 0x00, []))).toEqual({ kind: 'header', length: 16, source: undefined });
     expect(parseProxyHeader(v2(0, 0x11, V4_BLOCK))).toMatchObject({ kind: 'header', source: undefined });
     expect(parseProxyHeader(v2(1, 0x00, []))).toMatchObject({ kind: 'header', source: undefined });
-    expect(parseProxyHeader(v2(1, 0x31, Array<number>(216).fill(0)))).toMatchObject({ kind: 'header', source: undefined });
+    expect(parseProxyHeader(v2(1, 0x31, Array<number>(216).fill(0)))).toMatchObject({
+      kind: 'header',
+      source: undefined,
+    });
     expect(parseProxyHeader(v2(1, 0x12, V4_BLOCK))).toMatchObject({ kind: 'header', source: undefined });
   });
 
   it('waits for every prefix of a valid header', () => {
     const header = v2(1, 0x21, V6_BLOCK);
-    for (let n = 1; n < header.length; n++) expect(parseProxyHeader(header.subarray(0, n)), `${n} bytes`).toEqual({ kind: 'incomplete' });
+    for (let n = 1; n < header.length; n++)
+      expect(parseProxyHeader(header.subarray(0, n)), `${n} bytes`).toEqual({ kind: 'incomplete' });
   });
 
   it('refuses another version, an unknown command, addresses shorter than their family and a block over 2048 bytes', () => {
@@ -72,7 +108,9 @@ describe('a v2 header', () => {
     expect(parseProxyHeader(v2(1, 0x11, V4_BLOCK.slice(0, 8)))).toMatchObject({ kind: 'invalid' });
     expect(parseProxyHeader(v2(1, 0x21, V4_BLOCK))).toMatchObject({ kind: 'invalid' });
     // Refused from its 16 fixed bytes, before the block is held.
-    expect(parseProxyHeader(v2(1, 0x11, Array<number>(4000).fill(0)).subarray(0, 16))).toMatchObject({ kind: 'invalid' });
+    expect(parseProxyHeader(v2(1, 0x11, Array<number>(4000).fill(0)).subarray(0, 16))).toMatchObject({
+      kind: 'invalid',
+    });
   });
 });
 

@@ -17,7 +17,8 @@ import { eventually } from '../support/eventually.js';
 import { freePort } from '../support/servers.js';
 
 const haproxyMissing = spawnSync('haproxy', ['-v']).status !== 0;
-if (haproxyMissing && process.env.CI === 'true') throw new Error('haproxy is required under CI (Debian package haproxy)');
+if (haproxyMissing && process.env.CI === 'true')
+  throw new Error('haproxy is required under CI (Debian package haproxy)');
 
 // Only the balancer's own address (HAProxy connects from 127.0.0.1) must send a header; the test's
 // clients bind other loopback addresses (127.0.0.7, …), which Linux routes like 127.0.0.1.
@@ -135,7 +136,9 @@ describe.skipIf(haproxyMissing)('behind HAProxy', () => {
     expect(statuses).toEqual([200, 200, 429]);
     // A second client through the same balancer has its own bucket.
     expect(await get(port, '/api/v1/statuses/9', second)).toBe(200);
-    const clients = lines.filter((l) => typeof l.path === 'string' && String(l.path).startsWith('/api/v1/statuses/')).map((l) => l.client);
+    const clients = lines
+      .filter((l) => typeof l.path === 'string' && String(l.path).startsWith('/api/v1/statuses/'))
+      .map((l) => l.client);
     expect(clients.slice(-4)).toEqual([first, first, first, second]);
     // The upstream is told the client's address too.
     expect(upstream.seen.at(-1)?.headers['x-forwarded-for']).toBe(second);
@@ -152,8 +155,15 @@ describe('from the balancer’s address', () => {
       '127.0.0.1',
     );
     expect(answer.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200']);
-    expect(upstream.seen.filter((r) => r.headers['x-forwarded-for'] === '198.51.100.9').map((r) => r.method)).toEqual(['GET', 'POST']);
-    expect(upstream.seen.find((r) => r.method === 'POST' && r.headers['x-forwarded-for'] === '198.51.100.9')?.headers['content-length']).toBe('20000');
+    expect(upstream.seen.filter((r) => r.headers['x-forwarded-for'] === '198.51.100.9').map((r) => r.method)).toEqual([
+      'GET',
+      'POST',
+    ]);
+    expect(
+      upstream.seen.find((r) => r.method === 'POST' && r.headers['x-forwarded-for'] === '198.51.100.9')?.headers[
+        'content-length'
+      ],
+    ).toBe('20000');
     await alive();
   });
 
@@ -186,7 +196,8 @@ describe('from any other peer', () => {
       'PROXY TCP4 6.6.6.6 127.0.0.1 40000 8080\r\nGET /api/v1/statuses/1 HTTP/1.1\r\nHost: gw\r\n\r\n',
       Buffer.concat([
         Buffer.from([
-          0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a, 0x21, 0x11, 0x00, 0x0c, 6, 6, 6, 6, 127, 0, 0, 1, 0x9c, 0x40, 0x1f, 0x90,
+          0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a, 0x21, 0x11, 0x00, 0x0c, 6, 6, 6, 6,
+          127, 0, 0, 1, 0x9c, 0x40, 0x1f, 0x90,
         ]),
         Buffer.from('GET /api/v1/statuses/1 HTTP/1.1\r\nHost: gw\r\n\r\n'),
       ]),

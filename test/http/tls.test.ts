@@ -46,7 +46,11 @@ function issue(name: string, days: number): { cert: string; key: string; serial:
     `${name}.ext`,
   );
   const cert = readFileSync(path.join(dir, `${name}.crt`), 'utf8');
-  return { cert, key: readFileSync(path.join(dir, `${name}.key`), 'utf8'), serial: new X509Certificate(cert).serialNumber };
+  return {
+    cert,
+    key: readFileSync(path.join(dir, `${name}.key`), 'utf8'),
+    serial: new X509Certificate(cert).serialNumber,
+  };
 }
 
 /** The Secret's mount: `tls.crt` and `tls.key` are symlinks through `..data`, which a swap repoints at once. */
@@ -70,7 +74,19 @@ let lines: LogLine[];
 let port: number;
 
 beforeAll(async () => {
-  openssl('req', '-x509', ...EC_KEY, '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=rategate test CA', '-days', '2');
+  openssl(
+    'req',
+    '-x509',
+    ...EC_KEY,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-subj',
+    '/CN=rategate test CA',
+    '-days',
+    '2',
+  );
   ca = readFileSync(path.join(dir, 'ca.crt'), 'utf8');
   first = issue('first', 30);
   second = issue('second', 90);
@@ -93,16 +109,26 @@ afterAll(async () => {
 /** A GET over a fresh TLS connection: the status, a header, and the serial of the certificate served. */
 function get(urlPath: string): Promise<{ status: number; limit: string | undefined; serial: string }> {
   return new Promise((resolve, reject) => {
-    const req = https.get({ host: '127.0.0.1', port, path: urlPath, servername: 'gw.test', ca, agent: false }, (res) => {
-      const serial = (res.socket as import('node:tls').TLSSocket).getPeerX509Certificate()?.serialNumber ?? '';
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, limit: res.headers['x-ratelimit-limit'] as string | undefined, serial }));
-    });
+    const req = https.get(
+      { host: '127.0.0.1', port, path: urlPath, servername: 'gw.test', ca, agent: false },
+      (res) => {
+        const serial = (res.socket as import('node:tls').TLSSocket).getPeerX509Certificate()?.serialNumber ?? '';
+        res.resume();
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            limit: res.headers['x-ratelimit-limit'] as string | undefined,
+            serial,
+          }),
+        );
+      },
+    );
     req.on('error', reject);
   });
 }
 
-const expiry = async (): Promise<string> => gw.metrics.registry.getSingleMetricAsString('rategate_tls_certificate_expiry_timestamp_seconds');
+const expiry = async (): Promise<string> =>
+  gw.metrics.registry.getSingleMetricAsString('rategate_tls_certificate_expiry_timestamp_seconds');
 const notAfter = (cert: string): number => Math.floor(Date.parse(new X509Certificate(cert).validTo) / 1000);
 
 describe('the TLS listener', () => {
@@ -110,7 +136,9 @@ describe('the TLS listener', () => {
     expect(gw.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     expect(await get('/api/v1/statuses/1')).toEqual({ status: 200, limit: '100', serial: first.serial });
     expect(upstream.seen.at(-1)?.headers['x-forwarded-proto']).toBe('https');
-    expect(await expiry()).toContain(`rategate_tls_certificate_expiry_timestamp_seconds{name="gw.test"} ${notAfter(first.cert)}`);
+    expect(await expiry()).toContain(
+      `rategate_tls_certificate_expiry_timestamp_seconds{name="gw.test"} ${notAfter(first.cert)}`,
+    );
   });
 
   it.skipIf(spawnSync('curl', ['--version']).status !== 0)('is answered to curl, verifying the test CA', async () => {
@@ -138,7 +166,10 @@ describe('the TLS listener', () => {
   it('serves a certificate rotated on disk to new connections within 5 s, without a restart', async () => {
     const swapped = Date.now();
     publish(second);
-    await eventually(async () => (await get('/api/v1/statuses/3')).serial === second.serial, { what: 'the new certificate served', withinMs: 5_000 });
+    await eventually(async () => (await get('/api/v1/statuses/3')).serial === second.serial, {
+      what: 'the new certificate served',
+      withinMs: 5_000,
+    });
     expect(Date.now() - swapped).toBeLessThan(5_000);
     expect(await expiry()).toContain(`{name="gw.test"} ${notAfter(second.cert)}`);
     expect(lines.some((l) => l.msg === 'tls: serving the new certificate')).toBe(true);
@@ -148,9 +179,16 @@ describe('the TLS listener', () => {
     const third = issue('third', 10);
     // The new certificate beside the old key: a half-finished rotation.
     publish({ cert: third.cert, key: second.key });
-    await eventually(() => lines.some((l) => l.msg === 'tls: the new certificate does not load; the one in force stays'), { what: 'the refusal logged' });
-    expect(String(lines.find((l) => l.msg?.startsWith('tls: the new certificate does not load'))?.reason)).toMatch(/do not load as a pair/);
-    expect(await gw.metrics.registry.getSingleMetricAsString('rategate_tls_reloads_total')).toMatch(/result="error"} 1/);
+    await eventually(
+      () => lines.some((l) => l.msg === 'tls: the new certificate does not load; the one in force stays'),
+      { what: 'the refusal logged' },
+    );
+    expect(String(lines.find((l) => l.msg?.startsWith('tls: the new certificate does not load'))?.reason)).toMatch(
+      /do not load as a pair/,
+    );
+    expect(await gw.metrics.registry.getSingleMetricAsString('rategate_tls_reloads_total')).toMatch(
+      /result="error"} 1/,
+    );
     expect((await get('/api/v1/statuses/4')).serial).toBe(second.serial);
     expect(await expiry()).toContain(`{name="gw.test"} ${notAfter(second.cert)}`);
   });

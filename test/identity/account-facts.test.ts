@@ -21,7 +21,9 @@ describe('account facts', () => {
     const facts = { createdAt: NOW - 3 * DAY, bot: false, locked: null };
     expect(accountConditionFails({ age: young }, null, null, NOW)).toBe('when.account: the request has no account');
     expect(accountConditionFails({ age: young }, 'a:1', facts, NOW)).toBeNull();
-    expect(accountConditionFails({ age: old }, 'a:1', facts, NOW)).toBe('when.account.age: the account is 3d old, not >= 30d');
+    expect(accountConditionFails({ age: old }, 'a:1', facts, NOW)).toBe(
+      'when.account.age: the account is 3d old, not >= 30d',
+    );
     expect(accountConditionFails({ age: young }, 't:ab', null, NOW)).toBeNull();
     expect(accountConditionFails({ age: old }, 't:ab', null, NOW)).toMatch(/unknown age \(counted as new\)/);
     expect(accountConditionFails({ locked: false }, 'a:1', facts, NOW)).toBeNull();

@@ -10,9 +10,14 @@ describe('account keys named by an operator', () => {
     expect(accountKeyNamedBy('token', digest.toUpperCase())).toBe(byToken);
     const byHeader = createAccountResolver({ from: 'header', header: 'x-account-id' }).resolve(null, 'alice {x}', true);
     expect(accountKeyNamedBy('header', 'alice {x}')).toBe(byHeader);
-    const introspecting = createAccountResolver({ from: 'introspect', cacheTtlMs: 1_000, introspect: async () => ({ kind: 'account', id: '42' }) });
+    const introspecting = createAccountResolver({
+      from: 'introspect',
+      cacheTtlMs: 1_000,
+      introspect: async () => ({ kind: 'account', id: '42' }),
+    });
     expect(accountKeyNamedBy('introspect', '42')).toBe(await introspecting.resolve(token, undefined, false));
-    for (const key of [byToken, byHeader, 'a:42']) expect(accountKeysNamedBy(key === byToken ? digest : key === byHeader ? 'alice {x}' : '42')).toContain(key);
+    for (const key of [byToken, byHeader, 'a:42'])
+      expect(accountKeysNamedBy(key === byToken ? digest : key === byHeader ? 'alice {x}' : '42')).toContain(key);
   });
 
   it('refuse what cannot be a key: a token digest that is not SHA-256 hex, an empty or overlong id', () => {

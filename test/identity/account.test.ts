@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 import { Pool } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { accountKeyFromHeader, createAccountResolver, type AccountKey, type Introspect } from '../../src/identity/account.js';
+import {
+  accountKeyFromHeader,
+  createAccountResolver,
+  type AccountKey,
+  type Introspect,
+} from '../../src/identity/account.js';
 import { createHttpIntrospector } from '../../src/identity/introspect.js';
 import { introspectionFixture, refusedOrigin } from './introspection-server.js';
 
@@ -71,7 +76,11 @@ describe('account by introspection (resolver logic)', () => {
   });
 
   it('a rejected introspection falls back to the digest key', async () => {
-    const r = createAccountResolver({ from: 'introspect', introspect: () => Promise.reject(new Error('x')), cacheTtlMs: 1 });
+    const r = createAccountResolver({
+      from: 'introspect',
+      introspect: () => Promise.reject(new Error('x')),
+      cacheTtlMs: 1,
+    });
     expect(await r.resolve('y', undefined, false)).toBe(`t:${sha('y')}`);
   });
 
@@ -97,7 +106,11 @@ describe('account by introspection (resolver logic)', () => {
   });
 
   it('resolves a token found outside the Authorization header (resolveToken) like one inside it', async () => {
-    const r = createAccountResolver({ from: 'introspect', introspect: (t) => Promise.resolve({ kind: 'account', id: t.slice(5) }), cacheTtlMs: 60_000 });
+    const r = createAccountResolver({
+      from: 'introspect',
+      introspect: (t) => Promise.resolve({ kind: 'account', id: t.slice(5) }),
+      cacheTtlMs: 60_000,
+    });
     expect(await r.resolve('user-77', undefined, false)).toBe('a:77');
     expect(r.resolve(null, undefined, false)).toBeNull();
     const byToken = createAccountResolver({ from: 'token' });
@@ -106,7 +119,11 @@ describe('account by introspection (resolver logic)', () => {
 
   it('a token outside Doorkeeper’s character set is no account, known without asking (issue 18)', () => {
     let calls = 0;
-    const r = createAccountResolver({ from: 'introspect', introspect: () => (calls++, Promise.resolve({ kind: 'account', id: '1' })), cacheTtlMs: 60_000 });
+    const r = createAccountResolver({
+      from: 'introspect',
+      introspect: () => (calls++, Promise.resolve({ kind: 'account', id: '1' })),
+      cacheTtlMs: 60_000,
+    });
     for (const t of ['€1', 'tok\u0001en', 'a b', 'x'.repeat(4097)]) {
       expect(r.known(t, undefined, false)).toBeNull();
       expect(r.resolve(t, undefined, false)).toBeNull();
@@ -115,7 +132,11 @@ describe('account by introspection (resolver logic)', () => {
   });
 
   it('ignores the account header and the peer in introspect mode', async () => {
-    const r = createAccountResolver({ from: 'introspect', introspect: () => Promise.resolve({ kind: 'account', id: '5' }), cacheTtlMs: 1000 });
+    const r = createAccountResolver({
+      from: 'introspect',
+      introspect: () => Promise.resolve({ kind: 'account', id: '5' }),
+      cacheTtlMs: 1000,
+    });
     expect(await r.resolve(null, '99', true)).toBeNull();
     expect(await r.resolve('t', '99', true)).toBe('a:5');
   });
@@ -175,7 +196,13 @@ describe('account by introspection over HTTP', () => {
   const now = (): number => clock;
 
   const resolver = (cacheTtlMs = 300_000, maxEntries?: number) =>
-    createAccountResolver({ from: 'introspect', introspect, cacheTtlMs, now, ...(maxEntries === undefined ? {} : { maxEntries }) });
+    createAccountResolver({
+      from: 'introspect',
+      introspect,
+      cacheTtlMs,
+      now,
+      ...(maxEntries === undefined ? {} : { maxEntries }),
+    });
 
   it('keys a user token on its account id', async () => {
     expect(await resolver().resolve('user-111', undefined, false)).toBe('a:111');

@@ -10,7 +10,11 @@ describe('forwardedForNodes', () => {
     expect(forwardedForNodes('For="[2001:db8:cafe::17]:4711"')).toEqual(['[2001:db8:cafe::17]:4711']);
     expect(forwardedForNodes('for=192.0.2.43, for=198.51.100.17;proto=https')).toEqual(['192.0.2.43', '198.51.100.17']);
     expect(forwardedForNodes('proto=https;FOR = x')).toEqual([null]);
-    expect(forwardedForNodes('for="192.0.2.43:47011" ,  for=unknown,for=_hidden')).toEqual(['192.0.2.43:47011', 'unknown', '_hidden']);
+    expect(forwardedForNodes('for="192.0.2.43:47011" ,  for=unknown,for=_hidden')).toEqual([
+      '192.0.2.43:47011',
+      'unknown',
+      '_hidden',
+    ]);
     expect(forwardedForNodes('for="a\\"b"')).toEqual(['a"b']);
   });
 
@@ -34,7 +38,9 @@ describe('the client IP from Forwarded', () => {
 
   it('walks for= nodes right to left through trusted proxies, as X-Forwarded-For', () => {
     expect(resolve('127.0.0.1', undefined, 'for=198.51.100.7, for=10.1.2.3').address).toBe('198.51.100.7');
-    expect(resolve('127.0.0.1', undefined, 'for=203.0.113.9, for=198.51.100.7, for=10.1.2.3').address).toBe('198.51.100.7');
+    expect(resolve('127.0.0.1', undefined, 'for=203.0.113.9, for=198.51.100.7, for=10.1.2.3').address).toBe(
+      '198.51.100.7',
+    );
     expect(resolve('127.0.0.1', undefined, 'for="[2001:db8:cafe::17]:4711"').key).toBe('2001:db8:cafe::/64');
     expect(resolve('127.0.0.1', undefined, 'for="198.51.100.7:8080"').address).toBe('198.51.100.7');
   });

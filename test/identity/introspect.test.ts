@@ -19,7 +19,11 @@ describe('createHttpIntrospector against a real HTTP server', () => {
   });
 
   it('reads the account id of a 200 answer', async () => {
-    expect(await introspect('user-109348')).toEqual({ kind: 'account', id: '109348', facts: { createdAt: null, bot: null, locked: null } });
+    expect(await introspect('user-109348')).toEqual({
+      kind: 'account',
+      id: '109348',
+      facts: { createdAt: null, bot: null, locked: null },
+    });
   });
 
   it('accepts a numeric id in its decimal form', async () => {

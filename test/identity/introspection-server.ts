@@ -99,7 +99,16 @@ export function introspectionFixture(connections: number): { server: Introspecti
     async () => {
       const server = await startIntrospectionServer();
       const pool = new Pool(server.origin, { connections });
-      return { server, pool, introspect: createHttpIntrospector({ dispatcher: pool, origin: server.origin, path: VERIFY_PATH, timeoutMs: 300 }) };
+      return {
+        server,
+        pool,
+        introspect: createHttpIntrospector({
+          dispatcher: pool,
+          origin: server.origin,
+          path: VERIFY_PATH,
+          timeoutMs: 300,
+        }),
+      };
     },
     async ({ server, pool }) => {
       await pool.destroy();

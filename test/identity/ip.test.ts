@@ -115,17 +115,25 @@ describe('IPv6 grouping', () => {
   });
 
   it('a client cannot get fresh buckets by rotating addresses inside its /64', () => {
-    const keys = new Set(['::1', '::2', '1:2:3:4', 'dead:beef:0:1'].map((s) => key(`2001:db8:aa:bb:${s}`.replace(':::', '::'))));
+    const keys = new Set(
+      ['::1', '::2', '1:2:3:4', 'dead:beef:0:1'].map((s) => key(`2001:db8:aa:bb:${s}`.replace(':::', '::'))),
+    );
     expect(keys).toEqual(new Set(['2001:db8:aa:bb::/64']));
   });
 
   it('gives every spelling of the same network the same key', () => {
-    const spellings = ['2001:db8:0:0:1::1', '2001:DB8::1:0:0:1', '2001:0db8:0000:0000:0001:0000:0000:0001', '2001:db8::1:0:0:1%eth0'];
+    const spellings = [
+      '2001:db8:0:0:1::1',
+      '2001:DB8::1:0:0:1',
+      '2001:0db8:0000:0000:0001:0000:0000:0001',
+      '2001:db8::1:0:0:1%eth0',
+    ];
     for (const s of spellings) expect(key(s), s).toBe('2001:db8::/64');
   });
 
   it('uses the configured prefix', () => {
-    const at = (bits: number, addr: string): string => createClientIpResolver({ trustedProxies, ipv6Prefix: bits })(addr, undefined).key;
+    const at = (bits: number, addr: string): string =>
+      createClientIpResolver({ trustedProxies, ipv6Prefix: bits })(addr, undefined).key;
     expect(at(48, '2001:db8:1:2::1')).toBe('2001:db8:1::/48');
     expect(at(56, '2001:db8:1:2ff::1')).toBe('2001:db8:1:200::/56');
     expect(at(60, '2001:db8:1:2ff::1')).toBe('2001:db8:1:2f0::/60');

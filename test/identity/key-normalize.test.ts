@@ -20,7 +20,11 @@ describe('param: key normalization', () => {
   });
 
   it('maps every capitalisation and padding of one address to one key', () => {
-    const keys = new Set(['Victim@Example.COM', 'victim@example.com', ' victim@example.com\0', '\0VICTIM@EXAMPLE.COM\t'].map(normalizeParamKey));
+    const keys = new Set(
+      ['Victim@Example.COM', 'victim@example.com', ' victim@example.com\0', '\0VICTIM@EXAMPLE.COM\t'].map(
+        normalizeParamKey,
+      ),
+    );
     expect([...keys]).toEqual(['victim@example.com']);
   });
 });

@@ -24,7 +24,9 @@ describe('composite keys', () => {
       'signature domain mastodon.example (claimed, unverified) + ip 203.0.113.7',
     );
     expect(displayKey('inbox:{sig:mastodon.example|ip:203.0.113.7}')).toBe('signature mastodon.example + 203.0.113.7');
-    expect(displayKey('inbox:o0:{sig:mastodon.example|ip:203.0.113.7}')).toBe('signature mastodon.example + 203.0.113.7 (override 0)');
+    expect(displayKey('inbox:o0:{sig:mastodon.example|ip:203.0.113.7}')).toBe(
+      'signature mastodon.example + 203.0.113.7 (override 0)',
+    );
   });
 
   it('counts a request without the part per IP under missing: ip', () => {
@@ -36,14 +38,18 @@ describe('composite keys', () => {
     const pair = compileKey(['signature:domain', 'ip'], 'ip');
     expect(pair.tag(facts())).toBe('ip:203.0.113.7');
     expect(keyShown(pair, facts(), 'ip:203.0.113.7')).toBe('ip 203.0.113.7 (no HTTP signature keyId: missing: ip)');
-    expect(compileKey(['signature:domain', 'header:x-app'], 'ip').tag(facts({ 'x-app': 'a' }))).toMatch(/^ip:203\.0\.113\.7\|hdr:[0-9a-f]{64}$/);
+    expect(compileKey(['signature:domain', 'header:x-app'], 'ip').tag(facts({ 'x-app': 'a' }))).toMatch(
+      /^ip:203\.0\.113\.7\|hdr:[0-9a-f]{64}$/,
+    );
     expect(compileKey('signature:domain', 'skip').tag(facts())).toBeNull();
   });
 
   it('turns an operator’s tuple into the tag a request makes, or says what it must be', () => {
     const key = compileKey(['signature:domain', 'ip']);
     expect(typedTags(key, ['Mastodon.Example', '203.0.113.7'], ctx)).toEqual(['sig:mastodon.example|ip:203.0.113.7']);
-    const hint = { hint: 'one value per part of [signature:domain, ip]: the signing server’s domain (e.g. mastodon.example), then an IP address' };
+    const hint = {
+      hint: 'one value per part of [signature:domain, ip]: the signing server’s domain (e.g. mastodon.example), then an IP address',
+    };
     expect(typedTags(key, 'mastodon.example', ctx)).toEqual(hint);
     expect(typedTags(key, ['mastodon.example', 'nope'], ctx)).toEqual(hint);
     // A token part stands for two forms (digest or raw token): every combination.
@@ -62,10 +68,18 @@ function errorsOf(yaml: string): string[] {
 }
 
 describe('composite keys in the config', () => {
-  const rule = (per: string, extra = '') => `limits:\n  - { name: inbox, match: POST /inbox, per: ${per}, limit: 5, period: 1m${extra} }\n`;
+  const rule = (per: string, extra = '') =>
+    `limits:\n  - { name: inbox, match: POST /inbox, per: ${per}, limit: 5, period: 1m${extra} }\n`;
 
   it('accepts a composite per, missing: ip and tuple override keys in limits, bans and in-flight limits', () => {
-    expect(errorsOf(rule('[signature:domain, ip]', ', missing: ip, overrides: [{ keys: [[mastodon.example, 203.0.113.7]], limit: 50 }]'))).toEqual([]);
+    expect(
+      errorsOf(
+        rule(
+          '[signature:domain, ip]',
+          ', missing: ip, overrides: [{ keys: [[mastodon.example, 203.0.113.7]], limit: 50 }]',
+        ),
+      ),
+    ).toEqual([]);
     const guard = `limits: []\nbans:\n  - { name: b, match: POST /inbox, per: [signature:domain, ip], on: { status: [401] }, limit: 3, period: 1m, ban: 1h }\nconcurrency:\n  - { name: c, match: POST /inbox, per: [signature:domain, ip], missing: ip, max: 2 }\n`;
     expect(errorsOf(guard)).toEqual([]);
   });

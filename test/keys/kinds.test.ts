@@ -1,6 +1,17 @@
 /** The key-kind table (src/keys): every kind complete and distinct, the `per:` syntax it gives the schema, and the JWT claim reading. */
 import { describe, expect, it } from 'vitest';
-import { claimValue, compileKey, jwtPayload, KIND_NAMES, KINDS, MAX_JWT_LENGTH, perError, PER_HINT, PER_PATTERN, typedTags } from '../../src/keys/index.js';
+import {
+  claimValue,
+  compileKey,
+  jwtPayload,
+  KIND_NAMES,
+  KINDS,
+  MAX_JWT_LENGTH,
+  perError,
+  PER_HINT,
+  PER_PATTERN,
+  typedTags,
+} from '../../src/keys/index.js';
 import { keyFacts } from '../support/key-facts.js';
 
 const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
@@ -11,8 +22,11 @@ describe('the key-kind table', () => {
     expect(KIND_NAMES).toEqual(['ip', 'account', 'global', 'token', 'header', 'param', 'cookie', 'jwt', 'signature']);
     const tags = KIND_NAMES.map((k) => KINDS[k].tag);
     expect(new Set(tags).size).toBe(tags.length);
-    expect(PER_HINT).toBe('ip, account, global, token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM, signature:domain');
-    for (const per of ['ip', 'global', 'header:x', 'jwt:sub', 'cookie:sid']) expect(PER_PATTERN.test(per), per).toBe(true);
+    expect(PER_HINT).toBe(
+      'ip, account, global, token, header:NAME, param:NAME, cookie:NAME, jwt:CLAIM, signature:domain',
+    );
+    for (const per of ['ip', 'global', 'header:x', 'jwt:sub', 'cookie:sid'])
+      expect(PER_PATTERN.test(per), per).toBe(true);
     for (const per of ['ips', 'ip:x', 'header', 'jwt', 'signature']) expect(PER_PATTERN.test(per), per).toBe(false);
   });
 

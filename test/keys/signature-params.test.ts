@@ -13,7 +13,10 @@ const SIGNED = `algorithm="rsa-sha256",headers="(request-target) host date diges
  * `any` after a backslash takes a newline too; nothing may follow the last parameter.
  */
 const TOKEN = "[0-9a-zA-Z!#$%&'*+.^_`|~-]+";
-const PARAM = new RegExp(`(${TOKEN})[ \\t\\n\\v\\f\\r]*=[ \\t\\n\\v\\f\\r]*(?:(${TOKEN})|"((?:[^\\\\"]|\\\\[\\s\\S])*)")`, 'y');
+const PARAM = new RegExp(
+  `(${TOKEN})[ \\t\\n\\v\\f\\r]*=[ \\t\\n\\v\\f\\r]*(?:(${TOKEN})|"((?:[^\\\\"]|\\\\[\\s\\S])*)")`,
+  'y',
+);
 const COMMA = /[ \t\n\v\f\r]*,[ \t\n\v\f\r]*/y;
 function oracle(header: string, name: string): string | undefined {
   const params = new Map<string, string>();
@@ -129,12 +132,17 @@ describe("Mastodon's reading of a Signature header", () => {
     );
     const bws = fc.stringMatching(/^[ \t]{0,2}$/);
     fc.assert(
-      fc.property(fc.array(fc.tuple(name, bws, bws, value), { minLength: 1, maxLength: 6 }), bws, bws, (params, before, after) => {
-        const h = params.map(([n, a, b, v]) => `${n}${a}=${b}${v}`).join(`${before},${after}`);
-        const last = params.filter(([n]) => n === 'keyId').at(-1);
-        const expected = last === undefined ? undefined : last[3].startsWith('"') ? last[3].slice(1, -1) : last[3];
-        expect(cavageParam(h, 'keyId')).toBe(expected);
-      }),
+      fc.property(
+        fc.array(fc.tuple(name, bws, bws, value), { minLength: 1, maxLength: 6 }),
+        bws,
+        bws,
+        (params, before, after) => {
+          const h = params.map(([n, a, b, v]) => `${n}${a}=${b}${v}`).join(`${before},${after}`);
+          const last = params.filter(([n]) => n === 'keyId').at(-1);
+          const expected = last === undefined ? undefined : last[3].startsWith('"') ? last[3].slice(1, -1) : last[3];
+          expect(cavageParam(h, 'keyId')).toBe(expected);
+        },
+      ),
       { numRuns: 2000 },
     );
   });

@@ -4,8 +4,10 @@ import { compileKey, perError, PER_PATTERN, typedTags } from '../../src/keys/ind
 import { keyIdDomain, MAX_SIGNATURE_HEADER, quotedParam, signatureDomain } from '../../src/keys/signature.js';
 import { keyFacts } from '../support/key-facts.js';
 
-const CAVAGE = 'keyId="https://Mastodon.Example/users/alice#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="c2ln"';
-const RFC9421 = 'sig1=("@method" "@target-uri" "content-digest");created=1618884473;keyid="https://Pleroma.Example/users/bob#main-key";alg="ed25519"';
+const CAVAGE =
+  'keyId="https://Mastodon.Example/users/alice#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest",signature="c2ln"';
+const RFC9421 =
+  'sig1=("@method" "@target-uri" "content-digest");created=1618884473;keyid="https://Pleroma.Example/users/bob#main-key";alg="ed25519"';
 
 describe('reading the signing server from an HTTP signature', () => {
   it('reads the lower-cased keyId host of draft-cavage and RFC 9421 headers', () => {
@@ -42,7 +44,12 @@ describe('reading the signing server from an HTTP signature', () => {
   });
 
   it('costs a linear scan on a hostile header', () => {
-    const hostile = ['"'.repeat(MAX_SIGNATURE_HEADER), ';keyid='.repeat(1100), '\\'.repeat(MAX_SIGNATURE_HEADER), ',"a'.repeat(2700)];
+    const hostile = [
+      '"'.repeat(MAX_SIGNATURE_HEADER),
+      ';keyid='.repeat(1100),
+      '\\'.repeat(MAX_SIGNATURE_HEADER),
+      ',"a'.repeat(2700),
+    ];
     const started = performance.now();
     for (let i = 0; i < 100; i++) for (const h of hostile) signatureDomain(h, h);
     // 800 scans of 8 kB: a backtracking reader would take seconds; a linear one a few ms (bound loose for a loaded machine).
@@ -51,7 +58,9 @@ describe('reading the signing server from an HTTP signature', () => {
 
   it('is a kind of the table: its syntax, its tag and what an operator types', () => {
     expect(PER_PATTERN.test('signature:domain')).toBe(true);
-    expect(perError('signature:key')).toMatch(/invalid signature part name "key" in per "signature:key" \(signature:domain is the one form\)/);
+    expect(perError('signature:key')).toMatch(
+      /invalid signature part name "key" in per "signature:key" \(signature:domain is the one form\)/,
+    );
     const key = compileKey('signature:domain');
     const facts = keyFacts({ ipKey: '203.0.113.7', headers: { signature: CAVAGE } });
     expect(key.tag(facts)).toBe('sig:mastodon.example');
@@ -59,6 +68,8 @@ describe('reading the signing server from an HTTP signature', () => {
     const ctx = { ipv6Prefix: 64, accountFrom: 'introspect' as const };
     expect(typedTags(key, 'Mastodon.Example', ctx)).toEqual(['sig:mastodon.example']);
     expect(typedTags(key, 'https://mastodon.example/users/x#main-key', ctx)).toEqual(['sig:mastodon.example']);
-    expect(typedTags(key, 'not a domain', ctx)).toEqual({ hint: 'the signing server’s domain (e.g. mastodon.example)' });
+    expect(typedTags(key, 'not a domain', ctx)).toEqual({
+      hint: 'the signing server’s domain (e.g. mastodon.example)',
+    });
   });
 });

@@ -48,46 +48,63 @@ describe('store backends by URL scheme', () => {
   it('hides the password of every scheme in logs, the Unix-socket and Valkey ones included', () => {
     expect(redactStoreUrl('redis+unix://gate:s3cret@/run/redis.sock')).toBe('redis+unix://gate:***@/run/redis.sock');
     expect(redactStoreUrl('valkey+unix://:s3cret@/run/valkey.sock')).toBe('valkey+unix://:***@/run/valkey.sock');
-    expect(redactStoreUrl('valkeys-sentinel://gate:s3cret@s1/mymaster')).toBe('valkeys-sentinel://gate:***@s1/mymaster');
+    expect(redactStoreUrl('valkeys-sentinel://gate:s3cret@s1/mymaster')).toBe(
+      'valkeys-sentinel://gate:***@s1/mymaster',
+    );
   });
 });
 
-describe.skipIf(skipRedis('the valkey:// alias against a real server'))('valkey:// against redis-server (no valkey-server in Debian 12)', () => {
-  let redis: RedisHandle;
-  let upstream: RecordingUpstream;
-  const valkeyUrl = (): string => redis.url.replace(/^redis:/, 'valkey:');
-  beforeAll(async () => {
-    redis = await startRedis();
-    upstream = await startRecordingUpstream();
-  });
-  afterAll(async () => {
-    await upstream?.close();
-    await redis?.stop();
-  });
+describe.skipIf(skipRedis('the valkey:// alias against a real server'))(
+  'valkey:// against redis-server (no valkey-server in Debian 12)',
+  () => {
+    let redis: RedisHandle;
+    let upstream: RecordingUpstream;
+    const valkeyUrl = (): string => redis.url.replace(/^redis:/, 'valkey:');
+    beforeAll(async () => {
+      redis = await startRedis();
+      upstream = await startRecordingUpstream();
+    });
+    afterAll(async () => {
+      await upstream?.close();
+      await redis?.stop();
+    });
 
-  storeContract('valkey:// as the factory composes it (leases on)', async (clock) => {
-    const handle = await createStoreFor({ url: valkeyUrl(), prefix: 'vkdeco', timeout: 2_000, onError: 'deny' }, { now: clock.now });
-    expect(handle.kind).toBe('redis');
-    expect(handle.leases).toBeDefined();
-    return handle.store;
-  });
-  storeContract('valkey:// decided through consumeLocal', async (clock) => {
-    const handle = await createStoreFor({ url: valkeyUrl(), prefix: 'vklocal', timeout: 2_000, onError: 'deny' }, { now: clock.now });
-    return throughConsumeLocal(handle.store);
-  });
+    storeContract('valkey:// as the factory composes it (leases on)', async (clock) => {
+      const handle = await createStoreFor(
+        { url: valkeyUrl(), prefix: 'vkdeco', timeout: 2_000, onError: 'deny' },
+        { now: clock.now },
+      );
+      expect(handle.kind).toBe('redis');
+      expect(handle.leases).toBeDefined();
+      return handle.store;
+    });
+    storeContract('valkey:// decided through consumeLocal', async (clock) => {
+      const handle = await createStoreFor(
+        { url: valkeyUrl(), prefix: 'vklocal', timeout: 2_000, onError: 'deny' },
+        { now: clock.now },
+      );
+      return throughConsumeLocal(handle.store);
+    });
 
-  it('shares the guard state between two gateways: a block made on one applies on the other', async () => {
-    const table = 'limits:\n  - { name: any, match: /*, per: ip, limit: 1000, period: 1m }\n';
-    const a = await startTestGateway(table, { upstream: upstream.url, store: valkeyUrl() });
-    const b = await startTestGateway(table, { upstream: upstream.url, store: valkeyUrl() });
-    try {
-      expect(a.guard.state.scope).toBe('shared');
-      await a.guard.state.put({ kind: 'block', id: '203.0.113.77', reason: 'valkey alias', createdAt: Date.now(), expiresAt: Date.now() + 60_000 });
-      await b.guard.sync();
-      const r = await fetch(`${b.url}/x`, { headers: { 'x-forwarded-for': '203.0.113.77' } });
-      expect(r.status).toBe(403);
-    } finally {
-      await Promise.all([a.shutdown(0), b.shutdown(0)]);
-    }
-  });
-});
+    it('shares the guard state between two gateways: a block made on one applies on the other', async () => {
+      const table = 'limits:\n  - { name: any, match: /*, per: ip, limit: 1000, period: 1m }\n';
+      const a = await startTestGateway(table, { upstream: upstream.url, store: valkeyUrl() });
+      const b = await startTestGateway(table, { upstream: upstream.url, store: valkeyUrl() });
+      try {
+        expect(a.guard.state.scope).toBe('shared');
+        await a.guard.state.put({
+          kind: 'block',
+          id: '203.0.113.77',
+          reason: 'valkey alias',
+          createdAt: Date.now(),
+          expiresAt: Date.now() + 60_000,
+        });
+        await b.guard.sync();
+        const r = await fetch(`${b.url}/x`, { headers: { 'x-forwarded-for': '203.0.113.77' } });
+        expect(r.status).toBe(403);
+      } finally {
+        await Promise.all([a.shutdown(0), b.shutdown(0)]);
+      }
+    });
+  },
+);

@@ -22,12 +22,15 @@ function setup() {
   const sent: Sent[] = [];
   const deferred: (() => void)[] = [];
   const sizes: number[] = [];
-  const batcher = new SlotBatcher<Call>((calls, budgetMs, done) => sent.push({ ids: calls.map((c) => c.id), budgetMs, done }), {
-    timeoutMs: TIMEOUT,
-    now: clock.now,
-    defer: (fn) => deferred.push(fn),
-    onBatch: (n) => sizes.push(n),
-  });
+  const batcher = new SlotBatcher<Call>(
+    (calls, budgetMs, done) => sent.push({ ids: calls.map((c) => c.id), budgetMs, done }),
+    {
+      timeoutMs: TIMEOUT,
+      now: clock.now,
+      defer: (fn) => deferred.push(fn),
+      onBatch: (n) => sizes.push(n),
+    },
+  );
   let next = 0;
   const call = (): Call => {
     const c: Call = { id: ++next, reject: (err) => (c.error = err) };

@@ -92,7 +92,9 @@ describe('the blocked-bucket cache', () => {
     // and one request never names a bucket twice.
     const pool = (['fixed-window', 'sliding-window', 'token-bucket'] as const).flatMap((algorithm) =>
       [1, 2, 5].flatMap((limit) =>
-        [1, 2].filter((cost) => cost <= limit).map((cost) => spec({ algorithm, limit, cost, periodMs: [1_000, 3_000, 7_001][rand(3)]! })),
+        [1, 2]
+          .filter((cost) => cost <= limit)
+          .map((cost) => spec({ algorithm, limit, cost, periodMs: [1_000, 3_000, 7_001][rand(3)]! })),
       ),
     );
     let local = 0;
@@ -106,7 +108,8 @@ describe('the blocked-bucket cache', () => {
       const got = await cached.consume(picked);
       expect(got.allowed).toBe(want.allowed);
       // The bucket that blocked reports what the store would have reported.
-      for (let i = 0; i < picked.length; i++) if (got.buckets[i]!.limited && !picked[i]!.shadow) expect(got.buckets[i]).toEqual(want.buckets[i]);
+      for (let i = 0; i < picked.length; i++)
+        if (got.buckets[i]!.limited && !picked[i]!.shadow) expect(got.buckets[i]).toEqual(want.buckets[i]);
       if (inner.consumes === before) local++;
     }
     expect(local).toBeGreaterThan(300);
@@ -213,7 +216,10 @@ describe('the blocked-bucket cache', () => {
     const outs = [store.consumeLocal([b]), store.consumeLocal([b]), store.consumeLocal([b])];
     expect(outs.map((o) => o?.allowed)).toEqual([true, true, false]);
     // Blocked now: refused here, neither method of the inner store asked.
-    expect(store.consumeLocal([b])).toMatchObject({ allowed: false, buckets: [{ remaining: 0, limited: true, retryAt: T0 + 60_000 }] });
+    expect(store.consumeLocal([b])).toMatchObject({
+      allowed: false,
+      buckets: [{ remaining: 0, limited: true, retryAt: T0 + 60_000 }],
+    });
     expect((await store.consume([b])).allowed).toBe(false);
     expect([inner.consumes, inner.locals, store.localRejections]).toEqual([0, 4, 2]);
   });
@@ -235,7 +241,11 @@ describe('the blocked-bucket cache', () => {
     const memory = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
     const inner = new Counting(memory);
     let storeDecides = true;
-    const store = createBlockedCacheStore(inner, { now: clock.now, recheckMs: 1_250, storeDecides: () => storeDecides });
+    const store = createBlockedCacheStore(inner, {
+      now: clock.now,
+      recheckMs: 1_250,
+      storeDecides: () => storeDecides,
+    });
     const b = spec({ limit: 2 });
     for (let i = 0; i < 3; i++) await store.consume([b]);
     expect(inner.consumes).toBe(3);

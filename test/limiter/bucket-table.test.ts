@@ -90,7 +90,8 @@ describe('the bucket table', () => {
   it('gives the memory back when the clients of a busy period have expired', () => {
     const clock = new FakeClock();
     const store = new MemoryStore({ now: clock.now, sweepIntervalMs: 0 });
-    const spec = (i: number) => bucketSpec(`ip-access:{ip:10.${(i >> 8) & 255}.${i & 255}.1}`, { limit: 5, periodMs: 1000 });
+    const spec = (i: number) =>
+      bucketSpec(`ip-access:{ip:10.${(i >> 8) & 255}.${i & 255}.1}`, { limit: 5, periodMs: 1000 });
     for (let i = 0; i < 50_000; i++) store.consumeSync([spec(i)]);
     const table = (store as unknown as { table: { state: Float64Array } }).table;
     const grown = table.state.length;

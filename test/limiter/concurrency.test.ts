@@ -15,7 +15,11 @@ import { builtModule } from '../support/process.js';
 const WORKER = new URL('./fixtures/consume-worker.mjs', import.meta.url).pathname;
 const REPLICAS = 3;
 /** Long periods: no window boundary or refill can fall inside a test run. */
-const PERIOD: Record<Algorithm, number> = { 'fixed-window': 30 * 86_400_000, 'sliding-window': 30 * 86_400_000, 'token-bucket': 86_400_000 };
+const PERIOD: Record<Algorithm, number> = {
+  'fixed-window': 30 * 86_400_000,
+  'sliding-window': 30 * 86_400_000,
+  'token-bucket': 86_400_000,
+};
 const ALGORITHMS: Algorithm[] = ['fixed-window', 'sliding-window', 'token-bucket'];
 
 interface WorkerResult {
@@ -29,8 +33,20 @@ function bucket(key: string, algorithm: Algorithm, limit: number): BucketSpec {
 }
 
 /** Starts the replicas, lets them all connect, then releases them together; returns their counts. */
-async function runReplicas(url: string, prefix: string, templates: BucketSpec[][], perTemplate: number): Promise<WorkerResult[]> {
-  const job = JSON.stringify({ store: builtModule('limiter/redis/store.js'), url, prefix, timeoutMs: 10_000, templates, perTemplate });
+async function runReplicas(
+  url: string,
+  prefix: string,
+  templates: BucketSpec[][],
+  perTemplate: number,
+): Promise<WorkerResult[]> {
+  const job = JSON.stringify({
+    store: builtModule('limiter/redis/store.js'),
+    url,
+    prefix,
+    timeoutMs: 10_000,
+    templates,
+    perTemplate,
+  });
   const workers = Array.from({ length: REPLICAS }, () => {
     const child = spawn(process.execPath, [WORKER, job], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines = createInterface({ input: child.stdout });
@@ -85,7 +101,10 @@ describe.skipIf(skipCluster('the Redis Cluster concurrency tests'))('exact count
     // Per algorithm: requests carrying both buckets (twice as many), IP only, account only; so each side
     // is sometimes rejected by the other and its reservation must be refunded.
     const templates: BucketSpec[][] = [];
-    const pairs = ALGORITHMS.map((a) => ({ ip: bucket(`ip-${a}:${ipTag}`, a, ipLimit), acct: bucket(`acct-${a}:${acctTag}`, a, acctLimit) }));
+    const pairs = ALGORITHMS.map((a) => ({
+      ip: bucket(`ip-${a}:${ipTag}`, a, ipLimit),
+      acct: bucket(`acct-${a}:${acctTag}`, a, acctLimit),
+    }));
     for (const { ip, acct } of pairs) templates.push([ip, acct], [acct, ip], [ip], [acct]);
     const results = await runReplicas(cluster.url, prefix, templates, 80);
     for (const r of results) expect(r).toMatchObject({ errors: 0, refundFailures: 0 });

@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BASELINE_BYTES, BYTES_PER_BUCKET, effectiveMaxKeys, LIMIT_SHARE, maxKeysFor, memoryLimit, MIN_KEYS } from '../../src/limiter/memory/key-bound.js';
+import {
+  BASELINE_BYTES,
+  BYTES_PER_BUCKET,
+  effectiveMaxKeys,
+  LIMIT_SHARE,
+  maxKeysFor,
+  memoryLimit,
+  MIN_KEYS,
+} from '../../src/limiter/memory/key-bound.js';
 import { limitsFile } from '../support/gateway.js';
 import { spawnServe, stop, type GatewayProcess } from '../support/process.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
@@ -30,9 +38,18 @@ describe('the default store.maxKeys', () => {
       };
     const v2 = '/sys/fs/cgroup/memory.max';
     const v1 = '/sys/fs/cgroup/memory/memory.limit_in_bytes';
-    expect(memoryLimit({ RATEGATE_MEMORY_LIMIT: '1000000' }, files({ [v2]: '5000000\n' }))).toEqual({ bytes: 1_000_000, source: 'RATEGATE_MEMORY_LIMIT' });
-    expect(memoryLimit({}, files({ [v2]: '268435456\n', [v1]: '1000\n' }))).toEqual({ bytes: 268_435_456, source: 'cgroup v2' });
-    expect(memoryLimit({}, files({ [v2]: 'max\n', [v1]: '268435456\n' }))).toEqual({ bytes: 268_435_456, source: 'cgroup v1' });
+    expect(memoryLimit({ RATEGATE_MEMORY_LIMIT: '1000000' }, files({ [v2]: '5000000\n' }))).toEqual({
+      bytes: 1_000_000,
+      source: 'RATEGATE_MEMORY_LIMIT',
+    });
+    expect(memoryLimit({}, files({ [v2]: '268435456\n', [v1]: '1000\n' }))).toEqual({
+      bytes: 268_435_456,
+      source: 'cgroup v2',
+    });
+    expect(memoryLimit({}, files({ [v2]: 'max\n', [v1]: '268435456\n' }))).toEqual({
+      bytes: 268_435_456,
+      source: 'cgroup v1',
+    });
     expect(memoryLimit({}, files({ [v1]: '9223372036854771712\n' })).source).toBe('V8 heap limit');
     expect(memoryLimit({}, files({})).source).toBe('V8 heap limit');
     expect(() => memoryLimit({ RATEGATE_MEMORY_LIMIT: '256Mi' }, files({}))).toThrow(/number of bytes/);
@@ -76,7 +93,9 @@ describe('a gateway started with a small memory limit', () => {
     for (let i = 0; i < n; i += 50) {
       const wave = await Promise.all(
         Array.from({ length: Math.min(50, n - i) }, (_, j) =>
-          fetch(`${gw.url}/api/v1/timelines/public`, { headers: { 'x-forwarded-for': `2001:db8:${(i + j).toString(16)}::1` } }),
+          fetch(`${gw.url}/api/v1/timelines/public`, {
+            headers: { 'x-forwarded-for': `2001:db8:${(i + j).toString(16)}::1` },
+          }),
         ),
       );
       for (const r of wave) {
@@ -93,7 +112,9 @@ describe('a gateway started with a small memory limit', () => {
     expect(await metric('rategate_store_keys')).toBe(room);
     expect(await metric('rategate_store_keys_refused_total')).toBe(n - room);
     // The rest is kept for IPv4 clients, accounts and global.
-    expect((await fetch(`${gw.url}/api/v1/timelines/public`, { headers: { 'x-forwarded-for': '198.51.100.7' } })).status).toBe(200);
+    expect(
+      (await fetch(`${gw.url}/api/v1/timelines/public`, { headers: { 'x-forwarded-for': '198.51.100.7' } })).status,
+    ).toBe(200);
     expect((await fetch(`${gw.adminUrl}/healthz`)).status).toBe(200);
     expect(gw.child.exitCode).toBeNull();
   }, 120_000);

@@ -32,7 +32,8 @@ describe('bucket keys', () => {
     expect(resets).toBe(`resets:{prm:${d}}`);
     expect(keySlot(resets)).toBe(keySlot(logins));
     // Without the value, a keyed rule has no tag: it is skipped.
-    for (const per of ['token', 'header:x-app', 'param:user[email]', 'cookie:sid', 'jwt:sub']) expect(compileKey(per).tag(client), per).toBeNull();
+    for (const per of ['token', 'header:x-app', 'param:user[email]', 'cookie:sid', 'jwt:sub'])
+      expect(compileKey(per).tag(client), per).toBeNull();
   });
 
   it("give an override its own bucket beside the rule's default one, in the same slot", () => {

@@ -24,7 +24,13 @@ class Granting implements Store {
     const allowed = specs.every((s) => s.shadow || (this.used.get(s.key) ?? 0) + s.cost <= s.limit);
     const buckets = specs.map((s): BucketState => {
       const used = this.used.get(s.key) ?? 0;
-      if (!allowed) return { remaining: s.limit - used, resetAt: T0 + s.periodMs, limited: used + s.cost > s.limit, retryAt: T0 + s.periodMs };
+      if (!allowed)
+        return {
+          remaining: s.limit - used,
+          resetAt: T0 + s.periodMs,
+          limited: used + s.cost > s.limit,
+          retryAt: T0 + s.periodMs,
+        };
       const left = s.limit - used - s.cost;
       const leased = Math.min(s.lease ?? 0, Math.floor(left / (s.leaseShare ?? 1)));
       this.used.set(s.key, used + s.cost + leased);

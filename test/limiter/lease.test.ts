@@ -10,15 +10,31 @@ import { createStoreFor, type StoreHandle } from '../../src/limiter/factory.js';
 import type { LeaseStore } from '../../src/limiter/redis/lease.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
+import {
+  skipCluster,
+  skipRedis,
+  startRedis,
+  startRedisCluster,
+  type ClusterHandle,
+  type RedisHandle,
+} from '../support/redis.js';
 import { startSentinelGroup, type SentinelGroup } from '../support/redis-ha.js';
 
 const ALGORITHMS: Algorithm[] = ['fixed-window', 'sliding-window', 'token-bucket'];
 /** Long periods: no window boundary and no refill worth a token falls inside a real-time test. */
-const LONG: Record<Algorithm, number> = { 'fixed-window': 30 * 86_400_000, 'sliding-window': 30 * 86_400_000, 'token-bucket': 30 * 86_400_000 };
+const LONG: Record<Algorithm, number> = {
+  'fixed-window': 30 * 86_400_000,
+  'sliding-window': 30 * 86_400_000,
+  'token-bucket': 30 * 86_400_000,
+};
 
 let seq = 0;
-function bucket(algorithm: Algorithm, limit: number, periodMs = LONG[algorithm], key = `lease-${process.pid}-${seq++}:{ip:203.0.113.7}`): BucketSpec {
+function bucket(
+  algorithm: Algorithm,
+  limit: number,
+  periodMs = LONG[algorithm],
+  key = `lease-${process.pid}-${seq++}:{ip:203.0.113.7}`,
+): BucketSpec {
   return { key, limit, periodMs, algorithm, cost: 1, shadow: false, onError: 'local' };
 }
 
@@ -37,7 +53,11 @@ async function gateways(url: string, n: number, opts: { clock?: FakeClock } = {}
 const leases = (h: StoreHandle): LeaseStore => h.leases!;
 
 /** Bursts of concurrent requests to every gateway in turn until a whole round is rejected; returns the admitted count. */
-async function untilAllRejected(hs: readonly StoreHandle[], specs: readonly BucketSpec[], burst: number): Promise<number> {
+async function untilAllRejected(
+  hs: readonly StoreHandle[],
+  specs: readonly BucketSpec[],
+  burst: number,
+): Promise<number> {
   let admitted = 0;
   for (let round = 0; round < 10_000; round++) {
     const outs = await Promise.all(hs.flatMap((h) => Array.from({ length: burst }, () => h.store.consume(specs))));
@@ -304,7 +324,10 @@ describe.skipIf(skipRedis('the lease fault tests'))('leases while Redis fails', 
   for (const onError of ['deny', 'local'] as const) {
     it(`spends what it holds (counted before the failure), then follows onError: ${onError}, and the fallback grants no lease`, async () => {
       const redis = await startRedis();
-      const h = await createStoreFor({ url: redis.url, prefix: 'lf', timeout: 200, onError, lease: true, gateways: 1 }, { connectWaitMs: 5_000 });
+      const h = await createStoreFor(
+        { url: redis.url, prefix: 'lf', timeout: 200, onError, lease: true, gateways: 1 },
+        { connectWaitMs: 5_000 },
+      );
       try {
         const spec = { ...bucket('fixed-window', 10_000), onError };
         for (let i = 0; i < 50; i++) expect((await h.store.consume([spec])).allowed).toBe(true);

@@ -97,7 +97,9 @@ store: { maxKeys: 2000 }
     const statuses = new Map<number, number>();
     let retryAfter: string | null = null;
     for (let i = 0; i < 3_000; i++) {
-      const r = await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { cookie: `sid=s${i}`, 'x-k': `k${i}`, 'x-forwarded-for': '203.0.113.1' } });
+      const r = await fetch(`${fx.gw.url}/api/v1/timelines/home`, {
+        headers: { cookie: `sid=s${i}`, 'x-k': `k${i}`, 'x-forwarded-for': '203.0.113.1' },
+      });
       await r.arrayBuffer();
       statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
       if (r.status === 429) retryAfter = r.headers.get('retry-after');
@@ -110,6 +112,8 @@ store: { maxKeys: 2000 }
     expect(Number(/^rategate_store_keys (\d+)/m.exec(m)![1])).toBeLessThanOrEqual(2_000);
     expect(Number(/^rategate_store_keys_refused_total (\d+)/m.exec(m)![1])).toBe(statuses.get(429));
     // A client of the reserved kinds still gets through.
-    expect((await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { 'x-forwarded-for': '198.51.100.1' } })).status).toBe(200);
+    expect(
+      (await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { 'x-forwarded-for': '198.51.100.1' } })).status,
+    ).toBe(200);
   }, 60_000);
 });

@@ -4,11 +4,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/limiter/errors.js';
 import { createRedisStore } from '../../src/limiter/redis/store.js';
 import type { BucketSpec } from '../../src/limiter/types.js';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from '../support/redis.js';
+import {
+  skipCluster,
+  skipRedis,
+  startRedis,
+  startRedisCluster,
+  type ClusterHandle,
+  type RedisHandle,
+} from '../support/redis.js';
 
 let seq = 0;
 function spec(): BucketSpec {
-  return { key: `cred-${++seq}:{ip:192.0.2.1}`, limit: 5, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'deny' };
+  return {
+    key: `cred-${++seq}:{ip:192.0.2.1}`,
+    limit: 5,
+    periodMs: 60_000,
+    algorithm: 'fixed-window',
+    cost: 1,
+    shadow: false,
+    onError: 'deny',
+  };
 }
 
 describe.skipIf(skipRedis('the Redis credential tests'))('credentials and database number reaching Redis', () => {

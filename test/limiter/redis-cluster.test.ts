@@ -11,7 +11,16 @@ import { eventually } from '../support/eventually.js';
 
 let seq = 0;
 function spec(tag: string, over: Partial<BucketSpec> = {}): BucketSpec {
-  return { key: `c${++seq}:{${tag}}`, limit: 5, periodMs: 60_000, algorithm: 'fixed-window', cost: 1, shadow: false, onError: 'local', ...over };
+  return {
+    key: `c${++seq}:{${tag}}`,
+    limit: 5,
+    periodMs: 60_000,
+    algorithm: 'fixed-window',
+    cost: 1,
+    shadow: false,
+    onError: 'local',
+    ...over,
+  };
 }
 
 describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster store', () => {
@@ -54,7 +63,17 @@ describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster
 
   it('computes the same hash slot as Redis for tagged, empty-tagged and non-ASCII keys', async () => {
     const c = new Redis(cluster.nodes[0]!.url);
-    const keys = ['a', 'rategate:sign-up:{ip:203.0.113.7}', 'x{}y', '{}{a}', 'p:{acct:42}:q', 'x{', 'ø{é}', '{user1000}.following', 'ключ'];
+    const keys = [
+      'a',
+      'rategate:sign-up:{ip:203.0.113.7}',
+      'x{}y',
+      '{}{a}',
+      'p:{acct:42}:q',
+      'x{',
+      'ø{é}',
+      '{user1000}.following',
+      'ключ',
+    ];
     for (const k of keys) expect(keySlot(k)).toBe(Number(await c.call('CLUSTER', 'KEYSLOT', k)));
     c.disconnect();
   });
@@ -108,8 +127,18 @@ describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster
     expect(out.allowed).toBe(false);
     expect(out.buckets).toEqual([
       { remaining: 4, resetAt: clock.now(), limited: false, retryAt: clock.now() },
-      { remaining: 0, resetAt: Date.UTC(2026, 10, 21, 19, 1, 0), limited: true, retryAt: Date.UTC(2026, 10, 21, 19, 1, 0) },
-      { remaining: 0, resetAt: Date.UTC(2026, 10, 21, 19, 1, 0), limited: true, retryAt: Date.UTC(2026, 10, 21, 19, 1, 0) },
+      {
+        remaining: 0,
+        resetAt: Date.UTC(2026, 10, 21, 19, 1, 0),
+        limited: true,
+        retryAt: Date.UTC(2026, 10, 21, 19, 1, 0),
+      },
+      {
+        remaining: 0,
+        resetAt: Date.UTC(2026, 10, 21, 19, 1, 0),
+        limited: true,
+        retryAt: Date.UTC(2026, 10, 21, 19, 1, 0),
+      },
     ]);
     expect((await s.peek(ip)).remaining).toBe(4);
     expect((await s.peek(shadowFull)).remaining).toBe(0);
@@ -128,8 +157,14 @@ describe.skipIf(skipCluster('the Redis Cluster store tests'))('the Redis Cluster
   it('with batching on, batches the calls of one turn by slot and routes each batch to its slot, beside cross-slot calls', async () => {
     const s = await store({ batching: true });
     // 200 identities over many slots: single-slot requests (batched per slot) and cross-slot ones.
-    const single = Array.from({ length: 200 }, (_, i) => [spec(`ip:10.1.0.${i}`, { limit: 3 }), spec(`ip:10.1.0.${i}`, { limit: 5 })]);
-    const cross = Array.from({ length: 50 }, (_, i) => [spec(`ip:10.2.0.${i}`, { limit: 3 }), spec(`acct:${i}`, { limit: 3 })]);
+    const single = Array.from({ length: 200 }, (_, i) => [
+      spec(`ip:10.1.0.${i}`, { limit: 3 }),
+      spec(`ip:10.1.0.${i}`, { limit: 5 }),
+    ]);
+    const cross = Array.from({ length: 50 }, (_, i) => [
+      spec(`ip:10.2.0.${i}`, { limit: 3 }),
+      spec(`acct:${i}`, { limit: 3 }),
+    ]);
     // Every single-slot request twice in the same turn: the second must see the first's charge.
     const calls = [...single, ...cross, ...single];
     const before = { batches: s.batchesSent, requests: s.batchedRequests };

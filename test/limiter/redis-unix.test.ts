@@ -13,7 +13,12 @@ import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 
 describe('redis+unix:// URLs', () => {
   it('take an absolute socket path, with optional credentials', () => {
-    expect(parseStoreUrl('redis+unix:///run/redis/redis.sock')).toEqual({ kind: 'redis', tls: false, socket: '/run/redis/redis.sock', db: 0 });
+    expect(parseStoreUrl('redis+unix:///run/redis/redis.sock')).toEqual({
+      kind: 'redis',
+      tls: false,
+      socket: '/run/redis/redis.sock',
+      db: 0,
+    });
     expect(parseStoreUrl('redis+unix://app:s%3Acret@/tmp/r.sock')).toEqual({
       kind: 'redis',
       tls: false,
@@ -63,8 +68,20 @@ describe.skipIf(skipRedis('the Unix socket store test'))('a Redis on a Unix sock
         shadow: false,
         onError: 'deny',
       };
-      const viaSocket = await createStoreFor({ url: `redis+unix://${socket}`, prefix: 'ux', timeout: 2_000, onError: 'deny', lease });
-      const viaTcp = await createStoreFor({ url: redis.url, prefix: 'ux', timeout: 2_000, onError: 'deny', lease: false });
+      const viaSocket = await createStoreFor({
+        url: `redis+unix://${socket}`,
+        prefix: 'ux',
+        timeout: 2_000,
+        onError: 'deny',
+        lease,
+      });
+      const viaTcp = await createStoreFor({
+        url: redis.url,
+        prefix: 'ux',
+        timeout: 2_000,
+        onError: 'deny',
+        lease: false,
+      });
       try {
         expect(await viaSocket.reachable()).toBe(true);
         let admitted = 0;

@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emissionIntervalUs } from '../../src/limiter/algorithms.js';
 import { StoreError, StoreTimeoutError } from '../../src/limiter/errors.js';
 import { MemoryStore } from '../../src/limiter/memory/store.js';
-import { createRedisStore, encodeBucketParams, luaScripts, MAX_BATCH_REQUESTS, type RedisStore } from '../../src/limiter/redis/store.js';
+import {
+  createRedisStore,
+  encodeBucketParams,
+  luaScripts,
+  MAX_BATCH_REQUESTS,
+  type RedisStore,
+} from '../../src/limiter/redis/store.js';
 import type { BucketSpec, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 import { readBucketState, skipCluster, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
@@ -21,7 +27,12 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
   let admin: Redis;
   const open: Store[] = [];
   async function store(over: { timeoutMs?: number; now?: () => number; url?: string } = {}): Promise<RedisStore> {
-    const s = createRedisStore({ url: over.url ?? redis.url, prefix: 'rgtest', timeoutMs: over.timeoutMs ?? 1_000, ...(over.now ? { now: over.now } : {}) });
+    const s = createRedisStore({
+      url: over.url ?? redis.url,
+      prefix: 'rgtest',
+      timeoutMs: over.timeoutMs ?? 1_000,
+      ...(over.now ? { now: over.now } : {}),
+    });
     open.push(s);
     if (!over.url) await s.ready();
     return s;
@@ -50,7 +61,11 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
   /** A memory store and a Redis store on one fake clock starting at `ms`, for differential tests. */
   async function againstMemory(ms: number): Promise<{ clock: FakeClock; mem: MemoryStore; red: RedisStore }> {
     const clock = new FakeClock(ms);
-    return { clock, mem: new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }), red: await store({ now: clock.now }) };
+    return {
+      clock,
+      mem: new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }),
+      red: await store({ now: clock.now }),
+    };
   }
 
   it('keeps a bucket by the scripted clock, not the wall clock: real time passing a key’s TTL forgets nothing', async () => {
@@ -77,14 +92,25 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     const periods = [999, 1_000, 6_001, 7_001, 60_000];
     const pool: BucketSpec[] = [];
     for (let i = 0; i < 24; i++) {
-      pool.push(spec({ algorithm: algorithms[i % 3]!, limit: limits[rand(limits.length)]!, periodMs: periods[rand(periods.length)]!, shadow: rand(8) === 0 }));
+      pool.push(
+        spec({
+          algorithm: algorithms[i % 3]!,
+          limit: limits[rand(limits.length)]!,
+          periodMs: periods[rand(periods.length)]!,
+          shadow: rand(8) === 0,
+        }),
+      );
     }
     let rejected = 0;
     for (let step = 0; step < 1_500; step++) {
       clock.advance(rand(8) === 0 ? [999, 3_000, 7_001][rand(3)]! : rand(40));
       const n = 1 + rand(3);
       const picked: BucketSpec[] = [];
-      for (let k = 0; k < n; k++) picked.push({ ...pool[rand(6) === 0 ? rand(pool.length) : (step >> 3) % pool.length]!, cost: 1 + (rand(3) === 0 ? 1 : 0) });
+      for (let k = 0; k < n; k++)
+        picked.push({
+          ...pool[rand(6) === 0 ? rand(pool.length) : (step >> 3) % pool.length]!,
+          cost: 1 + (rand(3) === 0 ? 1 : 0),
+        });
       if (rand(10) === 0) {
         expect(await red.peek(picked[0]!)).toEqual(await mem.peek(picked[0]!));
       } else {
@@ -130,7 +156,9 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     let rejected = 0;
     for (let step = 0; step < 150; step++) {
       clock.advance(rand(300));
-      const turn = Array.from({ length: 1 + rand(12) }, () => Array.from({ length: 1 + rand(3) }, () => ({ ...pool[rand(pool.length)]!, cost: 1 + rand(2) })));
+      const turn = Array.from({ length: 1 + rand(12) }, () =>
+        Array.from({ length: 1 + rand(3) }, () => ({ ...pool[rand(pool.length)]!, cost: 1 + rand(2) })),
+      );
       const got = await Promise.all(turn.map((c) => red.consume(c)));
       for (let i = 0; i < turn.length; i++) {
         const want = await mem.consume(turn[i]!);
@@ -307,34 +335,38 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
   });
 });
 
-describe.skipIf(skipCluster('the demoted-master tests'))('a Redis that is a replica (a demoted master, or a URL pointing at one)', () => {
-  it('reports READONLY as readonly, and is not "up": decisions do not come from it although it answers PING', async () => {
-    const master = await startRedis(['--appendonly', 'no']);
-    const replica = await startRedis(['--replicaof', '127.0.0.1', String(master.node.port)]);
-    try {
-      const handle = await createStoreFor({ url: replica.url, prefix: 'rgro', timeout: 1_000, onError: 'deny' });
-      const raw = createRedisStore({ url: replica.url, prefix: 'rgro', timeoutMs: 1_000 });
-      await raw.ready();
-      const err = await raw.consume([spec()]).catch((e: unknown) => e);
-      expect((err as StoreError).reason, String(err)).toBe('readonly');
-      await raw.close();
-      const ping = new Redis(replica.url);
-      expect(await ping.ping()).toBe('PONG');
-      ping.disconnect();
-      expect(await handle.reachable()).toBe(false);
-      const primary = await createStoreFor({ url: master.url, prefix: 'rgro', timeout: 1_000, onError: 'deny' });
-      expect(await primary.reachable()).toBe(true);
-      await Promise.all([handle.store.close(), primary.store.close()]);
-    } finally {
-      await replica.stop();
-      await master.stop();
-    }
-  });
-});
+describe.skipIf(skipCluster('the demoted-master tests'))(
+  'a Redis that is a replica (a demoted master, or a URL pointing at one)',
+  () => {
+    it('reports READONLY as readonly, and is not "up": decisions do not come from it although it answers PING', async () => {
+      const master = await startRedis(['--appendonly', 'no']);
+      const replica = await startRedis(['--replicaof', '127.0.0.1', String(master.node.port)]);
+      try {
+        const handle = await createStoreFor({ url: replica.url, prefix: 'rgro', timeout: 1_000, onError: 'deny' });
+        const raw = createRedisStore({ url: replica.url, prefix: 'rgro', timeoutMs: 1_000 });
+        await raw.ready();
+        const err = await raw.consume([spec()]).catch((e: unknown) => e);
+        expect((err as StoreError).reason, String(err)).toBe('readonly');
+        await raw.close();
+        const ping = new Redis(replica.url);
+        expect(await ping.ping()).toBe('PONG');
+        ping.disconnect();
+        expect(await handle.reachable()).toBe(false);
+        const primary = await createStoreFor({ url: master.url, prefix: 'rgro', timeout: 1_000, onError: 'deny' });
+        expect(await primary.reachable()).toBe(true);
+        await Promise.all([handle.store.close(), primary.store.close()]);
+      } finally {
+        await replica.stop();
+        await master.stop();
+      }
+    });
+  },
+);
 
 describe.skipIf(skipRedis('the refund script tests'))('the refund script', () => {
   let redis: RedisHandle;
-  let client: Redis & Record<'consume1' | 'refund1' | 'peek1', (...args: (string | number | Buffer)[]) => Promise<number[]>>;
+  let client: Redis &
+    Record<'consume1' | 'refund1' | 'peek1', (...args: (string | number | Buffer)[]) => Promise<number[]>>;
   beforeAll(async () => {
     redis = await startRedis();
     client = new Redis(redis.url) as typeof client;
@@ -355,7 +387,9 @@ describe.skipIf(skipRedis('the refund script tests'))('the refund script', () =>
     // the one admitted request, and one more request (not two) may pass.
     const t0 = Date.UTC(2026, 10, 21, 19, 0, 0);
     const key = 'refund-tb:{ip:1}';
-    const argv = [encodeBucketParams([{ algorithm: 'token-bucket', limit: 2, periodMs: 2_000, cost: 1, shadow: false }])];
+    const argv = [
+      encodeBucketParams([{ algorithm: 'token-bucket', limit: 2, periodMs: 2_000, cost: 1, shadow: false }]),
+    ];
     const r1 = await client.consume1(key, t0, 'reserve', ...argv);
     const r2 = await client.consume1(key, t0, 'reserve', ...argv);
     expect([r1[0], r2[0]]).toEqual([1, 1]);
@@ -364,14 +398,19 @@ describe.skipIf(skipRedis('the refund script tests'))('the refund script', () =>
     const admitted = await client.consume1(key, t0 + 1_600, '', ...argv);
     expect(admitted[0]).toBe(1);
     expect(await client.refund1(key, t0 + 1_600, t0, 'token-bucket', 2, 2_000, 1, r2[6]!)).toBe(0);
-    const next = [await client.consume1(key, t0 + 1_600, '', ...argv), await client.consume1(key, t0 + 1_600, '', ...argv)];
+    const next = [
+      await client.consume1(key, t0 + 1_600, '', ...argv),
+      await client.consume1(key, t0 + 1_600, '', ...argv),
+    ];
     expect(next.map((r) => r[0])).toEqual([1, 0]);
   });
 
   it('takes a window charge back from the previous count when the sliding window rolled over meanwhile', async () => {
     const t0 = Date.UTC(2026, 10, 21, 19, 0, 0);
     const key = 'refund-sw:{ip:1}';
-    const argv = [encodeBucketParams([{ algorithm: 'sliding-window', limit: 4, periodMs: 1_000, cost: 1, shadow: false }])];
+    const argv = [
+      encodeBucketParams([{ algorithm: 'sliding-window', limit: 4, periodMs: 1_000, cost: 1, shadow: false }]),
+    ];
     const reserved = await client.consume1(key, t0 + 900, 'reserve', ...argv);
     await client.consume1(key, t0 + 1_100, '', ...argv); // next window: the reservation is now "previous"
     expect(await readBucketState(client, key)).toEqual([t0 + 1_000, 1, 1]);

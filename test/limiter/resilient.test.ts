@@ -9,7 +9,13 @@ import { StoreError, StoreTimeoutError } from '../../src/limiter/errors.js';
 import { MemoryStore } from '../../src/limiter/memory/store.js';
 import { createRedisStore } from '../../src/limiter/redis/store.js';
 import { createResilientStore, type StoreEvent } from '../../src/limiter/resilient.js';
-import { StoreUnavailableError, type BucketSpec, type BucketState, type ConsumeOutcome, type Store } from '../../src/limiter/types.js';
+import {
+  StoreUnavailableError,
+  type BucketSpec,
+  type BucketState,
+  type ConsumeOutcome,
+  type Store,
+} from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
 import { readBucketState, skipRedis, skipUnlessOwnRedis, redisFixture } from '../support/redis.js';
 import { freshBuckets } from '../support/buckets.js';
@@ -54,7 +60,8 @@ class ScriptedPrimary implements Store {
   private run<T>(f: () => Promise<T>): Promise<T> {
     this.calls++;
     if (this.mode === 'fail') return Promise.reject(new StoreError('connection', 'connection refused'));
-    if (this.mode === 'hang') return new Promise<T>((_, reject) => this.hanging.push(() => reject(new StoreTimeoutError(30, 'consume'))));
+    if (this.mode === 'hang')
+      return new Promise<T>((_, reject) => this.hanging.push(() => reject(new StoreTimeoutError(30, 'consume'))));
     return f();
   }
 }
@@ -88,7 +95,10 @@ function failingStore(limits: { local: number; allow: number }) {
 function oneOfTwoGateways(clock: FakeClock, openMs: number) {
   const primary = new ScriptedPrimary();
   const fallback = new MemoryStore({ sweepIntervalMs: 0, now: clock.now });
-  return { primary, store: createResilientStore(primary, { fallback, gateways: 2, breaker: { failureThreshold: 100, openMs }, clock }) };
+  return {
+    primary,
+    store: createResilientStore(primary, { fallback, gateways: 2, breaker: { failureThreshold: 100, openMs }, clock }),
+  };
 }
 
 describe('the fault policy', () => {
@@ -160,7 +170,11 @@ describe('the fault policy', () => {
     const fallback = events.filter((e) => e.type === 'fallback_active');
     expect(fallback.map((e) => e.active)).toEqual([true, false]);
     expect(fallback[0]).toMatchObject({ cause: expect.any(StoreError) });
-    expect(events.filter((e) => e.type === 'circuit').map((e) => (e as { state: string }).state)).toEqual(['open', 'half-open', 'closed']);
+    expect(events.filter((e) => e.type === 'circuit').map((e) => (e as { state: string }).state)).toEqual([
+      'open',
+      'half-open',
+      'closed',
+    ]);
     await store.close();
   });
 
@@ -185,7 +199,12 @@ describe('the fault policy', () => {
 
   it('uses the next request as the probe when the primary has no ping, and only that one while it is in flight', async () => {
     const primary = new ScriptedPrimary();
-    const noPing: Store = { consume: (s) => primary.consume(s), peek: (s) => primary.peek(s), reset: (s) => primary.reset(s), close: () => primary.close() };
+    const noPing: Store = {
+      consume: (s) => primary.consume(s),
+      peek: (s) => primary.peek(s),
+      reset: (s) => primary.reset(s),
+      close: () => primary.close(),
+    };
     const { store, clock } = setup({ failureThreshold: 1, openMs: 50 }, noPing);
     const b = spec({ limit: 100 });
     primary.mode = 'hang';
@@ -228,7 +247,10 @@ describe('the fault policy', () => {
     // No request came (a client the blocked cache answers sends none): the probe alone saw the store back.
     expect(primary.pings).toBe(1);
     expect(store.fallbackActive).toBe(false);
-    expect(events.filter((e) => e.type === 'fallback_active').map((e) => (e as { active: boolean }).active)).toEqual([true, false]);
+    expect(events.filter((e) => e.type === 'fallback_active').map((e) => (e as { active: boolean }).active)).toEqual([
+      true,
+      false,
+    ]);
     clock.advance(1_000);
     await settle();
     expect(primary.pings).toBe(1); // healthy again: no more probes
@@ -281,7 +303,11 @@ describe('the fault policy', () => {
     const primary = new ScriptedPrimary();
     const dead = new Set<string>();
     let promote: (from: string, to: string, node: string) => void = () => {};
-    const routed: Store & { nodesOf(s: readonly BucketSpec[]): string[]; ping(node?: string): Promise<void>; onPromotion(fn: typeof promote): void } = {
+    const routed: Store & {
+      nodesOf(s: readonly BucketSpec[]): string[];
+      ping(node?: string): Promise<void>;
+      onPromotion(fn: typeof promote): void;
+    } = {
       consume: (s) => {
         const down = [...new Set(s.map((b) => nodeOf([b])))].filter((n) => dead.has(n));
         if (down.length === 0) return primary.consume(s);
@@ -293,7 +319,8 @@ describe('the fault policy', () => {
       reset: (s) => primary.reset(s),
       close: () => primary.close(),
       nodesOf: (s) => [...new Set(s.map((b) => nodeOf([b])))],
-      ping: (node) => (node !== undefined && dead.has(node) ? Promise.reject(new StoreError('timeout', 'frozen')) : Promise.resolve()),
+      ping: (node) =>
+        node !== undefined && dead.has(node) ? Promise.reject(new StoreError('timeout', 'frozen')) : Promise.resolve(),
       onPromotion: (fn) => void (promote = fn),
     };
     function nodeOf(s: readonly BucketSpec[]): string {
@@ -324,8 +351,14 @@ describe('the fault policy', () => {
     expect((await store.consume([onA])).allowed).toBe(true);
     await store.consume([onA]);
     expect(events.filter((e) => e.type === 'shared')).toEqual([{ type: 'shared', from: 'A', to: 'A2', node: 'A' }]);
-    expect(events.filter((e) => e.type === 'promotion')).toEqual([{ type: 'promotion', from: 'A', to: 'A2', node: 'A', wasFailing: true }]);
-    expect(events.filter((e) => e.type === 'node').map((e) => [(e as { node: string }).node, (e as { failing: boolean }).failing])).toEqual([
+    expect(events.filter((e) => e.type === 'promotion')).toEqual([
+      { type: 'promotion', from: 'A', to: 'A2', node: 'A', wasFailing: true },
+    ]);
+    expect(
+      events
+        .filter((e) => e.type === 'node')
+        .map((e) => [(e as { node: string }).node, (e as { failing: boolean }).failing]),
+    ).toEqual([
       ['A', true],
       ['A', false],
     ]);
@@ -466,11 +499,14 @@ describe.skipIf(skipRedis('the Redis fault tests'))('the fault policy over a rea
       });
       await redis.node.kill();
       const local = spec({ onError: 'local', limit: 2 });
-      expect((await Promise.all([1, 2, 3].map(() => store.consume([local])))).map((o) => o.allowed).sort()).toEqual([false, true, true]);
-      expect((await store.consume([spec({ onError: 'allow', limit: 2 }), spec({ onError: 'allow', limit: 2 })])).buckets).toMatchObject([
-        { remaining: 2 },
-        { remaining: 2 },
+      expect((await Promise.all([1, 2, 3].map(() => store.consume([local])))).map((o) => o.allowed).sort()).toEqual([
+        false,
+        true,
+        true,
       ]);
+      expect(
+        (await store.consume([spec({ onError: 'allow', limit: 2 }), spec({ onError: 'allow', limit: 2 })])).buckets,
+      ).toMatchObject([{ remaining: 2 }, { remaining: 2 }]);
       await expect(store.consume([spec({ onError: 'deny' })])).rejects.toBeInstanceOf(StoreUnavailableError);
       expect(store.fallbackActive).toBe(true);
       expect(store.circuit).not.toBe('closed');

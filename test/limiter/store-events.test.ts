@@ -78,7 +78,13 @@ describe('the store state log', () => {
   function setup() {
     const log = new CapturingLog();
     const clock = new FakeClock();
-    const states = new StoreStateLog({ log, where: { store: 'redis-cluster' }, policy: 'onError: local', clock, holdMs: 2_000 });
+    const states = new StoreStateLog({
+      log,
+      where: { store: 'redis-cluster' },
+      policy: 'onError: local',
+      clock,
+      holdMs: 2_000,
+    });
     return { log, clock, states };
   }
 
@@ -93,10 +99,17 @@ describe('the store state log', () => {
     expect(log.lines).toHaveLength(1); // not yet: the node must hold
     clock.advance(1);
     expect(log.lines.map((l) => [l.level, l.msg])).toEqual([
-      ['warn', 'store node 10.0.0.1:6379 failing: decisions for its keys follow onError: local until it recovers or a replica is promoted'],
+      [
+        'warn',
+        'store node 10.0.0.1:6379 failing: decisions for its keys follow onError: local until it recovers or a replica is promoted',
+      ],
       ['info', 'store node 10.0.0.1:6379 recovered: decisions for its keys are shared again'],
     ]);
-    expect(log.lines[0]!.obj).toMatchObject({ store: 'redis-cluster', node: '10.0.0.1:6379', err: 'connect ECONNREFUSED' });
+    expect(log.lines[0]!.obj).toMatchObject({
+      store: 'redis-cluster',
+      node: '10.0.0.1:6379',
+      err: 'connect ECONNREFUSED',
+    });
   });
 
   it('writes nothing for failures that do not open a breaker, so an ordinary timeout neither fills the log nor hides the next outage', () => {
@@ -154,7 +167,10 @@ describe('the store state log', () => {
     states.unreachableAtStart('connect ECONNREFUSED');
     states.connected();
     states.connected();
-    expect(log.lines.map((l) => l.msg)).toEqual(['store unreachable at start: serving under onError: local until it connects', 'store connected']);
+    expect(log.lines.map((l) => l.msg)).toEqual([
+      'store unreachable at start: serving under onError: local until it connects',
+      'store connected',
+    ]);
   });
 });
 
@@ -192,7 +208,9 @@ describe.skipIf(skipRedis('the store event tests'))('the store stack over a real
       let running = true;
       const traffic = (async () => {
         while (running) {
-          await Promise.all([1, 2, 3, 4].map(() => handle.store.consume([spec({ limit: 1_000 }), spec({ onError: 'allow' })])));
+          await Promise.all(
+            [1, 2, 3, 4].map(() => handle.store.consume([spec({ limit: 1_000 }), spec({ onError: 'allow' })])),
+          );
           served += 4;
           await new Promise((r) => setImmediate(r));
         }
@@ -217,7 +235,11 @@ describe.skipIf(skipRedis('the store event tests'))('the store stack over a real
       expect(log.lines.length).toBeLessThanOrEqual(4);
       const failing = log.lines.find((l) => /store node .* failing/.test(l.msg))!;
       expect(failing.msg).toContain('onError: local');
-      expect(failing.obj).toMatchObject({ store: 'redis', node: `127.0.0.1:${redis.node.port}`, err: expect.any(String) });
+      expect(failing.obj).toMatchObject({
+        store: 'redis',
+        node: `127.0.0.1:${redis.node.port}`,
+        err: expect.any(String),
+      });
       expect(await metricsText(metrics)).toContain('rategate_store_fallback_active 0');
       await handle.store.close();
     },

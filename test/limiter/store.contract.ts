@@ -49,17 +49,23 @@ export function throughConsumeLocal(store: Store): Store {
 export function composedStoreContracts(name: string, url: () => string): void {
   const compose = async (prefix: string, clock: FakeClock): Promise<Store> =>
     (await createStoreFor({ url: url(), prefix, timeout: 2_000, onError: 'deny' }, { now: clock.now })).store;
-  storeContract(`${name} as the factory composes it (BlockedCache over Resilient)`, (clock) => compose('rgdeco', clock));
-  storeContract(`${name} as the factory composes it, decided through consumeLocal`, async (clock) => throughConsumeLocal(await compose('rglocal', clock)));
+  storeContract(`${name} as the factory composes it (BlockedCache over Resilient)`, (clock) =>
+    compose('rgdeco', clock),
+  );
+  storeContract(`${name} as the factory composes it, decided through consumeLocal`, async (clock) =>
+    throughConsumeLocal(await compose('rglocal', clock)),
+  );
   // A lone gateway (the fleet's count once the store answered) shares a bucket with no one: its leases
   // may take up to half of what remains, the largest they get.
   const lone = async (prefix: string, clock: FakeClock): Promise<Store> =>
-    (await createStoreFor({ url: url(), prefix, timeout: 2_000, onError: 'deny', gateways: 1 }, { now: clock.now })).store;
+    (await createStoreFor({ url: url(), prefix, timeout: 2_000, onError: 'deny', gateways: 1 }, { now: clock.now }))
+      .store;
   storeContract(`${name} as the factory composes it for a lone gateway, decided through consumeLocal`, async (clock) =>
     throughConsumeLocal(await lone('rglone', clock)),
   );
   const unleased = async (prefix: string, clock: FakeClock): Promise<Store> =>
-    (await createStoreFor({ url: url(), prefix, timeout: 2_000, onError: 'deny', lease: false }, { now: clock.now })).store;
+    (await createStoreFor({ url: url(), prefix, timeout: 2_000, onError: 'deny', lease: false }, { now: clock.now }))
+      .store;
   storeContract(`${name} as the factory composes it with store.lease: false`, (clock) => unleased('rgnolease', clock));
 }
 
@@ -117,7 +123,8 @@ export function storeContract(name: string, factory: StoreFactory): void {
     it('charges every bucket or none when the buckets belong to different identities (different cluster slots)', async () => {
       // An IP bucket and an account bucket carry different hash tags: on a cluster they live in different
       // slots, so this is the reserve-and-refund path there. The result must not differ from one slot.
-      const acct = (over: Partial<BucketSpec> = {}): BucketSpec => bucket({ key: `contract-${process.pid}-h${++seq}:{acct:1}`, ...over });
+      const acct = (over: Partial<BucketSpec> = {}): BucketSpec =>
+        bucket({ key: `contract-${process.pid}-h${++seq}:{acct:1}`, ...over });
       const ipWide = bucket({ limit: 5 });
       const acctNarrow = acct({ limit: 1 });
       expect((await store.consume([ipWide, acctNarrow])).buckets.map((b) => b.remaining)).toEqual([4, 0]);
@@ -133,7 +140,8 @@ export function storeContract(name: string, factory: StoreFactory): void {
       const ipNarrow = bucket({ limit: 1 });
       const acctWide = acct({ limit: 5 });
       await store.consume([ipNarrow]);
-      for (let i = 0; i < 3; i++) expect((await store.consume([acctWide, ipNarrow])).buckets[0]).toMatchObject({ remaining: 5, limited: false });
+      for (let i = 0; i < 3; i++)
+        expect((await store.consume([acctWide, ipNarrow])).buckets[0]).toMatchObject({ remaining: 5, limited: false });
       expect((await store.peek(acctWide)).remaining).toBe(5);
 
       // Every algorithm gives the charge back exactly: one more request fits afterwards, and no more.
@@ -164,7 +172,13 @@ export function storeContract(name: string, factory: StoreFactory): void {
         const key = (per: string, override = -1) => bucketKey(ruleKeyPrefix(rule, override), tags[per]!);
         const spec = (k: string, limit: number): BucketSpec => bucket({ key: k, algorithm, limit, periodMs: 60_000 });
         // One request in five identities' buckets (five cluster slots): the parameter bucket is the narrowest.
-        const all = [spec(key('ip'), 5), spec(key('token'), 5), spec(key('header'), 5), spec(key('param'), 1), spec(key('account'), 5)];
+        const all = [
+          spec(key('ip'), 5),
+          spec(key('token'), 5),
+          spec(key('header'), 5),
+          spec(key('param'), 1),
+          spec(key('account'), 5),
+        ];
         expect((await store.consume(all)).allowed).toBe(true);
         const refused = await store.consume(all);
         expect(refused.allowed).toBe(false);
@@ -254,7 +268,8 @@ export function storeContract(name: string, factory: StoreFactory): void {
 
     it('gives back what a request refused after its decision was charged, in every bucket and every algorithm, and nothing for a refused one', async () => {
       expect(store.refund).toBeTypeOf('function');
-      const acct = (over: Partial<BucketSpec> = {}): BucketSpec => bucket({ key: `contract-${process.pid}-h${++seq}:{acct:1}`, ...over });
+      const acct = (over: Partial<BucketSpec> = {}): BucketSpec =>
+        bucket({ key: `contract-${process.pid}-h${++seq}:{acct:1}`, ...over });
       for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
         const ip = bucket({ algorithm, limit: 10, cost: 3, periodMs: 3_600_000 });
         // Another identity: another Cluster slot, refunded in its own.
@@ -331,7 +346,11 @@ export function storeContract(name: string, factory: StoreFactory): void {
       expect(burst.map((o) => o.allowed)).toEqual([...Array(10).fill(true), false]);
       expect(burst.map((o) => o.buckets[0]!.remaining)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0]);
       // Empty now; one token every second. Full again 10 s after the burst.
-      expect(burst[10]!.buckets[0]).toMatchObject({ limited: true, retryAt: T0 + 123 + 1_000, resetAt: T0 + 123 + 10_000 });
+      expect(burst[10]!.buckets[0]).toMatchObject({
+        limited: true,
+        retryAt: T0 + 123 + 1_000,
+        resetAt: T0 + 123 + 10_000,
+      });
       clock.advance(999);
       expect((await store.consume([b])).allowed).toBe(false);
       clock.advance(1);

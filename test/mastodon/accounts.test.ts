@@ -38,14 +38,18 @@ describe('POST /api/v1/accounts', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ token_type: 'Bearer', scope: 'read write follow push' });
     expect(typeof res.body.created_at).toBe('number');
-    const me = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', { token: res.body.access_token as string });
+    const me = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', {
+      token: res.body.access_token as string,
+    });
     expect(me.status).toBe(200);
     expect(me.body.username).toBe(body['username']);
   });
 
   it('takes the same fields as JSON, multipart or a query string', async () => {
     const json = fields();
-    expect((await call(server.url, 'POST', '/api/v1/accounts', { token: app, json: { ...json, agreement: true } })).status).toBe(200);
+    expect(
+      (await call(server.url, 'POST', '/api/v1/accounts', { token: app, json: { ...json, agreement: true } })).status,
+    ).toBe(200);
     const multipart = new FormData();
     for (const [k, v] of Object.entries(fields())) multipart.append(k, v);
     expect((await call(server.url, 'POST', '/api/v1/accounts', { token: app, multipart })).status).toBe(200);
@@ -90,7 +94,9 @@ describe('POST /api/v1/accounts', () => {
   it('reports a taken username regardless of case, and a taken e-mail, with ERR_TAKEN', async () => {
     const first = fields();
     expect((await signUp(first)).status).toBe(200);
-    const again = await signUp(fields({ username: first['username']!.toUpperCase(), email: first['email']!.toUpperCase() }));
+    const again = await signUp(
+      fields({ username: first['username']!.toUpperCase(), email: first['email']!.toUpperCase() }),
+    );
     expect(again.status).toBe(422);
     expect(codes(again.body, 'username')).toEqual(['ERR_TAKEN']);
     expect(codes(again.body, 'email')).toEqual(['ERR_TAKEN']);
@@ -112,7 +118,10 @@ describe('POST /api/v1/accounts', () => {
     }
     const { agreement: _omitted, ...rest } = fields();
     expect(codes((await signUp(rest)).body, 'agreement')).toEqual(['ERR_ACCEPTED']);
-    const jsonFalse = await call(server.url, 'POST', '/api/v1/accounts', { token: app, json: { ...fields(), agreement: false } });
+    const jsonFalse = await call(server.url, 'POST', '/api/v1/accounts', {
+      token: app,
+      json: { ...fields(), agreement: false },
+    });
     expect(codes(jsonFalse.body, 'agreement')).toEqual(['ERR_ACCEPTED']);
   });
 
@@ -163,9 +172,13 @@ describe('GET /api/v1/accounts/verify_credentials', () => {
     const none = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials');
     expect(none.status).toBe(401);
     expect(none.body).toEqual({ error: 'The access token is invalid' });
-    const bad = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', { headers: { authorization: 'Bearer nope' } });
+    const bad = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', {
+      headers: { authorization: 'Bearer nope' },
+    });
     expect(bad.status).toBe(401);
-    const notBearer = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', { headers: { authorization: app } });
+    const notBearer = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', {
+      headers: { authorization: app },
+    });
     expect(notBearer.status).toBe(401);
   });
 
@@ -177,7 +190,9 @@ describe('GET /api/v1/accounts/verify_credentials', () => {
 
   it('accepts the scheme in any case', async () => {
     const user = await newUser(server.url, app);
-    const res = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', { headers: { authorization: `bearer ${user.token}` } });
+    const res = await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', {
+      headers: { authorization: `bearer ${user.token}` },
+    });
     expect(res.status).toBe(200);
   });
 });

@@ -37,7 +37,8 @@ interface Upload {
  */
 function streamUpload(url: string, token: string, size: number, chunked = false): Promise<Upload> {
   const head = Buffer.from(
-    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\n` + 'Content-Type: application/octet-stream\r\n\r\n',
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\n` +
+      'Content-Type: application/octet-stream\r\n\r\n',
   );
   const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
   const first = Buffer.from(png(1920, 1080));
@@ -56,7 +57,14 @@ function streamUpload(url: string, token: string, size: number, chunked = false)
       answered = true;
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), sent }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          sent,
+        }),
+      );
     });
     // Once the server has answered and closed, writes may fail; that is the server refusing the rest.
     req.on('error', (err) => (answered ? undefined : reject(err)));

@@ -29,7 +29,9 @@ describe('POST /api/v1/media', () => {
       meta: { original: { width: 640, height: 480, size: '640x480' } },
     });
     expect(res.body.id).toMatch(/^\d+$/);
-    expect(res.body.url).toMatch(/^https:\/\/social\.example\/system\/media_attachments\/files\/\d+\/original\/\d+\.png$/);
+    expect(res.body.url).toMatch(
+      /^https:\/\/social\.example\/system\/media_attachments\/files\/\d+\/original\/\d+\.png$/,
+    );
     expect(res.body.preview_url).toMatch(/^https:\/\/social\.example\//);
   });
 
@@ -170,7 +172,9 @@ describe('POST /api/v2/media and GET /api/v1/media/:id', () => {
 
   it("answers 404 for an unknown id or someone else's attachment", async () => {
     const mine = await upload(2, mediaForm(png()));
-    expect((await call(server.url, 'GET', `/api/v1/media/${mine.body.id as string}`, { token: other })).status).toBe(404);
+    expect((await call(server.url, 'GET', `/api/v1/media/${mine.body.id as string}`, { token: other })).status).toBe(
+      404,
+    );
     const unknown = await call(server.url, 'GET', '/api/v1/media/1', { token: user });
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual({ error: 'Record not found' });

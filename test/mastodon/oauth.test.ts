@@ -7,7 +7,12 @@ const server = useUpstream();
 describe('POST /api/v1/apps', () => {
   it('registers an app and returns its client id and secret', async () => {
     const res = await call(server.url, 'POST', '/api/v1/apps', {
-      form: { client_name: 'Tusky', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write', website: 'https://tusky.app' },
+      form: {
+        client_name: 'Tusky',
+        redirect_uris: 'urn:ietf:wg:oauth:2.0:oob',
+        scopes: 'read write',
+        website: 'https://tusky.app',
+      },
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -32,7 +37,9 @@ describe('POST /api/v1/apps', () => {
   });
 
   it('answers 422 when client_name or redirect_uris is missing', async () => {
-    const noName = await call(server.url, 'POST', '/api/v1/apps', { form: { redirect_uris: 'urn:ietf:wg:oauth:2.0:oob' } });
+    const noName = await call(server.url, 'POST', '/api/v1/apps', {
+      form: { redirect_uris: 'urn:ietf:wg:oauth:2.0:oob' },
+    });
     expect(noName.status).toBe(422);
     expect(noName.body.error).toBe("Validation failed: Application name can't be blank");
     const noUris = await call(server.url, 'POST', '/api/v1/apps', { form: { client_name: 'x' } });
@@ -41,7 +48,9 @@ describe('POST /api/v1/apps', () => {
   });
 
   it('answers 422 for a relative redirect URI or an unknown scope', async () => {
-    const relative = await call(server.url, 'POST', '/api/v1/apps', { form: { client_name: 'x', redirect_uris: '/callback' } });
+    const relative = await call(server.url, 'POST', '/api/v1/apps', {
+      form: { client_name: 'x', redirect_uris: '/callback' },
+    });
     expect(relative.status).toBe(422);
     const scope = await call(server.url, 'POST', '/api/v1/apps', {
       form: { client_name: 'x', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read everything' },
@@ -55,7 +64,12 @@ describe('POST /oauth/token', () => {
   it('issues an app token for client credentials, with no owner', async () => {
     const app = await registerApp(server.url);
     const res = await call(server.url, 'POST', '/oauth/token', {
-      form: { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret, scope: 'read write' },
+      form: {
+        grant_type: 'client_credentials',
+        client_id: app.client_id,
+        client_secret: app.client_secret,
+        scope: 'read write',
+      },
     });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ token_type: 'Bearer', scope: 'read write' });
@@ -87,9 +101,16 @@ describe('POST /oauth/token', () => {
   it('issues user tokens for the password grant with the e-mail as username, several per account', async () => {
     const app = await registerApp(server.url);
     const user = await newUser(server.url);
-    const grant = { grant_type: 'password', client_id: app.client_id, client_secret: app.client_secret, password: user.password };
+    const grant = {
+      grant_type: 'password',
+      client_id: app.client_id,
+      client_secret: app.client_secret,
+      password: user.password,
+    };
     const first = await call(server.url, 'POST', '/oauth/token', { form: { ...grant, username: user.email } });
-    const second = await call(server.url, 'POST', '/oauth/token', { json: { ...grant, username: user.email.toUpperCase() } });
+    const second = await call(server.url, 'POST', '/oauth/token', {
+      json: { ...grant, username: user.email.toUpperCase() },
+    });
     expect(first.status).toBe(200);
     expect(second.status).toBe(200);
     expect(first.body.access_token).not.toBe(second.body.access_token);
@@ -104,8 +125,12 @@ describe('POST /oauth/token', () => {
     const app = await registerApp(server.url);
     const user = await newUser(server.url);
     const grant = { grant_type: 'password', client_id: app.client_id, client_secret: app.client_secret };
-    const wrong = await call(server.url, 'POST', '/oauth/token', { form: { ...grant, username: user.email, password: 'nope nope' } });
-    const unknown = await call(server.url, 'POST', '/oauth/token', { form: { ...grant, username: 'nobody@example.com', password: 'x' } });
+    const wrong = await call(server.url, 'POST', '/oauth/token', {
+      form: { ...grant, username: user.email, password: 'nope nope' },
+    });
+    const unknown = await call(server.url, 'POST', '/oauth/token', {
+      form: { ...grant, username: 'nobody@example.com', password: 'x' },
+    });
     for (const res of [wrong, unknown]) {
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('invalid_grant');
@@ -138,7 +163,9 @@ describe('POST /oauth/token', () => {
     const unsupported = await call(server.url, 'POST', '/oauth/token', { form: { ...creds, grant_type: 'implicit' } });
     expect(unsupported.status).toBe(400);
     expect(unsupported.body.error).toBe('unsupported_grant_type');
-    const scope = await call(server.url, 'POST', '/oauth/token', { form: { ...creds, grant_type: 'client_credentials', scope: 'write' } });
+    const scope = await call(server.url, 'POST', '/oauth/token', {
+      form: { ...creds, grant_type: 'client_credentials', scope: 'write' },
+    });
     expect(scope.status).toBe(400);
     expect(scope.body.error).toBe('invalid_scope');
   });
@@ -146,7 +173,12 @@ describe('POST /oauth/token', () => {
   it('grants a granular scope under a scope the app holds', async () => {
     const app = await registerApp(server.url, 'read write');
     const res = await call(server.url, 'POST', '/oauth/token', {
-      form: { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret, scope: 'write:accounts' },
+      form: {
+        grant_type: 'client_credentials',
+        client_id: app.client_id,
+        client_secret: app.client_secret,
+        scope: 'write:accounts',
+      },
     });
     expect(res.status).toBe(200);
     expect(res.body.scope).toBe('write:accounts');

@@ -154,20 +154,26 @@ describe('pairsToHash', () => {
   });
 
   it('never throws anything but a ParamError and never touches Object.prototype, whatever the keys', () => {
-    const segment = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', '', 'a', '0'), fc.string({ maxLength: 4 }));
+    const segment = fc.oneof(
+      fc.constantFrom('__proto__', 'constructor', 'prototype', '', 'a', '0'),
+      fc.string({ maxLength: 4 }),
+    );
     const key = fc
       .tuple(segment, fc.array(fc.oneof(segment, fc.constant('')), { maxLength: 5 }))
       .map(([head, rest]) => head + rest.map((s) => `[${s}]`).join(''));
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.oneof(key, fc.string({ maxLength: 12 })), fc.string({ maxLength: 4 })), { maxLength: 20 }), (pairs) => {
-        try {
-          pairsToHash(pairs);
-        } catch (err) {
-          expect(err).toBeInstanceOf(ParamError);
-        }
-        expect(Object.keys(Object.prototype)).toEqual([]);
-        expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.oneof(key, fc.string({ maxLength: 12 })), fc.string({ maxLength: 4 })), { maxLength: 20 }),
+        (pairs) => {
+          try {
+            pairsToHash(pairs);
+          } catch (err) {
+            expect(err).toBeInstanceOf(ParamError);
+          }
+          expect(Object.keys(Object.prototype)).toEqual([]);
+          expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -200,7 +206,17 @@ describe('toBool', () => {
 });
 
 describe('value readers', () => {
-  const tree = fromJson({ s: 'x', n: 42, b: true, nul: null, h: { k: 'v' }, a: ['1', 2], bad: [{ x: 1 }], i: '300', f: '1.5' });
+  const tree = fromJson({
+    s: 'x',
+    n: 42,
+    b: true,
+    nul: null,
+    h: { k: 'v' },
+    a: ['1', 2],
+    bad: [{ x: 1 }],
+    i: '300',
+    f: '1.5',
+  });
 
   it('reads scalars as text and null as not given', () => {
     expect(getString(tree, 's')).toBe('x');
@@ -270,7 +286,9 @@ describe('parseRequest over HTTP', () => {
     server = http.createServer((req, res) => {
       req.on('error', () => undefined);
       const rawQuery = (req.url ?? '').split('?')[1] ?? '';
-      const onFile = async (file: IncomingFile): Promise<{ filename: string | undefined; size: number; text: string }> => {
+      const onFile = async (
+        file: IncomingFile,
+      ): Promise<{ filename: string | undefined; size: number; text: string }> => {
         let size = 0;
         let text = '';
         for await (const chunk of file.stream as AsyncIterable<Buffer>) {
@@ -300,13 +318,18 @@ describe('parseRequest over HTTP', () => {
     });
   });
 
-  async function echo(init: RequestInit & { query?: string } = {}): Promise<{ status: number; body: Echo & { error?: string } }> {
+  async function echo(
+    init: RequestInit & { query?: string } = {},
+  ): Promise<{ status: number; body: Echo & { error?: string } }> {
     const res = await fetch(`${base}/echo${init.query ?? ''}`, { method: 'POST', ...init });
     return { status: res.status, body: (await res.json()) as Echo & { error?: string } };
   }
 
   it('reads arrays and nested hashes from the query string', async () => {
-    const { status, body } = await echo({ method: 'GET', query: '?a[]=x&a[]=y&h[k]=v&h[k2][j]=w&h[list][]=1&plain=%20s+p' });
+    const { status, body } = await echo({
+      method: 'GET',
+      query: '?a[]=x&a[]=y&h[k]=v&h[k2][j]=w&h[list][]=1&plain=%20s+p',
+    });
     expect(status).toBe(200);
     expect(body.params).toEqual({ a: ['x', 'y'], h: { k: 'v', k2: { j: 'w' }, list: ['1'] }, plain: ' s p' });
   });
@@ -357,7 +380,10 @@ describe('parseRequest over HTTP', () => {
   });
 
   it('answers 413 for a body over the cap, declared or streamed', async () => {
-    const declared = await echo({ headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 'x'.repeat(2000) }) });
+    const declared = await echo({
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ a: 'x'.repeat(2000) }),
+    });
     expect(declared.status).toBe(413);
     const chunked = await echo({
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -391,8 +417,14 @@ describe('parseRequest over HTTP', () => {
   });
 
   it('keeps __proto__ and constructor keys out of the tree in every encoding', async () => {
-    const query = await echo({ method: 'GET', query: '?__proto__[polluted]=1&constructor[prototype][polluted]=1&ok=1' });
-    const json = await echo({ headers: { 'content-type': 'application/json' }, body: '{"__proto__":{"polluted":1},"ok":1}' });
+    const query = await echo({
+      method: 'GET',
+      query: '?__proto__[polluted]=1&constructor[prototype][polluted]=1&ok=1',
+    });
+    const json = await echo({
+      headers: { 'content-type': 'application/json' },
+      body: '{"__proto__":{"polluted":1},"ok":1}',
+    });
     const form = new FormData();
     form.append('__proto__[polluted]', '1');
     form.append('ok', '1');

@@ -96,26 +96,42 @@ describe('robustness', () => {
       fc.json(),
       fc.string(),
       fc
-        .dictionary(fc.constantFrom('status', 'poll', 'media_ids', '__proto__', 'username', 'agreement', 'focus'), fc.jsonValue())
+        .dictionary(
+          fc.constantFrom('status', 'poll', 'media_ids', '__proto__', 'username', 'agreement', 'focus'),
+          fc.jsonValue(),
+        )
         .map((o) => JSON.stringify(o)),
       fc
-        .array(fc.tuple(fc.constantFrom('status', 'poll[options][]', 'poll[expires_in]', 'a[', 'x[][y]', 'media_ids[]', '%zz'), fc.string()))
+        .array(
+          fc.tuple(
+            fc.constantFrom('status', 'poll[options][]', 'poll[expires_in]', 'a[', 'x[][y]', 'media_ids[]', '%zz'),
+            fc.string(),
+          ),
+        )
         .map((pairs) => pairs.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')),
       fc.string().map((s) => `--B\r\nContent-Disposition: form-data; name="status"\r\n\r\n${s}\r\n--B--\r\n`),
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...routes), contentType, jsonish, fc.string({ maxLength: 30 }), async ([method, path], type, body, query) => {
-        const res = await fetch(`${server.url}${path}?${encodeURI(query)}`, {
-          method,
-          headers: { 'content-type': type, authorization: `Bearer ${user.token}` },
-          body,
-        });
-        await res.arrayBuffer();
-        expect(res.status).toBeLessThan(500);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...routes),
+        contentType,
+        jsonish,
+        fc.string({ maxLength: 30 }),
+        async ([method, path], type, body, query) => {
+          const res = await fetch(`${server.url}${path}?${encodeURI(query)}`, {
+            method,
+            headers: { 'content-type': type, authorization: `Bearer ${user.token}` },
+            body,
+          });
+          await res.arrayBuffer();
+          expect(res.status).toBeLessThan(500);
+        },
+      ),
       { numRuns: 150 },
     );
-    expect((await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', { token: user.token })).status).toBe(200);
+    expect((await call(server.url, 'GET', '/api/v1/accounts/verify_credentials', { token: user.token })).status).toBe(
+      200,
+    );
   });
 });
 
@@ -170,7 +186,10 @@ describe('startUpstream and createUpstreamHandler', () => {
         res.on('end', () => {
           const socket = req.socket;
           if (socket === null) return reject(new Error('no socket'));
-          resolve({ status: res.statusCode ?? 0, closed: new Promise<void>((done) => socket.once('close', () => done())) });
+          resolve({
+            status: res.statusCode ?? 0,
+            closed: new Promise<void>((done) => socket.once('close', () => done())),
+          });
         });
       });
       req.on('error', reject);
@@ -200,7 +219,9 @@ describe('startUpstream and createUpstreamHandler', () => {
       const mine = await call(urlOf(one), 'GET', '/api/v1/accounts/verify_credentials', { token: user.token });
       expect(mine.status).toBe(200);
       expect(mine.body.url).toBe(`https://one.example/@${user.username}`);
-      expect((await call(urlOf(two), 'GET', '/api/v1/accounts/verify_credentials', { token: user.token })).status).toBe(401);
+      expect((await call(urlOf(two), 'GET', '/api/v1/accounts/verify_credentials', { token: user.token })).status).toBe(
+        401,
+      );
     } finally {
       await Promise.all(
         [one, two].map(

@@ -31,7 +31,9 @@ describe('POST /api/v1/statuses', () => {
   it('creates a Status with HTML-escaped content in paragraphs', async () => {
     const res = await post(alice, { status: 'Hello <world> & "friends"\nsecond line\n\nnew paragraph' });
     expect(res.status).toBe(200);
-    expect(res.body.content).toBe('<p>Hello &lt;world&gt; &amp; &quot;friends&quot;<br />second line</p><p>new paragraph</p>');
+    expect(res.body.content).toBe(
+      '<p>Hello &lt;world&gt; &amp; &quot;friends&quot;<br />second line</p><p>new paragraph</p>',
+    );
     expect(res.body).toMatchObject({
       visibility: 'public',
       sensitive: false,
@@ -127,7 +129,10 @@ describe('POST /api/v1/statuses', () => {
     expect(off.body.sensitive).toBe(false);
     const empty = await post(alice, { status: 'x', sensitive: '' });
     expect(empty.body.sensitive).toBe(false);
-    const json = await call(server.url, 'POST', '/api/v1/statuses', { token: alice, json: { status: 'x', sensitive: true } });
+    const json = await call(server.url, 'POST', '/api/v1/statuses', {
+      token: alice,
+      json: { status: 'x', sensitive: true },
+    });
     expect(json.body.sensitive).toBe(true);
   });
 
@@ -187,7 +192,11 @@ describe('POST /api/v1/statuses', () => {
 
   it('answers 422 for polls with too few, too many, duplicate options or a bad expiry', async () => {
     const poll = (options: string[], expires: string): URLSearchParams =>
-      new URLSearchParams([['status', 'q'], ...options.map((o): [string, string] => ['poll[options][]', o]), ['poll[expires_in]', expires]]);
+      new URLSearchParams([
+        ['status', 'q'],
+        ...options.map((o): [string, string] => ['poll[options][]', o]),
+        ['poll[expires_in]', expires],
+      ]);
     for (const params of [
       poll(['only'], '600'),
       poll(['a', 'b', 'c', 'd', 'e'], '600'),
@@ -278,7 +287,10 @@ describe('DELETE /api/v1/statuses/:id', () => {
     expect(deleted.body.media_attachments[0].id).toBe(media);
     const redraft = await post(alice, { 'media_ids[]': media, status: 'again' });
     expect(redraft.status).toBe(200);
-    await call(server.url, 'DELETE', `/api/v1/statuses/${redraft.body.id as string}`, { token: alice, query: 'delete_media=true' });
+    await call(server.url, 'DELETE', `/api/v1/statuses/${redraft.body.id as string}`, {
+      token: alice,
+      query: 'delete_media=true',
+    });
     expect((await post(alice, { 'media_ids[]': media })).status).toBe(422);
   });
 
@@ -322,7 +334,9 @@ describe('POST /api/v1/statuses/:id/reblog and /unreblog', () => {
     const second = await call(server.url, 'POST', `/api/v1/statuses/${id}/reblog`, { token: bob });
     expect(second.body.id).toBe(first.body.id);
     expect(second.body.reblog.reblogs_count).toBe(1);
-    const ofWrapper = await call(server.url, 'POST', `/api/v1/statuses/${first.body.id as string}/reblog`, { token: alice });
+    const ofWrapper = await call(server.url, 'POST', `/api/v1/statuses/${first.body.id as string}/reblog`, {
+      token: alice,
+    });
     expect(ofWrapper.body.reblog.id).toBe(id);
     expect(ofWrapper.body.reblog.reblogs_count).toBe(2);
   });

@@ -105,7 +105,10 @@ export async function appAndUsers(base: string, users: number): Promise<string[]
 let counter = 0;
 
 /** A fresh, unique sign-up; returns the user's token and the names used. */
-export async function newUser(base: string, token?: string): Promise<{ token: string; username: string; email: string; password: string }> {
+export async function newUser(
+  base: string,
+  token?: string,
+): Promise<{ token: string; username: string; email: string; password: string }> {
   counter += 1;
   const username = `user${process.pid}_${counter}`;
   const email = `${username}@example.com`;
@@ -130,7 +133,21 @@ export function png(width = 4, height = 3, padding = 32): Uint8Array {
 }
 
 export function jpeg(): Uint8Array {
-  return new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, ...new Array<number>(40).fill(0)]);
+  return new Uint8Array([
+    0xff,
+    0xd8,
+    0xff,
+    0xe0,
+    0x00,
+    0x10,
+    0x4a,
+    0x46,
+    0x49,
+    0x46,
+    0x00,
+    0x01,
+    ...new Array<number>(40).fill(0),
+  ]);
 }
 
 export function mp4(): Uint8Array {

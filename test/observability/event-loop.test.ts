@@ -18,7 +18,10 @@ describe('the event-loop delay histogram', () => {
       expect(h.labels().counts[0]).toBeGreaterThan(0);
       const until = performance.now() + 400;
       while (performance.now() < until); // blocks the loop for 400 ms
-      await eventually(() => h.labels().counts[2]! > 0, { what: 'the stall recorded between 250 ms and 1 s', withinMs: 2_000 });
+      await eventually(() => h.labels().counts[2]! > 0, {
+        what: 'the stall recorded between 250 ms and 1 s',
+        withinMs: 2_000,
+      });
       // The stall is one tick 380 ms late, not the 400 ms interval: nothing went past 1 s.
       expect(h.labels().count - h.labels().counts[0]! - h.labels().counts[1]! - h.labels().counts[2]!).toBe(0);
     } finally {
@@ -31,7 +34,8 @@ describe('the event-loop delay histogram', () => {
     try {
       const text = await m.registry.metrics();
       expect(text).toMatch(/^rategate_event_loop_delay_seconds_bucket\{le="0.1"\} \d+$/m);
-      for (const code of ['500', '502', '503', '504']) expect(text).toContain(`rategate_gateway_responses_total{code="${code}"} 0`);
+      for (const code of ['500', '502', '503', '504'])
+        expect(text).toContain(`rategate_gateway_responses_total{code="${code}"} 0`);
     } finally {
       m.stop();
     }

@@ -6,7 +6,9 @@ const BOUNDS = [0.001, 0.005, 0.01, 0.1, 1];
 const SAMPLES = [0.0005, 0.001, 0.002, 0.0099, 0.05, 0.5, 2, 7, 0.001, 0.3];
 
 /** The same observations in prom-client's Histogram and in FastHistogram, each in its own registry. */
-async function both(labelled: boolean): Promise<{ theirs: string; ours: string; oursJson: unknown; theirsJson: unknown }> {
+async function both(
+  labelled: boolean,
+): Promise<{ theirs: string; ours: string; oursJson: unknown; theirsJson: unknown }> {
   const a = new client.Registry();
   const b = new client.Registry();
   const theirs = new client.Histogram({
@@ -29,7 +31,12 @@ async function both(labelled: boolean): Promise<{ theirs: string; ours: string; 
     }
   });
   if (labelled) ours.labels('4xx'); // taken but never observed: not shown, as with prom-client
-  return { theirs: await a.metrics(), ours: await b.metrics(), theirsJson: await a.getMetricsAsJSON(), oursJson: await b.getMetricsAsJSON() };
+  return {
+    theirs: await a.metrics(),
+    ours: await b.metrics(),
+    theirsJson: await a.getMetricsAsJSON(),
+    oursJson: await b.getMetricsAsJSON(),
+  };
 }
 
 describe('FastHistogram', () => {
@@ -44,7 +51,8 @@ describe('FastHistogram', () => {
     const r = await both(true);
     expect(r.ours).toBe(r.theirs);
     // The same values; prom-client also carries an empty `exemplar` field, which the aggregation ignores.
-    const withoutExemplars = (j: unknown): unknown => JSON.parse(JSON.stringify(j, (k, v: unknown) => (k === 'exemplar' ? undefined : v)));
+    const withoutExemplars = (j: unknown): unknown =>
+      JSON.parse(JSON.stringify(j, (k, v: unknown) => (k === 'exemplar' ? undefined : v)));
     expect(withoutExemplars(r.oursJson)).toEqual(withoutExemplars(r.theirsJson));
     expect(r.ours).toMatch(/h_seconds_count\{status_class="5xx"\} 4\n/);
     expect(r.ours).not.toMatch(/4xx/);
@@ -53,13 +61,21 @@ describe('FastHistogram', () => {
   it('shows a histogram without labels from the start, with zero counts', async () => {
     const reg = new client.Registry();
     reg.registerMetric(new FastHistogram('idle_seconds', 'Idle.', BOUNDS) as unknown as client.Metric);
-    expect(await reg.metrics()).toMatch(/idle_seconds_bucket\{le="\+Inf"\} 0\nidle_seconds_sum 0\nidle_seconds_count 0/);
+    expect(await reg.metrics()).toMatch(
+      /idle_seconds_bucket\{le="\+Inf"\} 0\nidle_seconds_sum 0\nidle_seconds_count 0/,
+    );
   });
 
   it('prints exactly what prom-client prints with two labels (code_class and decision, as the RED histogram has)', async () => {
     const a = new client.Registry();
     const b = new client.Registry();
-    const theirs = new client.Histogram({ name: 'red_seconds', help: 'Two labels.', buckets: BOUNDS, registers: [a], labelNames: ['code_class', 'decision'] });
+    const theirs = new client.Histogram({
+      name: 'red_seconds',
+      help: 'Two labels.',
+      buckets: BOUNDS,
+      registers: [a],
+      labelNames: ['code_class', 'decision'],
+    });
     const ours = new FastHistogram('red_seconds', 'Two labels.', BOUNDS, ['code_class', 'decision']);
     b.registerMetric(ours as unknown as client.Metric);
     SAMPLES.forEach((v, i) => {

@@ -43,7 +43,14 @@ describe('the access log writer', () => {
     const lines: string[] = [];
     const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(s) });
     const access = createAccessLog(log);
-    const record = { method: 'GET', path: '/a"b', status: 200, rules: ['ip-access', 'x'], decision: 'allowed', ms: 1.5 };
+    const record = {
+      method: 'GET',
+      path: '/a"b',
+      status: 200,
+      rules: ['ip-access', 'x'],
+      decision: 'allowed',
+      ms: 1.5,
+    };
     access('info', record);
     log.info(record, 'request');
     const [ours, theirs] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -58,7 +65,17 @@ describe('the access log writer', () => {
     const lines: string[] = [];
     const log = pino(loggerOptions('info'), { write: (s: string) => void lines.push(s) });
     const access = createAccessLog(log);
-    const record = { method: 'GET', path: '/x', protocol: 'http/1.1', status: 200, rules: [], decision: 'unmatched', ms: 0.5, bytesIn: 0, bytesOut: 12 };
+    const record = {
+      method: 'GET',
+      path: '/x',
+      protocol: 'http/1.1',
+      status: 200,
+      rules: [],
+      decision: 'unmatched',
+      ms: 0.5,
+      bytesIn: 0,
+      bytesOut: 12,
+    };
     access('info', record);
     log.info(record, 'request');
     const [ours, theirs] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);

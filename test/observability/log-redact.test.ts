@@ -9,7 +9,9 @@ describe('the logged path', () => {
   });
 
   it('redacts the value of every credential, keeps other pairs and separators as sent', () => {
-    expect(loggedPath('/api/v1/timelines/home?limit=20&access_token=abc&max_id=9')).toBe('/api/v1/timelines/home?limit=20&access_token=[redacted]&max_id=9');
+    expect(loggedPath('/api/v1/timelines/home?limit=20&access_token=abc&max_id=9')).toBe(
+      '/api/v1/timelines/home?limit=20&access_token=[redacted]&max_id=9',
+    );
     expect(loggedPath('/oauth/token?client_id=x;client_secret=y&code=z&refresh_token=w')).toBe(
       '/oauth/token?client_id=x;client_secret=[redacted]&code=[redacted]&refresh_token=[redacted]',
     );
@@ -43,6 +45,7 @@ describe('the logged path', () => {
       'confirmation_token',
     ])
       expect(isCredential(n), n).toBe(true);
-    for (const n of ['limit', 'postcode', 'max_id', 'q', 'monkey', 'redirect_uri', 'scope', 'client_id']) expect(isCredential(n), n).toBe(false);
+    for (const n of ['limit', 'postcode', 'max_id', 'q', 'monkey', 'redirect_uri', 'scope', 'client_id'])
+      expect(isCredential(n), n).toBe(false);
   });
 });

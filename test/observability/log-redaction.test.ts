@@ -43,14 +43,26 @@ describe('the log of the real process', () => {
     const gw = await spawnServe(['--config', limitsFile(TABLE), '--upstream', upstream.url]);
     try {
       // Rejected by the path check, with every spelling Rack would read as the same parameter.
-      expect(statusOf(await raw(gw, get(`/%zz?access_token=${SECRET}-1&client_secret=${SECRET}-2;user%5Bpassword%5D=${SECRET}-3`)))).toBe('400');
-      expect(statusOf(await raw(gw, get(`/api/%zz?access%5Ftoken=${SECRET}-4&Refresh_Token=${SECRET}-5&code=${SECRET}-6`)))).toBe('400');
+      expect(
+        statusOf(
+          await raw(gw, get(`/%zz?access_token=${SECRET}-1&client_secret=${SECRET}-2;user%5Bpassword%5D=${SECRET}-3`)),
+        ),
+      ).toBe('400');
+      expect(
+        statusOf(await raw(gw, get(`/api/%zz?access%5Ftoken=${SECRET}-4&Refresh_Token=${SECRET}-5&code=${SECRET}-6`))),
+      ).toBe('400');
       // A raw `#` in the query is forwarded as sent; what follows it is never logged.
       expect(statusOf(await raw(gw, get(`/api/v1/accounts?a=1#access_token=${SECRET}-7`)))).toBe('200');
       // Refused by the parser (a head over the limit): the clientError path.
-      expect(statusOf(await raw(gw, get(`/api/v1/accounts?access_token=${SECRET}-8`, `X-Big: ${'a'.repeat(64 * 1024)}\r\n`)))).toBe('431');
+      expect(
+        statusOf(
+          await raw(gw, get(`/api/v1/accounts?access_token=${SECRET}-8`, `X-Big: ${'a'.repeat(64 * 1024)}\r\n`)),
+        ),
+      ).toBe('431');
       // Blocked before the path is read.
-      expect(statusOf(await raw(gw, get(`/api/v1/accounts?password=${SECRET}-9`, 'X-Forwarded-For: 198.51.100.66\r\n')))).toBe('403');
+      expect(
+        statusOf(await raw(gw, get(`/api/v1/accounts?password=${SECRET}-9`, 'X-Forwarded-For: 198.51.100.66\r\n'))),
+      ).toBe('403');
       // Forwarded, then limited.
       expect(statusOf(await raw(gw, get(`/api/v1/timelines/public?access_token=${SECRET}-10`)))).toBe('200');
       expect(statusOf(await raw(gw, get(`/api/v1/timelines/public?token=${SECRET}-11`)))).toBe('429');
@@ -84,7 +96,9 @@ describe('the log of the real process', () => {
     }
     const out = gw.output();
     const access = out.split('\n').filter((l) => l.includes('"msg":"request"'));
-    expect(access.map((l) => (JSON.parse(l) as { status: number }).status).sort()).toEqual([200, 200, 200, 200, 400, 400, 400, 403, 429, 503]);
+    expect(access.map((l) => (JSON.parse(l) as { status: number }).status).sort()).toEqual([
+      200, 200, 200, 200, 400, 400, 400, 403, 429, 503,
+    ]);
     expect(out).toContain('access_token=[redacted]');
     for (const line of out.split('\n')) expect(line).not.toContain(SECRET);
   });

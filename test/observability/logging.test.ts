@@ -30,7 +30,12 @@ describe('the log level', () => {
   });
 
   it('is the file’s log.level from the start: warn prints no access lines', async () => {
-    const gw = await spawnServe(['--config', limitsFile(`log: { level: warn }\n${SEED_TABLE}`), '--upstream', upstream.url]);
+    const gw = await spawnServe([
+      '--config',
+      limitsFile(`log: { level: warn }\n${SEED_TABLE}`),
+      '--upstream',
+      upstream.url,
+    ]);
     await sendMany(gw, 5);
     gw.child.kill('SIGTERM');
     expect(await gw.exited).toBe(0);
@@ -53,10 +58,13 @@ describe('the log level', () => {
   });
 
   it('refuses an unknown RATEGATE_LOG_LEVEL like a bad value in the file, in a fatal JSON line', async () => {
-    const refusal = 'log.level: must be one of fatal, error, warn, info, debug, trace, silent (got "verbose") (set by an override)';
+    const refusal =
+      'log.level: must be one of fatal, error, warn, info, debug, trace, silent (got "verbose") (set by an override)';
     // The message is inside the line's JSON `msg` (and its `errors`): its quotes escaped.
     const inJson = JSON.stringify(refusal).slice(1, -1);
-    const started = spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], { RATEGATE_LOG_LEVEL: 'verbose' });
+    const started = spawnServe(['--config', limitsFile(SEED_TABLE), '--upstream', upstream.url], {
+      RATEGATE_LOG_LEVEL: 'verbose',
+    });
     await expect(started).rejects.toThrow(inJson);
     await expect(started).rejects.toThrow(/\{"level":"fatal","time":"[^"]+Z",.*"failure":"config"/);
   });

@@ -53,7 +53,9 @@ describe('RED metrics', () => {
     fx.upstream.route('/boom', (_req, res) => res.socket?.destroy());
     expect((await fetch(`${url}/boom`)).status).toBe(502);
     // The parser's refusals never reach the pipeline: counted as responses, not timed.
-    expect(await raw(url, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).toMatch(/^HTTP\/1.1 431 /);
+    expect(await raw(url, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).toMatch(
+      /^HTTP\/1.1 431 /,
+    );
     expect(await raw(url, 'BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n')).toMatch(/^HTTP\/1.1 400 /);
 
     const text = await metricsText(fx.gw.adminUrl);
@@ -69,8 +71,12 @@ describe('RED metrics', () => {
     expect(count('5xx', 'unmatched')).toBe(1);
     // Nothing was timed for the parser's refusals; the +Inf bucket is the count.
     expect(count('4xx', 'rejected')).toBe(0);
-    expect(sample(text, 'rategate_http_request_duration_seconds_bucket{le="+Inf",code_class="2xx",decision="allowed"}')).toBe(1);
-    expect(sample(text, 'rategate_http_request_duration_seconds_sum{code_class="2xx",decision="allowed"}')).toBeGreaterThan(0);
+    expect(
+      sample(text, 'rategate_http_request_duration_seconds_bucket{le="+Inf",code_class="2xx",decision="allowed"}'),
+    ).toBe(1);
+    expect(
+      sample(text, 'rategate_http_request_duration_seconds_sum{code_class="2xx",decision="allowed"}'),
+    ).toBeGreaterThan(0);
   });
 });
 
@@ -82,8 +88,17 @@ describe('the access line and the refusal log', () => {
     const body = await res.text();
     const limited = await fetch(`${fx.gw.url}/api/v1/statuses`, { method: 'POST', body: 'status=hello' });
     const limitedBody = await limited.text();
-    const [ok, refused] = await eventually(() => accessLines(lines), { what: 'two access lines', until: (l) => l.length >= 2 });
-    expect(ok).toMatchObject({ level: 'info', protocol: 'http/1.1', status: 200, bytesIn: 12, bytesOut: Buffer.byteLength(body) });
+    const [ok, refused] = await eventually(() => accessLines(lines), {
+      what: 'two access lines',
+      until: (l) => l.length >= 2,
+    });
+    expect(ok).toMatchObject({
+      level: 'info',
+      protocol: 'http/1.1',
+      status: 200,
+      bytesIn: 12,
+      bytesOut: Buffer.byteLength(body),
+    });
     expect(ok!.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(refused).toMatchObject({ status: 429, bytesIn: 12, bytesOut: Buffer.byteLength(limitedBody) });
   });
@@ -92,9 +107,13 @@ describe('the access line and the refusal log', () => {
     const { logger, lines } = capturingLogger();
     fx.gw = await startTestGateway(TABLE, { upstream: fx.upstream.url, logger });
     const flood = 3 * REFUSALS_LOGGED_PER_SECOND;
-    const answers = await Promise.all(Array.from({ length: flood }, () => raw(fx.gw!.url, 'BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n')));
+    const answers = await Promise.all(
+      Array.from({ length: flood }, () => raw(fx.gw!.url, 'BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n')),
+    );
     expect(answers.every((a) => a.startsWith('HTTP/1.1 400 '))).toBe(true);
-    expect(await raw(fx.gw.url, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).toMatch(/^HTTP\/1.1 431 /);
+    expect(await raw(fx.gw.url, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).toMatch(
+      /^HTTP\/1.1 431 /,
+    );
 
     const refusals = (reason: string): LogLine[] => lines.filter((l) => l.refused === reason);
     // The flood may straddle a second: the logged lines and the suppressed counts add up to it either way.
@@ -107,7 +126,12 @@ describe('the access line and the refusal log', () => {
     const suppressed = refusals('unknown_method').reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0);
     expect(logged.length + suppressed).toBe(flood);
     expect(logged.length).toBeLessThanOrEqual(2 * REFUSALS_LOGGED_PER_SECOND);
-    expect(logged[0]).toMatchObject({ level: 'warn', status: 400, code: 'HPE_INVALID_METHOD', msg: 'refused 400: unknown method' });
+    expect(logged[0]).toMatchObject({
+      level: 'warn',
+      status: 400,
+      code: 'HPE_INVALID_METHOD',
+      msg: 'refused 400: unknown method',
+    });
     expect(refusals('headers_too_large')[0]).toMatchObject({ level: 'warn', status: 431, code: 'HPE_HEADER_OVERFLOW' });
     // No client address in them (the access log's rule), and the gateway is alive and answering.
     expect(logged[0]).not.toHaveProperty('client');

@@ -9,8 +9,16 @@ describe('tracingFromEnv', () => {
   });
 
   it('is on with an OTLP endpoint (either variable), over protobuf unless the protocol says json', () => {
-    expect(tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toEqual({ exporters: ['otlp'], protocol: 'http/protobuf' });
-    expect(tracingFromEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toEqual({
+    expect(tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toEqual({
+      exporters: ['otlp'],
+      protocol: 'http/protobuf',
+    });
+    expect(
+      tracingFromEnv({
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      }),
+    ).toEqual({
       exporters: ['otlp'],
       protocol: 'http/json',
     });
@@ -25,7 +33,10 @@ describe('tracingFromEnv', () => {
   });
 
   it('is on when OTEL_TRACES_EXPORTER names exporters, and off for none or OTEL_SDK_DISABLED', () => {
-    expect(tracingFromEnv({ OTEL_TRACES_EXPORTER: 'console, otlp,console' })).toEqual({ exporters: ['console', 'otlp'], protocol: 'http/protobuf' });
+    expect(tracingFromEnv({ OTEL_TRACES_EXPORTER: 'console, otlp,console' })).toEqual({
+      exporters: ['console', 'otlp'],
+      protocol: 'http/protobuf',
+    });
     expect(tracingFromEnv({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toBeNull();
     expect(tracingFromEnv({ OTEL_SDK_DISABLED: 'TRUE', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toBeNull();
     expect(tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: '  ' })).toBeNull();
@@ -33,11 +44,11 @@ describe('tracingFromEnv', () => {
 
   it('names the variable it cannot honour: an exporter or a protocol this build lacks', () => {
     expect(tracingFromEnv({ OTEL_TRACES_EXPORTER: 'jaeger' })).toMatch(/^OTEL_TRACES_EXPORTER: "jaeger"/);
-    expect(tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toMatch(
-      /^OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported/,
-    );
-    expect(tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' })).toMatch(
-      /^OTEL_EXPORTER_OTLP_TRACES_PROTOCOL/,
-    );
+    expect(
+      tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+    ).toMatch(/^OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported/);
+    expect(
+      tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }),
+    ).toMatch(/^OTEL_EXPORTER_OTLP_TRACES_PROTOCOL/);
   });
 });

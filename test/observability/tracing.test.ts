@@ -84,7 +84,8 @@ async function found<T>(probe: () => T | false, opts: { what: string; withinMs: 
 
 function only(spans: ReceivedSpan[], pick: (s: ReceivedSpan) => boolean, what: string): ReceivedSpan {
   const found = spans.filter(pick);
-  if (found.length !== 1) throw new Error(`expected one ${what}, got ${found.length}: ${JSON.stringify(spans.map((s) => s.name))}`);
+  if (found.length !== 1)
+    throw new Error(`expected one ${what}, got ${found.length}: ${JSON.stringify(spans.map((s) => s.name))}`);
   return found[0]!;
 }
 
@@ -133,7 +134,11 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     expect(introspection.attributes['rategate.account.found']).toBe(true);
     const consume = only(spans, (s) => s.name === 'rategate.store consume', 'store consume span');
     expect(consume.parentSpanId).toBe(server.spanId);
-    expect(consume.attributes).toMatchObject({ 'rategate.store.buckets': 2, 'rategate.store.allowed': true, 'rategate.store.decider': 'memory' });
+    expect(consume.attributes).toMatchObject({
+      'rategate.store.buckets': 2,
+      'rategate.store.allowed': true,
+      'rategate.store.decider': 'memory',
+    });
     const peek = only(spans, (s) => s.name === 'rategate.store peek', 'store peek span');
     expect(peek.parentSpanId).toBe(server.spanId);
     // The charge comes after the account is known.
@@ -142,7 +147,11 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     const call = only(spans, (s) => s.kind === SPAN_KIND.client, 'upstream span');
     expect(call.parentSpanId).toBe(server.spanId);
     expect(call.name).toBe('GET');
-    expect(call.attributes).toMatchObject({ 'http.request.method': 'GET', 'http.response.status_code': 200, 'url.full': `${upstream.url}/api/v1/statuses/5` });
+    expect(call.attributes).toMatchObject({
+      'http.request.method': 'GET',
+      'http.response.status_code': 200,
+      'url.full': `${upstream.url}/api/v1/statuses/5`,
+    });
     expect(call.startNs >= consume.endNs).toBe(true);
     expect(call.endNs <= server.endNs).toBe(true);
 
@@ -156,10 +165,16 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
 
   it('starts a trace of its own for a request with no traceparent (or an invalid one), and the upstream joins it', async () => {
     const before = receiver.spans.length;
-    const answer = await get(gw, '/api/v1/accounts/7', { authorization: 'Bearer user-2', traceparent: '00-not-a-trace-01' });
+    const answer = await get(gw, '/api/v1/accounts/7', {
+      authorization: 'Bearer user-2',
+      traceparent: '00-not-a-trace-01',
+    });
     expect(answer.status).toBe(200);
     const server = await found(
-      () => receiver.spans.slice(before).find((s) => s.kind === SPAN_KIND.server && s.attributes['url.path'] === '/api/v1/accounts/7') ?? false,
+      () =>
+        receiver.spans
+          .slice(before)
+          .find((s) => s.kind === SPAN_KIND.server && s.attributes['url.path'] === '/api/v1/accounts/7') ?? false,
       { what: 'the server span of GET /api/v1/accounts/7', withinMs: 30_000 },
     );
     expect(server.parentSpanId).toBe('');
@@ -171,7 +186,11 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
   it('survives a hostile tracestate: the request is served, what goes upstream is bounded, the process answers', async () => {
     const trace = 'ddddddddddddddddddddddddddddddd4';
     const junk = Array.from({ length: 1500 }, (_, i) => `k${i}=${'v'.repeat(i % 7)}`).join(',') + ',=,,==,\u00ff';
-    const answer = await get(gw, '/api/v1/statuses/41', { authorization: 'Bearer user-7', traceparent: `00-${trace}-${CLIENT_SPAN}-01`, tracestate: junk });
+    const answer = await get(gw, '/api/v1/statuses/41', {
+      authorization: 'Bearer user-7',
+      traceparent: `00-${trace}-${CLIENT_SPAN}-01`,
+      tracestate: junk,
+    });
     expect(answer.status).toBe(200);
     const seen = forwardedTo('/api/v1/statuses/41')[0]!;
     expect(String(seen.headers.traceparent)).toContain(trace);
@@ -228,8 +247,12 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
   it('records a 429 as the decision (limited, the rule), not as an error, and makes no upstream span', async () => {
     const trace = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1';
     // user-3's account bucket holds 2: the third request is refused.
-    for (let i = 0; i < 2; i++) expect((await get(gw, '/api/v1/statuses/9', { authorization: 'Bearer user-3' })).status).toBe(200);
-    const refused = await get(gw, '/api/v1/statuses/9', { authorization: 'Bearer user-3', traceparent: `00-${trace}-${CLIENT_SPAN}-01` });
+    for (let i = 0; i < 2; i++)
+      expect((await get(gw, '/api/v1/statuses/9', { authorization: 'Bearer user-3' })).status).toBe(200);
+    const refused = await get(gw, '/api/v1/statuses/9', {
+      authorization: 'Bearer user-3',
+      traceparent: `00-${trace}-${CLIENT_SPAN}-01`,
+    });
     expect(refused.status).toBe(429);
     const spans = await traceOf(trace, 1);
     const server = only(spans, (s) => s.kind === SPAN_KIND.server, 'server span');
@@ -243,21 +266,29 @@ describe('traces exported over OTLP/HTTP (JSON)', () => {
     // The account was known from the first two: no introspection; the charge refused; nothing went upstream.
     expect(spans.filter((s) => s.kind === SPAN_KIND.client)).toEqual([]);
     expect(spans.filter((s) => s.name === 'rategate.introspection')).toEqual([]);
-    expect(only(spans, (s) => s.name === 'rategate.store consume', 'store span').attributes['rategate.store.allowed']).toBe(false);
+    expect(
+      only(spans, (s) => s.name === 'rategate.store consume', 'store span').attributes['rategate.store.allowed'],
+    ).toBe(false);
     // Still serving after it.
     expect((await fetch(`${gw.adminUrl}/healthz`)).ok).toBe(true);
   });
 
   it('follows an unsampled parent: nothing exported, the upstream told the trace is not sampled', async () => {
     const trace = 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb2';
-    const answer = await get(gw, '/api/v1/statuses/11', { authorization: 'Bearer user-4', traceparent: `00-${trace}-${CLIENT_SPAN}-00` });
+    const answer = await get(gw, '/api/v1/statuses/11', {
+      authorization: 'Bearer user-4',
+      traceparent: `00-${trace}-${CLIENT_SPAN}-00`,
+    });
     expect(answer.status).toBe(200);
     const header = forwardedTo('/api/v1/statuses/11')[0]!.headers.traceparent as string;
     expect(header).toMatch(new RegExp(`^00-${trace}-[0-9a-f]{16}-00$`));
     expect(header).not.toContain(CLIENT_SPAN);
     // A sampled request after it is exported: the batch ran past this one's end.
     const after = 'ccccccccccccccccccccccccccccccc3';
-    await get(gw, '/api/v1/statuses/12', { authorization: 'Bearer user-4', traceparent: `00-${after}-${CLIENT_SPAN}-01` });
+    await get(gw, '/api/v1/statuses/12', {
+      authorization: 'Bearer user-4',
+      traceparent: `00-${after}-${CLIENT_SPAN}-01`,
+    });
     await traceOf(after, 1);
     expect(receiver.trace(trace)).toEqual([]);
   });
@@ -270,10 +301,16 @@ describe('traces exported over OTLP/HTTP (protobuf, the default protocol)', () =
     const gw = await spawnServe(['--config', config, '--upstream', upstream.url], env);
     try {
       expect((await get(gw, '/api/v1/statuses/21', { authorization: 'Bearer user-5' })).status).toBe(200);
-      await eventually(() => receiver.posts.some((p) => p.contentType === 'application/x-protobuf' && p.path === '/v1/traces' && p.bytes > 0), {
-        what: 'a protobuf export',
-        withinMs: 30_000,
-      });
+      await eventually(
+        () =>
+          receiver.posts.some(
+            (p) => p.contentType === 'application/x-protobuf' && p.path === '/v1/traces' && p.bytes > 0,
+          ),
+        {
+          what: 'a protobuf export',
+          withinMs: 30_000,
+        },
+      );
     } finally {
       await stop(gw);
     }
@@ -283,10 +320,15 @@ describe('traces exported over OTLP/HTTP (protobuf, the default protocol)', () =
 describe('without OTEL_* variables', () => {
   it('makes no span and passes the client traceparent through unchanged', async () => {
     const posts = receiver.posts.length;
-    const gw = await spawnServe(['--config', config, '--upstream', upstream.url], { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_TRACES_EXPORTER: '' });
+    const gw = await spawnServe(['--config', config, '--upstream', upstream.url], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: '',
+      OTEL_TRACES_EXPORTER: '',
+    });
     try {
       const parent = `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`;
-      expect((await get(gw, '/api/v1/statuses/31', { authorization: 'Bearer user-6', traceparent: parent })).status).toBe(200);
+      expect(
+        (await get(gw, '/api/v1/statuses/31', { authorization: 'Bearer user-6', traceparent: parent })).status,
+      ).toBe(200);
       expect(forwardedTo('/api/v1/statuses/31')[0]!.headers.traceparent).toBe(parent);
       expect(gw.output()).not.toContain('tracing on');
     } finally {

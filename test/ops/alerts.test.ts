@@ -15,7 +15,9 @@ import { eventually } from '../support/eventually.js';
 
 const RULES = 'helm/rategate/alerts/rategate.rules.yaml';
 const has = (bin: string): boolean => spawnSync(bin, ['--version'], { stdio: 'ignore' }).status === 0;
-const missing = [has('promtool') ? null : 'promtool', has('prometheus') ? null : 'prometheus'].filter((x) => x !== null);
+const missing = [has('promtool') ? null : 'promtool', has('prometheus') ? null : 'prometheus'].filter(
+  (x) => x !== null,
+);
 if (missing.length > 0) {
   // CI installs Debian's prometheus package (.ci/run): there, a missing binary is a failure, not a skip.
   if (process.env.CI) throw new Error(`${missing.join(' and ')} not found: install Debian's prometheus package`);
@@ -27,7 +29,9 @@ interface Rule {
   expr: string;
   annotations: Record<string, string>;
 }
-const rules = (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap((g) => g.rules);
+const rules = (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap(
+  (g) => g.rules,
+);
 
 describe('the alert rules file', () => {
   it('holds the alerts operators need, each with a summary, a description and a runbook that exists', () => {
@@ -58,7 +62,9 @@ describe('the alert rules file', () => {
       expect(r.annotations.description, r.alert).toBeTruthy();
       // The convention's key, an absolute URL (Alertmanager and Grafana link it as is).
       expect(r.annotations.runbook, r.alert).toBeUndefined();
-      expect(r.annotations.runbook_url, r.alert).toBe(`https://github.com/rategate/rategate/blob/main/README.md#${r.alert.toLowerCase()}`);
+      expect(r.annotations.runbook_url, r.alert).toBe(
+        `https://github.com/rategate/rategate/blob/main/README.md#${r.alert.toLowerCase()}`,
+      );
       expect(readme, `README heading for ${r.alert}`).toMatch(new RegExp(`^#### ${r.alert}$`, 'm'));
     }
   });
@@ -68,7 +74,9 @@ describe('the alert rules file', () => {
     () => {
       const check = spawnSync('promtool', ['check', 'rules', RULES], { encoding: 'utf8' });
       expect(check.status, check.stdout + check.stderr).toBe(0);
-      const test = spawnSync('promtool', ['test', 'rules', 'test/ops/alerts/rategate.rules.test.yaml'], { encoding: 'utf8' });
+      const test = spawnSync('promtool', ['test', 'rules', 'test/ops/alerts/rategate.rules.test.yaml'], {
+        encoding: 'utf8',
+      });
       expect(test.status, test.stdout + test.stderr).toBe(0);
     },
   );
@@ -98,7 +106,10 @@ describe.skipIf(missing.length > 0)('a real Prometheus with the shipped rules', 
   it('shows nothing for a healthy gateway, ReloadFailed after one broken edit, StoreDegraded with Redis down', async () => {
     upstream = await startRecordingUpstream();
     healthy = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
-    broken = await startTestGateway(`store: { onError: local }\n${SEED_TABLE}`, { upstream: upstream.url, store: 'redis://127.0.0.1:9' });
+    broken = await startTestGateway(`store: { onError: local }\n${SEED_TABLE}`, {
+      upstream: upstream.url,
+      store: 'redis://127.0.0.1:9',
+    });
     const target = (gw: TestGateway) => new URL(gw.adminUrl).host;
     const healthyAt = target(healthy);
     const brokenAt = target(broken);
@@ -118,13 +129,19 @@ describe.skipIf(missing.length > 0)('a real Prometheus with the shipped rules', 
     const base = `http://127.0.0.1:${port}`;
     prometheus = spawn(
       'prometheus',
-      [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+      [
+        `--config.file=${path.join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${path.join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+      ],
       { stdio: 'ignore' },
     );
 
     // Both targets scraped, and the rules evaluated after that.
     await until('both targets up', 20_000, async () => {
-      const r = (await (await fetch(`${base}/api/v1/query?query=sum(up)`)).json()) as { data: { result: Array<{ value: [number, string] }> } };
+      const r = (await (await fetch(`${base}/api/v1/query?query=sum(up)`)).json()) as {
+        data: { result: Array<{ value: [number, string] }> };
+      };
       return r.data.result[0]?.value[1] === '2' ? true : undefined;
     });
     const degraded = await until('RategateStoreDegraded pending for the gateway without Redis', 10_000, async () =>

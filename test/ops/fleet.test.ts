@@ -24,7 +24,10 @@ async function flood(gws: readonly GatewayProcess[], total: number, ip: string):
   for (let i = 0; i < total; i += 6) {
     const statuses = await Promise.all(
       Array.from({ length: Math.min(6, total - i) }, async (_, k) => {
-        const r = await request(`${gws[(i + k) % gws.length]!.url}/api/v1/timelines/home`, { dispatcher: agent, headers: { 'x-forwarded-for': ip } });
+        const r = await request(`${gws[(i + k) % gws.length]!.url}/api/v1/timelines/home`, {
+          dispatcher: agent,
+          headers: { 'x-forwarded-for': ip },
+        });
         await r.body.dump();
         return r.statusCode;
       }),
@@ -52,7 +55,13 @@ describe.skipIf(skipRedis('the fleet on one Redis'))('the gateway count, learned
     async () => {
       const config = limitsFile(TABLE);
       const gws = await Promise.all(
-        [0, 1, 2].map(() => spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' }, START_MS)),
+        [0, 1, 2].map(() =>
+          spawnServe(
+            ['--config', config, '--upstream', upstream.url, '--store', redis.url],
+            { RATEGATE_LOG_LEVEL: 'warn' },
+            START_MS,
+          ),
+        ),
       );
       try {
         // Each learns the count at its heartbeats (every 5 s).
@@ -80,12 +89,24 @@ describe.skipIf(skipRedis('the fleet on one Redis'))('the gateway count, learned
   it('counts each --workers worker: one gateway of 2 workers and one single process are 3', async () => {
     const config = limitsFile(TABLE);
     const gws = [
-      await spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url, '--workers', '2'], { RATEGATE_LOG_LEVEL: 'warn' }, START_MS),
-      await spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' }, START_MS),
+      await spawnServe(
+        ['--config', config, '--upstream', upstream.url, '--store', redis.url, '--workers', '2'],
+        { RATEGATE_LOG_LEVEL: 'warn' },
+        START_MS,
+      ),
+      await spawnServe(
+        ['--config', config, '--upstream', upstream.url, '--store', redis.url],
+        { RATEGATE_LOG_LEVEL: 'warn' },
+        START_MS,
+      ),
     ];
     try {
       // The primary's /metrics combines its workers' gauges by max: every process sees the same count.
-      await waitFor(async () => (await Promise.all(gws.map((g) => metric(g, 'rategate_gateways')))).every((n) => n === 3), 30_000, 'both counting 3');
+      await waitFor(
+        async () => (await Promise.all(gws.map((g) => metric(g, 'rategate_gateways')))).every((n) => n === 3),
+        30_000,
+        'both counting 3',
+      );
       // One leaves: the others count it out at their next heartbeat (it deregisters as it stops).
       await stop(gws[1]!);
       await waitFor(async () => (await metric(gws[0]!, 'rategate_gateways')) === 2, 15_000, 'the workers counting 2');
@@ -105,18 +126,34 @@ describe.skipIf(skipRedis('fleet triage'))('triage for the whole fleet', () => {
   it('/admin/limited and `rategate limited` answer for every replica, ?scope=local / --local for one', async () => {
     const config = limitsFile(TRIAGE);
     const gws = await Promise.all(
-      [0, 1].map(() => spawnServe(['--config', config, '--upstream', upstream.url, '--store', redis.url], { RATEGATE_LOG_LEVEL: 'warn' }, START_MS)),
+      [0, 1].map(() =>
+        spawnServe(
+          ['--config', config, '--upstream', upstream.url, '--store', redis.url],
+          { RATEGATE_LOG_LEVEL: 'warn' },
+          START_MS,
+        ),
+      ),
     );
     try {
       const post = async (g: GatewayProcess, ip: string): Promise<number> =>
         (await fetch(`${g.url}/api/v1/statuses`, { method: 'POST', headers: { 'x-forwarded-for': ip } })).status;
       // The lab's attack: one attacker on each replica.
       expect([await post(gws[0]!, '203.0.113.1'), await post(gws[0]!, '203.0.113.1')]).toEqual([200, 429]);
-      expect([await post(gws[1]!, '203.0.113.2'), await post(gws[1]!, '203.0.113.2'), await post(gws[1]!, '203.0.113.2')]).toEqual([200, 429, 429]);
-      const limited = async (query: string): Promise<{ scope: string; replicas?: number; top: { key: string; count: number }[] }> =>
+      expect([
+        await post(gws[1]!, '203.0.113.2'),
+        await post(gws[1]!, '203.0.113.2'),
+        await post(gws[1]!, '203.0.113.2'),
+      ]).toEqual([200, 429, 429]);
+      const limited = async (
+        query: string,
+      ): Promise<{ scope: string; replicas?: number; top: { key: string; count: number }[] }> =>
         (await (await fetch(`${gws[0]!.adminUrl}/admin/limited?${query}`)).json()) as never;
       // The other replica publishes at its heartbeat (every 5 s).
-      await waitFor(async () => (await limited('rule=posts')).top.length === 2, 15_000, 'both attackers in the fleet answer');
+      await waitFor(
+        async () => (await limited('rule=posts')).top.length === 2,
+        15_000,
+        'both attackers in the fleet answer',
+      );
       const fleet = await limited('rule=posts');
       expect(fleet).toMatchObject({ scope: 'fleet', replicas: 2 });
       expect(fleet.top.map((t) => [t.key, t.count])).toEqual([
@@ -146,7 +183,11 @@ describe.skipIf(skipRedis('fleet triage'))('triage for the whole fleet', () => {
         try {
           const res = await fetch(`${gws[0]!.adminUrl}/admin/limited?rule=posts`);
           expect(res.status).toBe(200);
-          expect(await res.json()).toMatchObject({ scope: 'local', top: [{ key: '203.0.113.1' }], fleet: expect.stringMatching(/^not read: /) });
+          expect(await res.json()).toMatchObject({
+            scope: 'local',
+            top: [{ key: '203.0.113.1' }],
+            fleet: expect.stringMatching(/^not read: /),
+          });
           expect((await fetch(`${gws[0]!.adminUrl}/admin/limited?rule=posts&scope=fleet`)).status).toBe(503);
         } finally {
           await redis.node.restart();

@@ -17,9 +17,17 @@ import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 const FIXTURE = new URL('../fixtures/previous-release/', import.meta.url);
 /** The previous release's modules, loaded as they are (plain ESM, its own Lua scripts). */
 const previous = {
-  store: (await import(new URL('src/limiter/redis/store.js', FIXTURE).href)) as { createRedisStore: typeof createRedisStore },
+  store: (await import(new URL('src/limiter/redis/store.js', FIXTURE).href)) as {
+    createRedisStore: typeof createRedisStore;
+  },
   keys: (await import(new URL('src/limiter/keys.js', FIXTURE).href)) as {
-    bucketKey: (prefix: string, per: string, ipKey: string, accountKey: string | null, valueDigest?: string | null) => string | null;
+    bucketKey: (
+      prefix: string,
+      per: string,
+      ipKey: string,
+      accountKey: string | null,
+      valueDigest?: string | null,
+    ) => string | null;
     ruleKeyPrefix: typeof ruleKeyPrefix;
   },
 };
@@ -28,7 +36,8 @@ const PREVIOUS_FORMAT = 1;
 const PREFIX = 'rategate';
 
 /** This release's key of a one-part bucket: the kind's tag of the value (keys/kinds.ts). */
-const keyOf = (prefix: string, kind: 'ip' | 'account' | 'global' | 'token', value: string): string => bucketKey(prefix, tagOf(KINDS[kind], value));
+const keyOf = (prefix: string, kind: 'ip' | 'account' | 'global' | 'token', value: string): string =>
+  bucketKey(prefix, tagOf(KINDS[kind], value));
 
 const spec = (key: string, algorithm: BucketSpec['algorithm'], limit = 10): BucketSpec => ({
   key,
@@ -53,7 +62,11 @@ describe.skipIf(skipRedis('the mixed-versions test'))('the previous release and 
   });
   /** Each release's store as its factory makes it for store.prefix PREFIX. */
   async function pair(format = STORE_FORMAT): Promise<{ old: Store; now: Store }> {
-    const old = previous.store.createRedisStore({ url: redis.url, prefix: formatPrefix(PREFIX, PREVIOUS_FORMAT), timeoutMs: 2_000 });
+    const old = previous.store.createRedisStore({
+      url: redis.url,
+      prefix: formatPrefix(PREFIX, PREVIOUS_FORMAT),
+      timeoutMs: 2_000,
+    });
     const now = createRedisStore({ url: redis.url, prefix: formatPrefix(PREFIX, format), timeoutMs: 2_000 });
     stores.push(old, now);
     await Promise.all([old.ready(), now.ready()]);
@@ -64,7 +77,13 @@ describe.skipIf(skipRedis('the mixed-versions test'))('the previous release and 
     expect(readFileSync(new URL('COMMIT', FIXTURE), 'utf8').trim()).toMatch(/^[0-9a-f]{40}$/);
     for (const per of ['ip', 'account', 'global', 'token'] as const) {
       const value = { ip: '203.0.113.7', account: 'acct-1', global: '', token: 'ab'.repeat(32) }[per];
-      const old = previous.keys.bucketKey(previous.keys.ruleKeyPrefix('sign-up'), per, '203.0.113.7', 'acct-1', 'ab'.repeat(32));
+      const old = previous.keys.bucketKey(
+        previous.keys.ruleKeyPrefix('sign-up'),
+        per,
+        '203.0.113.7',
+        'acct-1',
+        'ab'.repeat(32),
+      );
       expect(old).toBe(keyOf(ruleKeyPrefix('sign-up'), per, value));
       expect(previous.keys.ruleKeyPrefix('r', 2)).toBe(ruleKeyPrefix('r', 2));
     }

@@ -16,7 +16,9 @@ const RULES = 'helm/rategate/alerts/rategate.rules.yaml';
 const missing = prometheusMissing();
 if (missing.length > 0) {
   if (process.env.CI) throw new Error(`${missing.join(' and ')} not found: install Debian's prometheus package`);
-  console.warn(`SKIPPING the frozen-upstream alert test: ${missing.join(' and ')} not found (apt-get install prometheus)`);
+  console.warn(
+    `SKIPPING the frozen-upstream alert test: ${missing.join(' and ')} not found (apt-get install prometheus)`,
+  );
 }
 
 /** A tiny upstream in its own process (so that SIGSTOP freezes it and not the test), answering 200 to all. */
@@ -63,21 +65,35 @@ describe.skipIf(missing.length > 0)('a frozen upstream (SIGSTOP)', () => {
     // A client's request to the frozen upstream: it waits for upstream.timeout, then gets the gateway's 504.
     const waiting = fetch(`${gw.url}/api/v1/timelines/public`).then((r) => r.status);
 
-    await eventually(async () => (await upstreamUp(gw!)) === '0', { what: 'rategate_upstream_up 0', withinMs: 30_000, everyMs: 500 });
-    const seenMs = Date.now() - frozenAt;
-    const firing = await eventually(async () => (await prom.alerts()).find((a) => a.labels.alertname === 'RategateUpstreamDown' && a.state === 'firing'), {
-      what: 'RategateUpstreamDown firing',
-      withinMs: 90_000 - (Date.now() - frozenAt),
+    await eventually(async () => (await upstreamUp(gw!)) === '0', {
+      what: 'rategate_upstream_up 0',
+      withinMs: 30_000,
       everyMs: 500,
-      until: (a) => a !== undefined,
     });
+    const seenMs = Date.now() - frozenAt;
+    const firing = await eventually(
+      async () =>
+        (await prom.alerts()).find((a) => a.labels.alertname === 'RategateUpstreamDown' && a.state === 'firing'),
+      {
+        what: 'RategateUpstreamDown firing',
+        withinMs: 90_000 - (Date.now() - frozenAt),
+        everyMs: 500,
+        until: (a) => a !== undefined,
+      },
+    );
     const firedMs = Date.now() - frozenAt;
     expect(firing!.labels).toMatchObject({ severity: 'critical', instance: new URL(gw.adminUrl).host });
-    console.log(`frozen upstream: rategate_upstream_up 0 after ${seenMs} ms, RategateUpstreamDown firing after ${firedMs} ms`);
+    console.log(
+      `frozen upstream: rategate_upstream_up 0 after ${seenMs} ms, RategateUpstreamDown firing after ${firedMs} ms`,
+    );
     expect(await waiting).toBe(504);
 
     up.child.kill('SIGCONT');
-    await eventually(async () => (await upstreamUp(gw!)) === '1', { what: 'rategate_upstream_up back to 1', withinMs: 30_000, everyMs: 500 });
+    await eventually(async () => (await upstreamUp(gw!)) === '1', {
+      what: 'rategate_upstream_up back to 1',
+      withinMs: 30_000,
+      everyMs: 500,
+    });
     // The gateway answered throughout and serves again.
     expect((await fetch(`${gw.url}/api/v1/timelines/public`)).status).toBe(200);
   }, 150_000);

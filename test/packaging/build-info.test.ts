@@ -16,7 +16,8 @@ import { buildRevision, shortRevision } from '../../scripts/build-info.js';
 import { revisionFromGit } from '../../src/observability/version.js';
 import { ROOT, read } from './support.js';
 
-const git = async (cwd: string, ...args: string[]): Promise<string> => (await promisify(execFile)('git', args, { cwd })).stdout.trim();
+const git = async (cwd: string, ...args: string[]): Promise<string> =>
+  (await promisify(execFile)('git', args, { cwd })).stdout.trim();
 
 /** A fresh repository with one commit of one file. */
 async function repo(): Promise<string> {
@@ -57,7 +58,9 @@ describe('the revision a build is made from', () => {
     expect(revisionFromGit(dir)).toBe(head);
     await git(dir, 'checkout', '-q', '--detach');
     expect(revisionFromGit(dir)).toBe(head);
-    expect(revisionFromGit(path.join(ROOT, 'src', 'observability'))).toBe(await git(ROOT, 'rev-parse', '--short=12', 'HEAD'));
+    expect(revisionFromGit(path.join(ROOT, 'src', 'observability'))).toBe(
+      await git(ROOT, 'rev-parse', '--short=12', 'HEAD'),
+    );
     expect(revisionFromGit(mkdtempSync(path.join(os.tmpdir(), 'rategate-nogit-')))).toBeUndefined();
   });
 
@@ -67,10 +70,20 @@ describe('the revision a build is made from', () => {
     mkdirSync(path.join(root, 'dist', 'observability'), { recursive: true });
     writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'rategate', version: '9.8.7' }));
     const outfile = path.join(root, 'dist', 'observability', 'version.mjs');
-    await build({ entryPoints: [path.join(ROOT, 'src/observability/version.ts')], outfile, format: 'esm', platform: 'node', logLevel: 'silent' });
-    const load = async (tag: string) => (await import(`${pathToFileURL(outfile).href}?${tag}`)) as { versionLine(): string; REVISION: string };
+    await build({
+      entryPoints: [path.join(ROOT, 'src/observability/version.ts')],
+      outfile,
+      format: 'esm',
+      platform: 'node',
+      logLevel: 'silent',
+    });
+    const load = async (tag: string) =>
+      (await import(`${pathToFileURL(outfile).href}?${tag}`)) as { versionLine(): string; REVISION: string };
     expect((await load('none')).versionLine()).toBe('rategate 9.8.7 (unknown)');
-    writeFileSync(path.join(root, 'dist', 'build-info.json'), JSON.stringify({ version: '9.8.7', revision: 'feedbeef0123-dirty' }));
+    writeFileSync(
+      path.join(root, 'dist', 'build-info.json'),
+      JSON.stringify({ version: '9.8.7', revision: 'feedbeef0123-dirty' }),
+    );
     expect((await load('built')).versionLine()).toBe('rategate 9.8.7 (feedbeef0123-dirty)');
   });
 
@@ -79,6 +92,8 @@ describe('the revision a build is made from', () => {
     const buildStage = dockerfile.slice(dockerfile.indexOf(' AS build'), dockerfile.indexOf(' AS runtime'));
     expect(buildStage).toMatch(/^ARG REVISION=unknown$/m);
     expect(buildStage).toMatch(/^RUN REVISION="\$\{REVISION\}" npm run build/m);
-    expect((JSON.parse(read('package.json')) as { scripts: { build: string } }).scripts.build).toContain('tsx scripts/build-info.ts');
+    expect((JSON.parse(read('package.json')) as { scripts: { build: string } }).scripts.build).toContain(
+      'tsx scripts/build-info.ts',
+    );
   });
 });

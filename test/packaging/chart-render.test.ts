@@ -32,8 +32,10 @@ const describeRendered = describe.skipIf(rendererUnavailable !== null);
  * features, render the demo upstream unless they set one.
  */
 const DEMO = { upstream: { url: 'builtin' } };
-const render = (overrides: object = {}, options: RenderOptions = {}): Rendered => renderChart({ ...DEMO, ...overrides }, options);
-const renderError = (overrides: object, options: RenderOptions = {}): string => renderChartError({ ...DEMO, ...overrides }, options);
+const render = (overrides: object = {}, options: RenderOptions = {}): Rendered =>
+  renderChart({ ...DEMO, ...overrides }, options);
+const renderError = (overrides: object, options: RenderOptions = {}): string =>
+  renderChartError({ ...DEMO, ...overrides }, options);
 /** server.drainGrace in milliseconds as the gateway reads it from a config document. */
 function drainGraceMs(doc: object): number {
   const result = validateConfig({ limits: [], ...doc });
@@ -43,8 +45,16 @@ function drainGraceMs(doc: object): number {
 
 /** Behind an Ingress controller the chart wants to be told who sets the client's address (README: Client addresses). */
 const NAMED = { clients: { trustedProxies: ['10.244.0.0/16'] } };
-const SIDECAR = { mode: 'sidecar', app: { image: { repository: 'ghcr.io/mastodon/mastodon', tag: 'v4.3.0' }, port: 3000 }, config: NAMED };
-const LOAD_BALANCED = { service: { type: 'LoadBalancer' }, replicaCount: 3, store: { url: 'redis://redis-master.redis.svc:6379' } };
+const SIDECAR = {
+  mode: 'sidecar',
+  app: { image: { repository: 'ghcr.io/mastodon/mastodon', tag: 'v4.3.0' }, port: 3000 },
+  config: NAMED,
+};
+const LOAD_BALANCED = {
+  service: { type: 'LoadBalancer' },
+  replicaCount: 3,
+  store: { url: 'redis://redis-master.redis.svc:6379' },
+};
 const EVERYTHING = {
   upstream: { url: 'http://mastodon-web.social.svc:3000' },
   store: { url: 'redis://redis-master.redis.svc:6380' },
@@ -70,12 +80,16 @@ const MODES: [string, object][] = [
   ['sidecar mode', SIDECAR],
   ['a LoadBalancer with Redis and 3 replicas', LOAD_BALANCED],
   ['every feature on at once', EVERYTHING],
-  ['every feature on in sidecar mode', { ...EVERYTHING, ...SIDECAR, config: EVERYTHING.config, upstream: { url: 'builtin' } }],
+  [
+    'every feature on in sidecar mode',
+    { ...EVERYTHING, ...SIDECAR, config: EVERYTHING.config, upstream: { url: 'builtin' } },
+  ],
 ];
 
 const env = (deployment: K8sObject, name: string): K8sObject | undefined =>
   (deployment.spec.template.spec.containers[0].env as K8sObject[]).find((e) => e.name === name);
-const checksum = (r: Rendered): string => find(r, 'Deployment').spec.template.metadata.annotations['checksum/restart-settings'];
+const checksum = (r: Rendered): string =>
+  find(r, 'Deployment').spec.template.metadata.annotations['checksum/restart-settings'];
 const podTemplate = (r: Rendered): string => JSON.stringify(find(r, 'Deployment').spec.template);
 
 describeRendered('the chart, rendered', () => {
@@ -119,7 +133,15 @@ describeRendered('the chart, rendered', () => {
 
   it('renders only the core objects by default', () => {
     // The second ConfigMap and the Job are the pre-install/pre-upgrade check (deploy-guards.test.ts).
-    expect(kinds(render())).toEqual(['ConfigMap', 'ConfigMap', 'Deployment', 'Job', 'Service', 'Service', 'ServiceAccount']);
+    expect(kinds(render())).toEqual([
+      'ConfigMap',
+      'ConfigMap',
+      'Deployment',
+      'Job',
+      'Service',
+      'Service',
+      'ServiceAccount',
+    ]);
   });
 
   it('renders every resource of the chart with every feature on', () => {
@@ -145,10 +167,14 @@ describeRendered('the chart, rendered', () => {
 
   it('validates the values it rendered with against values.schema.json in every mode (through the renderer’s own merge)', async () => {
     const { Ajv } = await import('ajv');
-    const check = new Ajv({ allErrors: true, strictTypes: false, strictRequired: false, allowUnionTypes: true }).compile(
-      JSON.parse(read('helm/rategate/values.schema.json')),
-    );
-    for (const [name, overrides] of MODES) expect(check(render(overrides).values) ? [] : check.errors, name).toEqual([]);
+    const check = new Ajv({
+      allErrors: true,
+      strictTypes: false,
+      strictRequired: false,
+      allowUnionTypes: true,
+    }).compile(JSON.parse(read('helm/rategate/values.schema.json')));
+    for (const [name, overrides] of MODES)
+      expect(check(render(overrides).values) ? [] : check.errors, name).toEqual([]);
   });
 });
 
@@ -168,8 +194,16 @@ describeRendered('the Deployment, rendered', () => {
   });
 
   it('applies the hardened security contexts, with a writable /tmp for the read-only root', () => {
-    expect(deployment.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } });
-    expect(gateway.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(deployment.spec.template.spec.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 10001,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(gateway.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(gateway.volumeMounts).toContainEqual({ name: 'tmp', mountPath: '/tmp' });
     expect(deployment.spec.template.spec.automountServiceAccountToken).toBe(false);
   });
@@ -177,7 +211,10 @@ describeRendered('the Deployment, rendered', () => {
   it('mounts the ConfigMap as a directory, never with subPath, so the gateway sees its updates', () => {
     expect(gateway.volumeMounts).toContainEqual({ name: 'config', mountPath: '/etc/rategate', readOnly: true });
     expect(JSON.stringify(deployment)).not.toContain('subPath');
-    expect(deployment.spec.template.spec.volumes).toContainEqual({ name: 'config', configMap: { name: 'edge-rategate' } });
+    expect(deployment.spec.template.spec.volumes).toContainEqual({
+      name: 'config',
+      configMap: { name: 'edge-rategate' },
+    });
     expect(gateway.args).toEqual(['serve', '--config', '/etc/rategate/limits.yaml']);
   });
 
@@ -193,7 +230,8 @@ describeRendered('the Deployment, rendered', () => {
 
   it('derives the termination grace period from config.server.drainGrace, read as the gateway reads a duration', () => {
     const grace = (drainGrace: unknown, values: object = {}): unknown =>
-      find(render({ ...values, config: { server: { drainGrace } } }), 'Deployment').spec.template.spec.terminationGracePeriodSeconds;
+      find(render({ ...values, config: { server: { drainGrace } } }), 'Deployment').spec.template.spec
+        .terminationGracePeriodSeconds;
     for (const [written, seconds] of [
       ['30s', 30],
       ['1m30s', 90],
@@ -209,7 +247,9 @@ describeRendered('the Deployment, rendered', () => {
     expect(renderError({ config: { server: { drainGrace: '30s' } }, terminationGracePeriodSeconds: 30 })).toMatch(
       /terminationGracePeriodSeconds \(30\) must exceed lifecycle\.preStopSleepSeconds \(5\) plus the gateway's 30 s drain/,
     );
-    expect(renderError({ config: { server: { drainGrace: '30 seconds' } } })).toMatch(/config\.server\.drainGrace: invalid duration "30 seconds"/);
+    expect(renderError({ config: { server: { drainGrace: '30 seconds' } } })).toMatch(
+      /config\.server\.drainGrace: invalid duration "30 seconds"/,
+    );
   });
 
   it('takes the store URL from a Secret when one is named', () => {
@@ -239,7 +279,10 @@ describeRendered('the Deployment, rendered', () => {
   });
 
   it('passes the URL from store.existingSecret to the config-check Job too, and NOTES name the Secret only', () => {
-    const r = render({ store: { existingSecret: 'rategate-store', existingSecretKey: 'redis-url' }, configCheck: { enabled: true } });
+    const r = render({
+      store: { existingSecret: 'rategate-store', existingSecretKey: 'redis-url' },
+      configCheck: { enabled: true },
+    });
     const job = find(r, 'Job');
     const jobEnv = (job.spec.template.spec.containers as K8sObject[]).flatMap((c) => (c.env ?? []) as K8sObject[]);
     expect(jobEnv.find((e) => e.name === 'RATEGATE_STORE')).toEqual({
@@ -270,8 +313,12 @@ describeRendered('the Deployment, rendered', () => {
       ports: [{ name: 'app', containerPort: 3000, protocol: 'TCP' }],
     });
     expect(env(d, 'RATEGATE_UPSTREAM')?.value).toBe('http://127.0.0.1:3000');
-    expect(find(r, 'Service', 'edge-rategate').spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
-    expect(renderError({ mode: 'sidecar', config: NAMED })).toMatch(/app\.image\.repository is required in sidecar mode/);
+    expect(find(r, 'Service', 'edge-rategate').spec.ports).toEqual([
+      { name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' },
+    ]);
+    expect(renderError({ mode: 'sidecar', config: NAMED })).toMatch(
+      /app\.image\.repository is required in sidecar mode/,
+    );
     expect(renderError({ ...SIDECAR, app: { ...SIDECAR.app, port: 8080 } })).toMatch(/app\.port must differ/);
   });
 
@@ -312,7 +359,10 @@ describeRendered('config keys the chart sets itself', () => {
     [{ listen: '0.0.0.0:80' }, /config\.listen is set by the chart; use gateway\.port/],
     [{ admin: { listen: '0.0.0.0:9000' } }, /config\.admin\.listen is set by the chart; use gateway\.adminPort/],
     [{ upstream: { url: 'http://api:3000' } }, /config\.upstream\.url is set by the chart; use upstream\.url/],
-    [{ store: { url: 'redis://r:6379' } }, /config\.store\.url is set by the chart; use store\.url or store\.existingSecret/],
+    [
+      { store: { url: 'redis://r:6379' } },
+      /config\.store\.url is set by the chart; use store\.url or store\.existingSecret/,
+    ],
     [{ limits: [] }, /config\.limits is set by the chart; use the value limits/],
   ])('refuses config %j, which the gateway would ignore for the chart’s own setting', (config, message) => {
     expect(renderError({ config })).toMatch(message);
@@ -336,32 +386,43 @@ describeRendered('the admin token', () => {
   it('comes from an existing Secret, under key `token` unless told otherwise, and the chart makes none', () => {
     const r = render({ admin: { existingSecret: 'edge-admin' } });
     expect(kinds(r)).not.toContain('Secret');
-    expect(env(find(r, 'Deployment'), 'RATEGATE_ADMIN_TOKEN')?.valueFrom).toEqual({ secretKeyRef: { name: 'edge-admin', key: 'token' } });
+    expect(env(find(r, 'Deployment'), 'RATEGATE_ADMIN_TOKEN')?.valueFrom).toEqual({
+      secretKeyRef: { name: 'edge-admin', key: 'token' },
+    });
     const keyed = render({ admin: { existingSecret: 'edge-admin', existingSecretKey: 'bearer' } });
-    expect(env(find(keyed, 'Deployment'), 'RATEGATE_ADMIN_TOKEN')?.valueFrom).toEqual({ secretKeyRef: { name: 'edge-admin', key: 'bearer' } });
+    expect(env(find(keyed, 'Deployment'), 'RATEGATE_ADMIN_TOKEN')?.valueFrom).toEqual({
+      secretKeyRef: { name: 'edge-admin', key: 'bearer' },
+    });
   });
 
   it('is absent without a token, and config.admin.token is refused rather than written in clear', () => {
     expect(env(find(render(), 'Deployment'), 'RATEGATE_ADMIN_TOKEN')).toBeUndefined();
-    expect(renderError({ config: { admin: { token: 'in-clear' } } })).toMatch(/config\.admin\.token would put the admin token in the ConfigMap/);
+    expect(renderError({ config: { admin: { token: 'in-clear' } } })).toMatch(
+      /config\.admin\.token would put the admin token in the ConfigMap/,
+    );
   });
 
-  it.each(['ClusterIP', 'NodePort', 'LoadBalancer'])('stays off a %s client Service; the ServiceMonitor scrapes the metrics Service', (type) => {
-    const r = render({ service: { type }, serviceMonitor: { enabled: true } });
-    const client = find(r, 'Service', 'edge-rategate');
-    expect(client.spec.type).toBe(type);
-    expect(client.spec.ports.map((p: K8sObject) => p.targetPort)).not.toContain('admin');
-    const metrics = find(r, 'Service', 'edge-rategate-metrics');
-    const selector = find(r, 'ServiceMonitor').spec.selector.matchLabels as Record<string, string>;
-    const selects = (svc: K8sObject): boolean => Object.entries(selector).every(([k, v]) => svc.metadata.labels[k] === v);
-    expect(selects(metrics)).toBe(true);
-    expect(selects(client)).toBe(false);
-    expect(find(r, 'ServiceMonitor').spec.endpoints[0]).toMatchObject({ port: 'metrics', path: '/metrics' });
-  });
+  it.each(['ClusterIP', 'NodePort', 'LoadBalancer'])(
+    'stays off a %s client Service; the ServiceMonitor scrapes the metrics Service',
+    (type) => {
+      const r = render({ service: { type }, serviceMonitor: { enabled: true } });
+      const client = find(r, 'Service', 'edge-rategate');
+      expect(client.spec.type).toBe(type);
+      expect(client.spec.ports.map((p: K8sObject) => p.targetPort)).not.toContain('admin');
+      const metrics = find(r, 'Service', 'edge-rategate-metrics');
+      const selector = find(r, 'ServiceMonitor').spec.selector.matchLabels as Record<string, string>;
+      const selects = (svc: K8sObject): boolean =>
+        Object.entries(selector).every(([k, v]) => svc.metadata.labels[k] === v);
+      expect(selects(metrics)).toBe(true);
+      expect(selects(client)).toBe(false);
+      expect(find(r, 'ServiceMonitor').spec.endpoints[0]).toMatchObject({ port: 'metrics', path: '/metrics' });
+    },
+  );
 });
 
 describeRendered('the PodDisruptionBudget', () => {
-  const pdb = (values: object): K8sObject => find(render({ podDisruptionBudget: { enabled: true, ...values } }), 'PodDisruptionBudget').spec;
+  const pdb = (values: object): K8sObject =>
+    find(render({ podDisruptionBudget: { enabled: true, ...values } }), 'PodDisruptionBudget').spec;
 
   it('renders maxUnavailable 0 as 0, not as the default 1', () => {
     expect(pdb({ maxUnavailable: 0 })).toMatchObject({ maxUnavailable: 0 });
@@ -383,20 +444,29 @@ describeRendered('the optional resources', () => {
     const rule = find(r, 'PrometheusRule');
     const text = read('helm/rategate/alerts/rategate.rules.yaml');
     // The same rules, with the one rewrite the chart makes: the availability rules' job is its metrics Service's.
-    const file = parseYaml(text.replaceAll('job=~".*rategate.*"', 'job="edge-rategate-metrics"')) as { groups: unknown };
+    const file = parseYaml(text.replaceAll('job=~".*rategate.*"', 'job="edge-rategate-metrics"')) as {
+      groups: unknown;
+    };
     expect(rule.spec.groups).toEqual(file.groups);
     expect(rule.metadata.labels.release).toBe('kube-prometheus-stack');
   });
 
   it('the NetworkPolicy opens the proxy port to all, the admin port only to what is set, and egress only to DNS, upstream and Redis', () => {
     const np = find(r, 'NetworkPolicy').spec;
-    expect(np.podSelector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'rategate', 'app.kubernetes.io/instance': 'edge' });
+    expect(np.podSelector.matchLabels).toEqual({
+      'app.kubernetes.io/name': 'rategate',
+      'app.kubernetes.io/instance': 'edge',
+    });
     expect(np.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(np.ingress[0]).toEqual({ ports: [{ port: 'http', protocol: 'TCP' }] });
     expect(np.ingress[1]).toEqual({
       from: [
         { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
-        { podSelector: { matchLabels: { 'app.kubernetes.io/name': 'rategate-test', 'app.kubernetes.io/instance': 'edge' } } },
+        {
+          podSelector: {
+            matchLabels: { 'app.kubernetes.io/name': 'rategate-test', 'app.kubernetes.io/instance': 'edge' },
+          },
+        },
       ],
       ports: [{ port: 'admin', protocol: 'TCP' }],
     });
@@ -447,8 +517,16 @@ describeRendered('the optional resources', () => {
         host: 'social.example.com',
         http: {
           paths: [
-            { path: '/api', pathType: 'Prefix', backend: { service: { name: 'edge-rategate', port: { name: 'http' } } } },
-            { path: '/oauth', pathType: 'Prefix', backend: { service: { name: 'edge-rategate', port: { name: 'http' } } } },
+            {
+              path: '/api',
+              pathType: 'Prefix',
+              backend: { service: { name: 'edge-rategate', port: { name: 'http' } } },
+            },
+            {
+              path: '/oauth',
+              pathType: 'Prefix',
+              backend: { service: { name: 'edge-rategate', port: { name: 'http' } } },
+            },
           ],
         },
       },
@@ -476,7 +554,10 @@ describeRendered('the memory limit the default store.maxKeys is derived from', (
   it("passes the container's limits.memory as RATEGATE_MEMORY_LIMIT, and with the chart's 256Mi the bound fits in 90 % of it", () => {
     const deployment = find(render(), 'Deployment');
     const container = deployment.spec.template.spec.containers[0];
-    expect(env(deployment, 'RATEGATE_MEMORY_LIMIT')).toEqual({ name: 'RATEGATE_MEMORY_LIMIT', valueFrom: { resourceFieldRef: { resource: 'limits.memory' } } });
+    expect(env(deployment, 'RATEGATE_MEMORY_LIMIT')).toEqual({
+      name: 'RATEGATE_MEMORY_LIMIT',
+      valueFrom: { resourceFieldRef: { resource: 'limits.memory' } },
+    });
     expect(container.resources.limits.memory).toBe('256Mi');
     const limit = 256 * 2 ** 20;
     const keys = maxKeysFor(limit, BASELINE_BYTES, BYTES_PER_BUCKET);
@@ -504,7 +585,9 @@ describeRendered('the helm test pod’s check, run against a real gateway', () =
         },
       );
     });
-  const path = (pod.spec.containers[0].env as K8sObject[]).find((e) => e.name === 'PROXY_URL')?.value.replace(/^http:\/\/[^/]+/, '');
+  const path = (pod.spec.containers[0].env as K8sObject[])
+    .find((e) => e.name === 'PROXY_URL')
+    ?.value.replace(/^http:\/\/[^/]+/, '');
 
   it('passes when the gateway is ready and forwards the request', async () => {
     const gw = await startTestGateway(SEED_TABLE, { upstream: 'builtin' });
@@ -544,20 +627,35 @@ describeRendered('a planted mistake', () => {
     writeFileSync(path, edited);
     return dir;
   }
-  const errorsOf = (chart: string, values: object = {}): string[] => render(values, { chart }).manifests.flatMap((m) => k8sErrors(m.object));
+  const errorsOf = (chart: string, values: object = {}): string[] =>
+    render(values, { chart }).manifests.flatMap((m) => k8sErrors(m.object));
 
   it('a string replicas fails the Kubernetes schema', () => {
-    const chart = broken('deployment.yaml', 'replicas: {{ .Values.replicaCount }}', 'replicas: {{ .Values.replicaCount | quote }}');
+    const chart = broken(
+      'deployment.yaml',
+      'replicas: {{ .Values.replicaCount }}',
+      'replicas: {{ .Values.replicaCount | quote }}',
+    );
     expect(errorsOf(chart)).toContainEqual(expect.stringContaining('spec/replicas must be integer'));
   });
 
   it('a quoted port, a misspelt field, a broken indentation and a template syntax error fail too', () => {
-    const port = broken('metrics-service.yaml', 'port: {{ .Values.service.metricsPort }}', 'port: "{{ .Values.service.metricsPort }}"');
+    const port = broken(
+      'metrics-service.yaml',
+      'port: {{ .Values.service.metricsPort }}',
+      'port: "{{ .Values.service.metricsPort }}"',
+    );
     expect(errorsOf(port)).toContainEqual(expect.stringContaining('port must be integer'));
-    const indent = broken('service.yaml', '  type: {{ .Values.service.type }}', '    type: {{ .Values.service.type }}\n  oops');
+    const indent = broken(
+      'service.yaml',
+      '  type: {{ .Values.service.type }}',
+      '    type: {{ .Values.service.type }}\n  oops',
+    );
     expect(() => render({}, { chart: indent })).toThrow(/YAML parse error on rategate\/templates\/service\.yaml/);
     const misspelt = broken('deployment.yaml', '          readinessProbe:', '          readinesProbe:');
-    expect(errorsOf(misspelt)).toContainEqual(expect.stringContaining('unknown field /spec/template/spec/containers/0/readinesProbe'));
+    expect(errorsOf(misspelt)).toContainEqual(
+      expect.stringContaining('unknown field /spec/template/spec/containers/0/readinesProbe'),
+    );
     const syntax = broken('pdb.yaml', '{{- end }}\n  selector:', '\n  selector:');
     expect(() => render({}, { chart: syntax })).toThrow(/parse error in "rategate\/templates\/pdb\.yaml"/);
   });
@@ -580,18 +678,32 @@ describeRendered('TLS at the gateway (tls.existingSecret)', () => {
   });
 
   it('gives the Service an https port 443 on the proxy port, and the helm test speaks https', () => {
-    expect(find(r, 'Service', 'edge-rategate').spec.ports).toEqual([{ name: 'https', port: 443, targetPort: 'http', protocol: 'TCP' }]);
+    expect(find(r, 'Service', 'edge-rategate').spec.ports).toEqual([
+      { name: 'https', port: 443, targetPort: 'http', protocol: 'TCP' },
+    ]);
     const test = find(render({ ...TLS, helmTest: { enabled: true } }), 'Pod');
-    expect(test.spec.containers[0].env).toContainEqual({ name: 'PROXY_URL', value: 'https://edge-rategate:443/api/v1/accounts/verify_credentials' });
+    expect(test.spec.containers[0].env).toContainEqual({
+      name: 'PROXY_URL',
+      value: 'https://edge-rategate:443/api/v1/accounts/verify_credentials',
+    });
     expect(test.spec.containers[0].env).toContainEqual({ name: 'NODE_TLS_REJECT_UNAUTHORIZED', value: '0' });
-    expect(find(render(LOAD_BALANCED), 'Service', 'edge-rategate').spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+    expect(find(render(LOAD_BALANCED), 'Service', 'edge-rategate').spec.ports).toEqual([
+      { name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' },
+    ]);
   });
 
   it('keeps a config.server.tls written by hand, and refuses an Ingress in front of a TLS gateway', () => {
     const own = render({ ...TLS, config: { server: { tls: { certFile: '/certs/a.pem', keyFile: '/certs/a.key' } } } });
-    expect((parseYaml(find(own, 'ConfigMap', 'edge-rategate').data['limits.yaml'] as string) as K8sObject).server.tls.certFile).toBe('/certs/a.pem');
-    expect(renderError({ ...TLS, ingress: { enabled: true, hosts: [{ host: 'a.example', paths: [{ path: '/' }] }] }, config: NAMED })).toMatch(
-      /ingress\.enabled and tls\.existingSecret/,
-    );
+    expect(
+      (parseYaml(find(own, 'ConfigMap', 'edge-rategate').data['limits.yaml'] as string) as K8sObject).server.tls
+        .certFile,
+    ).toBe('/certs/a.pem');
+    expect(
+      renderError({
+        ...TLS,
+        ingress: { enabled: true, hosts: [{ host: 'a.example', paths: [{ path: '/' }] }] },
+        config: NAMED,
+      }),
+    ).toMatch(/ingress\.enabled and tls\.existingSecret/);
   });
 });

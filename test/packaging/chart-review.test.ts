@@ -44,15 +44,22 @@ const MODES: [string, object][] = [
       config: CONTROLLER,
       store: { existingSecret: 'rategate-store' },
       autoscaling: { enabled: true, maxReplicas: 6 },
-      networkPolicy: { enabled: true, admin: { namespaces: ['monitoring'] }, egress: { app: [{ ports: [{ port: 5432 }] }] } },
+      networkPolicy: {
+        enabled: true,
+        admin: { namespaces: ['monitoring'] },
+        egress: { app: [{ ports: [{ port: 5432 }] }] },
+      },
     },
   ],
 ];
 
-const limitsOf = (r: Rendered, name = 'edge-rategate'): K8sObject => parseYaml(find(r, 'ConfigMap', name).data['limits.yaml'] as string) as K8sObject;
+const limitsOf = (r: Rendered, name = 'edge-rategate'): K8sObject =>
+  parseYaml(find(r, 'ConfigMap', name).data['limits.yaml'] as string) as K8sObject;
 const containers = (r: Rendered): K8sObject[] => find(r, 'Deployment').spec.template.spec.containers as K8sObject[];
-const envOf = (c: K8sObject, name: string): K8sObject | undefined => (c.env as K8sObject[] | undefined)?.find((e) => e.name === name);
-const egressPorts = (r: Rendered): number[][] => (find(r, 'NetworkPolicy').spec.egress as K8sObject[]).map((e) => (e.ports as K8sObject[]).map((p) => p.port));
+const envOf = (c: K8sObject, name: string): K8sObject | undefined =>
+  (c.env as K8sObject[] | undefined)?.find((e) => e.name === name);
+const egressPorts = (r: Rendered): number[][] =>
+  (find(r, 'NetworkPolicy').spec.egress as K8sObject[]).map((e) => (e.ports as K8sObject[]).map((p) => p.port));
 
 describeRendered('the chart, reviewed in each mode', () => {
   describe.each(MODES)('%s', (_name, values) => {
@@ -60,9 +67,12 @@ describeRendered('the chart, reviewed in each mode', () => {
 
     it('renders objects that validate against the Kubernetes schemas, from values the chart’s schema accepts', () => {
       expect(r.manifests.flatMap((m) => k8sErrors(m.object))).toEqual([]);
-      const check = new Ajv({ allErrors: true, strictTypes: false, strictRequired: false, allowUnionTypes: true }).compile(
-        JSON.parse(read('helm/rategate/values.schema.json')),
-      );
+      const check = new Ajv({
+        allErrors: true,
+        strictTypes: false,
+        strictRequired: false,
+        allowUnionTypes: true,
+      }).compile(JSON.parse(read('helm/rategate/values.schema.json')));
       expect(check(r.values) ? [] : check.errors).toEqual([]);
     });
 
@@ -82,7 +92,8 @@ describeRendered('the chart, reviewed in each mode', () => {
     it('keeps every secret out of every ConfigMap (the limits and the check hook’s) and every other object but Secrets', () => {
       for (const { object } of r.manifests) {
         if (object.kind === 'Secret') continue;
-        for (const word of SECRET_WORDS) expect(JSON.stringify(object), `${object.kind} ${object.metadata.name}`).not.toContain(word);
+        for (const word of SECRET_WORDS)
+          expect(JSON.stringify(object), `${object.kind} ${object.metadata.name}`).not.toContain(word);
       }
       expect(r.notes).not.toMatch(new RegExp(SECRET_WORDS.join('|')));
     });
@@ -101,7 +112,9 @@ describeRendered('the chart, reviewed in each mode', () => {
       if (np === undefined) return expect((values as { networkPolicy?: unknown }).networkPolicy).toBeUndefined();
       const rules = np.spec.ingress as K8sObject[];
       expect(rules.flatMap((rule) => (rule.ports as K8sObject[]).map((p) => p.port))).toEqual(['http', 'admin']);
-      expect(rules[1]!.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
+      expect(rules[1]!.from).toEqual([
+        { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+      ]);
     });
   });
 });
@@ -114,21 +127,31 @@ describeRendered('who may set the client’s address', () => {
     expect(renderError(API)).toMatch(/config\.clients\.trustedProxies must name what connects to the gateway/);
     expect(renderError({ ...APP })).toMatch(/config\.clients\.trustedProxies must name/);
     // Said explicitly, even as loopback only, it is accepted.
-    expect(limitsOf(render({ ...API, config: { clients: { trustedProxies: ['loopback'] } } })).clients.trustedProxies).toEqual(['loopback']);
+    expect(
+      limitsOf(render({ ...API, config: { clients: { trustedProxies: ['loopback'] } } })).clients.trustedProxies,
+    ).toEqual(['loopback']);
   });
 
   it('behind a LoadBalancer or NodePort sets externalTrafficPolicy Local, and refuses Cluster (source NAT) unless proxies are named', () => {
     for (const type of ['LoadBalancer', 'NodePort']) {
-      expect(find(render({ ...API, service: { type } }), 'Service', 'edge-rategate').spec.externalTrafficPolicy).toBe('Local');
-      expect(renderError({ ...API, service: { type, externalTrafficPolicy: 'Cluster' } })).toMatch(/externalTrafficPolicy Cluster source-NATs every client/);
+      expect(find(render({ ...API, service: { type } }), 'Service', 'edge-rategate').spec.externalTrafficPolicy).toBe(
+        'Local',
+      );
+      expect(renderError({ ...API, service: { type, externalTrafficPolicy: 'Cluster' } })).toMatch(
+        /externalTrafficPolicy Cluster source-NATs every client/,
+      );
       const named = render({ ...API, service: { type, externalTrafficPolicy: 'Cluster' }, config: CONTROLLER });
       expect(find(named, 'Service', 'edge-rategate').spec.externalTrafficPolicy).toBe('Cluster');
     }
-    expect(find(render({ ...API, config: CONTROLLER }), 'Service', 'edge-rategate').spec).not.toHaveProperty('externalTrafficPolicy');
+    expect(find(render({ ...API, config: CONTROLLER }), 'Service', 'edge-rategate').spec).not.toHaveProperty(
+      'externalTrafficPolicy',
+    );
   });
 
   it('warns in NOTES when `private` is trusted wholesale', () => {
-    expect(render({ ...API, config: { clients: { trustedProxies: ['loopback', 'private'] } } }).notes).toMatch(/WARNING: "private" trusts every pod/);
+    expect(render({ ...API, config: { clients: { trustedProxies: ['loopback', 'private'] } } }).notes).toMatch(
+      /WARNING: "private" trusts every pod/,
+    );
   });
 });
 
@@ -138,19 +161,30 @@ describeRendered('Sentinel under the NetworkPolicy', () => {
   it('opens every sentinel’s port and the data port the sentinels hand out, and says to check it', () => {
     const r = render({ ...API, ...policy, config: CONTROLLER, store: { url: SENTINEL_URL } });
     expect(egressPorts(r).at(-1)).toEqual([26379, 26380, 6379]);
-    expect(r.notes).toMatch(/Store ports opened: 26379, 26380, 6379 \(the sentinels' ports from store\.url, and 6379 for the\s+master they hand out\)\. CHECK/);
+    expect(r.notes).toMatch(
+      /Store ports opened: 26379, 26380, 6379 \(the sentinels' ports from store\.url, and 6379 for the\s+master they hand out\)\. CHECK/,
+    );
     // A Sentinel URL without ports: the sentinels' default port.
-    expect(egressPorts(render({ ...API, ...policy, config: CONTROLLER, store: { url: 'redis-sentinel://s1,s2/m' } })).at(-1)).toEqual([26379, 6379]);
+    expect(
+      egressPorts(render({ ...API, ...policy, config: CONTROLLER, store: { url: 'redis-sentinel://s1,s2/m' } })).at(-1),
+    ).toEqual([26379, 6379]);
   });
 
   it('opens both Redis’s and Sentinel’s default ports when the URL is in a Secret, and says it guessed', () => {
     const r = render({ ...API, ...policy, config: CONTROLLER, store: { existingSecret: 'rategate-store' } });
     expect(egressPorts(r).at(-1)).toEqual([6379, 26379]);
-    expect(r.notes).toMatch(/Store ports opened: 6379, 26379 \(a guess: the store URL is in a Secret the chart cannot read/);
+    expect(r.notes).toMatch(
+      /Store ports opened: 6379, 26379 \(a guess: the store URL is in a Secret the chart cannot read/,
+    );
   });
 
   it('opens exactly networkPolicy.egress.storePorts when given', () => {
-    const r = render({ ...API, networkPolicy: { enabled: true, egress: { storePorts: [26379, 6380] } }, config: CONTROLLER, store: { url: SENTINEL_URL } });
+    const r = render({
+      ...API,
+      networkPolicy: { enabled: true, egress: { storePorts: [26379, 6380] } },
+      config: CONTROLLER,
+      store: { url: SENTINEL_URL },
+    });
     expect(egressPorts(r).at(-1)).toEqual([26379, 6380]);
     expect(r.notes).toMatch(/Store ports opened: 26379, 6380 \(networkPolicy\.egress\.storePorts\)/);
   });
@@ -164,14 +198,23 @@ describeRendered('the sentinels’ password', () => {
     expect(envOf(containers(r)[0]!, 'RATEGATE_STORE_SENTINEL_PASSWORD')?.valueFrom).toEqual({
       secretKeyRef: { name: 'edge-rategate-store', key: 'sentinel-password' },
     });
-    const sum = (x: Rendered): string => find(x, 'Deployment').spec.template.metadata.annotations['checksum/restart-settings'];
-    expect(sum(render({ ...API, config: CONTROLLER, store: { url: SENTINEL_URL, sentinelPassword: 'pw-2' } }))).not.toBe(sum(r));
+    const sum = (x: Rendered): string =>
+      find(x, 'Deployment').spec.template.metadata.annotations['checksum/restart-settings'];
+    expect(
+      sum(render({ ...API, config: CONTROLLER, store: { url: SENTINEL_URL, sentinelPassword: 'pw-2' } })),
+    ).not.toBe(sum(r));
   });
 
   it('comes from a Secret of the operator’s, and the chart makes none', () => {
-    const r = render({ ...API, config: CONTROLLER, store: { url: SENTINEL_URL, sentinelPasswordSecret: 'redis-auth', sentinelPasswordSecretKey: 'sentinel' } });
+    const r = render({
+      ...API,
+      config: CONTROLLER,
+      store: { url: SENTINEL_URL, sentinelPasswordSecret: 'redis-auth', sentinelPasswordSecretKey: 'sentinel' },
+    });
     expect(r.manifests.filter((m) => m.object.kind === 'Secret')).toEqual([]);
-    expect(envOf(containers(r)[0]!, 'RATEGATE_STORE_SENTINEL_PASSWORD')?.valueFrom).toEqual({ secretKeyRef: { name: 'redis-auth', key: 'sentinel' } });
+    expect(envOf(containers(r)[0]!, 'RATEGATE_STORE_SENTINEL_PASSWORD')?.valueFrom).toEqual({
+      secretKeyRef: { name: 'redis-auth', key: 'sentinel' },
+    });
   });
 
   it('is refused in config, where it would land in both ConfigMaps in clear', () => {
@@ -182,7 +225,11 @@ describeRendered('the sentinels’ password', () => {
 });
 
 describeRendered('the sidecar’s app container', () => {
-  const r = render({ ...APP, config: CONTROLLER, app: { ...APP.app, securityContext: { runAsUser: 991, runAsGroup: 991 } } });
+  const r = render({
+    ...APP,
+    config: CONTROLLER,
+    app: { ...APP.app, securityContext: { runAsUser: 991, runAsGroup: 991 } },
+  });
   const pod = find(r, 'Deployment').spec.template.spec;
 
   it('runs as its own image’s user: the pod sets no runAsUser, runAsGroup or fsGroup; the gateway keeps 10001 on its container', () => {
@@ -190,35 +237,53 @@ describeRendered('the sidecar’s app container', () => {
     expect(pod.containers[0].securityContext).toMatchObject({ runAsUser: 10001, runAsGroup: 10001 });
     expect(pod.containers[1].securityContext).toEqual({ runAsUser: 991, runAsGroup: 991 });
     const fs = render({ ...APP, config: CONTROLLER, app: { ...APP.app, podSecurityContext: { fsGroup: 991 } } });
-    expect(find(fs, 'Deployment').spec.template.spec.securityContext).toMatchObject({ fsGroup: 991, runAsNonRoot: true });
+    expect(find(fs, 'Deployment').spec.template.spec.securityContext).toMatchObject({
+      fsGroup: 991,
+      runAsNonRoot: true,
+    });
     // Ingress mode keeps the hardened pod-level defaults.
-    expect(find(render({ ...API, config: CONTROLLER }), 'Deployment').spec.template.spec.securityContext).toMatchObject({ runAsUser: 10001, fsGroup: 10001 });
+    expect(find(render({ ...API, config: CONTROLLER }), 'Deployment').spec.template.spec.securityContext).toMatchObject(
+      { runAsUser: 10001, fsGroup: 10001 },
+    );
   });
 
   it('pauses app.preStopSleepSeconds when set, takes app.lifecycle whole, and refuses a grace period the pause does not fit in', () => {
     const app = (values: object): K8sObject => containers(render({ ...APP, config: CONTROLLER, ...values }))[1]!;
-    expect(app({ app: { ...APP.app, preStopSleepSeconds: 20 } }).lifecycle.preStop.exec.command).toEqual(['sleep', '20']);
+    expect(app({ app: { ...APP.app, preStopSleepSeconds: 20 } }).lifecycle.preStop.exec.command).toEqual([
+      'sleep',
+      '20',
+    ]);
     expect(app({ app: { ...APP.app, preStopSleepSeconds: 0 } })).not.toHaveProperty('lifecycle');
-    expect(app({ app: { ...APP.app, lifecycle: { preStop: { httpGet: { path: '/drain', port: 3000 } } } } }).lifecycle).toEqual({
+    expect(
+      app({ app: { ...APP.app, lifecycle: { preStop: { httpGet: { path: '/drain', port: 3000 } } } } }).lifecycle,
+    ).toEqual({
       preStop: { httpGet: { path: '/drain', port: 3000 } },
     });
     // Left empty, the grace period is derived from the longer pause; set by hand, it must fit the pause.
     const longPause = render({ ...APP, config: CONTROLLER, app: { ...APP.app, preStopSleepSeconds: 40 } });
     expect(find(longPause, 'Deployment').spec.template.spec.terminationGracePeriodSeconds).toBe(40 + 15);
-    expect(renderError({ ...APP, config: CONTROLLER, app: { ...APP.app, preStopSleepSeconds: 40 }, terminationGracePeriodSeconds: 30 })).toMatch(
-      /terminationGracePeriodSeconds \(30\) must exceed the app's preStop pause \(40 s\)/,
-    );
+    expect(
+      renderError({
+        ...APP,
+        config: CONTROLLER,
+        app: { ...APP.app, preStopSleepSeconds: 40 },
+        terminationGracePeriodSeconds: 30,
+      }),
+    ).toMatch(/terminationGracePeriodSeconds \(30\) must exceed the app's preStop pause \(40 s\)/);
   });
 
   it('is not reachable on its port: the Service and the NetworkPolicy carry only the gateway’s', () => {
     const np = find(render({ ...APP, config: CONTROLLER, networkPolicy: { enabled: true } }), 'NetworkPolicy').spec;
-    expect((np.ingress as K8sObject[]).flatMap((rule) => (rule.ports as K8sObject[]).map((p) => p.port))).toEqual(['http']);
+    expect((np.ingress as K8sObject[]).flatMap((rule) => (rule.ports as K8sObject[]).map((p) => p.port))).toEqual([
+      'http',
+    ]);
     expect(find(r, 'Service', 'edge-rategate').spec.ports.map((p: K8sObject) => p.targetPort)).toEqual(['http']);
   });
 });
 
 describeRendered('store.gateways, the share of the local fallback', () => {
-  const gateways = (values: object): unknown => limitsOf(render({ ...API, config: CONTROLLER, ...values })).store?.gateways;
+  const gateways = (values: object): unknown =>
+    limitsOf(render({ ...API, config: CONTROLLER, ...values })).store?.gateways;
 
   it('follows replicaCount, or maxReplicas with the HPA, with a shared store; the operator’s value wins; memory needs none', () => {
     const redis = { store: { url: 'redis://redis:6379' } };
@@ -235,9 +300,8 @@ describeRendered('store.gateways, the share of the local fallback', () => {
 
   it('is a restart setting: changing replicaCount with a shared store rolls the pods so the new share applies', () => {
     const sum = (n: number): string =>
-      find(render({ ...API, config: CONTROLLER, store: { url: 'redis://redis:6379' }, replicaCount: n }), 'Deployment').spec.template.metadata.annotations[
-        'checksum/restart-settings'
-      ];
+      find(render({ ...API, config: CONTROLLER, store: { url: 'redis://redis:6379' }, replicaCount: n }), 'Deployment')
+        .spec.template.metadata.annotations['checksum/restart-settings'];
     expect(sum(3)).not.toBe(sum(4));
   });
 });

@@ -17,19 +17,31 @@ const chart = parseYaml(chartFile('Chart.yaml')) as Record<string, unknown>;
 type Values = Record<string, any>;
 const schema = JSON.parse(chartFile('values.schema.json')) as Values;
 /** values.yaml plus the one value an operator must write in ingress mode (deploy-guards.test.ts). */
-const loadValues = (): Values => ({ ...(parseYaml(chartFile('values.yaml')) as Values), upstream: { url: 'http://mastodon-web.social.svc:3000' } });
+const loadValues = (): Values => ({
+  ...(parseYaml(chartFile('values.yaml')) as Values),
+  upstream: { url: 'http://mastodon-web.social.svc:3000' },
+});
 const values = loadValues();
-const checkValues = new Ajv({ allErrors: true, strictSchema: true, strictTypes: false, strictRequired: false, allowUnionTypes: true }).compile(schema);
+const checkValues = new Ajv({
+  allErrors: true,
+  strictSchema: true,
+  strictTypes: false,
+  strictRequired: false,
+  allowUnionTypes: true,
+}).compile(schema);
 /** ajv's errors as `/path: message` (empty when valid). */
 function violations(v: unknown): string[] {
   return checkValues(v)
     ? []
     : (checkValues.errors ?? []).map(
-        (e) => `${e.instancePath || '/'}: ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
+        (e) =>
+          `${e.instancePath || '/'}: ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
       );
 }
 const templateFiles = (dir = 'templates'): string[] =>
-  readdirSync(`${CHART}${dir}`, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? templateFiles(`${dir}/${e.name}`) : [`${dir}/${e.name}`]));
+  readdirSync(`${CHART}${dir}`, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? templateFiles(`${dir}/${e.name}`) : [`${dir}/${e.name}`],
+  );
 
 describe('Chart.yaml', () => {
   it('is an apiVersion v2 application chart whose appVersion is the package version', () => {
@@ -105,13 +117,17 @@ describe('values.yaml and values.schema.json', () => {
     expect(violations(misspelled)).toContainEqual(expect.stringContaining('(perios)'));
     const leaky = loadValues();
     leaky.limits[0].algorithm = 'leaky';
-    expect(violations(leaky)).toContainEqual(expect.stringMatching(/^\/limits\/0\/algorithm: must be equal to one of the allowed values/));
+    expect(violations(leaky)).toContainEqual(
+      expect.stringMatching(/^\/limits\/0\/algorithm: must be equal to one of the allowed values/),
+    );
   });
 
   it('requires an application image in sidecar mode only', () => {
     const sidecar = loadValues();
     sidecar.mode = 'sidecar';
-    expect(violations(sidecar)).toContainEqual(expect.stringMatching(/^\/app\/image\/repository: must NOT have fewer than 1 characters/));
+    expect(violations(sidecar)).toContainEqual(
+      expect.stringMatching(/^\/app\/image\/repository: must NOT have fewer than 1 characters/),
+    );
     sidecar.app.image.repository = 'ghcr.io/example/api';
     expect(violations(sidecar)).toEqual([]);
   });
@@ -153,7 +169,9 @@ describe('values.yaml and values.schema.json', () => {
       log: { level: 'warn' },
     };
     expect(violations({ ...loadValues(), config })).toEqual([]);
-    expect(violations({ ...loadValues(), config: { store: { prefixx: 'edge' } } })).toContainEqual(expect.stringContaining('(prefixx)'));
+    expect(violations({ ...loadValues(), config: { store: { prefixx: 'edge' } } })).toContainEqual(
+      expect.stringContaining('(prefixx)'),
+    );
     expect(violations({ ...loadValues(), config: { store: { onError: 'explode' } } })).not.toEqual([]);
   });
 
@@ -171,7 +189,10 @@ describe('values.yaml and values.schema.json', () => {
   it('ships the seed limit table, the same as config/limits.yaml, with media uploads of v1 and v2 in one bucket', () => {
     const shipped = parseYaml(read('config/limits.yaml')) as { limits: { name: string; match: unknown }[] };
     expect(values.limits).toEqual(shipped.limits);
-    expect(shipped.limits.find((r) => r.name === 'uploading')?.match).toEqual(['POST /api/v1/media', 'POST /api/v2/media']);
+    expect(shipped.limits.find((r) => r.name === 'uploading')?.match).toEqual([
+      'POST /api/v1/media',
+      'POST /api/v2/media',
+    ]);
   });
 
   it('defaults to hardened security contexts, no token, and every optional resource off', () => {
@@ -185,7 +206,16 @@ describe('values.yaml and values.schema.json', () => {
     });
     expect(values.podSecurityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
     expect(values.admin).toEqual({ token: '', existingSecret: '', existingSecretKey: 'token' });
-    for (const flag of ['autoscaling', 'podDisruptionBudget', 'serviceMonitor', 'prometheusRule', 'networkPolicy', 'ingress', 'helmTest', 'dashboards']) {
+    for (const flag of [
+      'autoscaling',
+      'podDisruptionBudget',
+      'serviceMonitor',
+      'prometheusRule',
+      'networkPolicy',
+      'ingress',
+      'helmTest',
+      'dashboards',
+    ]) {
       expect(values[flag].enabled, flag).toBe(false);
     }
   });
@@ -225,7 +255,8 @@ describe('the chart README', () => {
   });
 
   it('documents every optional resource, the image to build and push, and the sidecar recipe', () => {
-    for (const flag of ['prometheusRule.enabled', 'networkPolicy.enabled', 'ingress.enabled', 'helmTest.enabled']) expect(readme, flag).toContain(flag);
+    for (const flag of ['prometheusRule.enabled', 'networkPolicy.enabled', 'ingress.enabled', 'helmTest.enabled'])
+      expect(readme, flag).toContain(flag);
     expect(readme).toMatch(/docker build[\s\S]*docker push[\s\S]*image\.repository/);
     expect(readme).toMatch(/examples\/mastodon-sidecar/);
   });

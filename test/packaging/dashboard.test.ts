@@ -87,7 +87,8 @@ describe('the Grafana dashboard', () => {
     client.collectDefaultMetrics({ register: registry });
     const defaults = new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
     const others = exprs.flatMap(metricsIn).filter((n) => !n.startsWith('rategate_'));
-    for (const name of others) expect(defaults.has(name.replace(/_(bucket|sum|count)$/, '')) || defaults.has(name), name).toBe(true);
+    for (const name of others)
+      expect(defaults.has(name.replace(/_(bucket|sum|count)$/, '')) || defaults.has(name), name).toBe(true);
   });
 
   it('charts every metric the operations section of the spec names', () => {
@@ -115,7 +116,20 @@ describe('the Grafana dashboard', () => {
     const groupings = exprs.flatMap((e) => [...e.matchAll(/by \(([^)]*)\)/g)].map((m) => m[1] ?? ''));
     const labels = new Set(groupings.flatMap((g) => g.split(',').map((l) => l.trim())));
     for (const label of labels)
-      expect(['rule', 'decision', 'reason', 'result', 'status_class', 'code', 'code_class', 'le', 'instance', 'version', 'ban', 'source']).toContain(label);
+      expect([
+        'rule',
+        'decision',
+        'reason',
+        'result',
+        'status_class',
+        'code',
+        'code_class',
+        'le',
+        'instance',
+        'version',
+        'ban',
+        'source',
+      ]).toContain(label);
   });
 
   it('charts the RED view: responses by code class, their error share, end-to-end latency quantiles and the latency SLO', () => {
@@ -123,7 +137,11 @@ describe('the Grafana dashboard', () => {
     const redExprs = red.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
     expect(redExprs.some((e) => /sum by \(code_class\) \(rate\(rategate_http_responses_total\{/.test(e))).toBe(true);
     expect(redExprs.some((e) => /code_class="5xx"/.test(e))).toBe(true);
-    expect(redExprs.some((e) => /histogram_quantile\(0\.99, sum by \(le\) \(rate\(rategate_http_request_duration_seconds_bucket\{/.test(e))).toBe(true);
+    expect(
+      redExprs.some((e) =>
+        /histogram_quantile\(0\.99, sum by \(le\) \(rate\(rategate_http_request_duration_seconds_bucket\{/.test(e),
+      ),
+    ).toBe(true);
     // The SLO stat reads the alert's own bucket (le="1", RategateLatencySLOBurn).
     expect(redExprs.some((e) => /rategate_http_request_duration_seconds_bucket\{le="1"/.test(e))).toBe(true);
   });
@@ -133,7 +151,9 @@ describe('the Grafana dashboard', () => {
     expect(top.map((p) => p.title)).toEqual(['Requests/s', '429/s', 'Store up', 'Version', 'Last reload']);
     for (const p of top) expect(p.type).toBe('stat');
     const expr = (i: number): string => top[i]!.targets![0]!.expr;
-    expect(expr(0)).toMatch(/rate\(rategate_upstream_duration_seconds_count.*\+ sum\(rate\(rategate_gateway_responses_total/);
+    expect(expr(0)).toMatch(
+      /rate\(rategate_upstream_duration_seconds_count.*\+ sum\(rate\(rategate_gateway_responses_total/,
+    );
     expect(expr(1)).toMatch(/rategate_gateway_responses_total\{[^}]*code="429"/);
     expect(expr(2)).toMatch(/^min\(rategate_store_up\{/);
     expect(expr(3)).toMatch(/^count by \(version\) \(rategate_build_info\{/);

@@ -16,24 +16,34 @@ import { cliArgs } from '../support/process.js';
 
 const describeRendered = describe.skipIf(rendererUnavailable !== null);
 const schema = JSON.parse(read('helm/rategate/values.schema.json')) as object;
-const check = new Ajv({ allErrors: true, strictTypes: false, strictRequired: false, allowUnionTypes: true }).compile(schema);
+const check = new Ajv({ allErrors: true, strictTypes: false, strictRequired: false, allowUnionTypes: true }).compile(
+  schema,
+);
 const shipped = parseYaml(read('helm/rategate/values.yaml')) as Record<string, unknown>;
 /** values.yaml with the operator's values laid over (one level deep, as the tests need). */
 const withValues = (o: Record<string, unknown>): Record<string, unknown> => {
   const out: Record<string, unknown> = structuredClone(shipped);
-  for (const [k, v] of Object.entries(o)) out[k] = v !== null && typeof v === 'object' && !Array.isArray(v) ? { ...(out[k] as object), ...v } : v;
+  for (const [k, v] of Object.entries(o))
+    out[k] = v !== null && typeof v === 'object' && !Array.isArray(v) ? { ...(out[k] as object), ...v } : v;
   return out;
 };
-const schemaErrors = (o: Record<string, unknown>): string[] => (check(withValues(o)) ? [] : (check.errors ?? []).map((e) => `${e.instancePath}: ${e.message}`));
+const schemaErrors = (o: Record<string, unknown>): string[] =>
+  check(withValues(o)) ? [] : (check.errors ?? []).map((e) => `${e.instancePath}: ${e.message}`);
 
 /** Behind an Ingress controller the chart wants to be told who sets the client's address (README: Client addresses). */
 const NAMED = { clients: { trustedProxies: ['10.244.0.0/16'] } };
-const SIDECAR = { mode: 'sidecar', app: { image: { repository: 'ghcr.io/mastodon/mastodon', tag: 'v4.3.0' }, port: 3000 }, config: NAMED };
+const SIDECAR = {
+  mode: 'sidecar',
+  app: { image: { repository: 'ghcr.io/mastodon/mastodon', tag: 'v4.3.0' }, port: 3000 },
+  config: NAMED,
+};
 const MASTODON = { upstream: { url: 'http://mastodon-web.social.svc:3000' }, config: NAMED };
 
 describe('ingress mode needs an explicit upstream', () => {
   it('is refused by values.schema.json without upstream.url; builtin written out and sidecar mode are accepted', () => {
-    expect(schemaErrors({})).toContainEqual(expect.stringMatching(/^\/upstream\/url: must NOT have fewer than 1 characters/));
+    expect(schemaErrors({})).toContainEqual(
+      expect.stringMatching(/^\/upstream\/url: must NOT have fewer than 1 characters/),
+    );
     expect(schemaErrors({ upstream: { url: 'builtin' } })).toEqual([]);
     expect(schemaErrors(MASTODON)).toEqual([]);
     expect(schemaErrors(SIDECAR)).toEqual([]);
@@ -68,14 +78,23 @@ describeRendered('the NetworkPolicy cannot cut a sidecar app off', () => {
   });
 
   it('with egress.app given, restricts egress to those rules plus DNS and the store', () => {
-    const postgres = { to: [{ podSelector: { matchLabels: { app: 'postgresql' } } }], ports: [{ port: 5432, protocol: 'TCP' }] };
+    const postgres = {
+      to: [{ podSelector: { matchLabels: { app: 'postgresql' } } }],
+      ports: [{ port: 5432, protocol: 'TCP' }],
+    };
     const federation = { ports: [{ port: 443, protocol: 'TCP' }] };
-    const r = render({ ...SIDECAR, store: { url: 'redis://redis:6379' }, networkPolicy: { enabled: true, egress: { app: [postgres, federation] } } });
+    const r = render({
+      ...SIDECAR,
+      store: { url: 'redis://redis:6379' },
+      networkPolicy: { enabled: true, egress: { app: [postgres, federation] } },
+    });
     const np = find(r, 'NetworkPolicy');
     expect(k8sErrors(np)).toEqual([]);
     expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(np.spec.egress).toEqual(expect.arrayContaining([postgres, federation]));
-    expect(np.spec.egress.flatMap((e: K8sObject) => e.ports.map((p: K8sObject) => p.port))).toEqual(expect.arrayContaining([53, 6379, 5432, 443]));
+    expect(np.spec.egress.flatMap((e: K8sObject) => e.ports.map((p: K8sObject) => p.port))).toEqual(
+      expect.arrayContaining([53, 6379, 5432, 443]),
+    );
     expect(r.notes).toMatch(/Egress: only DNS/);
   });
 
@@ -93,7 +112,9 @@ describeRendered('the NetworkPolicy cannot cut a sidecar app off', () => {
       'NetworkPolicy',
     );
     expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
-    expect(np.spec.egress.flatMap((e: K8sObject) => e.ports.map((p: K8sObject) => p.port))).toEqual(expect.arrayContaining([3000, 4000]));
+    expect(np.spec.egress.flatMap((e: K8sObject) => e.ports.map((p: K8sObject) => p.port))).toEqual(
+      expect.arrayContaining([3000, 4000]),
+    );
   });
 });
 
@@ -110,7 +131,8 @@ describeRendered("ingress mode sends Mastodon's streaming path to its own Servic
     const table = parseYaml(find(r, 'ConfigMap', 'edge-rategate').data['limits.yaml'] as string) as K8sObject;
     expect(table.upstreams.streaming.url).toBe('http://mastodon-streaming.social.svc:4000');
     expect(table.routes).toEqual([{ match: '/api/v1/streaming/*', upstream: 'streaming' }]);
-    const sum = (x: typeof r): string => find(x, 'Deployment').spec.template.metadata.annotations['checksum/restart-settings'];
+    const sum = (x: typeof r): string =>
+      find(x, 'Deployment').spec.template.metadata.annotations['checksum/restart-settings'];
     expect(sum(r)).not.toBe(sum(render(MASTODON)));
     expect(r.notes).toMatch(/Upstream "streaming": http:\/\/mastodon-streaming/);
     expect(schemaErrors({ ...MASTODON, ...streaming })).toEqual([]);
@@ -118,7 +140,10 @@ describeRendered("ingress mode sends Mastodon's streaming path to its own Servic
 });
 
 describeRendered('a table the gateway would refuse never reaches the pods', () => {
-  const hookOf = (r: ReturnType<typeof render>) => ({ job: find(r, 'Job'), map: find(r, 'ConfigMap', 'edge-rategate-check') });
+  const hookOf = (r: ReturnType<typeof render>) => ({
+    job: find(r, 'Job'),
+    map: find(r, 'ConfigMap', 'edge-rategate-check'),
+  });
 
   it('runs `rategate check` in a pre-install,pre-upgrade hook Job on the new table, carried by a hook ConfigMap of its own', () => {
     const r = render(MASTODON);
@@ -128,9 +153,13 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
       expect(k8sErrors(o)).toEqual([]);
     }
     // The table comes first (lower weight), then the Job that reads it.
-    expect(Number(map.metadata.annotations['helm.sh/hook-weight'])).toBeLessThan(Number(job.metadata.annotations['helm.sh/hook-weight']));
+    expect(Number(map.metadata.annotations['helm.sh/hook-weight'])).toBeLessThan(
+      Number(job.metadata.annotations['helm.sh/hook-weight']),
+    );
     // The very text the release's ConfigMap gets (up to the block's final newline, which YAML ignores).
-    expect((map.data['limits.yaml'] as string).trimEnd()).toBe((find(r, 'ConfigMap', 'edge-rategate').data['limits.yaml'] as string).trimEnd());
+    expect((map.data['limits.yaml'] as string).trimEnd()).toBe(
+      (find(r, 'ConfigMap', 'edge-rategate').data['limits.yaml'] as string).trimEnd(),
+    );
     const pod = job.spec.template.spec;
     expect(job.spec.backoffLimit).toBe(0);
     expect(pod.containers[0].args).toEqual(['check', '--config', '/etc/rategate-check/limits.yaml']);
@@ -150,7 +179,9 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
     expect(schemaErrors(bad)).toEqual([]);
     // …and the hook, running the gateway's own check on exactly the table it carries, refuses it.
     const { job, map } = hookOf(render(bad));
-    const env = Object.fromEntries((job.spec.template.spec.containers[0].env as K8sObject[]).map((e) => [e.name, e.value]));
+    const env = Object.fromEntries(
+      (job.spec.template.spec.containers[0].env as K8sObject[]).map((e) => [e.name, e.value]),
+    );
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-hook-')), 'limits.yaml');
     writeFileSync(file, map.data['limits.yaml'] as string);
     let out = '';
@@ -181,19 +212,26 @@ describeRendered('a table the gateway would refuse never reaches the pods', () =
   });
 
   it('can be turned off', () => {
-    expect(render({ ...MASTODON, configCheck: { enabled: false } }).manifests.some((m) => m.object.kind === 'Job')).toBe(false);
+    expect(
+      render({ ...MASTODON, configCheck: { enabled: false } }).manifests.some((m) => m.object.kind === 'Job'),
+    ).toBe(false);
   });
 });
 
 describeRendered('the PrometheusRule links runbooks absolutely and watches the chart’s own job', () => {
   it('rewrites runbook_url to prometheusRule.runbookBaseUrl and the availability rules to the metrics Service’s job', () => {
     const rulesOf = (o: object): K8sObject[] =>
-      find(render({ ...MASTODON, prometheusRule: { enabled: true, ...o } }), 'PrometheusRule').spec.groups.flatMap((g: K8sObject) => g.rules);
+      find(render({ ...MASTODON, prometheusRule: { enabled: true, ...o } }), 'PrometheusRule').spec.groups.flatMap(
+        (g: K8sObject) => g.rules,
+      );
     const byDefault = rulesOf({});
     for (const r of byDefault)
-      expect(r.annotations.runbook_url).toBe(`https://github.com/rategate/rategate/blob/main/README.md#${String(r.alert).toLowerCase()}`);
+      expect(r.annotations.runbook_url).toBe(
+        `https://github.com/rategate/rategate/blob/main/README.md#${String(r.alert).toLowerCase()}`,
+      );
     const wiki = rulesOf({ runbookBaseUrl: 'https://wiki.example.org/ops/rategate' });
-    for (const r of wiki) expect(r.annotations.runbook_url).toBe(`https://wiki.example.org/ops/rategate#${String(r.alert).toLowerCase()}`);
+    for (const r of wiki)
+      expect(r.annotations.runbook_url).toBe(`https://wiki.example.org/ops/rategate#${String(r.alert).toLowerCase()}`);
     const down = byDefault.find((r) => r.alert === 'RategateDown');
     const absent = byDefault.find((r) => r.alert === 'RategateAbsent');
     expect(down?.expr).toBe('up{job="edge-rategate-metrics"} == 0');

@@ -6,7 +6,8 @@ import { parseDockerfile, read, ROOT, type Instruction } from './support.js';
 
 const instructions = parseDockerfile(read('Dockerfile'));
 const finalStage = Math.max(...instructions.map((i) => i.stage));
-const inFinal = (keyword: string): Instruction[] => instructions.filter((i) => i.keyword === keyword && i.stage === finalStage);
+const inFinal = (keyword: string): Instruction[] =>
+  instructions.filter((i) => i.keyword === keyword && i.stage === finalStage);
 
 /** The single instruction of a kind in the final stage (Docker uses the last one). */
 function last(keyword: string): Instruction {
@@ -17,7 +18,8 @@ function last(keyword: string): Instruction {
 
 function execForm(args: string): string[] {
   const parsed: unknown = JSON.parse(args);
-  if (!Array.isArray(parsed) || !parsed.every((a) => typeof a === 'string')) throw new Error(`not a JSON array of strings: ${args}`);
+  if (!Array.isArray(parsed) || !parsed.every((a) => typeof a === 'string'))
+    throw new Error(`not a JSON array of strings: ${args}`);
   return parsed as string[];
 }
 
@@ -25,7 +27,8 @@ function execForm(args: string): string[] {
 function envOf(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const i of inFinal('ENV')) {
-    for (const m of i.args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\S+)/g)) env[m[1] ?? ''] = (m[2] ?? '').replace(/^"|"$/g, '');
+    for (const m of i.args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\S+)/g))
+      env[m[1] ?? ''] = (m[2] ?? '').replace(/^"|"$/g, '');
   }
   return env;
 }
@@ -40,7 +43,8 @@ function globalArg(name: string): string | undefined {
 function labelsOf(): Record<string, string> {
   const labels: Record<string, string> = {};
   for (const i of inFinal('LABEL')) {
-    for (const m of i.args.matchAll(/([A-Za-z0-9_.-]+)=("[^"]*"|\S+)/g)) labels[m[1] ?? ''] = (m[2] ?? '').replace(/^"|"$/g, '');
+    for (const m of i.args.matchAll(/([A-Za-z0-9_.-]+)=("[^"]*"|\S+)/g))
+      labels[m[1] ?? ''] = (m[2] ?? '').replace(/^"|"$/g, '');
   }
   return labels;
 }
@@ -56,7 +60,9 @@ describe('the Dockerfile', () => {
       .find((a) => a.args.startsWith('VERSION='))
       ?.args.slice('VERSION='.length);
     expect(version).toBe((JSON.parse(read('package.json')) as { version: string }).version);
-    expect(labels['org.opencontainers.image.licenses']).toBe((JSON.parse(read('package.json')) as { license: string }).license);
+    expect(labels['org.opencontainers.image.licenses']).toBe(
+      (JSON.parse(read('package.json')) as { license: string }).license,
+    );
   });
 
   it('pins the base image by digest, or says why not and how to pin it at build time', () => {
@@ -77,7 +83,9 @@ describe('the Dockerfile', () => {
     const copiedFromBuild = inFinal('COPY')
       .filter((c) => c.args.includes(`--from=${buildStage}`))
       .map((c) => c.args.split(/\s+/).filter((a) => !a.startsWith('--'))[0]);
-    expect(copiedFromBuild).toEqual(expect.arrayContaining(['/app/dist', '/app/node_modules', '/app/package.json', '/app/config']));
+    expect(copiedFromBuild).toEqual(
+      expect.arrayContaining(['/app/dist', '/app/node_modules', '/app/package.json', '/app/config']),
+    );
   });
 
   it('installs with npm ci and drops the dev dependencies before they reach the runtime stage', () => {
@@ -143,7 +151,8 @@ describe('the .dockerignore', () => {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'));
-  const ignored = (path: string): boolean => patterns.some((p) => !p.startsWith('!') && (p === path || p === path.split('/')[0] || p === `**/${path}`));
+  const ignored = (path: string): boolean =>
+    patterns.some((p) => !p.startsWith('!') && (p === path || p === path.split('/')[0] || p === `**/${path}`));
 
   it('keeps node_modules, dist, .git and test output out of the build context', () => {
     for (const path of ['node_modules', 'dist', '.git', 'coverage']) expect(ignored(path), path).toBe(true);

@@ -4,7 +4,16 @@
  * proxies to Puma over loopback, and its ConfigMap holds a table the gateway accepts.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml, parseAllDocuments, stringify } from 'yaml';
@@ -15,7 +24,8 @@ import { read, ROOT } from './support.js';
 
 /** kubectl's built-in kustomize runs the recipe for real where it is installed (it is not in Debian's archive). */
 const kustomizeMissing = spawnSync('kubectl', ['kustomize', '--help'], { encoding: 'utf8' }).status !== 0;
-if (kustomizeMissing) console.warn('SKIPPING the real post-render of the Mastodon sidecar recipe: kubectl (with kustomize) not found');
+if (kustomizeMissing)
+  console.warn('SKIPPING the real post-render of the Mastodon sidecar recipe: kubectl (with kustomize) not found');
 
 const dir = 'helm/rategate/examples/mastodon-sidecar';
 const load = (name: string): K8sObject => parseYaml(read(`${dir}/${name}`)) as K8sObject;
@@ -73,18 +83,27 @@ const mastodonWeb: K8sObject = {
 function applyPatch(base: K8sObject, p: K8sObject): K8sObject {
   const out = structuredClone(base);
   const spec = out.spec.template.spec;
-  const byName = (list: K8sObject[], add: K8sObject[], merge?: (a: K8sObject, b: K8sObject) => K8sObject): K8sObject[] => {
+  const byName = (
+    list: K8sObject[],
+    add: K8sObject[],
+    merge?: (a: K8sObject, b: K8sObject) => K8sObject,
+  ): K8sObject[] => {
     const merged = list.map((x) => {
       const y = add.find((a) => a.name === x.name);
       return y === undefined ? x : merge ? merge(x, y) : y;
     });
     return [...merged, ...add.filter((a) => !list.some((x) => x.name === a.name))];
   };
-  const mergeContainer = (a: K8sObject, b: K8sObject): K8sObject => ({ ...a, ...b, env: byName(a.env ?? [], b.env ?? []) });
+  const mergeContainer = (a: K8sObject, b: K8sObject): K8sObject => ({
+    ...a,
+    ...b,
+    env: byName(a.env ?? [], b.env ?? []),
+  });
   // (a strategic merge keeps every field of `a` the patch does not name, securityContext included)
   spec.containers = byName(spec.containers, p.spec.template.spec.containers, mergeContainer);
   spec.volumes = byName(spec.volumes ?? [], p.spec.template.spec.volumes);
-  if (p.spec.template.spec.terminationGracePeriodSeconds !== undefined) spec.terminationGracePeriodSeconds = p.spec.template.spec.terminationGracePeriodSeconds;
+  if (p.spec.template.spec.terminationGracePeriodSeconds !== undefined)
+    spec.terminationGracePeriodSeconds = p.spec.template.spec.terminationGracePeriodSeconds;
   return out;
 }
 
@@ -96,7 +115,11 @@ describe('the Mastodon sidecar recipe', () => {
 
   it('patches the web Deployment and Service and ships the ConfigMap, by the names the Mastodon chart uses', () => {
     expect(kustomization.resources).toEqual(['helm-output.yaml', 'networkpolicy.yaml', 'podmonitor.yaml']);
-    expect(generator).toEqual({ name: 'mastodon-rategate', files: ['limits.yaml'], options: { disableNameSuffixHash: true } });
+    expect(generator).toEqual({
+      name: 'mastodon-rategate',
+      files: ['limits.yaml'],
+      options: { disableNameSuffixHash: true },
+    });
     expect(kustomization.patches).toEqual([
       { path: 'patch-web-deployment.yaml', target: { kind: 'Deployment', name: 'mastodon-web' } },
       { path: 'patch-web-service.yaml', target: { kind: 'Service', name: 'mastodon-web' } },
@@ -136,7 +159,9 @@ describe('the Mastodon sidecar recipe', () => {
   });
 
   it('holds a limit table the gateway accepts, counting v1 and v2 media uploads together', () => {
-    const doc = parseYaml(filledIn(configMap.data['limits.yaml'] as string)) as { limits: { name: string; match: unknown }[] };
+    const doc = parseYaml(filledIn(configMap.data['limits.yaml'] as string)) as {
+      limits: { name: string; match: unknown }[];
+    };
     const result = validateConfig(doc, {
       listen: env('RATEGATE_LISTEN')?.value,
       adminListen: env('RATEGATE_ADMIN_LISTEN')?.value,
@@ -149,7 +174,9 @@ describe('the Mastodon sidecar recipe', () => {
 
   it("is Mastodon's own table, the repository's config/examples/mastodon.yaml byte for byte but for who may set the client's address", () => {
     // Re-sync after a change to the example: copy config/examples/mastodon.yaml, keeping the recipe's trustedProxies lines.
-    expect(withoutTrustedProxies(configMap.data['limits.yaml'] as string)).toBe(withoutTrustedProxies(read('config/examples/mastodon.yaml')));
+    expect(withoutTrustedProxies(configMap.data['limits.yaml'] as string)).toBe(
+      withoutTrustedProxies(read('config/examples/mastodon.yaml')),
+    );
     const result = validateConfig(parseYaml(filledIn(configMap.data['limits.yaml'] as string)), {});
     if (!result.ok) throw new Error(result.errors.join('\n'));
     const rules = result.config.limits;
@@ -164,11 +191,15 @@ describe('the Mastodon sidecar recipe', () => {
     const puma = pod.containers.find((c: K8sObject) => c.name === 'mastodon-web');
     expect(puma.image).toBe('ghcr.io/mastodon/mastodon:v4.3.0');
     expect(puma.env.find((e: K8sObject) => e.name === 'PORT')?.value).toBe('3000');
-    const trusted = String(puma.env.find((e: K8sObject) => e.name === 'TRUSTED_PROXY_IP')?.value ?? '').split(/\s*,\s*|\s+/);
+    const trusted = String(puma.env.find((e: K8sObject) => e.name === 'TRUSTED_PROXY_IP')?.value ?? '').split(
+      /\s*,\s*|\s+/,
+    );
     expect(trusted).toEqual(expect.arrayContaining(['127.0.0.1/8', '::1/128']));
     // The Ingress controller in front of the gateway is on a private address: still trusted, as by Rails' default.
     expect(trusted).toEqual(expect.arrayContaining(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16']));
-    expect(read('helm/rategate/README.md')).toMatch(/TRUSTED_PROXY_IP[\s\S]{0,600}RemoteIp|RemoteIp[\s\S]{0,600}TRUSTED_PROXY_IP/);
+    expect(read('helm/rategate/README.md')).toMatch(
+      /TRUSTED_PROXY_IP[\s\S]{0,600}RemoteIp|RemoteIp[\s\S]{0,600}TRUSTED_PROXY_IP/,
+    );
   });
 });
 
@@ -180,10 +211,14 @@ describe('the Mastodon sidecar recipe, made safe (issue 29)', () => {
   it('trusts the pod’s own loopback and the Ingress controller it is told, never the private ranges wholesale', () => {
     const table = parseYaml(read(`${dir}/limits.yaml`)) as K8sObject;
     expect(table.clients.trustedProxies).toEqual(['loopback', 'INGRESS_CONTROLLER_PODS']);
-    expect((parseYaml(read('config/examples/mastodon.yaml')) as K8sObject).clients.trustedProxies).toEqual(['loopback']);
+    expect((parseYaml(read('config/examples/mastodon.yaml')) as K8sObject).clients.trustedProxies).toEqual([
+      'loopback',
+    ]);
     // Left as shipped, the gateway refuses it (and post-render.sh refuses to run, below).
     const result = validateConfig(table, {});
-    expect(result.ok ? [] : result.errors).toEqual([expect.stringContaining('clients.trustedProxies[1]: invalid trusted proxy "INGRESS_CONTROLLER_PODS"')]);
+    expect(result.ok ? [] : result.errors).toEqual([
+      expect.stringContaining('clients.trustedProxies[1]: invalid trusted proxy "INGRESS_CONTROLLER_PODS"'),
+    ]);
   });
 
   it('pauses Puma past the gateway’s pause and drain, inside the grace period, and keeps Puma’s own securityContext (uid 991)', () => {
@@ -195,7 +230,9 @@ describe('the Mastodon sidecar recipe, made safe (issue 29)', () => {
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(pause);
     expect(puma.securityContext).toEqual({ runAsUser: 991, runAsGroup: 991, runAsNonRoot: true });
     expect(patch.spec.template.spec).not.toHaveProperty('securityContext');
-    expect(patch.spec.template.spec.containers.find((c: K8sObject) => c.name === 'mastodon-web')).not.toHaveProperty('securityContext');
+    expect(patch.spec.template.spec.containers.find((c: K8sObject) => c.name === 'mastodon-web')).not.toHaveProperty(
+      'securityContext',
+    );
   });
 
   it('closes Puma’s port to all but the gateway (loopback) and opens the admin port to the monitoring namespace only', () => {
@@ -209,18 +246,30 @@ describe('the Mastodon sidecar recipe, made safe (issue 29)', () => {
     expect(opened).toEqual(['rategate', 'rategate-admin']);
     expect(opened).not.toContain('http');
     expect(opened).not.toContain(3000);
-    expect(rules[1]!.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
-    const gatewayPorts = pod.containers.find((c: K8sObject) => c.name === 'rategate').ports.map((p: K8sObject) => p.name);
+    expect(rules[1]!.from).toEqual([
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ]);
+    const gatewayPorts = pod.containers
+      .find((c: K8sObject) => c.name === 'rategate')
+      .ports.map((p: K8sObject) => p.name);
     for (const name of opened) expect(gatewayPorts).toContain(name);
   });
 
   it('has a PodMonitor scraping each web pod’s gateway on its admin port', () => {
     expect(podMonitor.spec.selector.matchLabels).toEqual(policy.spec.podSelector.matchLabels);
-    expect(podMonitor.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'rategate-admin', path: '/metrics' })]);
+    expect(podMonitor.spec.podMetricsEndpoints).toEqual([
+      expect.objectContaining({ port: 'rategate-admin', path: '/metrics' }),
+    ]);
   });
 
   /** Runs post-render.sh from a copy of the recipe, with a stand-in `kubectl` that records the folder it was given. */
-  function runPostRender(edit: (dir: string) => void): { status: number | null; stdout: string; stderr: string; recipe: string; kustomized: string } {
+  function runPostRender(edit: (dir: string) => void): {
+    status: number | null;
+    stdout: string;
+    stderr: string;
+    recipe: string;
+    kustomized: string;
+  } {
     const work = mkdtempSync(path.join(os.tmpdir(), 'rategate-recipe-'));
     const recipe = path.join(work, 'recipe');
     cpSync(path.join(ROOT, dir), recipe, { recursive: true });
@@ -241,11 +290,19 @@ echo "$2" > ${seen}; ls "$2" >> ${seen}; cat "$2/helm-output.yaml"
       encoding: 'utf8',
       env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
     });
-    return { status: out.status, stdout: out.stdout, stderr: out.stderr, recipe, kustomized: existsSync(seen) ? readFileSync(seen, 'utf8') : '' };
+    return {
+      status: out.status,
+      stdout: out.stdout,
+      stderr: out.stderr,
+      recipe,
+      kustomized: existsSync(seen) ? readFileSync(seen, 'utf8') : '',
+    };
   }
 
   it('post-render.sh leaves no rendered output on disk: it kustomizes in a temporary folder it removes', () => {
-    const r = runPostRender((recipe) => writeFileSync(path.join(recipe, 'limits.yaml'), filledIn(readFileSync(path.join(recipe, 'limits.yaml'), 'utf8'))));
+    const r = runPostRender((recipe) =>
+      writeFileSync(path.join(recipe, 'limits.yaml'), filledIn(readFileSync(path.join(recipe, 'limits.yaml'), 'utf8'))),
+    );
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain('c2VjcmV0');
     const [folder, ...files] = r.kustomized.trim().split('\n');
@@ -273,35 +330,49 @@ echo "$2" > ${seen}; ls "$2" >> ${seen}; cat "$2/helm-output.yaml"
   });
 });
 
-describe.skipIf(kustomizeMissing)('the Mastodon sidecar recipe, run for real (post-render.sh → kubectl kustomize)', () => {
-  it('turns the Mastodon chart’s web Deployment and Service into valid objects with the gateway, its table and TRUSTED_PROXY_IP', () => {
-    const work = mkdtempSync(path.join(os.tmpdir(), 'rategate-recipe-'));
-    cpSync(path.join(ROOT, dir), work, { recursive: true });
-    writeFileSync(path.join(work, 'limits.yaml'), filledIn(read(`${dir}/limits.yaml`)));
-    const service = {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'mastodon-web' },
-      spec: { selector: mastodonWeb.spec.selector.matchLabels, ports: [{ name: 'http', port: 3000, targetPort: 'http' }] },
-    };
-    const out = spawnSync('sh', [path.join(work, 'post-render.sh')], { input: `${stringify(mastodonWeb)}---\n${stringify(service)}`, encoding: 'utf8' });
-    expect(out.status, out.stderr).toBe(0);
-    const objects = parseAllDocuments(out.stdout).map((d) => d.toJSON() as K8sObject);
-    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
-      'ConfigMap/mastodon-rategate',
-      'Deployment/mastodon-web',
-      'NetworkPolicy/mastodon-web-rategate',
-      'PodMonitor/mastodon-web-rategate',
-      'Service/mastodon-web',
-    ]);
-    for (const o of objects) expect(k8sErrors(o)).toEqual([]);
-    const byKind = (k: string): K8sObject => objects.find((o) => o.kind === k)!;
-    expect(byKind('ConfigMap').data['limits.yaml']).toBe(filledIn(read(`${dir}/limits.yaml`)));
-    expect(byKind('Service').spec.ports[0].targetPort).toBe('rategate');
-    const containers = byKind('Deployment').spec.template.spec.containers as K8sObject[];
-    expect(containers.map((c) => c.name).sort()).toEqual(['mastodon-web', 'rategate']);
-    const puma = containers.find((c) => c.name === 'mastodon-web')!;
-    expect(puma.env).toEqual(expect.arrayContaining([{ name: 'PORT', value: '3000' }, expect.objectContaining({ name: 'TRUSTED_PROXY_IP' })]));
-    expect(puma.image).toBe('ghcr.io/mastodon/mastodon:v4.3.0');
-  });
-});
+describe.skipIf(kustomizeMissing)(
+  'the Mastodon sidecar recipe, run for real (post-render.sh → kubectl kustomize)',
+  () => {
+    it('turns the Mastodon chart’s web Deployment and Service into valid objects with the gateway, its table and TRUSTED_PROXY_IP', () => {
+      const work = mkdtempSync(path.join(os.tmpdir(), 'rategate-recipe-'));
+      cpSync(path.join(ROOT, dir), work, { recursive: true });
+      writeFileSync(path.join(work, 'limits.yaml'), filledIn(read(`${dir}/limits.yaml`)));
+      const service = {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'mastodon-web' },
+        spec: {
+          selector: mastodonWeb.spec.selector.matchLabels,
+          ports: [{ name: 'http', port: 3000, targetPort: 'http' }],
+        },
+      };
+      const out = spawnSync('sh', [path.join(work, 'post-render.sh')], {
+        input: `${stringify(mastodonWeb)}---\n${stringify(service)}`,
+        encoding: 'utf8',
+      });
+      expect(out.status, out.stderr).toBe(0);
+      const objects = parseAllDocuments(out.stdout).map((d) => d.toJSON() as K8sObject);
+      expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+        'ConfigMap/mastodon-rategate',
+        'Deployment/mastodon-web',
+        'NetworkPolicy/mastodon-web-rategate',
+        'PodMonitor/mastodon-web-rategate',
+        'Service/mastodon-web',
+      ]);
+      for (const o of objects) expect(k8sErrors(o)).toEqual([]);
+      const byKind = (k: string): K8sObject => objects.find((o) => o.kind === k)!;
+      expect(byKind('ConfigMap').data['limits.yaml']).toBe(filledIn(read(`${dir}/limits.yaml`)));
+      expect(byKind('Service').spec.ports[0].targetPort).toBe('rategate');
+      const containers = byKind('Deployment').spec.template.spec.containers as K8sObject[];
+      expect(containers.map((c) => c.name).sort()).toEqual(['mastodon-web', 'rategate']);
+      const puma = containers.find((c) => c.name === 'mastodon-web')!;
+      expect(puma.env).toEqual(
+        expect.arrayContaining([
+          { name: 'PORT', value: '3000' },
+          expect.objectContaining({ name: 'TRUSTED_PROXY_IP' }),
+        ]),
+      );
+      expect(puma.image).toBe('ghcr.io/mastodon/mastodon:v4.3.0');
+    });
+  },
+);

@@ -100,7 +100,9 @@ describe('the health check script', () => {
   });
 
   it('imports nothing but Node built-ins, so it stays cheap to start every few seconds', () => {
-    const imports = [...read('src/cli/healthcheck.ts').matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)].map((m) => m[1]);
+    const imports = [...read('src/cli/healthcheck.ts').matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)].map(
+      (m) => m[1],
+    );
     expect(imports.length).toBeGreaterThan(0);
     for (const specifier of imports) expect(specifier).toMatch(/^node:/);
   });

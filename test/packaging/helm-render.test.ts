@@ -11,7 +11,10 @@ import { render, rendererUnavailable, renderError } from './render.js';
 function chart(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'helm-render-'));
   dirs.push(dir);
-  const all = { 'Chart.yaml': 'apiVersion: v2\nname: demo\nversion: 1.2.3\nappVersion: "4.5"\nkubeVersion: ">=1.23.0-0"\n', ...files };
+  const all = {
+    'Chart.yaml': 'apiVersion: v2\nname: demo\nversion: 1.2.3\nappVersion: "4.5"\nkubeVersion: ">=1.23.0-0"\n',
+    ...files,
+  };
   for (const [name, text] of Object.entries(all)) {
     mkdirSync(dirname(join(dir, name)), { recursive: true });
     writeFileSync(join(dir, name), text);
@@ -64,7 +67,10 @@ metadata:
   });
 
   it('renders each document with .Release, .Chart, .Capabilities, .Files, include, tpl, toYaml and toJson', () => {
-    const r = render({ name: 'over', nested: { drop: null, deep: { b: 2 } } }, { chart: dir, release: 'rel', namespace: 'ns' });
+    const r = render(
+      { name: 'over', nested: { drop: null, deep: { b: 2 } } },
+      { chart: dir, release: 'rel', namespace: 'ns' },
+    );
     expect(r.manifests.map((m) => m.object.metadata.name)).toEqual(['rel-demo', 'second']);
     expect(r.manifests[0]?.source).toBe('demo/templates/cm.yaml');
     expect(r.manifests[0]?.object.data).toEqual({
@@ -93,10 +99,19 @@ metadata:
     expect(render({ x: 'set' }, { chart: required }).manifests[0]?.object).toEqual({ a: 'set' });
     expect(renderError({}, { chart: chart({ 'templates/a.yaml': '{{ fail "stop here" }}' }) })).toMatch(/stop here/);
     // A path through a missing map is an error in Helm too, not an empty string.
-    expect(renderError({}, { chart: chart({ 'templates/a.yaml': 'a: {{ .Values.nothing.here }}' }) })).toMatch(/nil pointer evaluating interface \{\}\.here/);
-    expect(renderError({}, { chart: chart({ 'templates/a.yaml': 'a: {{ env "HOME" }}' }) })).toMatch(/function "env" not defined/);
-    expect(renderError({}, { chart: chart({ 'templates/a.yaml': 'a: b\n c: d\n' }) })).toMatch(/YAML parse error on demo\/templates\/a\.yaml/);
-    const old = chart({ 'Chart.yaml': 'apiVersion: v2\nname: demo\nversion: 1.0.0\nkubeVersion: ">=1.99.0"\n', 'templates/a.yaml': 'a: b\n' });
+    expect(renderError({}, { chart: chart({ 'templates/a.yaml': 'a: {{ .Values.nothing.here }}' }) })).toMatch(
+      /nil pointer evaluating interface \{\}\.here/,
+    );
+    expect(renderError({}, { chart: chart({ 'templates/a.yaml': 'a: {{ env "HOME" }}' }) })).toMatch(
+      /function "env" not defined/,
+    );
+    expect(renderError({}, { chart: chart({ 'templates/a.yaml': 'a: b\n c: d\n' }) })).toMatch(
+      /YAML parse error on demo\/templates\/a\.yaml/,
+    );
+    const old = chart({
+      'Chart.yaml': 'apiVersion: v2\nname: demo\nversion: 1.0.0\nkubeVersion: ">=1.99.0"\n',
+      'templates/a.yaml': 'a: b\n',
+    });
     expect(renderError({}, { chart: old })).toMatch(/incompatible with Kubernetes v1\.30\.0/);
   });
 

@@ -15,7 +15,11 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Job } from 'kubernetes-models/batch/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { PodMonitor, PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import {
+  PodMonitor,
+  PrometheusRule,
+  ServiceMonitor,
+} from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { CHART, ROOT } from './support.js';
 
 export const RENDERER = `${ROOT}.build/helm-render`;
@@ -30,7 +34,9 @@ function prepare(): string | null {
   }
   if (built && statSync(RENDERER).mtimeMs >= statSync(SOURCE).mtimeMs) return null;
   const build = spawnSync(`${ROOT}scripts/helm-render/build.sh`, { encoding: 'utf8' });
-  return build.status === 0 ? null : `cannot build the chart renderer (needs Debian's golang-go and sprig): ${build.stderr}`;
+  return build.status === 0
+    ? null
+    : `cannot build the chart renderer (needs Debian's golang-go and sprig): ${build.stderr}`;
 }
 
 export const rendererUnavailable = prepare();
@@ -54,12 +60,25 @@ export interface RenderOptions {
 }
 
 function args(options: RenderOptions): string[] {
-  return ['--json', '--release', options.release ?? 'edge', '--namespace', options.namespace ?? 'social', '-f', '-', options.chart ?? CHART];
+  return [
+    '--json',
+    '--release',
+    options.release ?? 'edge',
+    '--namespace',
+    options.namespace ?? 'social',
+    '-f',
+    '-',
+    options.chart ?? CHART,
+  ];
 }
 
 /** Renders the chart with `overrides` laid over values.yaml; throws with Helm's error text on failure. */
 export function render(overrides: object = {}, options: RenderOptions = {}): Rendered {
-  const out = spawnSync(RENDERER, args(options), { input: JSON.stringify(overrides), encoding: 'utf8', maxBuffer: 64 << 20 });
+  const out = spawnSync(RENDERER, args(options), {
+    input: JSON.stringify(overrides),
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   if (out.status !== 0) throw new Error(out.stderr.trim() || `helm-render exited ${out.status}`);
   return JSON.parse(out.stdout) as Rendered;
 }
@@ -67,7 +86,11 @@ export function render(overrides: object = {}, options: RenderOptions = {}): Ren
 /** The error text of a render that must fail (throws when it succeeds). */
 export function renderError(overrides: object, options: RenderOptions = {}): string {
   try {
-    execFileSync(RENDERER, args(options), { input: JSON.stringify(overrides), encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
+    execFileSync(RENDERER, args(options), {
+      input: JSON.stringify(overrides),
+      encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
   } catch (err) {
     return String((err as { stderr?: string }).stderr ?? err);
   }
@@ -142,20 +165,25 @@ export function k8sErrors(object: K8sObject): string[] {
   const errors: string[] = [];
   try {
     new Model(object).validate();
-    for (const field of unknownFields(Model, object)) errors.push(`${type} ${String(object.metadata?.name)}: unknown field ${field}`);
+    for (const field of unknownFields(Model, object))
+      errors.push(`${type} ${String(object.metadata?.name)}: unknown field ${field}`);
   } catch (err) {
     errors.push(`${type} ${String(object.metadata?.name)}: ${(err as Error).message}`);
   }
   // The schemas do not require these, the API server does.
   const name = object.metadata?.name;
-  if (typeof name !== 'string' || !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) errors.push(`${type}: invalid metadata.name ${String(name)}`);
-  if (['Service', 'Deployment', 'Pod'].includes(String(object.kind)) && String(name).length > 63) errors.push(`${type} ${name}: name longer than 63`);
+  if (typeof name !== 'string' || !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name))
+    errors.push(`${type}: invalid metadata.name ${String(name)}`);
+  if (['Service', 'Deployment', 'Pod'].includes(String(object.kind)) && String(name).length > 63)
+    errors.push(`${type} ${name}: name longer than 63`);
   return errors;
 }
 
 /** The one object of a kind (and name, when several), failing loudly when absent. */
 export function find(rendered: Rendered, kind: string, name?: string): K8sObject {
-  const found = rendered.manifests.filter((m) => m.object.kind === kind && (name === undefined || m.object.metadata?.name === name));
+  const found = rendered.manifests.filter(
+    (m) => m.object.kind === kind && (name === undefined || m.object.metadata?.name === name),
+  );
   if (found.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ''}, found ${found.length}`);
   return found[0]!.object;
 }

@@ -19,7 +19,11 @@ const policy = buildRequestPolicy(
 const rules = policy.snapshot.rules;
 /** A request from `ip` with these headers and account (null: none). */
 const who = (o: { ip?: string; account?: string | null; headers?: Record<string, string> }): RequestView => {
-  const v = new RequestView({ method: 'GET', url: '/api/x', headers: o.headers ?? {}, rawHeaders: [] }, policy, policy.resolveIp.peer(o.ip ?? '198.51.100.1'));
+  const v = new RequestView(
+    { method: 'GET', url: '/api/x', headers: o.headers ?? {}, rawHeaders: [] },
+    policy,
+    policy.resolveIp.peer(o.ip ?? '198.51.100.1'),
+  );
   v.account = o.account ?? null;
   return v;
 };
@@ -56,7 +60,11 @@ describe('bucketsFor', () => {
     const again = bucketsFor(policy, rules, who(a));
     // Reused: no key string is built for a client seen last (the stores hash a fresh one on each look-up).
     again.specs.forEach((s, i) => expect(s).toBe(first.specs[i]));
-    const other = bucketsFor(policy, rules, who({ ip: '198.51.100.2', account: 'a:43', headers: { 'x-app-id': 'app-2' } }));
+    const other = bucketsFor(
+      policy,
+      rules,
+      who({ ip: '198.51.100.2', account: 'a:43', headers: { 'x-app-id': 'app-2' } }),
+    );
     expect(other.specs.map((s) => s.key).slice(0, 2)).toEqual(['by-ip:{ip:198.51.100.2}', 'by-account:{acct:a:43}']);
     other.specs.forEach((s, i) => expect(s.key).not.toBe(first.specs[i]!.key));
     // The same IP under an override, then without: each time its own rule's bucket.

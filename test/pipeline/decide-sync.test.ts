@@ -28,7 +28,11 @@ const policy = buildRequestPolicy(
 );
 
 function view(ip: string): RequestView {
-  const v = new RequestView({ method: 'GET', url: '/api/v1/x', headers: {}, rawHeaders: [] }, policy, policy.resolveIp.peer(ip));
+  const v = new RequestView(
+    { method: 'GET', url: '/api/v1/x', headers: {}, rawHeaders: [] },
+    policy,
+    policy.resolveIp.peer(ip),
+  );
   v.rules = policy.routeRules.of(v.method, v.path);
   return v;
 }
@@ -88,7 +92,9 @@ describe('decide, synchronous when the store answers locally', () => {
     const last = decide(sync, view('198.51.100.1')) as Decision;
     expect(last.status).toBe(429);
     expect(last.headers.length).toBeGreaterThan(0);
-    expect(await sync.metrics.registry.metrics()).toEqual(expect.stringContaining('rategate_store_duration_seconds_count 10'));
+    expect(await sync.metrics.registry.metrics()).toEqual(
+      expect.stringContaining('rategate_store_duration_seconds_count 10'),
+    );
   });
 
   it('creates no promise for a request the store decides locally', () => {

@@ -85,7 +85,10 @@ describe('the driver of the stages', () => {
 
   it('resumes at the next stage once a stage that waited settles', async () => {
     const ran: string[] = [];
-    const stage = (name: string, verdict: () => ReturnType<Stage['run']>): Stage => ({ name, run: () => (ran.push(name), verdict()) });
+    const stage = (name: string, verdict: () => ReturnType<Stage['run']>): Stage => ({
+      name,
+      run: () => (ran.push(name), verdict()),
+    });
     const list = [
       stage('a', () => GO_ON),
       stage('b', () => Promise.resolve(GO_ON)),
@@ -114,8 +117,16 @@ describe('the driver of the stages', () => {
     expect(drive([throwing], context(), new Screening(view(), null, undefined, now))).toBeUndefined();
     expect(now.errors).toEqual([boom]);
     const later = recording();
-    await drive([{ name: 'w', run: () => Promise.resolve(GO_ON) }, throwing], context(), new Screening(view(), null, undefined, later));
-    await drive([{ name: 'r', run: () => Promise.reject(boom) }], context(), new Screening(view(), null, undefined, later));
+    await drive(
+      [{ name: 'w', run: () => Promise.resolve(GO_ON) }, throwing],
+      context(),
+      new Screening(view(), null, undefined, later),
+    );
+    await drive(
+      [{ name: 'r', run: () => Promise.reject(boom) }],
+      context(),
+      new Screening(view(), null, undefined, later),
+    );
     expect(later.errors).toEqual([boom, boom]);
     expect(later.told).toEqual([]);
   });

@@ -24,7 +24,11 @@ describe('the 429 answer', () => {
     const policy = policyOf(`responses: { body: { error: slow down, code: 7 } }\n${TABLE}`);
     const rule = policy.snapshot.rules[0]!;
     const now = 1_000_000;
-    const outcome = { allowed: false, now, buckets: [{ remaining: 0, resetAt: now + 60_000, limited: true, retryAt: now + 30_000 }] };
+    const outcome = {
+      allowed: false,
+      now,
+      buckets: [{ remaining: 0, resetAt: now + 60_000, limited: true, retryAt: now + 30_000 }],
+    };
     const d = rateLimited(policy, rule, { rules: [rule], outcome });
     expect(d.status).toBe(429);
     expect(JSON.parse(d.body!.toString())).toEqual({ error: 'slow down', code: 7 });

@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { CompiledRule } from '../../src/config/types.js';
 import { compileKey } from '../../src/keys/index.js';
 import type { BucketState, ConsumeOutcome } from '../../src/limiter/types.js';
-import { appendRateLimitHeaders, formatReset, headlineBucket, iso8601Micro } from '../../src/pipeline/ratelimit-headers.js';
+import {
+  appendRateLimitHeaders,
+  formatReset,
+  headlineBucket,
+  iso8601Micro,
+} from '../../src/pipeline/ratelimit-headers.js';
 
 const NOW = Date.UTC(2026, 10, 21, 19, 10, 0);
 
@@ -45,8 +50,21 @@ describe('the rate-limit headers', () => {
     expect(headlineBucket(rules, outcome(true, [state(5, NOW + 1000), state(5, NOW + 2000), state(1, NOW)]))).toBe(2);
     expect(headlineBucket(rules, outcome(true, [state(5, NOW + 1000), state(5, NOW + 2000), state(50, NOW)]))).toBe(0);
     const out: string[] = [];
-    appendRateLimitHeaders(out, rules, outcome(true, [state(5, NOW + 1000), state(5, NOW + 2000), state(50, NOW)]), 'unix', false);
-    expect(out).toEqual(['X-RateLimit-Limit', '10', 'X-RateLimit-Remaining', '5', 'X-RateLimit-Reset', String(Math.ceil((NOW + 1000) / 1000))]);
+    appendRateLimitHeaders(
+      out,
+      rules,
+      outcome(true, [state(5, NOW + 1000), state(5, NOW + 2000), state(50, NOW)]),
+      'unix',
+      false,
+    );
+    expect(out).toEqual([
+      'X-RateLimit-Limit',
+      '10',
+      'X-RateLimit-Remaining',
+      '5',
+      'X-RateLimit-Reset',
+      String(Math.ceil((NOW + 1000) / 1000)),
+    ]);
   });
 
   it('on a 429 show the rejecting bucket that frees up last, with Retry-After rounded up', () => {
@@ -77,7 +95,13 @@ describe('the rate-limit headers', () => {
   it('never show a shadow rule to clients', () => {
     const rules = [rule(0, 'enforced', 100), rule(1, 'dry-run', 1, { shadow: true })];
     const out: string[] = [];
-    appendRateLimitHeaders(out, rules, outcome(true, [state(99, NOW + 1000), state(0, NOW + 1000, { limited: true })]), 'delta', true);
+    appendRateLimitHeaders(
+      out,
+      rules,
+      outcome(true, [state(99, NOW + 1000), state(0, NOW + 1000, { limited: true })]),
+      'delta',
+      true,
+    );
     expect(out).toEqual([
       'X-RateLimit-Limit',
       '100',
@@ -106,8 +130,14 @@ describe('the rate-limit headers', () => {
     const ab = [state(5, NOW + 1000), state(9, NOW + 2000)];
     expect(ietf([a, b], ab)).toEqual(['"a";q=10;w=300, "b";q=20;w=300', '"a";r=5;t=1, "b";r=9;t=2']);
     expect(ietf([a, b], ab)).toEqual(['"a";q=10;w=300, "b";q=20;w=300', '"a";r=5;t=1, "b";r=9;t=2']);
-    expect(ietf([a, b], [state(7, NOW + 1000), state(3, NOW + 2000)])).toEqual(['"b";q=20;w=300, "a";q=10;w=300', '"b";r=3;t=2, "a";r=7;t=1']);
-    expect(ietf([a, c], [state(7, NOW + 1000), state(3, NOW + 3000)])).toEqual(['"c";q=30;w=300, "a";q=10;w=300', '"c";r=3;t=3, "a";r=7;t=1']);
+    expect(ietf([a, b], [state(7, NOW + 1000), state(3, NOW + 2000)])).toEqual([
+      '"b";q=20;w=300, "a";q=10;w=300',
+      '"b";r=3;t=2, "a";r=7;t=1',
+    ]);
+    expect(ietf([a, c], [state(7, NOW + 1000), state(3, NOW + 3000)])).toEqual([
+      '"c";q=30;w=300, "a";q=10;w=300',
+      '"c";r=3;t=3, "a";r=7;t=1',
+    ]);
     expect(ietf([a, b, c], [state(1, NOW), state(1, NOW), state(0, NOW)])).toEqual([
       '"c";q=30;w=300, "a";q=10;w=300, "b";q=20;w=300',
       '"c";r=0;t=0, "a";r=1;t=0, "b";r=1;t=0',

@@ -16,7 +16,8 @@ const TABLE = `limits:
   - { name: b, match: /api/*, per: ip, limit: 100, period: 1h }
   - { name: c, match: /api/*, per: ip, limit: 3, period: 10s, shadow: true }
 `;
-const policyOf = (responses: string) => buildRequestPolicy(parseConfig(`${responses}${TABLE}`, 't.yaml'), async () => ({ kind: 'anonymous' }));
+const policyOf = (responses: string) =>
+  buildRequestPolicy(parseConfig(`${responses}${TABLE}`, 't.yaml'), async () => ({ kind: 'anonymous' }));
 const POLICIES = [
   policyOf(''),
   policyOf('responses: { reset: delta }\n'),

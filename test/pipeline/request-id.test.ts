@@ -20,9 +20,12 @@ afterEach(async () => running?.close());
 
 describe('the request id', () => {
   it('is the same on the access-log line of a request that failed inside the gateway as the one sent upstream', async () => {
-    const policy = buildRequestPolicy(parseConfig('limits: [{ name: api, match: /api/*, per: ip, limit: 5, period: 1m }]', 't.yaml'), async () => ({
-      kind: 'error',
-    }));
+    const policy = buildRequestPolicy(
+      parseConfig('limits: [{ name: api, match: /api/*, per: ip, limit: 5, period: 1m }]', 't.yaml'),
+      async () => ({
+        kind: 'error',
+      }),
+    );
     const sentUpstream: string[] = [];
     // A forwarder that hands the request id on and then fails: a bug on the forwarding path.
     const failing = {

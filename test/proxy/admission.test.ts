@@ -1,6 +1,11 @@
 /** @module The upstream pool's admission as pure logic (proxy/admission.ts): lines, shares, deadlines and counts. */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { UpstreamAdmission, type AdmissionLimits, type AdmissionRefusal, type Waiter } from '../../src/proxy/admission.js';
+import {
+  UpstreamAdmission,
+  type AdmissionLimits,
+  type AdmissionRefusal,
+  type Waiter,
+} from '../../src/proxy/admission.js';
 
 /** A waiter that records what the admission told it. */
 class Probe implements Waiter {
@@ -28,7 +33,10 @@ let refused: AdmissionRefusal[];
 let waiting: number;
 let log: string[];
 const make = (connections: number): UpstreamAdmission =>
-  new UpstreamAdmission(connections, () => limits, { refused: (r) => void refused.push(r), waiting: (d) => void (waiting += d) });
+  new UpstreamAdmission(connections, () => limits, {
+    refused: (r) => void refused.push(r),
+    waiting: (d) => void (waiting += d),
+  });
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -119,7 +127,12 @@ describe('UpstreamAdmission', () => {
 
   it('counts each client up to its cap, and not at all with 0', () => {
     const a = make(8);
-    expect([a.enter('10.0.0.1'), a.enter('10.0.0.1'), a.enter('10.0.0.1'), a.enter('10.0.0.2')]).toEqual(['counted', 'counted', 'refused', 'counted']);
+    expect([a.enter('10.0.0.1'), a.enter('10.0.0.1'), a.enter('10.0.0.1'), a.enter('10.0.0.2')]).toEqual([
+      'counted',
+      'counted',
+      'refused',
+      'counted',
+    ]);
     expect(refused).toEqual(['per_ip_cap']);
     a.leave('10.0.0.1');
     expect(a.enter('10.0.0.1')).toBe('counted');

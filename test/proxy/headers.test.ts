@@ -30,7 +30,8 @@ describe('hop-by-hop headers', () => {
   });
 
   it('tell rate-limit headers apart from others', () => {
-    for (const h of ['x-ratelimit-limit', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']) expect(isRateLimitHeader(h)).toBe(true);
+    for (const h of ['x-ratelimit-limit', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy'])
+      expect(isRateLimitHeader(h)).toBe(true);
     for (const h of ['retry-after', 'x-rate', 'ratelimits']) expect(isRateLimitHeader(h)).toBe(false);
   });
 });
@@ -38,7 +39,12 @@ describe('hop-by-hop headers', () => {
 describe('client-IP headers for the upstream', () => {
   it('from an untrusted peer: the peer alone, http, the Host header, no Forwarded', () => {
     const f = forwardedHeaders(
-      reqWith({ host: 'example.test', 'x-forwarded-for': '6.6.6.6', 'x-forwarded-proto': 'https', forwarded: 'for=6.6.6.6' }),
+      reqWith({
+        host: 'example.test',
+        'x-forwarded-for': '6.6.6.6',
+        'x-forwarded-proto': 'https',
+        forwarded: 'for=6.6.6.6',
+      }),
       peer('198.51.100.1', false),
       'id-1',
     );
@@ -56,15 +62,28 @@ describe('client-IP headers for the upstream', () => {
 
   it("from an untrusted peer: X-Forwarded-Port is the Host's port, the claimed one ignored", () => {
     const claims = { 'x-forwarded-port': '443', 'x-forwarded-ssl': 'on' };
-    expect(forwardedHeaders(reqWith({ host: 'example.test:8080', ...claims }), peer('198.51.100.1', false), 'i')).toMatchObject({ port: '8080', ssl: 'off' });
-    expect(forwardedHeaders(reqWith({ host: '[2001:db8::1]:8443', ...claims }), peer('198.51.100.1', false), 'i').port).toBe('8443');
-    expect(forwardedHeaders(reqWith({ host: '[2001:db8::1]', ...claims }), peer('198.51.100.1', false), 'i').port).toBe('80');
-    expect(forwardedHeaders(reqWith({ host: 'example.test:http', ...claims }), peer('198.51.100.1', false), 'i').port).toBe('80');
+    expect(
+      forwardedHeaders(reqWith({ host: 'example.test:8080', ...claims }), peer('198.51.100.1', false), 'i'),
+    ).toMatchObject({ port: '8080', ssl: 'off' });
+    expect(
+      forwardedHeaders(reqWith({ host: '[2001:db8::1]:8443', ...claims }), peer('198.51.100.1', false), 'i').port,
+    ).toBe('8443');
+    expect(forwardedHeaders(reqWith({ host: '[2001:db8::1]', ...claims }), peer('198.51.100.1', false), 'i').port).toBe(
+      '80',
+    );
+    expect(
+      forwardedHeaders(reqWith({ host: 'example.test:http', ...claims }), peer('198.51.100.1', false), 'i').port,
+    ).toBe('80');
   });
 
   it('from a trusted proxy: its chain extended by the peer, its proto and host kept', () => {
     const f = forwardedHeaders(
-      reqWith({ host: 'internal', 'x-forwarded-for': ['203.0.113.7', '10.0.0.2'], 'x-forwarded-proto': 'https', 'x-forwarded-host': 'social.example' }),
+      reqWith({
+        host: 'internal',
+        'x-forwarded-for': ['203.0.113.7', '10.0.0.2'],
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'social.example',
+      }),
       peer('10.0.0.1', true),
       'id-2',
     );
@@ -80,7 +99,11 @@ describe('client-IP headers for the upstream', () => {
   });
 
   it('from a trusted proxy that sent only Forwarded: its for= chain as X-Forwarded-For, and Forwarded extended by the peer', () => {
-    const f = forwardedHeaders(reqWith({ host: 'h', forwarded: 'for=203.0.113.7;proto=https, for="[2001:db8::1]"' }), peer('2001:db8::2', true), 'id-3');
+    const f = forwardedHeaders(
+      reqWith({ host: 'h', forwarded: 'for=203.0.113.7;proto=https, for="[2001:db8::1]"' }),
+      peer('2001:db8::2', true),
+      'id-3',
+    );
     expect(f.for).toBe('203.0.113.7, 2001:db8::1, 2001:db8::2');
     expect(f.forwarded).toBe('for=203.0.113.7;proto=https, for="[2001:db8::1]", for="[2001:db8::2]"');
     expect(f.proto).toBe('http');

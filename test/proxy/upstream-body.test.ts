@@ -32,13 +32,19 @@ describe('upstreamBody', () => {
 
   it('passes large chunks through without copying them', async () => {
     const big = Buffer.alloc(64 * 1024, 7);
-    const chunks = await collect(upstreamBody(Readable.from([Buffer.from('ab'), big, Buffer.from('c')], { objectMode: false }), Infinity, ignore));
+    const chunks = await collect(
+      upstreamBody(Readable.from([Buffer.from('ab'), big, Buffer.from('c')], { objectMode: false }), Infinity, ignore),
+    );
     expect(chunks.some((c) => c === big)).toBe(true);
     expect(Buffer.concat(chunks).toString('latin1')).toBe(`ab${big.toString('latin1')}c`);
   });
 
   it('fails with BodyTooLargeError past the limit', async () => {
-    const body = upstreamBody(Readable.from([Buffer.alloc(600), Buffer.alloc(600)], { objectMode: false }), 1000, ignore);
+    const body = upstreamBody(
+      Readable.from([Buffer.alloc(600), Buffer.alloc(600)], { objectMode: false }),
+      1000,
+      ignore,
+    );
     await expect(collect(body)).rejects.toBeInstanceOf(BodyTooLargeError);
   });
 
@@ -55,7 +61,10 @@ describe('upstreamBody', () => {
 describe('upstreamBody tells its owner from the first moment (issue 27)', () => {
   it('hands a failing source and a body over its limit to the owner, nothing else listening', async () => {
     const heard: string[] = [];
-    const owner: BodyOwner = { bodyFailed: (err) => heard.push((err as { code?: string }).code ?? err.message), bodyReceived: () => heard.push('received') };
+    const owner: BodyOwner = {
+      bodyFailed: (err) => heard.push((err as { code?: string }).code ?? err.message),
+      bodyReceived: () => heard.push('received'),
+    };
     const src = new PassThrough();
     upstreamBody(src, Infinity, owner);
     src.destroy(new Error('client hung up'));

@@ -42,7 +42,11 @@ describe('the upstream probe', () => {
     const t0 = performance.now();
     expect(await probe.up()).toBe(true); // nothing known yet: the last answer (none) counts as up
     expect(performance.now() - t0).toBeLessThan(1_000);
-    await eventually(async () => (await probe.read())?.error === 'timeout', { what: 'the probe timing out', withinMs: 10_000, everyMs: 100 });
+    await eventually(async () => (await probe.read())?.error === 'timeout', {
+      what: 'the probe timing out',
+      withinMs: 10_000,
+      everyMs: 100,
+    });
     const t1 = performance.now();
     expect(await probe.up()).toBe(false);
     expect(performance.now() - t1).toBeLessThan(1_000);
@@ -54,7 +58,11 @@ describe('the upstream probe', () => {
     const { port } = tcp.address() as net.AddressInfo;
     try {
       const probe = new UpstreamProbe(`http://127.0.0.1:${port}`, '/', 30_000);
-      await eventually(async () => (await probe.read())?.up === false, { what: 'down after a reset', withinMs: 5_000, everyMs: 100 });
+      await eventually(async () => (await probe.read())?.up === false, {
+        what: 'down after a reset',
+        withinMs: 5_000,
+        everyMs: 100,
+      });
     } finally {
       await new Promise<void>((r) => tcp.close(() => r()));
     }

@@ -27,7 +27,9 @@ let proxyUrl: string;
 const upstreamSeen: UpstreamSeen[] = [];
 
 function listen(server: http.Server): Promise<string> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
 }
 
 beforeAll(async () => {
@@ -70,7 +72,8 @@ beforeAll(async () => {
           }),
         );
       } catch (err) {
-        const beyond = err instanceof ParamBeyondPeekError || (err as { cause?: unknown }).cause instanceof ParamBeyondPeekError;
+        const beyond =
+          err instanceof ParamBeyondPeekError || (err as { cause?: unknown }).cause instanceof ParamBeyondPeekError;
         res.writeHead(400, { connection: 'close' });
         res.end(JSON.stringify({ kind: beyond ? 'beyond-after-forwarding' : 'error', error: (err as Error).message }));
       }
@@ -98,11 +101,19 @@ function send(contentType: string | undefined, body: Buffer | Buffer[] | Readabl
     const headers: http.OutgoingHttpHeaders = {};
     if (contentType !== undefined) headers['content-type'] = contentType;
     if (Buffer.isBuffer(body)) headers['content-length'] = body.length;
-    const req = http.request({ host: u.hostname, port: u.port, method: 'POST', path: '/', headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Answer['body'] }));
-    });
+    const req = http.request(
+      { host: u.hostname, port: u.port, method: 'POST', path: '/', headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Answer['body'],
+          }),
+        );
+      },
+    );
     req.on('error', reject);
     if (Buffer.isBuffer(body)) req.end(body);
     else if (Array.isArray(body)) {
@@ -114,7 +125,10 @@ function send(contentType: string | undefined, body: Buffer | Buffer[] | Readabl
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
-function multipart(boundary: string, parts: Array<{ name: string; value?: string; file?: Buffer; filename?: string }>): Buffer {
+function multipart(
+  boundary: string,
+  parts: Array<{ name: string; value?: string; file?: Buffer; filename?: string }>,
+): Buffer {
   const out: Buffer[] = [];
   for (const p of parts) {
     if (p.file !== undefined) {
@@ -124,7 +138,10 @@ function multipart(boundary: string, parts: Array<{ name: string; value?: string
         ),
       );
       out.push(p.file, Buffer.from('\r\n'));
-    } else out.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value ?? ''}\r\n`));
+    } else
+      out.push(
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value ?? ''}\r\n`),
+      );
   }
   out.push(Buffer.from(`--${boundary}--\r\n`));
   return Buffer.concat(out);
@@ -166,7 +183,11 @@ describe('URL-encoded and JSON bodies', () => {
     const declared = await send('application/x-www-form-urlencoded', big);
     expect(declared).toMatchObject({ status: 400, body: { kind: 'beyond' } });
     expect(declared.body.error).toMatch(/4096 bytes/);
-    const chunked = await send('application/json', [Buffer.from('{"s":"'), Buffer.alloc(MAX, 0x61), Buffer.from('","access_token":"late"}')]);
+    const chunked = await send('application/json', [
+      Buffer.from('{"s":"'),
+      Buffer.alloc(MAX, 0x61),
+      Buffer.from('","access_token":"late"}'),
+    ]);
     expect(chunked).toMatchObject({ status: 400, body: { kind: 'beyond' } });
     expect(upstreamSeen.length).toBe(before);
   });
@@ -179,7 +200,9 @@ describe('URL-encoded and JSON bodies', () => {
 
   it('reports bodies Rails would refuse as malformed', async () => {
     expect((await send('application/json', Buffer.from('{"a":'))).body.kind).toBe('malformed');
-    expect((await send('application/x-www-form-urlencoded', Buffer.from('user=1&user[email]=x'))).body.kind).toBe('malformed');
+    expect((await send('application/x-www-form-urlencoded', Buffer.from('user=1&user[email]=x'))).body.kind).toBe(
+      'malformed',
+    );
   });
 
   it('passes a body of another type through untouched, with no values', async () => {
@@ -258,18 +281,27 @@ describe('multipart bodies', () => {
   });
 
   it('reads the last name= as every Rack does, and refuses a counted name the Rack versions read differently', async () => {
-    const raw = Buffer.from('--d1\r\nContent-Disposition: form-data; name="description"; name="access_token"\r\n\r\nhidden-token\r\n--d1--\r\n');
+    const raw = Buffer.from(
+      '--d1\r\nContent-Disposition: form-data; name="description"; name="access_token"\r\n\r\nhidden-token\r\n--d1--\r\n',
+    );
     const last = await send('multipart/form-data; boundary=d1', raw);
     expect(last.body.kind).toBe('read');
     expect(last.body.values).toEqual({ access_token: 'hidden-token' });
-    const noName = Buffer.from('--d2\r\nContent-Disposition: form-data\r\nContent-ID: <access_token>\r\n\r\nt\r\n--d2--\r\n');
+    const noName = Buffer.from(
+      '--d2\r\nContent-Disposition: form-data\r\nContent-ID: <access_token>\r\n\r\nt\r\n--d2--\r\n',
+    );
     expect((await send('multipart/form-data; boundary=d2', noName)).body.kind).toBe('malformed');
-    expect((await send('multipart/form-data; boundary=a; boundary=b', Buffer.from('--a\r\n'))).body.kind).toBe('malformed');
+    expect((await send('multipart/form-data; boundary=a; boundary=b', Buffer.from('--a\r\n'))).body.kind).toBe(
+      'malformed',
+    );
   });
 
   it('refuses any mention of a counted name after a file part, even one busboy would read as another name', async () => {
     const file = multipart('d3', [{ name: 'file', file: randomBytes(100_000) }]).subarray(0, -8); // drop "--d3--\r\n"
-    const late = Buffer.concat([file, Buffer.from('--d3\r\nContent-Disposition: form-data; name="x"; name="access_token"\r\n\r\nt\r\n--d3--\r\n')]);
+    const late = Buffer.concat([
+      file,
+      Buffer.from('--d3\r\nContent-Disposition: form-data; name="x"; name="access_token"\r\n\r\nt\r\n--d3--\r\n'),
+    ]);
     const a = await send('multipart/form-data; boundary=d3', late);
     expect(a.status).toBe(400);
     expect(['beyond', 'beyond-after-forwarding']).toContain(a.body.kind);
@@ -301,7 +333,11 @@ describe('multipart bodies', () => {
     try {
       const a = await send('multipart/form-data; boundary=big', Readable.from(gen()));
       expect(a.body.values).toEqual({ access_token: 'tok-big' });
-      expect(a.body.seen).toEqual({ sha256: expected.digest('hex'), bytes: head.length + blocks * block.length + tail.length, complete: true });
+      expect(a.body.seen).toEqual({
+        sha256: expected.digest('hex'),
+        bytes: head.length + blocks * block.length + tail.length,
+        complete: true,
+      });
     } finally {
       clearInterval(sampler);
     }

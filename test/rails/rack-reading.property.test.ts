@@ -61,7 +61,9 @@ function split(boundary: string, body: Buffer, step: number): Split {
 
 const BOUNDARY = 'b0UND';
 /** Part contents that never hold the delimiter, as a form's random boundary guarantees. */
-const content = fc.string({ unit: fc.constantFrom('a', '-', '\r', '\n', 'b', '0', 'U', 'N', 'D', '\0', 'x') }).filter((s) => !s.includes(`--${BOUNDARY}`));
+const content = fc
+  .string({ unit: fc.constantFrom('a', '-', '\r', '\n', 'b', '0', 'U', 'N', 'D', '\0', 'x') })
+  .filter((s) => !s.includes(`--${BOUNDARY}`));
 const headLine = fc
   .string({ unit: fc.constantFrom('a', ':', ' ', ';', '=', '"', 'n') })
   .filter((s) => !s.includes(`--${BOUNDARY}`))
@@ -70,21 +72,40 @@ const headLine = fc
 describe('PartSplitter', () => {
   it('splits a well-formed body into exactly its parts, however it is chunked', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(headLine, content), { minLength: 1, maxLength: 5 }), fc.integer({ min: 1, max: 40 }), (parts, step) => {
-        const body = Buffer.from(parts.map(([h, c]) => `--${BOUNDARY}\r\n${h}\r\n\r\n${c}\r\n`).join('') + `--${BOUNDARY}--\r\n`, 'latin1');
-        const got = split(BOUNDARY, body, step);
-        expect(got.malformed).toBeNull();
-        expect(got.heads).toEqual(parts.map(([h]) => `${h}\r\n`));
-        expect(got.fields).toEqual(parts.map(([, c]) => c));
-      }),
+      fc.property(
+        fc.array(fc.tuple(headLine, content), { minLength: 1, maxLength: 5 }),
+        fc.integer({ min: 1, max: 40 }),
+        (parts, step) => {
+          const body = Buffer.from(
+            parts.map(([h, c]) => `--${BOUNDARY}\r\n${h}\r\n\r\n${c}\r\n`).join('') + `--${BOUNDARY}--\r\n`,
+            'latin1',
+          );
+          const got = split(BOUNDARY, body, step);
+          expect(got.malformed).toBeNull();
+          expect(got.heads).toEqual(parts.map(([h]) => `${h}\r\n`));
+          expect(got.fields).toEqual(parts.map(([, c]) => c));
+        },
+      ),
       { numRuns: 500 },
     );
   });
 
   it('gives the same verdict for any bytes, whatever the chunking (a hostile body cannot depend on packet sizes)', () => {
-    const noise = fc.array(fc.constantFrom(`--${BOUNDARY}`, `--${BOUNDARY}--`, '\r\n', '\r\n\r\n', 'Content-Disposition: form-data; name=a', 'x', '-', '\n'), {
-      maxLength: 14,
-    });
+    const noise = fc.array(
+      fc.constantFrom(
+        `--${BOUNDARY}`,
+        `--${BOUNDARY}--`,
+        '\r\n',
+        '\r\n\r\n',
+        'Content-Disposition: form-data; name=a',
+        'x',
+        '-',
+        '\n',
+      ),
+      {
+        maxLength: 14,
+      },
+    );
     fc.assert(
       fc.property(noise, fc.integer({ min: 1, max: 9 }), (pieces, step) => {
         const body = Buffer.from(pieces.join(''), 'latin1');
@@ -150,7 +171,10 @@ describe('part-head readings', () => {
     expect(rack2Reading(head('form-data; NAME="_method"'))).toEqual({ kind: 'field', name: '_method' });
     expect(rack3Reading(head('form-data; NAME="_method"'))).toEqual({ kind: 'field', name: 'text/plain[]' });
     expect(rack2Reading('X-Content-Disposition: ; name="_method"\r\n')).toEqual({ kind: 'field', name: '_method' });
-    expect(rack3Reading('X-Content-Disposition: ; name="_method"\r\n')).toEqual({ kind: 'field', name: 'text/plain[]' });
+    expect(rack3Reading('X-Content-Disposition: ; name="_method"\r\n')).toEqual({
+      kind: 'field',
+      name: 'text/plain[]',
+    });
     // Rack 3.2 raises on a disposition without parameters.
     expect(rack3Reading(head('form-data'))).toEqual({ kind: 'error' });
   });

@@ -60,13 +60,27 @@ describe('readRequestParams', () => {
   });
 
   it('lets the form field win over the header, and says to drop the header', async () => {
-    const a = (await send(url, { method: 'POST', path: '/x', headers: { ...form, 'x-http-method-override': 'DELETE' }, body: '_method=patch' })).json();
+    const a = (
+      await send(url, {
+        method: 'POST',
+        path: '/x',
+        headers: { ...form, 'x-http-method-override': 'DELETE' },
+        body: '_method=patch',
+      })
+    ).json();
     expect(a).toMatchObject({ method: 'PATCH', drop: true });
   });
 
   it('does not take _method from a JSON body, but does take its token and nested params', async () => {
     const body = JSON.stringify({ _method: 'delete', bearer_token: 'j-tok', user: { email: 'e@x.y' } });
-    const a = (await send(url, { method: 'POST', path: '/x', headers: { 'content-type': 'application/json', 'x-read-body': '1' }, body })).json();
+    const a = (
+      await send(url, {
+        method: 'POST',
+        path: '/x',
+        headers: { 'content-type': 'application/json', 'x-read-body': '1' },
+        body,
+      })
+    ).json();
     expect(a).toMatchObject({ method: 'POST', token: { token: 'j-tok' }, email: { kind: 'value', value: 'e@x.y' } });
   });
 
@@ -79,7 +93,12 @@ describe('readRequestParams', () => {
     const twice = await send(url, { method: 'POST', path: '/x?access_token=a', headers: form, body: 'access_token=b' });
     expect(twice.status).toBe(400);
     expect(twice.json<{ error: string }>().error).toMatch(/access_token is given twice/);
-    const big = await send(url, { method: 'POST', path: '/x', headers: form, body: `a=${'x'.repeat(2000)}&access_token=z` });
+    const big = await send(url, {
+      method: 'POST',
+      path: '/x',
+      headers: form,
+      body: `a=${'x'.repeat(2000)}&access_token=z`,
+    });
     expect(big.status).toBe(400);
     expect(big.json<{ error: string }>().error).toMatch(/1024 bytes/);
   });

@@ -31,7 +31,10 @@ describe('compileWantedParams', () => {
 
 describe('queryValues', () => {
   it('reads access_token and bearer_token from the query string, the last one winning as in Rack', () => {
-    expect(Object.fromEntries(q('a=1;b=2&access_token=x&access_token=y&bearer_token=z'))).toEqual({ access_token: 'y', bearer_token: 'z' });
+    expect(Object.fromEntries(q('a=1;b=2&access_token=x&access_token=y&bearer_token=z'))).toEqual({
+      access_token: 'y',
+      bearer_token: 'z',
+    });
   });
 
   it('refuses (null) a query whose wanted values differ split on "&" only and on "&" and ";"', () => {
@@ -65,16 +68,42 @@ describe('queryValues', () => {
 
 describe('doorkeeperToken', () => {
   it('prefers the Authorization header, then access_token, then bearer_token', () => {
-    expect(doorkeeperToken('Bearer h', q('access_token=a'), NO_VALUES)).toEqual({ kind: 'token', token: 'h', from: 'header' });
-    expect(doorkeeperToken(undefined, q('bearer_token=b&access_token=a'), NO_VALUES)).toEqual({ kind: 'token', token: 'a', from: 'param' });
-    expect(doorkeeperToken('Basic eA==', q('bearer_token=b'), NO_VALUES)).toEqual({ kind: 'token', token: 'b', from: 'param' });
-    expect(doorkeeperToken(undefined, NO_VALUES, new Map([['access_token', 'body']]))).toEqual({ kind: 'token', token: 'body', from: 'param' });
+    expect(doorkeeperToken('Bearer h', q('access_token=a'), NO_VALUES)).toEqual({
+      kind: 'token',
+      token: 'h',
+      from: 'header',
+    });
+    expect(doorkeeperToken(undefined, q('bearer_token=b&access_token=a'), NO_VALUES)).toEqual({
+      kind: 'token',
+      token: 'a',
+      from: 'param',
+    });
+    expect(doorkeeperToken('Basic eA==', q('bearer_token=b'), NO_VALUES)).toEqual({
+      kind: 'token',
+      token: 'b',
+      from: 'param',
+    });
+    expect(doorkeeperToken(undefined, NO_VALUES, new Map([['access_token', 'body']]))).toEqual({
+      kind: 'token',
+      token: 'body',
+      from: 'param',
+    });
   });
 
   it('reads the header as Doorkeeper does: "Bearer " with one space; a tab or a blank token falls through to the parameters', () => {
-    expect(doorkeeperToken('Bearer\tjunk', q('access_token=real'), NO_VALUES)).toMatchObject({ token: 'real', from: 'param' });
-    expect(doorkeeperToken('Bearer    ', q('access_token=real'), NO_VALUES)).toMatchObject({ token: 'real', from: 'param' });
-    expect(doorkeeperToken('bEaReR a b', q('access_token=real'), NO_VALUES)).toEqual({ kind: 'token', token: 'a b', from: 'header' });
+    expect(doorkeeperToken('Bearer\tjunk', q('access_token=real'), NO_VALUES)).toMatchObject({
+      token: 'real',
+      from: 'param',
+    });
+    expect(doorkeeperToken('Bearer    ', q('access_token=real'), NO_VALUES)).toMatchObject({
+      token: 'real',
+      from: 'param',
+    });
+    expect(doorkeeperToken('bEaReR a b', q('access_token=real'), NO_VALUES)).toEqual({
+      kind: 'token',
+      token: 'a b',
+      from: 'header',
+    });
   });
 
   it('skips blank values, and finds nothing when there is nothing', () => {
@@ -83,8 +112,13 @@ describe('doorkeeperToken', () => {
   });
 
   it('reports a token given in the query and the body with different values as a conflict', () => {
-    expect(doorkeeperToken(undefined, q('access_token=a'), new Map([['access_token', 'b']]))).toEqual({ kind: 'conflict', param: 'access_token' });
-    expect(doorkeeperToken(undefined, q('access_token=a'), new Map([['access_token', 'a']]))).toMatchObject({ token: 'a' });
+    expect(doorkeeperToken(undefined, q('access_token=a'), new Map([['access_token', 'b']]))).toEqual({
+      kind: 'conflict',
+      param: 'access_token',
+    });
+    expect(doorkeeperToken(undefined, q('access_token=a'), new Map([['access_token', 'a']]))).toMatchObject({
+      token: 'a',
+    });
   });
 
   it('picks one parameter from query and body', () => {

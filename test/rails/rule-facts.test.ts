@@ -16,9 +16,19 @@ const snap = parseConfig(
 `,
   't.yaml',
 );
-const [email, app, tok, paging] = snap.rules as [(typeof snap.rules)[0], (typeof snap.rules)[0], (typeof snap.rules)[0], (typeof snap.rules)[0]];
+const [email, app, tok, paging] = snap.rules as [
+  (typeof snap.rules)[0],
+  (typeof snap.rules)[0],
+  (typeof snap.rules)[0],
+  (typeof snap.rules)[0],
+];
 const tokens = new WeakMap<RequestFacts, string>();
-const facts = (query: string, headers: Record<string, string> = {}, body = new Map<string, string>(), token: string | null = null) => {
+const facts = (
+  query: string,
+  headers: Record<string, string> = {},
+  body = new Map<string, string>(),
+  token: string | null = null,
+) => {
   const f = new RequestFacts(headers, new QueryParams(query.replace(/^\?/, '')), body);
   if (token !== null) tokens.set(f, token);
   return f;
@@ -26,20 +36,37 @@ const facts = (query: string, headers: Record<string, string> = {}, body = new M
 /** The digest a rule's key gives for these facts (null: no key), as the request path reads it (keys/kinds.ts). */
 const ruleValueDigest = (rule: CompiledRule, f: RequestFacts): string | null => {
   const token = tokens.get(f);
-  const tag = rule.key.tag(keyFacts({ token: token ?? null }, { header: (n) => f.header(n), cookie: (n) => f.cookie(n), param: (n, p) => f.param(n, p) }));
+  const tag = rule.key.tag(
+    keyFacts(
+      { token: token ?? null },
+      { header: (n) => f.header(n), cookie: (n) => f.cookie(n), param: (n, p) => f.param(n, p) },
+    ),
+  );
   return tag === null ? null : tag.slice(tag.indexOf(':') + 1);
 };
 
 describe('request facts', () => {
   it('reads a bracket-notation parameter from the query, trimmed, then from the body; digests it', () => {
     expect(ruleValueDigest(email, facts('?user%5Bemail%5D=%20a%40example.com%20'))).toBe(tokenDigest('a@example.com'));
-    expect(ruleValueDigest(email, facts('', {}, new Map([['user[email]', ' a@example.com']])))).toBe(tokenDigest('a@example.com'));
+    expect(ruleValueDigest(email, facts('', {}, new Map([['user[email]', ' a@example.com']])))).toBe(
+      tokenDigest('a@example.com'),
+    );
     // The query wins over the body, as in Rails' params.
-    expect(ruleValueDigest(email, facts('?user[email]=q@example.com', {}, new Map([['user[email]', 'b@example.com']])))).toBe(tokenDigest('q@example.com'));
+    expect(
+      ruleValueDigest(email, facts('?user[email]=q@example.com', {}, new Map([['user[email]', 'b@example.com']]))),
+    ).toBe(tokenDigest('q@example.com'));
   });
 
   it('gives no key for a blank value, an array or a hash where one value is named', () => {
-    for (const q of ['', '?user[email]=', '?user[email]=%20%20', '?user[email][]=a', '?user[email][x]=a', '?user=a', '?email=a']) {
+    for (const q of [
+      '',
+      '?user[email]=',
+      '?user[email]=%20%20',
+      '?user[email][]=a',
+      '?user[email][x]=a',
+      '?user=a',
+      '?email=a',
+    ]) {
       expect(ruleValueDigest(email, facts(q)), q).toBeNull();
     }
   });
@@ -54,7 +81,9 @@ describe('request facts', () => {
   it('holds when.query for any listed parameter present and not blank, and when.authenticated as given', () => {
     expect(whenFails(paging, facts('?page=2'), false)).toBeNull();
     expect(whenFails(paging, facts('?x=1&max_id=9'), false)).toBeNull();
-    expect(whenFails(paging, facts('?page=&max_id=%20'), false)).toBe('when.query: none of page, max_id is in the query string or a form body');
+    expect(whenFails(paging, facts('?page=&max_id=%20'), false)).toBe(
+      'when.query: none of page, max_id is in the query string or a form body',
+    );
     expect(whenFails(paging, facts('?page=2'), true)).toBe('when.authenticated: false, and the request has an account');
     // Rack's params merge a form body (a GET's too): a paging name there holds when.query.
     const fromBody = (form: Map<string, string>) => new RequestFacts({}, new QueryParams(''), new Map(), form);

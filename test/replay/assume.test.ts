@@ -53,7 +53,8 @@ describe('replay of a generated day under the Mastodon table', () => {
       sources: [day],
       assume: new Set(['anonymous']),
       onDecision: (d, r) => {
-        if (r.remoteAddr === FLOOD_IP) flood.push({ r, verdict: `${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}` });
+        if (r.remoteAddr === FLOOD_IP)
+          flood.push({ r, verdict: `${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}` });
       },
     });
   }, 120_000);
@@ -62,7 +63,8 @@ describe('replay of a generated day under the Mastodon table', () => {
   const rule = (rep: ReplayReport, name: string) => rep.rules.find((r) => r.name === name)!;
 
   it('without the assumption, every /api/* rule is not decidable, and says what would decide the IP-keyed one', () => {
-    for (const name of ['authenticated-api', 'per-token-api', 'unauthenticated-api']) expect(rule(plain, name).notDecidable, name).toBeDefined();
+    for (const name of ['authenticated-api', 'per-token-api', 'unauthenticated-api'])
+      expect(rule(plain, name).notDecidable, name).toBeDefined();
     expect(rule(plain, 'unauthenticated-api').notDecidable).toMatch(/--assume anonymous/);
     expect(rule(plain, 'authenticated-api').notDecidable).not.toMatch(/--assume/);
     expect(plain.assumptions).toEqual([]);
@@ -81,14 +83,18 @@ describe('replay of a generated day under the Mastodon table', () => {
     expect(r.limited).toBe(3_600);
     expect(assumed.assumptions.map((a) => a.name)).toEqual(['anonymous']);
     const text = formatReport(assumed);
-    expect(text).toContain('assumed (--assume anonymous): a request whose log line shows no credential was unauthenticated');
+    expect(text).toContain(
+      'assumed (--assume anonymous): a request whose log line shows no credential was unauthenticated',
+    );
     expect(text).toMatch(/unauthenticated-api .*\n {2}decided assuming: anonymous\n/);
   });
 
   it('shows the assumption in the HTML report too, above the rules and beside the rule it decided', () => {
     const page = reportPage(assumed);
     expect(page).toContain('Assumed where the log is silent: <b>anonymous</b>');
-    expect(page).toMatch(/id="rule-unauthenticated-api"><h2>unauthenticated-api<span class="tag assumed">assuming anonymous<\/span>/);
+    expect(page).toMatch(
+      /id="rule-unauthenticated-api"><h2>unauthenticated-api<span class="tag assumed">assuming anonymous<\/span>/,
+    );
     expect(page).toContain('matched only by rules not decidable from this log (not counted)');
     expect(reportPage(plain)).not.toContain('Assumed where');
   });
@@ -120,7 +126,11 @@ describe('replay of a generated day under the Mastodon table', () => {
       upstream = await startRecordingUpstream();
       const cap = capturingLogger();
       lines = cap.lines;
-      gw = await startTestGateway(readFileSync(MASTODON, 'utf8'), { upstream: upstream.url, now: clock.now, logger: cap.logger });
+      gw = await startTestGateway(readFileSync(MASTODON, 'utf8'), {
+        upstream: upstream.url,
+        now: clock.now,
+        logger: cap.logger,
+      });
     });
     afterAll(async () => {
       await gw?.shutdown(200);
@@ -137,7 +147,11 @@ describe('replay of a generated day under the Mastodon table', () => {
         clock.set(r.time);
         const id = `f${i}`;
         // The gateway sees the test's loopback peer, a trusted proxy in this table: the client is named by X-Forwarded-For.
-        await send(gw.url, { method: r.method, path: r.target, headers: { 'X-Forwarded-For': r.remoteAddr, 'X-Request-Id': id } });
+        await send(gw.url, {
+          method: r.method,
+          path: r.target,
+          headers: { 'X-Forwarded-For': r.remoteAddr, 'X-Request-Id': id },
+        });
         const line = await accessLine(lines, id, 10_000);
         served.push(`${String(line.decision)}${line.rule === undefined ? '' : ` by ${String(line.rule)}`}`);
       }
@@ -149,10 +163,16 @@ describe('replay of a generated day under the Mastodon table', () => {
 describe('rategate replay --assume', () => {
   const run = promisify(execFile);
   it('refuses an assumption it does not know, naming the known ones', async () => {
-    const err = await run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'replay', '--config', MASTODON, '--assume', 'everyone-honest', '-'], {
-      timeout: 60_000,
-    }).catch((e: { code: number; stderr: string }) => e);
+    const err = await run(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/index.ts', 'replay', '--config', MASTODON, '--assume', 'everyone-honest', '-'],
+      {
+        timeout: 60_000,
+      },
+    ).catch((e: { code: number; stderr: string }) => e);
     expect((err as { code: number }).code).not.toBe(0);
-    expect((err as { stderr: string }).stderr).toMatch(/--assume: unknown assumption "everyone-honest" \(known: anonymous, no-body\)/);
+    expect((err as { stderr: string }).stderr).toMatch(
+      /--assume: unknown assumption "everyone-honest" \(known: anonymous, no-body\)/,
+    );
   }, 90_000);
 });

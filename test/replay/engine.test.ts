@@ -18,7 +18,8 @@ limits:
   - { name: sign-up, match: POST /api/v1/accounts, per: ip, limit: 1, period: 1h }
 `;
 
-const at = (s: number) => `21/Nov/2026:10:${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')} +0000`;
+const at = (s: number) =>
+  `21/Nov/2026:10:${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')} +0000`;
 const XFF_FORMAT = 'nginx:$remote_addr [$time_local] "$request" $status "$http_x_forwarded_for" "$http_user_agent"';
 const line = (ip: string, s: number, req: string, xff = '-') => `${ip} [${at(s)}] "${req} HTTP/1.1" 200 "${xff}" "ua"`;
 
@@ -46,7 +47,12 @@ describe('replay', () => {
     const snapshot = parseConfig(TABLE, 'table.yaml');
     const rep = await runReplay({ snapshot, format: formatNamed(XFF_FORMAT), sources: [logFile(lines)] });
     const rule = (name: string) => rep.rules.find((r) => r.name === name)!;
-    expect(rule('per-ip')).toMatchObject({ counted: 8, limited: 1, distinctKeysLimited: 1, topKeys: [{ key: '198.51.100.1', limited: 1 }] });
+    expect(rule('per-ip')).toMatchObject({
+      counted: 8,
+      limited: 1,
+      distinctKeysLimited: 1,
+      topKeys: [{ key: '198.51.100.1', limited: 1 }],
+    });
     expect(rule('sign-up')).toMatchObject({ counted: 2, limited: 1, topKeys: [{ key: '203.0.113.6', limited: 1 }] });
     expect(rule('app')).toMatchObject({ counted: 8, limited: 0 });
     expect(rule('per-account').notDecidable).toMatch(/account/);
@@ -54,7 +60,10 @@ describe('replay', () => {
     expect(rule('per-account').counted).toBe(0);
     expect(rep.limited).toBe(2);
     expect(rep.uncounted).toEqual({ exempt: 1, unmatched: 1 });
-    expect(rep.badLines).toEqual({ count: 1, first: [{ source: expect.stringMatching(/access.log$/), line: 11, why: expect.any(String) }] });
+    expect(rep.badLines).toEqual({
+      count: 1,
+      first: [{ source: expect.stringMatching(/access.log$/), line: 11, why: expect.any(String) }],
+    });
     expect(rule('per-ip').hours).toEqual([{ hour: '2026-11-21T10:00:00.000Z', counted: 8, limited: 1 }]);
     const text = formatReport(rep);
     expect(text).toMatch(/per-account .*\n\s+not decidable from this log: needs the account/);
@@ -62,7 +71,10 @@ describe('replay', () => {
   });
 
   it('reports a shadow rule as shadow: it would have limited, and never rejects', async () => {
-    const snapshot = parseConfig(`limits:\n  - { name: watch, match: /api/*, per: ip, limit: 1, period: 1m, shadow: true }\n`, 't.yaml');
+    const snapshot = parseConfig(
+      `limits:\n  - { name: watch, match: /api/*, per: ip, limit: 1, period: 1m, shadow: true }\n`,
+      't.yaml',
+    );
     const lines = [0, 1, 2].map((s) => line('192.0.2.1', s, 'GET /api/v1/x'));
     const rep = await runReplay({ snapshot, format: formatNamed(XFF_FORMAT), sources: [logFile(lines)] });
     expect(rep.rules[0]).toMatchObject({ shadow: true, counted: 3, limited: 2 });
@@ -86,7 +98,16 @@ describe('replay of hostile and partial logs', () => {
   it("counts rategate's own log lines without a client address (log.client off or digest) as skipped, not as some client", async () => {
     const snapshot = parseConfig(`limits:\n  - { name: r, match: /api/*, per: ip, limit: 1, period: 1m }\n`, 't.yaml');
     const rec = (client?: string) =>
-      JSON.stringify({ level: 30, time: 1795460405500, method: 'GET', path: '/api/v1/x', status: 200, ms: 1, msg: 'request', ...(client ? { client } : {}) });
+      JSON.stringify({
+        level: 30,
+        time: 1795460405500,
+        method: 'GET',
+        path: '/api/v1/x',
+        status: 200,
+        ms: 1,
+        msg: 'request',
+        ...(client ? { client } : {}),
+      });
     const rep = await runReplay({
       snapshot,
       format: formatNamed('rategate'),
@@ -125,12 +146,26 @@ bans:
       onDecision: (d) => kinds.push(d.kind),
     });
     // No limit matches (the table has bans only): let through as `unmatched`, the exempt client's fourth included.
-    expect(kinds).toEqual(['unmatched', 'unmatched', 'banned', 'unmatched', 'unmatched', 'unmatched', 'unmatched', 'unmatched']);
+    expect(kinds).toEqual([
+      'unmatched',
+      'unmatched',
+      'banned',
+      'unmatched',
+      'unmatched',
+      'unmatched',
+      'unmatched',
+      'unmatched',
+    ]);
     const bans = new Map(report.bans.map((b) => [b.name, b]));
     expect(bans.get('by-account')!.notDecidable).toMatch(/account/);
     // The format logs $http_user_agent: a ban on it is decidable.
     expect(bans.get('by-ua')!.notDecidable).toBeUndefined();
-    expect(bans.get('denied')).toMatchObject({ counted: 2, started: 1, refused: 1, topKeys: [{ key: '198.51.100.1', bans: 1 }] });
+    expect(bans.get('denied')).toMatchObject({
+      counted: 2,
+      started: 1,
+      refused: 1,
+      topKeys: [{ key: '198.51.100.1', bans: 1 }],
+    });
     expect(formatReport(report)).toMatch(/by-account \(ban: .*\)\n {2}not decidable from this log: needs the account/);
   });
 });

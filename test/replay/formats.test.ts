@@ -10,7 +10,8 @@ import { logLines, MAX_LINE } from '../../src/replay/lines.js';
 import { compileNginxFormat } from '../../src/replay/nginx-format.js';
 import type { LogRecord } from '../../src/replay/record.js';
 
-const COMBINED_LINE = '198.51.100.7 - - [21/Nov/2026:19:00:05 +0100] "POST /api/v1/accounts?x=1 HTTP/1.1" 200 512 "-" "Mastodon/4.3 (+https://x)"';
+const COMBINED_LINE =
+  '198.51.100.7 - - [21/Nov/2026:19:00:05 +0100] "POST /api/v1/accounts?x=1 HTTP/1.1" 200 512 "-" "Mastodon/4.3 (+https://x)"';
 
 describe('nginx formats', () => {
   it('reads combined: the address, the time with its offset, the request line, the logged headers', () => {
@@ -30,7 +31,9 @@ describe('nginx formats', () => {
     const f = compileNginxFormat('$msec $remote_addr "$request" $status "$http_x_forwarded_for" ${request_time}s');
     expect(f.headers).toEqual(new Set(['x-forwarded-for']));
     expect(f.status).toBe(true);
-    const r = f.parse('1795460405.123 10.0.0.2 "GET /a?q=\\x22b\\x22 HTTP/2.0" 200 "203.0.113.9, 10.0.0.1" 0.002s') as LogRecord;
+    const r = f.parse(
+      '1795460405.123 10.0.0.2 "GET /a?q=\\x22b\\x22 HTTP/2.0" 200 "203.0.113.9, 10.0.0.1" 0.002s',
+    ) as LogRecord;
     expect(r.time).toBe(1795460405123);
     expect(r.target).toBe('/a?q="b"');
     expect(r.headers['x-forwarded-for']).toBe('203.0.113.9, 10.0.0.1');
@@ -98,7 +101,9 @@ describe('JSON formats', () => {
       msg: 'request',
     });
     expect(formatNamed('rategate').parse(line)).toMatchObject({ time: 1795460405488, method: 'GET', status: 200 });
-    expect(formatNamed('rategate').parse('{"level":"info","time":"yesterday","method":"GET","path":"/","msg":"request"}')).toMatch(/no time/);
+    expect(
+      formatNamed('rategate').parse('{"level":"info","time":"yesterday","method":"GET","path":"/","msg":"request"}'),
+    ).toMatch(/no time/);
   });
 
   it('reads generic JSON lines by the usual field names', () => {
@@ -113,7 +118,11 @@ describe('JSON formats', () => {
       remoteAddr: '192.0.2.5',
       headers: { 'x-forwarded-for': '1.1.1.1' },
     });
-    expect(f.parse('{"ts":1795460405,"method":"post","path":"/a","args":"b=1"}')).toMatchObject({ time: 1795460405000, method: 'POST', target: '/a?b=1' });
+    expect(f.parse('{"ts":1795460405,"method":"post","path":"/a","args":"b=1"}')).toMatchObject({
+      time: 1795460405000,
+      method: 'POST',
+      target: '/a?b=1',
+    });
     expect(f.parse('{"ts":1795460405,"method":"post","path":"/a","status":"401"}')).toMatchObject({ status: 401 });
     expect(f.parse('{"ts":1795460405,"method":"post","path":"/a","status_code":422}')).toMatchObject({ status: 422 });
     expect(f.parse('[1]')).toBe('not a JSON object');
@@ -123,7 +132,8 @@ describe('JSON formats', () => {
 
 async function collect(sources: string[], stdin?: Readable): Promise<{ source: string; n: number; line: string }[]> {
   const out: { source: string; n: number; line: string }[] = [];
-  for await (const b of logLines(sources, stdin)) b.lines.forEach((line, i) => out.push({ source: b.source, n: b.first + i, line }));
+  for await (const b of logLines(sources, stdin))
+    b.lines.forEach((line, i) => out.push({ source: b.source, n: b.first + i, line }));
   return out;
 }
 
@@ -132,7 +142,10 @@ describe('log lines', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-lines-'));
     writeFileSync(path.join(dir, 'a.log'), 'one\r\ntwo\nthree');
     writeFileSync(path.join(dir, 'b.log'), Buffer.concat([gzipSync('four\nfi'), gzipSync('ve\n')]));
-    const got = await collect([path.join(dir, 'a.log'), path.join(dir, 'b.log'), '-'], Readable.from([Buffer.from('six\nseven\n')]));
+    const got = await collect(
+      [path.join(dir, 'a.log'), path.join(dir, 'b.log'), '-'],
+      Readable.from([Buffer.from('six\nseven\n')]),
+    );
     expect(got.map((g) => `${path.basename(g.source)}:${g.n}:${g.line}`)).toEqual([
       'a.log:1:one',
       'a.log:2:two',

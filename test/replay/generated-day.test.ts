@@ -19,7 +19,14 @@ import { reportPage } from '../../src/replay/html.js';
 import { runReplay } from '../../src/replay/run.js';
 import { checkStaticPage, skipBrowser } from '../support/browser.js';
 import { FakeClock } from '../support/clock.js';
-import { accessLine, capturingLogger, SEED_TABLE, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
+import {
+  accessLine,
+  capturingLogger,
+  SEED_TABLE,
+  startTestGateway,
+  type LogLine,
+  type TestGateway,
+} from '../support/gateway.js';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 
@@ -27,7 +34,8 @@ const FLOOD_IP = '203.0.113.50';
 const WAVE_NET = '198.51.100.';
 const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-day-'));
 const day = path.join(dir, 'day.log');
-const verdict = (d: { kind: string; rejectedBy?: { name: string } | undefined }) => `${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}`;
+const verdict = (d: { kind: string; rejectedBy?: { name: string } | undefined }) =>
+  `${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}`;
 
 describe('a generated day of 1.2 M lines', () => {
   let upstream: RecordingUpstream;
@@ -91,7 +99,9 @@ describe('a generated day of 1.2 M lines', () => {
         expect(await page.locator('section.rule svg').count()).toBe(2);
         // 24 hours on each chart's axis; the flood's bar at 03h, the wave's at 14h.
         expect(await page.locator('#rule-ip-access svg text', { hasText: /^\d\dh$/ }).count()).toBe(12);
-        expect(await page.locator('#rule-ip-access svg rect title').allTextContents()).toEqual(['2026-11-21T03h: 3,600 limited']);
+        expect(await page.locator('#rule-ip-access svg rect title').allTextContents()).toEqual([
+          '2026-11-21T03h: 3,600 limited',
+        ]);
         expect(await page.locator('#rule-sign-up svg rect title').allTextContents()).toEqual([
           `2026-11-21T14h: ${report.rules.find((r) => r.name === 'sign-up')!.limited} limited`,
         ]);
@@ -104,7 +114,8 @@ describe('a generated day of 1.2 M lines', () => {
     // The premise: every rule replay drives keys on the address alone.
     const snapshot = parseConfig(SEED_TABLE, 'seed');
     const decided = report.rules.filter((r) => r.notDecidable === undefined).map((r) => r.name);
-    for (const name of decided) expect(snapshot.rules.find((r) => r.name === name)!.key.parts.map((p) => p.kind)).toEqual(['ip']);
+    for (const name of decided)
+      expect(snapshot.rules.find((r) => r.name === name)!.key.parts.map((p) => p.kind)).toEqual(['ip']);
     expect(othersLimited).toEqual([]);
     expect(watched.length).toBeGreaterThan(5_000);
     const served: string[] = [];
@@ -112,7 +123,11 @@ describe('a generated day of 1.2 M lines', () => {
       const { r } = watched[i]!;
       clock.set(r.time);
       const id = `d${i}`;
-      await send(gw.url, { method: r.method, path: r.target, headers: { 'X-Forwarded-For': r.remoteAddr, 'X-Request-Id': id } });
+      await send(gw.url, {
+        method: r.method,
+        path: r.target,
+        headers: { 'X-Forwarded-For': r.remoteAddr, 'X-Request-Id': id },
+      });
       served.push(verdictOf(await accessLine(lines, id, 10_000)));
     }
     expect(served).toEqual(watched.map((w) => w.verdict));

@@ -26,8 +26,11 @@ function log(): string {
     const t = `21/Nov/2026:${String(Math.floor(s / 3600)).padStart(2, '0')}:${String(Math.floor(s / 60) % 60).padStart(2, '0')}:${String(s % 60).padStart(2, '0')} +0000`;
     lines.push(`10.0.${s % 7}.${s % 200} - - [${t}] "GET /api/v1/timelines/home HTTP/1.1" 200 5 "-" "ua"`);
     // A flood at 02:00–02:20, and a sign-up wave at 04:00–04:10.
-    if (s >= 7200 && s < 8400) for (let i = 0; i < 6; i++) lines.push(`203.0.113.50 - - [${t}] "GET /api/v1/timelines/public HTTP/1.1" 200 5 "-" "ua"`);
-    if (s >= 14400 && s < 15000) lines.push(`198.51.100.${s % 9} - - [${t}] "POST /api/v1/accounts HTTP/1.1" 200 5 "-" "ua"`);
+    if (s >= 7200 && s < 8400)
+      for (let i = 0; i < 6; i++)
+        lines.push(`203.0.113.50 - - [${t}] "GET /api/v1/timelines/public HTTP/1.1" 200 5 "-" "ua"`);
+    if (s >= 14400 && s < 15000)
+      lines.push(`198.51.100.${s % 9} - - [${t}] "POST /api/v1/accounts HTTP/1.1" 200 5 "-" "ua"`);
     // A scanner at 05:00–05:01: its 404s start the ban.
     if (s >= 18000 && s < 18060) lines.push(`192.0.2.200 - - [${t}] "GET /wp-login.php HTTP/1.1" 404 5 "-" "ua"`);
   }
@@ -46,7 +49,8 @@ describe.skipIf(skipBrowser('the replay report test'))('replay --html in chromiu
       const decided = report.rules.filter((r) => r.notDecidable === undefined).map((r) => r.name);
       expect(decided).toEqual(['ip-access', 'sign-up']);
       expect(await page.locator('section.rule svg').count()).toBe(decided.length);
-      for (const name of decided) await expect(page.locator(`#rule-${name} svg rect`).count()).resolves.toBeGreaterThan(0);
+      for (const name of decided)
+        await expect(page.locator(`#rule-${name} svg rect`).count()).resolves.toBeGreaterThan(0);
       expect(await page.locator('#rule-account-access').innerText()).toContain('Not decidable from this log');
       expect(await page.locator('#rule-ip-access').innerText()).toContain('203.0.113.50');
       expect(await page.locator('body').innerText()).toContain(`access.log:${report.lines}: expected`);

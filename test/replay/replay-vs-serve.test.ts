@@ -82,7 +82,11 @@ describe('replay and serve agree', () => {
       const req = REQUESTS[Math.floor(rand() * REQUESTS.length)]!;
       const [method, target] = req.split(' ') as [string, string];
       const id = `r${i}`;
-      const answer = await send(gw.url, { method, path: target, headers: { 'X-Forwarded-For': ip, 'X-Request-Id': id } });
+      const answer = await send(gw.url, {
+        method,
+        path: target,
+        headers: { 'X-Forwarded-For': ip, 'X-Request-Id': id },
+      });
       log.push(`127.0.0.1 - - [${timeLocal(t)}] "${req} HTTP/1.1" ${answer.status} "${ip}"`);
       served.push(verdictOf(await accessLine(lines, id)));
     }
@@ -172,7 +176,11 @@ describe('replay and serve agree on bans', () => {
       const [method, target] = req.split(' ') as [string, string];
       const status = target === '/auth/sign_in' ? (rand() < 0.7 ? 401 : 302) : target === '/wp-login.php' ? 404 : 200;
       const id = `b${i}`;
-      await send(gw.url, { method, path: target, headers: { 'X-Forwarded-For': ip, 'X-Request-Id': id, 'X-Answer': String(status) } });
+      await send(gw.url, {
+        method,
+        path: target,
+        headers: { 'X-Forwarded-For': ip, 'X-Request-Id': id, 'X-Answer': String(status) },
+      });
       log.push(`127.0.0.1 - - [${timeLocal(t)}] "${req} HTTP/1.1" ${status} "${ip}"`);
       served.push(verdictOf(await accessLine(lines, id)));
     }
@@ -190,7 +198,8 @@ describe('replay and serve agree on bans', () => {
     expect(banned).toBeGreaterThan(20);
     expect(replayed).toEqual(served);
     const bans = new Map(report.bans.map((b) => [b.name, b]));
-    for (const name of ['login-failures', 'scanners', 'hammer', 'past-limit']) expect(bans.get(name)!.started, name).toBeGreaterThan(0);
+    for (const name of ['login-failures', 'scanners', 'hammer', 'past-limit'])
+      expect(bans.get(name)!.started, name).toBeGreaterThan(0);
     expect(report.uncounted.banned).toBe(banned);
     // Which ban refused each request: serve's own metric, per ban, against replay's count.
     const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
@@ -199,7 +208,9 @@ describe('replay and serve agree on bans', () => {
       expect(b.refused, b.name).toBe(Number(m?.[1] ?? 0));
     }
     expect(report.bans.some((b) => b.refused > 0 && b.name !== 'login-failures')).toBe(true);
-    expect(report.inFlight).toEqual([{ name: 'streaming', limit: '2 in flight per ip', notDecidable: expect.stringMatching(/how long/) }]);
+    expect(report.inFlight).toEqual([
+      { name: 'streaming', limit: '2 in flight per ip', notDecidable: expect.stringMatching(/how long/) },
+    ]);
   }, 60_000);
 
   it('reports a ban on statuses as not decidable from a log without $status', async () => {

@@ -144,12 +144,15 @@ describe('pattern semantics', () => {
           const [pm, pp = ''] = p.includes(' ') ? p.split(' ') : [null, p];
           if (pm !== null && pm !== method && !(pm === 'GET' && method === 'HEAD')) return false;
           const ps = pp === '/' ? [] : pp.slice(1).split('/');
-          if (ps.at(-1) === '*') return ps.slice(0, -1).every((s, i) => segs[i] !== undefined && (s.startsWith(':') || s === segs[i]));
+          if (ps.at(-1) === '*')
+            return ps.slice(0, -1).every((s, i) => segs[i] !== undefined && (s.startsWith(':') || s === segs[i]));
           return ps.length === segs.length && ps.every((s, i) => s.startsWith(':') || s === segs[i]);
         })
         .map((r) => r.name);
     };
-    const path = fc.array(fc.constantFrom('a', 'b', 'c', 'd', 'ab', 'aa'), { maxLength: 4 }).map((s) => `/${s.join('/')}`);
+    const path = fc
+      .array(fc.constantFrom('a', 'b', 'c', 'd', 'ab', 'aa'), { maxLength: 4 })
+      .map((s) => `/${s.join('/')}`);
     fc.assert(
       fc.property(fc.constantFrom('GET', 'HEAD', 'POST', 'DELETE'), path, (method, p) => {
         expect(m.match(method, p).map((r) => r.name)).toEqual(naive(method, p));
@@ -160,7 +163,9 @@ describe('pattern semantics', () => {
 
 describe('compileMatcher', () => {
   it('throws on a pattern the loader would have refused', () => {
-    expect(() => compileMatcher([rule('bad', '/a/*/b')])).toThrow('invalid pattern "/a/*/b": "*" is only allowed as the last segment, in "/a/*/b"');
+    expect(() => compileMatcher([rule('bad', '/a/*/b')])).toThrow(
+      'invalid pattern "/a/*/b": "*" is only allowed as the last segment, in "/a/*/b"',
+    );
   });
 });
 

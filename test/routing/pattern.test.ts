@@ -93,9 +93,15 @@ describe("parsePattern: Rails' (.:format)", () => {
   });
 
   it('refuses (.:format) anywhere but at the end, and after nothing or a *', () => {
-    expect(error('POST /auth(.:format)/password')).toBe('"(.:format)" is only allowed at the end of a pattern, in "/auth(.:format)/password"');
-    expect(error('/api/*(.:format)')).toBe('"(.:format)" must follow a literal or :name segment, in "/api/*(.:format)"');
+    expect(error('POST /auth(.:format)/password')).toBe(
+      '"(.:format)" is only allowed at the end of a pattern, in "/auth(.:format)/password"',
+    );
+    expect(error('/api/*(.:format)')).toBe(
+      '"(.:format)" must follow a literal or :name segment, in "/api/*(.:format)"',
+    );
     expect(error('/(.:format)')).toBe('"(.:format)" must follow a literal or :name segment, in "/(.:format)"');
-    expect(error('/auth(.:locale)')).toBe('optional parts are not supported except a final "(.:format)", in "/auth(.:locale)"');
+    expect(error('/auth(.:locale)')).toBe(
+      'optional parts are not supported except a final "(.:format)", in "/auth(.:locale)"',
+    );
   });
 });

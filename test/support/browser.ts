@@ -42,9 +42,17 @@ export interface TestBrowser {
 }
 
 /** Starts chromium in a fresh profile directory, removed on close; `flags` go on its command line after the usual ones. */
-export async function launchBrowser(options: BrowserContextOptions = {}, flags: readonly string[] = []): Promise<TestBrowser> {
+export async function launchBrowser(
+  options: BrowserContextOptions = {},
+  flags: readonly string[] = [],
+): Promise<TestBrowser> {
   const profile = mkdtempSync(path.join(os.tmpdir(), 'rategate-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: [...FLAGS, ...flags], ...options });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [...FLAGS, ...flags],
+    ...options,
+  });
   return {
     context,
     async newPage() {
@@ -74,7 +82,11 @@ export async function keepScreenshot(page: Page, name: string): Promise<string> 
  * it to `check`; then the page must have fetched nothing but itself and logged no error. Keeps its
  * screenshot as `screenshot`; the browser is closed whatever happens.
  */
-export async function checkStaticPage(file: string, screenshot: string, check: (page: Page) => Promise<void>): Promise<void> {
+export async function checkStaticPage(
+  file: string,
+  screenshot: string,
+  check: (page: Page) => Promise<void>,
+): Promise<void> {
   const browser = await launchBrowser({ viewport: { width: 1200, height: 900 } });
   try {
     const page = await browser.newPage();

@@ -17,7 +17,9 @@ const OUT = path.join(ROOT, '.build', 'test-dist');
 /** Every file under `dir`, sorted, relative to it. */
 function filesUnder(dir: string, rel = ''): string[] {
   const out: string[] = [];
-  for (const e of readdirSync(path.join(dir, rel), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const e of readdirSync(path.join(dir, rel), { withFileTypes: true }).sort((a, b) =>
+    a.name.localeCompare(b.name),
+  )) {
     const p = path.join(rel, e.name);
     if (e.isDirectory()) out.push(...filesUnder(dir, p));
     else out.push(p);

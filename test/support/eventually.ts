@@ -39,8 +39,16 @@ export async function eventually<T>(probe: () => T | Promise<T>, opts: Eventuall
     if (Date.now() >= deadline) break;
     await pause(opts.everyMs ?? 20);
   }
-  const seen = last === undefined ? 'nothing' : 'error' in last ? `the error ${describe(last.error)}` : `the value ${inspect(last.value, { depth: 4 })}`;
-  const within = scaled === withinMs ? `${withinMs} ms` : `${withinMs} ms (${scaled} ms on this machine, ${slowdown()} times slower)`;
+  const seen =
+    last === undefined
+      ? 'nothing'
+      : 'error' in last
+        ? `the error ${describe(last.error)}`
+        : `the value ${inspect(last.value, { depth: 4 })}`;
+  const within =
+    scaled === withinMs
+      ? `${withinMs} ms`
+      : `${withinMs} ms (${scaled} ms on this machine, ${slowdown()} times slower)`;
   throw new Error(`${opts.what ?? 'the condition'} not reached within ${within}; last seen: ${seen}`);
 }
 

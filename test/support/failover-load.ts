@@ -33,7 +33,12 @@ export interface Load {
 }
 
 /** Every `everyMs`, one request per (ip, rule), round-robin over `gateways`, until stopped. */
-export function startLoad(opts: { gateways: readonly string[]; ips: readonly string[]; rules: readonly string[]; everyMs: number }): Load {
+export function startLoad(opts: {
+  gateways: readonly string[];
+  ips: readonly string[];
+  rules: readonly string[];
+  everyMs: number;
+}): Load {
   const agent = new Agent({ connections: 32, headersTimeout: 5_000, bodyTimeout: 5_000 });
   const samples: Sample[] = [];
   const inFlight = new Set<Promise<void>>();
@@ -41,11 +46,22 @@ export function startLoad(opts: { gateways: readonly string[]; ips: readonly str
   const one = (ip: string, rule: string): void => {
     const gw = opts.gateways[n++ % opts.gateways.length]!;
     const sentAt = Date.now();
-    const p = request(`${gw}/${rule}/x`, { dispatcher: agent, headers: { 'x-forwarded-for': ip }, signal: AbortSignal.timeout(5_000) })
+    const p = request(`${gw}/${rule}/x`, {
+      dispatcher: agent,
+      headers: { 'x-forwarded-for': ip },
+      signal: AbortSignal.timeout(5_000),
+    })
       .then(async (r) => {
         await r.body.dump();
         const reset = r.headers['x-ratelimit-reset'];
-        samples.push({ ip, rule, sentAt, doneAt: Date.now(), status: r.statusCode, resetMs: typeof reset === 'string' ? Date.parse(reset) : undefined });
+        samples.push({
+          ip,
+          rule,
+          sentAt,
+          doneAt: Date.now(),
+          status: r.statusCode,
+          resetMs: typeof reset === 'string' ? Date.parse(reset) : undefined,
+        });
       })
       .catch(() => void samples.push({ ip, rule, sentAt, doneAt: Date.now(), status: 0, resetMs: undefined }));
     inFlight.add(p);

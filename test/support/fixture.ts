@@ -17,7 +17,11 @@ export function startedLater<T extends object>(get: () => T | undefined, what: s
 }
 
 /** `start` before the block's tests (call it inside a `describe`, or at a file's top level), `stop` after. */
-export function blockFixture<H extends object>(start: () => Promise<H>, stop: (h: H) => Promise<unknown>, what: string): H {
+export function blockFixture<H extends object>(
+  start: () => Promise<H>,
+  stop: (h: H) => Promise<unknown>,
+  what: string,
+): H {
   let handle: H | undefined;
   beforeAll(async () => {
     handle = await start();

@@ -18,7 +18,10 @@ export interface TestGateway extends RunningGateway {
  * `yaml` is the limit table and any other sections; listen and admin addresses are forced to free
  * loopback ports, and `upstream` to the given URL.
  */
-export async function startTestGateway(yaml: string, opts: { upstream: string; now?: () => number; store?: string; logger?: Logger }): Promise<TestGateway> {
+export async function startTestGateway(
+  yaml: string,
+  opts: { upstream: string; now?: () => number; store?: string; logger?: Logger },
+): Promise<TestGateway> {
   const configPath = limitsFile(yaml);
   const gw = await startGateway({
     configPath,
@@ -54,7 +57,10 @@ export function upstreamFixture(): RecordingUpstream {
  * One gateway for all of a block's tests, from `yaml`, in front of its own recording upstream: both
  * started before the tests (the upstream first), the gateway shut down after them with `graceMs`, then the upstream.
  */
-export function sharedGatewayFixture(yaml: string, opts: { graceMs?: number } = {}): { upstream: RecordingUpstream; gw: TestGateway } {
+export function sharedGatewayFixture(
+  yaml: string,
+  opts: { graceMs?: number } = {},
+): { upstream: RecordingUpstream; gw: TestGateway } {
   const both = blockFixture(
     async () => {
       const upstream = await startRecordingUpstream();
@@ -66,7 +72,10 @@ export function sharedGatewayFixture(yaml: string, opts: { graceMs?: number } = 
     },
     'shared gateway',
   );
-  return { upstream: startedLater(() => both.upstream, 'recording upstream'), gw: startedLater(() => both.gw, 'gateway') };
+  return {
+    upstream: startedLater(() => both.upstream, 'recording upstream'),
+    gw: startedLater(() => both.gw, 'gateway'),
+  };
 }
 
 /** A pino logger that keeps every line it writes, JSON-parsed, for tests that read the log. */
@@ -85,7 +94,12 @@ export async function accessLine(lines: readonly LogLine[], id: string, withinMs
     for (let i = lines.length - 1; i >= 0; i--) if (lines[i]!.msg === 'request' && lines[i]!.id === id) return lines[i];
     return undefined;
   };
-  return (await eventually(find, { what: `the access-log line of ${id}`, withinMs, everyMs: 2, until: (l) => l !== undefined }))!;
+  return (await eventually(find, {
+    what: `the access-log line of ${id}`,
+    withinMs,
+    everyMs: 2,
+    until: (l) => l !== undefined,
+  }))!;
 }
 
 export { SEED_TABLE } from './seed-table.js';
@@ -103,11 +117,14 @@ export interface GatewayFixture<G extends { shutdown(graceMs?: number): Promise<
  * the upstream before all tests, close it after; shut the test's gateway down after each test with
  * `graceMs`, then empty the upstream's record). Call it at the top of a test file.
  */
-export function gatewayFixture<G extends { shutdown(graceMs?: number): Promise<void> } = TestGateway>(opts: { graceMs?: number } = {}): GatewayFixture<G> {
+export function gatewayFixture<G extends { shutdown(graceMs?: number): Promise<void> } = TestGateway>(
+  opts: { graceMs?: number } = {},
+): GatewayFixture<G> {
   let upstream: RecordingUpstream | undefined;
   const fx: GatewayFixture<G> = {
     get upstream(): RecordingUpstream {
-      if (upstream === undefined) throw new Error('the recording upstream starts in beforeAll: use it inside a test or hook');
+      if (upstream === undefined)
+        throw new Error('the recording upstream starts in beforeAll: use it inside a test or hook');
       return upstream;
     },
     gw: undefined,

@@ -5,7 +5,16 @@
  */
 import net from 'node:net';
 
-export const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9 } as const;
+export const FRAME = {
+  DATA: 0,
+  HEADERS: 1,
+  RST_STREAM: 3,
+  SETTINGS: 4,
+  PING: 6,
+  GOAWAY: 7,
+  WINDOW_UPDATE: 8,
+  CONTINUATION: 9,
+} as const;
 export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4 } as const;
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -36,13 +45,22 @@ function hpackInt(value: number, prefixBits: number, high: number): Buffer {
 export function headerBlock(fields: ReadonlyArray<readonly [string, string]>): Buffer {
   const parts: Buffer[] = [];
   for (const [name, value] of fields) {
-    parts.push(Buffer.from([0x00]), hpackInt(name.length, 7, 0), Buffer.from(name, 'latin1'), hpackInt(value.length, 7, 0), Buffer.from(value, 'latin1'));
+    parts.push(
+      Buffer.from([0x00]),
+      hpackInt(name.length, 7, 0),
+      Buffer.from(name, 'latin1'),
+      hpackInt(value.length, 7, 0),
+      Buffer.from(value, 'latin1'),
+    );
   }
   return Buffer.concat(parts);
 }
 
 /** The fields of a GET of `path`. */
-export function getFields(path: string, extra: ReadonlyArray<readonly [string, string]> = []): Array<readonly [string, string]> {
+export function getFields(
+  path: string,
+  extra: ReadonlyArray<readonly [string, string]> = [],
+): Array<readonly [string, string]> {
   return [[':method', 'GET'], [':scheme', 'http'], [':authority', 'gw.test'], [':path', path], ...extra];
 }
 
@@ -90,10 +108,16 @@ export function rawH2(url: string): Promise<RawH2> {
       while (held.length >= 9) {
         const length = held.readUIntBE(0, 3);
         if (held.length < 9 + length) break;
-        const f = { type: held[3]!, flags: held[4]!, streamId: held.readUInt32BE(5) & 0x7fffffff, payload: held.subarray(9, 9 + length) };
+        const f = {
+          type: held[3]!,
+          flags: held[4]!,
+          streamId: held.readUInt32BE(5) & 0x7fffffff,
+          payload: held.subarray(9, 9 + length),
+        };
         frames.push(f);
         // The server's settings apply once acknowledged, as any client does.
-        if (f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0 && !socket.destroyed) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
+        if (f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0 && !socket.destroyed)
+          socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
         held = held.subarray(9 + length);
       }
     });

@@ -12,19 +12,26 @@ describe.skipIf(skipRedis('the Redis harness test'))('the Redis harness', () => 
     client.disconnect();
   });
 
-  it.skipIf(skipUnlessOwnRedis('a test that kills its Redis'))('kills and restarts a binary-backed Redis on the same port', async () => {
-    const client = new Redis(redis.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => 50 });
-    client.on('error', () => {});
-    await new Promise((r) => client.once('ready', r));
-    await client.set('k', '1');
-    await redis.node.kill();
-    await expect(client.get('k')).rejects.toThrow();
-    await redis.node.restart();
-    if (client.status !== 'ready') await new Promise((r) => client.once('ready', r));
-    // Nothing persisted: a restarted Redis is empty, as a crashed cache would be.
-    expect(await client.get('k')).toBeNull();
-    client.disconnect();
-  });
+  it.skipIf(skipUnlessOwnRedis('a test that kills its Redis'))(
+    'kills and restarts a binary-backed Redis on the same port',
+    async () => {
+      const client = new Redis(redis.url, {
+        maxRetriesPerRequest: 0,
+        enableOfflineQueue: false,
+        retryStrategy: () => 50,
+      });
+      client.on('error', () => {});
+      await new Promise((r) => client.once('ready', r));
+      await client.set('k', '1');
+      await redis.node.kill();
+      await expect(client.get('k')).rejects.toThrow();
+      await redis.node.restart();
+      if (client.status !== 'ready') await new Promise((r) => client.once('ready', r));
+      // Nothing persisted: a restarted Redis is empty, as a crashed cache would be.
+      expect(await client.get('k')).toBeNull();
+      client.disconnect();
+    },
+  );
 });
 
 describe.skipIf(skipCluster('the Redis Cluster harness test'))('the Redis Cluster harness', () => {

@@ -47,13 +47,21 @@ export function send(baseUrl: string, req: Send): Promise<Answer> {
 
 /** The status a gateway answers the client `ip` names (X-Forwarded-For, from a trusted loopback peer); the body drained. */
 export async function statusFor(url: string, ip: string, init: RequestInit = {}): Promise<number> {
-  const r = await fetch(url, { ...init, headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) } });
+  const r = await fetch(url, {
+    ...init,
+    headers: { 'x-forwarded-for': ip, ...(init.headers as Record<string, string> | undefined) },
+  });
   await r.arrayBuffer();
   return r.status;
 }
 
 /** Polls until every URL has answered `want` to `ip` (replicas applying a shared change); the ms it took. */
-export async function untilEveryAnswers(urls: readonly string[], ip: string, want: number, withinMs: number): Promise<number> {
+export async function untilEveryAnswers(
+  urls: readonly string[],
+  ip: string,
+  want: number,
+  withinMs: number,
+): Promise<number> {
   const t0 = Date.now();
   const pending = new Set(urls);
   await eventually(

@@ -11,7 +11,10 @@ import { eventually } from './eventually.js';
 /** The built cli/index.js (the globalSetup's build of the current src/). */
 export function builtCli(): string {
   const cli = inject('builtCli');
-  if (!cli) throw new Error('no built command line: the suite builds it in test/support/global-setup.ts (run through vitest.config.ts)');
+  if (!cli)
+    throw new Error(
+      'no built command line: the suite builds it in test/support/global-setup.ts (run through vitest.config.ts)',
+    );
   return cli;
 }
 
@@ -47,7 +50,8 @@ export async function spawnServe(
   startMs = 20_000,
   opts: { adminHost?: string } = {},
 ): Promise<GatewayProcess> {
-  if (env.RATEGATE_LOG_LEVEL === 'silent') throw new Error('spawnServe reads the start-up line: a silent log would hide the bound addresses');
+  if (env.RATEGATE_LOG_LEVEL === 'silent')
+    throw new Error('spawnServe reads the start-up line: a silent log would hide the bound addresses');
   const listen = ['--listen', '127.0.0.1:0', '--admin-listen', `${opts.adminHost ?? '127.0.0.1'}:0`];
   const child = spawn(process.execPath, cliArgs(['serve', ...listen, ...args]), {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -62,7 +66,10 @@ export async function spawnServe(
     const at = boundAddresses(out);
     return at !== undefined && (await fetch(`${at.adminUrl}/healthz`).catch(() => null))?.ok === true ? at : false;
   };
-  const state = await eventually(ready, { what: 'the start-up line and admin listener of `rategate serve`', withinMs: startMs }).catch((err: Error) => {
+  const state = await eventually(ready, {
+    what: 'the start-up line and admin listener of `rategate serve`',
+    withinMs: startMs,
+  }).catch((err: Error) => {
     throw new Error(`gateway did not start (${err.message}): ${out}`);
   });
   if (state === 'exited' || state === false) throw new Error(`gateway did not start: ${out}`);
@@ -93,7 +100,10 @@ function boundAddresses(out: string): Bound | undefined {
 }
 
 /** Runs `rategate ARGS…` to completion. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, cliArgs(args), {
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -28,7 +28,11 @@ export function prometheusMissing(): string[] {
   return ['promtool', 'prometheus'].filter((b) => !has(b));
 }
 
-export async function startPrometheus(o: { job: string; targets: readonly string[]; rules: readonly string[] }): Promise<RunningPrometheus> {
+export async function startPrometheus(o: {
+  job: string;
+  targets: readonly string[];
+  rules: readonly string[];
+}): Promise<RunningPrometheus> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-prom-'));
   writeFileSync(
     path.join(dir, 'prometheus.yml'),
@@ -44,7 +48,11 @@ export async function startPrometheus(o: { job: string; targets: readonly string
   const base = `http://127.0.0.1:${port}`;
   const child: ChildProcess = spawn(
     'prometheus',
-    [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+    [
+      `--config.file=${path.join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
     { stdio: 'ignore' },
   );
   return {

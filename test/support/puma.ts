@@ -25,11 +25,15 @@ export function whyNoPuma(): string | null {
 /** Runs `config.ru` of `appDir` under puma with `env` added; resolves once puma listens. */
 export async function startPuma(appDir: string, env: Record<string, string> = {}): Promise<PumaApp> {
   const port = await freePort();
-  const child: ChildProcess = spawn('puma', ['-b', `tcp://127.0.0.1:${port}`, '-t', '1:1', '-e', 'production', 'config.ru'], {
-    cwd: appDir,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    'puma',
+    ['-b', `tcp://127.0.0.1:${port}`, '-t', '1:1', '-e', 'production', 'config.ru'],
+    {
+      cwd: appDir,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));

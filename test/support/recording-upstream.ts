@@ -42,7 +42,8 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
         const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
         if (token.startsWith('user-')) return reply(res, 200, { id: token.slice(5), username: `u${token.slice(5)}` });
         if (token.startsWith('app-')) return reply(res, 422, { error: 'This method requires an authenticated user' });
-        if (token.startsWith('write-')) return reply(res, 403, { error: 'This action is outside the authorized scopes' });
+        if (token.startsWith('write-'))
+          return reply(res, 403, { error: 'This action is outside the authorized scopes' });
         return reply(res, 401, { error: 'The access token is invalid' });
       }
       reply(res, 200, { method: req.method, url: req.url, bodyBytes });

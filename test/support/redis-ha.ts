@@ -27,10 +27,18 @@ export interface ReplicatedCluster {
 }
 
 const ask = (n: RedisNode, password?: string): Redis =>
-  new Redis({ host: n.host, port: n.port, lazyConnect: false, maxRetriesPerRequest: 1, ...(password === undefined ? {} : { password }) });
+  new Redis({
+    host: n.host,
+    port: n.port,
+    lazyConnect: false,
+    maxRetriesPerRequest: 1,
+    ...(password === undefined ? {} : { password }),
+  });
 
 /** 3 masters, each with one replica; all slots covered and every replica in sync before it resolves. */
-export async function startReplicatedCluster(opts: { nodeTimeoutMs?: number; requireFullCoverage?: boolean } = {}): Promise<ReplicatedCluster> {
+export async function startReplicatedCluster(
+  opts: { nodeTimeoutMs?: number; requireFullCoverage?: boolean } = {},
+): Promise<ReplicatedCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-ha-cluster-'));
   // cluster-require-full-coverage no: while a dead master's slots wait for their replica, the other
   // masters keep serving their own (with the default `yes`, every node answers CLUSTERDOWN meanwhile).
@@ -45,20 +53,29 @@ export async function startReplicatedCluster(opts: { nodeTimeoutMs?: number; req
     opts.requireFullCoverage === true ? 'yes' : 'no',
   ];
   const nodes: Node[] = [];
-  for (let i = 0; i < 6; i++) nodes.push(await startBinaryNode(dir, args, (port) => ['--cluster-config-file', path.join(dir, `nodes-${port}.conf`)]));
+  for (let i = 0; i < 6; i++)
+    nodes.push(
+      await startBinaryNode(dir, args, (port) => ['--cluster-config-file', path.join(dir, `nodes-${port}.conf`)]),
+    );
   const masters = nodes.slice(0, 3);
   const replicas = nodes.slice(3);
   const clients = nodes.map((n) => ask(n));
   try {
     const per = Math.ceil(16384 / 3);
-    await Promise.all(masters.map((_, i) => clients[i]!.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(16383, (i + 1) * per - 1)))));
+    await Promise.all(
+      masters.map((_, i) =>
+        clients[i]!.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(16383, (i + 1) * per - 1))),
+      ),
+    );
     for (const n of nodes.slice(1)) await clients[0]!.call('CLUSTER', 'MEET', n.host, String(n.port));
     const ids = await Promise.all(clients.slice(0, 3).map((c) => c.call('CLUSTER', 'MYID') as Promise<string>));
     await until(async () => {
       const known = (await clients[3]!.call('CLUSTER', 'NODES')) as string;
       return (
         ids.every((id) => known.includes(id)) &&
-        (await Promise.all(clients.slice(4).map((c) => c.call('CLUSTER', 'NODES') as Promise<string>))).every((k) => ids.every((id) => k.includes(id)))
+        (await Promise.all(clients.slice(4).map((c) => c.call('CLUSTER', 'NODES') as Promise<string>))).every((k) =>
+          ids.every((id) => k.includes(id)),
+        )
       );
     }, 'replicas to learn the masters');
     await Promise.all(replicas.map((_, i) => clients[3 + i]!.call('CLUSTER', 'REPLICATE', ids[i]!)));
@@ -110,7 +127,9 @@ export interface SentinelGroup {
  * A master, its replica, and 3 sentinels (quorum 2, down-after 1 s). `password`: the data nodes'
  * (requirepass, masterauth, and the sentinels' auth-pass); `sentinelPassword`: the sentinels' own.
  */
-export async function startSentinelGroup(opts: { password?: string; sentinelPassword?: string } = {}): Promise<SentinelGroup> {
+export async function startSentinelGroup(
+  opts: { password?: string; sentinelPassword?: string } = {},
+): Promise<SentinelGroup> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-ha-sentinel-'));
   const name = 'rgmaster';
   const auth = opts.password === undefined ? [] : ['--requirepass', opts.password, '--masterauth', opts.password];
@@ -136,7 +155,9 @@ export async function startSentinelGroup(opts: { password?: string; sentinelPass
         `sentinel down-after-milliseconds ${name} 1000`,
         `sentinel failover-timeout ${name} 4000`,
         ...(opts.password === undefined ? [] : [`sentinel auth-pass ${name} ${opts.password}`]),
-        ...(opts.sentinelPassword === undefined ? [] : [`requirepass ${opts.sentinelPassword}`, `sentinel sentinel-pass ${opts.sentinelPassword}`]),
+        ...(opts.sentinelPassword === undefined
+          ? []
+          : [`requirepass ${opts.sentinelPassword}`, `sentinel sentinel-pass ${opts.sentinelPassword}`]),
         '',
       ].join('\n'),
     );
@@ -154,12 +175,19 @@ export async function startSentinelGroup(opts: { password?: string; sentinelPass
   }
   // Every sentinel must know the replica and the other sentinels before a failover can be agreed on.
   const sc = sentinels.map(
-    (s) => new Redis({ host: '127.0.0.1', port: s.port, ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }) }),
+    (s) =>
+      new Redis({
+        host: '127.0.0.1',
+        port: s.port,
+        ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }),
+      }),
   );
   try {
     await until(async () => {
       const views = await Promise.all(sc.map((c) => c.call('SENTINEL', 'MASTER', name) as Promise<string[]>));
-      return views.every((v) => Number(v[v.indexOf('num-slaves') + 1]) >= 1 && Number(v[v.indexOf('num-other-sentinels') + 1]) >= 2);
+      return views.every(
+        (v) => Number(v[v.indexOf('num-slaves') + 1]) >= 1 && Number(v[v.indexOf('num-other-sentinels') + 1]) >= 2,
+      );
     }, 'the sentinels to discover each other and the replica');
   } finally {
     sc.forEach((c) => c.disconnect());
@@ -206,7 +234,12 @@ export async function startSentinelGroup(opts: { password?: string; sentinelPass
 }
 
 async function roleMasterAt(node: RedisNode, password: string | undefined, timeoutMs = 20_000): Promise<number> {
-  const c = new Redis({ host: node.host, port: node.port, maxRetriesPerRequest: 1, ...(password === undefined ? {} : { password }) });
+  const c = new Redis({
+    host: node.host,
+    port: node.port,
+    maxRetriesPerRequest: 1,
+    ...(password === undefined ? {} : { password }),
+  });
   c.on('error', () => {});
   try {
     let at = 0;

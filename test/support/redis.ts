@@ -223,7 +223,20 @@ export async function startBinaryNode(
   const launch = async () => {
     const c = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra, ...perPort(port)],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        ...extra,
+        ...perPort(port),
+      ],
       { stdio: 'ignore' },
     );
     child = c;
@@ -279,7 +292,12 @@ export async function startBinaryNode(
 }
 
 /** Sends PING until the server answers PONG; fails at once when `alive` says the server is gone. */
-export async function waitForPing(host: string, port: number, timeoutMs: number, alive: () => boolean = () => true): Promise<void> {
+export async function waitForPing(
+  host: string,
+  port: number,
+  timeoutMs: number,
+  alive: () => boolean = () => true,
+): Promise<void> {
   const up = await eventually(
     async () => {
       if (!alive()) return 'exited';
@@ -310,18 +328,32 @@ function pong(host: string, port: number): Promise<boolean> {
 
 /** Splits the slots over the nodes, introduces them to each other, and waits for cluster_state:ok everywhere. */
 async function formCluster(nodes: RedisNode[], password?: string): Promise<void> {
-  const clients = nodes.map((n) => new Redis({ host: n.host, port: n.port, lazyConnect: false, ...(password === undefined ? {} : { password }) }));
+  const clients = nodes.map(
+    (n) =>
+      new Redis({ host: n.host, port: n.port, lazyConnect: false, ...(password === undefined ? {} : { password }) }),
+  );
   try {
     const per = Math.ceil(16384 / nodes.length);
-    await Promise.all(clients.map((c, i) => c.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(16383, (i + 1) * per - 1)))));
+    await Promise.all(
+      clients.map((c, i) =>
+        c.call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(Math.min(16383, (i + 1) * per - 1))),
+      ),
+    );
     for (const n of nodes.slice(1)) await clients[0]!.call('CLUSTER', 'MEET', n.host, String(n.port));
     await eventually(
       async () => {
         const infos = await Promise.all(clients.map((c) => c.call('CLUSTER', 'INFO') as Promise<string>));
         const slots = await Promise.all(clients.map((c) => c.call('CLUSTER', 'SLOTS') as Promise<unknown[]>));
-        return infos.every((i) => i.includes('cluster_state:ok')) && slots.every((s) => s.length === nodes.length) ? true : infos.join(' | ');
+        return infos.every((i) => i.includes('cluster_state:ok')) && slots.every((s) => s.length === nodes.length)
+          ? true
+          : infos.join(' | ');
       },
-      { what: 'the cluster converged (cluster_state:ok, every slot range known everywhere)', withinMs: 20_000, everyMs: 100, until: (v) => v === true },
+      {
+        what: 'the cluster converged (cluster_state:ok, every slot range known everywhere)',
+        withinMs: 20_000,
+        everyMs: 100,
+        until: (v) => v === true,
+      },
     );
   } finally {
     clients.forEach((c) => c.disconnect());
@@ -355,7 +387,10 @@ async function startContainer(): Promise<RedisHandle> {
  * A bucket's stored state as the Lua scripts write it (three little-endian doubles, see lua/lib.lua),
  * or null when the key is absent; throws on any other value, so a layout change cannot pass unseen.
  */
-export async function readBucketState(client: { getBuffer(key: string): Promise<Buffer | null> }, key: string): Promise<[number, number, number] | null> {
+export async function readBucketState(
+  client: { getBuffer(key: string): Promise<Buffer | null> },
+  key: string,
+): Promise<[number, number, number] | null> {
   const raw = await client.getBuffer(key);
   if (raw === null) return null;
   if (raw.length !== 24) throw new Error(`${key}: ${raw.length}-byte value, expected 24 (three doubles)`);

@@ -6,7 +6,14 @@
  */
 import { afterAll, beforeAll } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from './recording-upstream.js';
-import { skipCluster, skipRedis, startRedis, startRedisCluster, type ClusterHandle, type RedisHandle } from './redis.js';
+import {
+  skipCluster,
+  skipRedis,
+  startRedis,
+  startRedisCluster,
+  type ClusterHandle,
+  type RedisHandle,
+} from './redis.js';
 
 export interface StoreCase {
   readonly name: string;

@@ -26,10 +26,38 @@ export interface TestCa {
 export async function makeTestCa(): Promise<TestCa> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'rategate-ca-'));
   const openssl = (...args: string[]) => run('openssl', args, { cwd: dir });
-  await openssl('req', '-x509', ...EC_KEY, '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=rategate test CA', '-days', '2');
+  await openssl(
+    'req',
+    '-x509',
+    ...EC_KEY,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-subj',
+    '/CN=rategate test CA',
+    '-days',
+    '2',
+  );
   await openssl('req', ...EC_KEY, '-keyout', 'gw.key', '-out', 'gw.csr', '-subj', '/CN=gw.test');
   await writeFile(path.join(dir, 'gw.ext'), 'subjectAltName=DNS:gw.test,IP:127.0.0.1\n');
-  await openssl('x509', '-req', '-in', 'gw.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-out', 'gw.crt', '-extfile', 'gw.ext');
+  await openssl(
+    'x509',
+    '-req',
+    '-in',
+    'gw.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-out',
+    'gw.crt',
+    '-extfile',
+    'gw.ext',
+  );
   return {
     dir,
     ca: await readFile(path.join(dir, 'ca.crt'), 'utf8'),

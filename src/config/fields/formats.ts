@@ -13,11 +13,15 @@ export function checked(check: (v: string) => string | null): z.ZodString {
 
 /** Written as `30s`, `5m`, `1h30m`, `250ms` or integer milliseconds; parsed to milliseconds. */
 export function duration(minMs: number) {
-  const invalid = (input: unknown): string => (input === undefined ? 'required' : `invalid duration ${show(input)} (${DURATION_HINT})`);
+  const invalid = (input: unknown): string =>
+    input === undefined ? 'required' : `invalid duration ${show(input)} (${DURATION_HINT})`;
   // Zod reports the issue of the one option whose type matched, so each option carries the message.
   const error = (iss: { input?: unknown }): string => invalid(iss.input);
   return z
-    .union([z.string().regex(new RegExp(DURATION_PATTERN), { error }), z.number().int({ error }).nonnegative({ error })], { error })
+    .union(
+      [z.string().regex(new RegExp(DURATION_PATTERN), { error }), z.number().int({ error }).nonnegative({ error })],
+      { error },
+    )
     .transform((v, ctx) => {
       const ms = parseDuration(v);
       if (ms === undefined) {
@@ -25,7 +29,11 @@ export function duration(minMs: number) {
         return z.NEVER;
       }
       if (ms < minMs) {
-        ctx.issues.push({ code: 'custom', message: `must be at least ${formatDuration(minMs)}, got ${show(v)}`, input: v });
+        ctx.issues.push({
+          code: 'custom',
+          message: `must be at least ${formatDuration(minMs)}, got ${show(v)}`,
+          input: v,
+        });
         return z.NEVER;
       }
       return ms;
@@ -63,12 +71,23 @@ export const accountId = z
   .transform((v): string => String(v));
 /** Sizes as `512`, `16kB`, `10MB`, `1GB` (powers of 1024; `KiB`, `MiB`, `GiB` too); 0 means no limit. */
 const SIZE = /^([0-9]+)\s*(B|kB|KB|KiB|MB|MiB|GB|GiB)?$/;
-const SIZE_UNITS: Record<string, number> = { B: 1, kB: 1024, KB: 1024, KiB: 1024, MB: 1024 ** 2, MiB: 1024 ** 2, GB: 1024 ** 3, GiB: 1024 ** 3 };
+const SIZE_UNITS: Record<string, number> = {
+  B: 1,
+  kB: 1024,
+  KB: 1024,
+  KiB: 1024,
+  MB: 1024 ** 2,
+  MiB: 1024 ** 2,
+  GB: 1024 ** 3,
+  GiB: 1024 ** 3,
+};
 export function size() {
   const invalid = (input: unknown) => `invalid size ${show(input)} (use bytes, or 16kB, 10MB, 1GB)`;
-  return z.union([z.number().int().nonnegative(), z.string().regex(SIZE)], { error: (iss) => invalid(iss.input) }).transform((v): number => {
-    if (typeof v === 'number') return v;
-    const m = SIZE.exec(v)!;
-    return Number(m[1]) * SIZE_UNITS[m[2] ?? 'B']!;
-  });
+  return z
+    .union([z.number().int().nonnegative(), z.string().regex(SIZE)], { error: (iss) => invalid(iss.input) })
+    .transform((v): number => {
+      if (typeof v === 'number') return v;
+      const m = SIZE.exec(v)!;
+      return Number(m[1]) * SIZE_UNITS[m[2] ?? 'B']!;
+    });
 }

@@ -22,7 +22,11 @@ export interface RuleMatchShape {
   readonly when: z.ZodType<RuleWhen | undefined, unknown>;
 }
 
-const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, { error: (iss) => `invalid name ${show(iss.input)} (use letters, digits, "_", "." and "-")` });
+const name = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]+$/, {
+    error: (iss) => `invalid name ${show(iss.input)} (use letters, digits, "_", "." and "-")`,
+  });
 
 const status = z.number().int().min(100).max(599);
 
@@ -53,12 +57,20 @@ export function guardShapes(ruleMatchShape: RuleMatchShape) {
     scope: z
       .enum(['local', 'store'])
       .default('local')
-      .describe('local: per gateway process; store: shared through the store with leases that expire if a replica dies.'),
+      .describe(
+        'local: per gateway process; store: shared through the store with leases that expire if a replica dies.',
+      ),
   };
 
   const top = {
-    bans: tableList(z.object(banShape).strict(), 'Automatic bans (Fail2Ban / Allow2Ban): a key that passes `limit` in `period` is refused 403 for `ban`.'),
-    concurrency: tableList(z.object(concurrencyShape).strict(), 'In-flight limits: at most `max` requests of one key in flight.'),
+    bans: tableList(
+      z.object(banShape).strict(),
+      'Automatic bans (Fail2Ban / Allow2Ban): a key that passes `limit` in `period` is refused 403 for `ban`.',
+    ),
+    concurrency: tableList(
+      z.object(concurrencyShape).strict(),
+      'In-flight limits: at most `max` requests of one key in flight.',
+    ),
   };
 
   const knownKeys: Record<string, readonly string[]> = {

@@ -35,7 +35,8 @@ export function overrideIssues(r: Record<string, unknown>, i: number, issues: Pa
         message: `keys apply to per: ${KEYED_TEXT} rules (this rule is per: ${per}; use ips or accounts)`,
       });
     }
-    if (Array.isArray(o.keys)) tupleIssues(o.keys as unknown[], composite, ['limits', i, 'overrides', j, 'keys'], issues);
+    if (Array.isArray(o.keys))
+      tupleIssues(o.keys as unknown[], composite, ['limits', i, 'overrides', j, 'keys'], issues);
     const names = (v: unknown) => Array.isArray(v) && v.length > 0;
     if (!names(o.ips) && !names(o.accounts) && !names(o.keys)) {
       issues.push({ path: ['limits', i, 'overrides', j], message: 'names no client (give ips, accounts or keys)' });
@@ -47,9 +48,15 @@ export function overrideIssues(r: Record<string, unknown>, i: number, issues: Pa
 function tupleIssues(keys: unknown[], parts: number, path: PathIssue['path'], issues: PathIssue[]): void {
   keys.forEach((k, n) => {
     if (parts === 0 && Array.isArray(k))
-      issues.push({ path: [...path, n], message: 'a list of values names a key of a composite per; this rule has one kind' });
+      issues.push({
+        path: [...path, n],
+        message: 'a list of values names a key of a composite per; this rule has one kind',
+      });
     if (parts > 0 && (!Array.isArray(k) || k.length !== parts)) {
-      issues.push({ path: [...path, n], message: `a composite per of ${parts} kinds takes a list of ${parts} values, one per kind in order` });
+      issues.push({
+        path: [...path, n],
+        message: `a composite per of ${parts} kinds takes a list of ${parts} values, one per kind in order`,
+      });
     }
   });
 }

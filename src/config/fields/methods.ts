@@ -7,7 +7,17 @@ import { parsePattern } from '../../routing/pattern.js';
 import { closest, type PathItem } from '../errors.js';
 
 /** The methods of RFC 9110 and PATCH (RFC 5789): what `match:` accepts without `methods.custom`. */
-export const STANDARD_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'];
+export const STANDARD_METHODS: readonly string[] = [
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'DELETE',
+  'CONNECT',
+  'OPTIONS',
+  'TRACE',
+  'PATCH',
+];
 
 /**
  * An entry of `methods.custom`: node:http's parser refuses (400) any method outside its own list, so a
@@ -29,14 +39,20 @@ export function methodIssues(top: Record<string, unknown>): Array<{ path: readon
   const custom = Array.isArray(customRaw) ? customRaw.filter((m): m is string => typeof m === 'string') : [];
   const known = [...STANDARD_METHODS, ...custom];
   const matchLists: Array<[readonly PathItem[], unknown]> = [];
-  if (Array.isArray(top.limits)) top.limits.forEach((r, i) => matchLists.push([['limits', i, 'match'], record(r)?.match]));
+  if (Array.isArray(top.limits))
+    top.limits.forEach((r, i) => matchLists.push([['limits', i, 'match'], record(r)?.match]));
   const bodyLimits = record(top.server)?.bodyLimits;
-  if (Array.isArray(bodyLimits)) bodyLimits.forEach((r, i) => matchLists.push([['server', 'bodyLimits', i, 'match'], record(r)?.match]));
+  if (Array.isArray(bodyLimits))
+    bodyLimits.forEach((r, i) => matchLists.push([['server', 'bodyLimits', i, 'match'], record(r)?.match]));
   return matchLists.flatMap(([path, match]) => unknownMethodIssues(path, match, known));
 }
 
 /** A pattern whose method is neither standard nor listed in methods.custom could never be what was meant. */
-function unknownMethodIssues(path: readonly PathItem[], match: unknown, known: readonly string[]): Array<{ path: readonly PathItem[]; message: string }> {
+function unknownMethodIssues(
+  path: readonly PathItem[],
+  match: unknown,
+  known: readonly string[],
+): Array<{ path: readonly PathItem[]; message: string }> {
   const list: unknown[] = typeof match === 'string' ? [match] : Array.isArray(match) ? match : [];
   const issues: Array<{ path: readonly PathItem[]; message: string }> = [];
   list.forEach((p, i) => {

@@ -13,7 +13,11 @@ const accountAge = z.string().transform((v, ctx) => {
   const m = AGE_PATTERN.exec(v);
   const ms = m === null ? undefined : parseDuration(m[2]);
   if (m === null || ms === undefined) {
-    ctx.issues.push({ code: 'custom', message: `invalid age ${show(v)} (a comparison and a duration: "< 7d", ">= 30d"; ${DURATION_HINT})`, input: v });
+    ctx.issues.push({
+      code: 'custom',
+      message: `invalid age ${show(v)} (a comparison and a duration: "< 7d", ">= 30d"; ${DURATION_HINT})`,
+      input: v,
+    });
     return z.NEVER;
   }
   return { op: m[1] as AgeOp, ms, text: `${m[1]!} ${m[2]!}` };
@@ -22,7 +26,9 @@ const accountAge = z.string().transform((v, ctx) => {
 export const accountWhenShape = {
   age: accountAge
     .optional()
-    .describe('The account\'s age (from created_at), compared: "< 7d", ">= 30d". An account whose creation the upstream does not tell counts as new (age 0).'),
+    .describe(
+      'The account\'s age (from created_at), compared: "< 7d", ">= 30d". An account whose creation the upstream does not tell counts as new (age 0).',
+    ),
   bot: z.boolean().optional().describe('Whether the account says it is a bot (unknown: false).'),
   locked: z.boolean().optional().describe('Whether the account approves its followers (unknown: false).'),
 };
@@ -41,7 +47,8 @@ export const onError = z.enum(['local', 'allow', 'deny']);
 /** One pattern or a list (limits[].match, routes[].match, server.bodyLimits[].match). */
 export const patterns = z
   .union([z.string(), z.array(z.string())], {
-    error: (iss) => (iss.input === undefined ? 'required' : `expected a pattern or a list of patterns, got ${show(iss.input)}`),
+    error: (iss) =>
+      iss.input === undefined ? 'required' : `expected a pattern or a list of patterns, got ${show(iss.input)}`,
   })
   .superRefine((v, ctx) => {
     if (Array.isArray(v) && v.length === 0) {
@@ -62,7 +69,9 @@ export const whenShape = {
   authenticated: z
     .boolean()
     .optional()
-    .describe('true: only requests with an account (a token the upstream accepts, or the token/header in those modes); false: only requests without.'),
+    .describe(
+      'true: only requests with an account (a token the upstream accepts, or the token/header in those modes); false: only requests without.',
+    ),
   query: z
     .array(z.string().min(1))
     .min(1)
@@ -107,7 +116,8 @@ const perPart = z
 /** `per:` — one kind, or a composite `[KIND, KIND, …]`: one bucket per combination of the parts' values. */
 const perShape = z
   .union([perPart, z.array(perPart)], {
-    error: (iss) => (iss.input === undefined ? 'required' : `expected a key kind or a list of key kinds, got ${show(iss.input)}`),
+    error: (iss) =>
+      iss.input === undefined ? 'required' : `expected a key kind or a list of key kinds, got ${show(iss.input)}`,
   })
   .superRefine((v, ctx) => {
     if (typeof v === 'string') return;
@@ -121,14 +131,20 @@ const perShape = z
 export const ruleShape = {
   name: z
     .string()
-    .regex(RULE_NAME, { error: (iss) => `invalid rule name ${show(iss.input)} (use letters, digits, "_", "." and "-")` })
+    .regex(RULE_NAME, {
+      error: (iss) => `invalid rule name ${show(iss.input)} (use letters, digits, "_", "." and "-")`,
+    })
     .describe('Unique rule name; used in metrics, logs and the RateLimit-Policy header.'),
-  match: patterns.describe('One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).'),
+  match: patterns.describe(
+    'One pattern or a list: "METHOD /path" or "/path" (any method). Segments: literal, :name (one segment), a final * (the rest).',
+  ),
   per: perShape,
   missing: z
     .enum(['skip', 'ip'])
     .optional()
-    .describe('A request without the key (or a part of it): skip (default) leaves the rule out; ip counts it per client IP instead.'),
+    .describe(
+      'A request without the key (or a part of it): skip (default) leaves the rule out; ip counts it per client IP instead.',
+    ),
   limit: positiveInt().describe('Requests allowed per period.'),
   period: duration(1).describe('Window length: 30s, 5m, 1h, 1d, 250ms or integer milliseconds.'),
   algorithm: z
@@ -142,5 +158,7 @@ export const ruleShape = {
   overrides: z
     .array(z.object(overrideShape).strict())
     .optional()
-    .describe('Clients with their own limit for this rule (own bucket, same period and algorithm); the first match wins.'),
+    .describe(
+      'Clients with their own limit for this rule (own bucket, same period and algorithm); the first match wins.',
+    ),
 };

@@ -9,7 +9,8 @@ export interface HostPort {
   readonly port: number;
 }
 
-const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const HOSTNAME =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /** Parses `HOST:PORT` (`[::]:8080` for IPv6); port 0 asks the OS for a free port (tests use it). */
 export function parseHostPort(value: string): HostPort | undefined {
@@ -36,7 +37,9 @@ export function parseHostPort(value: string): HostPort | undefined {
 }
 
 export function checkListen(value: string): string | null {
-  return parseHostPort(value) === undefined ? `invalid address "${value}" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080)` : null;
+  return parseHostPort(value) === undefined
+    ? `invalid address "${value}" (use HOST:PORT, e.g. 0.0.0.0:8080 or [::]:8080)`
+    : null;
 }
 
 export function checkUpstreamUrl(value: string): string | null {
@@ -51,7 +54,8 @@ export function checkUpstreamUrl(value: string): string | null {
 
 /** A named upstream (`upstreams.NAME.url`): an origin only, since the request path is sent as it came. */
 export function checkNamedUpstreamUrl(value: string): string | null {
-  if (value === 'builtin') return 'builtin is the top-level upstream only; a named upstream needs an http:// or https:// URL';
+  if (value === 'builtin')
+    return 'builtin is the top-level upstream only; a named upstream needs an http:// or https:// URL';
   const problem = checkUpstreamUrl(value);
   if (problem !== null) return problem;
   const path = new URL(value).pathname;
@@ -80,11 +84,15 @@ export function checkAdminHost(value: string): string | null {
 }
 
 export function checkTrustedProxy(value: string): string | null {
-  return isCidrEntry(value, true) ? null : `invalid trusted proxy "${value}" (use loopback, private, an IP address or a CIDR)`;
+  return isCidrEntry(value, true)
+    ? null
+    : `invalid trusted proxy "${value}" (use loopback, private, an IP address or a CIDR)`;
 }
 
 export function checkProxyProtocolPeer(value: string): string | null {
-  return isCidrEntry(value, true) ? null : `invalid PROXY protocol peer "${value}" (use loopback, private, an IP address or a CIDR)`;
+  return isCidrEntry(value, true)
+    ? null
+    : `invalid PROXY protocol peer "${value}" (use loopback, private, an IP address or a CIDR)`;
 }
 
 /** RFC 7230 token: what an HTTP header name may be. */

@@ -11,7 +11,9 @@ import type { StoreBackend } from './types.js';
 const BACKENDS: readonly StoreBackend[] = [memoryBackend, ...redisBackends];
 
 /** Every scheme `store.url` may start with, and the backend that opens it. */
-export const STORE_BACKENDS: ReadonlyMap<string, StoreBackend> = new Map(BACKENDS.flatMap((b) => b.schemes.map((s) => [s, b] as const)));
+export const STORE_BACKENDS: ReadonlyMap<string, StoreBackend> = new Map(
+  BACKENDS.flatMap((b) => b.schemes.map((s) => [s, b] as const)),
+);
 
 /** The backend of a `store.url` (checked by the config already: an unknown scheme is a StoreUrlError there). */
 export function backendFor(url: string): StoreBackend {

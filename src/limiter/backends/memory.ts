@@ -19,6 +19,13 @@ export const memoryBackend: StoreBackend = {
   can,
   open: async (settings, opts) => {
     const store = boundedMemoryStore(settings, opts, 'memory store');
-    return { store, kind: 'memory', can, reachable: async () => true, fallbackActive: () => false, localKeys: () => store.size };
+    return {
+      store,
+      kind: 'memory',
+      can,
+      reachable: async () => true,
+      fallbackActive: () => false,
+      localKeys: () => store.size,
+    };
   },
 };

@@ -50,7 +50,9 @@ async function openRedis(kind: string, storeConfig: StoreSettings, opts: StoreFa
     ...(observer.batchSent ? { onBatch: observer.batchSent.bind(observer) } : {}),
   });
   const policy = `onError: ${storeConfig.onError} (per-rule onStoreError aside)`;
-  const states = log ? new StoreStateLog({ log, where, policy, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
+  const states = log
+    ? new StoreStateLog({ log, where, policy, ...(opts.clock ? { clock: opts.clock } : {}) })
+    : undefined;
   const warnings = log ? new StoreWarnings({ log, where, ...(opts.clock ? { clock: opts.clock } : {}) }) : undefined;
   const fallback = boundedMemoryStore(storeConfig, opts, 'local fallback');
   const resilient = createResilientStore(redis, {
@@ -108,7 +110,10 @@ function leasesOver(
 }
 
 /** Readiness: every key has a master, the fallback is not answering, and Redis answers a ping. */
-async function redisReachable(redis: ReturnType<typeof createRedisStore>, resilient: ReturnType<typeof createResilientStore>): Promise<boolean> {
+async function redisReachable(
+  redis: ReturnType<typeof createRedisStore>,
+  resilient: ReturnType<typeof createResilientStore>,
+): Promise<boolean> {
   if (!redis.covered() || resilient.fallbackActive) return false;
   return redis.ping().then(
     () => true,
@@ -117,7 +122,11 @@ async function redisReachable(redis: ReturnType<typeof createRedisStore>, resili
 }
 
 /** The resilient store's events as metrics and state-change log lines. */
-function storeEventReporter(observer: Partial<StoreObserver>, states: StoreStateLog | undefined, warnings: StoreWarnings | undefined): (e: StoreEvent) => void {
+function storeEventReporter(
+  observer: Partial<StoreObserver>,
+  states: StoreStateLog | undefined,
+  warnings: StoreWarnings | undefined,
+): (e: StoreEvent) => void {
   return (e) => {
     switch (e.type) {
       case 'error':

@@ -146,7 +146,8 @@ export class BucketTable {
         this.longKeys.delete(last);
       }
     }
-    if (this.capacity > MIN_ROWS && this.rows < this.capacity / 4) this.resize(Math.max(MIN_ROWS, Math.ceil(this.capacity / 2)));
+    if (this.capacity > MIN_ROWS && this.rows < this.capacity / 4)
+      this.resize(Math.max(MIN_ROWS, Math.ceil(this.capacity / 2)));
   }
 
   clear(): void {
@@ -189,7 +190,8 @@ export class BucketTable {
     s[2] = id >>> 8;
     if (hexAt >= 0) {
       s[3] = TAG_DIGEST;
-      for (let i = 0; i < KEPT_HEX / 2; i++) s[4 + i] = (hexValue(key.charCodeAt(hexAt + 2 * i)) << 4) | hexValue(key.charCodeAt(hexAt + 2 * i + 1));
+      for (let i = 0; i < KEPT_HEX / 2; i++)
+        s[4 + i] = (hexValue(key.charCodeAt(hexAt + 2 * i)) << 4) | hexValue(key.charCodeAt(hexAt + 2 * i + 1));
       return 3 + KEPT_HEX / 2;
     }
     if (this.packIpv4(key, brace)) {
@@ -211,7 +213,8 @@ export class BucketTable {
   private prefixId(key: string, end: number): number {
     const slot = (end ^ (key.charCodeAt(end - 1) << 1) ^ key.charCodeAt(end - 2)) & (RECENT_PREFIXES - 1);
     const recent = this.recentPrefixes[slot];
-    if (recent !== null && recent !== undefined && recent.length === end && key.startsWith(recent)) return this.recentIds[slot]!;
+    if (recent !== null && recent !== undefined && recent.length === end && key.startsWith(recent))
+      return this.recentIds[slot]!;
     const prefix = key.slice(0, end);
     let id = this.prefixes.get(prefix);
     if (id === undefined) {
@@ -331,7 +334,13 @@ function hexValue(c: number): number {
 function digestStart(key: string, brace: number): number {
   const end = key.length - 1;
   const hexAt = end - DIGEST_HEX;
-  if (key.charCodeAt(end) !== 0x7d /* } */ || hexAt < brace + 3 || hexAt - brace > 14 || key.charCodeAt(hexAt - 1) !== 0x3a /* : */) return -1;
+  if (
+    key.charCodeAt(end) !== 0x7d /* } */ ||
+    hexAt < brace + 3 ||
+    hexAt - brace > 14 ||
+    key.charCodeAt(hexAt - 1) !== 0x3a /* : */
+  )
+    return -1;
   for (let i = brace + 1; i < hexAt; i++) {
     const c = key.charCodeAt(i);
     if ((c < 0x61 || c > 0x7a) && c !== 0x3a) return -1;

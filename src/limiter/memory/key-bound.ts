@@ -54,10 +54,14 @@ function cgroupLimit(path: string, read: (path: string) => string): number | und
  * The memory this process may use. `env` and `read` are injected for tests; an unreadable or
  * malformed RATEGATE_MEMORY_LIMIT fails (an operator's typo must not pass as "no limit").
  */
-export function memoryLimit(env: NodeJS.ProcessEnv = process.env, read = (path: string): string => readFileSync(path, 'utf8')): MemoryLimit {
+export function memoryLimit(
+  env: NodeJS.ProcessEnv = process.env,
+  read = (path: string): string => readFileSync(path, 'utf8'),
+): MemoryLimit {
   const given = env.RATEGATE_MEMORY_LIMIT;
   if (given !== undefined && given !== '') {
-    if (!/^\d+$/.test(given) || Number(given) <= 0) throw new Error(`RATEGATE_MEMORY_LIMIT must be a number of bytes, not ${JSON.stringify(given)}`);
+    if (!/^\d+$/.test(given) || Number(given) <= 0)
+      throw new Error(`RATEGATE_MEMORY_LIMIT must be a number of bytes, not ${JSON.stringify(given)}`);
     return { bytes: Number(given), source: 'RATEGATE_MEMORY_LIMIT' };
   }
   const v2 = cgroupLimit('/sys/fs/cgroup/memory.max', read);
@@ -68,8 +72,14 @@ export function memoryLimit(env: NodeJS.ProcessEnv = process.env, read = (path: 
 }
 
 /** The bound in force: `store.maxKeys` when given, else derived from the memory limit and the baseline (the larger of BASELINE_BYTES and this process's RSS now). */
-export function effectiveMaxKeys(configured: number | undefined, limit: () => MemoryLimit = memoryLimit): { maxKeys: number; derived: MemoryLimit | null } {
+export function effectiveMaxKeys(
+  configured: number | undefined,
+  limit: () => MemoryLimit = memoryLimit,
+): { maxKeys: number; derived: MemoryLimit | null } {
   if (configured !== undefined) return { maxKeys: configured, derived: null };
   const l = limit();
-  return { maxKeys: maxKeysFor(l.bytes, Math.max(BASELINE_BYTES, process.memoryUsage.rss()), BYTES_PER_BUCKET), derived: l };
+  return {
+    maxKeys: maxKeysFor(l.bytes, Math.max(BASELINE_BYTES, process.memoryUsage.rss()), BYTES_PER_BUCKET),
+    derived: l,
+  };
 }

@@ -11,7 +11,8 @@ export type Arg = string | number | Buffer;
 
 /** The shared prelude (the algorithms) is prepended to each script so the formulas exist once in Lua. */
 const LIB = readFileSync(new URL('./lua/lib.lua', import.meta.url), 'utf8');
-const script = (name: string): string => `${LIB}\n${readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8')}`;
+const script = (name: string): string =>
+  `${LIB}\n${readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8')}`;
 
 /** The script texts as sent to Redis (prelude included); tests drive them directly too. */
 export const luaScripts = {
@@ -27,7 +28,11 @@ export const PLAIN_STRIDE = 4;
 export const RESERVE_STRIDE = 7;
 
 /** consume.lua's algorithm codes (ALGORITHM in lua/lib.lua). */
-const ALGORITHM_CODE: Readonly<Record<BucketSpec['algorithm'], number>> = { 'fixed-window': 0, 'sliding-window': 1, 'token-bucket': 2 };
+const ALGORITHM_CODE: Readonly<Record<BucketSpec['algorithm'], number>> = {
+  'fixed-window': 0,
+  'sliding-window': 1,
+  'token-bucket': 2,
+};
 /** Doubles per bucket in the packed parameters: algorithm code, limit, periodMs, cost, shadow. */
 const PARAMS_PER_BUCKET = 5;
 
@@ -76,7 +81,13 @@ const littleEndian = (buf: Buffer): Buffer => (BIG_ENDIAN ? buf.swap64() : buf);
  * returns the index after them. One binary argument instead of five strings per bucket: every argument
  * costs ioredis a copy and an encoding step, and Redis a Lua string and a number conversion.
  */
-function writeBucketParams(d: Float64Array, at: number, specs: readonly BucketSpec[], idx: readonly number[] | null, leases = false): number {
+function writeBucketParams(
+  d: Float64Array,
+  at: number,
+  specs: readonly BucketSpec[],
+  idx: readonly number[] | null,
+  leases = false,
+): number {
   const n = idx ? idx.length : specs.length;
   for (let k = 0; k < n; k++) {
     const spec = specs[idx ? idx[k]! : k]!;
@@ -105,7 +116,13 @@ export function encodeBucketParams(
 }
 
 /** The key count, KEYS and ARGV of consume.lua for the buckets `idx` (all of them when null). */
-export function consumeArgs(specs: readonly BucketSpec[], keys: readonly string[], idx: readonly number[] | null, clock: string, mode: '' | 'reserve'): Arg[] {
+export function consumeArgs(
+  specs: readonly BucketSpec[],
+  keys: readonly string[],
+  idx: readonly number[] | null,
+  clock: string,
+  mode: '' | 'reserve',
+): Arg[] {
   const n = idx ? idx.length : specs.length;
   const leases = mode === '';
   const args: Arg[] = new Array(n + 4);

@@ -105,7 +105,12 @@ export class CrossSlot {
   }
 
   /** Releases what one slot's reserve call charged. Never rejects: a failed refund only under-admits. */
-  private refund(specs: readonly BucketSpec[], keys: readonly string[], idx: readonly number[], r: readonly number[]): Promise<void> {
+  private refund(
+    specs: readonly BucketSpec[],
+    keys: readonly string[],
+    idx: readonly number[],
+    r: readonly number[],
+  ): Promise<void> {
     if (r[0] !== 1) return Promise.resolve();
     const refundKeys: string[] = [];
     // The group's `now` is when the reservation was made: token-bucket refunds depend on its age.

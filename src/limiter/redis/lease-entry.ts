@@ -6,7 +6,14 @@ import type { BucketSpec, BucketState } from '../types.js';
 
 /** Same rule shape: a lease taken under one rule is never spent under another (a reload changed it). */
 export function sameRule(a: BucketSpec, b: BucketSpec): boolean {
-  return a === b || (a.limit === b.limit && a.periodMs === b.periodMs && a.algorithm === b.algorithm && a.cost === b.cost && a.shadow === b.shadow);
+  return (
+    a === b ||
+    (a.limit === b.limit &&
+      a.periodMs === b.periodMs &&
+      a.algorithm === b.algorithm &&
+      a.cost === b.cost &&
+      a.shadow === b.shadow)
+  );
 }
 
 /** The fixed window a store time falls in (fixed and sliding windows count per window of the period). */
@@ -78,7 +85,8 @@ export class LeaseEntry {
     const spec = this.spec;
     const windows = spec.algorithm !== 'token-bucket';
     // Tokens of another window cannot be mixed in: what was held is dropped (its window is over).
-    if (this.tokens > 0 && windows && windowStart(spec, this.chargedAt) !== windowStart(spec, storeNow)) this.tokens = 0;
+    if (this.tokens > 0 && windows && windowStart(spec, this.chargedAt) !== windowStart(spec, storeNow))
+      this.tokens = 0;
     if (this.tokens <= 0) {
       this.tokens = 0;
       this.stock++;

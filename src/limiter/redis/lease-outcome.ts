@@ -22,7 +22,11 @@ export function leaseArrived(
 }
 
 /** The request was not admitted: reserved tokens go back to their stock, if it is still the current one. */
-export function unreserve(specs: readonly BucketSpec[], entries: readonly (LeaseEntry | undefined)[], reserved: readonly number[]): void {
+export function unreserve(
+  specs: readonly BucketSpec[],
+  entries: readonly (LeaseEntry | undefined)[],
+  reserved: readonly number[],
+): void {
   for (let i = 0; i < specs.length; i++) {
     const e = entries[i];
     if (e !== undefined && reserved[i]! >= 0 && e.stock === reserved[i]) e.tokens += specs[i]!.cost;
@@ -51,7 +55,10 @@ export function takeIn(
       if (out.allowed) e.granted(b.leased ?? 0, b, out.now, sentAt, maxAgeMs);
     }
     // The store's figure already counts what this gateway holds as spent.
-    buckets[i] = e === undefined || e.tokens === 0 ? b : { remaining: b.remaining + e.tokens, resetAt: b.resetAt, limited: b.limited, retryAt: b.retryAt };
+    buckets[i] =
+      e === undefined || e.tokens === 0
+        ? b
+        : { remaining: b.remaining + e.tokens, resetAt: b.resetAt, limited: b.limited, retryAt: b.retryAt };
   }
   for (let i = 0; i < n; i++) {
     if (reserved[i]! < 0) continue;

@@ -237,14 +237,17 @@ class Leases implements LeaseStore {
     try {
       // Every bucket had tokens after all (a waiter whose lease arrived): no store call.
       const out: ConsumeOutcome =
-        asked.length === 0 ? { allowed: true, decider: 'lease', now: now + this.offset, buckets: [] } : await this.inner.consume(asked);
+        asked.length === 0
+          ? { allowed: true, decider: 'lease', now: now + this.offset, buckets: [] }
+          : await this.inner.consume(asked);
       if (!out.allowed) unreserve(specs, entries, reserved);
       const at = this.clock.now();
       this.offset = out.now - at;
       const outcome = takeIn(at, this.maxAgeMs, specs, entries, reserved, index, out, now);
       // Refused for a bucket whose lease arrived meanwhile (an earlier call's answer): the tokens are
       // here, so try once more rather than strand them behind the blocked-bucket cache.
-      if (!outcome.allowed && !retried && leaseArrived(specs, entries, index, out)) return this.viaStore(specs, this.clock.now(), true);
+      if (!outcome.allowed && !retried && leaseArrived(specs, entries, index, out))
+        return this.viaStore(specs, this.clock.now(), true);
       return outcome;
     } catch (err) {
       unreserve(specs, entries, reserved);
@@ -286,12 +289,17 @@ class Leases implements LeaseStore {
     // A lease-admitted request's charge is the lease's, up to the lease age before `now`: a window's
     // is in `now`'s window (a lease is spent in its own), a token bucket's is counted as that old.
     const tb = rest.map((s) => s.algorithm === 'token-bucket');
-    const pick = (want: boolean): [BucketSpec[], BucketState[]] => [rest.filter((_, k) => tb[k] === want), restBuckets.filter((_, k) => tb[k] === want)];
+    const pick = (want: boolean): [BucketSpec[], BucketState[]] => [
+      rest.filter((_, k) => tb[k] === want),
+      restBuckets.filter((_, k) => tb[k] === want),
+    ];
     const [windows, windowBuckets] = pick(false);
     const [buckets, bucketStates] = pick(true);
     return Promise.all([
       windows.length > 0 ? this.inner.refund(windows, { ...outcome, buckets: windowBuckets }) : undefined,
-      buckets.length > 0 ? this.inner.refund(buckets, { ...outcome, now: outcome.now - this.maxAgeMs, buckets: bucketStates }) : undefined,
+      buckets.length > 0
+        ? this.inner.refund(buckets, { ...outcome, now: outcome.now - this.maxAgeMs, buckets: bucketStates })
+        : undefined,
     ]).then(() => undefined);
   }
 

@@ -18,7 +18,13 @@ export interface SameSlotOptions {
   /** The scripts' clock argument ('' for Redis TIME). */
   readonly clock: () => string;
   /** The store's bound on a call (timeout, error mapping, topology hint): `p`'s reply or failure to one of the handlers, once. */
-  readonly settle: (p: Promise<unknown>, what: string, budgetMs: number, answered: (reply: unknown) => void, failed: (err: unknown) => void) => void;
+  readonly settle: (
+    p: Promise<unknown>,
+    what: string,
+    budgetMs: number,
+    answered: (reply: unknown) => void,
+    failed: (err: unknown) => void,
+  ) => void;
   readonly timeoutMs: number;
   /** false: every call goes alone, at once. */
   readonly batching: boolean;
@@ -30,7 +36,9 @@ export class SameSlot {
   private readonly batcher: SlotBatcher<PendingConsume> | null;
 
   constructor(private readonly o: SameSlotOptions) {
-    this.batcher = o.batching ? new SlotBatcher<PendingConsume>(this.sendBatch, { timeoutMs: o.timeoutMs, onBatch: o.onBatch }) : null;
+    this.batcher = o.batching
+      ? new SlotBatcher<PendingConsume>(this.sendBatch, { timeoutMs: o.timeoutMs, onBatch: o.onBatch })
+      : null;
   }
 
   /** Charges `specs` (their prefixed `keys`, all in `slot`) by one script call, alone or in a batch. */
@@ -47,7 +55,11 @@ export class SameSlot {
   }
 
   /** One request's plain consume.lua call. */
-  private sendOne({ specs, keys, resolve, reject }: PendingConsume, budgetMs = this.o.timeoutMs, done?: () => void): void {
+  private sendOne(
+    { specs, keys, resolve, reject }: PendingConsume,
+    budgetMs = this.o.timeoutMs,
+    done?: () => void,
+  ): void {
     const n = specs.length;
     this.o.settle(
       this.o.consume(consumeArgs(specs, keys, null, this.o.clock(), '')),

@@ -125,7 +125,13 @@ export class SentinelWatch {
 }
 
 /** The watch a store URL needs: one for a Sentinel URL (with the sentinels' own password), none otherwise. */
-export function sentinelWatchFor(url: StoreUrl, sentinelPassword: string | null | undefined): SentinelWatch | undefined {
+export function sentinelWatchFor(
+  url: StoreUrl,
+  sentinelPassword: string | null | undefined,
+): SentinelWatch | undefined {
   if (url.kind !== 'redis-sentinel') return undefined;
-  return new SentinelWatch(url.name, url.sentinels, { ...(sentinelPassword != null ? { password: sentinelPassword } : {}), ...(url.tls ? { tls: {} } : {}) });
+  return new SentinelWatch(url.name, url.sentinels, {
+    ...(sentinelPassword != null ? { password: sentinelPassword } : {}),
+    ...(url.tls ? { tls: {} } : {}),
+  });
 }

@@ -98,7 +98,11 @@ export class RedisStore implements Store {
     this.topology =
       url.kind === 'redis-cluster'
         ? clusterTopology(this.client as Cluster)
-        : singleTopology(this.client as Redis, url.kind === 'redis' ? (url.socket ?? `${url.node.host}:${url.node.port}`) : url.name, watch);
+        : singleTopology(
+            this.client as Redis,
+            url.kind === 'redis' ? (url.socket ?? `${url.node.host}:${url.node.port}`) : url.name,
+            watch,
+          );
     // Without a listener an 'error' event would crash the process; reconnection is automatic.
     this.client.on('error', (err: Error) => {
       this.lastError = err;
@@ -107,7 +111,9 @@ export class RedisStore implements Store {
     this.peekFn = this.script('rgPeek', luaScripts.peek, true);
     this.refundFn = this.script('rgRefund', luaScripts.refund);
     // A lease's give-back is one call per expired lease: the prebuilt command where it can go.
-    this.giveBackCall = isCluster(this.client) ? (args) => this.refundFn(...args) : rawScript(this.client, luaScripts.refund);
+    this.giveBackCall = isCluster(this.client)
+      ? (args) => this.refundFn(...args)
+      : rawScript(this.client, luaScripts.refund);
     const onBatch = opts.onBatch;
     this.sameSlot = new SameSlot({
       ...this.sameSlotCalls(),
@@ -157,7 +163,11 @@ export class RedisStore implements Store {
    * hot path); ioredis's script helper on a cluster, which routes each command by its keys.
    */
   private sameSlotCalls(): { consume: ScriptCall; consumeBatch: ScriptCall } {
-    if (!isCluster(this.client)) return { consume: rawScript(this.client, luaScripts.consume), consumeBatch: rawScript(this.client, luaScripts.consumeBatch) };
+    if (!isCluster(this.client))
+      return {
+        consume: rawScript(this.client, luaScripts.consume),
+        consumeBatch: rawScript(this.client, luaScripts.consumeBatch),
+      };
     const consume = this.consumeFn;
     const consumeBatch = this.script('rgConsumeBatch', luaScripts.consumeBatch);
     return { consume: (args) => consume(...args), consumeBatch: (args) => consumeBatch(...args) };
@@ -182,17 +192,25 @@ export class RedisStore implements Store {
    */
   async ping(node?: string): Promise<void> {
     if (isCluster(this.client)) {
-      const masters = this.client.nodes('master').filter((m) => node === undefined || `${m.options.host}:${m.options.port}` === node);
+      const masters = this.client
+        .nodes('master')
+        .filter((m) => node === undefined || `${m.options.host}:${m.options.port}` === node);
       if (masters.length === 0)
-        throw new StoreError('connection', `store ping: ${node === undefined ? 'no cluster master' : `${node} is not a master`} in the slot map`);
-      if (node === undefined && !this.topology.covered()) throw new StoreError('clusterdown', 'store ping: some slots have no master');
+        throw new StoreError(
+          'connection',
+          `store ping: ${node === undefined ? 'no cluster master' : `${node} is not a master`} in the slot map`,
+        );
+      if (node === undefined && !this.topology.covered())
+        throw new StoreError('clusterdown', 'store ping: some slots have no master');
       await this.bounded(Promise.all(masters.map((m) => m.ping())), 'ping');
     } else {
       // ioredis writes ROLE (allowed while a server loads) before its ready check ends, when script
       // calls are still refused: a probe passing then would close the breaker too early.
-      if (this.client.status !== 'ready') throw new StoreError('connection', `store ping: connection ${this.client.status}, not ready`);
+      if (this.client.status !== 'ready')
+        throw new StoreError('connection', `store ping: connection ${this.client.status}, not ready`);
       const role = await this.bounded(this.client.call('ROLE') as Promise<unknown[]>, 'ping');
-      if (role[0] !== 'master') throw new StoreError('readonly', `store ping: the server is a ${String(role[0])}, not the master`);
+      if (role[0] !== 'master')
+        throw new StoreError('readonly', `store ping: the server is a ${String(role[0])}, not the master`);
     }
   }
 
@@ -213,7 +231,8 @@ export class RedisStore implements Store {
 
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
     const n = specs.length;
-    if (n === 0) return Promise.resolve({ allowed: true, decider: 'store', now: this.now?.() ?? Date.now(), buckets: [] });
+    if (n === 0)
+      return Promise.resolve({ allowed: true, decider: 'store', now: this.now?.() ?? Date.now(), buckets: [] });
     const keys: string[] = new Array(n);
     for (let i = 0; i < n; i++) keys[i] = this.prefix + specs[i]!.key;
     if (this.kind === 'redis-cluster') {
@@ -224,7 +243,10 @@ export class RedisStore implements Store {
   }
 
   async peek(spec: BucketSpec): Promise<BucketState> {
-    const r = await this.bounded(this.peekFn(1, this.prefix + spec.key, this.clockArg(), spec.algorithm, spec.limit, spec.periodMs, spec.cost), 'peek');
+    const r = await this.bounded(
+      this.peekFn(1, this.prefix + spec.key, this.clockArg(), spec.algorithm, spec.limit, spec.periodMs, spec.cost),
+      'peek',
+    );
     return parsePeek(r);
   }
 
@@ -237,7 +259,17 @@ export class RedisStore implements Store {
     // The refund key of a window charge is its window's start; a token bucket's only needs to be > 0.
     const a = spec.algorithm === 'token-bucket' ? 1 : chargedAt - (chargedAt % spec.periodMs);
     const r = await this.bounded(
-      this.giveBackCall([1, this.prefix + spec.key, this.clockArg(), chargedAt, spec.algorithm, spec.limit, spec.periodMs, tokens, a]),
+      this.giveBackCall([
+        1,
+        this.prefix + spec.key,
+        this.clockArg(),
+        chargedAt,
+        spec.algorithm,
+        spec.limit,
+        spec.periodMs,
+        tokens,
+        a,
+      ]),
       'refund',
     );
     return r === 1;
@@ -252,13 +284,16 @@ export class RedisStore implements Store {
    */
   refund(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void> {
     if (!outcome.allowed) return Promise.resolve();
-    const spread = this.kind === 'redis-cluster' && specs.length > 1 && groupBySlot(specs.map((s) => this.prefix + s.key)) !== null;
+    const spread =
+      this.kind === 'redis-cluster' && specs.length > 1 && groupBySlot(specs.map((s) => this.prefix + s.key)) !== null;
     const calls: Promise<unknown>[] = [];
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]!;
       if (outcome.buckets[i]!.limited) continue; // a full shadow bucket: not charged
       const at = spread && spec.algorithm === 'token-bucket' ? outcome.now - REFUND_SKEW_MS : outcome.now;
-      calls.push(this.giveBack(spec, spec.cost, at).catch((err: unknown) => this.onRefundError?.(toStoreError(err, 'refund'))));
+      calls.push(
+        this.giveBack(spec, spec.cost, at).catch((err: unknown) => this.onRefundError?.(toStoreError(err, 'refund'))),
+      );
     }
     return Promise.all(calls).then(() => undefined);
   }
@@ -294,7 +329,13 @@ export class RedisStore implements Store {
    * three): `p`'s reply goes to `answered`, or its failure or the timeout to `failed`, whichever comes
    * first and only that one. The handlers must not throw.
    */
-  private settle<T>(p: Promise<T>, what: string, budgetMs: number, answered: (v: T) => void, failed: (err: StoreError) => void): void {
+  private settle<T>(
+    p: Promise<T>,
+    what: string,
+    budgetMs: number,
+    answered: (v: T) => void,
+    failed: (err: StoreError) => void,
+  ): void {
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;

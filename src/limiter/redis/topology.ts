@@ -99,7 +99,10 @@ export function clusterTopology(client: Cluster, now: () => number = Date.now): 
  * the last known owner of each slot (a refresh that saw a slot without a master, between a master's
  * failure and its replica's promotion, does not forget who it was). Their breakers can go.
  */
-function replacedMasters(last: readonly (readonly string[] | undefined)[], slots: readonly (readonly string[] | undefined)[]): Array<[string, string]> {
+function replacedMasters(
+  last: readonly (readonly string[] | undefined)[],
+  slots: readonly (readonly string[] | undefined)[],
+): Array<[string, string]> {
   const moved = new Map<string, string>();
   const owners = new Set<string>();
   for (let i = 0; i < SLOTS; i++) {

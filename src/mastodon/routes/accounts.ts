@@ -110,7 +110,15 @@ export const LOCALES: ReadonlySet<string> = new Set([
   'zh-TW',
 ]);
 
-type ErrorCode = 'ERR_BLANK' | 'ERR_INVALID' | 'ERR_TAKEN' | 'ERR_RESERVED' | 'ERR_ACCEPTED' | 'ERR_TOO_LONG' | 'ERR_TOO_SHORT' | 'ERR_INCLUSION';
+type ErrorCode =
+  | 'ERR_BLANK'
+  | 'ERR_INVALID'
+  | 'ERR_TAKEN'
+  | 'ERR_RESERVED'
+  | 'ERR_ACCEPTED'
+  | 'ERR_TOO_LONG'
+  | 'ERR_TOO_SHORT'
+  | 'ERR_INCLUSION';
 
 /** Attribute names as Mastodon's English locale spells them in full messages. */
 const ATTRIBUTE_NAMES: Readonly<Record<string, string>> = {
@@ -162,7 +170,8 @@ function blank(v: string | undefined): v is undefined {
 
 function checkUsername(username: string | undefined, store: RouteContext['store'], details: Details): void {
   if (blank(username)) return details.add('username', 'ERR_BLANK', "can't be blank");
-  if (!USERNAME.test(username)) details.add('username', 'ERR_INVALID', 'must contain only letters, numbers and underscores');
+  if (!USERNAME.test(username))
+    details.add('username', 'ERR_INVALID', 'must contain only letters, numbers and underscores');
   if (username.length > MAX_USERNAME) {
     details.add('username', 'ERR_TOO_LONG', `is too long (maximum is ${MAX_USERNAME} characters)`);
   }
@@ -175,7 +184,8 @@ function checkUsername(username: string | undefined, store: RouteContext['store'
 function checkEmail(email: string | undefined, store: RouteContext['store'], details: Details): void {
   if (blank(email)) details.add('email', 'ERR_BLANK', "can't be blank");
   else if (!EMAIL.test(email.trim())) details.add('email', 'ERR_INVALID', 'is invalid');
-  else if (store.accountsByEmail.has(email.trim().toLowerCase())) details.add('email', 'ERR_TAKEN', 'has already been taken');
+  else if (store.accountsByEmail.has(email.trim().toLowerCase()))
+    details.add('email', 'ERR_TAKEN', 'has already been taken');
 }
 
 function checkPassword(password: string | undefined, details: Details): void {
@@ -218,14 +228,24 @@ export const signUp: Handler = async (ctx) => {
     details.add('reason', 'ERR_TOO_LONG', `is too long (maximum is ${MAX_REASON} characters)`);
   }
 
-  if (!details.empty || username === null || email === null || blank(username) || blank(email) || password === undefined || password === null) {
+  if (
+    !details.empty ||
+    username === null ||
+    email === null ||
+    blank(username) ||
+    blank(email) ||
+    password === undefined ||
+    password === null
+  ) {
     throw details.toError();
   }
 
   const { hash, salt } = await hashPassword(password);
   // Checked again after the await: a concurrent sign-up may have taken the name meanwhile.
-  if (store.accountsByUsername.has(username.toLowerCase())) details.add('username', 'ERR_TAKEN', 'has already been taken');
-  if (store.accountsByEmail.has(email.trim().toLowerCase())) details.add('email', 'ERR_TAKEN', 'has already been taken');
+  if (store.accountsByUsername.has(username.toLowerCase()))
+    details.add('username', 'ERR_TAKEN', 'has already been taken');
+  if (store.accountsByEmail.has(email.trim().toLowerCase()))
+    details.add('email', 'ERR_TAKEN', 'has already been taken');
   if (!details.empty) throw details.toError();
 
   const account: AccountRecord = {
@@ -264,6 +284,7 @@ export const updateCredentials: Handler = async (ctx) => {
 export const verifyCredentials: Handler = async (ctx) => {
   const { account, token } = ctx.requireUser();
   // Doorkeeper's scope check, as Mastodon's `read:accounts`: a write-only token is known but not named.
-  if (!token.scopes.some((s) => s === 'read' || s === 'read:accounts')) throw new HttpError(403, 'This action is outside the authorized scopes');
+  if (!token.scopes.some((s) => s === 'read' || s === 'read:accounts'))
+    throw new HttpError(403, 'This action is outside the authorized scopes');
   return { status: 200, body: credentialAccountEntity(account, ctx.opts.baseUrl) };
 };

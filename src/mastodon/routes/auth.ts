@@ -13,11 +13,16 @@ import { checkPassword } from '../store.js';
 export const INVALID_LOGIN = 'Invalid Email or password.';
 
 /** `user[email]` as a form, multipart or JSON body sends it; undefined when absent or not text. */
-async function userEmail(ctx: Parameters<Handler>[0]): Promise<{ email: string | undefined; password: string | undefined }> {
+async function userEmail(
+  ctx: Parameters<Handler>[0],
+): Promise<{ email: string | undefined; password: string | undefined }> {
   const { params } = await ctx.params();
   const user = getHash(params, 'user');
   if (user === undefined) return { email: undefined, password: undefined };
-  return { email: getString(user, 'email', 'user[email]')?.trim(), password: getString(user, 'password', 'user[password]') };
+  return {
+    email: getString(user, 'email', 'user[email]')?.trim(),
+    password: getString(user, 'password', 'user[password]'),
+  };
 }
 
 /** `POST /auth/sign_in(.json)`: 201 with the user on success, 401 `Invalid Email or password.` otherwise. */

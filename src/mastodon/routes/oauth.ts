@@ -13,7 +13,8 @@ const DEFAULT_SCOPES = ['read'];
 
 const INVALID_CLIENT = {
   error: 'invalid_client',
-  error_description: 'Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.',
+  error_description:
+    'Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.',
 };
 const INVALID_GRANT = {
   error: 'invalid_grant',
@@ -38,7 +39,9 @@ function allowed(scope: string, appScopes: readonly string[]): boolean {
 
 /** `redirect_uris` may be one string (newline- or space-separated) or an array of them. */
 function redirectUris(params: ParamHash): string[] {
-  const raw = Array.isArray(params['redirect_uris']) ? (getStringArray(params, 'redirect_uris') ?? []) : [getString(params, 'redirect_uris') ?? ''];
+  const raw = Array.isArray(params['redirect_uris'])
+    ? (getStringArray(params, 'redirect_uris') ?? [])
+    : [getString(params, 'redirect_uris') ?? ''];
   return raw.flatMap((s) => s.split(/\s+/)).filter((s) => s !== '');
 }
 
@@ -60,7 +63,8 @@ export const createApp: Handler = async (ctx) => {
   const website = getPresent(params, 'website') ?? null;
   const errors: string[] = [];
   if (name === undefined) errors.push("Application name can't be blank");
-  else if ([...name].length > MAX_APP_NAME) errors.push(`Application name is too long (maximum is ${MAX_APP_NAME} characters)`);
+  else if ([...name].length > MAX_APP_NAME)
+    errors.push(`Application name is too long (maximum is ${MAX_APP_NAME} characters)`);
   if (uris.length === 0) errors.push("Redirect URI can't be blank");
   else if (!uris.every(isAbsoluteUri)) errors.push('Redirect URI must be an absolute URI.');
   if (!scopes.every((s) => SCOPE.test(s))) errors.push('Scopes must be valid');

@@ -47,7 +47,8 @@ function parsePoll(poll: ParamHash): Omit<PollRecord, 'id'> {
   if (options.some((o) => chars(o) > POLL_MAX_OPTION_CHARS)) {
     errors.push(`Poll options cannot be longer than ${POLL_MAX_OPTION_CHARS} characters each`);
   }
-  if (new Set(options.map((o) => o.trim())).size !== options.length) errors.push('Poll options contain duplicate items');
+  if (new Set(options.map((o) => o.trim())).size !== options.length)
+    errors.push('Poll options contain duplicate items');
   const expiresIn = getInt(poll, 'expires_in', 'poll[expires_in]');
   if (expiresIn === undefined) errors.push("Poll expiration can't be blank");
   else if (expiresIn < POLL_MIN_EXPIRY) errors.push('Poll expiration is too soon');
@@ -90,16 +91,23 @@ export const createStatus: Handler = async (ctx) => {
   const sensitive = (getBool(params, 'sensitive') ?? false) || spoilerText.trim() !== '';
 
   if (text.trim() === '' && mediaIds.length === 0) throw validationFailed("Text can't be blank");
-  if (chars(text) + chars(spoilerText) > MAX_CHARS) throw validationFailed(`Text character limit of ${MAX_CHARS} exceeded`);
+  if (chars(text) + chars(spoilerText) > MAX_CHARS)
+    throw validationFailed(`Text character limit of ${MAX_CHARS} exceeded`);
   if (!VISIBILITIES.has(visibility)) throw validationFailed('Visibility is not included in the list');
   if (language !== undefined && !LANGUAGE.test(language)) throw validationFailed('Language is not a valid language');
-  if (pollParams !== undefined && mediaIds.length > 0) throw validationFailed('Cannot attach files to a post with a poll');
+  if (pollParams !== undefined && mediaIds.length > 0)
+    throw validationFailed('Cannot attach files to a post with a poll');
   const poll = pollParams === undefined ? null : { id: store.ids.next(), ...parsePoll(pollParams) };
 
   let parent: StatusRecord | undefined;
   if (inReplyToId !== undefined) {
     parent = store.statuses.get(inReplyToId);
-    if (parent === undefined || parent.deletedAt !== null || parent.reblogOfId !== null || !visibleTo(parent, account.id)) {
+    if (
+      parent === undefined ||
+      parent.deletedAt !== null ||
+      parent.reblogOfId !== null ||
+      !visibleTo(parent, account.id)
+    ) {
       throw new HttpError(404, 'The post you are trying to reply to does not appear to exist.');
     }
   }
