@@ -110,7 +110,10 @@ describe('exit codes', () => {
       runCli(['block', 'list', '--admin', `http://127.0.0.1:${nobody}`]),
     ]);
     expect(serve.code, serve.stderr).toBe(69);
-    expect(serve.stderr).toMatch(/rategate: cannot listen: .*EADDRINUSE/);
+    // serve's start-up failure is one fatal JSON line on the log (stdout), with its place.
+    const fatal = JSON.parse(serve.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    expect(fatal).toMatchObject({ level: 'fatal', failure: 'listen', code: 'EADDRINUSE', port });
+    expect(fatal.msg).toMatch(/rategate: cannot listen: .*EADDRINUSE/);
     expect(block.code, block.stderr).toBe(69);
     expect(block.stderr).toContain('cannot reach the admin API');
   }, 60_000);

@@ -138,11 +138,13 @@ describe('the store URL parser', () => {
     const config = path.join(dir, 'limits.yaml');
     writeFileSync(config, 'store:\n  url: "redis-cluster://a:7000,b"\n');
     const run = (args: string[]) =>
-      new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, cliArgs(args), { stdio: ['ignore', 'ignore', 'pipe'] });
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, cliArgs(args), { stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
         let stderr = '';
+        child.stdout!.on('data', (d) => (stdout += d));
         child.stderr!.on('data', (d) => (stderr += d));
-        child.once('exit', (code) => resolve({ code, stderr }));
+        child.once('exit', (code) => resolve({ code, stdout, stderr }));
       });
     const [check, serve] = await Promise.all([
       run(['check', '--config', config]),
@@ -151,6 +153,9 @@ describe('the store URL parser', () => {
     expect(check.code).toBe(78);
     expect(serve.code).toBe(78);
     expect(check.stderr).toContain('cluster node "b" has no port');
-    expect(serve.stderr.trim()).toBe(check.stderr.trim());
+    // check prints the sentence; serve logs it as one fatal JSON line (stdout), the same sentence in msg.
+    const fatal = JSON.parse(serve.stdout.trim().split('\n').at(-1)!) as { level: string; msg: string };
+    expect(fatal.level).toBe('fatal');
+    expect(fatal.msg.trim()).toBe(check.stderr.trim());
   }, 30_000);
 });

@@ -70,10 +70,28 @@ export async function spawnServe(
     what: 'the start-up line and admin listener of `rategate serve`',
     withinMs: startMs,
   }).catch((err: Error) => {
-    throw new Error(`gateway did not start (${err.message}): ${out}`);
+    throw new Error(`gateway did not start (${err.message}): ${withFatalMessages(out)}`);
   });
-  if (state === 'exited' || state === false) throw new Error(`gateway did not start: ${out}`);
+  if (state === 'exited' || state === false) throw new Error(`gateway did not start: ${withFatalMessages(out)}`);
   return { child, url: state.url, adminUrl: state.adminUrl, output: () => out, exited };
+}
+
+/**
+ * The output, then each fatal JSON line's `msg` as a person reads it (serve logs a start-up failure as
+ * one JSON line: its quotes are escaped there), so a test can match the sentence itself.
+ */
+function withFatalMessages(out: string): string {
+  const messages: string[] = [];
+  for (const line of out.split('\n')) {
+    if (!line.startsWith('{') || !line.includes('"fatal"')) continue;
+    try {
+      const msg = (JSON.parse(line) as { msg?: unknown }).msg;
+      if (typeof msg === 'string') messages.push(msg);
+    } catch {
+      // not a log line
+    }
+  }
+  return messages.length === 0 ? out : `${out}\n${messages.join('\n')}`;
 }
 
 interface Bound {
