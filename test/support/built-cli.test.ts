@@ -31,6 +31,9 @@ describe('the built command line', () => {
   it('runs on plain Node and finds the package it belongs to', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [builtCli(), '--version']);
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
-    expect(stdout.trim()).toBe(pkg.version);
+    // `rategate VERSION (REVISION)`: the version from the package it found, the revision from git.
+    expect(stdout.trim()).toMatch(
+      new RegExp(`^rategate ${pkg.version.replace(/\./g, '\\.')} \\((?:[0-9a-f]{12}(?:-dirty)?|unknown)\\)$`),
+    );
   });
 });
