@@ -30,7 +30,8 @@ import { createDrain } from '../http/drain.js';
 import { Gateway } from '../pipeline/gateway.js';
 import { isWebSocketUpgrade, serveAsPlainRequest } from '../pipeline/plain-upgrade.js';
 import { createProxyServer, listenOn, urlOf, type ParserRefusal } from '../http/listener.js';
-import { createH2Edge, serveH2OnAlpn, sniffH2Preface, type H2Edge } from '../http/h2.js';
+import { createH2Edge, type H2Edge } from '../http/h2.js';
+import { serveH2OnAlpn, sniffH2Preface } from '../http/h2-handoff.js';
 import { RefusalLog } from '../observability/refusal-log.js';
 import { requireProxyHeader } from '../http/proxy-protocol.js';
 import {
