@@ -6,16 +6,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
-import {
-  MAX_PARAMS,
-  mergeParams,
-  pairsToHash,
-  parseUrlEncoded,
-  fromJson,
-  type ParamHash,
-} from '../rails/rack-params.js';
+import { mergeParams, pairsToHash, parseUrlEncoded, fromJson, type ParamHash } from '../rails/rack-params.js';
 import { onBody } from '../http/message.js';
 import { HttpError } from './reply.js';
+import { failOnLimits, multipartParser, stopMultipart } from './multipart-parser.js';
 
 export {
   assign,
@@ -210,22 +204,7 @@ function readMultipart<T>(
       if (info.valueTruncated) return fail(tooLarge(`Parameter ${name}`, maxField));
       pairs.push([name, value]);
     });
-    parser.on('file', (name, stream, info) => {
-      stream.on('limit', () => fail(tooLarge('File', maxFile)));
-      if (opts.onFile === undefined || settled) {
-        stream.resume();
-        return;
-      }
-      open.add(stream);
-      stream.once('close', () => open.delete(stream));
-      const job = opts.onFile({ field: name, filename: info.filename, mimeType: info.mimeType, stream }).then(
-        (result) => {
-          if (stream.truncated !== true) files.set(name, result);
-        },
-        (err: unknown) => fail(err instanceof HttpError ? err : new HttpError(400, 'Could not read file part')),
-      );
-      pending.push(job);
-    });
+    takeFileParts(parser, opts, maxFile, { files, pending, open, settled: () => settled }, fail);
     failOnLimits(parser, maxFiles, fail);
     parser.on('close', () => {
       void Promise.all(pending).then(() => {
@@ -242,52 +221,29 @@ function readMultipart<T>(
   });
 }
 
-/** Busboy with the field, file and part limits; a header busboy cannot read is the client's error. */
-function multipartParser(
-  req: IncomingMessage,
-  maxField: number,
-  maxFile: number,
-  maxFiles: number,
-): busboy.Busboy | HttpError {
-  try {
-    return busboy({
-      headers: req.headers,
-      defParamCharset: 'utf8',
-      limits: {
-        fieldNameSize: 1024,
-        fieldSize: maxField + 1,
-        // Busboy flags a file that reaches its limit; one byte more lets exactly `maxFile` through.
-        fileSize: maxFile + 1,
-        files: maxFiles,
-        fields: MAX_PARAMS,
-        parts: MAX_PARAMS + maxFiles,
-      },
-    });
-  } catch (err) {
-    return new HttpError(400, `Malformed multipart body: ${(err as Error).message}`);
-  }
-}
-
-/** Stop reading: nothing more of the body is parsed or handed on. */
-function stopMultipart(
-  req: IncomingMessage,
+/** Each file part to `onFile` (its result kept unless the part was cut at its limit), or read and dropped. */
+function takeFileParts<T>(
   parser: busboy.Busboy,
-  open: Set<Readable>,
-  onReqError: () => void,
-  onReqClose: () => void,
+  opts: ParseOptions<T>,
+  maxFile: number,
+  read: { files: Map<string, T>; pending: Array<Promise<void>>; open: Set<Readable>; settled: () => boolean },
+  fail: (err: HttpError) => void,
 ): void {
-  req.unpipe(parser);
-  req.off('error', onReqError);
-  req.off('close', onReqClose);
-  for (const stream of open) stream.destroy();
-  parser.removeAllListeners();
-  parser.on('error', () => undefined);
-  parser.destroy();
-}
-
-function failOnLimits(parser: busboy.Busboy, maxFiles: number, fail: (err: HttpError) => void): void {
-  parser.on('fieldsLimit', () => fail(new HttpError(413, `Too many parameters (maximum is ${MAX_PARAMS})`, true)));
-  parser.on('partsLimit', () => fail(new HttpError(413, 'Too many parts in multipart body', true)));
-  parser.on('filesLimit', () => fail(new HttpError(413, `Too many files (maximum is ${maxFiles})`, true)));
-  parser.on('error', (err) => fail(new HttpError(400, `Malformed multipart body: ${(err as Error).message}`)));
+  const { files, pending, open } = read;
+  parser.on('file', (name, stream, info) => {
+    stream.on('limit', () => fail(tooLarge('File', maxFile)));
+    if (opts.onFile === undefined || read.settled()) {
+      stream.resume();
+      return;
+    }
+    open.add(stream);
+    stream.once('close', () => open.delete(stream));
+    const job = opts.onFile({ field: name, filename: info.filename, mimeType: info.mimeType, stream }).then(
+      (result) => {
+        if (stream.truncated !== true) files.set(name, result);
+      },
+      (err: unknown) => fail(err instanceof HttpError ? err : new HttpError(400, 'Could not read file part')),
+    );
+    pending.push(job);
+  });
 }

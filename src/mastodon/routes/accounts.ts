@@ -197,19 +197,11 @@ function checkPassword(password: string | undefined, details: Details): void {
   }
 }
 
-export const signUp: Handler = async (ctx) => {
-  const caller = ctx.requireToken();
-  const { params } = await ctx.params();
-  const details = new Details();
-  const { store } = ctx;
-
-  const username = textField(params, 'username', details);
-  if (username !== null) checkUsername(username, store, details);
-  const email = textField(params, 'email', details);
-  if (email !== null) checkEmail(email, store, details);
-  const password = textField(params, 'password', details);
-  if (password !== null) checkPassword(password, details);
-
+/** The agreement, the locale and the reason: what sign-up asks beyond the credentials. */
+function checkTerms(
+  params: ParamHash,
+  details: Details,
+): { locale: string | undefined | null; reason: string | undefined | null } {
   let agreement: boolean | undefined;
   try {
     agreement = getBool(params, 'agreement');
@@ -227,6 +219,23 @@ export const signUp: Handler = async (ctx) => {
   if (typeof reason === 'string' && [...reason].length > MAX_REASON) {
     details.add('reason', 'ERR_TOO_LONG', `is too long (maximum is ${MAX_REASON} characters)`);
   }
+  return { locale, reason };
+}
+
+export const signUp: Handler = async (ctx) => {
+  const caller = ctx.requireToken();
+  const { params } = await ctx.params();
+  const details = new Details();
+  const { store } = ctx;
+
+  const username = textField(params, 'username', details);
+  if (username !== null) checkUsername(username, store, details);
+  const email = textField(params, 'email', details);
+  if (email !== null) checkEmail(email, store, details);
+  const password = textField(params, 'password', details);
+  if (password !== null) checkPassword(password, details);
+
+  const { locale, reason } = checkTerms(params, details);
 
   if (
     !details.empty ||

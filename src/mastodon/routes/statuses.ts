@@ -74,6 +74,23 @@ function attachableMedia(store: Store, account: AccountRecord, ids: readonly str
   return unique;
 }
 
+/** The status replied to, if any: one that exists, is not a boost, and the author may see; else 404. */
+function replyParent(store: Store, inReplyToId: string | undefined, viewerId: string): StatusRecord | undefined {
+  let parent: StatusRecord | undefined;
+  if (inReplyToId !== undefined) {
+    parent = store.statuses.get(inReplyToId);
+    if (
+      parent === undefined ||
+      parent.deletedAt !== null ||
+      parent.reblogOfId !== null ||
+      !visibleTo(parent, viewerId)
+    ) {
+      throw new HttpError(404, 'The post you are trying to reply to does not appear to exist.');
+    }
+  }
+  return parent;
+}
+
 export const createStatus: Handler = async (ctx) => {
   const caller = ctx.requireUser();
   const { account } = caller;
@@ -99,18 +116,7 @@ export const createStatus: Handler = async (ctx) => {
     throw validationFailed('Cannot attach files to a post with a poll');
   const poll = pollParams === undefined ? null : { id: store.ids.next(), ...parsePoll(pollParams) };
 
-  let parent: StatusRecord | undefined;
-  if (inReplyToId !== undefined) {
-    parent = store.statuses.get(inReplyToId);
-    if (
-      parent === undefined ||
-      parent.deletedAt !== null ||
-      parent.reblogOfId !== null ||
-      !visibleTo(parent, account.id)
-    ) {
-      throw new HttpError(404, 'The post you are trying to reply to does not appear to exist.');
-    }
-  }
+  const parent = replyParent(store, inReplyToId, account.id);
   const media = attachableMedia(store, account, mediaIds);
 
   const now = new Date();
