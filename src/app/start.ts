@@ -56,142 +56,139 @@ async function readInitial(settings: GatewaySettings) {
   return { overrides, initialText, snapshot, cfg: snapshot.config, log };
 }
 
+/** What a reload swaps: every part reads the one in force through here. */
+interface Live {
+  policy: RequestPolicy;
+  adminTokens: Awaited<ReturnType<typeof loadAdminCredentials>>;
+}
+
+type Initial = Awaited<ReturnType<typeof readInitial>>;
+type Core = Awaited<ReturnType<typeof openCore>>;
+
 export async function startGateway(settings: GatewaySettings): Promise<RunningGateway> {
-  const { overrides, initialText, snapshot, cfg, log } = await readInitial(settings);
-
-  const builtin = cfg.upstream.url === 'builtin' ? await startUpstream({ host: '127.0.0.1', port: 0 }) : undefined;
-  const origin = new URL(builtin?.url ?? cfg.upstream.url).origin;
-  const { metrics, storeCfg, storeHandle } = await openStore(cfg, settings, log);
-  const upstream = upstreamClients(
+  const init = await readInitial(settings);
+  const core = await openCore(settings, init);
+  const { cfg, log } = init;
+  const proxy = await listenProxy(
     cfg,
-    origin,
-    { admission: () => policy.snapshot.config.server, observer: metrics.admissionObserver() },
-    metrics,
+    core.gateway,
+    { metrics: core.metrics, log, configPath: settings.configPath },
+    core.drain,
   );
-  // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
-  const routes = UpstreamRoutes.build(cfg, upstream.admission);
-  let policy: RequestPolicy = buildRequestPolicy(
-    snapshot,
-    upstream.introspect,
-    undefined,
-    (name) => guard.surges?.active(name) === true,
-  );
-  const runAdmin = settings.admin ?? true;
-  const { probe, status } = watchUpstreamAndRates(cfg, origin, { storeHandle, metrics, runAdmin }, () => policy);
-  const { guard, fleet } = await openGuard(
-    storeCfg,
-    storeHandle,
-    metrics,
-    log,
-    () => policy.snapshot.config,
-    status.published,
-    settings.now,
-  );
-  // The drain's flag is the one that says "draining": the gateway and readiness read it.
-  const drain = createDrain();
-  const gateway = buildGateway({
-    policy: () => policy,
-    storeHandle,
-    upstream,
-    origin,
-    routes,
-    metrics,
-    log,
-    guard,
-    settings,
-    drain,
-  });
-
-  const { server, h2 } = await listenProxy(cfg, gateway, { metrics, log, configPath: settings.configPath }, drain);
-
-  // Read at start and on every reload; a cluster worker has no admin listener and needs no token.
-  let adminTokens = runAdmin ? await loadAdminCredentials(cfg.admin, settings.configPath) : [];
-  const ready = createReadiness({
-    upstream: probe,
-    store: storeHandle,
-    metrics,
-    policy: () => policy,
-    draining: () => drain.draining,
-  });
-  const api = {
-    credentials: () => adminTokens,
-    ...listenerFacts(cfg.admin.listen),
-    policy: () => policy,
-    store: storeHandle.store,
-    guard,
-    status,
-    log,
-  };
-  const admin = createAdminServer({ metrics: metrics.registry, ready, api: { ...api, fleet } });
-  if (runAdmin) await listenAdmin(admin, cfg, adminTokens.length === 0 && !api.loopbackOnly, log);
-
-  const config = watchConfig(
-    {
-      configPath: settings.configPath,
-      overrides,
-      log,
-      metrics,
-      introspect: upstream.introspect,
-      runAdmin,
-      onReload: status.onReload,
-      policy: () => policy,
-      swap: (next, tokens) => {
-        policy = next;
-        adminTokens = tokens;
-        guard.rulesInUse(followsStore(next.snapshot.config));
-      },
-    },
-    initialText,
-    settings.watch ?? true,
-  );
-
-  const url = urlOf(server);
-  const adminUrl = runAdmin ? urlOf(admin) : '';
+  const admin = await openAdmin(settings, init, core);
+  const config = watchTable(settings, init, core);
+  const url = urlOf(proxy.server);
+  const adminUrl = core.runAdmin ? urlOf(admin) : '';
+  const rules = init.snapshot.rules.length;
   logListening(log, {
     url,
     adminUrl,
-    runAdmin,
-    origin,
+    runAdmin: core.runAdmin,
+    origin: core.origin,
     cfg,
-    store: storeHandle.kind,
-    rules: snapshot.rules.length,
+    store: core.storeHandle.kind,
+    rules,
     configPath: settings.configPath,
   });
-
+  const { live, storeHandle, metrics, guard } = core;
   return {
     url,
     adminUrl,
-    upstreamUrl: origin,
+    upstreamUrl: core.origin,
     store: storeHandle,
     metrics,
-    server,
+    server: proxy.server,
     guard,
-    snapshot: () => policy.snapshot,
+    snapshot: () => live.policy.snapshot,
     reload: () => config.reload(),
     // server.drainGrace is read when the drain starts, so a reload before SIGTERM changes it.
-    shutdown: (graceMs = policy.snapshot.config.server.drainGrace) =>
-      shutdownGateway(
-        {
-          config,
-          status,
-          log,
-          gateway,
-          drain,
-          server,
-          h2,
-          runAdmin,
-          admin,
-          upstream,
-          routes,
-          storeHandle,
-          guard,
-          fleet,
-          builtin,
-          metrics,
-        },
-        graceMs,
-      ),
+    shutdown: (graceMs = live.policy.snapshot.config.server.drainGrace) =>
+      shutdownGateway({ ...core, config, log, server: proxy.server, h2: proxy.h2, admin }, graceMs),
   };
+}
+
+/** The store, the upstream pools, the policy, the guard and the gateway: everything before a listener. */
+async function openCore(settings: GatewaySettings, init: Initial) {
+  const { cfg, log } = init;
+  const builtin = cfg.upstream.url === 'builtin' ? await startUpstream({ host: '127.0.0.1', port: 0 }) : undefined;
+  const origin = new URL(builtin?.url ?? cfg.upstream.url).origin;
+  const { metrics, storeCfg, storeHandle } = await openStore(cfg, settings, log);
+  const admission = { admission: () => live.policy.snapshot.config.server, observer: metrics.admissionObserver() };
+  const upstream = upstreamClients(cfg, origin, admission, metrics);
+  // Named upstreams and the routes to them: built once, like the default pool (restart-only settings).
+  const routes = UpstreamRoutes.build(cfg, upstream.admission);
+  const surgeOn = (name: string): boolean => guard.surges?.active(name) === true;
+  const live: Live = {
+    policy: buildRequestPolicy(init.snapshot, upstream.introspect, undefined, surgeOn),
+    adminTokens: [],
+  };
+  const runAdmin = settings.admin ?? true;
+  const { probe, status } = watchUpstreamAndRates(cfg, origin, { storeHandle, metrics, runAdmin }, () => live.policy);
+  const config = () => live.policy.snapshot.config;
+  const { guard, fleet } = await openGuard(storeCfg, storeHandle, metrics, log, config, status.published, settings.now);
+  // The drain's flag is the one that says "draining": the gateway and readiness read it.
+  const drain = createDrain();
+  const policy = () => live.policy;
+  const gateway = buildGateway({ policy, storeHandle, upstream, origin, routes, metrics, log, guard, settings, drain });
+  return {
+    builtin,
+    origin,
+    metrics,
+    storeHandle,
+    upstream,
+    routes,
+    live,
+    runAdmin,
+    probe,
+    status,
+    guard,
+    fleet,
+    drain,
+    gateway,
+  };
+}
+
+/** The admin listener (metrics, probes, the admin API and status page); its tokens read at start and on every reload. */
+async function openAdmin(settings: GatewaySettings, init: Initial, core: Core): Promise<http.Server> {
+  const { cfg, log } = init;
+  const { live, runAdmin, storeHandle, metrics, drain, guard, status, fleet } = core;
+  // A cluster worker has no admin listener and needs no token.
+  live.adminTokens = runAdmin ? await loadAdminCredentials(cfg.admin, settings.configPath) : [];
+  const policy = () => live.policy;
+  const ready = createReadiness({
+    upstream: core.probe,
+    store: storeHandle,
+    metrics,
+    policy,
+    draining: () => drain.draining,
+  });
+  const facts = listenerFacts(cfg.admin.listen);
+  const api = { credentials: () => live.adminTokens, ...facts, policy, store: storeHandle.store, guard, status, log };
+  const admin = createAdminServer({ metrics: metrics.registry, ready, api: { ...api, fleet } });
+  if (runAdmin) await listenAdmin(admin, cfg, live.adminTokens.length === 0 && !api.loopbackOnly, log);
+  return admin;
+}
+
+/** The config file watched: a new table swapped in whole (policy, admin tokens, the guard's rules), or refused. */
+function watchTable(settings: GatewaySettings, init: Initial, core: Core): ReturnType<typeof watchConfig> {
+  const { live, guard } = core;
+  const swap = (next: RequestPolicy, tokens: Live['adminTokens']): void => {
+    live.policy = next;
+    live.adminTokens = tokens;
+    guard.rulesInUse(followsStore(next.snapshot.config));
+  };
+  const options = {
+    configPath: settings.configPath,
+    overrides: init.overrides,
+    log: init.log,
+    metrics: core.metrics,
+    introspect: core.upstream.introspect,
+    runAdmin: core.runAdmin,
+    onReload: core.status.onReload,
+    policy: () => live.policy,
+    swap,
+  };
+  return watchConfig(options, init.initialText, settings.watch ?? true);
 }
 
 /** The upstream's probe (metrics, readiness, the page) and the status page's sources. */

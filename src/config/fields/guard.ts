@@ -22,11 +22,9 @@ export interface RuleMatchShape {
   readonly when: z.ZodType<RuleWhen | undefined, unknown>;
 }
 
-const name = z
-  .string()
-  .regex(/^[A-Za-z0-9_.-]+$/, {
-    error: (iss) => `invalid name ${show(iss.input)} (use letters, digits, "_", "." and "-")`,
-  });
+const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, {
+  error: (iss) => `invalid name ${show(iss.input)} (use letters, digits, "_", "." and "-")`,
+});
 
 const status = z.number().int().min(100).max(599);
 
