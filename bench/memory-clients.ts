@@ -8,7 +8,8 @@
 import { parseConfig } from '../src/config/index.js';
 import { readFileSync } from 'node:fs';
 import { MemoryStore } from '../src/limiter/memory/store.js';
-import { bucketsFor, buildRequestPolicy, knownClient } from '../src/pipeline/policy.js';
+import { bucketsFor, buildRequestPolicy } from '../src/pipeline/policy.js';
+import { knownClient } from '../src/pipeline/rule-inputs.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);
 let now = Date.UTC(2026, 10, 21, 19, 0, 0);

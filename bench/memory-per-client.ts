@@ -23,7 +23,8 @@ import { parseConfig } from '../src/config/index.js';
 import { createBlockedCacheStore } from '../src/limiter/blocked.js';
 import { MemoryStore } from '../src/limiter/memory/store.js';
 import type { Store } from '../src/limiter/types.js';
-import { bucketsFor, buildRequestPolicy, knownClient } from '../src/pipeline/policy.js';
+import { bucketsFor, buildRequestPolicy } from '../src/pipeline/policy.js';
+import { knownClient } from '../src/pipeline/rule-inputs.js';
 
 const json = process.argv[2]?.startsWith('{')
   ? (JSON.parse(process.argv[2]) as { clients?: number; blocked?: boolean })

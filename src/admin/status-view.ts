@@ -3,38 +3,12 @@
  * them to HTML (status-page.ts) and the page's script to DOM nodes from `/status.json`'s `view`, so the
  * two cannot drift. Cells are plain text; whoever renders them escapes them.
  */
-import { formatDuration } from '../config/fields/duration.js';
 import type { FleetStatus, RuleStatus, StatusData, StoreStatus, UpstreamStatus } from './status-data.js';
+import { ago, pair, perSecond, until, type Cell, type Section, type Tone } from './status-cells.js';
+import { bansSection, entriesSection, limitedSection } from './status-guard-view.js';
 
-export type Tone = 'good' | 'bad' | 'warn' | 'muted';
-
-/** A write the page's script makes with the admin token (never a link: writes need JavaScript). */
-export interface CellAction {
-  readonly label: string;
-  /** What the page says once it is done, e.g. `Lifted`. */
-  readonly past: string;
-  readonly method: 'DELETE';
-  readonly path: string;
-  /** What it acts on, for the page's messages, e.g. `ban login-failures on 203.0.113.7`. */
-  readonly what: string;
-}
-
-export type Cell =
-  string | { readonly text: string; readonly tone?: Tone; readonly num?: boolean; readonly action?: CellAction };
-
-export interface Section {
-  readonly id: string;
-  readonly title: string;
-  readonly note?: string;
-  readonly columns: readonly string[];
-  readonly rows: readonly (readonly Cell[])[];
-  /** Said instead of the table when there are no rows. */
-  readonly empty: string;
-  /** A two-column table of facts (what, state): it stays a table on a narrow screen. */
-  readonly facts?: boolean;
-  /** One line shown large above the table (the health summary). */
-  readonly line?: { readonly text: string; readonly tone: Tone };
-}
+export type { Cell, CellAction, Section, Tone } from './status-cells.js';
+export { perSecond } from './status-cells.js';
 
 export function statusView(d: StatusData): Section[] {
   const now = Date.parse(d.generatedAt);
@@ -78,11 +52,6 @@ export function healthLine(d: StatusData): { text: string; tone: Tone } {
 
 function healthSection(d: StatusData): Section {
   return { id: 'health', title: 'Health', columns: [], rows: [], empty: '', line: healthLine(d) };
-}
-
-/** `1m · 5m` for one decision. */
-function pair(m1: number, m5: number, tone: Tone): Cell {
-  return { text: `${perSecond(m1)} · ${perSecond(m5)}`, num: true, ...(m1 > 0 || m5 > 0 ? { tone } : {}) };
 }
 
 function fleetSection(f: FleetStatus): Section {
@@ -222,77 +191,6 @@ function storeSection(s: StoreStatus): Section {
   };
 }
 
-type Listing = { error?: unknown; scope?: unknown; bans?: unknown; entries?: unknown };
-
-function scopeNote(l: Listing): string {
-  return l.scope === 'memory' ? 'This process only (memory store).' : 'Shared by every replica through the store.';
-}
-
-function bansSection(body: unknown, now: number): Section {
-  const base = { id: 'bans', title: 'Bans', columns: ['ban', 'key', 'reason', 'since', 'ends', ''] } as const;
-  const l = (body ?? {}) as Listing;
-  if (body === null || l.error !== undefined) return { ...base, rows: [], empty: unavailable(body) };
-  const rows = records(l.bans).map((b) => {
-    const ban = text(b.ban);
-    const key = text(b.key);
-    const path = `/admin/bans/${encodeURIComponent(ban)}/${encodeURIComponent(key)}`;
-    const action: CellAction = { label: 'Lift', past: 'Lifted', method: 'DELETE', path, what: `ban ${ban} on ${key}` };
-    return [ban, key, text(b.reason), ago(b.createdAt, now), until(b.expiresAt, now), { text: '', action }];
-  });
-  return { ...base, note: scopeNote(l), rows, empty: 'No active ban.' };
-}
-
-function entriesSection(id: string, title: string, base: string, body: unknown, now: number): Section {
-  const head = { id, title, columns: ['ip or cidr', 'source', 'reason', 'ends', ''] } as const;
-  const l = (body ?? {}) as Listing;
-  if (body === null || l.error !== undefined) return { ...head, rows: [], empty: unavailable(body) };
-  // The blocks listing also names bans (source `ban`): those have their own section.
-  const rows = records(l.entries)
-    .filter((e) => e.source === 'config' || e.source === 'runtime')
-    .map((e): Cell[] => {
-      const target = text(e.ip ?? e.cidr);
-      const what = `${id === 'blocks' ? 'block' : 'exemption'} of ${target}`;
-      const act: Cell =
-        e.source === 'runtime'
-          ? {
-              text: '',
-              action: {
-                label: 'Remove',
-                past: 'Removed',
-                method: 'DELETE',
-                path: `${base}/${encodeURIComponent(target)}`,
-                what,
-              },
-            }
-          : { text: 'edit limits.yaml', tone: 'muted' };
-      return [target, text(e.source), text(e.reason), until(e.expiresAt, now), act];
-    });
-  return { ...head, note: scopeNote(l), rows, empty: `No ${title.toLowerCase()}.` };
-}
-
-function limitedSection(answers: readonly unknown[]): Section {
-  const rows: Cell[][] = [];
-  let window = '';
-  for (const a of answers) {
-    const { rule, top, window: w } = (a ?? {}) as { rule?: unknown; top?: unknown; window?: unknown };
-    if (typeof w === 'string') window = w;
-    for (const k of records(top))
-      rows.push([
-        text(rule),
-        text(k.key),
-        { text: k.error ? `${text(k.count)} (±${text(k.error)})` : text(k.count), num: true },
-      ]);
-  }
-  return {
-    id: 'limited',
-    title: 'Top limited keys',
-    note: `The keys limited most${window === '' ? ' recently' : `: ${window}`} (as GET /admin/limited answers).`,
-    columns: ['rule', 'key', 'times limited'],
-    rows,
-    empty: 'No key was limited recently.',
-  };
-}
-
 function reloadsSection(d: StatusData, now: number): Section {
   return {
     id: 'reloads',
@@ -333,47 +231,4 @@ function changes(live: readonly string[], atRestart: readonly string[]): string 
   if (live.length > 0) parts.push(`changed: ${live.join(', ')}`);
   if (atRestart.length > 0) parts.push(`at the next restart: ${atRestart.join(', ')}`);
   return parts.join('; ');
-}
-
-function unavailable(body: unknown): string {
-  if (body === null) return 'Not served by this process.';
-  return `Not available: ${text((body as Listing).error)}`;
-}
-
-/** The objects of an array from an admin answer (fields another lane adds are simply not shown). */
-function records(v: unknown): Record<string, unknown>[] {
-  return Array.isArray(v) ? v.filter((x): x is Record<string, unknown> => x !== null && typeof x === 'object') : [];
-}
-
-function text(v: unknown): string {
-  if (v === null || v === undefined) return '';
-  return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
-}
-
-/** Requests per second, with as many digits as a person reads. */
-export function perSecond(x: number): string {
-  if (x === 0) return '0';
-  if (x < 0.01) return '<0.01';
-  if (x < 10) return x.toFixed(2);
-  if (x < 100) return x.toFixed(1);
-  return String(Math.round(x));
-}
-
-/** `12m ago` for an ISO time before `now` (a no-break space: the two words stay on one line). */
-function ago(iso: unknown, now: number): string {
-  const t = typeof iso === 'string' ? Date.parse(iso) : NaN;
-  return Number.isNaN(t) ? '' : `${roughly(now - t)}\u00a0ago`;
-}
-
-/** `in 59m` for an ISO time after `now`; `never` for none. */
-function until(iso: unknown, now: number): string {
-  if (iso === null || iso === undefined) return 'never';
-  const t = typeof iso === 'string' ? Date.parse(iso) : NaN;
-  return Number.isNaN(t) ? '' : `in\u00a0${roughly(t - now)}`;
-}
-
-/** A duration to the second under an hour, to the minute under a day, to the hour beyond. */
-function roughly(ms: number): string {
-  const unit = ms < 3_600_000 ? 1_000 : ms < 86_400_000 ? 60_000 : 3_600_000;
-  return formatDuration(Math.max(0, Math.round(ms / unit) * unit)).replace(/^0ms$/, '0s');
 }

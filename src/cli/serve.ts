@@ -63,7 +63,7 @@ export async function serve(args: string[]): Promise<number> {
 /** The SDK, loaded only when tracing is on: a gateway without it loads no OpenTelemetry module. */
 async function startTracingFor(settings: TracingSettings | null, log: Logger): Promise<RequestTracing | undefined> {
   if (settings === null) return undefined;
-  const { startTracing } = await import('../observability/tracing.js');
+  const { startTracing } = await import('../observability/tracing-sdk.js');
   const tracing = await startTracing(settings, (message) => log.warn(message));
   const otlp = settings.exporters.includes('otlp') ? ` (OTLP ${settings.protocol})` : '';
   log.info({ tracing: settings }, `tracing on: spans to ${settings.exporters.join(', ')}${otlp}`);

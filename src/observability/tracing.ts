@@ -1,13 +1,14 @@
 /**
  * @module OpenTelemetry traces of the requests the gateway serves: the SDK with its OTLP/HTTP exporter,
- * started when the standard variables ask for it (tracing-env.ts), and per request one server span with
- * children for the account's introspection, the store's answer and the upstream call, whose request
- * carries the gateway's `traceparent`.
+ * started when the standard variables ask for it (tracing-env.ts, tracing-sdk.ts), and per request one
+ * server span with children for the account's introspection, the store's answer and the upstream call,
+ * whose request carries the gateway's `traceparent`.
  *
- * This module is loaded only when tracing is on (a dynamic import in app/start.ts): the pipeline knows
- * its types alone and checks one field (`RequestView.span`, null without tracing) before anything here
- * runs, so a gateway without tracing loads no OpenTelemetry code and makes no object for it. No context
- * manager is registered and nothing runs under `context.with()`: every parent is passed by hand.
+ * This module is loaded only when tracing is on (through tracing-sdk.ts, a dynamic import in cli/serve.ts):
+ * the pipeline knows its types alone and checks one field (`RequestView.span`, null without tracing)
+ * before anything here runs, so a gateway without tracing loads no OpenTelemetry code and makes no object
+ * for it. No context manager is registered and nothing runs under `context.with()`: every parent is
+ * passed by hand.
  */
 import type http from 'node:http';
 // The module's binding, not the global: globalThis.performance is a getter, called on every use.
@@ -24,15 +25,7 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
-import { W3CTraceContextPropagator, millisToHrTime, setGlobalErrorHandler } from '@opentelemetry/core';
-import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  ConsoleSpanExporter,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import { W3CTraceContextPropagator, millisToHrTime } from '@opentelemetry/core';
 import {
   ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
@@ -43,48 +36,15 @@ import {
   ATTR_NETWORK_PROTOCOL_VERSION,
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
-  ATTR_SERVICE_NAME,
-  ATTR_SERVICE_VERSION,
   ATTR_URL_FULL,
   ATTR_URL_PATH,
   ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
-import { compileMatcher, type RuleMatcher } from '../routing/index.js';
-import type { TracingSettings } from './tracing-env.js';
-import { VERSION } from './version.js';
+import { routeOf } from './tracing-route.js';
+import type { TracedEnding, TracedUpstream } from './tracing-types.js';
 
-/** A rule as the span names it: `rategate.rule`, and its patterns for `http.route`. */
-export interface TracedRule {
-  readonly name: string;
-  readonly patterns: readonly string[];
-}
-
-/** How the request ended, as `finish()` knows it. */
-export interface TracedEnding {
-  /** The status the client was answered with; 0: the client left first. */
-  readonly status: number;
-  /** The gateway error code or `CLIENT_ABORTED`; undefined: none. */
-  readonly error: string | undefined;
-  /** The decision (`allowed`, `limited`, …: DecisionKind). */
-  readonly decision: string;
-  /** The rules whose buckets counted the request. */
-  readonly rules: readonly TracedRule[];
-  readonly rejectedBy: TracedRule | undefined;
-  /** The rules of the route (limits, bans, in-flight), for `http.route`. */
-  readonly routeRules: readonly (readonly TracedRule[])[];
-  /** The method the request was counted as and its normalized path. */
-  readonly method: string;
-  readonly path: string;
-  /** The client behind the trusted proxies. */
-  readonly client: string;
-}
-
-/** What an upstream exchange came to (ForwardResult's shape). */
-export interface TracedUpstream {
-  readonly status: number;
-  readonly error: string | undefined;
-}
+export type { TracedEnding, TracedRule, TracedUpstream } from './tracing-types.js';
 
 /** The `serve` process's tracing: the SDK's provider and the tracer every request's spans come from. */
 export class RequestTracing {
@@ -304,91 +264,4 @@ function originParts(origin: string): { host: string; port: number } | null {
   } catch {
     return null;
   }
-}
-
-/** Each pattern of a rule with its own matcher and its path as `http.route` shows it (the method left off). */
-interface RoutePattern {
-  readonly route: string;
-  readonly matcher: RuleMatcher<{ readonly patterns: readonly string[] }> | null;
-}
-
-/** Built once per rule (a reload makes new rules; the old ones go with their snapshot). */
-const patternsOf = new WeakMap<TracedRule, readonly RoutePattern[]>();
-
-/**
- * `http.route`: of the patterns that matched the request, the most specific (the longest); null when no
- * rule matched. A rule with one pattern matched by it; one with several is asked which.
- */
-function routeOf(sections: readonly (readonly TracedRule[])[], method: string, path: string): string | null {
-  let best: string | null = null;
-  for (const rules of sections) {
-    for (const rule of rules) {
-      let patterns = patternsOf.get(rule);
-      if (patterns === undefined) {
-        const many = rule.patterns.length > 1;
-        patterns = rule.patterns.map((p) => ({
-          route: p.trim().replace(/^\S+\s+/, ''),
-          matcher: many ? compileMatcher([{ patterns: [p] }]) : null,
-        }));
-        patternsOf.set(rule, patterns);
-      }
-      for (const p of patterns) {
-        if (p.matcher !== null && p.matcher.match(method, path).length === 0) continue;
-        if (best === null || p.route.length > best.length) best = p.route;
-      }
-    }
-  }
-  return best;
-}
-
-/** What start-up is told about the SDK's own failures (an export refused, the collector down). */
-export type TracingWarn = (message: string) => void;
-
-/**
- * Starts the SDK as `settings` ask: a batch span processor per exporter, the sampler from
- * `OTEL_TRACES_SAMPLER` (the SDK's default, `parentbased_always_on`, when unset), the resource from
- * `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` over `service.name=rategate` and the version. Only
- * the exporter of the configured protocol is loaded. The SDK's own errors (exports that fail) reach
- * `warn`, at most one a minute, with a count of those left out.
- */
-export async function startTracing(settings: TracingSettings, warn: TracingWarn): Promise<RequestTracing> {
-  const processors: SpanProcessor[] = [];
-  for (const name of settings.exporters) processors.push(new BatchSpanProcessor(await exporterFor(name, settings)));
-  const resource = defaultResource()
-    .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'rategate', [ATTR_SERVICE_VERSION]: VERSION }))
-    .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new BasicTracerProvider({ resource, spanProcessors: processors });
-  setGlobalErrorHandler(throttled(warn));
-  return new RequestTracing(provider.getTracer('rategate', VERSION), provider);
-}
-
-async function exporterFor(
-  name: TracingSettings['exporters'][number],
-  settings: TracingSettings,
-): Promise<SpanExporter> {
-  switch (name) {
-    case 'console':
-      return new ConsoleSpanExporter();
-    case 'otlp':
-      // The endpoint, headers, timeout and compression are read by the exporter (OTEL_EXPORTER_OTLP_*).
-      return settings.protocol === 'http/json'
-        ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter()
-        : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
-  }
-}
-
-function throttled(warn: TracingWarn): (err: unknown) => void {
-  let last = -Infinity;
-  let skipped = 0;
-  return (err) => {
-    const now = Date.now();
-    if (now - last < 60_000) {
-      skipped++;
-      return;
-    }
-    last = now;
-    const more = skipped > 0 ? ` (${skipped} more since the last one)` : '';
-    skipped = 0;
-    warn(`tracing: ${err instanceof Error ? err.message : String(err)}${more}`);
-  };
 }

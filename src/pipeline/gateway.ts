@@ -8,14 +8,9 @@
 import { performance } from 'node:perf_hooks';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Store } from '../limiter/types.js';
-import type { Metrics } from '../observability/metrics.js';
-import { answerPoolRefusal, isPoolRefusal, type Forwarder, type ForwardResult } from '../proxy/forward.js';
+import { answerPoolRefusal, isPoolRefusal, type ForwardResult } from '../proxy/forward.js';
 import { declaresBody, requestId } from '../http/message.js';
 import { forwardedHeaders } from '../proxy/client-ip-headers.js';
-import type { Tunnel } from '../proxy/tunnel.js';
-import type { UpstreamRoutes } from '../proxy/routes.js';
-import type { BodyRateWatch } from '../http/body-rate.js';
 import {
   GATEWAY_ERRORS,
   isGatewayAnswer,
@@ -28,57 +23,18 @@ import {
 import { NO_HEADERS } from './decision.js';
 import { RequestView } from './request-view.js';
 import { continueNow } from '../http/expect-continue.js';
-import type { RequestPolicy } from './policy.js';
-import type { Guard } from '../guard/guard.js';
 import type { Release } from '../guard/slots.js';
-import { protocolOf, recordOf, type RequestRecord } from './access-record.js';
+import { protocolOf, recordOf } from './access-record.js';
 import { loggedPath } from '../observability/log-redact.js';
 import { refundRefused } from './refund.js';
 import type { Stage } from './drive.js';
 import { CONNECTION_FRAMING, SHUTTING_DOWN, TOO_LARGE } from './head-stage.js';
 import { screen, screened, STAGES, type Ending, type ScreenContext, type Screened } from './screen.js';
-import type { RequestTracing, TracedEnding } from '../observability/tracing.js';
+import type { GatewayOptions } from './gateway-options.js';
+import { endingError, tracedEnding, type Outcome } from './exchange-end.js';
 
 export type { RequestRecord } from './access-record.js';
-
-export interface GatewayOptions {
-  policy: () => RequestPolicy;
-  store: Store;
-  forwarder: Forwarder;
-  tunnel: Tunnel;
-  /** `routes:` to named upstreams; null or absent: everything goes to `forwarder` / `tunnel`. */
-  routes?: UpstreamRoutes | null;
-  metrics: Metrics;
-  /** The store's clock (epoch ms), as near as the gateway knows it. */
-  now: () => number;
-  /** Called once per request when its answer has been decided (the access log). */
-  onRequest?: (record: RequestRecord) => void;
-  /** Whether onRequest wants records now: when not, none is built (the access log level may be off). */
-  wantsRecords?: () => boolean;
-  /** Runtime blocks, exemptions, bans and in-flight slots (absent: none of them). */
-  guard?: Guard;
-  runtimeExempt?: (address: string) => boolean;
-  onLimited?: (rule: string, bucketKey: string) => void;
-  /**
-   * The listener's drain (http/drain.ts): `draining`, the one flag that says new requests are answered
-   * 503; `cut`, that the grace period ran out and the gateway itself is closing what is left.
-   */
-  drain?: { readonly draining: boolean; readonly cut?: boolean };
-  /** `server.minBodyRate`: every request body is watched until it has arrived (absent: none is). */
-  bodyRate?: BodyRateWatch;
-  /** OpenTelemetry traces (observability/tracing.ts); absent: off, no span is made. */
-  tracing?: RequestTracing;
-  /** The stages a request goes through (absent: screen.ts STAGES): the list to wrap for a span or a timer per stage. */
-  stages?: readonly Stage[];
-}
-
-/** How an exchange ended, for `finish()`: a gateway answer carries no `result`. */
-interface Outcome {
-  readonly status: number;
-  readonly result: ForwardResult | undefined;
-  /** The gateway's own answer's body, when it wrote one (the access log's `bytesOut`). */
-  readonly body?: Buffer | undefined;
-}
+export type { GatewayOptions } from './gateway-options.js';
 
 export class Gateway {
   /** The options, as the socket-free stages (screen.ts) read them. */
@@ -305,32 +261,6 @@ export class Gateway {
       error: err instanceof Error ? err.message : String(err),
     });
   }
-}
-
-/** What the server span tells of the answer (tracing on only). */
-function tracedEnding(s: Screened, status: number, error: string | undefined): TracedEnding {
-  const { view, decision } = s;
-  const r = view.rules;
-  return {
-    status,
-    error,
-    decision: decision.kind,
-    rules: decision.rules,
-    rejectedBy: decision.rejectedBy,
-    routeRules: [r.limits, r.bans, r.slots],
-    method: view.method,
-    path: view.path,
-    client: view.client.address,
-  };
-}
-
-/**
- * The error an exchange is logged with. A socket closed under a request is the client's doing, but for
- * the connections the drain closes itself when server.drainGrace runs out: those are the gateway's cut.
- */
-function endingError(r: ForwardResult | undefined, drain: GatewayOptions['drain']): string | undefined {
-  if (r?.error === 'CLIENT_ABORTED' && drain?.cut === true) return 'DRAIN_TIMEOUT';
-  return r?.error;
 }
 
 /** A plain request's exchange as the stages' ending: told the screened request (or a stage's throw), and each slot it holds. */

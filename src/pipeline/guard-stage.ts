@@ -17,7 +17,7 @@ import { GO_ON, verdictOf, type Stage, type Verdict } from './drive.js';
 import { BANNED } from './block-stage.js';
 import { rateLimited } from './rate-limited.js';
 import type { RequestView } from './request-view.js';
-import { ruleTag, whySkipped } from './policy.js';
+import { ruleTag, whySkipped } from './rule-inputs.js';
 import type { Screening } from './screening.js';
 import type { GuardNote } from './trace.js';
 

@@ -2,21 +2,11 @@
  * @module The per-snapshot request policy: identity resolvers, exemptions and bucket templates, built
  * once when a config is loaded so that the request path only looks things up.
  */
-import type { CompiledRule, Snapshot, OnError, RuleOverride } from '../config/types.js';
+import type { CompiledRule, Snapshot, OnError } from '../config/types.js';
+import { compileWantedParams, METHOD_PARAM, TOKEN_PARAMS, type WantedParams, whenQueryNames } from '../rails/index.js';
+import { keyParams, NEED, needs, type TypedContext } from '../keys/index.js';
 import {
-  compileWantedParams,
-  METHOD_PARAM,
-  type RequestFacts,
-  TOKEN_PARAMS,
-  type WantedParams,
-  whenFails,
-  whenQueryNames,
-} from '../rails/index.js';
-import { keyParams, keyWhat, NEED, needs, typedTags, type KeyFacts, type TypedContext } from '../keys/index.js';
-import {
-  accountKeysNamedBy,
   compileCidrs,
-  createAccountResolver,
   createClientIpResolver,
   type AccountResolver,
   type CidrSet,
@@ -25,12 +15,21 @@ import {
 } from '../identity/index.js';
 import { bucketKey, ruleKeyPrefix } from '../limiter/keys.js';
 import type { BucketSpec } from '../limiter/types.js';
-import { compileMatcher, type RuleMatcher } from '../routing/index.js';
 import { compileGuardRules, type GuardRules } from '../guard/rules.js';
 import { RouteRuleIndex } from './route-rules.js';
-import { accountConditionFails, type AccountFacts } from '../identity/account-facts.js';
 import type { Trace } from './trace.js';
 import { compileIntrospectionBudget, type IntrospectionBudget } from './introspection-budget.js';
+import {
+  accountResolverFor,
+  bodyLimitLookup,
+  compileOverride,
+  exemptAccountKeys,
+  guardRules,
+  type OverrideMatch,
+} from './policy-compile.js';
+import { ruleTag, whySkipped, type RuleInputs } from './rule-inputs.js';
+
+export type { OverrideMatch } from './policy-compile.js';
 
 export interface RequestPolicy {
   readonly snapshot: Snapshot;
@@ -84,20 +83,6 @@ interface LastBucket {
   readonly spec: BucketSpec;
 }
 
-/** One override's clients, compiled for lookups. */
-export interface OverrideMatch {
-  readonly ips: CidrSet | null;
-  /** Account keys (every form an id may stand for, as exempt.accounts). */
-  readonly accounts: ReadonlySet<string> | null;
-  /** Key tags (`tok:<digest>`, `hdr:<digest>`…) the override's `keys` stand for (keys/kinds.ts `typed`). */
-  readonly keys: ReadonlySet<string> | null;
-}
-
-interface BodyLimit {
-  readonly patterns: readonly string[];
-  readonly max: number;
-}
-
 /**
  * Builds the policy for a snapshot. `introspect` asks the upstream about a token (introspect mode);
  * `previous` lets a reload keep the account cache when the account settings did not change.
@@ -111,20 +96,7 @@ export function buildRequestPolicy(
   const cfg = snapshot.config;
   const trustedProxies = compileCidrs(cfg.clients.trustedProxies);
   const acct = cfg.clients.account;
-  const sameAccountSettings =
-    previous !== undefined && JSON.stringify(previous.snapshot.config.clients.account) === JSON.stringify(acct);
-  const account: AccountResolver = sameAccountSettings
-    ? previous.account
-    : acct.from === 'token'
-      ? createAccountResolver({ from: 'token' })
-      : acct.from === 'header'
-        ? createAccountResolver({ from: 'header', header: acct.header ?? 'x-account-id' })
-        : createAccountResolver({
-            from: 'introspect',
-            introspect,
-            cacheTtlMs: acct.cacheTtl,
-            invalidTtlMs: acct.introspection.invalidTtl,
-          });
+  const account = accountResolverFor(acct, introspect, previous);
   const guard = compileGuardRules(cfg);
   const params = [...new Set([...snapshot.rules.flatMap((r) => keyParams(r.key)), ...guard.paramNames])];
   const typedContext: TypedContext = { ipv6Prefix: cfg.clients.ipv6Prefix, accountFrom: acct.from };
@@ -171,113 +143,9 @@ export function buildRequestPolicy(
 /** Without a surge runtime (explain, replay, benchmarks): no surge is on. */
 const NO_SURGE = (): boolean => false;
 
-/** The rules of `bans:` and `concurrency:`. */
-function guardRules(guard: GuardRules): CompiledRule[] {
-  return [...guard.bans.map((b) => b.rule), ...guard.concurrency.map((c) => c.rule)];
-}
-
-function bodyLimitLookup(limits: readonly { match: readonly string[]; maxBodySize: number }[], fallback: number) {
-  const toMax = (n: number) => (n === 0 ? Infinity : n);
-  const defaultMax = toMax(fallback);
-  if (limits.length === 0) return () => defaultMax;
-  const matcher: RuleMatcher<BodyLimit> = compileMatcher(
-    limits.map((l) => ({ patterns: l.match, max: toMax(l.maxBodySize) })),
-  );
-  return (method: string, path: string): number => {
-    const hit = matcher.match(method, path);
-    // The first listed route limit that matches wins over the default.
-    return hit.length > 0 ? hit[0]!.max : defaultMax;
-  };
-}
-
-function compileOverride(rule: CompiledRule, o: RuleOverride, ctx: TypedContext): OverrideMatch {
-  const keys = new Set<string>();
-  for (const k of o.keys) {
-    const tags = typedTags(rule.key, k, ctx);
-    if (Array.isArray(tags)) for (const t of tags) keys.add(t);
-  }
-  return {
-    ips: o.ips.length ? compileCidrs(o.ips) : null,
-    accounts: o.accounts.length ? exemptAccountKeys(o.accounts) : null,
-    keys: keys.size ? keys : null,
-  };
-}
-
-/**
- * Operators list accounts as they know them: the account id (introspect), the header value (header), or
- * the token's SHA-256 digest (token). Each is turned into the key form the resolver produces.
- */
-function exemptAccountKeys(ids: readonly string[]): Set<string> {
-  const keys = new Set<string>();
-  for (const id of ids) for (const k of accountKeysNamedBy(id)) keys.add(k);
-  return keys;
-}
-
 /** True when an account key (`a:123`, `h:abc`, `t:<digest>`) names an exempt account. */
 export function isExemptAccount(policy: RequestPolicy, accountKey: string): boolean {
   return policy.exemptAccounts !== null && policy.exemptAccounts.has(accountKey);
-}
-
-/** Who the request is, for the rules: what the key kinds read, the client's address (overrides by IP), what `when.query` reads. */
-export interface RuleInputs extends KeyFacts {
-  readonly client: { readonly address: string };
-  /** The account's facts (`when.account`), null when unknown; read only for a request with an account. */
-  accountFacts(): AccountFacts | null;
-  facts(): Pick<RequestFacts, 'queryHasAny'>;
-}
-
-const NO_FACTS: Pick<RequestFacts, 'queryHasAny'> = Object.freeze({ queryHasAny: () => false });
-
-/**
- * A client known by its IP (and account) alone, with no other fact: for callers that decide without a
- * request (benchmarks, the store's tests). Rules keyed on a header, parameter, cookie or token skip it.
- */
-export function knownClient(
-  client: { readonly address: string; readonly key: string },
-  accountKey: string | null = null,
-): RuleInputs {
-  return {
-    client,
-    ipKey: client.key,
-    accountKey,
-    tokenDigest: () => null,
-    header: () => undefined,
-    cookie: () => undefined,
-    param: () => undefined,
-    rawToken: () => null,
-    accountFacts: () => null,
-    facts: () => NO_FACTS,
-  };
-}
-
-/**
- * The tag a rule keys this request on (keys/rule-key.ts), or null when the rule does not apply: its
- * `when` fails or the request lacks the key. Limits, bans and in-flight rules alike.
- */
-export function ruleTag(rule: CompiledRule, who: RuleInputs): string | null {
-  if (rule.whenAuthenticated !== undefined && rule.whenAuthenticated !== (who.accountKey !== null)) return null;
-  if (rule.whenQuery !== null && !who.facts().queryHasAny(rule.whenQuery, rule.whenQueryPaths!)) return null;
-  if (
-    rule.whenAccount !== null &&
-    accountConditionFails(
-      rule.whenAccount,
-      who.accountKey,
-      who.accountKey === null ? null : who.accountFacts(),
-      Date.now(),
-    ) !== null
-  ) {
-    return null;
-  }
-  return rule.key.tag(who);
-}
-
-/** Why ruleTag gave no tag: for the trace (explain, replay) only. */
-export function whySkipped(rule: CompiledRule, who: RuleInputs): string {
-  const account = { key: who.accountKey, facts: who.accountKey === null ? null : who.accountFacts(), now: Date.now() };
-  return (
-    whenFails(rule, who.facts(), who.accountKey !== null, account) ??
-    `no key: the request has no ${keyWhat(rule.key, who)}`
-  );
 }
 
 /**

@@ -16,40 +16,18 @@ import { networkOf } from '../identity/ip.js';
 import { isLive, type GuardEntry } from '../guard/entry.js';
 import type { GuardState } from '../guard/state.js';
 import { fieldOf } from '../guard/view.js';
-import { bucketKey } from '../limiter/keys.js';
-import type { BucketSpec, Store, StoreLog } from '../limiter/types.js';
+import type { Store, StoreLog } from '../limiter/types.js';
 import { NetworkShares } from './network-shares.js';
 import type { SurgeInfo, SurgeSummary } from './report.js';
+import { countedStatuses, samePrefix, surgeId, triggerReason, triggerSpec, type Trigger } from './trigger.js';
+
+export { surgeId, triggerSpec } from './trigger.js';
 
 /** How often each replica looks for a surge that started or ended (its log lines; the request path reads the picture directly). */
 const WATCH_MS = 250;
 
 /** The one network of every client whose address the gateway could not read: together they have one share. */
 const UNREAD_NETWORK = 'unknown';
-
-/** A surge's trigger as the count reads it, built when the table is loaded or reloaded. */
-interface Trigger {
-  readonly surge: SurgeConfig;
-  /** By status code: 1 for an upstream answer the trigger counts (`statuses`). */
-  readonly counted: Uint8Array;
-  /** This replica's record of each network's share. */
-  readonly shares: NetworkShares;
-}
-
-/** `statuses` (codes and classes such as `2xx`) as a lookup by code. */
-function countedStatuses(statuses: readonly (number | string)[]): Uint8Array {
-  const counted = new Uint8Array(600);
-  for (const s of statuses) {
-    if (typeof s === 'number') counted[s] = 1;
-    else counted.fill(1, Number(s[0]) * 100, Number(s[0]) * 100 + 100);
-  }
-  return counted;
-}
-
-/** Why a surge started by itself: its trigger, as the log line and the admin API say it. */
-function triggerReason(s: SurgeConfig): string {
-  return `${s.trigger.rule}: more than ${s.trigger.above} answered ${s.trigger.statuses.join('/')} within ${formatDuration(s.trigger.within)}`;
-}
 
 export interface SurgeSetup {
   /** The guard's replicated state: a surge is one of its entries (kind `surge`). */
@@ -60,32 +38,6 @@ export interface SurgeSetup {
   readonly store: Store;
   readonly log: StoreLog;
   readonly config: () => Pick<Config, 'surges'>;
-}
-
-/** The guard entry id of a surge: never an address, so no release reads it as a block or exemption. */
-export function surgeId(name: string): string {
-  return `surge:${name}`;
-}
-
-/** The trigger's bucket: one for the whole instance; `/` is not a rule-name character, so no rule's key collides. */
-export function triggerSpec(s: SurgeConfig): BucketSpec {
-  return {
-    key: bucketKey(`surge/${s.name}:`, 'global'),
-    limit: s.trigger.above,
-    periodMs: s.trigger.within,
-    algorithm: 'sliding-window',
-    cost: 1,
-    shadow: false,
-    onError: 'local',
-  };
-}
-
-/** Whether two versions of a surge group clients into the same networks. */
-function samePrefix(a: SurgeConfig, b: SurgeConfig): boolean {
-  return (
-    a.trigger.networkPrefix.ipv4 === b.trigger.networkPrefix.ipv4 &&
-    a.trigger.networkPrefix.ipv6 === b.trigger.networkPrefix.ipv6
-  );
 }
 
 export class Surges {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { bucketKey, ruleKeyPrefix } from '../../src/limiter/keys.js';
 import { keySlot } from '../../src/limiter/redis/slot.js';
 import { compileKey } from '../../src/keys/index.js';
-import { knownClient } from '../../src/pipeline/policy.js';
+import { knownClient } from '../../src/pipeline/rule-inputs.js';
 
 const client = knownClient({ address: '203.0.113.7', key: '203.0.113.7' }, 'a:42');
 const tag = (per: string) => compileKey(per).tag(client)!;
