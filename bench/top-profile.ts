@@ -224,15 +224,13 @@ export function summarize(profileFile: string, top = 25): ProfileSummary {
   return {
     totalMs: totalUs / 1000,
     busyMs: busyUs / 1000,
-    functions: rows
-      .slice(0, top)
-      .map((r) => ({
-        name: r.name,
-        location: r.location,
-        area: r.area,
-        selfMs: r.us / 1000,
-        pct: (100 * r.us) / busyUs,
-      })),
+    functions: rows.slice(0, top).map((r) => ({
+      name: r.name,
+      location: r.location,
+      area: r.area,
+      selfMs: r.us / 1000,
+      pct: (100 * r.us) / busyUs,
+    })),
     bySrcCaller: [...bySrc.values()]
       .sort((a, b) => b.us - a.us)
       .slice(0, top)

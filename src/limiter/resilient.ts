@@ -21,9 +21,10 @@
  * Waiting: this layer adds none. The primary must bound its own calls (RedisStore does, by
  * `store.timeout`); while a breaker is open, its keys' decisions are local and immediate.
  */
-import { Breaker, DEFAULT_BREAKER, type BreakerOptions, type CircuitState } from './breaker.js';
+import { DEFAULT_BREAKER, type BreakerOptions, type CircuitState } from './breaker.js';
 import { systemClock, type Clock } from './clock.js';
 import { StoreError } from './errors.js';
+import { MasterBreakers, ONE_NODE } from './master-breakers.js';
 import { decideWithoutStore, LocalFallback, peekWithoutStore, type Touched } from './local-fallback.js';
 import {
   StoreUnavailableError,
@@ -60,17 +61,10 @@ export interface ResilientStore extends Store {
   setGateways(n: number): void;
 }
 
-/** The node name of a store that has only one. */
-const ONE_NODE = 'store';
 const ONE: readonly string[] = [ONE_NODE];
 
 class Resilient implements ResilientStore {
-  private readonly breakers = new Map<string, Breaker>();
-  private readonly failing = new Set<string>();
-  /** Promoted in place of a failing master, no store decision yet: by the node names its keys may now go to. */
-  private readonly awaitingShared = new Map<string, { from: string; to: string; node: string }>();
-  private closed = false;
-  private readonly opts: BreakerOptions;
+  private readonly masters: MasterBreakers;
   private readonly local: LocalFallback;
   private readonly emit: (e: StoreEvent) => void;
   private readonly clock: Clock;
@@ -79,21 +73,22 @@ class Resilient implements ResilientStore {
     private readonly primary: PrimaryStore,
     o: ResilientStoreOptions,
   ) {
-    this.opts = {
+    const opts: BreakerOptions = {
       failureThreshold: Math.max(1, o.breaker?.failureThreshold ?? DEFAULT_BREAKER.failureThreshold),
       openMs: Math.max(1, o.breaker?.openMs ?? DEFAULT_BREAKER.openMs),
     };
     this.emit = o.onEvent ?? (() => {});
     this.clock = o.clock ?? systemClock;
+    this.masters = new MasterBreakers(primary, opts, this.clock, this.emit);
     this.local = new LocalFallback(o.fallback, {
       ...(o.gateways !== undefined ? { gateways: o.gateways } : {}),
       now: () => this.clock.now(),
     });
-    primary.onPromotion?.((from, to, node) => this.promoted(from, to, node));
+    primary.onPromotion?.((from, to, node) => this.masters.promoted(from, to, node));
   }
 
   get fallbackActive(): boolean {
-    return this.failing.size > 0;
+    return this.masters.failing.size > 0;
   }
 
   setGateways(n: number): void {
@@ -101,16 +96,11 @@ class Resilient implements ResilientStore {
   }
 
   get failingNodes(): readonly string[] {
-    return [...this.failing];
+    return [...this.masters.failing];
   }
 
   get circuit(): CircuitState {
-    let worst: CircuitState = 'closed';
-    for (const b of this.breakers.values()) {
-      if (b.circuit === 'open') return 'open';
-      if (b.circuit === 'half-open') worst = 'half-open';
-    }
-    return worst;
+    return this.masters.circuit;
   }
 
   consume(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
@@ -150,7 +140,7 @@ class Resilient implements ResilientStore {
   async reset(spec: BucketSpec): Promise<void> {
     await this.local.store.reset(spec);
     const node = this.nodesOf([spec])[0]!;
-    const breaker = this.breaker(node);
+    const breaker = this.masters.breaker(node);
     if (!breaker.admit()) {
       this.emit({ type: 'error', op: 'reset', reason: 'circuit_open', node });
       throw new StoreUnavailableError('store unavailable (circuit open): bucket not reset');
@@ -165,8 +155,7 @@ class Resilient implements ResilientStore {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    for (const b of this.breakers.values()) b.close();
+    this.masters.close();
     await Promise.all([this.primary.close(), this.local.store.close()]);
   }
 
@@ -184,7 +173,7 @@ class Resilient implements ResilientStore {
   ): Promise<T> {
     const nodes = this.nodesOf(specs);
     if (nodes.length > 1) return this.viaMasters(nodes, op, call, degraded, answered);
-    const breaker = this.breaker(nodes[0]!);
+    const breaker = this.masters.breaker(nodes[0]!);
     if (!breaker.admit()) {
       this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[0]! });
       if (op === 'consume') breaker.skipped();
@@ -202,7 +191,7 @@ class Resilient implements ResilientStore {
     }
     return pending.then((out) => {
       breaker.succeeded();
-      if (this.awaitingShared.size > 0) this.decidedBy(nodes[0]!);
+      if (this.masters.awaitingShared.size > 0) this.masters.decidedBy(nodes[0]!);
       answered?.(out);
       return out;
     }, failed);
@@ -216,7 +205,7 @@ class Resilient implements ResilientStore {
     degraded: (err: unknown, node: string) => Promise<T>,
     answered?: (out: T) => void,
   ): Promise<T> {
-    const breakers = nodes.map((n) => this.breaker(n));
+    const breakers = nodes.map((n) => this.masters.breaker(n));
     const shut = breakers.findIndex((b) => b.circuit !== 'closed');
     if (shut !== -1) {
       this.emit({ type: 'error', op, reason: 'circuit_open', node: nodes[shut]! });
@@ -226,7 +215,7 @@ class Resilient implements ResilientStore {
     try {
       const out = await call();
       for (const b of breakers) b.succeeded();
-      if (this.awaitingShared.size > 0) for (const n of nodes) this.decidedBy(n);
+      if (this.masters.awaitingShared.size > 0) for (const n of nodes) this.masters.decidedBy(n);
       answered?.(out);
       return out;
     } catch (err) {
@@ -260,77 +249,6 @@ class Resilient implements ResilientStore {
 
   private nodesOf(specs: readonly BucketSpec[]): readonly string[] {
     return this.primary.nodesOf?.(specs) ?? ONE;
-  }
-
-  private breaker(node: string): Breaker {
-    let b = this.breakers.get(node);
-    if (b === undefined) {
-      b = this.newBreaker(node);
-      this.breakers.set(node, b);
-    }
-    return b;
-  }
-
-  private newBreaker(node: string): Breaker {
-    const ping = this.primary.ping?.bind(this.primary);
-    let breaker: Breaker | undefined = undefined;
-    breaker = new Breaker({
-      ...this.opts,
-      clock: this.clock,
-      ping: ping === undefined || this.closed ? undefined : () => ping(node === ONE_NODE ? undefined : node),
-      listener: {
-        error: (op, reason) => this.emit({ type: 'error', op, reason, node }),
-        circuit: (state) => this.emit({ type: 'circuit', state, node }),
-        failing: (on, cause) => this.nodeFailing(node, on, cause, breaker?.circuit ?? 'closed'),
-      },
-    });
-    return breaker;
-  }
-
-  private nodeFailing(node: string, on: boolean, cause: unknown, circuit: CircuitState): void {
-    const before = this.failing.size > 0;
-    if (on) this.failing.add(node);
-    else this.failing.delete(node);
-    this.emit(
-      cause === undefined
-        ? { type: 'node', node, failing: on, circuit }
-        : { type: 'node', node, failing: on, circuit, cause },
-    );
-    const after = this.failing.size > 0;
-    if (before !== after)
-      this.emit(
-        cause === undefined || !after
-          ? { type: 'fallback_active', active: after }
-          : { type: 'fallback_active', active: after, cause },
-      );
-  }
-
-  /** A replica took over `from`: its keys are the new master's now, so the old breaker goes. */
-  private promoted(from: string, to: string, node: string): void {
-    const b = this.breakers.get(node);
-    const wasFailing = this.failing.has(node);
-    if (b !== undefined) {
-      b.close();
-      this.breakers.delete(node);
-    }
-    if (wasFailing) this.nodeFailing(node, false, undefined, 'closed');
-    this.emit({ type: 'promotion', from, to, node, wasFailing });
-    // Shared again at the first decision the store makes for these keys, not at the promotion: the new
-    // master may take a while to answer. Its keys go to `node` (Sentinel: the master's name) or `to` (a cluster node).
-    if (wasFailing) {
-      const awaited = { from, to, node };
-      this.awaitingShared.set(node, awaited);
-      this.awaitingShared.set(to, awaited);
-    }
-  }
-
-  /** The store decided for `node`'s keys: if they were waiting since a promotion, they are shared again. */
-  private decidedBy(node: string): void {
-    const a = this.awaitingShared.get(node);
-    if (a === undefined) return;
-    this.awaitingShared.delete(a.node);
-    this.awaitingShared.delete(a.to);
-    this.emit({ type: 'shared', ...a });
   }
 
   /** Applies each bucket's onError to a request the primary could not decide (local-fallback.ts). */

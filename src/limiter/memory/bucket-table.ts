@@ -20,6 +20,7 @@
  * Rows stay dense: removing a row moves the last row into its place, so the arrays can shrink when the
  * clients of a busier period have expired (at a quarter full, to half the capacity).
  */
+import { digestStart, hexValue, packIpv4 } from './key-tail.js';
 
 /** Doubles per row: state a, b, c, then expireAt (epoch ms after which the bucket carries nothing). */
 export const ROW = 4;
@@ -29,8 +30,7 @@ const LONG = 0xff; // length byte of a row whose key is in `longKeys`
 const TAG_IPV4 = 1;
 const TAG_ASCII = 2;
 const TAG_DIGEST = 3;
-/** Hex digits of a SHA-256 digest, and how many of them a row keeps (96 bits: the payload's 12 bytes). */
-const DIGEST_HEX = 64;
+/** Hex digits of a SHA-256 digest a row keeps (96 bits: the payload's 12 bytes). */
 const KEPT_HEX = 24;
 const MIN_ROWS = 1024;
 const MAX_PREFIXES = 0xffff;
@@ -194,7 +194,7 @@ export class BucketTable {
         s[4 + i] = (hexValue(key.charCodeAt(hexAt + 2 * i)) << 4) | hexValue(key.charCodeAt(hexAt + 2 * i + 1));
       return 3 + KEPT_HEX / 2;
     }
-    if (this.packIpv4(key, brace)) {
+    if (packIpv4(key, brace, this.scratch)) {
       s[3] = TAG_IPV4;
       return 7;
     }
@@ -225,39 +225,6 @@ export class BucketTable {
     this.recentPrefixes[slot] = prefix;
     this.recentIds[slot] = id;
     return id;
-  }
-
-  /** `{ip:a.b.c.d}` in canonical dotted-quad form (no leading zeros, each ≤ 255) → scratch[4..7]. */
-  private packIpv4(key: string, brace: number): boolean {
-    const end = key.length - 1;
-    if (
-      end - brace < 11 ||
-      key.charCodeAt(end) !== 0x7d /* } */ ||
-      key.charCodeAt(brace + 1) !== 0x69 /* i */ ||
-      key.charCodeAt(brace + 2) !== 0x70 /* p */ ||
-      key.charCodeAt(brace + 3) !== 0x3a /* : */
-    ) {
-      return false;
-    }
-    let i = brace + 4;
-    for (let part = 0; part < 4; part++) {
-      const from = i;
-      let v = 0;
-      while (i < end) {
-        const c = key.charCodeAt(i);
-        if (c < 0x30 || c > 0x39) break;
-        v = v * 10 + (c - 0x30);
-        i++;
-      }
-      const digits = i - from;
-      if (digits === 0 || digits > 3 || v > 255 || (digits > 1 && key.charCodeAt(from) === 0x30)) return false;
-      this.scratch[4 + part] = v;
-      if (part < 3) {
-        if (key.charCodeAt(i) !== 0x2e /* . */) return false;
-        i++;
-      }
-    }
-    return i === end;
   }
 
   private sameKey(r: number, key: string): boolean {
@@ -320,34 +287,4 @@ export class BucketTable {
 /** The recent-key slot of `key`: its length and first character (a request's few keys mostly differ in one). */
 function recentSlot(key: string): number {
   return (key.length ^ (key.charCodeAt(0) << 2)) & (RECENT_KEYS - 1);
-}
-
-/** A lowercase hex digit's value (the caller has checked it is one). */
-function hexValue(c: number): number {
-  return c <= 0x39 ? c - 0x30 : c - 0x57;
-}
-
-/**
- * Where the digest starts in a `{<kind>:<64 lowercase hex>}` tail (kind: 1–12 of `a-z` and `:`, e.g.
- * `ck`, `acct:h`), or -1 when the tail is not of that form.
- */
-function digestStart(key: string, brace: number): number {
-  const end = key.length - 1;
-  const hexAt = end - DIGEST_HEX;
-  if (
-    key.charCodeAt(end) !== 0x7d /* } */ ||
-    hexAt < brace + 3 ||
-    hexAt - brace > 14 ||
-    key.charCodeAt(hexAt - 1) !== 0x3a /* : */
-  )
-    return -1;
-  for (let i = brace + 1; i < hexAt; i++) {
-    const c = key.charCodeAt(i);
-    if ((c < 0x61 || c > 0x7a) && c !== 0x3a) return -1;
-  }
-  for (let i = hexAt; i < end; i++) {
-    const c = key.charCodeAt(i);
-    if ((c < 0x30 || c > 0x39) && (c < 0x61 || c > 0x66)) return -1;
-  }
-  return hexAt;
 }

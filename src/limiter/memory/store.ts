@@ -11,18 +11,10 @@
  */
 import { evaluate, Evaluation, refundedState, type State } from '../algorithms.js';
 import { BucketTable, ROW } from './bucket-table.js';
+import { CLIENT_CHOSEN_SHARE, DEFAULT_MAX_KEYS, fullEvaluation, reservedKind } from './store-bound.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
 
-/**
- * The bound of a store built without one (tests, `explain`). `serve` always passes one: store.maxKeys,
- * or the default derived from the memory limit (key-bound.ts). A packed bucket costs ~90 B, an IPv6
- * network or a long account key ~300-400 B through the gateway: 1,000,000 buckets are 90-400 MB.
- */
-export const DEFAULT_MAX_KEYS = 1_000_000;
-/** The share of the table keys chosen by the client may fill. */
-const CLIENT_CHOSEN_SHARE = 0.9;
-/** A request refused for want of room is told to come back after this. */
-const FULL_RETRY_MS = 1_000;
+export { DEFAULT_MAX_KEYS } from './store-bound.js';
 
 export interface MemoryStoreOptions {
   now?: () => number;
@@ -35,24 +27,10 @@ export interface MemoryStoreOptions {
   onFull?: (key: string) => void;
 }
 
-/** IPv4 (`{ip:a.b.c.d}`, no colon), account and global keys: not multiplied by values the client picks. */
-function reservedKind(key: string): boolean {
-  const brace = key.indexOf('{');
-  if (brace < 0) return false;
-  if (key.startsWith('{acct:', brace) || key.startsWith('{global}', brace)) return true;
-  return key.startsWith('{ip:', brace) && key.indexOf(':', brace + 4) < 0;
-}
-
 const RESOLVED: Promise<void> = Promise.resolve();
 
 /** The row of a bucket the table had no room for (never written). */
 const FULL = -2;
-
-/** The answer for a bucket the table has no room for: limited, retry in FULL_RETRY_MS. */
-function fullEvaluation(now: number, out: Evaluation): Evaluation {
-  const at = now + FULL_RETRY_MS;
-  return out.set(false, 0, 0, 0, now, 0, 0, at, at, at);
-}
 
 /**
  * Bucket state lives in a BucketTable: typed arrays outside the V8 heap, a key packed into 16 bytes.
