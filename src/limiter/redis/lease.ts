@@ -21,46 +21,13 @@
  * (drain). A failed give-back only leaves tokens stranded until the window or refill passes them.
  */
 import { systemClock, type Clock } from '../clock.js';
-import { LeaseEntry, RecentKeys, sameRule, windowStart } from './lease-entry.js';
+import { LeaseEntry, RecentKeys, sameRule } from './lease-entry.js';
 import { leaseArrived, takeIn, unreserve } from './lease-outcome.js';
+import { refundLeased, type RefundContext } from './lease-refund.js';
+import type { LeaseOptions, LeaseStore } from './lease-types.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
 
-export interface LeaseOptions {
-  /** Gateway replicas sharing the store (`store.gateways`): a lease is at most remaining ÷ (2 × gateways). */
-  readonly gateways?: number;
-  /** Returns unspent tokens to the store; best effort (a failure strands them, never over-admits). */
-  readonly giveBack: (spec: BucketSpec, tokens: number, chargedAt: number) => Promise<unknown>;
-  /** The local clock and timers (tests: a fake clock). */
-  readonly clock?: Clock;
-  /** A lease aims at this many ms of this gateway's traffic on the key (default 500). */
-  readonly targetMs?: number;
-  /** A lease is spent at most this long after its first tokens were counted (default 1000). */
-  readonly maxAgeMs?: number;
-  /** Unspent tokens of a key without traffic for this long are given back (default 1000). */
-  readonly idleMs?: number;
-  /** Keys tracked at most; beyond, new keys are decided by the store alone (default 100 000). */
-  readonly maxEntries?: number;
-}
-
-export interface LeaseStore extends Store {
-  /** Admitted from the leases held when every bucket has one with room for its cost; else undefined, nothing spent. */
-  consumeLocal(specs: readonly BucketSpec[]): ConsumeOutcome | undefined;
-  /** Requests admitted from leases without a store call, since start. */
-  readonly localAdmissions: number;
-  /**
-   * Every token charged for a lease is spent or given back within this long of its charge (its age
-   * limit, plus the sweep's period): a gateway refused meanwhile may find them back in the store then.
-   */
-  readonly returnedWithinMs: number;
-  /** Tokens held now, for one bucket key or over all keys (tests, metrics). */
-  heldTokens(key?: string): number;
-  /** Gives back what expired or idled now (the timer calls it; tests call it after moving the clock). */
-  sweep(): void;
-  /** Resolves when the give-backs sent so far have been answered (or failed). */
-  settled(): Promise<void>;
-  /** The gateways sharing the store now (the fleet's live count): later leases are sized by it. */
-  setGateways(n: number): void;
-}
+export type { LeaseOptions, LeaseStore } from './lease-types.js';
 
 /** The leases found by the fast path; reused, since the path is synchronous. */
 const found: LeaseEntry[] = [];
@@ -260,54 +227,19 @@ class Leases implements LeaseStore {
     }
   }
 
-  /**
-   * Gives back what an allowed request was charged: into the key's lease when the lease may hold those
-   * tokens (it is spent or given back as its own, and the headers count it at once), else to the store.
-   * A window's tokens fit a valid lease of the same window; a token bucket's fit a lease charged no
-   * later than they were, which is known only when the store decided (`now` is then the charge's time;
-   * a lease-admitted request's tokens may come from an older lease). A fallback's decision is the
-   * fault policy's to refund (it gives back none).
-   */
+  /** See lease-refund.ts. */
   refund(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void> {
-    if (!outcome.allowed) return Promise.resolve();
-    const now = this.clock.now();
-    const rest: BucketSpec[] = [];
-    const restBuckets: BucketState[] = [];
-    for (let i = 0; i < specs.length; i++) {
-      const spec = specs[i]!;
-      const b = outcome.buckets[i]!;
-      if (b.limited) continue; // a full shadow bucket: not charged
-      const e = this.entries.get(spec.key);
-      if (outcome.decider !== 'fallback' && e !== undefined && this.holds(e, spec, outcome, now)) e.tokens += spec.cost;
-      else {
-        rest.push(spec);
-        restBuckets.push(b);
-      }
-    }
-    if (rest.length === 0 || this.inner.refund === undefined) return Promise.resolve();
-    if (outcome.decider !== 'lease') return this.inner.refund(rest, { ...outcome, buckets: restBuckets });
-    // A lease-admitted request's charge is the lease's, up to the lease age before `now`: a window's
-    // is in `now`'s window (a lease is spent in its own), a token bucket's is counted as that old.
-    const tb = rest.map((s) => s.algorithm === 'token-bucket');
-    const pick = (want: boolean): [BucketSpec[], BucketState[]] => [
-      rest.filter((_, k) => tb[k] === want),
-      restBuckets.filter((_, k) => tb[k] === want),
-    ];
-    const [windows, windowBuckets] = pick(false);
-    const [buckets, bucketStates] = pick(true);
-    return Promise.all([
-      windows.length > 0 ? this.inner.refund(windows, { ...outcome, buckets: windowBuckets }) : undefined,
-      buckets.length > 0
-        ? this.inner.refund(buckets, { ...outcome, now: outcome.now - this.maxAgeMs, buckets: bucketStates })
-        : undefined,
-    ]).then(() => undefined);
+    return refundLeased(this.refundContext(), specs, outcome);
   }
 
-  /** May lease `e` take back the tokens `outcome` charged for `spec`? */
-  private holds(e: LeaseEntry, spec: BucketSpec, outcome: ConsumeOutcome, now: number): boolean {
-    if (this.closed || !sameRule(e.spec, spec) || e.validUntil <= now) return false;
-    if (spec.algorithm === 'token-bucket') return outcome.decider !== 'lease' && e.chargedAt <= outcome.now;
-    return windowStart(spec, e.chargedAt) === windowStart(spec, outcome.now);
+  private refundContext(): RefundContext {
+    return {
+      entries: this.entries,
+      inner: this.inner,
+      clock: this.clock,
+      maxAgeMs: this.maxAgeMs,
+      closed: this.closed,
+    };
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {
