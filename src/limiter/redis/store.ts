@@ -14,7 +14,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { CrossSlot, groupBySlot, settleWithin } from './cross-slot.js';
-import { StoreError, StoreTimeoutError, toStoreError } from '../errors.js';
+import { toStoreError, type StoreError } from '../errors.js';
 import { luaScripts, parsePeek, type Arg } from './codec.js';
 import { createRedisClient, isCluster, whenReady, type RedisClient } from './connection.js';
 import { rawScript, type ScriptCall } from './raw-script.js';
@@ -23,39 +23,18 @@ import { sentinelWatchFor } from './sentinel-watch.js';
 import { SameSlot } from './same-slot.js';
 import { keySlot } from './slot.js';
 import { parseStoreUrl, StoreUrlError } from '../../config/store-url.js';
+import { pingStore } from './ping.js';
+import { settleCall } from './settle.js';
+import type { RedisStoreOptions } from './store-options.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
+
+export type { RedisStoreOptions } from './store-options.js';
 
 export { luaScripts, encodeBucketParams } from './codec.js';
 export { MAX_BATCH_REQUESTS } from './batcher.js';
 
 /** How much earlier than the decision's `now` a token bucket charged across Cluster slots counts as charged (refund). */
 const REFUND_SKEW_MS = 1_000;
-
-export interface RedisStoreOptions {
-  /** `redis://`, `rediss://` (TLS), `redis-cluster://h:p,h:p` or `redis-sentinel://h:p,h:p/NAME` (and TLS forms): see config/store-url.ts. */
-  readonly url: string;
-  /** The sentinels' own password (`store.sentinelPassword`). */
-  readonly sentinelPassword?: string;
-  /** Prepended to every bucket key as `${prefix}:${spec.key}`. */
-  readonly prefix: string;
-  /** Upper bound of every store call, in ms. */
-  readonly timeoutMs: number;
-  /** Tests only: overrides Redis TIME so that scripted times apply. Production reads the server clock. */
-  readonly now?: () => number;
-  /**
-   * Batch the consume calls of one event-loop turn into one script call (batcher.ts). Default: on for a
-   * single Redis, off for a cluster, where the requests of different clients fall in different slots and
-   * so rarely share a batch, and the wait for the end of the turn only costs throughput and p99 (both
-   * measured with bench/redis-store.ts, which compares the two).
-   */
-  readonly batching?: boolean;
-  /** TCP connect timeout for (re)connection attempts; requests never wait for it (no offline queue). */
-  readonly connectTimeoutMs?: number;
-  /** Called when a cross-slot refund fails (the charge then stands: under-admission until it expires). */
-  readonly onRefundError?: (err: StoreError) => void;
-  /** Told the number of requests of each script call the batcher sends. */
-  readonly onBatch?: (requests: number) => void;
-}
 
 type ScriptFn = (...args: Arg[]) => Promise<unknown>;
 
@@ -183,35 +162,9 @@ export class RedisStore implements Store {
     this.client.once('ready', fn);
   }
 
-  /**
-   * One round trip to `node` (a master as `nodeOf` names it), or to every master, bounded by the
-   * timeout: a breaker's recovery probe, and /readyz. It checks what decisions need, not just that a
-   * server answers: on a cluster that the node is a master in the slot map (and, for all, that every slot
-   * has one); on a single or Sentinel-managed Redis that the server's role is master (a demoted master
-   * answers PING too).
-   */
-  async ping(node?: string): Promise<void> {
-    if (isCluster(this.client)) {
-      const masters = this.client
-        .nodes('master')
-        .filter((m) => node === undefined || `${m.options.host}:${m.options.port}` === node);
-      if (masters.length === 0)
-        throw new StoreError(
-          'connection',
-          `store ping: ${node === undefined ? 'no cluster master' : `${node} is not a master`} in the slot map`,
-        );
-      if (node === undefined && !this.topology.covered())
-        throw new StoreError('clusterdown', 'store ping: some slots have no master');
-      await this.bounded(Promise.all(masters.map((m) => m.ping())), 'ping');
-    } else {
-      // ioredis writes ROLE (allowed while a server loads) before its ready check ends, when script
-      // calls are still refused: a probe passing then would close the breaker too early.
-      if (this.client.status !== 'ready')
-        throw new StoreError('connection', `store ping: connection ${this.client.status}, not ready`);
-      const role = await this.bounded(this.client.call('ROLE') as Promise<unknown[]>, 'ping');
-      if (role[0] !== 'master')
-        throw new StoreError('readonly', `store ping: the server is a ${String(role[0])}, not the master`);
-    }
+  /** See ping.ts. */
+  ping(node?: string): Promise<void> {
+    return pingStore(this.client, this.topology, (p, what) => this.bounded(p, what), node);
   }
 
   /** The masters that decide these buckets: each slot's owner, once (see topology.ts). */
@@ -324,11 +277,7 @@ export class RedisStore implements Store {
     return new Promise<T>((resolve, reject) => this.settle(p, what, budgetMs, resolve, reject));
   }
 
-  /**
-   * `bounded` without a promise of its own (the hot consume calls: one reaction per script call, not
-   * three): `p`'s reply goes to `answered`, or its failure or the timeout to `failed`, whichever comes
-   * first and only that one. The handlers must not throw.
-   */
+  /** `bounded` without a promise of its own (see settle.ts). */
   private settle<T>(
     p: Promise<T>,
     what: string,
@@ -336,24 +285,7 @@ export class RedisStore implements Store {
     answered: (v: T) => void,
     failed: (err: StoreError) => void,
   ): void {
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      this.topology.troubled();
-      failed(new StoreTimeoutError(this.timeoutMs, what));
-    }, budgetMs);
-    p.then(
-      (v) => {
-        clearTimeout(timer);
-        if (!timedOut) answered(v);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        const e = toStoreError(err, what);
-        if (e.reason !== 'script') this.topology.troubled();
-        if (!timedOut) failed(e);
-      },
-    );
+    settleCall(p, what, budgetMs, this.timeoutMs, this.topology, answered, failed);
   }
 }
 
