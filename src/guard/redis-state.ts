@@ -15,45 +15,22 @@
  * Leases are sorted sets scored by expiry, under their slot key's own hash tag (spread over a cluster): a
  * dead replica's slots free themselves when its leases run out.
  */
-import type { Redis } from 'ioredis';
-import { parseStoreUrl, type StoreUrl } from '../config/store-url.js';
-import { createRedisClient, type RedisClient } from '../limiter/redis/connection.js';
-import { sentinelWatchFor, type SentinelWatch } from '../limiter/redis/sentinel-watch.js';
-import { isLive, type EntryKind, type GuardEntry } from './entry.js';
+import { parseStoreUrl } from '../config/store-url.js';
+import type { RedisClient } from '../limiter/redis/connection.js';
+import type { SentinelWatch } from '../limiter/redis/sentinel-watch.js';
+import type { EntryKind, GuardEntry } from './entry.js';
 import type { BanCount, BanStarted, GuardState, GuardStateEvents } from './state.js';
 import { fieldOf, GuardView, splitBanId } from './view.js';
 import { defineGuardScripts, GuardKeys, LOG_MAXLEN, type GuardClient, type LogRecord } from './redis-scripts.js';
 import { bounded, entryJson, entryScore, parseEntry, readAll, writeBack } from './redis-resync.js';
+import { CALL_MS, connectGuardClient, readyWithin, type RedisGuardOptions } from './redis-client.js';
+import { RedisLeaseSlots } from './redis-leases.js';
+import { applyRecords, type LogPosition } from './redis-log.js';
 
-export interface RedisGuardOptions {
-  readonly url: string;
-  readonly prefix: string;
-  /** Bound of every call on the request path (the store timeout). */
-  readonly timeoutMs: number;
-  /** The sentinels' own password (`store.sentinelPassword`), as the counter store is given it. */
-  readonly sentinelPassword?: string | null;
-  /** How often a following replica polls (default 250 ms: changes apply within 1 s with room to spare). */
-  readonly pollMs?: number;
-  readonly now?: () => number;
-}
+export type { RedisGuardOptions } from './redis-client.js';
 
 /** Log records read per call. */
 const BATCH = 1_000;
-/** The bound of the calls off the request path. */
-const CALL_MS = 2_000;
-
-/** A log record's fields. */
-function readRecord(fields: readonly string[]): { op: string; field: string; json: string; tag: string } {
-  const r = { op: '', field: '', json: '', tag: '' };
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    const v = fields[i + 1]!;
-    if (fields[i] === 'o') r.op = v;
-    else if (fields[i] === 'f') r.field = v;
-    else if (fields[i] === 'j') r.json = v;
-    else if (fields[i] === 't') r.tag = v;
-  }
-  return r;
-}
 
 export class RedisGuardState implements GuardState {
   readonly scope = 'shared' as const;
@@ -63,6 +40,7 @@ export class RedisGuardState implements GuardState {
   /** Subscribed to the change announcements: wakes a replica that keeps no timer. */
   private readonly sub: RedisClient;
   private readonly keys: GuardKeys;
+  private readonly leases: RedisLeaseSlots;
   private readonly watches: SentinelWatch[] = [];
   private timer: NodeJS.Timeout | undefined;
   /** The version applied last (-1: the set was never read) and its record's tag (null: not known). */
@@ -84,10 +62,11 @@ export class RedisGuardState implements GuardState {
     this.now = opts.now ?? Date.now;
     this.pollMs = opts.pollMs ?? 250;
     this.current = new GuardView(this.now);
-    this.client = defineGuardScripts(this.connect(url));
+    this.client = defineGuardScripts(connectGuardClient(url, this.opts, this.watches));
+    this.leases = new RedisLeaseSlots(this.client, opts.prefix, opts.timeoutMs, this.now);
     this.client.connect().catch(() => {}); // ioredis reconnects by itself; calls fail fast meanwhile
     this.client.on('error', () => {}); // reported by the counter store; this client only retries
-    this.sub = this.connect(url);
+    this.sub = connectGuardClient(url, this.opts, this.watches);
     this.sub.on('error', () => {});
     this.sub.on('message', () => void this.sync());
     // Connected again: what was announced meanwhile was missed.
@@ -104,16 +83,7 @@ export class RedisGuardState implements GuardState {
 
   /** Resolves once connected, or after `waitMs` either way (the gateway then starts with what it has). */
   ready(waitMs: number): Promise<void> {
-    if (this.client.status === 'ready') return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.client.off('ready', done);
-        resolve();
-      };
-      const timer = setTimeout(done, waitMs);
-      this.client.once('ready', done);
-    });
+    return readyWithin(this.client, waitMs);
   }
 
   /** Applies what changed (coalesced: one catch-up in flight, one more if asked meanwhile). */
@@ -233,23 +203,15 @@ export class RedisGuardState implements GuardState {
 
   async acquire(key: string, max: number, leaseMs: number): Promise<string | null> {
     const lease = this.tag();
-    const ok = await bounded(
-      this.client.rgAcquire(this.leaseKey(key), this.now(), max, leaseMs, lease),
-      this.opts.timeoutMs,
-    );
-    return ok === 1 ? lease : null;
+    return (await this.leases.acquire(key, max, leaseMs, lease)) ? lease : null;
   }
 
-  async release(key: string, lease: string): Promise<void> {
-    await bounded(this.client.zrem(this.leaseKey(key), lease), CALL_MS);
+  release(key: string, lease: string): Promise<void> {
+    return this.leases.release(key, lease);
   }
 
-  async renew(leases: ReadonlyMap<string, string>, leaseMs: number): Promise<void> {
-    if (leases.size === 0) return;
-    const until = this.now() + leaseMs;
-    await Promise.all(
-      [...leases].map(([lease, key]) => this.client.zadd(this.leaseKey(key), 'XX', until, lease).catch(() => 0)),
-    );
+  renew(leases: ReadonlyMap<string, string>, leaseMs: number): Promise<void> {
+    return this.leases.renew(leases, leaseMs);
   }
 
   async close(): Promise<void> {
@@ -260,27 +222,6 @@ export class RedisGuardState implements GuardState {
     this.client.disconnect();
     this.sub.disconnect();
     await this.syncing?.catch(() => {});
-  }
-
-  private connect(url: Exclude<StoreUrl, { kind: 'memory' }>): RedisClient {
-    const watch = sentinelWatchFor(url, this.opts.sentinelPassword);
-    const client = createRedisClient(url, {
-      connectTimeoutMs: 2_000,
-      timeoutMs: this.opts.timeoutMs,
-      ...(this.opts.sentinelPassword != null ? { sentinelPassword: this.opts.sentinelPassword } : {}),
-      ...(watch !== undefined ? { natMap: watch.map } : {}),
-    });
-    if (watch !== undefined) {
-      // Keeps this client on the announced master, as the counter store's is (sentinel-watch.ts).
-      watch.follow(client as Redis);
-      this.watches.push(watch);
-    }
-    return client;
-  }
-
-  /** Each rule's key carries its own hash tag (the bucket's), so leases spread over a cluster. */
-  private leaseKey(key: string): string {
-    return `${this.opts.prefix}:lease:${key}`;
   }
 
   /** Unique per write: tells this history's records from another's at the same version. */
@@ -326,26 +267,15 @@ export class RedisGuardState implements GuardState {
     }
   }
 
-  /**
-   * Applies records in order, recording each version once applied; false at a gap (records trimmed,
-   * or a change written without one by an earlier release) or a reset record: the set is read again.
-   */
+  /** Applies records in order (redis-log.ts); false when the set must be read again. */
   private apply(records: readonly LogRecord[]): boolean {
-    const t = this.now();
-    for (const [id, fields] of records) {
-      const n = parseInt(id, 10);
-      if (n !== this.last + 1) return false;
-      const rec = readRecord(fields);
-      if (rec.op === 'r') return false;
-      if (rec.op === 'p') {
-        const e = parseEntry(rec.field, rec.json);
-        if (e !== null && isLive(e, t)) this.current.put(e);
-        else this.current.remove(rec.field);
-      } else if (rec.op === 'd') this.current.remove(rec.field);
-      this.last = n;
-      this.lastTag = rec.tag;
+    const at: LogPosition = { last: this.last, tag: this.lastTag };
+    try {
+      return applyRecords(this.current, records, at, this.now());
+    } finally {
+      this.last = at.last;
+      this.lastTag = at.tag;
     }
-    return true;
   }
 
   private async resync(): Promise<void> {
