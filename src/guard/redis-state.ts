@@ -19,8 +19,8 @@ import { parseStoreUrl } from '../config/store-url.js';
 import type { RedisClient } from '../limiter/redis/connection.js';
 import type { SentinelWatch } from '../limiter/redis/sentinel-watch.js';
 import type { EntryKind, GuardEntry } from './entry.js';
-import type { BanCount, BanStarted, GuardState, GuardStateEvents } from './state.js';
-import { fieldOf, GuardView, splitBanId } from './view.js';
+import { banEntry, type BanCount, type BanStarted, type GuardState, type GuardStateEvents } from './state.js';
+import { fieldOf, GuardView } from './view.js';
 import { defineGuardScripts, GuardKeys, LOG_MAXLEN, type GuardClient, type LogRecord } from './redis-scripts.js';
 import { bounded, entryJson, entryScore, parseEntry, readAll, writeBack } from './redis-resync.js';
 import { CALL_MS, connectGuardClient, readyWithin, type RedisGuardOptions } from './redis-client.js';
@@ -164,14 +164,7 @@ export class RedisGuardState implements GuardState {
   async countBan(c: BanCount, now: number): Promise<BanStarted | null> {
     const field = fieldOf('ban', c.id);
     const k = this.keys;
-    const entry: GuardEntry = {
-      kind: 'ban',
-      id: c.id,
-      reason: c.reason,
-      createdAt: now,
-      expiresAt: now + c.banMs,
-      who: `ban ${splitBanId(c.id).ban}`,
-    };
+    const entry = banEntry(c, now);
     const out = await bounded(
       this.client.rgCountBan(
         k.counter(c.id),

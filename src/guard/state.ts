@@ -18,6 +18,18 @@ export interface BanCount {
   readonly maxActive: number;
 }
 
+/** The ban entry a count that reached its limit starts at `now`: the same record on every state. */
+export function banEntry(c: BanCount, now: number): GuardEntry {
+  return {
+    kind: 'ban',
+    id: c.id,
+    reason: c.reason,
+    createdAt: now,
+    expiresAt: now + c.banMs,
+    who: `ban ${splitBanId(c.id).ban}`,
+  };
+}
+
 /** A ban that a count started, and the bans of the same name that the cap ended to make room (ids). */
 export interface BanStarted {
   readonly entry: GuardEntry;
@@ -114,14 +126,7 @@ export class MemoryGuardState implements GuardState {
     }
     if (++n.n < c.limit) return Promise.resolve(null);
     this.counts.delete(c.id);
-    const entry: GuardEntry = {
-      kind: 'ban',
-      id: c.id,
-      reason: c.reason,
-      createdAt: now,
-      expiresAt: now + c.banMs,
-      who: `ban ${splitBanId(c.id).ban}`,
-    };
+    const entry = banEntry(c, now);
     this.view.prune(now);
     this.view.put(entry);
     return Promise.resolve({ entry, dropped: capBans(this.view, splitBanId(c.id).ban, c.maxActive, now) });
