@@ -26,11 +26,13 @@ export function connectGuardClient(
   url: Exclude<StoreUrl, { kind: 'memory' }>,
   opts: RedisGuardOptions,
   watches: SentinelWatch[],
+  subscriber = false,
 ): RedisClient {
   const watch = sentinelWatchFor(url, opts.sentinelPassword);
   const client = createRedisClient(url, {
     connectTimeoutMs: 2_000,
     timeoutMs: opts.timeoutMs,
+    subscriber,
     ...(opts.sentinelPassword != null ? { sentinelPassword: opts.sentinelPassword } : {}),
     ...(watch !== undefined ? { natMap: watch.map } : {}),
   });

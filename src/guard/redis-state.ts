@@ -66,15 +66,16 @@ export class RedisGuardState implements GuardState {
     this.leases = new RedisLeaseSlots(this.client, opts.prefix, opts.timeoutMs, this.now);
     this.client.connect().catch(() => {}); // ioredis reconnects by itself; calls fail fast meanwhile
     this.client.on('error', () => {}); // reported by the counter store; this client only retries
-    this.sub = connectGuardClient(url, this.opts, this.watches);
+    this.sub = connectGuardClient(url, this.opts, this.watches, true);
     this.sub.on('error', () => {});
     this.sub.on('message', () => void this.sync());
-    // Connected again: what was announced meanwhile was missed.
-    this.sub.on('ready', () => void this.sync());
-    this.sub.connect().then(
-      () => this.sub.subscribe(this.keys.channel),
-      () => {},
-    );
+    // Connected (again): subscribe, and catch up on what was announced meanwhile. A SUBSCRIBE on a
+    // connection that closed at once fails; the next `ready` subscribes again, the poll covers the gap.
+    this.sub.on('ready', () => {
+      this.sub.subscribe(this.keys.channel).catch(() => {});
+      void this.sync();
+    });
+    this.sub.connect().catch(() => {});
   }
 
   get view(): GuardView {

@@ -30,6 +30,12 @@ export interface ConnectOptions {
   readonly sentinelPassword?: string;
   /** Sentinel: maps a master address a lagging sentinel may still give to its replacement (sentinel-watch.ts). */
   readonly natMap?: (key: string) => { host: string; port: number } | null;
+  /**
+   * A subscriber: ioredis's own resubscription after a reconnect is off (its SUBSCRIBE's failure, on a
+   * connection that closed again at once, is a promise nobody catches: an unhandled rejection ends the
+   * process). The owner subscribes on every `ready` instead, catching (guard/redis-state.ts).
+   */
+  readonly subscriber?: boolean;
 }
 
 /** How often a cluster's slot map is refreshed when nothing fails. */
@@ -109,6 +115,7 @@ export function createRedisClient(url: Exclude<StoreUrl, { kind: 'memory' }>, op
         };
   return new Redis({
     ...auth,
+    ...(opts.subscriber === true ? { autoResubscribe: false } : {}),
     db: url.db,
     // A demoted master answers writes with READONLY: reconnect (to the master the sentinels name), do
     // not resend (the call has failed already and the fault policy decided it).
