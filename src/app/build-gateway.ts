@@ -10,7 +10,6 @@ import { BodyRateWatch } from '../http/body-rate.js';
 import { Gateway } from '../pipeline/gateway.js';
 import type { RequestPolicy } from '../pipeline/policy.js';
 import type { Guard } from '../guard/index.js';
-import { displayKey } from '../keys/index.js';
 import type { GatewaySettings } from './settings.js';
 
 /** The pipeline, wired to the access log, the guard and the triage sketch. */
@@ -41,7 +40,7 @@ export function buildGateway(o: {
     guard: o.guard,
     runtimeExempt: (address) => o.guard.runtimeExempts()?.contains(address) === true,
     onLimited: (rule, key) => {
-      o.guard.top.add(rule, displayKey(key));
+      o.guard.top.add(rule, key);
       o.guard.limitedComposites.note(key);
     },
     drain: o.drain,

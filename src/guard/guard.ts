@@ -10,6 +10,7 @@ import type { StoreLog } from '../limiter/types.js';
 import type { GuardMetrics } from './metrics.js';
 import type { GuardEntry } from './entry.js';
 import type { GuardState } from './state.js';
+import { displayKey } from '../keys/index.js';
 import { TopLimited } from './top-keys.js';
 import { LimitedComposites } from './limited-composites.js';
 import type { GuardView } from './view.js';
@@ -20,7 +21,8 @@ import { InFlightSlots } from './slots.js';
 export class Guard {
   readonly bans: Bans;
   readonly slots: InFlightSlots;
-  readonly top = new TopLimited();
+  /** The keys most limited recently, shown as an operator reads them (a 429 only counts its key). */
+  readonly top = new TopLimited({ display: displayKey });
   /** Composite buckets holding an IP that refused it: a lifted block or ban resets them too. */
   readonly limitedComposites = new LimitedComposites();
   metrics: GuardMetrics | null = null;

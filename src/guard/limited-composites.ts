@@ -16,7 +16,8 @@ export class LimitedComposites {
   /** Notes a refusing bucket's key when it is composite and holds an IP part. */
   note(bucketKey: string): void {
     const open = bucketKey.indexOf('{');
-    if (open < 0 || !bucketKey.endsWith('}')) return;
+    // Most refusing keys have one part: told by a search, before any string is cut.
+    if (open < 0 || bucketKey.indexOf(PART_SEPARATOR, open) < 0 || !bucketKey.endsWith('}')) return;
     const parts = bucketKey.slice(open + 1, -1).split(PART_SEPARATOR);
     if (parts.length < 2) return;
     const ip = parts.find((p) => p.startsWith('ip:'));

@@ -2,8 +2,9 @@
  * @module Triage: the keys most limited recently, per rule, in bounded memory. A Space-Saving sketch
  * (Metwally et al.) of `capacity` counters per rule finds every key limited more than 1/capacity of the
  * time, with counts that overestimate by at most the smallest counter; two generations that rotate
- * every `windowMs` make "recently" mean the last one to two windows. Keys arrive as the operator reads
- * them (keys/rule-key.ts displayKey, from the key kind table).
+ * every `windowMs` make "recently" mean the last one to two windows. Keys arrive as the store names
+ * them and are shown as the operator reads them (`display`: keys/rule-key.ts displayKey) only when the
+ * sketch is read: a flood of 429s pays a map look-up each, not the key's formatting.
  */
 
 export interface TopKey {
@@ -35,19 +36,36 @@ class SpaceSaving {
   }
 }
 
+export interface TopLimitedOptions {
+  /** Counters per rule (default 128). */
+  readonly capacity?: number;
+  /** A generation's length (default 5 minutes). */
+  readonly windowMs?: number;
+  readonly now?: () => number;
+  /** Rules tracked at most (names come from the table, so this only bounds a pathological one). */
+  readonly maxRules?: number;
+  /** A key as `top()` shows it; keys shown alike are counted together there. */
+  readonly display?: (key: string) => string;
+}
+
 export class TopLimited {
   private current = new Map<string, SpaceSaving>();
   private previous = new Map<string, SpaceSaving>();
   private rotatedAt: number;
 
-  constructor(
-    private readonly capacity = 128,
-    private readonly windowMs = 5 * 60_000,
-    private readonly now: () => number = Date.now,
-    /** Rules tracked at most (names come from the table, so this only bounds a pathological one). */
-    private readonly maxRules = 1_000,
-  ) {
-    this.rotatedAt = now();
+  private readonly capacity: number;
+  private readonly windowMs: number;
+  private readonly now: () => number;
+  private readonly maxRules: number;
+  private readonly display: (key: string) => string;
+
+  constructor(o: TopLimitedOptions = {}) {
+    this.capacity = o.capacity ?? 128;
+    this.windowMs = o.windowMs ?? 5 * 60_000;
+    this.now = o.now ?? Date.now;
+    this.maxRules = o.maxRules ?? 1_000;
+    this.display = o.display ?? ((key) => key);
+    this.rotatedAt = this.now();
   }
 
   add(rule: string, key: string): void {
@@ -65,7 +83,8 @@ export class TopLimited {
     this.rotate();
     const merged = new Map<string, { count: number; error: number }>();
     for (const gen of [this.previous, this.current]) {
-      for (const [k, v] of gen.get(rule)?.counts ?? []) {
+      for (const [raw, v] of gen.get(rule)?.counts ?? []) {
+        const k = this.display(raw);
         const m = merged.get(k);
         if (m === undefined) merged.set(k, { ...v });
         else {

@@ -20,7 +20,7 @@ function errors(yaml: string): string[] {
 
 describe('TopLimited (Space-Saving)', () => {
   it('finds the heavy hitter among many one-off keys, in bounded memory', () => {
-    const t = new TopLimited(16, 60_000, () => 0);
+    const t = new TopLimited({ capacity: 16, windowMs: 60_000, now: () => 0 });
     for (let i = 0; i < 10_000; i++) {
       t.add('r', `noise-${i}`);
       if (i % 4 === 0) t.add('r', 'abuser');
@@ -35,7 +35,7 @@ describe('TopLimited (Space-Saving)', () => {
 
   it('forgets what is older than two windows', () => {
     let now = 0;
-    const t = new TopLimited(8, 1_000, () => now);
+    const t = new TopLimited({ capacity: 8, windowMs: 1_000, now: () => now });
     t.add('r', 'old');
     now = 1_500;
     t.add('r', 'new');
@@ -49,6 +49,18 @@ describe('TopLimited (Space-Saving)', () => {
     expect(t.top('r', 5).map((k) => k.key)).toEqual(['new']);
     now = 10_000;
     expect(t.top('r', 5)).toEqual([]);
+  });
+
+  it('counts keys as the store names them and shows them as the operator reads them, merged when shown alike', () => {
+    const t = new TopLimited({ capacity: 8, now: () => 0, display: displayKey });
+    for (let i = 0; i < 3; i++) t.add('sign-up', 'sign-up:{ip:203.0.113.7}');
+    t.add('sign-up', 'sign-up:o1:{ip:192.0.2.1}');
+    // Two store keys an operator reads as one (a ban key and a bucket key of one client).
+    t.add('sign-up', 'ip:203.0.113.7');
+    expect(t.top('sign-up', 5)).toEqual([
+      { key: '203.0.113.7', count: 4, error: 0 },
+      { key: '192.0.2.1 (override 1)', count: 1, error: 0 },
+    ]);
   });
 
   it('shows keys as the operator knows them', () => {
