@@ -251,7 +251,9 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
     await sleep(500);
   };
   try {
-    await send(key, server.port, WARMUP, 0);
+    // The many-clients 429 row: each client's first request passes (the exhausted rule allows one) and
+    // its 404 is the upstream's, so the warm-up, which exhausts them, is not held to 429s.
+    await send(key, server.port, WARMUP, 0, key !== 'rategate-redis-429-clients');
     // The warm-up's connections close as it ends, and the pools' idle ones to the upstream on their
     // keep-alive timeouts (4–5 s): their teardown is not timer work, so the idle window starts after.
     await sleep(SETTLE_MS);
