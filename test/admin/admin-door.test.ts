@@ -14,6 +14,7 @@ import { isLoopbackListen } from '../../src/admin/token.js';
 import { send } from '../support/http.js';
 import { spawnServe, stop } from '../support/process.js';
 import { SEED_TABLE, gatewayFixture, limitsFile } from '../support/gateway.js';
+import { scaledMs } from '../support/speed.js';
 
 const fx = gatewayFixture<RunningGateway>({ graceMs: 500 });
 
@@ -140,21 +141,27 @@ describe('a loopback-only admin listener', () => {
 });
 
 describe('RATEGATE_ADMIN_TOKEN through the command line', () => {
-  it('protects the buckets API of a served gateway', async () => {
-    // An admin listener on every address: the token, not loopback, is what guards it.
-    const gw = await spawnServe(
-      ['--config', configFile(), '--upstream', fx.upstream.url],
-      { RATEGATE_ADMIN_TOKEN: 'cli-s3cret\n', RATEGATE_LOG_LEVEL: 'warn' },
-      20_000,
-      {
-        adminHost: '0.0.0.0',
-      },
-    );
-    try {
-      expect((await fetch(gw.adminUrl + BUCKET)).status).toBe(401);
-      expect((await fetch(gw.adminUrl + BUCKET, { headers: { Authorization: 'Bearer cli-s3cret' } })).status).toBe(200);
-    } finally {
-      await stop(gw);
-    }
-  }, 20_000);
+  it(
+    'protects the buckets API of a served gateway',
+    async () => {
+      // An admin listener on every address: the token, not loopback, is what guards it.
+      const gw = await spawnServe(
+        ['--config', configFile(), '--upstream', fx.upstream.url],
+        { RATEGATE_ADMIN_TOKEN: 'cli-s3cret\n', RATEGATE_LOG_LEVEL: 'warn' },
+        20_000,
+        {
+          adminHost: '0.0.0.0',
+        },
+      );
+      try {
+        expect((await fetch(gw.adminUrl + BUCKET)).status).toBe(401);
+        expect((await fetch(gw.adminUrl + BUCKET, { headers: { Authorization: 'Bearer cli-s3cret' } })).status).toBe(
+          200,
+        );
+      } finally {
+        await stop(gw);
+      }
+    },
+    scaledMs(20_000),
+  );
 });

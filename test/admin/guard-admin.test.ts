@@ -9,6 +9,7 @@ import { capturingLogger, gatewayFixture, startTestGateway, type LogLine } from 
 import { runCli } from '../support/process.js';
 import { eventually } from '../support/eventually.js';
 import { refuseSignIns } from '../support/recording-upstream.js';
+import { scaledMs } from '../support/speed.js';
 
 const TOKEN = 'guard-admin-test-token-0123456789';
 const TOKEN_ID = createHash('sha256').update(TOKEN).digest('hex').slice(0, 8);
@@ -112,102 +113,114 @@ describe('admin writes', () => {
     expect(JSON.stringify(lines)).not.toContain(TOKEN);
   });
 
-  it('record who made each entry, shown by the list endpoints and the CLI', async () => {
-    const { lines } = await gateway();
-    await admin('POST', '/admin/blocks', { ip: '192.0.2.2', reason: 'scraper' });
-    expect(await failedLogin('203.0.113.6')).toBe(401);
-    await bansStarted(lines, 1);
-    const who = `token ${TOKEN_ID} from 127.0.0.1`;
-    const blocks = (await admin('GET', '/admin/blocks')).body.entries as Record<string, unknown>[];
-    expect(blocks).toEqual([
-      expect.objectContaining({ source: 'runtime', ip: '192.0.2.2', reason: 'scraper', who }),
-      expect.objectContaining({
-        source: 'ban',
-        ban: 'login-failures',
-        key: 'ip:203.0.113.6',
-        who: 'ban login-failures',
-      }),
-    ]);
-    expect((await admin('GET', '/admin/bans')).body.bans).toEqual([
-      expect.objectContaining({ key: 'ip:203.0.113.6', who: 'ban login-failures' }),
-    ]);
-    const cli = await runCli(['block', 'list', '--admin', fx.gw!.adminUrl], { RATEGATE_ADMIN_TOKEN: TOKEN });
-    expect(cli.stdout).toMatch(/SOURCE\s+IP\/CIDR\/KEY\s+EXPIRES\s+REASON\s+WHO/);
-    expect(cli.stdout).toMatch(new RegExp(`runtime\\s+192\\.0\\.2\\.2\\s+.*scraper\\s+${who}`));
-    expect(cli.stdout).toMatch(/ban\s+login-failures ip:203\.0\.113\.6\s+.*ban login-failures/);
-  }, 20_000);
+  it(
+    'record who made each entry, shown by the list endpoints and the CLI',
+    async () => {
+      const { lines } = await gateway();
+      await admin('POST', '/admin/blocks', { ip: '192.0.2.2', reason: 'scraper' });
+      expect(await failedLogin('203.0.113.6')).toBe(401);
+      await bansStarted(lines, 1);
+      const who = `token ${TOKEN_ID} from 127.0.0.1`;
+      const blocks = (await admin('GET', '/admin/blocks')).body.entries as Record<string, unknown>[];
+      expect(blocks).toEqual([
+        expect.objectContaining({ source: 'runtime', ip: '192.0.2.2', reason: 'scraper', who }),
+        expect.objectContaining({
+          source: 'ban',
+          ban: 'login-failures',
+          key: 'ip:203.0.113.6',
+          who: 'ban login-failures',
+        }),
+      ]);
+      expect((await admin('GET', '/admin/bans')).body.bans).toEqual([
+        expect.objectContaining({ key: 'ip:203.0.113.6', who: 'ban login-failures' }),
+      ]);
+      const cli = await runCli(['block', 'list', '--admin', fx.gw!.adminUrl], { RATEGATE_ADMIN_TOKEN: TOKEN });
+      expect(cli.stdout).toMatch(/SOURCE\s+IP\/CIDR\/KEY\s+EXPIRES\s+REASON\s+WHO/);
+      expect(cli.stdout).toMatch(new RegExp(`runtime\\s+192\\.0\\.2\\.2\\s+.*scraper\\s+${who}`));
+      expect(cli.stdout).toMatch(/ban\s+login-failures ip:203\.0\.113\.6\s+.*ban login-failures/);
+    },
+    scaledMs(20_000),
+  );
 });
 
 describe('lifting a ban', () => {
-  it('takes the bare IP of an IP ban (IPv6 folded as the ban was), and says what keys look like when none matches', async () => {
-    const { lines } = await gateway();
-    expect(await failedLogin('203.0.113.7')).toBe(401);
-    expect(await failedLogin('2001:db8:0:1::5')).toBe(401);
-    await bansStarted(lines, 2);
-    expect(await status('/api/v1/x', '203.0.113.7')).toBe(403);
-    const lifted = await admin('DELETE', '/admin/bans/login-failures/203.0.113.7');
-    expect(lifted).toEqual({ status: 200, body: { lifted: { ban: 'login-failures', key: 'ip:203.0.113.7' } } });
-    expect(await status('/api/v1/x', '203.0.113.7')).toBe(200);
-    expect(
-      (await admin('DELETE', `/admin/bans/login-failures/${encodeURIComponent('2001:db8:0:1::abcd')}`)).body,
-    ).toEqual({
-      lifted: { ban: 'login-failures', key: 'ip:2001:db8:0:1::/64' },
-    });
-    const none = await admin('DELETE', '/admin/bans/login-failures/203.0.113.8');
-    expect(none.status).toBe(404);
-    expect(none.body.error).toMatch(
-      /^no ban login-failures on 203\.0\.113\.8 \(keys as GET \/admin\/bans lists them: ip:203\.0\.113\.7 or the bare IP/,
-    );
-    const unknown = await admin('DELETE', '/admin/bans/login-failure/203.0.113.8');
-    expect(unknown.body.error).toBe('no ban named "login-failure" (bans: login-failures, spare)');
-    // The CLI too.
-    expect(await failedLogin('203.0.113.9')).toBe(401);
-    await bansStarted(lines, 3);
-    const cli = await runCli(['bans', 'lift', 'login-failures', '203.0.113.9', '--admin', fx.gw!.adminUrl], {
-      RATEGATE_ADMIN_TOKEN: TOKEN,
-    });
-    expect(cli.stdout.trim()).toBe('lifted ban login-failures on ip:203.0.113.9');
-  }, 20_000);
-
-  it('resets the IP’s buckets when asked (a block lifted too), and leaves them spent otherwise', async () => {
-    const { lines } = await gateway();
-    const ip = '203.0.113.20';
-    for (let i = 0; i < 3; i++) expect(await status('/api/v1/x', ip)).toBe(200);
-    expect(await status('/api/v1/x', ip)).toBe(429);
-    await admin('POST', '/admin/blocks', { ip });
-    expect(await status('/api/v1/x', ip)).toBe(403);
-    expect((await admin('DELETE', `/admin/blocks/${ip}`)).body).toEqual({ removed: ip });
-    expect(await status('/api/v1/x', ip)).toBe(429);
-    await admin('POST', '/admin/blocks', { ip });
-    expect((await admin('DELETE', `/admin/blocks/${ip}?resetBuckets=true`)).body).toEqual({
-      removed: ip,
-      bucketsReset: 1,
-    });
-    expect(await status('/api/v1/x', ip)).toBe(200);
-    // A ban lift, through the CLI.
-    for (let i = 0; i < 2; i++) await status('/api/v1/x', ip);
-    expect(await status('/api/v1/x', ip)).toBe(429);
-    expect(await failedLogin(ip)).toBe(401);
-    await bansStarted(lines, 1);
-    const cli = await runCli(
-      ['bans', 'lift', 'login-failures', ip, '--reset-buckets', '--reason', 'customer', '--admin', fx.gw!.adminUrl],
-      {
+  it(
+    'takes the bare IP of an IP ban (IPv6 folded as the ban was), and says what keys look like when none matches',
+    async () => {
+      const { lines } = await gateway();
+      expect(await failedLogin('203.0.113.7')).toBe(401);
+      expect(await failedLogin('2001:db8:0:1::5')).toBe(401);
+      await bansStarted(lines, 2);
+      expect(await status('/api/v1/x', '203.0.113.7')).toBe(403);
+      const lifted = await admin('DELETE', '/admin/bans/login-failures/203.0.113.7');
+      expect(lifted).toEqual({ status: 200, body: { lifted: { ban: 'login-failures', key: 'ip:203.0.113.7' } } });
+      expect(await status('/api/v1/x', '203.0.113.7')).toBe(200);
+      expect(
+        (await admin('DELETE', `/admin/bans/login-failures/${encodeURIComponent('2001:db8:0:1::abcd')}`)).body,
+      ).toEqual({
+        lifted: { ban: 'login-failures', key: 'ip:2001:db8:0:1::/64' },
+      });
+      const none = await admin('DELETE', '/admin/bans/login-failures/203.0.113.8');
+      expect(none.status).toBe(404);
+      expect(none.body.error).toMatch(
+        /^no ban login-failures on 203\.0\.113\.8 \(keys as GET \/admin\/bans lists them: ip:203\.0\.113\.7 or the bare IP/,
+      );
+      const unknown = await admin('DELETE', '/admin/bans/login-failure/203.0.113.8');
+      expect(unknown.body.error).toBe('no ban named "login-failure" (bans: login-failures, spare)');
+      // The CLI too.
+      expect(await failedLogin('203.0.113.9')).toBe(401);
+      await bansStarted(lines, 3);
+      const cli = await runCli(['bans', 'lift', 'login-failures', '203.0.113.9', '--admin', fx.gw!.adminUrl], {
         RATEGATE_ADMIN_TOKEN: TOKEN,
-      },
-    );
-    expect(cli.stdout.trim()).toBe(`lifted ban login-failures on ip:${ip}; 1 buckets reset`);
-    expect(await status('/api/v1/x', ip)).toBe(200);
-    expect(lines.filter((l) => l.audit === 'ban.lift')).toEqual([
-      expect.objectContaining({ reason: 'customer', bucketsReset: 1 }),
-    ]);
-    // A CIDR names no single client.
-    await admin('POST', '/admin/blocks', { cidr: '192.0.2.0/24' });
-    expect((await admin('DELETE', `/admin/blocks/192.0.2.0%2F24?resetBuckets=true`)).body).toEqual({
-      removed: '192.0.2.0/24',
-      bucketsReset: 0,
-      note: 'not a single client IP: no bucket was reset',
-    });
-  }, 20_000);
+      });
+      expect(cli.stdout.trim()).toBe('lifted ban login-failures on ip:203.0.113.9');
+    },
+    scaledMs(20_000),
+  );
+
+  it(
+    'resets the IP’s buckets when asked (a block lifted too), and leaves them spent otherwise',
+    async () => {
+      const { lines } = await gateway();
+      const ip = '203.0.113.20';
+      for (let i = 0; i < 3; i++) expect(await status('/api/v1/x', ip)).toBe(200);
+      expect(await status('/api/v1/x', ip)).toBe(429);
+      await admin('POST', '/admin/blocks', { ip });
+      expect(await status('/api/v1/x', ip)).toBe(403);
+      expect((await admin('DELETE', `/admin/blocks/${ip}`)).body).toEqual({ removed: ip });
+      expect(await status('/api/v1/x', ip)).toBe(429);
+      await admin('POST', '/admin/blocks', { ip });
+      expect((await admin('DELETE', `/admin/blocks/${ip}?resetBuckets=true`)).body).toEqual({
+        removed: ip,
+        bucketsReset: 1,
+      });
+      expect(await status('/api/v1/x', ip)).toBe(200);
+      // A ban lift, through the CLI.
+      for (let i = 0; i < 2; i++) await status('/api/v1/x', ip);
+      expect(await status('/api/v1/x', ip)).toBe(429);
+      expect(await failedLogin(ip)).toBe(401);
+      await bansStarted(lines, 1);
+      const cli = await runCli(
+        ['bans', 'lift', 'login-failures', ip, '--reset-buckets', '--reason', 'customer', '--admin', fx.gw!.adminUrl],
+        {
+          RATEGATE_ADMIN_TOKEN: TOKEN,
+        },
+      );
+      expect(cli.stdout.trim()).toBe(`lifted ban login-failures on ip:${ip}; 1 buckets reset`);
+      expect(await status('/api/v1/x', ip)).toBe(200);
+      expect(lines.filter((l) => l.audit === 'ban.lift')).toEqual([
+        expect.objectContaining({ reason: 'customer', bucketsReset: 1 }),
+      ]);
+      // A CIDR names no single client.
+      await admin('POST', '/admin/blocks', { cidr: '192.0.2.0/24' });
+      expect((await admin('DELETE', `/admin/blocks/192.0.2.0%2F24?resetBuckets=true`)).body).toEqual({
+        removed: '192.0.2.0/24',
+        bucketsReset: 0,
+        note: 'not a single client IP: no bucket was reset',
+      });
+    },
+    scaledMs(20_000),
+  );
 });
 
 describe('ban metrics and the cap on live bans', () => {

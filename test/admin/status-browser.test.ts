@@ -16,6 +16,7 @@ import { SEED_TABLE, gatewayFixture, startTestGateway } from '../support/gateway
 import { spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
 import { startRecordingUpstream, type RecordingUpstream, refuseSignIns } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { scaledMs } from '../support/speed.js';
 
 const TOKEN = 'status-browser-admin-token';
 const ATTACKER = '203.0.113.66';
@@ -153,7 +154,7 @@ describe.skipIf(skipBrowser('the status page in a browser') || skipRedis('the st
       );
       // Short: a screenshot of the whole page is as tall as the page, or as the viewport when that is taller.
       browser = await launchBrowser({ viewport: { width: 1280, height: 640 } });
-    }, 90_000);
+    }, scaledMs(90_000));
     afterAll(async () => {
       await browser?.close();
       await Promise.all(gws.map(stop));

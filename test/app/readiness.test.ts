@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
 import { freePort } from '../support/servers.js';
+import { scaledMs } from '../support/speed.js';
 
 const TABLE = `log: { requests: debug }
 limits:
@@ -46,34 +47,46 @@ const upstreamUp = async (): Promise<string | undefined> =>
   /^rategate_upstream_up (\d)$/m.exec(await (await fetch(`${gw!.adminUrl}/metrics`)).text())?.[1];
 
 describe('readiness with the upstream down', () => {
-  it('stays 200 by default, says the upstream is unreachable in the body and the metric, and keeps answering 429s', async () => {
-    const { port } = await serveWithDeadUpstream(TABLE);
-    const r = await readyz();
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({
-      status: 'ready',
-      checks: { config: true, serving: true },
-      upstream: { reachable: false },
-    });
-    expect(r.body.checks).not.toHaveProperty('upstream');
-    expect(await upstreamUp()).toBe('0');
-    // The pod still does its job: the limit holds (a 502 for the admitted request, a 429 for the next).
-    const signUp = () =>
-      send(gw!.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'content-length': '0' } });
-    expect((await signUp()).status).toBe(502);
-    expect((await signUp()).status).toBe(429);
-    // The upstream comes back, answering HTTP (the probe is a request: a port that only accepts is not up,
-    // test/proxy/upstream-probe.test.ts): the metric follows within the probe's second.
-    listener = http.createServer((_req, res) => res.end());
-    await new Promise<void>((resolve) => listener!.listen(port, '127.0.0.1', resolve));
-    await waitFor(async () => (await upstreamUp()) === '1', 5_000, 'rategate_upstream_up back to 1');
-    expect((await readyz()).body.upstream).toEqual({ reachable: true });
-  }, 30_000);
+  it(
+    'stays 200 by default, says the upstream is unreachable in the body and the metric, and keeps answering 429s',
+    async () => {
+      const { port } = await serveWithDeadUpstream(TABLE);
+      const r = await readyz();
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({
+        status: 'ready',
+        checks: { config: true, serving: true },
+        upstream: { reachable: false },
+      });
+      expect(r.body.checks).not.toHaveProperty('upstream');
+      expect(await upstreamUp()).toBe('0');
+      // The pod still does its job: the limit holds (a 502 for the admitted request, a 429 for the next).
+      const signUp = () =>
+        send(gw!.url, { method: 'POST', path: '/api/v1/accounts', headers: { 'content-length': '0' } });
+      expect((await signUp()).status).toBe(502);
+      expect((await signUp()).status).toBe(429);
+      // The upstream comes back, answering HTTP (the probe is a request: a port that only accepts is not up,
+      // test/proxy/upstream-probe.test.ts): the metric follows within the probe's second.
+      listener = http.createServer((_req, res) => res.end());
+      await new Promise<void>((resolve) => listener!.listen(port, '127.0.0.1', resolve));
+      await waitFor(async () => (await upstreamUp()) === '1', 5_000, 'rategate_upstream_up back to 1');
+      expect((await readyz()).body.upstream).toEqual({ reachable: true });
+    },
+    scaledMs(30_000),
+  );
 
-  it('fails with 503 when readiness.upstream asks for it', async () => {
-    await serveWithDeadUpstream(`${TABLE}readiness: { upstream: true }\n`);
-    const r = await readyz();
-    expect(r.status).toBe(503);
-    expect(r.body).toMatchObject({ status: 'not ready', checks: { upstream: false }, upstream: { reachable: false } });
-  }, 30_000);
+  it(
+    'fails with 503 when readiness.upstream asks for it',
+    async () => {
+      await serveWithDeadUpstream(`${TABLE}readiness: { upstream: true }\n`);
+      const r = await readyz();
+      expect(r.status).toBe(503);
+      expect(r.body).toMatchObject({
+        status: 'not ready',
+        checks: { upstream: false },
+        upstream: { reachable: false },
+      });
+    },
+    scaledMs(30_000),
+  );
 });

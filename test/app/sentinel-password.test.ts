@@ -14,6 +14,7 @@ import { startRecordingUpstream, type RecordingUpstream } from '../support/recor
 import { skipCluster } from '../support/redis.js';
 import { startSentinelGroup, type SentinelGroup } from '../support/redis-ha.js';
 import { pause } from '../support/eventually.js';
+import { scaledMs } from '../support/speed.js';
 
 const SENTINEL_PASSWORD = 's3ntinel-pw-29';
 const RULES = `limits:
@@ -29,7 +30,7 @@ describe.skipIf(skipCluster('the Sentinel password tests'))('the sentinels’ pa
   beforeAll(async () => {
     group = await startSentinelGroup({ password: 'm4ster', sentinelPassword: SENTINEL_PASSWORD });
     upstream = await startRecordingUpstream();
-  }, 60_000);
+  }, scaledMs(60_000));
   afterAll(async () => {
     await Promise.all(running.map((p) => stop(p)));
     await upstream?.close();
@@ -68,43 +69,59 @@ describe.skipIf(skipCluster('the Sentinel password tests'))('the sentinels’ pa
     expect(gw.output()).not.toContain(SENTINEL_PASSWORD);
   }
 
-  it('comes from RATEGATE_STORE_SENTINEL_PASSWORD', async () => {
-    await expectStoreAndGuardWork(await serve(TABLE, { RATEGATE_STORE_SENTINEL_PASSWORD: `${SENTINEL_PASSWORD}\n` }));
-  }, 30_000);
+  it(
+    'comes from RATEGATE_STORE_SENTINEL_PASSWORD',
+    async () => {
+      await expectStoreAndGuardWork(await serve(TABLE, { RATEGATE_STORE_SENTINEL_PASSWORD: `${SENTINEL_PASSWORD}\n` }));
+    },
+    scaledMs(30_000),
+  );
 
-  it('comes from store.sentinelPasswordFile, trimmed', async () => {
-    const secret = path.join(dir, 'sentinel-password');
-    writeFileSync(secret, `${SENTINEL_PASSWORD}\n`);
-    await expectStoreAndGuardWork(
-      await serve(`${RULES}store: { timeout: 1s, sentinelPasswordFile: ${JSON.stringify(secret)} }\n`),
-    );
-  }, 30_000);
+  it(
+    'comes from store.sentinelPasswordFile, trimmed',
+    async () => {
+      const secret = path.join(dir, 'sentinel-password');
+      writeFileSync(secret, `${SENTINEL_PASSWORD}\n`);
+      await expectStoreAndGuardWork(
+        await serve(`${RULES}store: { timeout: 1s, sentinelPasswordFile: ${JSON.stringify(secret)} }\n`),
+      );
+    },
+    scaledMs(30_000),
+  );
 
-  it('without it, the sentinels refuse the gateway: the store stays down (the test can fail)', async () => {
-    const gw = await serve(TABLE);
-    // Several store probes (one a second) have run and all failed.
-    const t0 = Date.now();
-    while (Date.now() - t0 < 2_500) {
-      expect(await storeUp(gw)).toBe(false);
-      await pause(250); // a sample every quarter second over the window: the claim is that none succeeds
-    }
-  }, 30_000);
+  it(
+    'without it, the sentinels refuse the gateway: the store stays down (the test can fail)',
+    async () => {
+      const gw = await serve(TABLE);
+      // Several store probes (one a second) have run and all failed.
+      const t0 = Date.now();
+      while (Date.now() - t0 < 2_500) {
+        expect(await storeUp(gw)).toBe(false);
+        await pause(250); // a sample every quarter second over the window: the claim is that none succeeds
+      }
+    },
+    scaledMs(30_000),
+  );
 
-  it('refuses an unreadable file at start, naming the key, and both forms at once', async () => {
-    const missing = path.join(dir, 'no-such-secret');
-    const file = path.join(dir, 'missing.yaml');
-    writeFileSync(file, `${RULES}store: { sentinelPasswordFile: ${JSON.stringify(missing)} }\n`);
-    await expect(
-      spawnServe(['--config', file, '--upstream', upstream.url, '--store', group.url], {}, 8_000),
-    ).rejects.toThrow(/store\.sentinelPasswordFile: cannot read ".*no-such-secret": no such file/);
-    await expect(
-      spawnServe(
-        ['--config', file, '--upstream', upstream.url, '--store', group.url],
-        { RATEGATE_STORE_SENTINEL_PASSWORD: 'x' },
-        8_000,
-      ),
-    ).rejects.toThrow(
-      /set either store\.sentinelPassword \(or RATEGATE_STORE_SENTINEL_PASSWORD\) or store\.sentinelPasswordFile, not both/,
-    );
-  }, 30_000);
+  it(
+    'refuses an unreadable file at start, naming the key, and both forms at once',
+    async () => {
+      const missing = path.join(dir, 'no-such-secret');
+      const file = path.join(dir, 'missing.yaml');
+      writeFileSync(file, `${RULES}store: { sentinelPasswordFile: ${JSON.stringify(missing)} }\n`);
+      await expect(
+        spawnServe(['--config', file, '--upstream', upstream.url, '--store', group.url], {}, 8_000),
+      ).rejects.toThrow(/store\.sentinelPasswordFile: cannot read ".*no-such-secret": no such file/);
+      await expect(
+        spawnServe(
+          ['--config', file, '--upstream', upstream.url, '--store', group.url],
+          { RATEGATE_STORE_SENTINEL_PASSWORD: 'x' },
+          8_000,
+        ),
+      ).rejects.toThrow(
+        /set either store\.sentinelPassword \(or RATEGATE_STORE_SENTINEL_PASSWORD\) or store\.sentinelPasswordFile, not both/,
+      );
+    },
+    scaledMs(30_000),
+  );
 });

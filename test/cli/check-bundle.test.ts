@@ -16,6 +16,7 @@ import { build } from 'esbuild';
 import { bundleCheck, makeCodeCache } from '../../scripts/bundle-cli.js';
 import { ROOT } from '../packaging/support.js';
 import { builtCli } from '../support/process.js';
+import { scaledMs } from '../support/speed.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-bundle-'));
 const BUNDLE = path.join(dir, 'cli', 'check.bundle.cjs');
@@ -74,7 +75,7 @@ beforeAll(async () => {
     logLevel: 'silent',
   });
   makeCodeCache(BUNDLE, LOADER);
-}, 120_000);
+}, scaledMs(120_000));
 
 describe('rategate check, bundled', () => {
   it('holds the config code and its three packages, nothing of the gateway', () => {
@@ -106,37 +107,41 @@ describe('rategate check, bundled', () => {
     expect(r.cache).toBe('used');
   });
 
-  it('answers as the unbundled command does: tables, errors with their place, exit codes', () => {
-    const broken = path.join(dir, 'broken.yaml');
-    writeFileSync(
-      broken,
-      'listen: nowhere\nlimits:\n  - name: x\n    match: GETT /a\n    per: ip\n    limit: -1\n    period: 1m\nstroe: {}\n',
-    );
-    const syntax = path.join(dir, 'syntax.yaml');
-    writeFileSync(syntax, 'limits: [\n  - name: x\n');
-    const cases = [
-      ['config/limits.yaml'],
-      ['config/examples/mastodon.yaml'],
-      [broken],
-      [syntax],
-      ['--config', '/nonexistent/limits.yaml'],
-      ['a.yaml', 'b.yaml'],
-    ];
-    for (const args of cases) {
-      const bundled = check(args, 'bundle');
-      const source = check(args, 'source');
-      expect({ code: bundled.code, stdout: bundled.stdout, stderr: bundled.stderr }, args.join(' ')).toEqual({
-        code: source.code,
-        stdout: source.stdout,
-        stderr: source.stderr,
-      });
-    }
-    // The broken table really is reported, each error at its place.
-    const r = check([broken], 'bundle');
-    expect(r.code).toBe(78);
-    expect(r.stderr).toMatch(/listen/);
-    expect(r.stderr).toMatch(/limits\[0\]\.limit/);
-    expect(r.stderr).toMatch(/stroe.*did you mean "store"/);
-    // Thirteen processes one after the other, six through tsx: past 20 s at a load average of 30.
-  }, 120_000);
+  it(
+    'answers as the unbundled command does: tables, errors with their place, exit codes',
+    () => {
+      const broken = path.join(dir, 'broken.yaml');
+      writeFileSync(
+        broken,
+        'listen: nowhere\nlimits:\n  - name: x\n    match: GETT /a\n    per: ip\n    limit: -1\n    period: 1m\nstroe: {}\n',
+      );
+      const syntax = path.join(dir, 'syntax.yaml');
+      writeFileSync(syntax, 'limits: [\n  - name: x\n');
+      const cases = [
+        ['config/limits.yaml'],
+        ['config/examples/mastodon.yaml'],
+        [broken],
+        [syntax],
+        ['--config', '/nonexistent/limits.yaml'],
+        ['a.yaml', 'b.yaml'],
+      ];
+      for (const args of cases) {
+        const bundled = check(args, 'bundle');
+        const source = check(args, 'source');
+        expect({ code: bundled.code, stdout: bundled.stdout, stderr: bundled.stderr }, args.join(' ')).toEqual({
+          code: source.code,
+          stdout: source.stdout,
+          stderr: source.stderr,
+        });
+      }
+      // The broken table really is reported, each error at its place.
+      const r = check([broken], 'bundle');
+      expect(r.code).toBe(78);
+      expect(r.stderr).toMatch(/listen/);
+      expect(r.stderr).toMatch(/limits\[0\]\.limit/);
+      expect(r.stderr).toMatch(/stroe.*did you mean "store"/);
+      // Thirteen processes one after the other, six through tsx: past 20 s at a load average of 30.
+    },
+    scaledMs(120_000),
+  );
 });

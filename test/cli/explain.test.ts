@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfigFile, parseConfig } from '../../src/config/index.js';
 import { explain } from '../../src/cli/explain.js';
 import { cliArgs } from '../support/process.js';
+import { scaledMs } from '../support/speed.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../config/examples/mastodon.yaml', import.meta.url));
 const mastodon = await loadConfigFile(EXAMPLE);
@@ -100,33 +101,37 @@ describe('the command line', () => {
       child.once('exit', (code) => resolve({ code, stdout, stderr }));
     });
 
-  it('rategate check accepts the Mastodon example and rategate explain prints its rules for a request', async () => {
-    const [check, explained, bad] = await Promise.all([
-      run(['check', '--config', 'config/examples/mastodon.yaml']),
-      run([
-        'explain',
-        '--config',
-        'config/examples/mastodon.yaml',
-        'POST /auth/sign_in.json',
-        '-H',
-        'User-Agent: x',
-        '--ip',
-        '203.0.113.4',
-        '--body',
-        'user[email]=a@example.com',
-      ]),
-      run(['explain', '--config', 'config/examples/mastodon.yaml', 'nonsense']),
-    ]);
-    expect(check.code).toBe(0);
-    expect(check.stdout).toContain('password-resets-email');
-    expect(explained.code).toBe(0);
-    expect(explained.stdout).toContain('  16. login-attempts-ip: yes, per ip, 25/5m, key: ip 203.0.113.4');
-    expect(explained.stdout).toMatch(
-      / {2}17\. login-attempts-email: yes, per param:user\[email\], 25\/1h, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…/,
-    );
-    expect(bad.code).toBe(64);
-    expect(bad.stderr).toContain('rategate explain: expected "METHOD /path?query", got "nonsense"');
-  }, 30_000);
+  it(
+    'rategate check accepts the Mastodon example and rategate explain prints its rules for a request',
+    async () => {
+      const [check, explained, bad] = await Promise.all([
+        run(['check', '--config', 'config/examples/mastodon.yaml']),
+        run([
+          'explain',
+          '--config',
+          'config/examples/mastodon.yaml',
+          'POST /auth/sign_in.json',
+          '-H',
+          'User-Agent: x',
+          '--ip',
+          '203.0.113.4',
+          '--body',
+          'user[email]=a@example.com',
+        ]),
+        run(['explain', '--config', 'config/examples/mastodon.yaml', 'nonsense']),
+      ]);
+      expect(check.code).toBe(0);
+      expect(check.stdout).toContain('password-resets-email');
+      expect(explained.code).toBe(0);
+      expect(explained.stdout).toContain('  16. login-attempts-ip: yes, per ip, 25/5m, key: ip 203.0.113.4');
+      expect(explained.stdout).toMatch(
+        / {2}17\. login-attempts-email: yes, per param:user\[email\], 25\/1h, key: parameter user\[email\] "a@example\.com", digest [0-9a-f]{12}…/,
+      );
+      expect(bad.code).toBe(64);
+      expect(bad.stderr).toContain('rategate explain: expected "METHOD /path?query", got "nonsense"');
+    },
+    scaledMs(30_000),
+  );
 });
 
 describe('rategate explain reads the method as serve does (issue 27 item 7)', () => {

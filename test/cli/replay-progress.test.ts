@@ -13,6 +13,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { pause } from '../support/eventually.js';
 import { builtCli } from '../support/process.js';
+import { scaledMs } from '../support/speed.js';
 
 const SCRIPT = '/usr/bin/script';
 
@@ -75,41 +76,49 @@ async function replayOnTerminal(dir: string, redirects: string): Promise<{ code:
 }
 
 describe.skipIf(skipNoScript())('rategate replay on a terminal', () => {
-  it('shows lines, lines per second and the log time reached on the terminal, and keeps stdout clean', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-tty-'));
-    const report = path.join(dir, 'report.txt');
-    const { code, terminal } = await replayOnTerminal(dir, `> ${sh(report)}`);
-    expect(code, terminal).toBe(0);
-    const shown = [...terminal.matchAll(PROGRESS)];
-    expect(shown.length, JSON.stringify(terminal)).toBeGreaterThan(0);
-    // The last one shown was read from the second part (a pipe reads it in chunks: not necessarily all of it),
-    // and names the time of the last line read: the second part's first line at 15:30:00, one a second.
-    const last = shown.at(-1)!;
-    const read = Number(last[1]!.replace(/,/g, ''));
-    expect(read).toBeGreaterThan(3000);
-    expect(read).toBeLessThanOrEqual(6000);
-    expect(Number(last[2]!.replace(/,/g, ''))).toBeGreaterThan(0);
-    const reached = new Date(Date.UTC(2026, 10, 21, 15, 30, 0) + (read - 3001) * 1000)
-      .toISOString()
-      .slice(0, 19)
-      .replace('T', ' ');
-    expect(last[3]).toBe(reached);
-    // Cleared at the end: the terminal's last line is not left holding the progress.
-    expect(terminal.slice(terminal.lastIndexOf('lines/s'))).toContain('\r\x1b[K');
-    const text = readFileSync(report, 'utf8');
-    expect(text).toMatch(/^Replayed 6,000 requests \(6,000 lines, nginx\)/);
-    expect(text).not.toContain('lines/s');
-    expect(text).not.toContain('\x1b');
-  }, 60_000);
+  it(
+    'shows lines, lines per second and the log time reached on the terminal, and keeps stdout clean',
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-tty-'));
+      const report = path.join(dir, 'report.txt');
+      const { code, terminal } = await replayOnTerminal(dir, `> ${sh(report)}`);
+      expect(code, terminal).toBe(0);
+      const shown = [...terminal.matchAll(PROGRESS)];
+      expect(shown.length, JSON.stringify(terminal)).toBeGreaterThan(0);
+      // The last one shown was read from the second part (a pipe reads it in chunks: not necessarily all of it),
+      // and names the time of the last line read: the second part's first line at 15:30:00, one a second.
+      const last = shown.at(-1)!;
+      const read = Number(last[1]!.replace(/,/g, ''));
+      expect(read).toBeGreaterThan(3000);
+      expect(read).toBeLessThanOrEqual(6000);
+      expect(Number(last[2]!.replace(/,/g, ''))).toBeGreaterThan(0);
+      const reached = new Date(Date.UTC(2026, 10, 21, 15, 30, 0) + (read - 3001) * 1000)
+        .toISOString()
+        .slice(0, 19)
+        .replace('T', ' ');
+      expect(last[3]).toBe(reached);
+      // Cleared at the end: the terminal's last line is not left holding the progress.
+      expect(terminal.slice(terminal.lastIndexOf('lines/s'))).toContain('\r\x1b[K');
+      const text = readFileSync(report, 'utf8');
+      expect(text).toMatch(/^Replayed 6,000 requests \(6,000 lines, nginx\)/);
+      expect(text).not.toContain('lines/s');
+      expect(text).not.toContain('\x1b');
+    },
+    scaledMs(60_000),
+  );
 
-  it('shows no progress when stderr is not a terminal (a pipe or a file)', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-tty-'));
-    const err = path.join(dir, 'stderr.txt');
-    const { code, terminal } = await replayOnTerminal(dir, `2> ${sh(err)}`);
-    expect(code, terminal).toBe(0);
-    expect(terminal).toContain('Replayed 6,000 requests');
-    expect(terminal).not.toContain('lines/s');
-    expect(terminal).not.toContain('\x1b[K');
-    expect(readFileSync(err, 'utf8')).toBe('');
-  }, 60_000);
+  it(
+    'shows no progress when stderr is not a terminal (a pipe or a file)',
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-tty-'));
+      const err = path.join(dir, 'stderr.txt');
+      const { code, terminal } = await replayOnTerminal(dir, `2> ${sh(err)}`);
+      expect(code, terminal).toBe(0);
+      expect(terminal).toContain('Replayed 6,000 requests');
+      expect(terminal).not.toContain('lines/s');
+      expect(terminal).not.toContain('\x1b[K');
+      expect(readFileSync(err, 'utf8')).toBe('');
+    },
+    scaledMs(60_000),
+  );
 });

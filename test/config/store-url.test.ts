@@ -10,6 +10,7 @@ import { checkStoreUrl } from '../../src/config/fields/validators.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
 import { createRedisStore } from '../../src/limiter/redis/store.js';
 import { cliArgs } from '../support/process.js';
+import { scaledMs } from '../support/speed.js';
 
 describe('the store URL parser', () => {
   it('reads every form the store connects to: memory, redis, rediss with credentials and a database, and both cluster schemes', () => {
@@ -133,29 +134,33 @@ describe('the store URL parser', () => {
     }
   });
 
-  it('gives the same refusal from `rategate check` and `rategate serve`', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-store-url-'));
-    const config = path.join(dir, 'limits.yaml');
-    writeFileSync(config, 'store:\n  url: "redis-cluster://a:7000,b"\n');
-    const run = (args: string[]) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, cliArgs(args), { stdio: ['ignore', 'pipe', 'pipe'] });
-        let stdout = '';
-        let stderr = '';
-        child.stdout!.on('data', (d) => (stdout += d));
-        child.stderr!.on('data', (d) => (stderr += d));
-        child.once('exit', (code) => resolve({ code, stdout, stderr }));
-      });
-    const [check, serve] = await Promise.all([
-      run(['check', '--config', config]),
-      run(['serve', '--config', config, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0']),
-    ]);
-    expect(check.code).toBe(78);
-    expect(serve.code).toBe(78);
-    expect(check.stderr).toContain('cluster node "b" has no port');
-    // check prints the sentence; serve logs it as one fatal JSON line (stdout), the same sentence in msg.
-    const fatal = JSON.parse(serve.stdout.trim().split('\n').at(-1)!) as { level: string; msg: string };
-    expect(fatal.level).toBe('fatal');
-    expect(fatal.msg.trim()).toBe(check.stderr.trim());
-  }, 30_000);
+  it(
+    'gives the same refusal from `rategate check` and `rategate serve`',
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-store-url-'));
+      const config = path.join(dir, 'limits.yaml');
+      writeFileSync(config, 'store:\n  url: "redis-cluster://a:7000,b"\n');
+      const run = (args: string[]) =>
+        new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+          const child = spawn(process.execPath, cliArgs(args), { stdio: ['ignore', 'pipe', 'pipe'] });
+          let stdout = '';
+          let stderr = '';
+          child.stdout!.on('data', (d) => (stdout += d));
+          child.stderr!.on('data', (d) => (stderr += d));
+          child.once('exit', (code) => resolve({ code, stdout, stderr }));
+        });
+      const [check, serve] = await Promise.all([
+        run(['check', '--config', config]),
+        run(['serve', '--config', config, '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0']),
+      ]);
+      expect(check.code).toBe(78);
+      expect(serve.code).toBe(78);
+      expect(check.stderr).toContain('cluster node "b" has no port');
+      // check prints the sentence; serve logs it as one fatal JSON line (stdout), the same sentence in msg.
+      const fatal = JSON.parse(serve.stdout.trim().split('\n').at(-1)!) as { level: string; msg: string };
+      expect(fatal.level).toBe('fatal');
+      expect(fatal.msg.trim()).toBe(check.stderr.trim());
+    },
+    scaledMs(30_000),
+  );
 });

@@ -30,6 +30,7 @@ import {
   type Tag,
 } from './requests.js';
 import { sessionCookie, setClock, startRackApp, whyUnavailable, type RackApp } from './rack-app.js';
+import { scaledMs } from '../support/speed.js';
 
 /** The table under test: the shipped example, or another one to compare (e.g. an older example). */
 const EXAMPLE =
@@ -122,7 +123,7 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
       });
     });
     gw = await startTestGateway(scaledTable(), { upstream: upstream.url, now: () => nowMs });
-  }, 60_000);
+  }, scaledMs(60_000));
 
   /** The table under test with its limits scaled as Rack::Attack's are, and the same IP blocks; `drop`: rules left out. */
   function scaledTable(drop: readonly string[] = []): string {
@@ -256,43 +257,51 @@ describe.skipIf(unavailable !== null)('rategate vs real Rack::Attack, verdict fo
     return { all, unexplained, explainedBy, onlyPending };
   }
 
-  it('agrees with Rack::Attack on every request but the judged differences', async () => {
-    const sequences = [...directed(), ...fc.sample(sequenceOf(), { numRuns: RUNS, seed: SEED })];
-    const { all, unexplained, explainedBy, onlyPending } = await compare(sequences);
-    const agree = all.filter((s) => s.ruby === s.gate).length;
-    const judgedOnly = [...explainedBy].map(([id, n]) => `${id} ${n}`).join(', ');
-    console.log(
-      `rack-attack differential (${EXAMPLE.split('/').pop()}, seed ${SEED}): ${agree}/${all.length} verdicts agree ` +
-        `(${((100 * agree) / all.length).toFixed(1)} %); disagreements judged: ${judgedOnly || 'none'} ` +
-        `(${onlyPending} explained only by pending fixes); unexplained: ${unexplained.length}`,
-    );
+  it(
+    'agrees with Rack::Attack on every request but the judged differences',
+    async () => {
+      const sequences = [...directed(), ...fc.sample(sequenceOf(), { numRuns: RUNS, seed: SEED })];
+      const { all, unexplained, explainedBy, onlyPending } = await compare(sequences);
+      const agree = all.filter((s) => s.ruby === s.gate).length;
+      const judgedOnly = [...explainedBy].map(([id, n]) => `${id} ${n}`).join(', ');
+      console.log(
+        `rack-attack differential (${EXAMPLE.split('/').pop()}, seed ${SEED}): ${agree}/${all.length} verdicts agree ` +
+          `(${((100 * agree) / all.length).toFixed(1)} %); disagreements judged: ${judgedOnly || 'none'} ` +
+          `(${onlyPending} explained only by pending fixes); unexplained: ${unexplained.length}`,
+      );
 
-    // Every throttle refused something in Rack::Attack, and the gateway refused that same request.
-    const refusedBoth = new Set(all.filter((s) => s.ruby === '429' && s.gate === '429').map((s) => s.rubyThrottle));
-    expect(Object.keys(MASTODON).filter((t) => !refusedBoth.has(t))).toEqual([]);
-    // The safelist and the blocklist were exercised, and the clients were varied.
-    expect(all.some((s) => s.req.ipGroup === '127.0.0.1' && s.ruby === 'pass' && s.gate === 'pass')).toBe(true);
-    expect(all.filter((s) => s.ruby === '403' && s.gate === '403').length).toBeGreaterThan(0);
-    expect(new Set(all.map((s) => s.req.ipGroup)).size).toBeGreaterThanOrEqual(IPS.length - 1);
+      // Every throttle refused something in Rack::Attack, and the gateway refused that same request.
+      const refusedBoth = new Set(all.filter((s) => s.ruby === '429' && s.gate === '429').map((s) => s.rubyThrottle));
+      expect(Object.keys(MASTODON).filter((t) => !refusedBoth.has(t))).toEqual([]);
+      // The safelist and the blocklist were exercised, and the clients were varied.
+      expect(all.some((s) => s.req.ipGroup === '127.0.0.1' && s.ruby === 'pass' && s.gate === 'pass')).toBe(true);
+      expect(all.filter((s) => s.ruby === '403' && s.gate === '403').length).toBeGreaterThan(0);
+      expect(new Set(all.map((s) => s.req.ipGroup)).size).toBeGreaterThanOrEqual(IPS.length - 1);
 
-    expect(unexplained.slice(0, 10), `${unexplained.length} disagreements no judged difference explains`).toEqual([]);
-  }, 120_000);
+      expect(unexplained.slice(0, 10), `${unexplained.length} disagreements no judged difference explains`).toEqual([]);
+    },
+    scaledMs(120_000),
+  );
 
-  it("agrees on every request of sequences without a deliberate difference, but for all-or-nothing charging and a user's session beside a token", async () => {
-    const strict = sequenceOf({ allowedTags: PENDING_TAGS });
-    const { all, unexplained, explainedBy } = await compare(
-      fc.sample(strict, { numRuns: RUNS, seed: SEED + 1 }),
-      gw,
-      STRICT,
-    );
-    const agree = all.filter((s) => s.ruby === s.gate).length;
-    console.log(
-      `rack-attack differential, no deliberate differences: ${agree}/${all.length} verdicts agree; judged: ` +
-        `${[...explainedBy].map(([id, n]) => `${id} ${n}`).join(', ') || 'none'}; unexplained: ${unexplained.length}`,
-    );
-    expect(all.filter((s) => s.ruby === '429').length).toBeGreaterThan(20);
-    expect(unexplained.slice(0, 10), `${unexplained.length} disagreements no judged difference explains`).toEqual([]);
-  }, 120_000);
+  it(
+    "agrees on every request of sequences without a deliberate difference, but for all-or-nothing charging and a user's session beside a token",
+    async () => {
+      const strict = sequenceOf({ allowedTags: PENDING_TAGS });
+      const { all, unexplained, explainedBy } = await compare(
+        fc.sample(strict, { numRuns: RUNS, seed: SEED + 1 }),
+        gw,
+        STRICT,
+      );
+      const agree = all.filter((s) => s.ruby === s.gate).length;
+      console.log(
+        `rack-attack differential, no deliberate differences: ${agree}/${all.length} verdicts agree; judged: ` +
+          `${[...explainedBy].map(([id, n]) => `${id} ${n}`).join(', ') || 'none'}; unexplained: ${unexplained.length}`,
+      );
+      expect(all.filter((s) => s.ruby === '429').length).toBeGreaterThan(20);
+      expect(unexplained.slice(0, 10), `${unexplained.length} disagreements no judged difference explains`).toEqual([]);
+    },
+    scaledMs(120_000),
+  );
 
   it('fails on a difference nobody judged: a table without the per-e-mail login rule disagrees, unexplained', async () => {
     const broken = await startTestGateway(scaledTable(['login-attempts-email']), {

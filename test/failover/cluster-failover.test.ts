@@ -26,6 +26,7 @@ import {
 } from '../support/gateway.js';
 import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, type ReplicatedCluster } from '../support/redis-ha.js';
+import { scaledMs } from '../support/speed.js';
 
 const LIMIT = 10;
 const TABLE = `limits:
@@ -56,91 +57,96 @@ const upstream = upstreamFixture();
 
 describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failover under load, two gateways', () => {
   for (const how of ['killed', 'frozen'] as const) {
-    it(`a ${how} master: no request unanswered, decisions back within 2 s of the promotion, bounded admissions, healthy keys untouched, logs in order`, async () => {
-      const cluster: ReplicatedCluster = await startReplicatedCluster({ nodeTimeoutMs: 1_000 });
-      const logs = [capturingLogger(), capturingLogger()];
-      const gws: TestGateway[] = [];
-      try {
-        for (const l of logs)
-          gws.push(await startTestGateway(TABLE, { upstream: upstream.url, store: cluster.url, logger: l.logger }));
-        const ips = ipsByMaster();
-        const victim = cluster.masters[0]!;
-        const replica = cluster.replicaOf.get(victim.port)!;
-        const [deadIp, ...healthyIps] = ips as [string, string, string];
-        // 6 requests every 50 ms: 120 req/s, 20 per second per key and rule (each window sees 40 for a limit of 10).
-        const load = startLoad({ gateways: gws.map((g) => g.url), ips, rules: ['loc', 'den'], everyMs: 50 });
-        // At least one whole window before the fault: the exact counts to compare with.
-        await load.wholeWindows(1, { periodMs: 2_000 });
-        const faultAt = Date.now();
-        if (how === 'killed') await victim.kill();
-        else victim.freeze();
-        // rategate_store_up's answer (decisions come from the store), sampled through the outage.
-        const ups: { at: number; up: boolean }[] = [];
-        const sampler = setInterval(
-          () => void gws[0]!.store.reachable().then((up) => ups.push({ at: Date.now(), up })),
-          100,
-        );
-        const promotedAt = await cluster.promotedAt(replica);
-        // The load through the outage and past the promotion: a whole window decided after it.
-        await load.wholeWindows(1, { periodMs: 2_000, since: promotedAt });
-        // And enough of it to judge by (the volume the report is held to below).
-        await eventually(() => load.samples.length, {
-          what: 'more than 800 requests answered',
-          withinMs: 20_000,
-          until: (n) => n > 800,
-        });
-        const samples = await load.stop();
-        clearInterval(sampler);
-
-        const report = summarize(samples, { deadIp, healthyIps, faultAt, promotedAt });
-        console.log(`cluster failover, ${how} master: ${JSON.stringify(report)}`);
-        expect(report.unanswered).toBe(0);
-        expect(report.total).toBeGreaterThan(800);
-        // Redis's own share, for the record: promotion some seconds after the fault.
-        expect(promotedAt - faultAt).toBeGreaterThan(0);
-        expect(report.resumeAfterPromotionMs).toBeLessThanOrEqual(2_000);
-        expect(report.deadLocMax).toBeLessThanOrEqual(LIMIT * 1.1 + 5);
-        expect(report.deadDenMax).toBeLessThanOrEqual(LIMIT);
-        expect(report.healthy503).toBe(0);
-        expect(report.healthyMax).toBeLessThanOrEqual(LIMIT);
-        // The windows before the fault were counted exactly by Redis: the limit, no more, no less.
-        expect(report.beforeFault).toEqual(expect.arrayContaining([LIMIT]));
-        expect(report.beforeFault.every((c) => c === LIMIT)).toBe(true);
-
-        const victimName = `${victim.host}:${victim.port}`;
-        // Not "up" while the dead master's keys were on the fault policy; up again after the promotion.
-        expect(
-          ups.some((u) => u.at < promotedAt && !u.up),
-          JSON.stringify(ups),
-        ).toBe(true);
-        expect(ups.at(-1)!.up, JSON.stringify(ups)).toBe(true);
-        // The replaced master's per-node series is gone; no healthy master's reads 0.
-        const metrics = await gws[0]!.metrics.registry.metrics();
-        expect(metrics).not.toContain(`rategate_store_node_up{node="${victimName}"}`);
-        expect(metrics).not.toMatch(/rategate_store_node_up\{[^}]*\} 0/);
-        const replicaName = `${replica.host}:${replica.port}`;
-        for (const { lines } of logs) {
-          const story = storeLines(lines);
-          const failing = story.findIndex((m) => m.startsWith(`store node ${victimName} failing`));
-          const failover = story.findIndex((m) =>
-            m.startsWith(`store failover: ${replicaName} promoted in place of ${victimName}`),
+    it(
+      `a ${how} master: no request unanswered, decisions back within 2 s of the promotion, bounded admissions, healthy keys untouched, logs in order`,
+      async () => {
+        const cluster: ReplicatedCluster = await startReplicatedCluster({ nodeTimeoutMs: 1_000 });
+        const logs = [capturingLogger(), capturingLogger()];
+        const gws: TestGateway[] = [];
+        try {
+          for (const l of logs)
+            gws.push(await startTestGateway(TABLE, { upstream: upstream.url, store: cluster.url, logger: l.logger }));
+          const ips = ipsByMaster();
+          const victim = cluster.masters[0]!;
+          const replica = cluster.replicaOf.get(victim.port)!;
+          const [deadIp, ...healthyIps] = ips as [string, string, string];
+          // 6 requests every 50 ms: 120 req/s, 20 per second per key and rule (each window sees 40 for a limit of 10).
+          const load = startLoad({ gateways: gws.map((g) => g.url), ips, rules: ['loc', 'den'], everyMs: 50 });
+          // At least one whole window before the fault: the exact counts to compare with.
+          await load.wholeWindows(1, { periodMs: 2_000 });
+          const faultAt = Date.now();
+          if (how === 'killed') await victim.kill();
+          else victim.freeze();
+          // rategate_store_up's answer (decisions come from the store), sampled through the outage.
+          const ups: { at: number; up: boolean }[] = [];
+          const sampler = setInterval(
+            () => void gws[0]!.store.reachable().then((up) => ups.push({ at: Date.now(), up })),
+            100,
           );
-          expect(failing, story.join('\n')).toBeGreaterThanOrEqual(0);
-          expect(failover, story.join('\n')).toBeGreaterThan(failing);
-          // No state line about a healthy master (a call of its timing out on a loaded machine is counted in
-          // a rate-limited warning, store-warnings.ts: trouble, not a state change).
+          const promotedAt = await cluster.promotedAt(replica);
+          // The load through the outage and past the promotion: a whole window decided after it.
+          await load.wholeWindows(1, { periodMs: 2_000, since: promotedAt });
+          // And enough of it to judge by (the volume the report is held to below).
+          await eventually(() => load.samples.length, {
+            what: 'more than 800 requests answered',
+            withinMs: 20_000,
+            until: (n) => n > 800,
+          });
+          const samples = await load.stop();
+          clearInterval(sampler);
+
+          const report = summarize(samples, { deadIp, healthyIps, faultAt, promotedAt });
+          console.log(`cluster failover, ${how} master: ${JSON.stringify(report)}`);
+          expect(report.unanswered).toBe(0);
+          expect(report.total).toBeGreaterThan(800);
+          // Redis's own share, for the record: promotion some seconds after the fault.
+          expect(promotedAt - faultAt).toBeGreaterThan(0);
+          expect(report.resumeAfterPromotionMs).toBeLessThanOrEqual(2_000);
+          expect(report.deadLocMax).toBeLessThanOrEqual(LIMIT * 1.1 + 5);
+          expect(report.deadDenMax).toBeLessThanOrEqual(LIMIT);
+          expect(report.healthy503).toBe(0);
+          expect(report.healthyMax).toBeLessThanOrEqual(LIMIT);
+          // The windows before the fault were counted exactly by Redis: the limit, no more, no less.
+          expect(report.beforeFault).toEqual(expect.arrayContaining([LIMIT]));
+          expect(report.beforeFault.every((c) => c === LIMIT)).toBe(true);
+
+          const victimName = `${victim.host}:${victim.port}`;
+          // Not "up" while the dead master's keys were on the fault policy; up again after the promotion.
           expect(
-            story.filter(
-              (m) => m.startsWith('store node') && !m.includes(victimName) && !m.includes('(at most one such line per'),
-            ),
-            story.join('\n'),
-          ).toEqual([]);
+            ups.some((u) => u.at < promotedAt && !u.up),
+            JSON.stringify(ups),
+          ).toBe(true);
+          expect(ups.at(-1)!.up, JSON.stringify(ups)).toBe(true);
+          // The replaced master's per-node series is gone; no healthy master's reads 0.
+          const metrics = await gws[0]!.metrics.registry.metrics();
+          expect(metrics).not.toContain(`rategate_store_node_up{node="${victimName}"}`);
+          expect(metrics).not.toMatch(/rategate_store_node_up\{[^}]*\} 0/);
+          const replicaName = `${replica.host}:${replica.port}`;
+          for (const { lines } of logs) {
+            const story = storeLines(lines);
+            const failing = story.findIndex((m) => m.startsWith(`store node ${victimName} failing`));
+            const failover = story.findIndex((m) =>
+              m.startsWith(`store failover: ${replicaName} promoted in place of ${victimName}`),
+            );
+            expect(failing, story.join('\n')).toBeGreaterThanOrEqual(0);
+            expect(failover, story.join('\n')).toBeGreaterThan(failing);
+            // No state line about a healthy master (a call of its timing out on a loaded machine is counted in
+            // a rate-limited warning, store-warnings.ts: trouble, not a state change).
+            expect(
+              story.filter(
+                (m) =>
+                  m.startsWith('store node') && !m.includes(victimName) && !m.includes('(at most one such line per'),
+              ),
+              story.join('\n'),
+            ).toEqual([]);
+          }
+        } finally {
+          await Promise.all(gws.map((g) => g.shutdown(200)));
+          await cluster.stop();
         }
-      } finally {
-        await Promise.all(gws.map((g) => g.shutdown(200)));
-        await cluster.stop();
-      }
-    }, 90_000);
+      },
+      scaledMs(90_000),
+    );
   }
 });
 

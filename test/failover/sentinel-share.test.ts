@@ -10,6 +10,7 @@ import { admittedPerWindow, startLoad } from '../support/failover-load.js';
 import { startTestGateway, type TestGateway, upstreamFixture } from '../support/gateway.js';
 import { skipCluster } from '../support/redis.js';
 import { startSentinelGroup } from '../support/redis-ha.js';
+import { scaledMs } from '../support/speed.js';
 
 const LIMIT = 50;
 const PERIOD_MS = 10_000;
@@ -24,36 +25,40 @@ const upstream = upstreamFixture();
 describe.skipIf(skipCluster('the Sentinel failover tests'))(
   'a Sentinel failover under onError: local, two gateways',
   () => {
-    it('admits at most limit × 1.1 + 5 per window for one key when the master is killed mid-window under load', async () => {
-      const group = await startSentinelGroup();
-      const gws: TestGateway[] = [];
-      try {
-        for (let i = 0; i < 2; i++)
-          gws.push(await startTestGateway(table, { upstream: upstream.url, store: group.url }));
-        const ip = '198.51.100.9';
-        // 40 requests a second alternating between the gateways: the limit is spent within each window.
-        const load = startLoad({ gateways: gws.map((g) => g.url), ips: [ip], rules: ['loc'], everyMs: 25 });
-        // Kill the master 3 s into a window (its count well on), once each gateway's heartbeat has seen
-        // the other (fleet.ts: every 5 s; until then a gateway sizes its share as if alone).
-        const earliest = Date.now() + 6_000;
-        const killAt = Math.ceil((earliest - 3_000) / PERIOD_MS) * PERIOD_MS + 3_000;
-        await new Promise((r) => setTimeout(r, killAt - Date.now()));
-        await group.master.kill();
-        await group.promotedAt(group.replica);
-        await load.wholeWindows(1, { periodMs: PERIOD_MS, since: Date.now() });
-        const samples = await load.stop();
-        const perWindow = [...admittedPerWindow(samples, ip, 'loc').entries()].sort((a, b) => a[0] - b[0]);
-        const faultWindow = perWindow.find(([end]) => end > killAt && end - PERIOD_MS <= killAt);
-        console.log(
-          `sentinel share: admitted per window ${JSON.stringify(perWindow.map(([, n]) => n))}, in the fault's window ${faultWindow?.[1]}`,
-        );
-        expect(samples.filter((s) => s.status === 0)).toHaveLength(0);
-        expect(faultWindow).toBeDefined();
-        for (const [, n] of perWindow) expect(n).toBeLessThanOrEqual(LIMIT * 1.1 + 5);
-      } finally {
-        await Promise.all(gws.map((g) => g.shutdown(200)));
-        await group.stop();
-      }
-    }, 90_000);
+    it(
+      'admits at most limit × 1.1 + 5 per window for one key when the master is killed mid-window under load',
+      async () => {
+        const group = await startSentinelGroup();
+        const gws: TestGateway[] = [];
+        try {
+          for (let i = 0; i < 2; i++)
+            gws.push(await startTestGateway(table, { upstream: upstream.url, store: group.url }));
+          const ip = '198.51.100.9';
+          // 40 requests a second alternating between the gateways: the limit is spent within each window.
+          const load = startLoad({ gateways: gws.map((g) => g.url), ips: [ip], rules: ['loc'], everyMs: 25 });
+          // Kill the master 3 s into a window (its count well on), once each gateway's heartbeat has seen
+          // the other (fleet.ts: every 5 s; until then a gateway sizes its share as if alone).
+          const earliest = Date.now() + 6_000;
+          const killAt = Math.ceil((earliest - 3_000) / PERIOD_MS) * PERIOD_MS + 3_000;
+          await new Promise((r) => setTimeout(r, killAt - Date.now()));
+          await group.master.kill();
+          await group.promotedAt(group.replica);
+          await load.wholeWindows(1, { periodMs: PERIOD_MS, since: Date.now() });
+          const samples = await load.stop();
+          const perWindow = [...admittedPerWindow(samples, ip, 'loc').entries()].sort((a, b) => a[0] - b[0]);
+          const faultWindow = perWindow.find(([end]) => end > killAt && end - PERIOD_MS <= killAt);
+          console.log(
+            `sentinel share: admitted per window ${JSON.stringify(perWindow.map(([, n]) => n))}, in the fault's window ${faultWindow?.[1]}`,
+          );
+          expect(samples.filter((s) => s.status === 0)).toHaveLength(0);
+          expect(faultWindow).toBeDefined();
+          for (const [, n] of perWindow) expect(n).toBeLessThanOrEqual(LIMIT * 1.1 + 5);
+        } finally {
+          await Promise.all(gws.map((g) => g.shutdown(200)));
+          await group.stop();
+        }
+      },
+      scaledMs(90_000),
+    );
   },
 );

@@ -20,6 +20,7 @@ import { skipCluster } from '../support/redis.js';
 import { startReplicatedCluster, startSentinelGroup } from '../support/redis-ha.js';
 import { keySlot } from '../../src/limiter/redis/slot.js';
 import { eventually } from '../support/eventually.js';
+import { scaledMs } from '../support/speed.js';
 
 const LIMIT = 20;
 const TABLE = `limits:
@@ -134,6 +135,6 @@ describe.skipIf(skipCluster('the shared-again test'))('the failover log line', (
         await ha.stop();
       }
     },
-    90_000,
+    scaledMs(90_000),
   );
 });

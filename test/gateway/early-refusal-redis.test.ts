@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, gatewayFixture } from '../support/gateway.js';
 import { VERIFY } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { scaledMs } from '../support/speed.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 const noRedis = skipRedis('the early refusal on Redis');
@@ -19,7 +20,7 @@ beforeAll(async () => {
   if (noRedis) return;
   redis = await startRedis();
   admin = new Redis(redis.url);
-}, 60_000);
+}, scaledMs(60_000));
 afterAll(async () => {
   admin?.disconnect();
   await redis?.stop();

@@ -13,6 +13,7 @@ import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { eventually } from '../support/eventually.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import { scaledMs } from '../support/speed.js';
 
 let upstream: RecordingUpstream;
 let redis: RedisHandle | undefined;
@@ -43,7 +44,7 @@ beforeAll(async () => {
     held.push(res);
   });
   if (!noRedis) redis = await startRedis();
-}, 60_000);
+}, scaledMs(60_000));
 afterAll(async () => {
   await upstream.close();
   await redis?.stop();
@@ -123,7 +124,7 @@ limits:
         upstream.seen.length = 0;
       }
     },
-    30_000,
+    scaledMs(30_000),
   );
 });
 
@@ -177,7 +178,7 @@ limits:
           upstream.seen.length = 0;
         }
       },
-      30_000,
+      scaledMs(30_000),
     );
   },
 );
@@ -246,6 +247,6 @@ limits:
         upstream.seen.length = 0;
       }
     },
-    30_000,
+    scaledMs(30_000),
   );
 });

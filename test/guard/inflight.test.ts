@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { eventually } from '../support/eventually.js';
+import { scaledMs } from '../support/speed.js';
 
 const IP = '203.0.113.9';
 const KEY = `slow:{ip:${IP}}`;
@@ -87,41 +88,45 @@ describe('concurrency: max 2 per IP', () => {
     expect(gw.guard.slots.inFlight(KEY)).toBe(0);
   });
 
-  it('1,000 aborted requests leak no slot: max still admits afterwards', async () => {
-    const head = `GET /api/v1/slow HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: ${IP}\r\n\r\n`;
-    for (let batch = 0; batch < 20; batch++) {
-      await Promise.all(
-        Array.from(
-          { length: 50 },
-          (_, i) =>
-            new Promise<void>((resolve) => {
-              const s = net.connect(new URL(gw.url).port as unknown as number, '127.0.0.1', () => {
-                s.write(head);
-                // Some go at once (before or while the gateway reads them), some once held upstream.
-                if (i % 2 === 0) s.destroy();
-                else setTimeout(() => s.destroy(), 1 + (i % 7));
-              });
-              s.on('close', () => resolve());
-              s.on('error', () => resolve());
-            }),
-        ),
-      );
-    }
-    await eventually(() => gw.guard.slots.inFlight(KEY) === 0, { what: 'every aborted slot released' });
-    await eventually(() => held.length === 0, { what: 'upstream requests of aborted clients dropped' });
-    const forwardedBefore = upstream.forwarded().length;
-    const answers = Array.from({ length: 3 }, () => get('/api/v1/slow'));
-    await eventually(() => held.length === 2, { what: 'max (2) admitted again' });
-    const first = await Promise.race(answers);
-    expect(first).toEqual({ status: 429, retryAfter: '1' });
-    expect(upstream.forwarded().length - forwardedBefore).toBe(2);
-    releaseAll();
-    await Promise.all(answers);
-    // Still alive and answering.
-    expect((await fetch(`${gw.adminUrl}/healthz`)).status).toBe(200);
-    const m = await (await fetch(`${gw.adminUrl}/metrics`)).text();
-    expect(m).toMatch(/rategate_concurrency_limited_total\{rule="slow"\} [1-9]/);
-  }, 60_000);
+  it(
+    '1,000 aborted requests leak no slot: max still admits afterwards',
+    async () => {
+      const head = `GET /api/v1/slow HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: ${IP}\r\n\r\n`;
+      for (let batch = 0; batch < 20; batch++) {
+        await Promise.all(
+          Array.from(
+            { length: 50 },
+            (_, i) =>
+              new Promise<void>((resolve) => {
+                const s = net.connect(new URL(gw.url).port as unknown as number, '127.0.0.1', () => {
+                  s.write(head);
+                  // Some go at once (before or while the gateway reads them), some once held upstream.
+                  if (i % 2 === 0) s.destroy();
+                  else setTimeout(() => s.destroy(), 1 + (i % 7));
+                });
+                s.on('close', () => resolve());
+                s.on('error', () => resolve());
+              }),
+          ),
+        );
+      }
+      await eventually(() => gw.guard.slots.inFlight(KEY) === 0, { what: 'every aborted slot released' });
+      await eventually(() => held.length === 0, { what: 'upstream requests of aborted clients dropped' });
+      const forwardedBefore = upstream.forwarded().length;
+      const answers = Array.from({ length: 3 }, () => get('/api/v1/slow'));
+      await eventually(() => held.length === 2, { what: 'max (2) admitted again' });
+      const first = await Promise.race(answers);
+      expect(first).toEqual({ status: 429, retryAfter: '1' });
+      expect(upstream.forwarded().length - forwardedBefore).toBe(2);
+      releaseAll();
+      await Promise.all(answers);
+      // Still alive and answering.
+      expect((await fetch(`${gw.adminUrl}/healthz`)).status).toBe(200);
+      const m = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+      expect(m).toMatch(/rategate_concurrency_limited_total\{rule="slow"\} [1-9]/);
+    },
+    scaledMs(60_000),
+  );
 
   it('per: account counts one account across IPs (the account found by introspection); other accounts pass', async () => {
     const upload = (token: string, ip: string) =>

@@ -16,6 +16,7 @@ import {
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { RedisGuardState } from '../../src/guard/redis-state.js';
 import { eventually } from '../support/eventually.js';
+import { scaledMs } from '../support/speed.js';
 
 describe.skipIf(skipRedis('store-scope in-flight limits'))('scope: store', () => {
   let redis: RedisHandle;
@@ -94,47 +95,58 @@ describe.skipIf(skipCluster('guard state on a Redis Cluster'))('guard state on a
   let cluster: ClusterHandle;
   beforeAll(async () => {
     cluster = await startRedisCluster();
-  }, 60_000);
+  }, scaledMs(60_000));
   afterAll(async () => cluster?.stop());
 
-  it('stores entries, starts bans and leases slots on a cluster (the entries share one hash slot), and each replica follows the change log', async () => {
-    const a = new RedisGuardState({ url: cluster.url, prefix: 'rg', timeoutMs: 2_000 });
-    const b = new RedisGuardState({ url: cluster.url, prefix: 'rg', timeoutMs: 2_000, pollMs: 50 });
-    try {
-      await Promise.all([a.ready(10_000), b.ready(10_000)]);
-      await Promise.all([a.sync(), b.sync()]);
-      b.follow(true);
-      await a.put({
-        kind: 'block',
-        id: '203.0.113.0/24',
-        reason: 'r',
-        createdAt: Date.now(),
-        expiresAt: Date.now() + 60_000,
-      });
-      const c = { id: 'login/ip:198.51.100.1', limit: 2, periodMs: 60_000, banMs: 60_000, reason: 'x', maxActive: 10 };
-      expect(await a.countBan(c, Date.now())).toBeNull();
-      expect(await b.countBan(c, Date.now())).toMatchObject({ entry: { kind: 'ban', id: c.id }, dropped: [] });
-      const ids = (s: RedisGuardState) =>
-        s.view
-          .live(Date.now())
-          .map((e) => `${e.kind}|${e.id}`)
-          .sort();
-      // `b` started the ban itself; the block it learns from the log (its next poll, 50 ms).
-      await eventually(() => ids(b), { what: 'b holding both entries', until: (l) => l.length >= 2 });
-      expect(ids(b)).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
-      // `a` learns the ban from the log (announced, or polled since it holds an entry).
-      await eventually(() => ids(a), { what: 'a holding both entries', until: (l) => l.length >= 2 });
-      expect(ids(a)).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
-      const lease = await a.acquire('uploads:{acct:a:1}', 1, 10_000);
-      expect(lease).not.toBeNull();
-      expect(await b.acquire('uploads:{acct:a:1}', 1, 10_000)).toBeNull();
-      await a.release('uploads:{acct:a:1}', lease!);
-      expect(await b.acquire('uploads:{acct:a:1}', 1, 10_000)).not.toBeNull();
-      expect(await a.remove('block', '203.0.113.0/24')).toMatchObject({ kind: 'block', id: '203.0.113.0/24' });
-      await eventually(() => ids(b), { what: 'the removal on b', until: (l) => l.length <= 1 });
-      expect(ids(b)).toEqual(['ban|login/ip:198.51.100.1']);
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-    }
-  }, 30_000);
+  it(
+    'stores entries, starts bans and leases slots on a cluster (the entries share one hash slot), and each replica follows the change log',
+    async () => {
+      const a = new RedisGuardState({ url: cluster.url, prefix: 'rg', timeoutMs: 2_000 });
+      const b = new RedisGuardState({ url: cluster.url, prefix: 'rg', timeoutMs: 2_000, pollMs: 50 });
+      try {
+        await Promise.all([a.ready(10_000), b.ready(10_000)]);
+        await Promise.all([a.sync(), b.sync()]);
+        b.follow(true);
+        await a.put({
+          kind: 'block',
+          id: '203.0.113.0/24',
+          reason: 'r',
+          createdAt: Date.now(),
+          expiresAt: Date.now() + 60_000,
+        });
+        const c = {
+          id: 'login/ip:198.51.100.1',
+          limit: 2,
+          periodMs: 60_000,
+          banMs: 60_000,
+          reason: 'x',
+          maxActive: 10,
+        };
+        expect(await a.countBan(c, Date.now())).toBeNull();
+        expect(await b.countBan(c, Date.now())).toMatchObject({ entry: { kind: 'ban', id: c.id }, dropped: [] });
+        const ids = (s: RedisGuardState) =>
+          s.view
+            .live(Date.now())
+            .map((e) => `${e.kind}|${e.id}`)
+            .sort();
+        // `b` started the ban itself; the block it learns from the log (its next poll, 50 ms).
+        await eventually(() => ids(b), { what: 'b holding both entries', until: (l) => l.length >= 2 });
+        expect(ids(b)).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
+        // `a` learns the ban from the log (announced, or polled since it holds an entry).
+        await eventually(() => ids(a), { what: 'a holding both entries', until: (l) => l.length >= 2 });
+        expect(ids(a)).toEqual(['ban|login/ip:198.51.100.1', 'block|203.0.113.0/24']);
+        const lease = await a.acquire('uploads:{acct:a:1}', 1, 10_000);
+        expect(lease).not.toBeNull();
+        expect(await b.acquire('uploads:{acct:a:1}', 1, 10_000)).toBeNull();
+        await a.release('uploads:{acct:a:1}', lease!);
+        expect(await b.acquire('uploads:{acct:a:1}', 1, 10_000)).not.toBeNull();
+        expect(await a.remove('block', '203.0.113.0/24')).toMatchObject({ kind: 'block', id: '203.0.113.0/24' });
+        await eventually(() => ids(b), { what: 'the removal on b', until: (l) => l.length <= 1 });
+        expect(ids(b)).toEqual(['ban|login/ip:198.51.100.1']);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    },
+    scaledMs(30_000),
+  );
 });

@@ -12,6 +12,7 @@ import { startRecordingUpstream, type RecordingUpstream } from '../support/recor
 import { eventually, pause } from '../support/eventually.js';
 import { FLAG, FRAME, frame, getFields, headerBlock, headersFrames, rawH2, type RawH2 } from '../support/h2-frames.js';
 import { MAX_CONCURRENT_STREAMS, RESET_BURST } from '../../src/http/h2.js';
+import { scaledMs } from '../support/speed.js';
 
 const { NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_CANCEL } = http2.constants;
 
@@ -185,38 +186,42 @@ describe('the HTTP/2 edge under attack', () => {
     await answersAfter();
   });
 
-  it('answers 408 to a stream whose body trickles, while a fast stream on the same connection completes', async () => {
-    const session = http2.connect(gw.url);
-    try {
-      const slow = session.request({ ':method': 'POST', ':path': '/api/v1/statuses', 'content-length': '100000' });
-      const slowStatus = new Promise<number>((resolve) => {
-        slow.on('response', (h) => resolve(Number(h[':status'])));
-        slow.on('error', () => resolve(-1));
-        slow.on('close', () => resolve(-1));
-      });
-      slow.resume();
-      const trickle = setInterval(() => !slow.destroyed && slow.write('x'), 200);
-      // A fast upload on the same connection meanwhile: its bytes are not the slow stream's.
-      const fast = session.request({
-        ':method': 'POST',
-        ':path': '/api/v1/statuses',
-        'content-length': String(200_000),
-      });
-      const fastStatus = new Promise<number>((resolve) => fast.on('response', (h) => resolve(Number(h[':status']))));
-      fast.resume();
-      for (let i = 0; i < 20; i++) {
-        fast.write(Buffer.alloc(10_000));
-        await pause(100);
+  it(
+    'answers 408 to a stream whose body trickles, while a fast stream on the same connection completes',
+    async () => {
+      const session = http2.connect(gw.url);
+      try {
+        const slow = session.request({ ':method': 'POST', ':path': '/api/v1/statuses', 'content-length': '100000' });
+        const slowStatus = new Promise<number>((resolve) => {
+          slow.on('response', (h) => resolve(Number(h[':status'])));
+          slow.on('error', () => resolve(-1));
+          slow.on('close', () => resolve(-1));
+        });
+        slow.resume();
+        const trickle = setInterval(() => !slow.destroyed && slow.write('x'), 200);
+        // A fast upload on the same connection meanwhile: its bytes are not the slow stream's.
+        const fast = session.request({
+          ':method': 'POST',
+          ':path': '/api/v1/statuses',
+          'content-length': String(200_000),
+        });
+        const fastStatus = new Promise<number>((resolve) => fast.on('response', (h) => resolve(Number(h[':status']))));
+        fast.resume();
+        for (let i = 0; i < 20; i++) {
+          fast.write(Buffer.alloc(10_000));
+          await pause(100);
+        }
+        fast.end();
+        expect(await fastStatus).toBe(200);
+        expect(await slowStatus).toBe(408);
+        clearInterval(trickle);
+      } finally {
+        session.destroy();
       }
-      fast.end();
-      expect(await fastStatus).toBe(200);
-      expect(await slowStatus).toBe(408);
-      clearInterval(trickle);
-    } finally {
-      session.destroy();
-    }
-    await answersAfter();
-  }, 20_000);
+      await answersAfter();
+    },
+    scaledMs(20_000),
+  );
 
   it('sends the flood tests’ frames as the protocol has them (the writer itself)', () => {
     const f = frame(FRAME.PING, FLAG.ACK, 0, Buffer.alloc(8));

@@ -19,6 +19,7 @@ import {
   type RedisHandle,
 } from '../support/redis.js';
 import { startSentinelGroup, type SentinelGroup } from '../support/redis-ha.js';
+import { scaledMs } from '../support/speed.js';
 
 const ALGORITHMS: Algorithm[] = ['fixed-window', 'sliding-window', 'token-bucket'];
 /** Long periods: no window boundary and no refill worth a token falls inside a real-time test. */
@@ -322,34 +323,38 @@ describe.skipIf(skipRedis('the lease tests'))('leases on one Redis', () => {
 
 describe.skipIf(skipRedis('the lease fault tests'))('leases while Redis fails', () => {
   for (const onError of ['deny', 'local'] as const) {
-    it(`spends what it holds (counted before the failure), then follows onError: ${onError}, and the fallback grants no lease`, async () => {
-      const redis = await startRedis();
-      const h = await createStoreFor(
-        { url: redis.url, prefix: 'lf', timeout: 200, onError, lease: true, gateways: 1 },
-        { connectWaitMs: 5_000 },
-      );
-      try {
-        const spec = { ...bucket('fixed-window', 10_000), onError };
-        for (let i = 0; i < 50; i++) expect((await h.store.consume([spec])).allowed).toBe(true);
-        const held = leases(h).heldTokens(spec.key);
-        expect(held).toBeGreaterThan(0);
-        await redis.node.kill();
-        let fromLease = 0;
-        for (let i = 0; i < held; i++) if ((await h.store.consume([spec])).allowed) fromLease++;
-        expect(fromLease).toBe(held);
-        expect(leases(h).heldTokens(spec.key)).toBe(0);
-        if (onError === 'deny') {
-          await expect(h.store.consume([spec])).rejects.toThrow(/unavailable|store/i);
-        } else {
-          for (let i = 0; i < 20; i++) expect((await h.store.consume([spec])).allowed).toBe(true);
-          expect(h.fallbackActive()).toBe(true);
+    it(
+      `spends what it holds (counted before the failure), then follows onError: ${onError}, and the fallback grants no lease`,
+      async () => {
+        const redis = await startRedis();
+        const h = await createStoreFor(
+          { url: redis.url, prefix: 'lf', timeout: 200, onError, lease: true, gateways: 1 },
+          { connectWaitMs: 5_000 },
+        );
+        try {
+          const spec = { ...bucket('fixed-window', 10_000), onError };
+          for (let i = 0; i < 50; i++) expect((await h.store.consume([spec])).allowed).toBe(true);
+          const held = leases(h).heldTokens(spec.key);
+          expect(held).toBeGreaterThan(0);
+          await redis.node.kill();
+          let fromLease = 0;
+          for (let i = 0; i < held; i++) if ((await h.store.consume([spec])).allowed) fromLease++;
+          expect(fromLease).toBe(held);
           expect(leases(h).heldTokens(spec.key)).toBe(0);
+          if (onError === 'deny') {
+            await expect(h.store.consume([spec])).rejects.toThrow(/unavailable|store/i);
+          } else {
+            for (let i = 0; i < 20; i++) expect((await h.store.consume([spec])).allowed).toBe(true);
+            expect(h.fallbackActive()).toBe(true);
+            expect(leases(h).heldTokens(spec.key)).toBe(0);
+          }
+        } finally {
+          await h.store.close();
+          await redis.stop();
         }
-      } finally {
-        await h.store.close();
-        await redis.stop();
-      }
-    }, 30_000);
+      },
+      scaledMs(30_000),
+    );
   }
 });
 
@@ -357,53 +362,61 @@ describe.skipIf(skipCluster('the lease cluster test'))('leases on a Redis Cluste
   let cluster: ClusterHandle;
   beforeAll(async () => {
     cluster = await startRedisCluster();
-  }, 60_000);
+  }, scaledMs(60_000));
   afterAll(async () => {
     await cluster?.stop();
   });
 
-  it('two gateways admit exactly the limit per bucket across slots, from leases', async () => {
-    const hs = await gateways(cluster.url, 2);
-    try {
-      for (const algorithm of ALGORITHMS) {
-        const specs = [
-          bucket(algorithm, 300, LONG[algorithm], `lc-${seq++}:{ip:198.51.100.${seq}}`),
-          bucket(algorithm, 3_000, LONG[algorithm], `lc-${seq++}:{ip:198.51.100.${seq}}`),
-        ];
-        // Same hash tag per bucket but two tags: the request spans two slots (reserve and refund, no lease).
-        const oneSlot = [
-          bucket(algorithm, 200, LONG[algorithm], `lc-${seq}:{ip:192.0.2.1}`),
-          bucket(algorithm, 2_000, LONG[algorithm], `lc-${seq++}b:{ip:192.0.2.1}`),
-        ];
-        expect(await untilAllRejected(hs, oneSlot, 10)).toBe(200);
-        expect(await untilAllRejected(hs, specs, 10)).toBe(300);
+  it(
+    'two gateways admit exactly the limit per bucket across slots, from leases',
+    async () => {
+      const hs = await gateways(cluster.url, 2);
+      try {
+        for (const algorithm of ALGORITHMS) {
+          const specs = [
+            bucket(algorithm, 300, LONG[algorithm], `lc-${seq++}:{ip:198.51.100.${seq}}`),
+            bucket(algorithm, 3_000, LONG[algorithm], `lc-${seq++}:{ip:198.51.100.${seq}}`),
+          ];
+          // Same hash tag per bucket but two tags: the request spans two slots (reserve and refund, no lease).
+          const oneSlot = [
+            bucket(algorithm, 200, LONG[algorithm], `lc-${seq}:{ip:192.0.2.1}`),
+            bucket(algorithm, 2_000, LONG[algorithm], `lc-${seq++}b:{ip:192.0.2.1}`),
+          ];
+          expect(await untilAllRejected(hs, oneSlot, 10)).toBe(200);
+          expect(await untilAllRejected(hs, specs, 10)).toBe(300);
+        }
+        expect(hs.reduce((n, h) => n + leases(h).localAdmissions, 0)).toBeGreaterThan(0);
+      } finally {
+        await closeAll(hs);
       }
-      expect(hs.reduce((n, h) => n + leases(h).localAdmissions, 0)).toBeGreaterThan(0);
-    } finally {
-      await closeAll(hs);
-    }
-  }, 60_000);
+    },
+    scaledMs(60_000),
+  );
 });
 
 describe.skipIf(skipCluster('the lease Sentinel test'))('leases on a Sentinel-managed Redis', () => {
   let group: SentinelGroup;
   beforeAll(async () => {
     group = await startSentinelGroup();
-  }, 60_000);
+  }, scaledMs(60_000));
   afterAll(async () => {
     await group?.stop();
   });
 
-  it('two gateways admit exactly the limit, from leases', async () => {
-    const hs = await gateways(group.url, 2);
-    try {
-      for (const algorithm of ALGORITHMS) {
-        const specs = [bucket(algorithm, 300), bucket(algorithm, 3_000)];
-        expect(await untilAllRejected(hs, specs, 10)).toBe(300);
+  it(
+    'two gateways admit exactly the limit, from leases',
+    async () => {
+      const hs = await gateways(group.url, 2);
+      try {
+        for (const algorithm of ALGORITHMS) {
+          const specs = [bucket(algorithm, 300), bucket(algorithm, 3_000)];
+          expect(await untilAllRejected(hs, specs, 10)).toBe(300);
+        }
+        expect(hs.reduce((n, h) => n + leases(h).localAdmissions, 0)).toBeGreaterThan(0);
+      } finally {
+        await closeAll(hs);
       }
-      expect(hs.reduce((n, h) => n + leases(h).localAdmissions, 0)).toBeGreaterThan(0);
-    } finally {
-      await closeAll(hs);
-    }
-  }, 60_000);
+    },
+    scaledMs(60_000),
+  );
 });

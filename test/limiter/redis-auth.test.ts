@@ -12,6 +12,7 @@ import {
   type ClusterHandle,
   type RedisHandle,
 } from '../support/redis.js';
+import { scaledMs } from '../support/speed.js';
 
 let seq = 0;
 function spec(): BucketSpec {
@@ -71,17 +72,21 @@ describe.skipIf(skipCluster('the Redis Cluster credential test'))('credentials r
   });
   afterAll(async () => cluster?.stop());
 
-  it('connects to a password-protected cluster from a redis-cluster://:password@ URL, and not without it', async () => {
-    const seeds = cluster.url.slice('redis-cluster://'.length);
-    const s = createRedisStore({ url: `redis-cluster://:clusterpw@${seeds}`, prefix: 'cred', timeoutMs: 1_000 });
-    await s.ready(5_000);
-    // Buckets of two identities: two slots, so the cross-slot path (and every master) is reached.
-    const out = await s.consume([spec(), { ...spec(), key: `cred-${++seq}:{acct:a:1}` }]);
-    expect(out.allowed).toBe(true);
-    await s.ping();
-    await s.close();
-    const without = createRedisStore({ url: cluster.url, prefix: 'cred', timeoutMs: 200 });
-    await expect(without.ready(1_000)).rejects.toThrow(/not connected/);
-    await without.close();
-  }, 30_000);
+  it(
+    'connects to a password-protected cluster from a redis-cluster://:password@ URL, and not without it',
+    async () => {
+      const seeds = cluster.url.slice('redis-cluster://'.length);
+      const s = createRedisStore({ url: `redis-cluster://:clusterpw@${seeds}`, prefix: 'cred', timeoutMs: 1_000 });
+      await s.ready(5_000);
+      // Buckets of two identities: two slots, so the cross-slot path (and every master) is reached.
+      const out = await s.consume([spec(), { ...spec(), key: `cred-${++seq}:{acct:a:1}` }]);
+      expect(out.allowed).toBe(true);
+      await s.ping();
+      await s.close();
+      const without = createRedisStore({ url: cluster.url, prefix: 'cred', timeoutMs: 200 });
+      await expect(without.ready(1_000)).rejects.toThrow(/not connected/);
+      await without.close();
+    },
+    scaledMs(30_000),
+  );
 });

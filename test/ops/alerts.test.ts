@@ -12,6 +12,7 @@ import { startRecordingUpstream, type RecordingUpstream } from '../support/recor
 import { startTestGateway, SEED_TABLE, type TestGateway } from '../support/gateway.js';
 import { freePort } from '../support/servers.js';
 import { eventually } from '../support/eventually.js';
+import { scaledMs } from '../support/speed.js';
 
 const RULES = 'helm/rategate/alerts/rategate.rules.yaml';
 const has = (bin: string): boolean => spawnSync(bin, ['--version'], { stdio: 'ignore' }).status === 0;
@@ -103,58 +104,62 @@ describe.skipIf(missing.length > 0)('a real Prometheus with the shipped rules', 
   const until = <T>(what: string, withinMs: number, probe: () => Promise<T | undefined>): Promise<T> =>
     eventually(probe, { what, withinMs, everyMs: 200, until: (v) => v !== undefined }) as Promise<T>;
 
-  it('shows nothing for a healthy gateway, ReloadFailed after one broken edit, StoreDegraded with Redis down', async () => {
-    upstream = await startRecordingUpstream();
-    healthy = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
-    broken = await startTestGateway(`store: { onError: local }\n${SEED_TABLE}`, {
-      upstream: upstream.url,
-      store: 'redis://127.0.0.1:9',
-    });
-    const target = (gw: TestGateway) => new URL(gw.adminUrl).host;
-    const healthyAt = target(healthy);
-    const brokenAt = target(broken);
+  it(
+    'shows nothing for a healthy gateway, ReloadFailed after one broken edit, StoreDegraded with Redis down',
+    async () => {
+      upstream = await startRecordingUpstream();
+      healthy = await startTestGateway(SEED_TABLE, { upstream: upstream.url });
+      broken = await startTestGateway(`store: { onError: local }\n${SEED_TABLE}`, {
+        upstream: upstream.url,
+        store: 'redis://127.0.0.1:9',
+      });
+      const target = (gw: TestGateway) => new URL(gw.adminUrl).host;
+      const healthyAt = target(healthy);
+      const brokenAt = target(broken);
 
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-prom-'));
-    writeFileSync(
-      path.join(dir, 'prometheus.yml'),
-      [
-        'global: { scrape_interval: 1s, evaluation_interval: 1s }',
-        `rule_files: [${JSON.stringify(path.resolve(RULES))}]`,
-        'scrape_configs:',
-        `  - { job_name: rategate, static_configs: [{ targets: [${JSON.stringify(healthyAt)}, ${JSON.stringify(brokenAt)}] }] }`,
-        '',
-      ].join('\n'),
-    );
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    prometheus = spawn(
-      'prometheus',
-      [
-        `--config.file=${path.join(dir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${path.join(dir, 'data')}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-      ],
-      { stdio: 'ignore' },
-    );
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'rategate-prom-'));
+      writeFileSync(
+        path.join(dir, 'prometheus.yml'),
+        [
+          'global: { scrape_interval: 1s, evaluation_interval: 1s }',
+          `rule_files: [${JSON.stringify(path.resolve(RULES))}]`,
+          'scrape_configs:',
+          `  - { job_name: rategate, static_configs: [{ targets: [${JSON.stringify(healthyAt)}, ${JSON.stringify(brokenAt)}] }] }`,
+          '',
+        ].join('\n'),
+      );
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      prometheus = spawn(
+        'prometheus',
+        [
+          `--config.file=${path.join(dir, 'prometheus.yml')}`,
+          `--storage.tsdb.path=${path.join(dir, 'data')}`,
+          `--web.listen-address=127.0.0.1:${port}`,
+        ],
+        { stdio: 'ignore' },
+      );
 
-    // Both targets scraped, and the rules evaluated after that.
-    await until('both targets up', 20_000, async () => {
-      const r = (await (await fetch(`${base}/api/v1/query?query=sum(up)`)).json()) as {
-        data: { result: Array<{ value: [number, string] }> };
-      };
-      return r.data.result[0]?.value[1] === '2' ? true : undefined;
-    });
-    const degraded = await until('RategateStoreDegraded pending for the gateway without Redis', 10_000, async () =>
-      (await alerts(base)).find((a) => a.labels.alertname === 'RategateStoreDegraded'),
-    );
-    expect(degraded).toMatchObject({ state: 'pending', labels: { instance: brokenAt } });
-    expect((await alerts(base)).filter((a) => a.labels.instance === healthyAt)).toEqual([]);
+      // Both targets scraped, and the rules evaluated after that.
+      await until('both targets up', 20_000, async () => {
+        const r = (await (await fetch(`${base}/api/v1/query?query=sum(up)`)).json()) as {
+          data: { result: Array<{ value: [number, string] }> };
+        };
+        return r.data.result[0]?.value[1] === '2' ? true : undefined;
+      });
+      const degraded = await until('RategateStoreDegraded pending for the gateway without Redis', 10_000, async () =>
+        (await alerts(base)).find((a) => a.labels.alertname === 'RategateStoreDegraded'),
+      );
+      expect(degraded).toMatchObject({ state: 'pending', labels: { instance: brokenAt } });
+      expect((await alerts(base)).filter((a) => a.labels.instance === healthyAt)).toEqual([]);
 
-    writeFileSync(healthy.configPath, 'limits:\n  - { name: broken, match: nope, per: ip, limit: -1, period: 5x }\n');
-    expect(await healthy.reload()).toBe(false);
-    const failed = await until('RategateConfigReloadFailed pending after the broken edit', 10_000, async () =>
-      (await alerts(base)).find((a) => a.labels.alertname === 'RategateConfigReloadFailed'),
-    );
-    expect(failed).toMatchObject({ state: 'pending', labels: { instance: healthyAt, severity: 'warning' } });
-  }, 60_000);
+      writeFileSync(healthy.configPath, 'limits:\n  - { name: broken, match: nope, per: ip, limit: -1, period: 5x }\n');
+      expect(await healthy.reload()).toBe(false);
+      const failed = await until('RategateConfigReloadFailed pending after the broken edit', 10_000, async () =>
+        (await alerts(base)).find((a) => a.labels.alertname === 'RategateConfigReloadFailed'),
+      );
+      expect(failed).toMatchObject({ state: 'pending', labels: { instance: healthyAt, severity: 'warning' } });
+    },
+    scaledMs(60_000),
+  );
 });

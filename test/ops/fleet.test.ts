@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { upstreamFixture, limitsFile } from '../support/gateway.js';
 import { skipIfExternalRedis, skipRedis, redisFixture } from '../support/redis.js';
 import { runCli, spawnServe, stop, waitFor, type GatewayProcess } from '../support/process.js';
+import { scaledMs } from '../support/speed.js';
 
 const upstream = upstreamFixture();
 
@@ -83,37 +84,41 @@ describe.skipIf(skipRedis('the fleet on one Redis'))('the gateway count, learned
         await Promise.all(gws.map(stop));
       }
     },
-    180_000,
+    scaledMs(180_000),
   );
 
-  it('counts each --workers worker: one gateway of 2 workers and one single process are 3', async () => {
-    const config = limitsFile(TABLE);
-    const gws = [
-      await spawnServe(
-        ['--config', config, '--upstream', upstream.url, '--store', redis.url, '--workers', '2'],
-        { RATEGATE_LOG_LEVEL: 'warn' },
-        START_MS,
-      ),
-      await spawnServe(
-        ['--config', config, '--upstream', upstream.url, '--store', redis.url],
-        { RATEGATE_LOG_LEVEL: 'warn' },
-        START_MS,
-      ),
-    ];
-    try {
-      // The primary's /metrics combines its workers' gauges by max: every process sees the same count.
-      await waitFor(
-        async () => (await Promise.all(gws.map((g) => metric(g, 'rategate_gateways')))).every((n) => n === 3),
-        30_000,
-        'both counting 3',
-      );
-      // One leaves: the others count it out at their next heartbeat (it deregisters as it stops).
-      await stop(gws[1]!);
-      await waitFor(async () => (await metric(gws[0]!, 'rategate_gateways')) === 2, 15_000, 'the workers counting 2');
-    } finally {
-      await Promise.all(gws.map(stop));
-    }
-  }, 180_000);
+  it(
+    'counts each --workers worker: one gateway of 2 workers and one single process are 3',
+    async () => {
+      const config = limitsFile(TABLE);
+      const gws = [
+        await spawnServe(
+          ['--config', config, '--upstream', upstream.url, '--store', redis.url, '--workers', '2'],
+          { RATEGATE_LOG_LEVEL: 'warn' },
+          START_MS,
+        ),
+        await spawnServe(
+          ['--config', config, '--upstream', upstream.url, '--store', redis.url],
+          { RATEGATE_LOG_LEVEL: 'warn' },
+          START_MS,
+        ),
+      ];
+      try {
+        // The primary's /metrics combines its workers' gauges by max: every process sees the same count.
+        await waitFor(
+          async () => (await Promise.all(gws.map((g) => metric(g, 'rategate_gateways')))).every((n) => n === 3),
+          30_000,
+          'both counting 3',
+        );
+        // One leaves: the others count it out at their next heartbeat (it deregisters as it stops).
+        await stop(gws[1]!);
+        await waitFor(async () => (await metric(gws[0]!, 'rategate_gateways')) === 2, 15_000, 'the workers counting 2');
+      } finally {
+        await Promise.all(gws.map(stop));
+      }
+    },
+    scaledMs(180_000),
+  );
 });
 
 const TRIAGE = `limits:
@@ -123,78 +128,82 @@ const TRIAGE = `limits:
 describe.skipIf(skipRedis('fleet triage'))('triage for the whole fleet', () => {
   const redis = redisFixture();
 
-  it('/admin/limited and `rategate limited` answer for every replica, ?scope=local / --local for one', async () => {
-    const config = limitsFile(TRIAGE);
-    const gws = await Promise.all(
-      [0, 1].map(() =>
-        spawnServe(
-          ['--config', config, '--upstream', upstream.url, '--store', redis.url],
-          { RATEGATE_LOG_LEVEL: 'warn' },
-          START_MS,
+  it(
+    '/admin/limited and `rategate limited` answer for every replica, ?scope=local / --local for one',
+    async () => {
+      const config = limitsFile(TRIAGE);
+      const gws = await Promise.all(
+        [0, 1].map(() =>
+          spawnServe(
+            ['--config', config, '--upstream', upstream.url, '--store', redis.url],
+            { RATEGATE_LOG_LEVEL: 'warn' },
+            START_MS,
+          ),
         ),
-      ),
-    );
-    try {
-      const post = async (g: GatewayProcess, ip: string): Promise<number> =>
-        (await fetch(`${g.url}/api/v1/statuses`, { method: 'POST', headers: { 'x-forwarded-for': ip } })).status;
-      // The lab's attack: one attacker on each replica.
-      expect([await post(gws[0]!, '203.0.113.1'), await post(gws[0]!, '203.0.113.1')]).toEqual([200, 429]);
-      expect([
-        await post(gws[1]!, '203.0.113.2'),
-        await post(gws[1]!, '203.0.113.2'),
-        await post(gws[1]!, '203.0.113.2'),
-      ]).toEqual([200, 429, 429]);
-      const limited = async (
-        query: string,
-      ): Promise<{ scope: string; replicas?: number; top: { key: string; count: number }[] }> =>
-        (await (await fetch(`${gws[0]!.adminUrl}/admin/limited?${query}`)).json()) as never;
-      // The other replica publishes at its heartbeat (every 5 s).
-      await waitFor(
-        async () => (await limited('rule=posts')).top.length === 2,
-        15_000,
-        'both attackers in the fleet answer',
       );
-      const fleet = await limited('rule=posts');
-      expect(fleet).toMatchObject({ scope: 'fleet', replicas: 2 });
-      expect(fleet.top.map((t) => [t.key, t.count])).toEqual([
-        ['203.0.113.2', 2],
-        ['203.0.113.1', 1],
-      ]);
-      const local = await limited('rule=posts&scope=local');
-      expect(local.scope).toBe('local');
-      expect(local.top.map((t) => t.key)).toEqual(['203.0.113.1']);
+      try {
+        const post = async (g: GatewayProcess, ip: string): Promise<number> =>
+          (await fetch(`${g.url}/api/v1/statuses`, { method: 'POST', headers: { 'x-forwarded-for': ip } })).status;
+        // The lab's attack: one attacker on each replica.
+        expect([await post(gws[0]!, '203.0.113.1'), await post(gws[0]!, '203.0.113.1')]).toEqual([200, 429]);
+        expect([
+          await post(gws[1]!, '203.0.113.2'),
+          await post(gws[1]!, '203.0.113.2'),
+          await post(gws[1]!, '203.0.113.2'),
+        ]).toEqual([200, 429, 429]);
+        const limited = async (
+          query: string,
+        ): Promise<{ scope: string; replicas?: number; top: { key: string; count: number }[] }> =>
+          (await (await fetch(`${gws[0]!.adminUrl}/admin/limited?${query}`)).json()) as never;
+        // The other replica publishes at its heartbeat (every 5 s).
+        await waitFor(
+          async () => (await limited('rule=posts')).top.length === 2,
+          15_000,
+          'both attackers in the fleet answer',
+        );
+        const fleet = await limited('rule=posts');
+        expect(fleet).toMatchObject({ scope: 'fleet', replicas: 2 });
+        expect(fleet.top.map((t) => [t.key, t.count])).toEqual([
+          ['203.0.113.2', 2],
+          ['203.0.113.1', 1],
+        ]);
+        const local = await limited('rule=posts&scope=local');
+        expect(local.scope).toBe('local');
+        expect(local.top.map((t) => t.key)).toEqual(['203.0.113.1']);
 
-      const cli = await runCli(['limited', 'posts', '--admin', gws[0]!.adminUrl]);
-      expect(cli.code).toBe(0);
-      expect(cli.stdout).toMatch(/2\s+0\s+203\.0\.113\.2\n1\s+0\s+203\.0\.113\.1/);
-      expect(cli.stdout).toContain('2 replicas published');
-      // SPEC's form names the rule with --rule; the same answer.
-      const named = await runCli(['limited', '--rule', 'posts', '--admin', gws[0]!.adminUrl]);
-      expect(named.stdout).toBe(cli.stdout);
-      const one = await runCli(['limited', 'posts', '--local', '--admin', gws[0]!.adminUrl]);
-      expect(one.stdout).toContain('203.0.113.1');
-      expect(one.stdout).not.toContain('203.0.113.2');
-      const rules = await runCli(['limited', '--admin', gws[0]!.adminUrl]);
-      expect(rules.stdout).toContain('rules that limited recently: posts');
+        const cli = await runCli(['limited', 'posts', '--admin', gws[0]!.adminUrl]);
+        expect(cli.code).toBe(0);
+        expect(cli.stdout).toMatch(/2\s+0\s+203\.0\.113\.2\n1\s+0\s+203\.0\.113\.1/);
+        expect(cli.stdout).toContain('2 replicas published');
+        // SPEC's form names the rule with --rule; the same answer.
+        const named = await runCli(['limited', '--rule', 'posts', '--admin', gws[0]!.adminUrl]);
+        expect(named.stdout).toBe(cli.stdout);
+        const one = await runCli(['limited', 'posts', '--local', '--admin', gws[0]!.adminUrl]);
+        expect(one.stdout).toContain('203.0.113.1');
+        expect(one.stdout).not.toContain('203.0.113.2');
+        const rules = await runCli(['limited', '--admin', gws[0]!.adminUrl]);
+        expect(rules.stdout).toContain('rules that limited recently: posts');
 
-      // The store down: this replica's own answer, saying the fleet's could not be read; asked for the fleet, 503.
-      if (redis.source !== 'env') {
-        await redis.node.kill();
-        try {
-          const res = await fetch(`${gws[0]!.adminUrl}/admin/limited?rule=posts`);
-          expect(res.status).toBe(200);
-          expect(await res.json()).toMatchObject({
-            scope: 'local',
-            top: [{ key: '203.0.113.1' }],
-            fleet: expect.stringMatching(/^not read: /),
-          });
-          expect((await fetch(`${gws[0]!.adminUrl}/admin/limited?rule=posts&scope=fleet`)).status).toBe(503);
-        } finally {
-          await redis.node.restart();
+        // The store down: this replica's own answer, saying the fleet's could not be read; asked for the fleet, 503.
+        if (redis.source !== 'env') {
+          await redis.node.kill();
+          try {
+            const res = await fetch(`${gws[0]!.adminUrl}/admin/limited?rule=posts`);
+            expect(res.status).toBe(200);
+            expect(await res.json()).toMatchObject({
+              scope: 'local',
+              top: [{ key: '203.0.113.1' }],
+              fleet: expect.stringMatching(/^not read: /),
+            });
+            expect((await fetch(`${gws[0]!.adminUrl}/admin/limited?rule=posts&scope=fleet`)).status).toBe(503);
+          } finally {
+            await redis.node.restart();
+          }
         }
+      } finally {
+        await Promise.all(gws.map(stop));
       }
-    } finally {
-      await Promise.all(gws.map(stop));
-    }
-  }, 180_000);
+    },
+    scaledMs(180_000),
+  );
 });

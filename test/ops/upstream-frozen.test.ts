@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startTestGateway, SEED_TABLE, type TestGateway } from '../support/gateway.js';
 import { eventually } from '../support/eventually.js';
 import { prometheusMissing, startPrometheus, type RunningPrometheus } from '../support/prometheus.js';
+import { scaledMs } from '../support/speed.js';
 
 const RULES = 'helm/rategate/alerts/rategate.rules.yaml';
 const missing = prometheusMissing();
@@ -46,55 +47,59 @@ describe.skipIf(missing.length > 0)('a frozen upstream (SIGSTOP)', () => {
     upstream?.kill('SIGKILL');
   });
 
-  it('makes rategate_upstream_up 0 within 30 s and fires RategateUpstreamDown within 90 s; back to 1 after SIGCONT', async () => {
-    const up = await startUpstreamProcess();
-    upstream = up.child;
-    gw = await startTestGateway(SEED_TABLE, { upstream: up.url });
-    expect(gw.snapshot().config.upstream.timeout).toBe(30_000);
-    prometheus = await startPrometheus({ job: 'rategate', targets: [new URL(gw.adminUrl).host], rules: [RULES] });
-    const prom = prometheus;
-    await eventually(async () => (await prom.value('rategate_upstream_up')) === '1', {
-      what: 'Prometheus scraping upstream_up 1',
-      withinMs: 30_000,
-      everyMs: 200,
-    });
-    expect((await fetch(`${gw.url}/api/v1/timelines/public`)).status).toBe(200);
+  it(
+    'makes rategate_upstream_up 0 within 30 s and fires RategateUpstreamDown within 90 s; back to 1 after SIGCONT',
+    async () => {
+      const up = await startUpstreamProcess();
+      upstream = up.child;
+      gw = await startTestGateway(SEED_TABLE, { upstream: up.url });
+      expect(gw.snapshot().config.upstream.timeout).toBe(30_000);
+      prometheus = await startPrometheus({ job: 'rategate', targets: [new URL(gw.adminUrl).host], rules: [RULES] });
+      const prom = prometheus;
+      await eventually(async () => (await prom.value('rategate_upstream_up')) === '1', {
+        what: 'Prometheus scraping upstream_up 1',
+        withinMs: 30_000,
+        everyMs: 200,
+      });
+      expect((await fetch(`${gw.url}/api/v1/timelines/public`)).status).toBe(200);
 
-    up.child.kill('SIGSTOP');
-    const frozenAt = Date.now();
-    // A client's request to the frozen upstream: it waits for upstream.timeout, then gets the gateway's 504.
-    const waiting = fetch(`${gw.url}/api/v1/timelines/public`).then((r) => r.status);
+      up.child.kill('SIGSTOP');
+      const frozenAt = Date.now();
+      // A client's request to the frozen upstream: it waits for upstream.timeout, then gets the gateway's 504.
+      const waiting = fetch(`${gw.url}/api/v1/timelines/public`).then((r) => r.status);
 
-    await eventually(async () => (await upstreamUp(gw!)) === '0', {
-      what: 'rategate_upstream_up 0',
-      withinMs: 30_000,
-      everyMs: 500,
-    });
-    const seenMs = Date.now() - frozenAt;
-    const firing = await eventually(
-      async () =>
-        (await prom.alerts()).find((a) => a.labels.alertname === 'RategateUpstreamDown' && a.state === 'firing'),
-      {
-        what: 'RategateUpstreamDown firing',
-        withinMs: 90_000 - (Date.now() - frozenAt),
+      await eventually(async () => (await upstreamUp(gw!)) === '0', {
+        what: 'rategate_upstream_up 0',
+        withinMs: 30_000,
         everyMs: 500,
-        until: (a) => a !== undefined,
-      },
-    );
-    const firedMs = Date.now() - frozenAt;
-    expect(firing!.labels).toMatchObject({ severity: 'critical', instance: new URL(gw.adminUrl).host });
-    console.log(
-      `frozen upstream: rategate_upstream_up 0 after ${seenMs} ms, RategateUpstreamDown firing after ${firedMs} ms`,
-    );
-    expect(await waiting).toBe(504);
+      });
+      const seenMs = Date.now() - frozenAt;
+      const firing = await eventually(
+        async () =>
+          (await prom.alerts()).find((a) => a.labels.alertname === 'RategateUpstreamDown' && a.state === 'firing'),
+        {
+          what: 'RategateUpstreamDown firing',
+          withinMs: 90_000 - (Date.now() - frozenAt),
+          everyMs: 500,
+          until: (a) => a !== undefined,
+        },
+      );
+      const firedMs = Date.now() - frozenAt;
+      expect(firing!.labels).toMatchObject({ severity: 'critical', instance: new URL(gw.adminUrl).host });
+      console.log(
+        `frozen upstream: rategate_upstream_up 0 after ${seenMs} ms, RategateUpstreamDown firing after ${firedMs} ms`,
+      );
+      expect(await waiting).toBe(504);
 
-    up.child.kill('SIGCONT');
-    await eventually(async () => (await upstreamUp(gw!)) === '1', {
-      what: 'rategate_upstream_up back to 1',
-      withinMs: 30_000,
-      everyMs: 500,
-    });
-    // The gateway answered throughout and serves again.
-    expect((await fetch(`${gw.url}/api/v1/timelines/public`)).status).toBe(200);
-  }, 150_000);
+      up.child.kill('SIGCONT');
+      await eventually(async () => (await upstreamUp(gw!)) === '1', {
+        what: 'rategate_upstream_up back to 1',
+        withinMs: 30_000,
+        everyMs: 500,
+      });
+      // The gateway answered throughout and serves again.
+      expect((await fetch(`${gw.url}/api/v1/timelines/public`)).status).toBe(200);
+    },
+    scaledMs(150_000),
+  );
 });

@@ -23,6 +23,7 @@ import { FakeClock } from '../support/clock.js';
 import { accessLine, capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { scaledMs } from '../support/speed.js';
 
 const FLOOD_IP = '203.0.113.50';
 const MASTODON = 'config/examples/mastodon.yaml';
@@ -57,7 +58,7 @@ describe('replay of a generated day under the Mastodon table', () => {
           flood.push({ r, verdict: `${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}` });
       },
     });
-  }, 120_000);
+  }, scaledMs(120_000));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   const rule = (rep: ReplayReport, name: string) => rep.rules.find((r) => r.name === name)!;
@@ -137,42 +138,50 @@ describe('replay of a generated day under the Mastodon table', () => {
       await upstream?.close();
     });
 
-    it("gives the flood's requests, sent without a credential, replay's verdicts", async () => {
-      // Past the first window's 300 and into the second: allowed, then limited, then allowed again.
-      const watched = flood.slice(0, 1_000);
-      expect(watched.filter((w) => w.verdict === 'limited by unauthenticated-api').length).toBeGreaterThan(300);
-      const served: string[] = [];
-      for (let i = 0; i < watched.length; i++) {
-        const { r } = watched[i]!;
-        clock.set(r.time);
-        const id = `f${i}`;
-        // The gateway sees the test's loopback peer, a trusted proxy in this table: the client is named by X-Forwarded-For.
-        await send(gw.url, {
-          method: r.method,
-          path: r.target,
-          headers: { 'X-Forwarded-For': r.remoteAddr, 'X-Request-Id': id },
-        });
-        const line = await accessLine(lines, id, 10_000);
-        served.push(`${String(line.decision)}${line.rule === undefined ? '' : ` by ${String(line.rule)}`}`);
-      }
-      expect(served).toEqual(watched.map((w) => w.verdict));
-    }, 300_000);
+    it(
+      "gives the flood's requests, sent without a credential, replay's verdicts",
+      async () => {
+        // Past the first window's 300 and into the second: allowed, then limited, then allowed again.
+        const watched = flood.slice(0, 1_000);
+        expect(watched.filter((w) => w.verdict === 'limited by unauthenticated-api').length).toBeGreaterThan(300);
+        const served: string[] = [];
+        for (let i = 0; i < watched.length; i++) {
+          const { r } = watched[i]!;
+          clock.set(r.time);
+          const id = `f${i}`;
+          // The gateway sees the test's loopback peer, a trusted proxy in this table: the client is named by X-Forwarded-For.
+          await send(gw.url, {
+            method: r.method,
+            path: r.target,
+            headers: { 'X-Forwarded-For': r.remoteAddr, 'X-Request-Id': id },
+          });
+          const line = await accessLine(lines, id, 10_000);
+          served.push(`${String(line.decision)}${line.rule === undefined ? '' : ` by ${String(line.rule)}`}`);
+        }
+        expect(served).toEqual(watched.map((w) => w.verdict));
+      },
+      scaledMs(300_000),
+    );
   });
 });
 
 describe('rategate replay --assume', () => {
   const run = promisify(execFile);
-  it('refuses an assumption it does not know, naming the known ones', async () => {
-    const err = await run(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', 'replay', '--config', MASTODON, '--assume', 'everyone-honest', '-'],
-      {
-        timeout: 60_000,
-      },
-    ).catch((e: { code: number; stderr: string }) => e);
-    expect((err as { code: number }).code).not.toBe(0);
-    expect((err as { stderr: string }).stderr).toMatch(
-      /--assume: unknown assumption "everyone-honest" \(known: anonymous, no-body\)/,
-    );
-  }, 90_000);
+  it(
+    'refuses an assumption it does not know, naming the known ones',
+    async () => {
+      const err = await run(
+        process.execPath,
+        ['--import', 'tsx', 'src/cli/index.ts', 'replay', '--config', MASTODON, '--assume', 'everyone-honest', '-'],
+        {
+          timeout: 60_000,
+        },
+      ).catch((e: { code: number; stderr: string }) => e);
+      expect((err as { code: number }).code).not.toBe(0);
+      expect((err as { stderr: string }).stderr).toMatch(
+        /--assume: unknown assumption "everyone-honest" \(known: anonymous, no-body\)/,
+      );
+    },
+    scaledMs(90_000),
+  );
 });

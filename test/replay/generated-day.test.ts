@@ -29,6 +29,7 @@ import {
 } from '../support/gateway.js';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { scaledMs } from '../support/speed.js';
 
 const FLOOD_IP = '203.0.113.50';
 const WAVE_NET = '198.51.100.';
@@ -65,7 +66,7 @@ describe('a generated day of 1.2 M lines', () => {
     const cap = capturingLogger();
     lines = cap.lines;
     gw = await startTestGateway(SEED_TABLE, { upstream: upstream.url, now: clock.now, logger: cap.logger });
-  }, 300_000);
+  }, scaledMs(300_000));
   afterAll(async () => {
     await gw?.shutdown(200);
     await upstream?.close();
@@ -107,38 +108,42 @@ describe('a generated day of 1.2 M lines', () => {
         ]);
       });
     },
-    60_000,
+    scaledMs(60_000),
   );
 
-  it("decides every request of the flood's and the wave's addresses as serve does, so the counts agree exactly", async () => {
-    // The premise: every rule replay drives keys on the address alone.
-    const snapshot = parseConfig(SEED_TABLE, 'seed');
-    const decided = report.rules.filter((r) => r.notDecidable === undefined).map((r) => r.name);
-    for (const name of decided)
-      expect(snapshot.rules.find((r) => r.name === name)!.key.parts.map((p) => p.kind)).toEqual(['ip']);
-    expect(othersLimited).toEqual([]);
-    expect(watched.length).toBeGreaterThan(5_000);
-    const served: string[] = [];
-    for (let i = 0; i < watched.length; i++) {
-      const { r } = watched[i]!;
-      clock.set(r.time);
-      const id = `d${i}`;
-      await send(gw.url, {
-        method: r.method,
-        path: r.target,
-        headers: { 'X-Forwarded-For': r.remoteAddr, 'X-Request-Id': id },
-      });
-      served.push(verdictOf(await accessLine(lines, id, 10_000)));
-    }
-    expect(served).toEqual(watched.map((w) => w.verdict));
-    // No other address was limited: the rules' whole-day counts are the ones serve just gave.
-    for (const name of decided) {
-      const limited = served.filter((v) => v === `limited by ${name}`).length;
-      expect(report.rules.find((r) => r.name === name)!.limited, name).toBe(limited);
-      expect(limited, name).toBeGreaterThan(0);
-    }
-    expect(report.limited).toBe(served.filter((v) => v.startsWith('limited')).length);
-  }, 600_000);
+  it(
+    "decides every request of the flood's and the wave's addresses as serve does, so the counts agree exactly",
+    async () => {
+      // The premise: every rule replay drives keys on the address alone.
+      const snapshot = parseConfig(SEED_TABLE, 'seed');
+      const decided = report.rules.filter((r) => r.notDecidable === undefined).map((r) => r.name);
+      for (const name of decided)
+        expect(snapshot.rules.find((r) => r.name === name)!.key.parts.map((p) => p.kind)).toEqual(['ip']);
+      expect(othersLimited).toEqual([]);
+      expect(watched.length).toBeGreaterThan(5_000);
+      const served: string[] = [];
+      for (let i = 0; i < watched.length; i++) {
+        const { r } = watched[i]!;
+        clock.set(r.time);
+        const id = `d${i}`;
+        await send(gw.url, {
+          method: r.method,
+          path: r.target,
+          headers: { 'X-Forwarded-For': r.remoteAddr, 'X-Request-Id': id },
+        });
+        served.push(verdictOf(await accessLine(lines, id, 10_000)));
+      }
+      expect(served).toEqual(watched.map((w) => w.verdict));
+      // No other address was limited: the rules' whole-day counts are the ones serve just gave.
+      for (const name of decided) {
+        const limited = served.filter((v) => v === `limited by ${name}`).length;
+        expect(report.rules.find((r) => r.name === name)!.limited, name).toBe(limited);
+        expect(limited, name).toBeGreaterThan(0);
+      }
+      expect(report.limited).toBe(served.filter((v) => v.startsWith('limited')).length);
+    },
+    scaledMs(600_000),
+  );
 });
 
 function verdictOf(line: LogLine): string {

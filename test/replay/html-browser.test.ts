@@ -13,6 +13,7 @@ import { reportPage } from '../../src/replay/html.js';
 import { runReplay } from '../../src/replay/run.js';
 import { checkStaticPage, skipBrowser } from '../support/browser.js';
 import { SEED_TABLE } from '../support/seed-table.js';
+import { scaledMs } from '../support/speed.js';
 
 const BANS = `bans:
   - { name: scanners, match: GET /wp-login.php, per: ip, on: { status: [404] }, limit: 3, period: 10m, ban: 1h }
@@ -40,26 +41,30 @@ function log(): string {
 }
 
 describe.skipIf(skipBrowser('the replay report test'))('replay --html in chromium', () => {
-  it('draws a chart per decided rule, says which rules the log cannot decide, and fetches nothing', async () => {
-    const snapshot = parseConfig(`${SEED_TABLE}\n${BANS}`, 'config/limits.yaml');
-    const report = await runReplay({ snapshot, format: formatNamed('nginx'), sources: [log()] });
-    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replay-html-')), 'report.html');
-    writeFileSync(file, reportPage(report));
-    await checkStaticPage(file, 'replay-report.png', async (page) => {
-      const decided = report.rules.filter((r) => r.notDecidable === undefined).map((r) => r.name);
-      expect(decided).toEqual(['ip-access', 'sign-up']);
-      expect(await page.locator('section.rule svg').count()).toBe(decided.length);
-      for (const name of decided)
-        await expect(page.locator(`#rule-${name} svg rect`).count()).resolves.toBeGreaterThan(0);
-      expect(await page.locator('#rule-account-access').innerText()).toContain('Not decidable from this log');
-      expect(await page.locator('#rule-ip-access').innerText()).toContain('203.0.113.50');
-      expect(await page.locator('body').innerText()).toContain(`access.log:${report.lines}: expected`);
-      expect(await page.locator('a[href="#ban-scanners"]').count()).toBe(1);
-      const ban = await page.locator('#ban-scanners').innerText();
-      expect(ban).toContain('bans started 1');
-      expect(ban).toContain('2026-11-21T05h');
-      expect(ban).toContain('192.0.2.200');
-      expect(await page.locator('#inflight-streaming').innerText()).toContain('Not decidable from this log');
-    });
-  }, 60_000);
+  it(
+    'draws a chart per decided rule, says which rules the log cannot decide, and fetches nothing',
+    async () => {
+      const snapshot = parseConfig(`${SEED_TABLE}\n${BANS}`, 'config/limits.yaml');
+      const report = await runReplay({ snapshot, format: formatNamed('nginx'), sources: [log()] });
+      const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replay-html-')), 'report.html');
+      writeFileSync(file, reportPage(report));
+      await checkStaticPage(file, 'replay-report.png', async (page) => {
+        const decided = report.rules.filter((r) => r.notDecidable === undefined).map((r) => r.name);
+        expect(decided).toEqual(['ip-access', 'sign-up']);
+        expect(await page.locator('section.rule svg').count()).toBe(decided.length);
+        for (const name of decided)
+          await expect(page.locator(`#rule-${name} svg rect`).count()).resolves.toBeGreaterThan(0);
+        expect(await page.locator('#rule-account-access').innerText()).toContain('Not decidable from this log');
+        expect(await page.locator('#rule-ip-access').innerText()).toContain('203.0.113.50');
+        expect(await page.locator('body').innerText()).toContain(`access.log:${report.lines}: expected`);
+        expect(await page.locator('a[href="#ban-scanners"]').count()).toBe(1);
+        const ban = await page.locator('#ban-scanners').innerText();
+        expect(ban).toContain('bans started 1');
+        expect(ban).toContain('2026-11-21T05h');
+        expect(ban).toContain('192.0.2.200');
+        expect(await page.locator('#inflight-streaming').innerText()).toContain('Not decidable from this log');
+      });
+    },
+    scaledMs(60_000),
+  );
 });

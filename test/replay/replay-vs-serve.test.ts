@@ -16,6 +16,7 @@ import { FakeClock } from '../support/clock.js';
 import { accessLine, capturingLogger, startTestGateway, type LogLine, type TestGateway } from '../support/gateway.js';
 import { send } from '../support/http.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream.js';
+import { scaledMs } from '../support/speed.js';
 
 const TABLE = `block: { ips: [203.0.113.66] }
 exempt: { ips: [192.0.2.99] }
@@ -69,45 +70,49 @@ describe('replay and serve agree', () => {
     await upstream.close();
   });
 
-  it('gives every request of a sequence the same verdict', async () => {
-    const rand = rng(7);
-    const log: string[] = [];
-    const served: string[] = [];
-    let t = T0;
-    for (let i = 0; i < 400; i++) {
-      // Whole seconds (what $time_local keeps); bursts of several requests in one second.
-      t += rand() < 0.5 ? 0 : Math.floor(rand() * 6) * 1000;
-      clock.set(t);
-      const ip = IPS[Math.floor(rand() * IPS.length)]!;
-      const req = REQUESTS[Math.floor(rand() * REQUESTS.length)]!;
-      const [method, target] = req.split(' ') as [string, string];
-      const id = `r${i}`;
-      const answer = await send(gw.url, {
-        method,
-        path: target,
-        headers: { 'X-Forwarded-For': ip, 'X-Request-Id': id },
+  it(
+    'gives every request of a sequence the same verdict',
+    async () => {
+      const rand = rng(7);
+      const log: string[] = [];
+      const served: string[] = [];
+      let t = T0;
+      for (let i = 0; i < 400; i++) {
+        // Whole seconds (what $time_local keeps); bursts of several requests in one second.
+        t += rand() < 0.5 ? 0 : Math.floor(rand() * 6) * 1000;
+        clock.set(t);
+        const ip = IPS[Math.floor(rand() * IPS.length)]!;
+        const req = REQUESTS[Math.floor(rand() * REQUESTS.length)]!;
+        const [method, target] = req.split(' ') as [string, string];
+        const id = `r${i}`;
+        const answer = await send(gw.url, {
+          method,
+          path: target,
+          headers: { 'X-Forwarded-For': ip, 'X-Request-Id': id },
+        });
+        log.push(`127.0.0.1 - - [${timeLocal(t)}] "${req} HTTP/1.1" ${answer.status} "${ip}"`);
+        served.push(verdictOf(await accessLine(lines, id)));
+      }
+      const replayed: string[] = [];
+      const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replay-agree-')), 'access.log');
+      writeFileSync(file, log.join('\n') + '\n');
+      const report = await runReplay({
+        snapshot: parseConfig(TABLE, 't.yaml'),
+        format: formatNamed(FORMAT),
+        sources: [file],
+        onDecision: (d) => replayed.push(`${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}`),
       });
-      log.push(`127.0.0.1 - - [${timeLocal(t)}] "${req} HTTP/1.1" ${answer.status} "${ip}"`);
-      served.push(verdictOf(await accessLine(lines, id)));
-    }
-    const replayed: string[] = [];
-    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replay-agree-')), 'access.log');
-    writeFileSync(file, log.join('\n') + '\n');
-    const report = await runReplay({
-      snapshot: parseConfig(TABLE, 't.yaml'),
-      format: formatNamed(FORMAT),
-      sources: [file],
-      onDecision: (d) => replayed.push(`${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}`),
-    });
-    // Blocked requests are decided before anything is counted in both; replay's tally skips none.
-    expect(replayed).toEqual(served);
-    expect(served.filter((v) => v.startsWith('limited by ')).length).toBeGreaterThan(20);
-    expect(new Set(served.filter((v) => v.startsWith('limited')))).toEqual(
-      new Set(['limited by ip-access', 'limited by sign-up', 'limited by public', 'limited by media']),
-    );
-    expect(report.limited).toBe(served.filter((v) => v.startsWith('limited')).length);
-    expect(report.rules.find((r) => r.name === 'watch')!.limited).toBeGreaterThan(0);
-  }, 60_000);
+      // Blocked requests are decided before anything is counted in both; replay's tally skips none.
+      expect(replayed).toEqual(served);
+      expect(served.filter((v) => v.startsWith('limited by ')).length).toBeGreaterThan(20);
+      expect(new Set(served.filter((v) => v.startsWith('limited')))).toEqual(
+        new Set(['limited by ip-access', 'limited by sign-up', 'limited by public', 'limited by media']),
+      );
+      expect(report.limited).toBe(served.filter((v) => v.startsWith('limited')).length);
+      expect(report.rules.find((r) => r.name === 'watch')!.limited).toBeGreaterThan(0);
+    },
+    scaledMs(60_000),
+  );
 });
 
 function verdictOf(line: LogLine): string {
@@ -163,55 +168,59 @@ describe('replay and serve agree on bans', () => {
    * answered, whatever the gateway did. Replay counts a ban on that status where the table lets the
    * request through, and on its own answer (429, 403) where it refuses it, as serve does.
    */
-  it('bans the same clients at the same requests, from the statuses the log holds', async () => {
-    const rand = rng(11);
-    const log: string[] = [];
-    const served: string[] = [];
-    let t = T0;
-    for (let i = 0; i < 400; i++) {
-      t += rand() < 0.5 ? 0 : Math.floor(rand() * 6) * 1000;
-      clock.set(t);
-      const ip = BAN_IPS[Math.floor(rand() * BAN_IPS.length)]!;
-      const req = BAN_REQUESTS[Math.floor(rand() * BAN_REQUESTS.length)]!;
-      const [method, target] = req.split(' ') as [string, string];
-      const status = target === '/auth/sign_in' ? (rand() < 0.7 ? 401 : 302) : target === '/wp-login.php' ? 404 : 200;
-      const id = `b${i}`;
-      await send(gw.url, {
-        method,
-        path: target,
-        headers: { 'X-Forwarded-For': ip, 'X-Request-Id': id, 'X-Answer': String(status) },
+  it(
+    'bans the same clients at the same requests, from the statuses the log holds',
+    async () => {
+      const rand = rng(11);
+      const log: string[] = [];
+      const served: string[] = [];
+      let t = T0;
+      for (let i = 0; i < 400; i++) {
+        t += rand() < 0.5 ? 0 : Math.floor(rand() * 6) * 1000;
+        clock.set(t);
+        const ip = BAN_IPS[Math.floor(rand() * BAN_IPS.length)]!;
+        const req = BAN_REQUESTS[Math.floor(rand() * BAN_REQUESTS.length)]!;
+        const [method, target] = req.split(' ') as [string, string];
+        const status = target === '/auth/sign_in' ? (rand() < 0.7 ? 401 : 302) : target === '/wp-login.php' ? 404 : 200;
+        const id = `b${i}`;
+        await send(gw.url, {
+          method,
+          path: target,
+          headers: { 'X-Forwarded-For': ip, 'X-Request-Id': id, 'X-Answer': String(status) },
+        });
+        log.push(`127.0.0.1 - - [${timeLocal(t)}] "${req} HTTP/1.1" ${status} "${ip}"`);
+        served.push(verdictOf(await accessLine(lines, id)));
+      }
+      const replayed: string[] = [];
+      const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replay-bans-')), 'access.log');
+      writeFileSync(file, log.join('\n') + '\n');
+      const report = await runReplay({
+        snapshot: parseConfig(BANS_TABLE, 't.yaml'),
+        format: formatNamed(FORMAT),
+        sources: [file],
+        onDecision: (d) => replayed.push(`${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}`),
       });
-      log.push(`127.0.0.1 - - [${timeLocal(t)}] "${req} HTTP/1.1" ${status} "${ip}"`);
-      served.push(verdictOf(await accessLine(lines, id)));
-    }
-    const replayed: string[] = [];
-    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replay-bans-')), 'access.log');
-    writeFileSync(file, log.join('\n') + '\n');
-    const report = await runReplay({
-      snapshot: parseConfig(BANS_TABLE, 't.yaml'),
-      format: formatNamed(FORMAT),
-      sources: [file],
-      onDecision: (d) => replayed.push(`${d.kind}${d.rejectedBy === undefined ? '' : ` by ${d.rejectedBy.name}`}`),
-    });
-    const banned = served.filter((v) => v === 'banned').length;
+      const banned = served.filter((v) => v === 'banned').length;
 
-    expect(banned).toBeGreaterThan(20);
-    expect(replayed).toEqual(served);
-    const bans = new Map(report.bans.map((b) => [b.name, b]));
-    for (const name of ['login-failures', 'scanners', 'hammer', 'past-limit'])
-      expect(bans.get(name)!.started, name).toBeGreaterThan(0);
-    expect(report.uncounted.banned).toBe(banned);
-    // Which ban refused each request: serve's own metric, per ban, against replay's count.
-    const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
-    for (const b of report.bans) {
-      const m = new RegExp(`^rategate_banned_requests_total\\{ban="${b.name}"\\} (\\d+)$`, 'm').exec(metrics);
-      expect(b.refused, b.name).toBe(Number(m?.[1] ?? 0));
-    }
-    expect(report.bans.some((b) => b.refused > 0 && b.name !== 'login-failures')).toBe(true);
-    expect(report.inFlight).toEqual([
-      { name: 'streaming', limit: '2 in flight per ip', notDecidable: expect.stringMatching(/how long/) },
-    ]);
-  }, 60_000);
+      expect(banned).toBeGreaterThan(20);
+      expect(replayed).toEqual(served);
+      const bans = new Map(report.bans.map((b) => [b.name, b]));
+      for (const name of ['login-failures', 'scanners', 'hammer', 'past-limit'])
+        expect(bans.get(name)!.started, name).toBeGreaterThan(0);
+      expect(report.uncounted.banned).toBe(banned);
+      // Which ban refused each request: serve's own metric, per ban, against replay's count.
+      const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+      for (const b of report.bans) {
+        const m = new RegExp(`^rategate_banned_requests_total\\{ban="${b.name}"\\} (\\d+)$`, 'm').exec(metrics);
+        expect(b.refused, b.name).toBe(Number(m?.[1] ?? 0));
+      }
+      expect(report.bans.some((b) => b.refused > 0 && b.name !== 'login-failures')).toBe(true);
+      expect(report.inFlight).toEqual([
+        { name: 'streaming', limit: '2 in flight per ip', notDecidable: expect.stringMatching(/how long/) },
+      ]);
+    },
+    scaledMs(60_000),
+  );
 
   it('reports a ban on statuses as not decidable from a log without $status', async () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replay-bans-')), 'access.log');

@@ -14,6 +14,7 @@ import {
   type ClusterHandle,
   type RedisHandle,
 } from './redis.js';
+import { scaledMs } from './speed.js';
 
 export interface StoreCase {
   readonly name: string;
@@ -42,7 +43,7 @@ export function storeMatrix(what: string): StoreMatrix {
     upstream = await startRecordingUpstream();
     if (!noRedis) redis = await startRedis();
     if (!noCluster) cluster = await startRedisCluster();
-  }, 60_000);
+  }, scaledMs(60_000));
   afterAll(async () => {
     await upstream?.close();
     await redis?.stop();
