@@ -101,7 +101,8 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
           expect(report.total).toBeGreaterThan(800);
           // Redis's own share, for the record: promotion some seconds after the fault.
           expect(promotedAt - faultAt).toBeGreaterThan(0);
-          expect(report.resumeAfterPromotionMs).toBeLessThanOrEqual(2_000);
+          // SPEC §6's 2 s, on an idle machine: a loaded one (measured, test/support/speed.ts) gets its slowdown.
+          expect(report.resumeAfterPromotionMs).toBeLessThanOrEqual(scaledMs(2_000));
           expect(report.deadLocMax).toBeLessThanOrEqual(LIMIT * 1.1 + 5);
           expect(report.deadDenMax).toBeLessThanOrEqual(LIMIT);
           expect(report.healthy503).toBe(0);

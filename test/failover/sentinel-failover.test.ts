@@ -90,7 +90,8 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))('Redis Sentinel fail
           console.log(`sentinel failover, ${how} master: ${JSON.stringify(report)}`);
           expect(report.unanswered).toBe(0);
           expect(report.total).toBeGreaterThan(400);
-          expect(report.resumeAfterPromotionMs).toBeLessThanOrEqual(2_000);
+          // SPEC §6's 2 s, on an idle machine: a loaded one (measured, test/support/speed.ts) gets its slowdown.
+          expect(report.resumeAfterPromotionMs).toBeLessThanOrEqual(scaledMs(2_000));
           expect(report.locMax).toBeLessThanOrEqual(LIMIT * 1.1 + 5);
           // deny stays exact through the promotion and after the old master is back (no split brain).
           expect(report.denMax).toBeLessThanOrEqual(LIMIT);
