@@ -6,6 +6,8 @@
  * Each of `connections` keep-alive sockets keeps `depth` requests in flight (HTTP/1.1 pipelining).
  * Client i is `a.b.c.9` with a = 40 + (i >> 16): public-looking, so a gateway that trusts loopback and
  * private ranges as proxies takes it as the client. Prints one JSON line: { n, seconds, rps, statuses, errors }.
+ * With `durationSec`, no request is sent after that many seconds (`n` may then be left out): a flood of a
+ * fixed length (scenarios/flood.ts); `n` in the output is what was answered.
  */
 import net from 'node:net';
 import { ResponseParser } from './lib/raw-http.js';
@@ -14,7 +16,10 @@ interface Spec {
   host?: string;
   port: number;
   path: string;
-  n: number;
+  /** Requests to send (default: no bound, with `durationSec`). */
+  n?: number;
+  /** Stop sending after this many seconds (in-flight requests are still answered). */
+  durationSec?: number;
   offset?: number;
   /** Distinct clients to cycle through (default n: every request from a new client). */
   clients?: number;
@@ -26,7 +31,10 @@ interface Spec {
 const spec = JSON.parse(process.argv[2] ?? '{}') as Spec;
 const host = spec.host ?? '127.0.0.1';
 const offset = spec.offset ?? 0;
-const clients = spec.clients ?? spec.n;
+const total = spec.n ?? Number.MAX_SAFE_INTEGER;
+const clients = spec.clients ?? total;
+const started = performance.now();
+const until = spec.durationSec === undefined ? Infinity : started + spec.durationSec * 1000;
 let extra = '';
 for (const [k, v] of Object.entries(spec.headers ?? {})) extra += `${k}: ${v}\r\n`;
 const prefix = `GET ${spec.path} HTTP/1.1\r\nHost: ${host}:${spec.port}\r\n${extra}X-Forwarded-For: `;
@@ -47,7 +55,9 @@ function connection(depth: number): Promise<void> {
     let inFlight = 0;
     const fill = (): void => {
       let batch = '';
-      while (inFlight < depth && next < spec.n) {
+      // One clock read a batch: a request may be sent up to one batch past `until`.
+      const more = performance.now() < until;
+      while (more && inFlight < depth && next < total) {
         batch += request(next++);
         inFlight++;
       }
@@ -80,12 +90,17 @@ function connection(depth: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const started = performance.now();
   const progress = setInterval(
-    () => process.stderr.write(`  … ${done.toLocaleString('en')} / ${spec.n.toLocaleString('en')}\n`),
+    () =>
+      process.stderr.write(
+        `  … ${done.toLocaleString('en')}${spec.n === undefined ? '' : ` / ${spec.n.toLocaleString('en')}`}\n`,
+      ),
     15_000,
   );
-  await Promise.all(Array.from({ length: spec.connections ?? 32 }, () => connection(spec.depth ?? 16)));
+  const all = Promise.all(Array.from({ length: spec.connections ?? 32 }, () => connection(spec.depth ?? 16)));
+  // A fixed-length run tells its parent when it is sending (scenarios/flood.ts starts its other client then).
+  if (spec.durationSec !== undefined) process.stderr.write('SENDING\n');
+  await all;
   clearInterval(progress);
   const seconds = (performance.now() - started) / 1000;
   process.stdout.write(`${JSON.stringify({ n: done, seconds, rps: done / seconds, statuses, errors })}\n`);

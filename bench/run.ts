@@ -9,7 +9,8 @@
  * fastify + @fastify/rate-limit (Redis) + @fastify/reply-from (bench/fastify-stack.ts), rategate with the
  * memory store (access log off, and on at `info`) and with Redis. Scenarios: forwarded, fixed rate,
  * rejected, mixed seed traffic, the edge's protocols (HTTP/1.1 and HTTP/2, plain and TLS; TLS handshakes:
- * scenarios/edge.ts), memory per distinct client, N distinct clients (memory), instructions
+ * scenarios/edge.ts), memory per distinct client, N distinct clients (memory), a second client's latency
+ * while one IP floods an exhausted bucket (scenarios/flood.ts), instructions
  * per request (callgrind, main thread, 3 fresh runs per system), CPU profiles of the gateway.
  * The runner: settings in lib/settings.ts, the processes in lib/systems.ts, one file per scenario in
  * scenarios/, the tables and goals in lib/report.ts.
@@ -73,6 +74,7 @@ import { benchPerClient } from './scenarios/memory.js';
 import { benchMillion } from './scenarios/million.js';
 import { benchMixed } from './scenarios/mixed.js';
 import { benchEdge, type EdgeResult } from './scenarios/edge.js';
+import { benchFlood, FLOOD_KEYS, FLOOD_PHASE_SEC, FLOOD_RATE, floodTable } from './scenarios/flood.js';
 import { profileGateway, writeProfiles } from './scenarios/profile.js';
 import type { ProfileSummary } from './top-profile.js';
 
@@ -154,6 +156,16 @@ async function main(): Promise<void> {
     if (!SKIP.has('million') && want('rategate-memory')) memory = await benchMillion();
     if (!SKIP.has('clients'))
       for (const k of ['thin', 'rategate-memory', 'rategate-redis'] as const) if (want(k)) await benchManyClients(k);
+    if (!SKIP.has('flood'))
+      for (const k of FLOOD_KEYS) {
+        if (!want(k)) continue;
+        try {
+          await benchFlood(k);
+        } catch (err) {
+          process.stdout.write('\n');
+          note(`flood, ${LABELS[k]}: ${(err as Error).message.slice(0, 300)}`);
+        }
+      }
     if (!SKIP.has('instructions')) {
       if (!callgrindAvailable())
         note('instructions per request skipped: valgrind (callgrind) is not installed (apt-get install -y valgrind)');
@@ -194,6 +206,8 @@ async function main(): Promise<void> {
   const rs = ratios(perClient);
   console.log(`\n${table()}\n`);
   console.log(`${cpuTable()}\n`);
+  const flood = floodTable();
+  if (flood !== null) console.log(`${flood}\n`);
   printSummary(rs, instructions, perClient, memory);
 
   if (Object.keys(profiles).length > 0) writeProfiles(profiles, m);
@@ -216,6 +230,7 @@ async function main(): Promise<void> {
       rejectedTarget: 'GET /api/v1/exhausted: limit 1 per hour per IP (nginx: 1r/m), exhausted during the warm-up',
       rategateConfig: BENCH_CONFIG,
       mixedConfig: SEED_CONFIG,
+      flood: `scenario flood: a second client (its own IP and token) at ${FLOOD_RATE} req/s open loop (bench/paced.ts) to the status path, ${FLOOD_PHASE_SEC} s alone, then ${FLOOD_PHASE_SEC} s while one IP sends GET /api/v1/exhausted (all 429) on ${CONNECTIONS} connections, one request in flight each (bench/million.ts); systems.<key>.flood`,
     },
     systems: results,
     rounds,

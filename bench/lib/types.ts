@@ -60,6 +60,38 @@ export interface SystemResult {
   mixedSkipped?: string;
   /** The many-client scenario (bench/million.ts): MANY_CLIENTS distinct clients, a few requests each. */
   manyClients?: ManyClientsResult;
+  /** Scenario `flood`: a second client's latency at a fixed rate, alone and while one IP floods an exhausted bucket. */
+  flood?: FloodResult;
+}
+export interface FloodResult {
+  /** The second client (its own IP and token) at a fixed rate, open loop (bench/paced.ts), to a forwarded path. */
+  rate: number;
+  path: string;
+  noFlood: PacedResult;
+  duringFlood: PacedResult;
+  /** duringFlood.p99 − noFlood.p99, ms. */
+  addedP99Ms: number;
+  /** The flood of the `duringFlood` round: one IP, `GET /api/v1/exhausted` (every answer a 429), bench/million.ts for the whole paced run. */
+  flood: FloodRound['flood'];
+  /** Every round; `noFlood` and `duringFlood` above are each from the round of lowest p99 of its phase. */
+  rounds: FloodRound[];
+}
+export interface FloodRound {
+  noFlood: PacedResult;
+  duringFlood: PacedResult;
+  flood: {
+    connections: number;
+    depth: number;
+    requests: number;
+    seconds: number;
+    rps: number;
+    statuses: Record<string, number>;
+    errors: number;
+    /** The system's CPU time during the flood, in cores (CPU seconds a second). */
+    systemCores: number;
+    /** The flood was still sending when the second client's run ended (else the figures are not "during"). */
+    coveredPacedRun: boolean;
+  };
 }
 export interface ManyClientsResult {
   clients: number;
