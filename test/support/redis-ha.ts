@@ -26,14 +26,19 @@ export interface ReplicatedCluster {
   stop(): Promise<void>;
 }
 
+/** A test's own client of a node the test may kill: its connection errors are the point, not news. */
+const quiet = (c: Redis): Redis => c.on('error', () => {});
+
 const ask = (n: RedisNode, password?: string): Redis =>
-  new Redis({
-    host: n.host,
-    port: n.port,
-    lazyConnect: false,
-    maxRetriesPerRequest: 1,
-    ...(password === undefined ? {} : { password }),
-  });
+  quiet(
+    new Redis({
+      host: n.host,
+      port: n.port,
+      lazyConnect: false,
+      maxRetriesPerRequest: 1,
+      ...(password === undefined ? {} : { password }),
+    }),
+  );
 
 /** 3 masters, each with one replica; all slots covered and every replica in sync before it resolves. */
 export async function startReplicatedCluster(
@@ -174,13 +179,14 @@ export async function startSentinelGroup(
     });
   }
   // Every sentinel must know the replica and the other sentinels before a failover can be agreed on.
-  const sc = sentinels.map(
-    (s) =>
+  const sc = sentinels.map((s) =>
+    quiet(
       new Redis({
         host: '127.0.0.1',
         port: s.port,
         ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }),
       }),
+    ),
   );
   try {
     await until(async () => {
@@ -201,11 +207,13 @@ export async function startSentinelGroup(
     sentinels,
     promotedAt: (r, timeoutMs) => roleMasterAt(r, opts.password, timeoutMs),
     watchSwitch: async () => {
-      const sub = new Redis({
-        host: '127.0.0.1',
-        port: sentinels[0]!.port,
-        ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }),
-      });
+      const sub = quiet(
+        new Redis({
+          host: '127.0.0.1',
+          port: sentinels[0]!.port,
+          ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }),
+        }),
+      );
       await sub.subscribe('+switch-master');
       // Wrapped: a promise returned from an async function would be waited for.
       return {
