@@ -29,6 +29,8 @@ import { startReplicatedCluster, type ReplicatedCluster } from '../support/redis
 import { scaledMs } from '../support/speed.js';
 
 const LIMIT = 10;
+/** What two gateways' leases may hold unspent of a bucket of LIMIT (docs/leases.md, bound 3). */
+const STRANDED = 2 * Math.floor(LIMIT / (2 * 2));
 const TABLE = `limits:
   - { name: loc, match: /loc/*, per: ip, limit: ${LIMIT}, period: 2s }
   - { name: den, match: /den/*, per: ip, limit: ${LIMIT}, period: 2s, onStoreError: deny }
@@ -107,9 +109,16 @@ describe.skipIf(skipCluster('the cluster failover tests'))('Redis Cluster failov
           expect(report.deadDenMax).toBeLessThanOrEqual(LIMIT);
           expect(report.healthy503).toBe(0);
           expect(report.healthyMax).toBeLessThanOrEqual(LIMIT);
-          // The windows before the fault were counted exactly by Redis: the limit, no more, no less.
+          // The windows before the fault were counted by Redis: never past the limit, the limit itself in
+          // at least one, and in each no fewer than what was asked for up to the limit, less what two
+          // gateways' leases may strand for a while (docs/leases.md, bound 3: ⌊remaining ÷ 2N⌋ each).
+          // A loaded machine's load generator may ask for fewer than the limit in a window: that is no
+          // under-admission.
           expect(report.beforeFault).toEqual(expect.arrayContaining([LIMIT]));
-          expect(report.beforeFault.every((c) => c === LIMIT)).toBe(true);
+          report.beforeFault.forEach((admitted, i) => {
+            expect(admitted).toBeLessThanOrEqual(LIMIT);
+            expect(admitted).toBeGreaterThanOrEqual(Math.min(report.beforeFaultDecided[i]!, LIMIT) - STRANDED);
+          });
 
           const victimName = `${victim.host}:${victim.port}`;
           // Not "up" while the dead master's keys were on the fault policy; up again after the promotion.
@@ -166,6 +175,8 @@ interface Report {
   healthyMax: number;
   /** Admissions of each (key, rule) in the windows that ended before the fault. */
   beforeFault: number[];
+  /** Requests decided (200 or 429) in those windows, in the same order. */
+  beforeFaultDecided: number[];
 }
 
 function summarize(
@@ -177,11 +188,16 @@ function summarize(
   const deadDenied = samples.filter((s) => s.ip === o.deadIp && s.rule === 'den' && s.status === 503);
   const lastDenied = Math.max(o.promotedAt, ...deadDenied.map((s) => s.sentAt));
   const beforeFault: number[] = [];
+  const beforeFaultDecided: number[] = [];
   for (const ip of [o.deadIp, ...o.healthyIps]) {
     for (const rule of ['loc', 'den']) {
       // Whole windows only: begun after the load started, ended before the fault.
+      const decided = decidedPerWindow(samples, ip, rule);
       for (const [end, n] of admittedPerWindow(samples, ip, rule))
-        if (end - 2_000 >= start && end <= o.faultAt) beforeFault.push(n);
+        if (end - 2_000 >= start && end <= o.faultAt) {
+          beforeFault.push(n);
+          beforeFaultDecided.push(decided.get(end) ?? 0);
+        }
     }
   }
   return {
@@ -195,5 +211,16 @@ function summarize(
       ...o.healthyIps.flatMap((ip) => ['loc', 'den'].map((rule) => max(admittedPerWindow(samples, ip, rule)))),
     ),
     beforeFault,
+    beforeFaultDecided,
   };
+}
+
+/** Requests of (ip, rule) the store decided (200 or 429), by the window their answer names. */
+function decidedPerWindow(samples: readonly Sample[], ip: string, rule: string): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const s of samples) {
+    if (s.ip !== ip || s.rule !== rule || (s.status !== 200 && s.status !== 429) || s.resetMs === undefined) continue;
+    out.set(s.resetMs, (out.get(s.resetMs) ?? 0) + 1);
+  }
+  return out;
 }
