@@ -7,7 +7,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Fleet } from '../../src/fleet/fleet.js';
 import { eventually } from '../support/eventually.js';
-import { redisFixture, skipRedis } from '../support/redis.js';
+import { Redis } from 'ioredis';
+import { formatPrefix } from '../../src/limiter/store-format.js';
+import { redisFixture, skipRedis, skipUnlessOwnRedis } from '../support/redis.js';
 
 describe.skipIf(skipRedis('the fleet heartbeat'))("the fleet's count", () => {
   const redis = redisFixture();
@@ -61,4 +63,31 @@ describe.skipIf(skipRedis('the fleet heartbeat'))("the fleet's count", () => {
     await b.fleet.close();
     await eventually(() => a.fleet.gateways === 1, { what: 'counting 1 once the other left', withinMs: 3_000 });
   });
+
+  it.skipIf(skipUnlessOwnRedis('the fleet with Redis restarted'))(
+    'joins again after Redis restarts empty: the count held at the last one, not the first member back alone',
+    async () => {
+      const prefix = `fleet-rejoin-${process.pid}-${Date.now()}`;
+      const [a, b] = [join(prefix, 1, 1_000), join(prefix, 1, 1_000)];
+      await eventually(() => a.fleet.gateways === 2 && b.fleet.gateways === 2, { what: 'both counting 2' });
+      // Past the join: from here on a count is what the set holds.
+      await new Promise((r) => setTimeout(r, 1_200));
+      const since = Date.now();
+      await redis.node.kill();
+      await redis.node.restart(); // empty: the set is gone, each member registers again as it reconnects
+      const direct = new Redis(redis.url);
+      try {
+        const set = `${formatPrefix(prefix)}:{fleet}:gateways`;
+        await eventually(async () => (await direct.zcard(set)) === 2, { what: 'both registered again' });
+      } finally {
+        direct.disconnect();
+      }
+      // Through the join after the reconnection (one period) and a beat past it.
+      await new Promise((r) => setTimeout(r, 2_500));
+      const after = [...a.seen, ...b.seen].filter((c) => c.at >= since).map((c) => c.n);
+      expect(after.filter((n) => n !== 2)).toEqual([]);
+      expect([a.fleet.gateways, b.fleet.gateways]).toEqual([2, 2]);
+    },
+    20_000,
+  );
 });
