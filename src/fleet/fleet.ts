@@ -4,6 +4,17 @@
  * scored by Redis's clock; a member not heard of for three heartbeats is gone. The live count sizes the
  * local fallback's share and the leases (`store.gateways` is only the count used until the store has
  * answered once, e.g. when it is unreachable at start); when the store fails, the last count stays.
+ *
+ * Joining (issue 37's start-up gap): gateways started together register one after the other, so the
+ * first heartbeat of the first one counts only itself; kept until its next heartbeat, that count gave it
+ * the whole limit as its share should the store fail in those seconds (two gateways: 75 of 50 a window).
+ * So for one heartbeat period after each connection (at start, and again after every reconnection, as a
+ * restarted Redis has lost the set), a process beats JOIN_SPEEDUP times as often (every 500 ms), and
+ * its count does not fall below what it was (`store.gateways` at start, the last count after an outage):
+ * members that start with it are counted within one quick beat of their registration, and members it
+ * has not seen yet are assumed up to the floor. A greater count is taken at once; a lower one (a
+ * scale-down: a member that deregistered, or went unheard for three heartbeats) from the first beat after
+ * the join, at most one period later than before. Beats stay off the request path (a timer).
  * The same heartbeat publishes this process's triage sketch (bounded, expiring with it), so that
  * `/admin/limited` can answer for the whole fleet, and its request rates (rates.ts), so that every
  * replica's status page shows every replica's.
@@ -21,6 +32,8 @@ import { formatPrefix } from '../limiter/store-format.js';
 export const HEARTBEAT_MS = 5_000;
 /** A member is gone after this many heartbeats unheard. */
 const MISSED_BEATS = 3;
+/** While joining (one period after each connection), beats come this many times as often. */
+export const JOIN_SPEEDUP = 10;
 
 // Registers (scored by the server's clock), drops members unheard for the expiry, publishes the sketch
 // and the rates (or drops them), and answers the live count. One slot: KEYS share the {fleet} tag.
@@ -85,6 +98,12 @@ export class Fleet implements FleetSketches {
   };
   private readonly beatMs: number;
   private timer: NodeJS.Timeout | undefined;
+  /** The beat loop's generation: a restarted loop ends the one before. */
+  private loop = 0;
+  private closed = false;
+  /** Joining ends then (Date.now()); the count does not fall below `hold` until then. */
+  private joinUntil = 0;
+  private hold: number;
 
   constructor(private readonly o: FleetOptions) {
     const url = parseStoreUrl(o.url);
@@ -97,6 +116,7 @@ export class Fleet implements FleetSketches {
     };
     this.beatMs = o.heartbeatMs ?? HEARTBEAT_MS;
     this.count = Math.max(1, o.floor);
+    this.hold = this.count;
     this.watch = sentinelWatchFor(url, o.sentinelPassword);
     this.client = createRedisClient(url, {
       connectTimeoutMs: 2_000,
@@ -106,11 +126,31 @@ export class Fleet implements FleetSketches {
     });
     this.watch?.follow(this.client as Redis);
     this.client.on('error', () => {}); // the counter store reports the store's trouble; this client only retries
-    this.client.on('ready', () => void this.beat());
+    // Each connection (the first, and each after a failure or a failover) joins again: beats start at once.
+    this.client.on('ready', () => {
+      this.joinUntil = Date.now() + this.beatMs;
+      this.hold = Math.max(1, o.floor, this.count);
+      this.tick();
+    });
     this.client.connect().catch(() => {});
     o.onCount(this.count);
-    this.timer = setInterval(() => void this.beat(), this.beatMs);
-    this.timer.unref();
+  }
+
+  /** True while joining: quick beats, and the count held. */
+  private get joining(): boolean {
+    return Date.now() < this.joinUntil;
+  }
+
+  /** Beats now, then again in a period (a quicker one while joining), until closed. */
+  private tick(): void {
+    clearTimeout(this.timer);
+    const loop = ++this.loop;
+    void this.beat().finally(() => {
+      if (loop !== this.loop || this.closed) return;
+      const ms = this.joining ? Math.max(1, Math.round(this.beatMs / JOIN_SPEEDUP)) : this.beatMs;
+      this.timer = setTimeout(() => this.tick(), ms);
+      this.timer.unref();
+    });
   }
 
   /** The live count (the floor until learned). */
@@ -147,7 +187,8 @@ export class Fleet implements FleetSketches {
         ),
       );
       this.learned = true;
-      const live = Math.max(1, Number(n));
+      // While joining, members not registered yet are assumed up to the count held.
+      const live = Math.max(1, Number(n), this.joining ? this.hold : 1);
       if (live !== this.count) {
         this.count = live;
         this.o.onCount(live);
@@ -178,7 +219,8 @@ export class Fleet implements FleetSketches {
 
   /** Leaves the fleet (the others' shares grow at their next heartbeat), then disconnects. */
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    this.closed = true;
+    clearTimeout(this.timer);
     this.timer = undefined;
     if (this.client.status === 'ready') {
       await this.bounded(

@@ -236,11 +236,16 @@ class Resilient implements ResilientStore {
     const charges = LocalFallback.charges(debts, specs);
     if (charges.length > 0) {
       const first = await this.primary.consume(charges);
-      // A shadow charge larger than the room left is not taken at all: take the room instead.
-      const rest = charges.flatMap((c, i) => {
+      // A shadow charge larger than the room left is not taken at all: take the room instead. Redis
+      // reports a limited bucket's remaining as 0, not the room, so the room is read (a debt larger than
+      // the room was dropped whole: after a promotion, 75 of 50 admitted in a window).
+      const rest: BucketSpec[] = [];
+      for (let i = 0; i < charges.length; i++) {
         const b = first.buckets[i]!;
-        return b.limited && b.remaining > 0 ? [{ ...c, cost: b.remaining }] : [];
-      });
+        if (!b.limited) continue;
+        const room = b.remaining > 0 ? b.remaining : (await this.primary.peek(charges[i]!)).remaining;
+        if (room > 0) rest.push({ ...charges[i]!, cost: room });
+      }
       if (rest.length > 0) await this.primary.consume(rest);
     }
     await this.local.written(debts);

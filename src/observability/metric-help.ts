@@ -29,7 +29,7 @@ export const HELP = {
   rategate_upstream_up:
     '1 while the default upstream answers a HEAD of upstream.healthPath within 5 s (asked at most once a second, when read); 0 when it refuses connections or answers nothing (frozen). Readiness ignores it unless readiness.upstream is true.',
   rategate_gateways:
-    'Gateway processes sharing the store (each --workers worker counts), learned from their heartbeats; store.gateways until the store has answered. The local fallback and the leases are sized by it.',
+    'Gateway processes sharing the store (each --workers worker counts), learned from their heartbeats; store.gateways until the store has answered, and at least that for one heartbeat period after joining. The local fallback and the leases are sized by it.',
   rategate_store_node_up:
     'Per Redis master (host:port; the master name for Sentinel): 1 while its calls succeed, 0 while its keys follow onError. A master replaced by its promoted replica loses its series.',
   rategate_store_keys:

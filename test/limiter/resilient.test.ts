@@ -522,4 +522,37 @@ describe.skipIf(skipRedis('the Redis fault tests'))('the fault policy over a rea
       await store.close();
     },
   );
+
+  it('writes back what was admitted locally up to the room left when the debt is larger (Redis reports a full bucket as 0 left)', async () => {
+    const redisStore = createRedisStore({ url: redis.url, prefix: 'debt', timeoutMs: 100 });
+    const other = createRedisStore({ url: redis.url, prefix: 'debt', timeoutMs: 2_000 });
+    await Promise.all([redisStore.ready(), other.ready()]);
+    let closed!: () => void;
+    const back = new Promise<void>((r) => (closed = r));
+    const store = createResilientStore(redisStore, {
+      fallback: new MemoryStore({ sweepIntervalMs: 0 }),
+      gateways: 2,
+      breaker: { failureThreshold: 1, openMs: 50 },
+      onEvent: (e) => {
+        if (e.type === 'fallback_active' && !e.active) closed();
+      },
+    });
+    const b = spec({ onError: 'local', limit: 20, periodMs: 3_600_000 });
+    const admin = new Redis(redis.url);
+    await admin.call('CLIENT', 'PAUSE', '3000', 'ALL');
+    // This gateway's share of a bucket the store never reported: 10 of 20, counted locally.
+    let local = 0;
+    for (let i = 0; i < 12; i++) if ((await store.consume([b])).allowed) local++;
+    expect(local).toBe(10);
+    await admin.call('CLIENT', 'UNPAUSE');
+    // Meanwhile the other gateway took 15 through the store: at most 5 left (4 if the call that timed out
+    // landed after all), for a debt of 10.
+    expect((await other.consume([{ ...b, cost: 15 }])).allowed).toBe(true);
+    await back;
+    // The write-back takes the 5 left: the store is full, and this request refused.
+    expect((await store.consume([b])).allowed).toBe(false);
+    expect((await readBucketState(admin, `debt:${b.key}`))?.[1]).toBe(20);
+    admin.disconnect();
+    await Promise.all([store.close(), other.close()]);
+  });
 });

@@ -49,7 +49,7 @@ export const storeShape = {
     .max(1000)
     .default(2)
     .describe(
-      'Gateway processes sharing the store until the store has answered once: after, the live count is learned from their heartbeats (rategate_gateways). While a master fails, each counts a bucket locally from its share of what the store last had left.',
+      'Gateway processes sharing the store until the store has answered once: after, the live count is learned from their heartbeats (rategate_gateways), never below this for one heartbeat period after a gateway joins. While a master fails, each counts a bucket locally from its share of what the store last had left.',
     ),
   sentinelPassword: z
     .string()
