@@ -12,6 +12,7 @@ import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { statusFor as status, untilEveryAnswers } from '../support/http.js';
 import { eventually, pause } from '../support/eventually.js';
 import { scaledMs } from '../support/speed.js';
+import { HEARTBEAT_MS } from '../../src/fleet/fleet.js';
 
 const TOKEN = 'guard-store-test-token';
 
@@ -272,6 +273,9 @@ describe.skipIf(skipRedis('the guard state in Redis'))('the guard state shared t
         await startTestGateway(PLAIN, { upstream: upstream.url, store: redis.url }),
         await startTestGateway(PLAIN, { upstream: upstream.url, store: redis.url }),
       ];
+      // A gateway joining the fleet beats every 500 ms for its first heartbeat period (fleet.ts), then
+      // every 5 s: idle is after that, in the gap between two heartbeats.
+      await pause(HEARTBEAT_MS + scaledMs(500));
       // Start-up's own store calls done (the count stands still over 100 ms, but for the probe's own INFO):
       // what follows counts only idle ones.
       let last = -Infinity;
