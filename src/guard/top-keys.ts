@@ -16,23 +16,46 @@ export interface TopKey {
 
 class SpaceSaving {
   readonly counts = new Map<string, { count: number; error: number }>();
+  /**
+   * Keys that held the smallest count when last looked for, and that count: a flood of new keys (each a
+   * replacement once the sketch is full) takes them one by one, and the counters are scanned again only
+   * when they are used up, so a replacement costs O(1) amortized instead of a scan of every counter.
+   */
+  private smallest: string[] = [];
+  private smallestCount = 0;
+
   constructor(private readonly capacity: number) {}
 
   add(key: string): void {
     const c = this.counts.get(key);
     if (c !== undefined) return void c.count++;
     if (this.counts.size < this.capacity) return void this.counts.set(key, { count: 1, error: 0 });
-    // Replace the smallest counter: the newcomer inherits its count as its possible error.
-    let minKey = '';
-    let min = Infinity;
-    for (const [k, v] of this.counts) {
-      if (v.count < min) {
-        min = v.count;
-        minKey = k;
-      }
-    }
-    this.counts.delete(minKey);
+    // Replace a smallest counter: the newcomer inherits its count as its possible error.
+    const min = this.takeSmallest();
     this.counts.set(key, { count: min + 1, error: min });
+  }
+
+  /** Removes a counter with the smallest count and returns that count. */
+  private takeSmallest(): number {
+    for (;;) {
+      const k = this.smallest.pop();
+      if (k === undefined) {
+        this.findSmallest();
+        continue;
+      }
+      // Counted again (or replaced) since it was found: no longer a smallest one.
+      const v = this.counts.get(k);
+      if (v === undefined || v.count !== this.smallestCount) continue;
+      this.counts.delete(k);
+      return v.count;
+    }
+  }
+
+  private findSmallest(): void {
+    let min = Infinity;
+    for (const v of this.counts.values()) if (v.count < min) min = v.count;
+    this.smallestCount = min;
+    for (const [k, v] of this.counts) if (v.count === min) this.smallest.push(k);
   }
 }
 

@@ -1,4 +1,5 @@
 /** Pure logic of the attack-day features: the triage sketch, key display, and the config sections' validation. */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TopLimited } from '../../src/guard/top-keys.js';
 import { displayKey } from '../../src/keys/index.js';
@@ -31,6 +32,27 @@ describe('TopLimited (Space-Saving)', () => {
     expect(top[0]!.count).toBeGreaterThanOrEqual(2_500);
     expect(top[0]!.count - top[0]!.error).toBeLessThanOrEqual(2_500);
     expect(t.top('r', 100).length).toBeLessThanOrEqual(16);
+  });
+
+  it("keeps Space-Saving's guarantees over any stream: counts sum to the stream, never under-count, over-count by at most the error, and hold every key above n / capacity", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 600 }), (stream) => {
+        const capacity = 8;
+        const t = new TopLimited({ capacity, now: () => 0 });
+        const truth = new Map<string, number>();
+        for (const x of stream) {
+          t.add('r', `k${x}`);
+          truth.set(`k${x}`, (truth.get(`k${x}`) ?? 0) + 1);
+        }
+        const top = t.top('r', capacity);
+        expect(top.reduce((n, k) => n + k.count, 0)).toBe(stream.length);
+        for (const k of top) {
+          expect(k.count).toBeGreaterThanOrEqual(truth.get(k.key)!);
+          expect(k.count - k.error).toBeLessThanOrEqual(truth.get(k.key)!);
+        }
+        for (const [key, n] of truth) if (n > stream.length / capacity) expect(top.map((k) => k.key)).toContain(key);
+      }),
+    );
   });
 
   it('forgets what is older than two windows', () => {
