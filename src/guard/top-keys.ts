@@ -83,7 +83,7 @@ export class TopLimited {
   private readonly display: (key: string) => string;
 
   constructor(o: TopLimitedOptions = {}) {
-    this.capacity = o.capacity ?? 128;
+    this.capacity = Math.max(1, o.capacity ?? 128);
     this.windowMs = o.windowMs ?? 5 * 60_000;
     this.now = o.now ?? Date.now;
     this.maxRules = o.maxRules ?? 1_000;

@@ -8,18 +8,16 @@
  * in every window of the outage.
  */
 import { describe, expect, it } from 'vitest';
-import { admittedPerWindow, startLoad } from '../support/failover-load.js';
+import {
+  admittedPerWindow,
+  startLoad,
+  SHARE_LIMIT as LIMIT,
+  SHARE_PERIOD_MS as PERIOD_MS,
+  SHARE_TABLE as table,
+} from '../support/failover-load.js';
 import { startTestGateway, type TestGateway, upstreamFixture } from '../support/gateway.js';
 import { redisFixture, skipIfExternalRedis, skipRedis } from '../support/redis.js';
 import { scaledMs } from '../support/speed.js';
-
-const LIMIT = 50;
-const PERIOD_MS = 10_000;
-const table = `limits:
-  - { name: loc, match: /loc/*, per: ip, limit: ${LIMIT}, period: 10s }
-store: { timeout: 250ms, gateways: 2 }
-clients: { trustedProxies: [loopback] }
-`;
 
 const upstream = upstreamFixture();
 

@@ -107,3 +107,12 @@ export function admittedPerWindow(samples: readonly Sample[], ip: string, rule: 
   }
   return out;
 }
+
+/** The share tests' table (sentinel-share, startup-share): 50 per 10 s per IP, two gateways configured. */
+export const SHARE_LIMIT = 50;
+export const SHARE_PERIOD_MS = 10_000;
+export const SHARE_TABLE = `limits:
+  - { name: loc, match: /loc/*, per: ip, limit: ${SHARE_LIMIT}, period: 10s }
+store: { timeout: 250ms, gateways: 2 }
+clients: { trustedProxies: [loopback] }
+`;
