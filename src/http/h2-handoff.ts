@@ -6,6 +6,7 @@ import type http from 'node:http';
 import type https from 'node:https';
 import type net from 'node:net';
 import type tls from 'node:tls';
+import { readFirstBytes } from './first-bytes.js';
 import type { H2Edge } from './h2.js';
 
 /** The bytes every HTTP/2 connection with prior knowledge opens with (RFC 9113 §3.4). */
@@ -38,35 +39,24 @@ export function sniffH2Preface(server: http.Server, h2: H2Edge, timeoutMs: numbe
     for (const listener of http1) listener.call(server, socket);
   };
   server.on('connection', (socket: net.Socket) => {
-    let held: Buffer = Buffer.alloc(0);
-    const timer = setTimeout(() => socket.destroy(), timeoutMs);
-    const stop = (): void => {
-      clearTimeout(timer);
-      socket.off('data', onData);
-      socket.off('error', onError);
-      socket.off('close', stop);
-    };
-    const handTo = (to: (socket: net.Socket) => void, resume: boolean): void => {
-      stop();
-      socket.pause();
-      socket.unshift(held);
-      to(socket);
-      // node:http2 reads what is buffered itself (on the next tick) and then the socket's handle: a
-      // flowing socket would hand those bytes to nobody.
-      if (resume) socket.resume();
-    };
-    const onData = (chunk: Buffer): void => {
-      held = held.length === 0 ? chunk : Buffer.concat([held, chunk]);
-      const n = Math.min(held.length, H2_PREFACE.length);
-      if (!held.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) return handTo(toHttp1, true);
-      if (held.length >= H2_PREFACE.length) handTo((s) => h2.server.emit('connection', s), false);
-    };
-    const onError = (): void => {
-      stop();
-      socket.destroy();
-    };
-    socket.on('data', onData);
-    socket.once('error', onError);
-    socket.once('close', stop);
+    readFirstBytes(
+      socket,
+      timeoutMs,
+      () => socket.destroy(),
+      (held, stop) => {
+        const handTo = (to: (socket: net.Socket) => void, resume: boolean): void => {
+          stop();
+          socket.pause();
+          socket.unshift(held);
+          to(socket);
+          // node:http2 reads what is buffered itself (on the next tick) and then the socket's handle: a
+          // flowing socket would hand those bytes to nobody.
+          if (resume) socket.resume();
+        };
+        const n = Math.min(held.length, H2_PREFACE.length);
+        if (!held.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) return handTo(toHttp1, true);
+        if (held.length >= H2_PREFACE.length) handTo((s) => h2.server.emit('connection', s), false);
+      },
+    );
   });
 }

@@ -9,6 +9,7 @@ import type http from 'node:http';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { CidrSet } from '../identity/cidr.js';
+import { readFirstBytes } from './first-bytes.js';
 
 /** v2's fixed opening: `\r\n\r\n\0\r\nQUIT\n`. */
 const V2_SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
@@ -118,39 +119,27 @@ function readHeader(
   onRefused: (reason: ProxyRefusal) => void,
   handOver: (socket: net.Socket) => void,
 ): void {
-  let held: Buffer = Buffer.alloc(0);
   const refuse = (reason: ProxyRefusal): void => {
-    stop();
     onRefused(reason);
     socket.destroy();
   };
-  const timer = setTimeout(() => refuse('timeout'), timeoutMs);
-  const stop = (): void => {
-    clearTimeout(timer);
-    socket.off('data', onData);
-    socket.off('error', onError);
-    socket.off('close', stop);
-  };
-  const onData = (chunk: Buffer): void => {
-    held = held.length === 0 ? chunk : Buffer.concat([held, chunk]);
-    const header = parseProxyHeader(held);
-    if (header.kind === 'incomplete') return;
-    if (header.kind === 'invalid') return refuse('invalid');
-    stop();
-    socket.pause();
-    // What followed the header is the first HTTP bytes: back to the front of the stream for the parser.
-    if (header.length < held.length) socket.unshift(held.subarray(header.length));
-    // The one place the gateway reads the peer is socket.remoteAddress: the header's source shadows it.
-    if (header.source !== undefined)
-      Object.defineProperty(socket, 'remoteAddress', { value: header.source, configurable: true });
-    handOver(socket);
-    socket.resume();
-  };
-  const onError = (): void => {
-    stop();
-    socket.destroy();
-  };
-  socket.on('data', onData);
-  socket.once('error', onError);
-  socket.once('close', stop);
+  readFirstBytes(
+    socket,
+    timeoutMs,
+    () => refuse('timeout'),
+    (held, stop) => {
+      const header = parseProxyHeader(held);
+      if (header.kind === 'incomplete') return;
+      stop();
+      if (header.kind === 'invalid') return refuse('invalid');
+      socket.pause();
+      // What followed the header is the first HTTP bytes: back to the front of the stream for the parser.
+      if (header.length < held.length) socket.unshift(held.subarray(header.length));
+      // The one place the gateway reads the peer is socket.remoteAddress: the header's source shadows it.
+      if (header.source !== undefined)
+        Object.defineProperty(socket, 'remoteAddress', { value: header.source, configurable: true });
+      handOver(socket);
+      socket.resume();
+    },
+  );
 }
