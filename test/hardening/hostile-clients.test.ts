@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { send } from '../support/http.js';
 import { SEED_TABLE, startTestGateway, gatewayFixture } from '../support/gateway.js';
 import { pause } from '../support/eventually.js';
+import { scaledMs } from '../support/speed.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
 
@@ -52,6 +53,21 @@ describe('hostile clients', () => {
     expect(a.text).toMatch(/^HTTP\/1\.1 431 /);
     expect(a.closed).toBe(true);
     expect(fx.upstream.seen).toHaveLength(0);
+  });
+
+  it('closes a connection that sends no byte within headersTimeout, and goes on answering', async () => {
+    fx.gw = await startTestGateway(limits('{ headersTimeout: 500ms }'), { upstream: fx.upstream.url });
+    const { port } = new URL(fx.gw.url);
+    const started = Date.now();
+    const socket = net.connect(Number(port), '127.0.0.1');
+    socket.on('data', () => {});
+    const closedAfter = await new Promise<number>((resolve) =>
+      socket.once('close', () => resolve(Date.now() - started)),
+    );
+    // Told apart from HTTP/2 by its first byte (http/first-bytes.ts): with none, closed at the head's deadline.
+    expect(closedAfter).toBeGreaterThanOrEqual(450);
+    expect(closedAfter).toBeLessThan(scaledMs(5_000));
+    expect((await send(fx.gw.url, { path: '/api/v1/statuses/1' })).status).toBe(200);
   });
 
   it('drops a slowloris head after headersTimeout while other clients are served', async () => {
