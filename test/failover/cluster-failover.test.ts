@@ -16,7 +16,7 @@
 import { describe, expect, it } from 'vitest';
 import { keySlot } from '../../src/limiter/redis/slot.js';
 import { eventually } from '../support/eventually.js';
-import { admittedPerWindow, startLoad, type Sample } from '../support/failover-load.js';
+import { admittedPerWindow, countedPerWindow, startLoad, type Sample } from '../support/failover-load.js';
 import {
   capturingLogger,
   startTestGateway,
@@ -192,7 +192,8 @@ function summarize(
   for (const ip of [o.deadIp, ...o.healthyIps]) {
     for (const rule of ['loc', 'den']) {
       // Whole windows only: begun after the load started, ended before the fault.
-      const decided = decidedPerWindow(samples, ip, rule);
+      // Decided by the store: admitted or refused.
+      const decided = countedPerWindow(samples, ip, rule, (status) => status === 200 || status === 429);
       for (const [end, n] of admittedPerWindow(samples, ip, rule))
         if (end - 2_000 >= start && end <= o.faultAt) {
           beforeFault.push(n);
@@ -213,14 +214,4 @@ function summarize(
     beforeFault,
     beforeFaultDecided,
   };
-}
-
-/** Requests of (ip, rule) the store decided (200 or 429), by the window their answer names. */
-function decidedPerWindow(samples: readonly Sample[], ip: string, rule: string): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const s of samples) {
-    if (s.ip !== ip || s.rule !== rule || (s.status !== 200 && s.status !== 429) || s.resetMs === undefined) continue;
-    out.set(s.resetMs, (out.get(s.resetMs) ?? 0) + 1);
-  }
-  return out;
 }

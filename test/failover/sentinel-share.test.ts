@@ -14,7 +14,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  admittedPerWindow,
+  admittedWindows,
   startLoad,
   SHARE_LIMIT as LIMIT,
   SHARE_PERIOD_MS as PERIOD_MS,
@@ -50,7 +50,7 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))(
           await group.promotedAt(group.replica);
           await load.wholeWindows(1, { periodMs: PERIOD_MS, since: Date.now() });
           const samples = await load.stop();
-          const perWindow = [...admittedPerWindow(samples, ip, 'loc').entries()].sort((a, b) => a[0] - b[0]);
+          const perWindow = admittedWindows(samples, ip, 'loc');
           const faultWindow = perWindow.find(([end]) => end > killAt && end - PERIOD_MS <= killAt);
           console.log(
             `sentinel share: admitted per window ${JSON.stringify(perWindow.map(([, n]) => n))}, in the fault's window ${faultWindow?.[1]}`,
@@ -87,7 +87,7 @@ describe.skipIf(skipCluster('the Sentinel failover tests'))(
           await group.promotedAt(group.replica);
           await load.wholeWindows(1, { periodMs: PERIOD_MS, since: Date.now() });
           const samples = await load.stop();
-          const perWindow = [...admittedPerWindow(samples, ip, 'loc').entries()].sort((a, b) => a[0] - b[0]);
+          const perWindow = admittedWindows(samples, ip, 'loc');
           console.log(`sentinel start-up share: admitted per window ${JSON.stringify(perWindow.map(([, n]) => n))}`);
           expect(samples.filter((s) => s.status === 0)).toHaveLength(0);
           for (const [, n] of perWindow) expect(n).toBeLessThanOrEqual(LIMIT * 1.1 + 5);

@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  admittedPerWindow,
+  admittedWindows,
   startLoad,
   SHARE_LIMIT as LIMIT,
   SHARE_PERIOD_MS as PERIOD_MS,
@@ -45,7 +45,7 @@ describe.skipIf(skipRedis('the start-up share') || skipIfExternalRedis('Redis ki
           await redis.node.kill();
           await load.wholeWindows(2, { periodMs: PERIOD_MS, since: killAt, withinMs: 35_000 });
           const samples = await load.stop();
-          const perWindow = [...admittedPerWindow(samples, ip, 'loc').entries()].sort((a, b) => a[0] - b[0]);
+          const perWindow = admittedWindows(samples, ip, 'loc');
           console.log(`start-up share: admitted per window ${JSON.stringify(perWindow.map(([, n]) => n))}`);
           expect(samples.filter((s) => s.status === 0)).toHaveLength(0);
           // The whole windows of the outage, each gateway at its share from the window's start.

@@ -98,11 +98,26 @@ function wholeWindowsAnswered(samples: readonly Sample[], since: number, periodM
   return new Set(decided.map((s) => s.resetMs!).filter((end) => end - periodMs >= since && end <= lastSent)).size;
 }
 
+/** `admittedPerWindow` as [window end, admitted] pairs, oldest window first. */
+export function admittedWindows(samples: readonly Sample[], ip: string, rule: string): Array<[number, number]> {
+  return [...admittedPerWindow(samples, ip, rule).entries()].sort((a, b) => a[0] - b[0]);
+}
+
 /** Admitted (200) requests per window for one ip and rule: window end (ms) → count. */
 export function admittedPerWindow(samples: readonly Sample[], ip: string, rule: string): Map<number, number> {
+  return countedPerWindow(samples, ip, rule, (status) => status === 200);
+}
+
+/** Requests per window for one ip and rule whose status `counts`, by the window their answer names. */
+export function countedPerWindow(
+  samples: readonly Sample[],
+  ip: string,
+  rule: string,
+  counts: (status: number) => boolean,
+): Map<number, number> {
   const out = new Map<number, number>();
   for (const s of samples) {
-    if (s.ip !== ip || s.rule !== rule || s.status !== 200 || s.resetMs === undefined) continue;
+    if (s.ip !== ip || s.rule !== rule || !counts(s.status) || s.resetMs === undefined) continue;
     out.set(s.resetMs, (out.get(s.resetMs) ?? 0) + 1);
   }
   return out;
