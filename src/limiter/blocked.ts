@@ -25,14 +25,16 @@
  * Reads learn too (the early refusal's, before an account is looked up): a read weighs each bucket at
  * the request's own cost, so one that shows a non-shadow bucket limited until T blocks it as a consume
  * would, and one that shows room lifts a block held for it. A flood refused by a read is then answered
- * here, synchronously (`readLocal`), instead of one store call per bucket per request. A read carries no
- * store time: it teaches only once an answer has told the clocks' offset.
+ * here, synchronously (`readLocal`), instead of one store call per bucket per request. A store's read
+ * carries its clock (Redis TIME), so a gateway that meets a flood fresh learns from its first read; a
+ * read made of peeks carries none and teaches only once an answer has told the clocks' offset.
  *
  * Times: entries hold store-clock times (Redis TIME); the local clock is mapped to the store's by the
  * offset seen on the last answer, so a replica with a skewed clock neither lifts nor extends a block.
  * Memory: at most `maxEntries` entries, oldest evicted first, expired ones dropped when met.
  */
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
+import { readThrough } from './read.js';
 
 export interface BlockedCacheOptions {
   /** Entries kept at most (default 100 000: ~ a few tens of MB in the worst case). */
@@ -82,7 +84,7 @@ class BlockedCache implements BlockedCacheStore {
   private readonly clock: () => number;
   /** Store clock − local clock, as of the last answer. */
   private offset = 0;
-  /** An answer has set `offset`: before it, a read (which carries no store time) teaches nothing. */
+  /** An answer (or a store's timed read) has set `offset`: before it, a read of peeks teaches nothing. */
   private synced = false;
   private rejections = 0;
   private readonly onLocalRejection: (() => void) | undefined;
@@ -143,14 +145,19 @@ class BlockedCache implements BlockedCacheStore {
   }
 
   read(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
-    const inner = this.inner;
-    const read =
-      inner.read !== undefined
-        ? inner.read(specs)
-        : Promise.all(specs.map((spec) => inner.peek(spec))).then((buckets) =>
-            readOutcome(specs, buckets, this.clock() + this.offset),
-          );
-    return read.then((out) => this.learnRead(specs, out));
+    // The inner store's read carries its clock (a fresh gateway learns blocks from its first reads);
+    // peeks carry none, and are read at this cache's view of it.
+    const timed = this.inner.read !== undefined;
+    return readThrough(this.inner, specs, () => this.clock() + this.offset).then((out) => {
+      if (timed && out.decider !== 'fallback') this.sync(out.now);
+      return this.learnRead(specs, out);
+    });
+  }
+
+  /** The store's clock as an answer tells it: local times map to the store's by this offset. */
+  private sync(storeNow: number): void {
+    this.offset = storeNow - this.clock();
+    this.synced = true;
   }
 
   /** The entry that blocks one of the request's non-shadow buckets now, if any. */
@@ -230,8 +237,7 @@ class BlockedCache implements BlockedCacheStore {
   }
 
   private learn(specs: readonly BucketSpec[], out: ConsumeOutcome): ConsumeOutcome {
-    this.offset = out.now - this.clock();
-    this.synced = true;
+    this.sync(out.now);
     if (out.allowed) {
       // Charged buckets moved on: a block held for them (for another cost) would now report too early
       // a retry time. (A non-shadow bucket can only be limited in a rejected request.)
@@ -268,13 +274,6 @@ class BlockedCache implements BlockedCacheStore {
 /** Same rule, same cost: a bucket's cost is its rule's, so another one only follows a reload. */
 function sameShape(a: BucketSpec, b: BucketSpec): boolean {
   return a.cost === b.cost && a.limit === b.limit && a.periodMs === b.periodMs && a.algorithm === b.algorithm;
-}
-
-/** One peek per bucket as a read's outcome (a store without `read`), at the cache's view of the store's clock. */
-function readOutcome(specs: readonly BucketSpec[], buckets: BucketState[], now: number): ConsumeOutcome {
-  let allowed = true;
-  for (let i = 0; i < specs.length; i++) if (buckets[i]!.limited && !specs[i]!.shadow) allowed = false;
-  return { allowed, decider: 'store', now, buckets };
 }
 
 /** A bucket's state as seen beside the blocked one, unless it was itself limited and that has passed. */

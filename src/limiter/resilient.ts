@@ -26,6 +26,7 @@ import { systemClock, type Clock } from './clock.js';
 import { StoreError } from './errors.js';
 import { MasterBreakers, ONE_NODE } from './master-breakers.js';
 import { decideWithoutStore, LocalFallback, peekWithoutStore, type Touched } from './local-fallback.js';
+import { readOutcome, readThrough } from './read.js';
 import {
   StoreUnavailableError,
   type BucketSpec,
@@ -133,6 +134,19 @@ class Resilient implements ResilientStore {
       [spec],
       () => this.primary.peek(spec),
       (err) => this.degradedPeek(spec, err),
+    );
+  }
+
+  /** Every bucket read (the primary's read, with its clock), or each by the fault policy's peek. */
+  read(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    return this.viaPrimary(
+      'peek',
+      specs,
+      () => readThrough(this.primary, specs, () => this.clock.now()),
+      (err) =>
+        Promise.all(specs.map((spec) => this.degradedPeek(spec, err))).then((buckets) =>
+          readOutcome(specs, buckets, this.clock.now(), 'fallback'),
+        ),
     );
   }
 

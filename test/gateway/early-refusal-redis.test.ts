@@ -2,7 +2,9 @@
  * The early refusal on Redis (issue 37): a flood with a fresh token each time, refused by a bucket that
  * needs no account, is refused before any introspection; once a read has shown that bucket full, the
  * blocked cache knows it, and the rest of the flood costs Redis no script call (it cost one
- * read per request: 20 for these 20).
+ * read per request: 20 for these 20). A gateway that meets the flood fresh (a restart, a new replica:
+ * it never consumed, so it had no store time to map a block to) learns it from its first read too:
+ * the reads carry Redis's clock (it cost two reads per request, forever).
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +14,11 @@ import { skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
 import { scaledMs } from '../support/speed.js';
 
 const fx = gatewayFixture({ graceMs: 200 });
+const TABLE = (prefix: string): string => `store: { prefix: "${prefix}" }
+limits:
+  - { name: by-ip, match: /api/*, per: ip, limit: 2, period: 5m }
+  - { name: account-access, match: /api/*, per: account, limit: 300, period: 5m }
+`;
 const noRedis = skipRedis('the early refusal on Redis');
 let redis: RedisHandle | undefined;
 let admin: Redis | undefined;
@@ -35,14 +42,7 @@ async function scriptCalls(): Promise<number> {
 
 describe.skipIf(noRedis)('a flood with fresh tokens on Redis', () => {
   it('is refused without introspection, and after the first read without a script call', async () => {
-    fx.gw = await startTestGateway(
-      `store: { prefix: "early${process.pid}" }
-limits:
-  - { name: by-ip, match: /api/*, per: ip, limit: 2, period: 5m }
-  - { name: account-access, match: /api/*, per: account, limit: 300, period: 5m }
-`,
-      { upstream: fx.upstream.url, store: redis!.url },
-    );
+    fx.gw = await startTestGateway(TABLE(`early${process.pid}`), { upstream: fx.upstream.url, store: redis!.url });
     const introspections = () => fx.upstream.seen.filter((s) => s.url === VERIFY).length;
     const get = (i: number) =>
       fetch(`${fx.gw!.url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer user-${i}` } });
@@ -65,5 +65,32 @@ limits:
     expect(
       (await fetch(`${fx.gw.url}/api/v1/timelines/home`, { headers: { 'X-Forwarded-For': '203.0.113.1' } })).status,
     ).toBeLessThan(500);
+  });
+
+  it('is learnt by a gateway that meets it fresh, from its first read, and costs Redis no script call after it', async () => {
+    const prefix = `fresh${process.pid}`;
+    const first = await startTestGateway(TABLE(prefix), { upstream: fx.upstream.url, store: redis!.url });
+    const get = (url: string, i: number) =>
+      fetch(`${url}/api/v1/timelines/home`, { headers: { Authorization: `Bearer user-${i}` } });
+    try {
+      for (let i = 0; i < 2; i++) expect((await get(first.url, i)).status).toBe(200);
+      expect((await get(first.url, 2)).status).toBe(429);
+    } finally {
+      await first.shutdown(200);
+    }
+    // A second gateway on the same store: the client's bucket is full before its first request.
+    fx.gw = await startTestGateway(TABLE(prefix), { upstream: fx.upstream.url, store: redis!.url });
+    const introspections = () => fx.upstream.seen.filter((s) => s.url === VERIFY).length;
+    const asked = introspections();
+    const before = await scriptCalls();
+    for (let i = 100; i < 140; i++) {
+      const res = await get(fx.gw.url, i);
+      expect(res.status).toBe(429);
+      expect(res.headers.get('x-ratelimit-remaining')).toBe('0');
+    }
+    // The first read (one peek per bucket that needs no account) and a fleet heartbeat at most.
+    expect((await scriptCalls()) - before).toBeLessThanOrEqual(2);
+    expect(introspections()).toBe(asked);
+    expect((await get(fx.gw.url, 200)).status).toBe(429);
   });
 });

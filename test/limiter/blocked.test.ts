@@ -330,4 +330,34 @@ describe('the blocked-bucket cache', () => {
     expect(store.size).toBe(0);
     expect((await store.consume([b])).allowed).toBe(true);
   });
+
+  it("learns a block from a store's timed read before any answer, mapped by the clock the read carries", async () => {
+    // The store's clock runs 10 s ahead of this replica's: its times are mapped, not taken as local.
+    const local = new FakeClock(T0);
+    const storeClock = { now: () => local.now() + 10_000 };
+    const memory = new MemoryStore({ now: storeClock.now, sweepIntervalMs: 0 });
+    const inner = new (class extends Counting {
+      reads = 0;
+      read(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+        this.reads++;
+        return memory.read(specs);
+      }
+    })(memory);
+    const store = createBlockedCacheStore(inner, { now: local.now });
+    const b = spec({ limit: 1, periodMs: 60_000 });
+    // Filled by another replica: this cache has seen no answer, yet its first read teaches the block.
+    await memory.consume([b]);
+    const read = await store.read([b]);
+    expect(read.allowed).toBe(false);
+    expect(store.size).toBe(1);
+    for (let i = 0; i < 50; i++) expect(store.readLocal([b])?.allowed).toBe(false);
+    expect((await store.consume([b])).allowed).toBe(false);
+    expect(inner.reads + inner.peeks + inner.consumes).toBe(1);
+    // The block lasts until the store's retry time, 10 s earlier on the local clock than its number.
+    local.advance(read.buckets[0]!.retryAt - storeClock.now() - 1);
+    expect(store.readLocal([b])?.allowed).toBe(false);
+    local.advance(1);
+    expect(store.readLocal([b])).toBeUndefined();
+    expect((await store.consume([b])).allowed).toBe(true);
+  });
 });

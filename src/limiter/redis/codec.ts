@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { StoreError } from '../errors.js';
 import type { BucketSpec, BucketState, ConsumeOutcome } from '../types.js';
+import type { TimedState } from '../read.js';
 
 /** What a script command takes: the key count first, then KEYS, then ARGV. */
 export type Arg = string | number | Buffer;
@@ -192,10 +193,10 @@ export function parsePlain(r: unknown, n: number, leased = false): ConsumeOutcom
   return { allowed: r[0] === 1, decider: 'store', now: r[1]!, buckets: readBuckets(r, 2, n, leased) };
 }
 
-/** peek.lua's reply. */
-export function parsePeek(r: unknown): BucketState {
-  if (!isIntArray(r, PLAIN_STRIDE)) throw badReply('peek', r);
-  return { remaining: r[0]!, resetAt: r[1]!, limited: r[2] === 1, retryAt: r[3]! };
+/** peek.lua's reply: the bucket's state, and the store's clock when it was read. */
+export function parsePeek(r: unknown): TimedState {
+  if (!isIntArray(r, PLAIN_STRIDE + 1)) throw badReply('peek', r);
+  return { state: { remaining: r[0]!, resetAt: r[1]!, limited: r[2] === 1, retryAt: r[3]! }, now: r[4]! };
 }
 
 /** `n` bucket states from a consume reply, from `offset` on (remaining, resetAt, limited, retryAt each). */

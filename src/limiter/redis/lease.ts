@@ -23,9 +23,10 @@
 import { systemClock, type Clock } from '../clock.js';
 import { LeaseEntry, RecentKeys, sameRule } from './lease-entry.js';
 import { leaseArrived, takeIn, unreserve } from './lease-outcome.js';
-import { refundLeased, type RefundContext } from './lease-refund.js';
+import { refundLeased } from './lease-refund.js';
 import type { LeaseOptions, LeaseStore } from './lease-types.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
+import { readThrough } from '../read.js';
 
 export type { LeaseOptions, LeaseStore } from './lease-types.js';
 
@@ -229,21 +230,15 @@ class Leases implements LeaseStore {
 
   /** See lease-refund.ts. */
   refund(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void> {
-    return refundLeased(this.refundContext(), specs, outcome);
-  }
-
-  private refundContext(): RefundContext {
-    return {
-      entries: this.entries,
-      inner: this.inner,
-      clock: this.clock,
-      maxAgeMs: this.maxAgeMs,
-      closed: this.closed,
-    };
+    const { entries, inner, clock, maxAgeMs, closed } = this;
+    return refundLeased({ entries, inner, clock, maxAgeMs, closed }, specs, outcome);
   }
 
   peek(spec: BucketSpec): Promise<BucketState> {
     return this.inner.peek(spec);
+  }
+  read(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    return readThrough(this.inner, specs, () => this.clock.now());
   }
 
   reset(spec: BucketSpec): Promise<void> {

@@ -14,7 +14,8 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { CrossSlot, groupBySlot, settleWithin } from './cross-slot.js';
-import { toStoreError, type StoreError } from '../errors.js';
+import type { StoreError } from '../errors.js';
+import { refundCharges } from './refund-calls.js';
 import { luaScripts, parsePeek, type Arg } from './codec.js';
 import { createRedisClient, isCluster, whenReady, type RedisClient } from './connection.js';
 import { rawScript, type ScriptCall } from './raw-script.js';
@@ -27,14 +28,12 @@ import { pingStore } from './ping.js';
 import { settleCall } from './settle.js';
 import type { RedisStoreOptions } from './store-options.js';
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from '../types.js';
+import { timedReadOutcome, type TimedState } from '../read.js';
 
 export type { RedisStoreOptions } from './store-options.js';
 
 export { luaScripts, encodeBucketParams } from './codec.js';
 export { MAX_BATCH_REQUESTS } from './batcher.js';
-
-/** How much earlier than the decision's `now` a token bucket charged across Cluster slots counts as charged (refund). */
-const REFUND_SKEW_MS = 1_000;
 
 type ScriptFn = (...args: Arg[]) => Promise<unknown>;
 
@@ -196,11 +195,25 @@ export class RedisStore implements Store {
   }
 
   async peek(spec: BucketSpec): Promise<BucketState> {
-    const r = await this.bounded(
-      this.peekFn(1, this.prefix + spec.key, this.clockArg(), spec.algorithm, spec.limit, spec.periodMs, spec.cost),
-      'peek',
+    return (await this.peekAt(spec)).state;
+  }
+
+  /** One peek per bucket, as one outcome at the store's clock (read.ts). */
+  read(specs: readonly BucketSpec[]): Promise<ConsumeOutcome> {
+    return Promise.all(specs.map((spec) => this.peekAt(spec))).then((replies) => timedReadOutcome(specs, replies));
+  }
+
+  private async peekAt(spec: BucketSpec): Promise<TimedState> {
+    const r = this.peekFn(
+      1,
+      this.prefix + spec.key,
+      this.clockArg(),
+      spec.algorithm,
+      spec.limit,
+      spec.periodMs,
+      spec.cost,
     );
-    return parsePeek(r);
+    return parsePeek(await this.bounded(r, 'peek'));
   }
 
   /**
@@ -228,27 +241,12 @@ export class RedisStore implements Store {
     return r === 1;
   }
 
-  /**
-   * Gives back what an allowed consume charged (the Store contract's refund): one refund.lua call per
-   * charged bucket, each in its own key's slot, so a request across Cluster slots is refunded in each.
-   * The charge time is the decision's `now`; a token bucket of a request that spanned slots (each master
-   * charged it by its own clock; `now` is the latest) counts it REFUND_SKEW_MS earlier, so no refund
-   * gives back refill that already came. Never rejects; a failure is reported as a failed refund.
-   */
+  /** Gives back what an allowed consume charged (the Store contract's refund; refund-calls.ts). */
   refund(specs: readonly BucketSpec[], outcome: ConsumeOutcome): Promise<void> {
     if (!outcome.allowed) return Promise.resolve();
     const spread =
       this.kind === 'redis-cluster' && specs.length > 1 && groupBySlot(specs.map((s) => this.prefix + s.key)) !== null;
-    const calls: Promise<unknown>[] = [];
-    for (let i = 0; i < specs.length; i++) {
-      const spec = specs[i]!;
-      if (outcome.buckets[i]!.limited) continue; // a full shadow bucket: not charged
-      const at = spread && spec.algorithm === 'token-bucket' ? outcome.now - REFUND_SKEW_MS : outcome.now;
-      calls.push(
-        this.giveBack(spec, spec.cost, at).catch((err: unknown) => this.onRefundError?.(toStoreError(err, 'refund'))),
-      );
-    }
-    return Promise.all(calls).then(() => undefined);
+    return refundCharges(specs, outcome, spread, (s, tokens, at) => this.giveBack(s, tokens, at), this.onRefundError);
   }
 
   async reset(spec: BucketSpec): Promise<void> {
