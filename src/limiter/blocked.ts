@@ -20,7 +20,10 @@
  * counted as spent when this one was refused, and come back when that gateway gives back what it did not
  * spend (within a second or so). So a block is re-checked: once `recheckMs` has passed, one request goes
  * to the store (the others stay blocked) and its answer lifts or renews the block. Not while the fault
- * policy answers (`storeDecides` false): what was known full then stays refused until `retryAt`.
+ * policy answers (`storeDecides` false): what was known full then stays refused until `retryAt`. Not
+ * while this gateway is the fleet's only one (`othersMayLease` false): nobody else holds a lease, so a
+ * flood from many clients, each blocked, costs the store nothing (it cost one call per blocked client
+ * per re-check period: every request of a client slower than that).
  *
  * Reads learn too (the early refusal's, before an account is looked up): a read weighs each bucket at
  * the request's own cost, so one that shows a non-shadow bucket limited until T blocks it as a consume
@@ -47,6 +50,11 @@ export interface BlockedCacheOptions {
   readonly recheckMs?: number;
   /** False while the fault policy answers instead of the store: no re-check then (default: always true). */
   readonly storeDecides?: () => boolean;
+  /**
+   * False while this gateway is the fleet's only one: no other gateway holds a lease to give back (its
+   * own are spent before the store refuses), so a block holds to its retry time (default: always true).
+   */
+  readonly othersMayLease?: () => boolean;
 }
 
 export interface BlockedCacheStore extends Store {
@@ -90,6 +98,7 @@ class BlockedCache implements BlockedCacheStore {
   private readonly onLocalRejection: (() => void) | undefined;
   private readonly recheckMs: number;
   private readonly storeDecides: () => boolean;
+  private readonly othersMayLease: () => boolean;
 
   constructor(
     private readonly inner: Store,
@@ -100,6 +109,7 @@ class BlockedCache implements BlockedCacheStore {
     this.onLocalRejection = opts.onLocalRejection;
     this.recheckMs = opts.recheckMs ?? Infinity;
     this.storeDecides = opts.storeDecides ?? (() => true);
+    this.othersMayLease = opts.othersMayLease ?? (() => true);
   }
 
   get size(): number {
@@ -171,9 +181,9 @@ class BlockedCache implements BlockedCacheStore {
     return undefined;
   }
 
-  /** Is the block due for a re-check by the store (leases may have given its tokens back)? */
+  /** Is the block due for a re-check by the store (another gateway's lease may have given its tokens back)? */
   private due(e: Entry, now: number): boolean {
-    return e.recheckAt <= now && this.storeDecides();
+    return e.recheckAt <= now && this.storeDecides() && this.othersMayLease();
   }
 
   /** The buckets have room again: a block learnt for one of them since must not refuse until its retry time. */

@@ -277,6 +277,32 @@ describe('the blocked-bucket cache', () => {
     expect(inner.consumes).toBe(6);
   });
 
+  it("re-checks no block while this gateway is the fleet's only one, and does again once another joins", async () => {
+    const clock = new FakeClock(T0);
+    const inner = new Counting(new MemoryStore({ now: clock.now, sweepIntervalMs: 0 }));
+    let gateways = 1;
+    const store = createBlockedCacheStore(inner, {
+      now: clock.now,
+      recheckMs: 1_250,
+      othersMayLease: () => gateways > 1,
+    });
+    const clients = Array.from({ length: 50 }, (_, i) => spec({ limit: 1, periodMs: 3_600_000 }));
+    for (const b of clients) for (let i = 0; i < 2; i++) await store.consume([b]);
+    expect(inner.consumes).toBe(100);
+    // Slow clients, each blocked: every request comes after its block's re-check time.
+    for (let round = 0; round < 5; round++) {
+      clock.advance(2_000);
+      for (const b of clients) expect(store.consumeLocal([b])?.allowed).toBe(false);
+      for (const b of clients) expect(store.readLocal([b])?.allowed).toBe(false);
+    }
+    expect(inner.consumes + inner.peeks).toBe(100);
+    // A second gateway counted: its leases may come back, so each block is re-checked once more.
+    gateways = 2;
+    for (const b of clients) expect((await store.consume([b])).allowed).toBe(false);
+    for (const b of clients) expect((await store.consume([b])).allowed).toBe(false);
+    expect(inner.consumes).toBe(150);
+  });
+
   it('learns a block from a read that shows a bucket full, and answers the next reads synchronously without the store', async () => {
     const { clock, inner, store } = setup();
     const full = spec({ limit: 2 });

@@ -70,12 +70,20 @@ async function openRedis(kind: string, storeConfig: StoreSettings, opts: StoreFa
     redis.onReady(() => states?.connected());
   }
   const leases = storeConfig.lease === false ? undefined : leasesOver(resilient, redis, storeConfig, opts);
+  let gateways = storeConfig.gateways ?? 2;
   return {
     store: createBlockedCacheStore(leases ?? resilient, {
       ...(opts.now ? { now: opts.now } : {}),
       ...(observer.localRejection ? { onLocalRejection: () => observer.localRejection!('blocked_cache') } : {}),
-      // Another gateway's unspent lease comes back to the store: a block is re-checked as often.
-      ...(leases ? { recheckMs: leases.returnedWithinMs, storeDecides: () => !resilient.fallbackActive } : {}),
+      // Another gateway's unspent lease comes back to the store: a block is re-checked as often, while
+      // the fleet counts another gateway (the configured store.gateways until it has counted).
+      ...(leases
+        ? {
+            recheckMs: leases.returnedWithinMs,
+            storeDecides: () => !resilient.fallbackActive,
+            othersMayLease: () => gateways > 1,
+          }
+        : {}),
     }),
     ...(leases ? { leases } : {}),
     kind,
@@ -84,6 +92,7 @@ async function openRedis(kind: string, storeConfig: StoreSettings, opts: StoreFa
     fallbackActive: () => resilient.fallbackActive,
     localKeys: () => fallback.size,
     setGateways: (n) => {
+      gateways = n;
       resilient.setGateways(n);
       leases?.setGateways(n);
     },
