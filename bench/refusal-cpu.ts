@@ -9,6 +9,9 @@
  *
  *   npx tsx bench/refusal-cpu.ts [--requests 20000] [--rounds 3] [--cli dist/cli/index.js,bench/.build/before/dist/cli/index.js]
  */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import { fixtures } from './lib/fixtures.js';
 import { cpuMsOfTree, killAll, runScript } from './lib/procs.js';
@@ -49,6 +52,17 @@ async function measure(s: Server, n: number, clients = 1): Promise<{ cpuMs: numb
   return { cpuMs: cpuMsOfTree(s.proc.pid) - before, refused: r.statuses['429'] ?? 0 };
 }
 
+/**
+ * The bench table with a key prefix of its own per gateway: with several builds on one Redis, each
+ * exhausts its own buckets (a gateway meeting buckets another exhausted refuses by the early read, a
+ * path of its own, and would be measured on that instead).
+ */
+function ownKeys(name: string): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'rategate-refusal-')), 'limits.yaml');
+  writeFileSync(file, `${readFileSync(BENCH_CONFIG, 'utf8')}\nstore:\n  prefix: ${name}\n`);
+  return file;
+}
+
 async function main(): Promise<void> {
   const clis = argv.cli !== undefined ? argv.cli.split(',') : [build()];
   env.cli = clis[0]!;
@@ -59,12 +73,14 @@ async function main(): Promise<void> {
   env.upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   env.fx = await fixtures(5);
   const systems: Array<[string, Server]> = [['floor-429', await startThin([], [], ['--reject'])]];
-  for (const cli of clis) {
+  for (const [i, cli] of clis.entries()) {
     env.cli = cli;
     const tag = clis.length > 1 ? ` (${cli})` : '';
     systems.push([`rategate memory${tag}`, await startGateway('rategate-memory', BENCH_CONFIG, 'memory')]);
-    systems.push([`rategate Redis${tag}`, await startGateway('rategate-redis', BENCH_CONFIG, env.redisUrl)]);
-    systems.push([`${MANY_NAME}${tag}`, await startGateway('rategate-redis', BENCH_CONFIG, env.redisUrl)]);
+    const hot = ownKeys(`rg-hot-${i}`);
+    const many = ownKeys(`rg-many-${i}`);
+    systems.push([`rategate Redis${tag}`, await startGateway('rategate-redis', hot, env.redisUrl)]);
+    systems.push([`${MANY_NAME}${tag}`, await startGateway('rategate-redis', many, env.redisUrl)]);
   }
   systems.push(['fastify (Redis)', await startFastify()], ['fastify (memory)', await startFastify([], [], 'memory')]);
   const us = new Map<string, number[]>();
