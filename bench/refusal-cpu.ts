@@ -5,7 +5,10 @@
  * (`GET /api/v1/exhausted` with a user token, one client, 8 keep-alive connections; rategate Redis also
  * from 1000 clients by X-Forwarded-For, each exhausted in the warm-up), in interleaved
  * rounds so that other processes' load spreads over all. Noisy on a shared machine: the instruction
- * counts (`npm run bench -- --instructions`) are the figure to decide on.
+ * counts (`npm run bench -- --instructions`) are the figure to decide on. Two builds in one run (`--cli
+ * A,B`) are not comparable: the same build given twice measured its second set of gateways 3–6 µs
+ * higher per 429 on this 2-core machine (2026-12-02), whichever build came second. Compare builds in
+ * runs of their own, alternated (A, B, A, B).
  *
  *   npx tsx bench/refusal-cpu.ts [--requests 20000] [--rounds 3] [--cli dist/cli/index.js,bench/.build/before/dist/cli/index.js]
  */
