@@ -50,10 +50,7 @@ export interface BlockedCacheOptions {
   readonly recheckMs?: number;
   /** False while the fault policy answers instead of the store: no re-check then (default: always true). */
   readonly storeDecides?: () => boolean;
-  /**
-   * False while this gateway is the fleet's only one: no other gateway holds a lease to give back (its
-   * own are spent before the store refuses), so a block holds to its retry time (default: always true).
-   */
+  /** False while this gateway is the fleet's only one: nobody else holds a lease (default: always true). */
   readonly othersMayLease?: () => boolean;
 }
 

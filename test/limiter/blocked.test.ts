@@ -286,7 +286,7 @@ describe('the blocked-bucket cache', () => {
       recheckMs: 1_250,
       othersMayLease: () => gateways > 1,
     });
-    const clients = Array.from({ length: 50 }, (_, i) => spec({ limit: 1, periodMs: 3_600_000 }));
+    const clients = Array.from({ length: 50 }, () => spec({ limit: 1, periodMs: 3_600_000 }));
     for (const b of clients) for (let i = 0; i < 2; i++) await store.consume([b]);
     expect(inner.consumes).toBe(100);
     // Slow clients, each blocked: every request comes after its block's re-check time.
