@@ -15,12 +15,17 @@
  * has not seen yet are assumed up to the floor. A greater count is taken at once; a lower one (a
  * scale-down: a member that deregistered, or went unheard for three heartbeats) from the first beat after
  * the join, at most one period later than before. Beats stay off the request path (a timer).
+ * The members already running learn of a join at once: a joining process announces itself (PUBLISH on
+ * `<prefix>:{fleet}:joins`) after its first beat, and each member that hears it beats then, instead of
+ * at its next heartbeat up to a period later (a third gateway joining two, Redis failing in that gap:
+ * 25 + 25 + 17 of 50 admitted a window, as the two still took half each).
  * The same heartbeat publishes this process's triage sketch (bounded, expiring with it), so that
  * `/admin/limited` can answer for the whole fleet, and its request rates (rates.ts), so that every
  * replica's status page shows every replica's.
  *
  * Keys, all in one cluster slot (`{fleet}`): `<prefix>:{fleet}:gateways` (member: the process id),
- * `<prefix>:{fleet}:limited:<id>` (a JSON sketch) and `<prefix>:{fleet}:rates:<id>` (JSON rates).
+ * `<prefix>:{fleet}:limited:<id>` (a JSON sketch) and `<prefix>:{fleet}:rates:<id>` (JSON rates); the
+ * channel `<prefix>:{fleet}:joins` (a joining member's id).
  */
 import os from 'node:os';
 import type { Redis } from 'ioredis';
@@ -91,7 +96,13 @@ export class Fleet implements FleetSketches {
   private learned = false;
   private readonly client: RedisClient;
   private readonly watch: SentinelWatch | undefined;
+  /** The joins channel's connection (a subscriber: no other command on it). */
+  private readonly sub: RedisClient;
+  private readonly subWatch: SentinelWatch | undefined;
+  /** This connection's join is not announced yet (set on each `ready`, cleared by the first beat after it). */
+  private announce = false;
   private readonly keys: {
+    readonly joins: string;
     readonly set: string;
     readonly sketch: (id: string) => string;
     readonly rates: (id: string) => string;
@@ -110,6 +121,7 @@ export class Fleet implements FleetSketches {
     if (url.kind === 'memory') throw new Error('the fleet needs a Redis store');
     const base = `${formatPrefix(o.prefix)}:{fleet}`;
     this.keys = {
+      joins: `${base}:joins`,
       set: `${base}:gateways`,
       sketch: (id) => `${base}:limited:${id}`,
       rates: (id) => `${base}:rates:${id}`,
@@ -130,9 +142,27 @@ export class Fleet implements FleetSketches {
     this.client.on('ready', () => {
       this.joinUntil = Date.now() + this.beatMs;
       this.hold = Math.max(1, o.floor, this.count);
+      this.announce = true;
       this.tick();
     });
     this.client.connect().catch(() => {});
+    // Another member's join: beat now, so that its share is counted before a fault, not a period later.
+    this.subWatch = sentinelWatchFor(url, o.sentinelPassword);
+    this.sub = createRedisClient(url, {
+      connectTimeoutMs: 2_000,
+      timeoutMs: this.timeoutMs,
+      subscriber: true,
+      ...(o.sentinelPassword != null ? { sentinelPassword: o.sentinelPassword } : {}),
+      ...(this.subWatch !== undefined ? { natMap: this.subWatch.map } : {}),
+    });
+    this.subWatch?.follow(this.sub as Redis);
+    this.sub.on('error', () => {});
+    // Subscribes on every connection (a SUBSCRIBE on one that closed at once fails; the next ready retries).
+    this.sub.on('ready', () => void this.sub.subscribe(this.keys.joins).catch(() => {}));
+    this.sub.on('message', (_channel: string, id: string) => {
+      if (id !== this.id && !this.closed) this.tick();
+    });
+    this.sub.connect().catch(() => {});
     o.onCount(this.count);
   }
 
@@ -187,6 +217,10 @@ export class Fleet implements FleetSketches {
         ),
       );
       this.learned = true;
+      if (this.announce) {
+        this.announce = false;
+        await this.bounded(this.client.publish(this.keys.joins, this.id)).catch(() => {});
+      }
       // While joining, members not registered yet are assumed up to the count held.
       const live = Math.max(1, Number(n), this.joining ? this.hold : 1);
       if (live !== this.count) {
@@ -231,7 +265,9 @@ export class Fleet implements FleetSketches {
       ).catch(() => {});
     }
     this.watch?.close();
+    this.subWatch?.close();
     this.client.disconnect();
+    this.sub.disconnect();
   }
 
   private bounded<T>(p: Promise<T>): Promise<T> {

@@ -121,6 +121,47 @@ describe.skipIf(skipRedis('the fleet on one Redis'))('the gateway count, learned
   );
 });
 
+const JOINS = `limits:
+  - { name: home, match: /api/*, per: ip, limit: ${LIMIT}, period: 1h }
+store: { onError: local, gateways: 1 }
+`;
+
+describe.skipIf(skipRedis('the fleet on one Redis'))('a gateway joining a running fleet', () => {
+  const redis = redisFixture();
+
+  it(
+    'is counted by the running gateways at once: they beat when it announces itself, not at their next heartbeat',
+    async () => {
+      const config = limitsFile(JOINS);
+      const serve = () =>
+        spawnServe(
+          ['--config', config, '--upstream', upstream.url, '--store', redis.url],
+          { RATEGATE_LOG_LEVEL: 'warn' },
+          START_MS,
+        );
+      const gws: GatewayProcess[] = [];
+      try {
+        for (const n of [1, 2, 3]) {
+          // The running ones past their own joining period (quick beats for one heartbeat period, 5 s).
+          if (n > 1) await new Promise((r) => setTimeout(r, 5_500));
+          gws.push(await serve());
+          const joined = Date.now();
+          await waitFor(
+            async () => (await Promise.all(gws.map((g) => metric(g, 'rategate_gateways')))).every((c) => c === n),
+            15_000,
+            `every gateway counting ${n}`,
+          );
+          // Within a second or so of the join (a heartbeat period is 5 s): for the second and the third.
+          expect(Date.now() - joined).toBeLessThanOrEqual(scaledMs(1_500));
+        }
+      } finally {
+        await Promise.all(gws.map(stop));
+      }
+    },
+    scaledMs(120_000),
+  );
+});
+
 const TRIAGE = `limits:
   - { name: posts, match: POST /api/v1/statuses, per: ip, limit: 1, period: 1h }
 `;
