@@ -28,10 +28,10 @@
  * channel `<prefix>:{fleet}:joins` (a joining member's id).
  */
 import os from 'node:os';
-import type { Redis } from 'ioredis';
 import { parseStoreUrl } from '../config/store-url.js';
-import { createRedisClient, type RedisClient } from '../limiter/redis/connection.js';
-import { sentinelWatchFor, type SentinelWatch } from '../limiter/redis/sentinel-watch.js';
+import type { RedisClient } from '../limiter/redis/connection.js';
+import { connectFollowed } from '../limiter/redis/followed-client.js';
+import type { SentinelWatch } from '../limiter/redis/sentinel-watch.js';
 import { formatPrefix } from '../limiter/store-format.js';
 
 export const HEARTBEAT_MS = 5_000;
@@ -95,10 +95,10 @@ export class Fleet implements FleetSketches {
   private count: number;
   private learned = false;
   private readonly client: RedisClient;
-  private readonly watch: SentinelWatch | undefined;
+  /** The Sentinel watches that keep both connections on the announced master (none otherwise). */
+  private readonly watches: SentinelWatch[] = [];
   /** The joins channel's connection (a subscriber: no other command on it). */
   private readonly sub: RedisClient;
-  private readonly subWatch: SentinelWatch | undefined;
   /** This connection's join is not announced yet (set on each `ready`, cleared by the first beat after it). */
   private announce = false;
   private readonly keys: {
@@ -129,14 +129,8 @@ export class Fleet implements FleetSketches {
     this.beatMs = o.heartbeatMs ?? HEARTBEAT_MS;
     this.count = Math.max(1, o.floor);
     this.hold = this.count;
-    this.watch = sentinelWatchFor(url, o.sentinelPassword);
-    this.client = createRedisClient(url, {
-      connectTimeoutMs: 2_000,
-      timeoutMs: this.timeoutMs,
-      ...(o.sentinelPassword != null ? { sentinelPassword: o.sentinelPassword } : {}),
-      ...(this.watch !== undefined ? { natMap: this.watch.map } : {}),
-    });
-    this.watch?.follow(this.client as Redis);
+    const connection = { timeoutMs: this.timeoutMs, sentinelPassword: o.sentinelPassword };
+    this.client = connectFollowed(url, connection, this.watches);
     this.client.on('error', () => {}); // the counter store reports the store's trouble; this client only retries
     // Each connection (the first, and each after a failure or a failover) joins again: beats start at once.
     this.client.on('ready', () => {
@@ -147,15 +141,7 @@ export class Fleet implements FleetSketches {
     });
     this.client.connect().catch(() => {});
     // Another member's join: beat now, so that its share is counted before a fault, not a period later.
-    this.subWatch = sentinelWatchFor(url, o.sentinelPassword);
-    this.sub = createRedisClient(url, {
-      connectTimeoutMs: 2_000,
-      timeoutMs: this.timeoutMs,
-      subscriber: true,
-      ...(o.sentinelPassword != null ? { sentinelPassword: o.sentinelPassword } : {}),
-      ...(this.subWatch !== undefined ? { natMap: this.subWatch.map } : {}),
-    });
-    this.subWatch?.follow(this.sub as Redis);
+    this.sub = connectFollowed(url, { ...connection, subscriber: true }, this.watches);
     this.sub.on('error', () => {});
     // Subscribes on every connection (a SUBSCRIBE on one that closed at once fails; the next ready retries).
     this.sub.on('ready', () => void this.sub.subscribe(this.keys.joins).catch(() => {}));
@@ -264,8 +250,7 @@ export class Fleet implements FleetSketches {
         ]),
       ).catch(() => {});
     }
-    this.watch?.close();
-    this.subWatch?.close();
+    for (const w of this.watches) w.close();
     this.client.disconnect();
     this.sub.disconnect();
   }

@@ -1,10 +1,10 @@
 /**
  * @module The shared guard state's Redis connections (redis-state.ts), and the options they are made from.
  */
-import type { Redis } from 'ioredis';
 import type { StoreUrl } from '../config/store-url.js';
-import { createRedisClient, type RedisClient } from '../limiter/redis/connection.js';
-import { sentinelWatchFor, type SentinelWatch } from '../limiter/redis/sentinel-watch.js';
+import type { RedisClient } from '../limiter/redis/connection.js';
+import { connectFollowed } from '../limiter/redis/followed-client.js';
+import type { SentinelWatch } from '../limiter/redis/sentinel-watch.js';
 
 export interface RedisGuardOptions {
   readonly url: string;
@@ -21,27 +21,18 @@ export interface RedisGuardOptions {
 /** The bound of the calls off the request path. */
 export const CALL_MS = 2_000;
 
-/** A client for `url`; a Sentinel-managed one is kept on the announced master by a watch added to `watches`. */
+/** A client for `url`, kept on a Sentinel group's announced master by a watch added to `watches`. */
 export function connectGuardClient(
   url: Exclude<StoreUrl, { kind: 'memory' }>,
   opts: RedisGuardOptions,
   watches: SentinelWatch[],
   subscriber = false,
 ): RedisClient {
-  const watch = sentinelWatchFor(url, opts.sentinelPassword);
-  const client = createRedisClient(url, {
-    connectTimeoutMs: 2_000,
-    timeoutMs: opts.timeoutMs,
-    subscriber,
-    ...(opts.sentinelPassword != null ? { sentinelPassword: opts.sentinelPassword } : {}),
-    ...(watch !== undefined ? { natMap: watch.map } : {}),
-  });
-  if (watch !== undefined) {
-    // Keeps this client on the announced master, as the counter store's is (sentinel-watch.ts).
-    watch.follow(client as Redis);
-    watches.push(watch);
-  }
-  return client;
+  return connectFollowed(
+    url,
+    { timeoutMs: opts.timeoutMs, sentinelPassword: opts.sentinelPassword, subscriber },
+    watches,
+  );
 }
 
 /** Resolves once `client` is connected, or after `waitMs` either way. */
