@@ -12,7 +12,14 @@ import {
 } from '../../src/limiter/redis/store.js';
 import type { BucketSpec, Store } from '../../src/limiter/types.js';
 import { FakeClock } from '../support/clock.js';
-import { readBucketState, skipCluster, skipRedis, startRedis, type RedisHandle } from '../support/redis.js';
+import {
+  readBucketState,
+  scriptCalls,
+  skipCluster,
+  skipRedis,
+  startRedis,
+  type RedisHandle,
+} from '../support/redis.js';
 import { freePort } from '../support/servers.js';
 import { createStoreFor } from '../../src/limiter/factory.js';
 import { composedStoreContracts, storeContract } from './store.contract.js';
@@ -42,13 +49,6 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     redis = await startRedis();
     admin = new Redis(redis.url);
   });
-  /** EVALSHA/EVAL calls Redis has executed so far: one per client round trip of a script. */
-  async function scriptCalls(): Promise<number> {
-    const info = await admin.info('commandstats');
-    let n = 0;
-    for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) n += Number(m[1]);
-    return n;
-  }
   afterAll(async () => {
     await Promise.all(open.map((s) => s.close()));
     admin?.disconnect();
@@ -130,11 +130,11 @@ describe.skipIf(skipRedis('the Redis store tests'))('the Redis store', () => {
     const narrow = spec({ limit: 4 });
     const wide = spec({ limit: 100 });
     const calls = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? [narrow, wide] : [wide, narrow]));
-    const scriptsBefore = await scriptCalls();
+    const scriptsBefore = await scriptCalls(admin);
     const batchesBefore = red.batchesSent;
     const outcomes = await Promise.all(calls.map((c) => red.consume(c)));
     expect(red.batchesSent - batchesBefore).toBe(1);
-    expect((await scriptCalls()) - scriptsBefore).toBe(1);
+    expect((await scriptCalls(admin)) - scriptsBefore).toBe(1);
     expect(outcomes.map((o) => o.allowed)).toEqual([true, true, true, true, false, false, false, false, false, false]);
     // A rejected request charged nothing: the wide bucket holds the four admitted ones only.
     expect((await red.peek(wide)).remaining).toBe(96);

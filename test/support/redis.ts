@@ -396,3 +396,11 @@ export async function readBucketState(
   if (raw.length !== 24) throw new Error(`${key}: ${raw.length}-byte value, expected 24 (three doubles)`);
   return [raw.readDoubleLE(0), raw.readDoubleLE(8), raw.readDoubleLE(16)];
 }
+
+/** EVALSHA/EVAL calls `client`'s Redis has executed so far: one per client round trip of a script. */
+export async function scriptCalls(client: Redis): Promise<number> {
+  const info = await client.info('commandstats');
+  let n = 0;
+  for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) n += Number(m[1]);
+  return n;
+}
