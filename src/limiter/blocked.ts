@@ -38,6 +38,7 @@
  */
 import type { BucketSpec, BucketState, ConsumeOutcome, Store } from './types.js';
 import { readThrough } from './read.js';
+import { lastSeen, sameShape, type Block } from './blocked-entry.js';
 
 export interface BlockedCacheOptions {
   /** Entries kept at most (default 100 000: ~ a few tens of MB in the worst case). */
@@ -67,24 +68,8 @@ export interface BlockedCacheStore extends Store {
   readonly localRejections: number;
 }
 
-interface Entry {
-  readonly retryAt: number;
-  /** Store time from which the next request goes to the store to re-check the block (Infinity: never). */
-  recheckAt: number;
-  readonly resetAt: number;
-  /**
-   * The blocked bucket as it was charged (one of `specs`): the block holds for requests of its cost on
-   * the same rule shape only. A costlier request would be blocked too but until a later time we cannot
-   * compute here, and a reload may change the rule.
-   */
-  readonly spec: BucketSpec;
-  /** The request and answer that produced the block: its other buckets' last seen states. */
-  readonly specs: readonly BucketSpec[];
-  readonly states: readonly BucketState[];
-}
-
 class BlockedCache implements BlockedCacheStore {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, Block>();
   private readonly max: number;
   private readonly clock: () => number;
   /** Store clock − local clock, as of the last answer. */
@@ -92,6 +77,8 @@ class BlockedCache implements BlockedCacheStore {
   /** An answer (or a store's timed read) has set `offset`: before it, a read of peeks teaches nothing. */
   private synced = false;
   private rejections = 0;
+  /** Where blockingAny found its hit (read by rejectLocally right after, in the same turn). */
+  private hitAt = 0;
   private readonly onLocalRejection: (() => void) | undefined;
   private readonly recheckMs: number;
   private readonly storeDecides: () => boolean;
@@ -167,19 +154,26 @@ class BlockedCache implements BlockedCacheStore {
     this.synced = true;
   }
 
-  /** The entry that blocks one of the request's non-shadow buckets now, if any. */
-  private blockingAny(specs: readonly BucketSpec[], now: number): Entry | undefined {
+  /**
+   * The entry that blocks one of the request's non-shadow buckets now, if any; `hitAt` is then its
+   * index (the buckets before it block nothing: rejectLocally looks only from there on).
+   */
+  private blockingAny(specs: readonly BucketSpec[], now: number): Block | undefined {
     if (this.entries.size === 0) return undefined;
-    for (const spec of specs) {
+    for (let i = 0; i < specs.length; i++) {
+      const spec = specs[i]!;
       if (spec.shadow) continue;
       const e = this.blocking(spec, now);
-      if (e) return e;
+      if (e) {
+        this.hitAt = i;
+        return e;
+      }
     }
     return undefined;
   }
 
   /** Is the block due for a re-check by the store (another gateway's lease may have given its tokens back)? */
-  private due(e: Entry, now: number): boolean {
+  private due(e: Block, now: number): boolean {
     return e.recheckAt <= now && this.storeDecides() && this.othersMayLease();
   }
 
@@ -219,7 +213,7 @@ class BlockedCache implements BlockedCacheStore {
   }
 
   /** The entry that blocks this bucket now, if any; drops an entry that no longer applies. */
-  private blocking(spec: BucketSpec, now: number): Entry | undefined {
+  private blocking(spec: BucketSpec, now: number): Block | undefined {
     const e = this.entries.get(spec.key);
     if (!e) return undefined;
     if (e.retryAt <= now) {
@@ -229,13 +223,15 @@ class BlockedCache implements BlockedCacheStore {
     return sameShape(e.spec, spec) ? e : undefined;
   }
 
-  private rejectLocally(specs: readonly BucketSpec[], hit: Entry, now: number): ConsumeOutcome {
+  private rejectLocally(specs: readonly BucketSpec[], hit: Block, now: number): ConsumeOutcome {
     this.rejections++;
     this.onLocalRejection?.();
     const buckets: BucketState[] = new Array(specs.length);
+    // Read just now by blockingAny, in this same turn: the hit's index, and none blocking before it.
+    const at = this.hitAt;
     for (let i = 0; i < specs.length; i++) {
       const spec = specs[i]!;
-      const own = spec.shadow ? undefined : this.blocking(spec, now);
+      const own = i === at ? hit : spec.shadow || i < at ? undefined : this.blocking(spec, now);
       buckets[i] = own
         ? { remaining: 0, resetAt: own.resetAt, limited: true, retryAt: own.retryAt }
         : (lastSeen(hit, spec.key, now) ?? { remaining: spec.limit, resetAt: now, limited: false, retryAt: now });
@@ -276,21 +272,6 @@ class BlockedCache implements BlockedCacheStore {
       if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
     }
   }
-}
-
-/** Same rule, same cost: a bucket's cost is its rule's, so another one only follows a reload. */
-function sameShape(a: BucketSpec, b: BucketSpec): boolean {
-  return a.cost === b.cost && a.limit === b.limit && a.periodMs === b.periodMs && a.algorithm === b.algorithm;
-}
-
-/** A bucket's state as seen beside the blocked one, unless it was itself limited and that has passed. */
-function lastSeen(e: Entry, key: string, now: number): BucketState | undefined {
-  for (let i = 0; i < e.specs.length; i++) {
-    if (e.specs[i]!.key !== key) continue;
-    const s = e.states[i]!;
-    return s.limited && s.retryAt <= now ? undefined : s;
-  }
-  return undefined;
 }
 
 export function createBlockedCacheStore(inner: Store, opts: BlockedCacheOptions = {}): BlockedCacheStore {

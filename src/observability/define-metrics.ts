@@ -33,3 +33,17 @@ export function metricMaker<N extends string>(
     },
   };
 }
+
+/**
+ * A one-label counter's `inc` by label value, each child made once: prom-client's `labels()` hashes its
+ * arguments on every call, a cost a flood of 429s would pay per request. For label values from a fixed
+ * few (status codes, reasons): the children are kept for the process's life.
+ */
+export function incByLabel<V extends string | number>(counter: client.Counter): (value: V) => void {
+  const children = new Map<V, client.Counter.Internal>();
+  return (value) => {
+    let c = children.get(value);
+    if (c === undefined) children.set(value, (c = counter.labels(String(value))));
+    c.inc();
+  };
+}

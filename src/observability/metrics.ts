@@ -1,7 +1,7 @@
 /** @module Every Prometheus metric of the gateway, defined in one place. Labels never carry an IP, a token or an account. */
 import client from 'prom-client';
 import { UPSTREAM_ERROR_REASONS } from '../http/errors.js';
-import { metricMaker } from './define-metrics.js';
+import { incByLabel, metricMaker } from './define-metrics.js';
 import type { HistogramSeries } from './histogram.js';
 import { STORE_ERROR_REASONS } from '../limiter/errors.js';
 import type { LocalRejectionSource, StoreObserver } from '../limiter/types.js';
@@ -148,9 +148,12 @@ export class Metrics {
 
   /** A gateway-made answer outside the pipeline (a client error on the socket, a refused upgrade), by status. */
   readonly countGatewayAnswer = (status: number): void => {
-    this.gatewayResponses.labels(String(status)).inc();
+    this.gatewayAnswered(status);
     this.countResponse(status);
   };
+
+  /** rategate_gateway_responses_total{code} + 1 (statuses are the gateway's own few). */
+  readonly gatewayAnswered = incByLabel<number>(this.gatewayResponses);
 
   /** One answer to a client (status 0: none was written, the client left first). */
   countResponse(status: number): void {

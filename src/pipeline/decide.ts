@@ -7,13 +7,13 @@
 // The module's binding, not the global: globalThis.performance is a getter, called on every use.
 import { performance } from 'node:perf_hooks';
 import type { CompiledRule } from '../config/types.js';
-import { StoreUnavailableError, type BucketSpec, type ConsumeOutcome } from '../limiter/types.js';
+import { StoreUnavailableError, type ConsumeOutcome } from '../limiter/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ERROR_BODIES } from '../http/errors.js';
 import { NEED, needs } from '../keys/index.js';
 import { admitted, NO_HEADERS, NO_RULES, refusal, type Decision } from './decision.js';
 import { rateLimited, rateLimitHeaders } from './rate-limited.js';
-import { bucketsFor, isExemptAccount } from './policy.js';
+import { bucketsFor, isExemptAccount, rememberRefused, type Buckets } from './policy.js';
 import type { RequestView } from './request-view.js';
 import { spendIntrospection } from './spend-introspection.js';
 import type { DecideContext } from './context.js';
@@ -97,44 +97,32 @@ function withAccount(ctx: DecideContext, v: RequestView): Decision | Promise<Dec
 
 /** Charges every bucket of the request all-or-nothing; the answer's headers or the 429. */
 function charge(ctx: DecideContext, v: RequestView): Decision | Promise<Decision> {
-  const { specs, rules } = bucketsFor(v.policy, v.rules.limits, v, true, v.trace);
-  if (specs.length === 0) return NO_BUCKET;
-  return consume(ctx, v, specs, rules);
+  const b = bucketsFor(v.policy, v.rules.limits, v, true, v.trace);
+  if (b.specs.length === 0) return NO_BUCKET;
+  return consume(ctx, v, b);
 }
 
 /** The store's synchronous answer when it has one (memory, a held lease, a blocked bucket): no promise hop. */
-function consume(
-  ctx: DecideContext,
-  v: RequestView,
-  specs: readonly BucketSpec[],
-  rules: CompiledRule[],
-): Decision | Promise<Decision> {
+function consume(ctx: DecideContext, v: RequestView, b: Buckets): Decision | Promise<Decision> {
   const storeStarted = performance.now();
-  const local = ctx.store.consumeLocal?.(specs);
-  if (local !== undefined) return decided(ctx, v, specs, rules, local, storeStarted);
-  return consumeAsync(ctx, v, specs, rules, storeStarted);
+  const local = ctx.store.consumeLocal?.(b.specs);
+  if (local !== undefined) return decided(ctx, v, b, local, storeStarted);
+  return consumeAsync(ctx, v, b, storeStarted);
 }
 
 /**
  * The store's promise and one reaction on it, not an async function: an await costs a frame suspended
  * and resumed besides the reaction. A store that throws rather than rejects is answered the same way.
  */
-function consumeAsync(
-  ctx: DecideContext,
-  v: RequestView,
-  specs: readonly BucketSpec[],
-  rules: CompiledRule[],
-  storeStarted: number,
-): Promise<Decision> {
+function consumeAsync(ctx: DecideContext, v: RequestView, b: Buckets, storeStarted: number): Promise<Decision> {
+  const { specs, rules } = b;
   const unavailable = (err: unknown): Decision => {
     if (v.span !== null) v.span.stored('consume', storeStarted, performance.now(), specs.length, null, err);
     if (!(err instanceof StoreUnavailableError)) throw err;
     return { ...refusal(503, ERROR_BODIES.STORE_UNAVAILABLE, 'store_unavailable'), rules, matched: true };
   };
   try {
-    return ctx.store
-      .consume(specs)
-      .then((outcome) => decided(ctx, v, specs, rules, outcome, storeStarted), unavailable);
+    return ctx.store.consume(specs).then((outcome) => decided(ctx, v, b, outcome, storeStarted), unavailable);
   } catch (err) {
     return new Promise((resolve) => resolve(unavailable(err)));
   }
@@ -144,17 +132,18 @@ function consumeAsync(
 function decided(
   ctx: DecideContext,
   v: RequestView,
-  specs: readonly BucketSpec[],
-  rules: CompiledRule[],
+  b: Buckets,
   outcome: ConsumeOutcome,
   storeStarted: number,
 ): Decision {
+  const { specs, rules } = b;
   const storeEnded = performance.now();
   ctx.metrics.storeDuration.observe((storeEnded - storeStarted) / 1000);
   if (v.span !== null) v.span.stored('consume', storeStarted, storeEnded, specs.length, outcome);
   countDecision(ctx.metrics, rules, outcome);
   if (outcome.allowed) return admitted(rateLimitHeaders(v.policy, rules, outcome), rules, true, 'allowed', outcome);
   noteLimited(ctx, rules, specs, outcome);
+  rememberRefused(v.policy, b);
   return rateLimited(v.policy, rejecting(rules, outcome), { rules, outcome });
 }
 
@@ -165,14 +154,15 @@ function decided(
  * this way costs no promise and no store call.
  */
 function refuseEarly(ctx: DecideContext, v: RequestView): Verdict | Promise<Verdict> {
-  const { specs, rules } = bucketsFor(v.policy, v.rules.limits, v, false);
+  const b = bucketsFor(v.policy, v.rules.limits, v, false);
+  const { specs } = b;
   if (specs.length === 0) return GO_ON;
   const store = ctx.store;
   const started = v.span !== null ? performance.now() : 0;
   const local = store.readLocal?.(specs);
   if (local !== undefined) {
     if (v.span !== null) v.span.stored('peek', started, performance.now(), specs.length, null);
-    return refusedByRead(ctx, v, specs, rules, local);
+    return refusedByRead(ctx, v, b, local);
   }
   // Read through the store's layers (a read the store could not answer is the fallback's, not told apart here).
   let read: Promise<ConsumeOutcome>;
@@ -192,7 +182,7 @@ function refuseEarly(ctx: DecideContext, v: RequestView): Verdict | Promise<Verd
   return read.then(
     (outcome) => {
       if (v.span !== null) v.span.stored('peek', started, performance.now(), specs.length, null);
-      return refusedByRead(ctx, v, specs, rules, outcome);
+      return refusedByRead(ctx, v, b, outcome);
     },
     (err: unknown) => {
       if (v.span !== null) v.span.stored('peek', started, performance.now(), specs.length, null, err);
@@ -202,17 +192,13 @@ function refuseEarly(ctx: DecideContext, v: RequestView): Verdict | Promise<Verd
 }
 
 /** The early 429 when a bucket read has no room, else go on. */
-function refusedByRead(
-  ctx: DecideContext,
-  v: RequestView,
-  specs: readonly BucketSpec[],
-  rules: CompiledRule[],
-  outcome: ConsumeOutcome,
-): Verdict {
+function refusedByRead(ctx: DecideContext, v: RequestView, b: Buckets, outcome: ConsumeOutcome): Verdict {
+  const { specs, rules } = b;
   const by = rejecting(rules, outcome);
   if (by === undefined) return GO_ON;
   countDecision(ctx.metrics, rules, outcome);
   noteLimited(ctx, rules, specs, outcome);
+  rememberRefused(v.policy, b);
   return rateLimited(v.policy, by, { rules, outcome });
 }
 

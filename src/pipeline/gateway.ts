@@ -232,14 +232,13 @@ export class Gateway {
     if (s.decision.kind === 'allowed' && r !== undefined && r.error === undefined)
       this.opts.guard?.surges?.answered(s.decision.rules, r.status, s.view.client.address);
     const { metrics } = this.opts;
-    if (r === undefined) metrics.gatewayResponses.labels(String(end.status)).inc();
+    if (r === undefined) metrics.gatewayAnswered(end.status);
     else if (r.error === undefined) metrics.observeUpstream(r.status, r.seconds);
     else if (error === 'DRAIN_TIMEOUT') metrics.drainCuts.inc();
-    else if (r.error !== 'CLIENT_ABORTED' && isGatewayAnswer(r.error))
-      metrics.gatewayResponses.labels(String(r.status)).inc();
+    else if (r.error !== 'CLIENT_ABORTED' && isGatewayAnswer(r.error)) metrics.gatewayAnswered(r.status);
     else if (r.error !== 'CLIENT_ABORTED') {
       metrics.upstreamErrors.labels(upstreamErrorReason(r.error)).inc();
-      metrics.gatewayResponses.labels(String(r.status)).inc();
+      metrics.gatewayAnswered(r.status);
     }
     if (record !== undefined) this.opts.onRequest!(record);
     if (s.view.span !== null) s.view.span.end(tracedEnding(s, end.status, error), performance.now());
@@ -247,7 +246,7 @@ export class Gateway {
 
   private logFailure(req: http.IncomingMessage, id: string, err: unknown, started: number): void {
     const elapsedMs = performance.now() - started;
-    this.opts.metrics.gatewayResponses.labels(String(GATEWAY_ERRORS.INTERNAL.status)).inc();
+    this.opts.metrics.gatewayAnswered(GATEWAY_ERRORS.INTERNAL.status);
     this.opts.metrics.observeResponse(GATEWAY_ERRORS.INTERNAL.status, 'rejected', elapsedMs / 1000);
     this.opts.onRequest?.({
       id,

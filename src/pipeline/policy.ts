@@ -5,6 +5,7 @@
 import type { CompiledRule, Snapshot, OnError } from '../config/types.js';
 import { compileWantedParams, METHOD_PARAM, TOKEN_PARAMS, type WantedParams, whenQueryNames } from '../rails/index.js';
 import { keyParams, NEED, needs, type TypedContext } from '../keys/index.js';
+import { RecentBuckets, type RecentBucket } from './recent-buckets.js';
 import {
   compileCidrs,
   createClientIpResolver,
@@ -73,14 +74,9 @@ export interface RequestPolicy {
   /** Largest request body for (method, path), in bytes; Infinity for no limit. */
   maxBodySize(method: string, path: string): number;
   /** Per rule index: the bucket last built for it (bucketsFor), reused while the same client comes again. */
-  readonly lastBuckets: (LastBucket | undefined)[];
-}
-
-/** A rule's last bucket: its tag and the rule (or override) it counts under, and the spec built for them. */
-interface LastBucket {
-  readonly tag: string;
-  readonly rule: CompiledRule;
-  readonly spec: BucketSpec;
+  readonly lastBuckets: (RecentBucket | undefined)[];
+  /** Per rule index: the buckets of the clients seen last, by tag (recent-buckets.ts: one bound for the table). */
+  readonly recentBuckets: RecentBuckets;
 }
 
 /**
@@ -137,6 +133,7 @@ export function buildRequestPolicy(
     paramPeekBytes: cfg.server.paramPeekBytes,
     maxBodySize: bodyLimitLookup(cfg.server.bodyLimits, cfg.server.maxBodySize),
     lastBuckets: snapshot.rules.map(() => undefined),
+    recentBuckets: new RecentBuckets(snapshot.rules.length),
   };
 }
 
@@ -146,6 +143,13 @@ const NO_SURGE = (): boolean => false;
 /** True when an account key (`a:123`, `h:abc`, `t:<digest>`) names an exempt account. */
 export function isExemptAccount(policy: RequestPolicy, accountKey: string): boolean {
   return policy.exemptAccounts !== null && policy.exemptAccounts.has(accountKey);
+}
+
+/** A request's buckets, the rule of each and the tag it was keyed by (same order). */
+export interface Buckets {
+  specs: BucketSpec[];
+  rules: CompiledRule[];
+  tags: string[];
 }
 
 /**
@@ -161,9 +165,10 @@ export function bucketsFor(
   who: RuleInputs,
   accountKnown = true,
   trace: Trace | null = null,
-): { specs: BucketSpec[]; rules: CompiledRule[] } {
+): Buckets {
   const specs: BucketSpec[] = [];
   const used: CompiledRule[] = [];
+  const tags: string[] = [];
   // Indexed loops on the request path: `for…of` over a frozen array runs the iterator protocol in full.
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i]!;
@@ -186,23 +191,47 @@ export function bucketsFor(
     const spec = specOf(policy, rule.index, effective, tag, j);
     specs.push(spec);
     used.push(effective);
+    tags.push(tag);
     if (trace !== null) trace.counted(rule, effective, tag, spec.key);
   }
-  return { specs, rules: used };
+  return { specs, rules: used, tags };
 }
 
 /**
- * The bucket of rule `index` (or its override `j`) for `tag`: the last one built when the tag and rule
- * are the same, so a client seen again costs no key string (the stores hash a fresh key on every look-up).
- * Specs are never changed once built, so sharing one across requests is safe.
+ * The bucket of rule `index` (or its override `j`) for `tag`: the one built for this client last (the
+ * last request's, or a refused client's: rememberRefused), so a client seen again costs no key string
+ * and the stores find its key's hash computed. Specs are never changed once built, so sharing one
+ * across requests is safe.
  */
 function specOf(policy: RequestPolicy, index: number, effective: CompiledRule, tag: string, j: number): BucketSpec {
   const last = policy.lastBuckets[index];
   if (last !== undefined && last.tag === tag && last.rule === effective) return last.spec;
-  const prefix = j >= 0 ? policy.overridePrefix[index]![j]! : policy.keyPrefix[index]!;
-  const spec = bucketSpec(policy, effective, bucketKey(prefix, tag));
-  policy.lastBuckets[index] = { tag, rule: effective, spec };
-  return spec;
+  let seen = policy.recentBuckets.get(index, tag);
+  if (seen === undefined || seen.rule !== effective) {
+    const prefix = j >= 0 ? policy.overridePrefix[index]![j]! : policy.keyPrefix[index]!;
+    seen = { tag, rule: effective, spec: bucketSpec(policy, effective, bucketKey(prefix, tag)) };
+  }
+  policy.lastBuckets[index] = seen;
+  return seen.spec;
+}
+
+/**
+ * A refused request's buckets, kept for its client's next requests (recent-buckets.ts): a flood from
+ * many clients taking turns finds each one's keys built and hashed. Only refusals are kept, so a
+ * stream of new clients that are admitted costs a look-up each, not an entry.
+ */
+export function rememberRefused(
+  policy: RequestPolicy,
+  b: {
+    readonly specs: readonly BucketSpec[];
+    readonly rules: readonly CompiledRule[];
+    readonly tags: readonly string[];
+  },
+): void {
+  for (let i = 0; i < b.specs.length; i++) {
+    const rule = b.rules[i]!;
+    policy.recentBuckets.keep(rule.index, b.tags[i]!, rule, b.specs[i]!);
+  }
 }
 
 /** The first override naming this client (by its address, its account, or its key's tag), or -1. */

@@ -132,6 +132,31 @@ describe('the blocked-bucket cache', () => {
     expect(local.buckets[2]).toMatchObject({ remaining: 7, limited: false });
   });
 
+  it('reports every blocked bucket of a locally rejected request as limited, wherever the first block sits', async () => {
+    const { clock, inner, store } = setup();
+    const room = spec({ limit: 10 });
+    const early = spec({ limit: 1, periodMs: 60_000 });
+    const late = spec({ limit: 1, periodMs: 120_000 });
+    await store.consume([early]);
+    await store.consume([late]);
+    await store.consume([early]);
+    await store.consume([late]);
+    clock.advance(1_000);
+    const calls = inner.consumes;
+    for (const order of [
+      [room, early, late],
+      [early, room, late],
+      [late, early, room],
+    ]) {
+      const out = await store.consume(order);
+      expect(out.allowed).toBe(false);
+      expect(out.buckets.map((b) => b.limited)).toEqual(order.map((b) => b !== room));
+      expect(out.buckets[order.indexOf(early)]).toMatchObject({ remaining: 0, retryAt: T0 + 60_000 });
+      expect(out.buckets[order.indexOf(late)]).toMatchObject({ remaining: 0, retryAt: T0 + 120_000 });
+    }
+    expect(inner.consumes).toBe(calls);
+  });
+
   it('lets a request of another cost, or under a changed rule, through to the store', async () => {
     const { inner, store } = setup();
     const b = spec({ limit: 5, cost: 2 });

@@ -1,8 +1,9 @@
 /** @module bucketsFor (pipeline/policy.ts): which buckets a request is charged in, and under which rule. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { bucketsFor, buildRequestPolicy } from '../../src/pipeline/policy.js';
+import { bucketsFor, buildRequestPolicy, rememberRefused } from '../../src/pipeline/policy.js';
 import { RequestView } from '../../src/pipeline/request-view.js';
+import { RECENT_BUCKETS } from '../../src/pipeline/recent-buckets.js';
 
 const policy = buildRequestPolicy(
   parseConfig(
@@ -72,5 +73,24 @@ describe('bucketsFor', () => {
     const plain = bucketsFor(policy, rules, who({ ip: '192.0.2.7', account: 'a:42' }));
     expect([named.specs[0]!.limit, plain.specs[0]!.limit]).toEqual([100, 100]);
     expect(bucketsFor(policy, rules, who({})).specs[0]).toMatchObject({ key: first.specs[0]!.key, limit: 10 });
+  });
+
+  it('gives refused clients taking turns their buckets again, reused, up to RECENT_BUCKETS for the table', () => {
+    const ip = (i: number): string => `198.51.${100 + (i >> 8)}.${i & 255}`;
+    const first = [0, 1, 2].map((i) => bucketsFor(policy, rules, who({ ip: ip(i) })));
+    // Not refused: built again (equal, not the same), since only refusals are remembered.
+    bucketsFor(policy, rules, who({ ip: ip(9) }));
+    expect(bucketsFor(policy, rules, who({ ip: ip(0) })).specs[0]).not.toBe(first[0]!.specs[0]);
+    const refused = [0, 1, 2].map((i) => bucketsFor(policy, rules, who({ ip: ip(i) })));
+    refused.forEach((b) => rememberRefused(policy, b));
+    const turn = [0, 1, 2].map((i) => bucketsFor(policy, rules, who({ ip: ip(i) })));
+    turn.forEach((b, i) => b.specs.forEach((s, j) => expect(s).toBe(refused[i]!.specs[j])));
+    expect(turn.map((b) => b.specs[0]!.key)).toEqual([0, 1, 2].map((i) => `by-ip:{ip:${ip(i)}}`));
+    // Past the bound every rule's memo is emptied (built afresh, equal but not the same): memory stays bounded.
+    for (let i = 3; i < RECENT_BUCKETS + 3; i++) rememberRefused(policy, bucketsFor(policy, rules, who({ ip: ip(i) })));
+    bucketsFor(policy, rules, who({ ip: ip(9) }));
+    const later = bucketsFor(policy, rules, who({ ip: ip(0) })).specs[0]!;
+    expect(later).not.toBe(refused[0]!.specs[0]);
+    expect(later).toEqual(refused[0]!.specs[0]);
   });
 });
