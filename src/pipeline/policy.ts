@@ -145,11 +145,10 @@ export function isExemptAccount(policy: RequestPolicy, accountKey: string): bool
   return policy.exemptAccounts !== null && policy.exemptAccounts.has(accountKey);
 }
 
-/** A request's buckets, the rule of each and the tag it was keyed by (same order). */
+/** A request's buckets and the rule of each (same order). */
 export interface Buckets {
   specs: BucketSpec[];
   rules: CompiledRule[];
-  tags: string[];
 }
 
 /**
@@ -168,7 +167,6 @@ export function bucketsFor(
 ): Buckets {
   const specs: BucketSpec[] = [];
   const used: CompiledRule[] = [];
-  const tags: string[] = [];
   // Indexed loops on the request path: `for…of` over a frozen array runs the iterator protocol in full.
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i]!;
@@ -191,10 +189,9 @@ export function bucketsFor(
     const spec = specOf(policy, rule.index, effective, tag, j);
     specs.push(spec);
     used.push(effective);
-    tags.push(tag);
     if (trace !== null) trace.counted(rule, effective, tag, spec.key);
   }
-  return { specs, rules: used, tags };
+  return { specs, rules: used };
 }
 
 /**
@@ -209,7 +206,7 @@ function specOf(policy: RequestPolicy, index: number, effective: CompiledRule, t
   let seen = policy.recentBuckets.get(index, tag);
   if (seen === undefined || seen.rule !== effective) {
     const prefix = j >= 0 ? policy.overridePrefix[index]![j]! : policy.keyPrefix[index]!;
-    seen = { tag, rule: effective, spec: bucketSpec(policy, effective, bucketKey(prefix, tag)) };
+    seen = { tag, rule: effective, spec: bucketSpec(policy, effective, bucketKey(prefix, tag)), kept: false };
   }
   policy.lastBuckets[index] = seen;
   return seen.spec;
@@ -220,17 +217,12 @@ function specOf(policy: RequestPolicy, index: number, effective: CompiledRule, t
  * many clients taking turns finds each one's keys built and hashed. Only refusals are kept, so a
  * stream of new clients that are admitted costs a look-up each, not an entry.
  */
-export function rememberRefused(
-  policy: RequestPolicy,
-  b: {
-    readonly specs: readonly BucketSpec[];
-    readonly rules: readonly CompiledRule[];
-    readonly tags: readonly string[];
-  },
-): void {
+export function rememberRefused(policy: RequestPolicy, b: Buckets): void {
   for (let i = 0; i < b.specs.length; i++) {
-    const rule = b.rules[i]!;
-    policy.recentBuckets.keep(rule.index, b.tags[i]!, rule, b.specs[i]!);
+    const index = b.rules[i]!.index;
+    // The rule's last bucket is this request's unless another request was decided meanwhile (a store wait).
+    const last = policy.lastBuckets[index];
+    if (last !== undefined && !last.kept && last.spec === b.specs[i]) policy.recentBuckets.keep(index, last);
   }
 }
 

@@ -12,6 +12,8 @@ export interface RecentBucket {
   readonly tag: string;
   readonly rule: CompiledRule;
   readonly spec: BucketSpec;
+  /** Kept in the memo (keep): a client refused again costs no look-up to find it there. */
+  kept: boolean;
 }
 
 /** Buckets remembered for the whole table: ~300 B each (a spec, its key, the entry), ~2.5 MB at most. */
@@ -32,18 +34,18 @@ export class RecentBuckets {
     return this.byRule[index]!.get(tag);
   }
 
-  /** Keeps `spec` for (rule `index`, `tag`); nothing to do when it is the one kept already (a client refused again). */
-  keep(index: number, tag: string, rule: CompiledRule, spec: BucketSpec): void {
+  /** Keeps `b` for rule `index`, by its tag (once: a client refused again is kept already). */
+  keep(index: number, b: RecentBucket): void {
+    if (b.kept) return;
     const memo = this.byRule[index]!;
-    const had = memo.get(tag);
-    if (had !== undefined && had.spec === spec) return;
-    if (had === undefined) {
+    if (!memo.has(b.tag)) {
       if (this.size >= this.max) {
         for (const m of this.byRule) m.clear();
         this.size = 0;
       }
       this.size++;
     }
-    memo.set(tag, { tag, rule, spec });
+    b.kept = true;
+    memo.set(b.tag, b);
   }
 }

@@ -81,13 +81,24 @@ describe('bucketsFor', () => {
     // Not refused: built again (equal, not the same), since only refusals are remembered.
     bucketsFor(policy, rules, who({ ip: ip(9) }));
     expect(bucketsFor(policy, rules, who({ ip: ip(0) })).specs[0]).not.toBe(first[0]!.specs[0]);
-    const refused = [0, 1, 2].map((i) => bucketsFor(policy, rules, who({ ip: ip(i) })));
-    refused.forEach((b) => rememberRefused(policy, b));
+    // Each refused as it is decided (decide.ts), so the rule's last bucket is the request's own.
+    const refused = [0, 1, 2].map((i) => {
+      const b = bucketsFor(policy, rules, who({ ip: ip(i) }));
+      rememberRefused(policy, b);
+      return b;
+    });
     const turn = [0, 1, 2].map((i) => bucketsFor(policy, rules, who({ ip: ip(i) })));
     turn.forEach((b, i) => b.specs.forEach((s, j) => expect(s).toBe(refused[i]!.specs[j])));
     expect(turn.map((b) => b.specs[0]!.key)).toEqual([0, 1, 2].map((i) => `by-ip:{ip:${ip(i)}}`));
+    // A request decided after another began (a store wait between): nothing of the other's is kept for it.
+    const waited = bucketsFor(policy, rules, who({ ip: ip(7) }));
+    bucketsFor(policy, rules, who({ ip: ip(8) }));
+    rememberRefused(policy, waited);
+    bucketsFor(policy, rules, who({ ip: ip(9) }));
+    expect(bucketsFor(policy, rules, who({ ip: ip(7) })).specs[0]).not.toBe(waited.specs[0]);
     // Past the bound every rule's memo is emptied (built afresh, equal but not the same): memory stays bounded.
-    for (let i = 3; i < RECENT_BUCKETS + 3; i++) rememberRefused(policy, bucketsFor(policy, rules, who({ ip: ip(i) })));
+    for (let i = 10; i < RECENT_BUCKETS + 10; i++)
+      rememberRefused(policy, bucketsFor(policy, rules, who({ ip: ip(i) })));
     bucketsFor(policy, rules, who({ ip: ip(9) }));
     const later = bucketsFor(policy, rules, who({ ip: ip(0) })).specs[0]!;
     expect(later).not.toBe(refused[0]!.specs[0]);
