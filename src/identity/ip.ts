@@ -11,12 +11,6 @@ export interface ClientIp {
   /** The bucket key: the IPv4 address, or the IPv6 network of `ipv6Prefix` bits, e.g. `2001:db8::/64`. */
   readonly key: string;
   /**
-   * The key's bucket tag, `ip:<key>` (keys/kinds.ts spells the ip kind's tag), made once with the key: a
-   * client seen again is tagged without a new string, so the buckets kept for it are found by a hash
-   * already computed. Undefined for a client made elsewhere (explain's --ip): the key reader builds it.
-   */
-  readonly tag?: string | undefined;
-  /**
    * Whether `exempt.ips` holds it, found when the address was parsed (the resolver's `exemptIps`);
    * undefined for a client made elsewhere (explain's --ip), which the reader then looks up itself.
    */
@@ -66,14 +60,11 @@ export interface ClientIpResolver {
   ): ClientIp;
 }
 
-/** The ip kind's tag before its key (`ip:203.0.113.7`): keys/kinds.ts names the kind `ip`. */
-export const IP_TAG = 'ip:';
-
 /**
  * A peer we cannot parse (e.g. the socket closed and Node reports no address). All of them share one
  * bucket rather than escaping limits; it is never trusted, so its headers are never believed.
  */
-export const UNKNOWN_CLIENT: ClientIp = Object.freeze({ address: '', key: 'unknown', tag: `${IP_TAG}unknown` });
+export const UNKNOWN_CLIENT: ClientIp = Object.freeze({ address: '', key: 'unknown' });
 const UNKNOWN_PEER: Peer = Object.freeze({ trusted: false, client: UNKNOWN_CLIENT });
 
 /** An X-Forwarded-For entry longer than this is garbage: `[v6 with zone]:port` fits well inside. */
@@ -167,13 +158,11 @@ function parsedPeer(addr: string, ip: ParsedIp, opts: ClientIpOptions): Peer {
   // A dotted quad parseIp accepted is canonical already (no leading zeros): its own text.
   const address = ip.kind() === 'ipv4' && addr.indexOf(':') === -1 ? addr : addressOf(ip);
   const exemptIps = opts.exemptIps ?? null;
-  const key = keyOf(ip, address, opts.ipv6Prefix);
   return Object.freeze({
     trusted: opts.trustedProxies.containsIp(ip),
     client: Object.freeze({
       address,
-      key,
-      tag: IP_TAG + key,
+      key: keyOf(ip, address, opts.ipv6Prefix),
       exempt: exemptIps === null ? undefined : exemptIps.containsIp(ip),
     }),
   });

@@ -6,8 +6,6 @@ export type KindName = 'ip' | 'account' | 'global' | 'token' | 'header' | 'param
 export interface KeyFacts {
   /** The client's bucket key: its IPv4 address, or its IPv6 network (`clients.ipv6Prefix`). */
   readonly ipKey: string;
-  /** `ip:<ipKey>` when made already (identity/ip.ts ClientIp.tag); else the key reader builds it. */
-  readonly ipTag?: string | undefined;
   /** The account key (`a:42`, `h:…`, `t:<digest>`), or null: the request has none (or it is not known yet). */
   readonly accountKey: string | null;
   /** The token Doorkeeper reads, wherever it was sent; null without one. Kinds key on its digest or its claims, never on it. */

@@ -71,8 +71,6 @@ class SingleKey implements RuleKey {
   readonly missingIp = false;
   /** `ip:`: the tag without its value, built once. */
   private readonly prefix: string;
-  /** The client's IP: its tag comes made with it (KeyFacts.ipTag), no string built per request. */
-  private readonly ipPart: boolean;
   /**
    * The last value read and its tag: a client seen again (its value the same string, from the identity
    * caches) gets the same tag string, so the bucket built from it can be reused too (policy.ts bucketsFor).
@@ -86,7 +84,6 @@ class SingleKey implements RuleKey {
     this.needs = part.spec.needs;
     this.overrideKeys = part.spec.overrideKeys;
     this.prefix = `${part.spec.tag}:`;
-    this.ipPart = part.kind === 'ip';
   }
 
   tag(facts: KeyFacts): string | null {
@@ -95,8 +92,7 @@ class SingleKey implements RuleKey {
     const last = this.last;
     if (value === last.value) return last.tag;
     last.value = value;
-    if (value === '') return (last.tag = this.part.spec.tag);
-    return (last.tag = (this.ipPart ? facts.ipTag : undefined) ?? this.prefix + value);
+    return (last.tag = value === '' ? this.part.spec.tag : this.prefix + value);
   }
 }
 

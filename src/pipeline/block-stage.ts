@@ -29,7 +29,7 @@ export const blockStage: Stage = {
       guard.metrics?.blockedRequests.labels('runtime').inc();
       return BLOCKED_RUNTIME;
     }
-    const ban = guard.bans.ipBan(v.client.tag ?? ipBanKey(v.client.key));
+    const ban = guard.bans.ipBan(ipBanKey(v.client.key));
     if (ban !== null && !v.exempt(ctx.runtimeExempt)) {
       guard.metrics?.bannedRequests.labels(ban).inc();
       return BANNED;

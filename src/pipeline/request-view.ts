@@ -140,10 +140,6 @@ export class RequestView implements KeyFacts, ParsedForwarded {
     return this.client.key;
   }
 
-  get ipTag(): string | undefined {
-    return this.client.tag;
-  }
-
   get accountKey(): string | null {
     return this.account ?? null;
   }

@@ -1,14 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileCidrs } from '../../src/identity/cidr.js';
-import {
-  bareForwardedAddress,
-  createClientIpResolver,
-  ipBucketKey,
-  networkOf,
-  UNKNOWN_CLIENT,
-} from '../../src/identity/ip.js';
-import { KINDS, tagOf } from '../../src/keys/index.js';
+import { bareForwardedAddress, createClientIpResolver, ipBucketKey, networkOf } from '../../src/identity/ip.js';
 
 const trustedProxies = compileCidrs(['loopback', 'private']);
 const resolve = createClientIpResolver({ trustedProxies, ipv6Prefix: 64 });
@@ -16,11 +9,7 @@ const key = (peer: string, xff?: string | string[]): string => resolve(peer, xff
 
 describe('client IP without a trusted proxy', () => {
   it('is the TCP peer when there is no X-Forwarded-For', () => {
-    expect(resolve('203.0.113.7', undefined)).toEqual({
-      address: '203.0.113.7',
-      key: '203.0.113.7',
-      tag: 'ip:203.0.113.7',
-    });
+    expect(resolve('203.0.113.7', undefined)).toEqual({ address: '203.0.113.7', key: '203.0.113.7' });
   });
 
   it('a client cannot choose its IP by sending X-Forwarded-For directly', () => {
@@ -35,7 +24,7 @@ describe('client IP without a trusted proxy', () => {
   });
 
   it('folds an IPv4-mapped peer to its IPv4 address', () => {
-    expect(resolve('::ffff:1.2.3.4', undefined)).toEqual({ address: '1.2.3.4', key: '1.2.3.4', tag: 'ip:1.2.3.4' });
+    expect(resolve('::ffff:1.2.3.4', undefined)).toEqual({ address: '1.2.3.4', key: '1.2.3.4' });
   });
 
   it('a client on a dual-stack socket cannot get a second bucket by connecting over mapped IPv6', () => {
@@ -113,13 +102,8 @@ describe('the X-Forwarded-For walk from a trusted peer', () => {
     expect(resolve('127.0.0.1', '2001:db8:1:2:3:4:5:6')).toEqual({
       address: '2001:db8:1:2:3:4:5:6',
       key: '2001:db8:1:2::/64',
-      tag: 'ip:2001:db8:1:2::/64',
     });
-    expect(resolve('127.0.0.1', '::ffff:198.51.100.3')).toEqual({
-      address: '198.51.100.3',
-      key: '198.51.100.3',
-      tag: 'ip:198.51.100.3',
-    });
+    expect(resolve('127.0.0.1', '::ffff:198.51.100.3')).toEqual({ address: '198.51.100.3', key: '198.51.100.3' });
   });
 });
 
@@ -197,16 +181,6 @@ describe('properties', () => {
     fc.array(fc.oneof(ipv4, ipv6, fc.string()), { maxLength: 8 }).map((a) => a.join(', ')),
     fc.array(fc.string(), { maxLength: 4 }),
   );
-
-  it('tags every client as the ip kind tags its key, the unknown one included', () => {
-    fc.assert(
-      fc.property(fc.oneof(fc.ipV4(), fc.ipV6(), fc.constant('not an address')), (peer) => {
-        const c = resolve(peer, undefined);
-        expect(c.tag).toBe(tagOf(KINDS.ip, c.key));
-      }),
-    );
-    expect(UNKNOWN_CLIENT.tag).toBe(tagOf(KINDS.ip, UNKNOWN_CLIENT.key));
-  });
 
   it('for any X-Forwarded-For from an untrusted peer, the key is the peer’s own key', () => {
     fc.assert(
