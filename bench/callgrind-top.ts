@@ -8,6 +8,7 @@
  *   npx tsx bench/callgrind-top.ts bench/.build/callgrind/rategate-redis/run1 [--dump 2] [--requests 3000] [--top 40] [--inclusive] [--calls REGEX]
  *   npx tsx bench/callgrind-top.ts DIR --vs OTHER_DIR     (what differs per request, largest first: a regression's functions)
  *   npx tsx bench/callgrind-top.ts --figures RUN_DIR…     (each run's figures worked out again from its kept dumps)
+ *   npx tsx bench/callgrind-top.ts DIR --callers REGEX    (who calls the functions REGEX names, and what those calls cost: which code pays for a megamorphic load)
  *
  * `--dump 1` is the idle window (timers only: figures per second), `--dump 2` (default) the measured window
  * (figures per request); the main thread's file. The run's `run.json` gives the requests and seconds.
@@ -96,6 +97,39 @@ function load(
   return { file, per: idle && requestsGiven === undefined ? 'second' : 'request', total: d.total / n, costs, calls };
 }
 
+/** The callers of the functions `pattern` names, by the inclusive cost of their calls per request. */
+function printCallers(
+  target: string,
+  dump: string,
+  requestsGiven: string | undefined,
+  pattern: string,
+  top: number,
+): void {
+  const file = mainThreadFile(target, Number(dump));
+  const dir = statSync(target).isFile() ? path.dirname(target) : target;
+  const map = readPerfMap(path.join(dir, 'perf.map'));
+  const run = existsSync(path.join(dir, 'run.json'))
+    ? (JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as { requests: number })
+    : null;
+  const n = Number(requestsGiven ?? run?.requests ?? 1);
+  const wanted = new RegExp(pattern);
+  const by = new Map<string, { calls: number; cost: number }>();
+  for (const e of readDump(file).edges) {
+    const callee = jsName(map, e.callee);
+    if (!wanted.test(callee)) continue;
+    const k = `${comparable(jsName(map, e.caller)).slice(0, 110)} → ${callee.slice(0, 40)}`;
+    const c = by.get(k) ?? { calls: 0, cost: 0 };
+    c.calls += e.calls / n;
+    c.cost += e.cost / n;
+    by.set(k, c);
+  }
+  console.log(
+    `${file}: callers of /${pattern}/, per request\n\n| calls | inclusive cost | caller → callee |\n|--:|--:|---|`,
+  );
+  for (const [k, c] of [...by].sort((x, y) => y[1].cost - x[1].cost).slice(0, top))
+    console.log(`| ${c.calls.toFixed(2)} | ${c.cost.toFixed(0)} | ${k} |`);
+}
+
 function main(): void {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
@@ -107,8 +141,11 @@ function main(): void {
       calls: { type: 'string', default: PROMISE_CALLS },
       vs: { type: 'string' },
       figures: { type: 'boolean', default: false },
+      callers: { type: 'string' },
     },
   });
+  if (values.callers !== undefined)
+    return printCallers(positionals[0]!, values.dump, values.requests, values.callers, Number(values.top));
   if (values.figures) {
     const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
     console.log(

@@ -188,3 +188,45 @@ export function cpuMsOfTree(pid: number, which: 'all' | 'user' = 'all'): number 
   visit(pid);
   return (ticks * 1000) / CLOCK_TICKS_PER_SEC;
 }
+
+/** CPU ms so far of each thread of `pid`, summed by thread name (`main`, then the helpers by name: V8's workers, libuv's pool): where a process's CPU goes. */
+export function cpuMsByThread(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // Node's helper threads are mostly named like the process: the main thread is told by its id.
+      const name = tid === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ms = ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS_PER_SEC;
+      out.set(name, (out.get(name) ?? 0) + ms);
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+/** `pid` and its descendants, from /proc (empty where /proc is not available). */
+export function pidsOfTree(pid: number): number[] {
+  const out: number[] = [];
+  const visit = (p: number): void => {
+    out.push(p);
+    let children = '';
+    try {
+      for (const tid of readdirSync(`/proc/${p}/task`))
+        children += `${readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8')} `;
+    } catch {
+      /* gone meanwhile, or no children file */
+    }
+    for (const c of children.split(' ')) if (c !== '') visit(Number(c));
+  };
+  if (existsSync(`/proc/${pid}`)) visit(pid);
+  return out;
+}

@@ -27,6 +27,10 @@ export const { values: argv } = parseArgs({
     lines: { type: 'string' },
     // bench/refusal-cpu.ts: refused requests per system and round (it reads --rounds and --cli too).
     requests: { type: 'string' },
+    // bench/refusal-cpu.ts: processes per system (the figure is the median over all their rounds).
+    procs: { type: 'string' },
+    // bench/refusal-cpu.ts: every answering process on CPU 0, everything else (load, Redis, upstream) on CPU 1.
+    pin: { type: 'boolean', default: false },
   },
   strict: true,
 });
