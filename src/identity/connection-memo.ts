@@ -1,34 +1,76 @@
 /**
- * @module The token digest of a connection's last request, kept with the connection: a client sends the
- * same token on every request of a keep-alive connection, and its SHA-256 (~260 ns) was the largest
- * single cost of the account look-up. Security: the raw token is kept only while the connection that
- * sent it is open (it arrived on it), never beyond, and a digest is reused only for the very same
- * string on the same connection, so no client's request is ever answered from another connection's
- * entry (no cross-client hit, nothing to time). Memory: one entry per open connection, ~250 B for a
- * Doorkeeper token; a token longer than MEMO_MAX is hashed each time and not kept.
+ * @module What the requests of one connection share, kept with the connection: its peer as the policy
+ * resolved it, and its last token's SHA-256 (~260 ns, the largest single cost of the account look-up)
+ * and format check. A client sends the same token on every request of a keep-alive connection, and
+ * its peer never changes. Reading `socket.remoteAddress` alone cost ~530 instructions per request (a
+ * getter, a megamorphic load on the TCP handle). Security: the raw token is kept only while the
+ * connection that sent it is open (it arrived on it), never beyond. A digest is reused only for the
+ * very same string on the same connection, so no client's request is ever answered from another
+ * connection's entry (no cross-client hit, nothing to time). Memory: one entry per open connection,
+ * ~300 B with a Doorkeeper token; a token longer than MEMO_MAX is hashed each time and not kept.
  */
-import { tokenDigest } from './account.js';
+import type { Peer } from './ip.js';
+import { isIntrospectable, tokenDigest } from './token-digest.js';
 
 /** Longer tokens (a large JWT) are not kept: the memo's memory per connection stays small. */
 export const MEMO_MAX = 512;
 
-interface Memo {
-  token: string;
-  digest: string;
+/** Who resolved the memo's peer: a reload's new resolver (new trusted proxies) resolves it again. */
+type PeerOf = (addr: string | undefined) => Peer;
+
+export class ConnectionMemo {
+  private peerOf: PeerOf | null = null;
+  private peer_: Peer | null = null;
+  private token: string | null = null;
+  /** The kept token's digest, taken when first asked (a junk token's format check needs none). */
+  private digest: string | null = null;
+  private introspectable = false;
+
+  /** The connection's peer as `peerOf` resolves the socket's address (read only the first time, or after a reload). */
+  peer(peerOf: PeerOf, socket: { readonly remoteAddress?: string | undefined }): Peer {
+    if (this.peerOf !== peerOf || this.peer_ === null) {
+      this.peer_ = peerOf(socket.remoteAddress);
+      this.peerOf = peerOf;
+    }
+    return this.peer_;
+  }
+
+  /** `tokenDigest(token)`, from the connection's last request when it carried the same token. */
+  tokenDigest(token: string): string {
+    if (!this.remember(token)) return tokenDigest(token);
+    return (this.digest ??= tokenDigest(token));
+  }
+
+  /** `isIntrospectable(token)`, from the connection's last request when it carried the same token. */
+  tokenIntrospectable(token: string): boolean {
+    return this.remember(token) ? this.introspectable : isIntrospectable(token);
+  }
+
+  /** Whether `token` is (now) the one kept; false for one too long to keep. */
+  private remember(token: string): boolean {
+    if (token === this.token) return true;
+    if (token.length > MEMO_MAX) return false;
+    this.token = token;
+    this.digest = null;
+    this.introspectable = isIntrospectable(token);
+    return true;
+  }
 }
 
-const byConnection = new WeakMap<object, Memo>();
+const byConnection = new WeakMap<object, ConnectionMemo>();
 
-/** `tokenDigest(token)`, from the connection's last request when it carried the same token. */
-export function connectionTokenDigest(connection: object | null | undefined, token: string): string {
-  if (connection == null || token.length > MEMO_MAX) return tokenDigest(token);
-  const memo = byConnection.get(connection);
-  if (memo !== undefined && memo.token === token) return memo.digest;
-  const digest = tokenDigest(token);
-  if (memo === undefined) byConnection.set(connection, { token, digest });
-  else {
-    memo.token = token;
-    memo.digest = digest;
+/**
+ * The memo of the connection `req` came on, made at its first request: its socket, or for HTTP/2 its
+ * session (an HTTP/2 request's `socket` is a proxy made per stream, which would give every request a
+ * memo of its own).
+ */
+export function connectionMemoOf(req: { readonly socket: object; readonly stream?: unknown }): ConnectionMemo {
+  const session = (req.stream as { session?: object } | undefined)?.session;
+  const connection = session ?? req.socket;
+  let memo = byConnection.get(connection);
+  if (memo === undefined) {
+    memo = new ConnectionMemo();
+    byConnection.set(connection, memo);
   }
-  return digest;
+  return memo;
 }

@@ -4,7 +4,7 @@ import { AnswerCache, type CacheEntry } from './answer-cache.js';
 import { BoundedMap } from './bounded-map.js';
 import type { AccountFacts } from './account-facts.js';
 import type { AccountKey, AccountOptions, AccountResolver, Introspect, IntrospectResult } from './account-types.js';
-import { digestOf, isIntrospectable, type TokenDigestOf } from './token-digest.js';
+import { digestOf, introspectableOf, type TokenDigestOf } from './token-digest.js';
 
 /** How long an invalid answer is believed by default (`clients.account.introspection.invalidTtl`). */
 export const DEFAULT_INVALID_TTL_MS = 60_000;
@@ -46,7 +46,7 @@ export function createIntrospectingResolver(opts: Extract<AccountOptions, { from
   }
 
   function introspects(token: string | null, from?: TokenDigestOf): boolean {
-    if (token === null || !isIntrospectable(token)) return false;
+    if (token === null || !introspectableOf(token, from)) return false;
     const digest = digestOf(token, from);
     return !inflight.has(digest) && cache.get(digest) === undefined;
   }
@@ -57,7 +57,7 @@ export function createIntrospectingResolver(opts: Extract<AccountOptions, { from
     _trusted?: boolean,
     from?: TokenDigestOf,
   ): AccountKey | undefined {
-    if (token === null || !isIntrospectable(token)) return null;
+    if (token === null || !introspectableOf(token, from)) return null;
     return cache.get(digestOf(token, from))?.key;
   }
 
@@ -67,7 +67,7 @@ export function createIntrospectingResolver(opts: Extract<AccountOptions, { from
     _trusted?: boolean,
     from?: TokenDigestOf,
   ): AccountKey | Promise<AccountKey> {
-    if (token === null || !isIntrospectable(token)) return null;
+    if (token === null || !introspectableOf(token, from)) return null;
     const digest = digestOf(token, from);
     const hit = cache.get(digest);
     if (hit !== undefined) return hit.key;

@@ -1,14 +1,21 @@
 /** @module A bearer token's digest, and which tokens are worth asking the upstream about. */
 import { hash } from 'node:crypto';
 
-/** Where the token's SHA-256 was already taken (the request's view holds it): read, not hashed again. */
+/** Where the token's SHA-256 and format check were already done (the request's view holds them): read, not done again. */
 export interface TokenDigestOf {
   tokenDigest(): string | null;
+  /** isIntrospectable of the request's token (false without one). */
+  tokenIntrospectable?(): boolean;
 }
 
 /** The digest of `token`, from the request's view when it has one. */
 export function digestOf(token: string, from: TokenDigestOf | undefined): string {
   return from?.tokenDigest() ?? tokenDigest(token);
+}
+
+/** isIntrospectable(token), from the request's view when it has one (`token` is then the view's). */
+export function introspectableOf(token: string, from: TokenDigestOf | undefined): boolean {
+  return from?.tokenIntrospectable !== undefined ? from.tokenIntrospectable() : isIntrospectable(token);
 }
 
 /**

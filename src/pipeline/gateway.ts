@@ -22,6 +22,7 @@ import {
 } from '../http/errors.js';
 import { NO_HEADERS } from './decision.js';
 import { RequestView } from './request-view.js';
+import { connectionMemoOf } from '../identity/connection-memo.js';
 import { continueNow } from '../http/expect-continue.js';
 import type { Release } from '../guard/slots.js';
 import { protocolOf, recordOf } from './access-record.js';
@@ -200,10 +201,15 @@ export class Gateway {
     this.finish(req, id, s, { status: result.status, result }, started);
   }
 
-  /** The request as the stages read it, with the policy snapshot read once (and its server span, when tracing). */
+  /**
+   * The request as the stages read it, with the policy snapshot read once (and its server span, when
+   * tracing); the peer and the token's checks are its connection's (identity/connection-memo.ts).
+   */
   private viewOf(req: http.IncomingMessage, started: number): RequestView {
     const policy = this.opts.policy();
-    const v = new RequestView(req, policy, policy.resolveIp.peer(req.socket.remoteAddress));
+    const conn = connectionMemoOf(req);
+    const peer = conn.peer(policy.resolveIp.peer, req.socket);
+    const v = new RequestView(req, policy, peer, undefined, conn);
     if (this.opts.tracing !== undefined) v.span = this.opts.tracing.start(req, started);
     return v;
   }

@@ -9,7 +9,8 @@ import type http from 'node:http';
 // The module's binding, not the global: globalThis.performance is a getter, called on every use.
 import { performance } from 'node:perf_hooks';
 import { forwardedForNodes, type ClientIp, type ParsedForwarded, type Peer } from '../identity/index.js';
-import { connectionTokenDigest } from '../identity/connection-digest.js';
+import type { ConnectionMemo } from '../identity/connection-memo.js';
+import { isIntrospectable, tokenDigest } from '../identity/token-digest.js';
 import type { KeyFacts } from '../keys/index.js';
 import type { AccountFacts } from '../identity/account-facts.js';
 import { firstHeader } from '../http/message.js';
@@ -25,8 +26,6 @@ export interface RequestHead {
   readonly url?: string | undefined;
   readonly headers: http.IncomingHttpHeaders;
   readonly rawHeaders: readonly string[];
-  /** The connection it came on (a socket's request): the token digest is memoized per connection. */
-  readonly socket?: object | null | undefined;
 }
 
 export class RequestView implements KeyFacts, ParsedForwarded {
@@ -34,6 +33,7 @@ export class RequestView implements KeyFacts, ParsedForwarded {
   private forwardedNodes: (string | null)[] | null | undefined;
   private ruleFacts: RequestFacts | undefined;
   private digest: string | null | undefined;
+  private introspectable: boolean | undefined;
   private exemptFound: boolean | undefined;
   private facts_: AccountFacts | null | undefined;
   /** The method Rails routes by (Rack's override applied once the params are read). */
@@ -65,6 +65,8 @@ export class RequestView implements KeyFacts, ParsedForwarded {
     readonly peer: Peer,
     /** The client when the caller already knows it (explain's --ip); else the walk behind the peer. */
     client?: ClientIp,
+    /** What the connection's requests share (identity/connection-memo.ts); null: none (explain, replay). */
+    private readonly conn: ConnectionMemo | null = null,
   ) {
     this.method = req.method ?? 'GET';
     this.path = req.url ?? '';
@@ -154,12 +156,23 @@ export class RequestView implements KeyFacts, ParsedForwarded {
 
   /**
    * The token's SHA-256 hex, computed once per request (the account resolver and `per: token` share it),
-   * and not again for the same token on the same connection (identity/connection-digest.ts).
+   * and not again for the same token on the same connection (identity/connection-memo.ts).
    */
   tokenDigest(): string | null {
-    if (this.digest === undefined)
-      this.digest = this.token === null ? null : connectionTokenDigest(this.req.socket, this.token);
+    if (this.digest === undefined) {
+      const t = this.token;
+      this.digest = t === null ? null : this.conn !== null ? this.conn.tokenDigest(t) : tokenDigest(t);
+    }
     return this.digest;
+  }
+
+  /** Whether the token has a Doorkeeper token's form (token-digest.ts), checked once per token and connection. */
+  tokenIntrospectable(): boolean {
+    if (this.introspectable === undefined) {
+      const t = this.token;
+      this.introspectable = t !== null && (this.conn !== null ? this.conn.tokenIntrospectable(t) : isIntrospectable(t));
+    }
+    return this.introspectable;
   }
 
   header(name: string): string | undefined {

@@ -49,7 +49,7 @@ export function forwardedHeaders(
   const host = (fromTrusted && firstHeader(req.headers['x-forwarded-host'])) || req.headers.host || '';
   return {
     for: fromTrusted
-      ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${peerAddr}`
+      ? extendedChain(xff, peerAddr)
       : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr, parsed) ?? peerAddr),
     proto,
     host,
@@ -59,6 +59,15 @@ export function forwardedHeaders(
     forwarded,
     requestId: id,
   };
+}
+
+/**
+ * A trusted proxy's X-Forwarded-For with the peer appended, made as one flat string: a concatenation
+ * (a cons string) made undici's header check flatten it through the runtime, ~1.5k instructions per
+ * forwarded request.
+ */
+function extendedChain(xff: string | string[], peerAddr: string): string {
+  return Array.isArray(xff) ? [...xff, peerAddr].join(', ') : [xff, peerAddr].join(', ');
 }
 
 /**

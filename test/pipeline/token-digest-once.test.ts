@@ -5,9 +5,10 @@
  * token on the same keep-alive connection; but never reused across connections.
  */
 import http from 'node:http';
+import http2 from 'node:http2';
 import crypto from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
-import { MEMO_MAX } from '../../src/identity/connection-digest.js';
+import { MEMO_MAX } from '../../src/identity/connection-memo.js';
 import { send } from '../support/http.js';
 import { gatewayFixture, startTestGateway } from '../support/gateway.js';
 
@@ -85,6 +86,40 @@ limits:
     } finally {
       one.destroy();
       other.destroy();
+    }
+  });
+
+  it('is hashed once per HTTP/2 session, whose streams share it, and again on another session', async () => {
+    const gw = (fx.gw = await startTestGateway(
+      `clients: { account: { from: token } }
+limits:
+  - { name: per-account, match: /api/*, per: account, limit: 50, period: 1m }
+`,
+      { upstream: fx.upstream.url },
+    ));
+    const token = 'token-on-an-h2-session';
+    const get = (session: http2.ClientHttp2Session): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const s = session.request({ ':path': '/api/v1/x', authorization: `Bearer ${token}` });
+        s.on('response', (h) => {
+          s.resume();
+          s.on('end', () => resolve(Number(h[':status'])));
+        });
+        s.on('error', reject);
+        s.end();
+      });
+    // h2c with prior knowledge on the plain port.
+    const one = http2.connect(gw.url);
+    const other = http2.connect(gw.url);
+    try {
+      hashed.length = 0;
+      expect([await get(one), await get(one), await get(one)]).toEqual([200, 200, 200]);
+      expect(hashed.filter((d) => d === token)).toHaveLength(1);
+      expect(await get(other)).toBe(200);
+      expect(hashed.filter((d) => d === token)).toHaveLength(2);
+    } finally {
+      one.close();
+      other.close();
     }
   });
 });
