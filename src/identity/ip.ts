@@ -1,6 +1,7 @@
 /** @module The client IP of a request: TCP peer or trusted X-Forwarded-For / Forwarded walk, and its bucket key. */
 import ipaddr from 'ipaddr.js';
 import { BoundedMap } from './bounded-map.js';
+import { lastIndexOfCode } from '../http/last-index.js';
 import { parseIp, type CidrSet, type ParsedIp } from './cidr.js';
 import { forwardedForNodes, type ParsedForwarded } from './forwarded.js';
 
@@ -90,7 +91,7 @@ export function bareForwardedAddress(raw: string): string | null {
     return inner.indexOf(':') === -1 ? null : inner;
   }
   const colon = s.indexOf(':');
-  if (colon !== -1 && colon === s.lastIndexOf(':')) {
+  if (colon !== -1 && colon === lastIndexOfCode(s, 0x3a /* : */)) {
     // Exactly one colon: IPv4 with a port (no IPv6 text has a single colon).
     return PORT.test(s.slice(colon + 1)) ? s.slice(0, colon) : null;
   }
@@ -223,7 +224,7 @@ export function createClientIpResolver(opts: ClientIpOptions): ClientIpResolver 
       const value = typeof forwardedFor === 'string' ? forwardedFor : forwardedFor[v]!;
       let end = value.length;
       while (end >= 0) {
-        const comma = end === 0 ? -1 : value.lastIndexOf(',', end - 1);
+        const comma = end === 0 ? -1 : lastIndexOfCode(value, 0x2c /* , */, end - 1);
         const bare = bareForwardedAddress(value.slice(comma + 1, end));
         end = comma; // -1 after the left-most element: the loop ends
         if (bare === '') continue;

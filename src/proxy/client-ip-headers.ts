@@ -6,6 +6,10 @@ import type http from 'node:http';
 import type { Peer } from '../identity/index.js';
 import { parseIp } from '../identity/cidr.js';
 import { firstHeader } from '../http/message.js';
+import { lastIndexOfCode } from '../http/last-index.js';
+
+const COLON = 0x3a;
+const CLOSE_BRACKET = 0x5d;
 import { forwardedForList, type ParsedForwarded } from '../identity/forwarded.js';
 import { bareForwardedAddress } from '../identity/ip.js';
 
@@ -76,8 +80,8 @@ function extendedChain(xff: string | string[], peerAddr: string): string {
  * keep the port the client used, even behind a Service that maps ports.
  */
 function portOf(host: string, proto: string): string {
-  const colon = host.lastIndexOf(':');
-  if (colon > host.lastIndexOf(']') && colon < host.length - 1) {
+  const colon = lastIndexOfCode(host, COLON);
+  if (colon > lastIndexOfCode(host, CLOSE_BRACKET) && colon < host.length - 1) {
     const port = host.slice(colon + 1);
     if (isDigits(port)) return port;
   }

@@ -1,5 +1,6 @@
 /** @module A segment trie over every rule's patterns, built once per snapshot: (method, path) → rules. */
 import { parsePattern } from './pattern.js';
+import { lastIndexOfCode } from '../http/last-index.js';
 
 /** Anything with patterns can be matched; `CompiledRule` is the production case. */
 export interface MatchableRule {
@@ -88,7 +89,7 @@ export function compileMatcher<R extends MatchableRule>(rules: readonly R[]): Ru
       // `password(.:format)` and a last segment `password.json`: the format is what follows the last
       // dot (Rails' :format takes no dot), the stem must be non-empty and the format too.
       if (node.formatChildren && end === path.length) {
-        const dot = path.lastIndexOf('.', end - 2);
+        const dot = lastIndexOfCode(path, 0x2e /* . */, end - 2);
         if (dot > pos) {
           const stem = node.literals.get(path.slice(pos, dot));
           if (stem !== undefined && stem.formatEnd.length > 0) collect(stem.formatEnd);
