@@ -1,7 +1,7 @@
 /** @module The client IP of a request: TCP peer or trusted X-Forwarded-For / Forwarded walk, and its bucket key. */
 import ipaddr from 'ipaddr.js';
 import { BoundedMap } from './bounded-map.js';
-import { lastIndexOfCode } from '../http/last-index.js';
+import { lastIndexOfCode } from '../routing/last-index.js';
 import { parseIp, type CidrSet, type ParsedIp } from './cidr.js';
 import { forwardedForNodes, type ParsedForwarded } from './forwarded.js';
 

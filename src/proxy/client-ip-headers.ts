@@ -6,7 +6,7 @@ import type http from 'node:http';
 import type { Peer } from '../identity/index.js';
 import { parseIp } from '../identity/cidr.js';
 import { firstHeader } from '../http/message.js';
-import { lastIndexOfCode } from '../http/last-index.js';
+import { lastIndexOfCode } from '../routing/last-index.js';
 
 const COLON = 0x3a;
 const CLOSE_BRACKET = 0x5d;

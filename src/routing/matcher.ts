@@ -1,6 +1,6 @@
 /** @module A segment trie over every rule's patterns, built once per snapshot: (method, path) → rules. */
 import { parsePattern } from './pattern.js';
-import { lastIndexOfCode } from '../http/last-index.js';
+import { lastIndexOfCode } from './last-index.js';
 
 /** Anything with patterns can be matched; `CompiledRule` is the production case. */
 export interface MatchableRule {

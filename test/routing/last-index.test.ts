@@ -1,6 +1,6 @@
 /** lastIndexOfCode answers as String#lastIndexOf for one character, over random strings and every `from`. */
 import { describe, expect, it } from 'vitest';
-import { lastIndexOfCode } from '../../src/http/last-index.js';
+import { lastIndexOfCode } from '../../src/routing/last-index.js';
 
 describe('lastIndexOfCode', () => {
   it('agrees with String#lastIndexOf for every from, including below 0 and past the end', () => {
