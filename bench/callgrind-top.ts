@@ -63,6 +63,19 @@ const comparable = (name: string): string =>
     .replace(/file:\/\/\/\S*?\/dist\//, 'dist/')
     .replace(/\/\S*\/node_modules\//, 'node_modules/');
 
+/** A run's main-thread file of dump `dump`, its perf map (JIT names) and its run.json (requests, idle seconds). */
+function openRun(
+  target: string,
+  dump: string,
+): { file: string; map: PerfMap | null; run: { requests: number; idleSeconds: number } | null } {
+  const file = mainThreadFile(target, Number(dump));
+  const dir = statSync(target).isFile() ? path.dirname(target) : target;
+  const run = existsSync(path.join(dir, 'run.json'))
+    ? (JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as { requests: number; idleSeconds: number })
+    : null;
+  return { file, map: readPerfMap(path.join(dir, 'perf.map')), run };
+}
+
 function load(
   target: string,
   dump: string,
@@ -71,12 +84,7 @@ function load(
   wanted: RegExp,
   strip: boolean,
 ): Loaded {
-  const file = mainThreadFile(target, Number(dump));
-  const dir = statSync(target).isFile() ? path.dirname(target) : target;
-  const map = readPerfMap(path.join(dir, 'perf.map'));
-  const run = existsSync(path.join(dir, 'run.json'))
-    ? (JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as { requests: number; idleSeconds: number })
-    : null;
+  const { file, map, run } = openRun(target, dump);
   const idle = dump === '1';
   const n = Number(requestsGiven ?? (idle ? run?.idleSeconds : run?.requests) ?? 1);
   const d = readDump(file);
@@ -105,12 +113,7 @@ function printCallers(
   pattern: string,
   top: number,
 ): void {
-  const file = mainThreadFile(target, Number(dump));
-  const dir = statSync(target).isFile() ? path.dirname(target) : target;
-  const map = readPerfMap(path.join(dir, 'perf.map'));
-  const run = existsSync(path.join(dir, 'run.json'))
-    ? (JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as { requests: number })
-    : null;
+  const { file, map, run } = openRun(target, dump);
   const n = Number(requestsGiven ?? run?.requests ?? 1);
   const wanted = new RegExp(pattern);
   const by = new Map<string, { calls: number; cost: number }>();

@@ -164,28 +164,19 @@ const CLOCK_TICKS_PER_SEC = 100; // USER_HZ: 100 on Linux for every architecture
  * workers; node's cluster workers), from /proc; NaN where /proc is not available. Resolution 10 ms.
  */
 export function cpuMsOfTree(pid: number, which: 'all' | 'user' = 'all'): number {
+  if (!existsSync('/proc/self/stat')) return NaN;
   let ticks = 0;
-  const visit = (p: number): void => {
+  for (const p of pidsOfTree(pid)) {
     let stat: string;
     try {
       stat = readFileSync(`/proc/${p}/stat`, 'utf8');
     } catch {
-      return; // gone meanwhile
+      continue; // gone meanwhile
     }
     // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     ticks += Number(f[11]) + (which === 'all' ? Number(f[12]) : 0);
-    let children = '';
-    try {
-      for (const tid of readdirSync(`/proc/${p}/task`))
-        children += `${readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8')} `;
-    } catch {
-      /* no children file: older kernels */
-    }
-    for (const c of children.split(' ')) if (c !== '') visit(Number(c));
-  };
-  if (!existsSync('/proc/self/stat')) return NaN;
-  visit(pid);
+  }
   return (ticks * 1000) / CLOCK_TICKS_PER_SEC;
 }
 
@@ -223,7 +214,7 @@ export function pidsOfTree(pid: number): number[] {
       for (const tid of readdirSync(`/proc/${p}/task`))
         children += `${readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8')} `;
     } catch {
-      /* gone meanwhile, or no children file */
+      /* gone meanwhile, or no children file (older kernels) */
     }
     for (const c of children.split(' ')) if (c !== '') visit(Number(c));
   };
