@@ -10,8 +10,7 @@
  * the next read after that deadline gets the new one. A probe starts at most once a second, and only when
  * read: an unwatched gateway sends nothing.
  */
-import http from 'node:http';
-import https from 'node:https';
+import { Client } from 'undici';
 import { VERSION } from '../observability/version.js';
 
 /** How long one probe waits for the upstream's response headers, at most (the upstream timeout if shorter). */
@@ -78,39 +77,55 @@ export class UpstreamProbe {
     });
   }
 
+  /**
+   * Through undici, as the forwarder sends: a node:http client socket would be one more class of socket
+   * in node's stream code, which then turns megamorphic for every request (http/socket-shape.ts).
+   */
   private probe(): Promise<ProbeResult> {
     const started = performance.now();
     const u = new URL(this.path, this.origin);
-    const client = u.protocol === 'https:' ? https : http;
+    const client = new Client(u.origin, {
+      // The probe asks whether the upstream answers; the forwarder is the one that checks its certificate.
+      connect: { rejectUnauthorized: false, timeout: this.timeoutMs },
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+      pipelining: 1,
+    });
     return new Promise<ProbeResult>((resolve) => {
       let done = false;
       const end = (up: boolean, error?: string): void => {
         if (done) return;
         done = true;
         clearTimeout(deadline);
-        req.destroy();
+        client.destroy().catch(() => {});
         const ms = Math.round(performance.now() - started);
         resolve(error === undefined ? { up, at: this.now(), ms } : { up, at: this.now(), ms, error });
       };
-      const req = client.request(u, {
-        method: 'HEAD',
-        agent: false,
-        headers: { 'user-agent': PROBE_USER_AGENT, connection: 'close' },
-        // The probe asks whether the upstream answers; the forwarder is the one that checks its certificate.
-        ...(u.protocol === 'https:' ? { rejectUnauthorized: false } : {}),
-      });
       // One deadline for connecting and answering: a frozen upstream accepts the connection and says nothing.
       const deadline = setTimeout(() => end(false, 'timeout'), this.timeoutMs);
       deadline.unref();
-      req.once('response', (res) => {
-        res.resume();
-        end(true);
-      });
-      // `on`, not `once`: destroying the request after its answer may emit an error, which must not go unheard.
-      req.on('error', (err: NodeJS.ErrnoException) =>
-        end(false, err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? err.message)),
-      );
-      req.end();
+      client
+        .request({
+          method: 'HEAD',
+          path: u.pathname + u.search,
+          headers: { 'user-agent': PROBE_USER_AGENT, connection: 'close' },
+        })
+        .then(
+          (res) => {
+            res.body.dump().catch(() => {});
+            end(true);
+          },
+          (err: NodeJS.ErrnoException) => end(false, errorName(err)),
+        );
     });
   }
+}
+
+/** A failed probe's reason: `refused`, `timeout`, or the socket's error code. */
+function errorName(err: NodeJS.ErrnoException): string {
+  if (err.code === 'ECONNREFUSED') return 'refused';
+  if (err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_CONNECT_TIMEOUT') return 'timeout';
+  // undici wraps a socket's own error (reset, closed before an answer) with the socket's code as its cause.
+  const cause = (err as { cause?: NodeJS.ErrnoException }).cause;
+  return err.code === 'UND_ERR_SOCKET' && cause?.code !== undefined ? cause.code : (err.code ?? err.message);
 }
