@@ -10,6 +10,7 @@ import { STATUS_PATHS, serveStatus } from './status-route.js';
 import { actorOf, auditFor } from './audit.js';
 import { hostRefusal, writeRefusal } from './browser-check.js';
 import type { AdminApi } from './api.js';
+import { settleSocketShape } from '../http/socket-shape.js';
 
 /** What /metrics serves: this process's registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -29,6 +30,7 @@ export interface AdminOptions {
 
 export function createAdminServer(opts: AdminOptions): http.Server {
   return http.createServer((req, res) => {
+    settleSocketShape(req);
     handle(opts, req, res).catch((err: unknown) => {
       json(res, 500, { error: err instanceof Error ? err.message : 'Internal error' });
     });

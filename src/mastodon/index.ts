@@ -2,6 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHandler } from './router.js';
+import { settleSocketShape } from '../http/socket-shape.js';
 
 export interface UpstreamOptions {
   /** Largest accepted media file in bytes (v1 and v2); larger uploads get 413 and are not read on. Default 16 MiB. */
@@ -38,7 +39,12 @@ export async function startUpstream(
   opts: UpstreamOptions & { host?: string; port?: number } = {},
 ): Promise<RunningUpstream> {
   const { host = '127.0.0.1', port = 0, ...rest } = opts;
-  const server = http.createServer(createUpstreamHandler(rest));
+  const handle = createUpstreamHandler(rest);
+  // In the gateway's process (`upstream.url: builtin`) its sockets meet the same stream code as the proxy's.
+  const server = http.createServer((req, res) => {
+    settleSocketShape(req);
+    handle(req, res);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -24,6 +24,7 @@ import { NO_HEADERS } from './decision.js';
 import { RequestView } from './request-view.js';
 import { connectionMemoOf } from '../identity/connection-memo.js';
 import { continueNow } from '../http/expect-continue.js';
+import { settleSocketShape } from '../http/socket-shape.js';
 import type { Release } from '../guard/slots.js';
 import { protocolOf, recordOf } from './access-record.js';
 import { loggedPath } from '../observability/log-redact.js';
@@ -208,6 +209,7 @@ export class Gateway {
   private viewOf(req: http.IncomingMessage, started: number): RequestView {
     const policy = this.opts.policy();
     const conn = connectionMemoOf(req);
+    settleSocketShape(req);
     const peer = conn.peer(policy.resolveIp.peer, req.socket);
     const v = new RequestView(req, policy, peer, undefined, conn);
     if (this.opts.tracing !== undefined) v.span = this.opts.tracing.start(req, started);
