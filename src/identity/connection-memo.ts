@@ -7,9 +7,12 @@
  * connection that sent it is open (it arrived on it), never beyond. A digest is reused only for the
  * very same string on the same connection, so no client's request is ever answered from another
  * connection's entry (no cross-client hit, nothing to time). Memory: one entry per open connection,
- * ~300 B with a Doorkeeper token; a token longer than MEMO_MAX is hashed each time and not kept.
+ * ~300 B with a Doorkeeper token; a token longer than MEMO_MAX is hashed each time and not kept. Behind a
+ * trusted proxy, also the last X-Forwarded-For's client and the chain sent on (an X-Forwarded-For longer
+ * than MEMO_MAX is walked each time and not kept).
  */
-import type { Peer } from './ip.js';
+import type { ClientIp, ClientIpResolver, Peer } from './ip.js';
+import { extendedChain } from './forwarded.js';
 import { isIntrospectable, tokenDigest } from './token-digest.js';
 
 /** Longer tokens (a large JWT) are not kept: the memo's memory per connection stays small. */
@@ -17,6 +20,7 @@ export const MEMO_MAX = 512;
 
 /** Who resolved the memo's peer: a reload's new resolver (new trusted proxies) resolves it again. */
 type PeerOf = (addr: string | undefined) => Peer;
+type BehindOf = ClientIpResolver['behind'];
 
 export class ConnectionMemo {
   private peerOf: PeerOf | null = null;
@@ -25,6 +29,15 @@ export class ConnectionMemo {
   /** The kept token's digest, taken when first asked (a junk token's format check needs none). */
   private digest: string | null = null;
   private introspectable = false;
+  /** The last X-Forwarded-For a trusted peer sent (at most MEMO_MAX long), and the client it named. */
+  private xff: string | null = null;
+  private xffPeer: Peer | null = null;
+  private behindOf: BehindOf | null = null;
+  private xffClient: ClientIp | null = null;
+  /** The last chain sent upstream, and the X-Forwarded-For and peer it was made of. */
+  private chainOf: string | null = null;
+  private chainPeer = '';
+  private chain = '';
 
   /** The connection's peer as `peerOf` resolves the socket's address (read only the first time, or after a reload). */
   peer(peerOf: PeerOf, socket: { readonly remoteAddress?: string | undefined }): Peer {
@@ -33,6 +46,36 @@ export class ConnectionMemo {
       this.peerOf = peerOf;
     }
     return this.peer_;
+  }
+
+  /**
+   * The client behind a trusted `peer` by its X-Forwarded-For as `behind` walks it: the last request's
+   * when it sent the very same header. A proxy's connection often carries one client's requests back to
+   * back (a flood's above all); a walk costs a parse, a slice and a cache look-up by a fresh string.
+   */
+  clientBehind(behind: BehindOf, peer: Peer, xff: string): ClientIp {
+    if (xff === this.xff && peer === this.xffPeer && behind === this.behindOf) return this.xffClient!;
+    // `behind` reads only X-Forwarded-For when it is present, never `Forwarded`.
+    const client = behind(peer, xff, undefined);
+    if (xff.length <= MEMO_MAX) {
+      this.xff = xff;
+      this.xffPeer = peer;
+      this.behindOf = behind;
+      this.xffClient = client;
+    }
+    return client;
+  }
+
+  /** `extendedChain(xff, peerAddr)` (identity/forwarded.ts), the last request's when it was the same. */
+  extendedChain(xff: string, peerAddr: string): string {
+    if (xff === this.chainOf && peerAddr === this.chainPeer) return this.chain;
+    const chain = extendedChain(xff, peerAddr);
+    if (xff.length <= MEMO_MAX) {
+      this.chainOf = xff;
+      this.chainPeer = peerAddr;
+      this.chain = chain;
+    }
+    return chain;
   }
 
   /** `tokenDigest(token)`, from the connection's last request when it carried the same token. */

@@ -175,3 +175,12 @@ export function forwardedForList(header: string | ParsedForwarded, bare: (node: 
   }
   return out.reverse();
 }
+
+/**
+ * A trusted proxy's X-Forwarded-For with the peer appended, made as one flat string: a concatenation
+ * (a cons string) made undici's header check flatten it through the runtime, ~1.5k instructions per
+ * forwarded request.
+ */
+export function extendedChain(xff: string | readonly string[], peerAddr: string): string {
+  return typeof xff === 'string' ? [xff, peerAddr].join(', ') : [...xff, peerAddr].join(', ');
+}

@@ -10,6 +10,7 @@ import type http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { forwardedForNodes, type ClientIp, type ParsedForwarded, type Peer } from '../identity/index.js';
 import type { ConnectionMemo } from '../identity/connection-memo.js';
+import { extendedChain } from '../identity/forwarded.js';
 import { isIntrospectable, tokenDigest } from '../identity/token-digest.js';
 import type { KeyFacts } from '../keys/index.js';
 import type { AccountFacts } from '../identity/account-facts.js';
@@ -75,8 +76,17 @@ export class RequestView implements KeyFacts, ParsedForwarded {
 
   /** The client behind the trusted proxies: the X-Forwarded-For / Forwarded walk, done once when first asked. */
   get client(): ClientIp {
-    const forwarded = this.req.headers.forwarded === undefined ? undefined : this;
-    return (this.clientIp ??= this.policy.resolveIp.behind(this.peer, this.req.headers['x-forwarded-for'], forwarded));
+    if (this.clientIp !== undefined) return this.clientIp;
+    const xff = this.req.headers['x-forwarded-for'];
+    const { behind } = this.policy.resolveIp;
+    if (this.conn !== null && this.peer.trusted && typeof xff === 'string')
+      return (this.clientIp = this.conn.clientBehind(behind, this.peer, xff));
+    return (this.clientIp = behind(this.peer, xff, this.req.headers.forwarded === undefined ? undefined : this));
+  }
+
+  /** A trusted proxy's X-Forwarded-For with the peer appended, as sent upstream (the connection's last when the same). */
+  extendedChain(xff: string, peerAddr: string): string {
+    return this.conn !== null ? this.conn.extendedChain(xff, peerAddr) : extendedChain(xff, peerAddr);
   }
 
   /** `Forwarded`'s `for=` nodes, parsed once: the client walk and the headers sent upstream read them. */

@@ -1,8 +1,10 @@
 /**
  * What a keep-alive connection's requests share (identity/connection-memo.ts): the peer as the policy
- * resolved it, and the last token's format check. Through the real gateway: a reload that changes the
- * trusted proxies is read by a connection open across it, and a junk token after a good one on the same
- * connection is never introspected (nor a good one after a junk one refused).
+ * resolved it, the last token's format check, and behind a trusted proxy the last X-Forwarded-For's client
+ * and chain. Through the real gateway: a reload that changes the trusted proxies is read by a connection
+ * open across it, each request of a proxy's connection is counted by its own X-Forwarded-For, and a junk
+ * token after a good one on the same connection is never introspected (nor a good one after a junk one
+ * refused).
  */
 import http from 'node:http';
 import { writeFileSync } from 'node:fs';
@@ -63,6 +65,26 @@ describe("a connection's memo", () => {
       const again = await get(gw.url, agent, claim);
       expect(again.reused).toBe(true);
       expect(again.remaining).toBe('48');
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it("counts each request of a proxy's connection by its own X-Forwarded-For: a change, a return, a long chain", async () => {
+    const gw = (fx.gw = await startTestGateway(table('127.0.0.1/32, 10.0.0.0/8'), { upstream: fx.upstream.url }));
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    // A chain past what the memo keeps (512 characters): trusted hops left of the client.
+    const long = `${Array.from({ length: 60 }, (_, i) => `10.0.${i}.1`).join(', ')}, 198.51.100.9`;
+    const sent = ['198.51.100.7', '198.51.100.8', '198.51.100.7', long, long, '198.51.100.8, 10.1.1.1'];
+    try {
+      const got: Got[] = [];
+      for (const xff of sent) got.push(await get(gw.url, agent, { 'x-forwarded-for': xff }));
+      expect(got.slice(1).every((g) => g.reused)).toBe(true);
+      // .7 twice; .8 twice (the second behind a trusted hop); the long chain's client .9 twice.
+      expect(got.map((g) => g.remaining)).toEqual(['49', '49', '48', '49', '48', '48']);
+      expect(fx.upstream.forwarded().map((f) => f.headers['x-forwarded-for'])).toEqual(
+        sent.map((xff) => `${xff}, 127.0.0.1`),
+      );
     } finally {
       agent.destroy();
     }
