@@ -5,14 +5,14 @@
  * differs between the proxy's sockets and the admin port's. With the upstream pool's sockets and
  * Redis's two, node's stream code (the `destroyed` getter, every `_readableState` load in Readable and
  * Writable) then meets five or more classes of socket and turns megamorphic for the life of the
- * process: ~4k instructions per forwarded request with the Redis store, ~3k with memory (callgrind).
+ * process: ~8k instructions per forwarded request with the Redis store, ~3k with memory (callgrind).
  * Both properties given their values at the first request, in one order, before stream code reads the
  * socket again, leave one class: `timeout` the value it stands for when unset (0, what setTimeout(0)
  * writes: no timeout), `_peername` node's own cache of the address.
  */
 import type http from 'node:http';
 
-/** Called first thing by every request handler of the process (proxy and admin ports). */
+/** Called first thing by every request handler of the process: the proxy's, the admin port's, the built-in upstream's. */
 export function settleSocketShape(req: http.IncomingMessage): void {
   // HTTP/2: req.socket is a proxy over the session's socket, made per stream; nothing to settle.
   if (req.httpVersionMajor !== 1) return;
