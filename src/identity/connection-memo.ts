@@ -29,15 +29,12 @@ export class ConnectionMemo {
   /** The kept token's digest, taken when first asked (a junk token's format check needs none). */
   private digest: string | null = null;
   private introspectable = false;
-  /** The last X-Forwarded-For a trusted peer sent (at most MEMO_MAX long), and the client it named. */
+  /** The last X-Forwarded-For a trusted peer sent (at most MEMO_MAX long): the client it named, and the chain sent on (made when first asked). */
   private xff: string | null = null;
   private xffPeer: Peer | null = null;
   private behindOf: BehindOf | null = null;
   private xffClient: ClientIp | null = null;
-  /** The last chain sent upstream, and the X-Forwarded-For and peer it was made of. */
-  private chainOf: string | null = null;
-  private chainPeer = '';
-  private chain = '';
+  private xffChain: string | null = null;
 
   /** The connection's peer as `peerOf` resolves the socket's address (read only the first time, or after a reload). */
   peer(peerOf: PeerOf, socket: { readonly remoteAddress?: string | undefined }): Peer {
@@ -62,20 +59,15 @@ export class ConnectionMemo {
       this.xffPeer = peer;
       this.behindOf = behind;
       this.xffClient = client;
+      this.xffChain = null;
     }
     return client;
   }
 
-  /** `extendedChain(xff, peerAddr)` (identity/forwarded.ts), the last request's when it was the same. */
-  extendedChain(xff: string, peerAddr: string): string {
-    if (xff === this.chainOf && peerAddr === this.chainPeer) return this.chain;
-    const chain = extendedChain(xff, peerAddr);
-    if (xff.length <= MEMO_MAX) {
-      this.chainOf = xff;
-      this.chainPeer = peerAddr;
-      this.chain = chain;
-    }
-    return chain;
+  /** `extendedChain` (identity/forwarded.ts) of `xff` and the peer's address: made once for the header clientBehind kept. */
+  extendedChain(xff: string, peer: Peer): string {
+    if (xff !== this.xff || peer !== this.xffPeer) return extendedChain(xff, peer.client.address);
+    return (this.xffChain ??= extendedChain(xff, peer.client.address));
   }
 
   /** `tokenDigest(token)`, from the connection's last request when it carried the same token. */

@@ -84,9 +84,9 @@ export class RequestView implements KeyFacts, ParsedForwarded {
     return (this.clientIp = behind(this.peer, xff, this.req.headers.forwarded === undefined ? undefined : this));
   }
 
-  /** A trusted proxy's X-Forwarded-For with the peer appended, as sent upstream (the connection's last when the same). */
-  extendedChain(xff: string, peerAddr: string): string {
-    return this.conn !== null ? this.conn.extendedChain(xff, peerAddr) : extendedChain(xff, peerAddr);
+  /** A trusted proxy's X-Forwarded-For with the peer's address appended, as sent upstream (the connection's when the same). */
+  extendedChain(xff: string, peer: Peer): string {
+    return this.conn !== null ? this.conn.extendedChain(xff, peer) : extendedChain(xff, peer.client.address);
   }
 
   /** `Forwarded`'s `for=` nodes, parsed once: the client walk and the headers sent upstream read them. */

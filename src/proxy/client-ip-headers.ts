@@ -33,7 +33,7 @@ export interface ForwardedHeaders {
 
 /** What the request's view already knows: `Forwarded` parsed, and the chain its connection last sent. */
 export interface ForwardedFacts extends ParsedForwarded {
-  extendedChain?(xff: string, peerAddr: string): string;
+  extendedChain?(xff: string, peer: Peer): string;
 }
 
 /**
@@ -59,7 +59,7 @@ export function forwardedHeaders(
   return {
     for: fromTrusted
       ? typeof xff === 'string' && parsed?.extendedChain !== undefined
-        ? parsed.extendedChain(xff, peerAddr)
+        ? parsed.extendedChain(xff, peer)
         : extendedChain(xff, peerAddr)
       : (forwardedAsXff(trusted, xff, req.headers.forwarded, peerAddr, parsed) ?? peerAddr),
     proto,
