@@ -123,9 +123,11 @@ async function main(): Promise<void> {
   /** Per system, per thread name: µs per 429 of each round (the main thread's share against V8's and libuv's). */
   const threads = new Map<string, Map<string, number[]>>();
   try {
-    // Warm-up: exhausts the bucket and lets the JIT settle.
-    // The many-clients row's first request of each client passes (the exhausted rule allows one).
+    // Warm-up: exhausts the bucket (the many-clients row's first request of each client passes: the
+    // exhausted rule allows one), then as many refusals as a round, so that V8's tiers have settled on
+    // the 429 path before the first count (natively, TurboFan is still at work ~4000 requests in).
     for (const [name, s] of systems) await measure(s, 3 * MANY, clientsOf(name));
+    for (const [name, s] of systems) await measure(s, N, clientsOf(name));
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? systems : [...systems].reverse();
       for (const [name, s] of order) {

@@ -117,6 +117,16 @@ export function compileCost(dump: CallgrindDump): { cost: number; entries: numbe
   );
 }
 
+/** TurboFan's background jobs on a worker thread: what is still being optimized in the window. */
+const OPTIMIZING = /^v8::internal::OptimizingCompileDispatcher::CompileTask::RunInternal/;
+function optimizingCost(dump: CallgrindDump): number {
+  return spentUnder(
+    dump,
+    (f) => OPTIMIZING.test(f),
+    () => false,
+  ).cost;
+}
+
 /** A perf map (`start size name` per line, hex) as sorted arrays, for address look-ups. */
 export interface PerfMap {
   readonly starts: Float64Array;
@@ -187,9 +197,13 @@ export function runFigures(dir: string): Omit<InstructionsRun, 'non200' | 'redis
     ).cost;
   const idleRest = (idle.total - timersOf(idle)) / run.idleSeconds;
   const timers = (timersOf(window) + idleRest * run.seconds) / run.requests;
-  const allThreads = readdirSync(dir)
-    .filter((f) => f.startsWith(`callgrind.out.${run.pid}.2-`))
-    .reduce((sum, f) => sum + readDump(path.join(dir, f)).total, 0);
+  let allThreads = 0;
+  let optimizing = 0;
+  for (const f of readdirSync(dir).filter((x) => x.startsWith(`callgrind.out.${run.pid}.2-`))) {
+    const d = f.endsWith('-01') ? window : readDump(path.join(dir, f));
+    allThreads += d.total;
+    if (!f.endsWith('-01')) optimizing += optimizingCost(d);
+  }
   const gc = gcCost(window);
   return {
     requests: run.requests,
@@ -201,5 +215,6 @@ export function runFigures(dir: string): Omit<InstructionsRun, 'non200' | 'redis
     timers,
     idlePerSecond: idle.total / run.idleSeconds,
     allThreads: allThreads / run.requests,
+    optimizing: optimizing / run.requests,
   };
 }

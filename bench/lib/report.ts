@@ -310,10 +310,10 @@ export function instructionsTable(instructions: Partial<Record<InstrKey, Instruc
   const floor = instructions['floor-429']?.main;
   const first = Object.values(instructions)[0]!;
   const lines = [
-    `Instructions per forwarded request, main thread (callgrind; ${first.warmup} requests uninstrumented first, then ${first.runs[0]?.requests} measured, ` +
+    `Instructions per forwarded request, main thread (callgrind; ${first.warmup} requests uninstrumented first, an idle window, ${first.rewarm ?? 200} more, then ${first.runs[0]?.requests} measured, ` +
       `8 connections; idle timer work subtracted; median of ${first.runs.length} runs, each a fresh process; a 429 row per refused request, × its floor):`,
     '',
-    '| system | main thread | × bare (429: × floor) | spread | runs | without GC, compile | GC (entries/run) | compile | timers subtracted (idle /s) | all threads | Redis calls/req | req/s | CPU µs itself | upstream | redis |',
+    '| system | main thread | × bare (429: × floor) | spread | runs | without GC, compile | GC (entries/run) | compile | timers subtracted (idle /s) | all threads (optimizing) | Redis calls/req | req/s | CPU µs itself | upstream | redis |',
     '|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const key of INSTR_ORDER) {
@@ -327,7 +327,7 @@ export function instructionsTable(instructions: Partial<Record<InstrKey, Instruc
     lines.push(
       `| ${INSTR_LABELS[key]} | ${k(r.main)} | ${base && key !== 'thin' && key !== 'floor-429' ? (r.main / base).toFixed(2) : '1'} | ${(r.spread * 100).toFixed(1)} % | ` +
         `${r.runs.map((x) => k(x.main)).join(', ')} | ${k(r.steady)} | ${k(med((x) => x.gc))} (${med((x) => x.gcEntries)}) | ${k(med((x) => x.compile))} | ` +
-        `${k(med((x) => x.timers))} (${k(med((x) => x.idlePerSecond))}) | ${k(med((x) => x.allThreads))} | ${redis} | ${loadFigures(key)} |`,
+        `${k(med((x) => x.timers))} (${k(med((x) => x.idlePerSecond))}) | ${k(med((x) => x.allThreads))} (${k(med((x) => x.optimizing ?? 0))}) | ${redis} | ${loadFigures(key)} |`,
     );
   }
   return lines.join('\n');

@@ -154,6 +154,11 @@ export interface InstructionsRun {
   idlePerSecond: number;
   /** Every thread of the process (V8's compiler and GC helpers too), nothing subtracted. */
   allThreads: number;
+  /**
+   * Of `allThreads`: TurboFan's jobs on the worker threads. Near 0 when the tiers have settled before the
+   * window; a large figure means the window measured code still being optimized.
+   */
+  optimizing?: number;
   /** Answers other than 200 in the window (at most 1 %), when any. */
   non200?: number;
   /** Redis-backed systems: script calls (round trips) per request in the window. */
@@ -163,6 +168,8 @@ export interface InstructionsRun {
 export interface InstructionsResult {
   tool: 'callgrind';
   warmup: number;
+  /** Uninstrumented requests after the idle window, before the count (older results: 200, instrumented). */
+  rewarm?: number;
   runs: InstructionsRun[];
   /** Medians over the runs, and the spread (max − min) ÷ median of `main`. */
   main: number;

@@ -3,9 +3,11 @@
  * callgrind, the figure a shared machine cannot move (perf has no hardware counters in this VM).
  *
  * One run is one fresh process under `valgrind --tool=callgrind --instr-atstart=no`: start-up and
- * `WARMUP` requests run uninstrumented (V8 settles its tiers meanwhile), then instrumentation goes on
- * (`callgrind_control -i on`) for an idle window (the timers' own work: instructions per second with no
- * request) and a measured window of `WINDOW` requests, long enough for several scavenges. Each window is
+ * `WARMUP` requests run uninstrumented, then instrumentation goes on (`callgrind_control -i on`) for an
+ * idle window (the timers' own work: instructions per second with no request); `REWARM` more requests,
+ * uninstrumented again, let V8's tiers settle (`optimizing`, TurboFan's jobs on the worker threads in the
+ * window, shows whether they did); then a measured window of `WINDOW` requests, long enough for several
+ * scavenges. Each window is
  * one dump (`-z` before, `-d` after), one file per thread (`--separate-threads=yes`; `-01` is the main
  * thread). A run's figure is the main thread's count less its timer work, per request (lib/callgrind.ts
  * runFigures: the window's JS timers from the call graph, plus the idle window's other work per second ×
@@ -119,15 +121,21 @@ export function instrSystem(key: InstrKey): SystemKey {
   }
 }
 
-/** Uninstrumented requests before any count: the JIT's tiers settle within the first few thousand. */
+/** Uninstrumented requests before the idle window: the JIT tiers the first few thousand up. */
 export const WARMUP = 3000;
 /** Measured requests per run: several scavenges' worth of allocation. */
 export const WINDOW = QUICK ? 1500 : 3000;
 const IDLE_MS = 5000;
 /** From the warm-up's end to the idle window: longer than every keep-alive timeout on the way. */
 const SETTLE_MS = 8000;
-/** Requests between the idle window and the measured one, not counted. */
-const REWARM = 200;
+/**
+ * Requests between the idle window and the measured one, uncounted and uninstrumented. The new
+ * connections deoptimize what the warm-up optimized without them, and TurboFan is still tiering the
+ * 429 path up: the rows' windows of 3000 after 200 such requests held 60–120k instructions per request
+ * of optimizing jobs on the worker threads and the gateway's stages in baseline code (2026-12-04). Natively,
+ * the opt/deopt trace goes quiet ~4000 requests after the idle window.
+ */
+const REWARM = 5000;
 /** Distinct clients of `rategate-redis-clients`: every request of a run comes from one not seen before. */
 const MANY = 100_000;
 
@@ -266,7 +274,9 @@ async function oneRun(key: InstrKey, dir: string): Promise<InstructionsRun> {
     // The upstream has closed the connections idle through that window (its keep-alive timeout, 5 s,
     // runs at native speed, the system's own timers ~50× slower): a few requests open fresh ones (and
     // take the leases again) before the count starts, so the window sees no reset connection.
+    control('-i', 'off');
     await send(key, server.port, REWARM, WARMUP + WINDOW, false);
+    control('-i', 'on');
     const redisBefore = usesRedis(key) ? await redisCalls() : null;
     control('-z');
     const w0 = performance.now();
@@ -309,7 +319,7 @@ export async function benchInstructions(key: InstrKey): Promise<InstructionsResu
     const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
     process.stdout.write(
       `main thread ${k(r.main)} per request (GC ${k(r.gc)} in ${r.gcEntries} entries, compile ${k(r.compile)}, timers ${k(r.timers)} subtracted: idle ${k(r.idlePerSecond)}/s), ` +
-        `all threads ${k(r.allThreads)}${r.redisScriptCalls === undefined ? '' : `, ${r.redisScriptCalls.toFixed(3)} script calls`}; ${r.seconds.toFixed(0)} s\n`,
+        `all threads ${k(r.allThreads)} (optimizing ${k(r.optimizing ?? 0)})${r.redisScriptCalls === undefined ? '' : `, ${r.redisScriptCalls.toFixed(3)} script calls`}; ${r.seconds.toFixed(0)} s\n`,
     );
   }
   const mains = runs.map((r) => r.main);
@@ -317,6 +327,7 @@ export async function benchInstructions(key: InstrKey): Promise<InstructionsResu
   return {
     tool: 'callgrind',
     warmup: WARMUP,
+    rewarm: REWARM,
     runs,
     main,
     steady: median(runs.map((r) => r.main - r.gc - r.compile)),
