@@ -15,6 +15,7 @@ import {
   type KindName,
   type TypedContext,
 } from './kinds.js';
+import { tagMemoOf, type TagMemo } from './tag-memo.js';
 
 /** One part of a key: a kind and its compiled name. */
 export interface KeyPart {
@@ -69,8 +70,8 @@ class SingleKey implements RuleKey {
   readonly needs: number;
   readonly overrideKeys: boolean;
   readonly missingIp = false;
-  /** `ip:`: the tag without its value, built once. */
-  private readonly prefix: string;
+  /** Tags by value for this kind (`ip:` and the value). */
+  private readonly tags: TagMemo;
   /**
    * The last value read and its tag: a client seen again (its value the same string, from the identity
    * caches) gets the same tag string, so the bucket built from it can be reused too (policy.ts bucketsFor).
@@ -83,7 +84,7 @@ class SingleKey implements RuleKey {
     this.label = part.label;
     this.needs = part.spec.needs;
     this.overrideKeys = part.spec.overrideKeys;
-    this.prefix = `${part.spec.tag}:`;
+    this.tags = tagMemoOf(`${part.spec.tag}:`);
   }
 
   tag(facts: KeyFacts): string | null {
@@ -92,7 +93,7 @@ class SingleKey implements RuleKey {
     const last = this.last;
     if (value === last.value) return last.tag;
     last.value = value;
-    return (last.tag = value === '' ? this.part.spec.tag : this.prefix + value);
+    return (last.tag = value === '' ? this.part.spec.tag : this.tags.of(value));
   }
 }
 
