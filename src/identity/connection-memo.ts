@@ -83,7 +83,12 @@ export class ConnectionMemo {
 
   /** Whether `token` is (now) the one kept; false for one too long to keep. */
   private remember(token: string): boolean {
-    if (token === this.token) return true;
+    if (token === this.token) {
+      // The request's own string from now on: its next comparison is by identity. A token sliced from
+      // its header compares by content in the runtime (~450 instructions), and a request asks twice.
+      this.token = token;
+      return true;
+    }
     if (token.length > MEMO_MAX) return false;
     this.token = token;
     this.digest = null;
