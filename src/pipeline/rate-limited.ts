@@ -25,6 +25,8 @@ export function rateLimited(
         readonly rules: readonly CompiledRule[];
         readonly outcome: ConsumeOutcome;
         readonly headers?: readonly string[];
+        /** The refusing bucket's key: its head is kept for it (refusal-head.ts). */
+        readonly bucketKey?: string | undefined;
       }
     | 'in-flight',
 ): Decision {
@@ -56,7 +58,7 @@ export function rateLimited(
       limits.outcome,
     );
   // The head as the last refusal's when nothing in it differs (refusal-head.ts): a flood builds it once a second.
-  const prebuilt = refusalHead(policy, limits.rules, limits.outcome);
+  const prebuilt = refusalHead(policy, limits.rules, limits.outcome, limits.bucketKey);
   return decision(
     false,
     status,
