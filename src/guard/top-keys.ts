@@ -30,13 +30,16 @@ class SpaceSaving {
     const c = this.counts.get(key);
     if (c !== undefined) return void c.count++;
     if (this.counts.size < this.capacity) return void this.counts.set(key, { count: 1, error: 0 });
-    // Replace a smallest counter: the newcomer inherits its count as its possible error.
-    const min = this.takeSmallest();
-    this.counts.set(key, { count: min + 1, error: min });
+    // Replace a smallest counter: the newcomer inherits its count as its possible error (and its
+    // object: a flood of new keys replaces one per 429, and allocates nothing for it).
+    const replaced = this.takeSmallest();
+    replaced.error = replaced.count;
+    replaced.count++;
+    this.counts.set(key, replaced);
   }
 
-  /** Removes a counter with the smallest count and returns that count. */
-  private takeSmallest(): number {
+  /** Removes a counter with the smallest count and returns it. */
+  private takeSmallest(): { count: number; error: number } {
     for (;;) {
       const k = this.smallest.pop();
       if (k === undefined) {
@@ -47,7 +50,7 @@ class SpaceSaving {
       const v = this.counts.get(k);
       if (v === undefined || v.count !== this.smallestCount) continue;
       this.counts.delete(k);
-      return v.count;
+      return v;
     }
   }
 
