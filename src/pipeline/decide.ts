@@ -142,10 +142,9 @@ function decided(
   if (v.span !== null) v.span.stored('consume', storeStarted, storeEnded, specs.length, outcome);
   countDecision(ctx.metrics, rules, outcome);
   if (outcome.allowed) return admitted(rateLimitHeaders(v.policy, rules, outcome), rules, true, 'allowed', outcome);
-  const at = rejectingAt(rules, outcome);
-  noteLimited(ctx, rules, specs, at);
+  noteLimited(ctx, rules, specs, outcome);
   rememberRefused(v.policy, b);
-  return rateLimited(v.policy, rules[at], { rules, outcome, bucketKey: specs[at]?.key });
+  return rateLimited(v.policy, rejecting(rules, outcome), { rules, outcome });
 }
 
 /**
@@ -195,12 +194,12 @@ function refuseEarly(ctx: DecideContext, v: RequestView): Verdict | Promise<Verd
 /** The early 429 when a bucket read has no room, else go on. */
 function refusedByRead(ctx: DecideContext, v: RequestView, b: Buckets, outcome: ConsumeOutcome): Verdict {
   const { specs, rules } = b;
-  const at = rejectingAt(rules, outcome);
-  if (at < 0) return GO_ON;
+  const by = rejecting(rules, outcome);
+  if (by === undefined) return GO_ON;
   countDecision(ctx.metrics, rules, outcome);
-  noteLimited(ctx, rules, specs, at);
+  noteLimited(ctx, rules, specs, outcome);
   rememberRefused(v.policy, b);
-  return rateLimited(v.policy, rules[at], { rules, outcome, bucketKey: specs[at]!.key });
+  return rateLimited(v.policy, by, { rules, outcome });
 }
 
 /** The rejecting bucket, for triage (only on a 429: an allowed request costs nothing here). */
@@ -208,15 +207,17 @@ function noteLimited(
   ctx: DecideContext,
   rules: readonly CompiledRule[],
   specs: readonly { key: string }[],
-  at: number,
+  outcome: ConsumeOutcome,
 ): void {
-  if (at >= 0 && ctx.onLimited !== undefined) ctx.onLimited(rules[at]!.name, specs[at]!.key);
+  if (ctx.onLimited === undefined) return;
+  for (let i = 0; i < rules.length; i++) {
+    if (outcome.buckets[i]!.limited && !rules[i]!.shadow) return ctx.onLimited(rules[i]!.name, specs[i]!.key);
+  }
 }
 
-/** The index of the rule that refused (the first limited non-shadow one), or -1. */
-function rejectingAt(rules: readonly CompiledRule[], outcome: ConsumeOutcome): number {
-  for (let i = 0; i < rules.length; i++) if (outcome.buckets[i]!.limited && !rules[i]!.shadow) return i;
-  return -1;
+function rejecting(rules: readonly CompiledRule[], outcome: ConsumeOutcome): CompiledRule | undefined {
+  for (let i = 0; i < rules.length; i++) if (outcome.buckets[i]!.limited && !rules[i]!.shadow) return rules[i];
+  return undefined;
 }
 
 function anyNeedsAccount(rules: readonly CompiledRule[]): boolean {

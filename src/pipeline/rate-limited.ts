@@ -25,8 +25,6 @@ export function rateLimited(
         readonly rules: readonly CompiledRule[];
         readonly outcome: ConsumeOutcome;
         readonly headers?: readonly string[];
-        /** The refusing bucket's key: its head is kept for it (refusal-head.ts). */
-        readonly bucketKey?: string | undefined;
       }
     | 'in-flight',
 ): Decision {
@@ -58,7 +56,7 @@ export function rateLimited(
       limits.outcome,
     );
   // The head as the last refusal's when nothing in it differs (refusal-head.ts): a flood builds it once a second.
-  const prebuilt = refusalHead(policy, limits.rules, limits.outcome, limits.bucketKey);
+  const prebuilt = refusalHead(policy, limits.rules, limits.outcome);
   return decision(
     false,
     status,

@@ -10,10 +10,8 @@
  * RateLimit `t=`, and a `delta` reset are all ceil((time − now) / 1000) of a time in the buckets, clamped
  * once that time is past (so a bucket reported full, reset `now`, shows 0 whatever its exact reset). So
  * the head is kept with the interval of `now` in which every one of those values stays what it was, and
- * reused when the inputs compare equal and `now` is inside it. The last refusal's head is tried first (a
- * hot key hits it); then, when the caller names the refusing bucket, the head last built for that bucket
- * (at most KEPT_MAX of them, the oldest dropped first): refusals of many exhausted clients interleaved
- * each find their own. The key only picks the slot; the inputs are compared all the same.
+ * reused when the inputs compare equal and `now` is inside it. One slot (the last refusal): a hot key hits it; refusals of many clients interleaved
+ * miss it and cost the comparison (a few number compares per bucket) besides the build.
  */
 import type { CompiledRule } from '../config/types.js';
 import type { BucketState, ConsumeOutcome } from '../limiter/types.js';
@@ -39,56 +37,18 @@ interface Kept extends RefusalHead {
   readonly until: number;
 }
 
-/** Heads kept by refusing bucket at most: ~1 KB each. */
-export const KEPT_MAX = 1024;
-
 let kept: Kept | null = null;
-/** By the refusing bucket's key, all of one policy (a reload's first refusal drops the old ones). */
-const keptBy = new Map<string, Kept>();
-let keptByPolicy: RequestPolicy | null = null;
 
-/**
- * The 429's head for these rules and outcome: a kept one when nothing in it can differ, else built
- * (and kept, under `bucketKey` when given: the key of the bucket that refused).
- */
+/** The 429's head for these rules and outcome: the last one when nothing in it can differ, else built (and kept). */
 export function refusalHead(
   policy: RequestPolicy,
   rules: readonly CompiledRule[],
   outcome: ConsumeOutcome,
-  bucketKey?: string,
 ): RefusalHead {
   const now = outcome.now;
-  if (stillHolds(kept, policy, rules, outcome, now)) return kept!;
-  if (bucketKey !== undefined) {
-    if (keptByPolicy !== policy) {
-      keptBy.clear();
-      keptByPolicy = policy;
-    }
-    const k = keptBy.get(bucketKey);
-    if (k !== undefined && stillHolds(k, policy, rules, outcome, now)) return (kept = k);
-  }
-  const built = build(policy, rules, outcome, now);
-  kept = built;
-  if (bucketKey !== undefined) {
-    if (keptBy.size >= KEPT_MAX && !keptBy.has(bucketKey)) keptBy.delete(keptBy.keys().next().value!);
-    keptBy.set(bucketKey, built);
-  }
-  return built;
-}
-
-function stillHolds(
-  k: Kept | null,
-  policy: RequestPolicy,
-  rules: readonly CompiledRule[],
-  outcome: ConsumeOutcome,
-  now: number,
-): boolean {
-  return (
-    k !== null && now >= k.from && now < k.until && k.policy === policy && sameInputs(k, rules, outcome.buckets, now)
-  );
-}
-
-function build(policy: RequestPolicy, rules: readonly CompiledRule[], outcome: ConsumeOutcome, now: number): Kept {
+  const k = kept;
+  if (k !== null && now >= k.from && now < k.until && k.policy === policy && sameInputs(k, rules, outcome.buckets, now))
+    return k;
   const headers: string[] = [];
   const responses = policy.snapshot.config.responses;
   appendRateLimitHeaders(headers, rules, outcome, responses.reset as ResetFormat, responses.standardHeaders);
@@ -108,6 +68,7 @@ function build(policy: RequestPolicy, rules: readonly CompiledRule[], outcome: C
     headers,
     head: jsonHead(policy.limitedBody, headers),
   };
+  kept = built;
   return built;
 }
 
@@ -140,11 +101,4 @@ export function sameSecondsUntil(at: number, now: number): number {
 /** Forgets the kept head (tests). */
 export function forgetRefusalHead(): void {
   kept = null;
-  keptBy.clear();
-  keptByPolicy = null;
-}
-
-/** Heads kept by bucket key (tests). */
-export function keptRefusalHeads(): number {
-  return keptBy.size;
 }

@@ -9,13 +9,7 @@ import { jsonHead } from '../../src/http/errors.js';
 import type { ConsumeOutcome } from '../../src/limiter/types.js';
 import { buildRequestPolicy } from '../../src/pipeline/policy.js';
 import { rateLimitHeaders } from '../../src/pipeline/rate-limited.js';
-import {
-  forgetRefusalHead,
-  KEPT_MAX,
-  keptRefusalHeads,
-  refusalHead,
-  sameSecondsUntil,
-} from '../../src/pipeline/refusal-head.js';
+import { forgetRefusalHead, refusalHead, sameSecondsUntil } from '../../src/pipeline/refusal-head.js';
 
 const TABLE = `limits:
   - { name: a, match: /api/*, per: ip, limit: 5, period: 1m }
@@ -51,8 +45,6 @@ describe('the kept 429 head', () => {
             step: fc.constantFrom(0, 1, 7, 250, 999, 1000, 1500),
             states: fc.array(bucket, { minLength: 3, maxLength: 3 }),
             fresh: fc.boolean(),
-            // The refusing bucket's key: heads kept by it are reused only when the inputs match too.
-            key: fc.constantFrom(undefined, 'ip:1', 'ip:2', 'ip:3'),
           }),
           { minLength: 1, maxLength: 40 },
         ),
@@ -75,7 +67,7 @@ describe('the kept 429 head', () => {
               retryAt: base + b.retryIn,
             }));
             const outcome: ConsumeOutcome = { allowed: false, now, buckets };
-            const kept = refusalHead(policy, rules, outcome, s.key);
+            const kept = refusalHead(policy, rules, outcome);
             const built = rateLimitHeaders(policy, rules, outcome);
             expect(kept.headers).toEqual(built);
             expect(kept.head).toEqual(jsonHead(policy.limitedBody, built));
@@ -105,36 +97,6 @@ describe('the kept 429 head', () => {
     expect(next).not.toBe(first);
     expect(next.headers).toContain('59');
     expect(first.headers).toContain('60');
-  });
-
-  it('keeps a head per refusing bucket: interleaved clients each reuse their own, in bounded memory', () => {
-    const policy = POLICIES[0]!;
-    const rules = [...policy.snapshot.rules];
-    const at = 1_700_000_000_000;
-    // Each client's other bucket as its block saw it: the heads differ by client.
-    const outcome = (remaining: number): ConsumeOutcome => ({
-      allowed: false,
-      now: at + 5,
-      buckets: [
-        { remaining: 0, limited: true, resetAt: at + 60_000, retryAt: at + 60_000 },
-        { remaining, limited: false, resetAt: at + 3_600_000, retryAt: at },
-        { remaining: 3, limited: false, resetAt: at + 10_000, retryAt: at },
-      ],
-    });
-    const a = refusalHead(policy, rules, outcome(90), 'ip:a');
-    const b = refusalHead(policy, rules, outcome(80), 'ip:b');
-    expect(b).not.toBe(a);
-    expect(refusalHead(policy, rules, outcome(90), 'ip:a')).toBe(a);
-    expect(refusalHead(policy, rules, outcome(80), 'ip:b')).toBe(b);
-    // The key picks the slot only: other inputs under a kept key are built afresh.
-    const moved = refusalHead(policy, rules, outcome(70), 'ip:a');
-    expect(moved).not.toBe(a);
-    expect(moved.headers).toEqual(rateLimitHeaders(policy, rules, outcome(70)));
-    for (let i = 0; i < KEPT_MAX + 50; i++) refusalHead(policy, rules, outcome(i), `ip:${i}`);
-    expect(keptRefusalHeads()).toBe(KEPT_MAX);
-    // Another policy (a reload) drops the heads of the last one.
-    refusalHead(POLICIES[1]!, [...POLICIES[1]!.snapshot.rules], outcome(1), 'ip:1');
-    expect(keptRefusalHeads()).toBe(1);
   });
 
   it('names the first instant at which a whole-seconds count changes', () => {
