@@ -36,11 +36,12 @@ export type { DecideContext } from './context.js';
  * flood refused locally is answered with no promise. Security (issue 37): cheap refusals first, DESIGN
  * principle 14.
  */
-export const ACCOUNT_STEPS: readonly Stage[] = Object.freeze([
+// Plain arrays, read-only by type: a frozen one's elements load through the generic stub (screen.ts STAGES).
+export const ACCOUNT_STEPS: readonly Stage[] = [
   { name: 'early-refusal', run: (ctx, s) => refuseEarly(ctx, s.view) },
   { name: 'introspection-budget', run: (ctx, s) => spendBudget(ctx, s.view) },
   { name: 'account-lookup', run: (_ctx, s) => s.view.lookUpAccount().then(() => GO_ON) },
-] satisfies Stage[]);
+] satisfies Stage[];
 
 /** The account a limit rule of the route needs, when it is not known without I/O (ACCOUNT_STEPS). */
 export const limitAccountStage: Stage = {
@@ -55,7 +56,7 @@ export const limitStage: Stage = {
 };
 
 /** Both limit stages in order, for callers that decide a request whose stages before them have run. */
-export const LIMIT_STAGES: readonly Stage[] = Object.freeze([limitAccountStage, limitStage]);
+export const LIMIT_STAGES: readonly Stage[] = [limitAccountStage, limitStage];
 
 /** Who hears nothing: decide() reads the verdict itself. */
 const NO_ENDING: Ending = { screened: () => {}, failed: () => {}, held: () => {} };

@@ -19,7 +19,7 @@ export interface RouteRules {
   readonly needs: number;
 }
 
-const NONE: readonly CompiledRule[] = Object.freeze([]);
+const NONE: readonly CompiledRule[] = [];
 export const NO_ROUTE_RULES: RouteRules = Object.freeze({ limits: NONE, bans: NONE, slots: NONE, needs: 0 });
 
 type Section = 'limits' | 'bans' | 'slots';
@@ -117,10 +117,7 @@ function routeRulesOf(hit: readonly Entry[]): RouteRules {
     else if (e.section === 'bans') bans.push(e.rule!);
     else if (e.section === 'slots') slots.push(e.rule!);
   }
-  return Object.freeze({
-    limits: Object.freeze(limits),
-    bans: Object.freeze(bans),
-    slots: Object.freeze(slots),
-    needs,
-  });
+  // The lists are read-only by type, not frozen: every request loops over them, and V8 (node 20) loads
+  // a frozen array's elements through the generic keyed-load stub (screen.ts STAGES).
+  return Object.freeze({ limits, bans, slots, needs });
 }

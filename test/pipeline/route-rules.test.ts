@@ -1,7 +1,9 @@
 /** @module RouteRuleIndex.of (pipeline/route-rules.ts): each (method, path) gets its own rules, the last one asked again included. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
+import { ACCOUNT_STEPS, LIMIT_STAGES } from '../../src/pipeline/decide.js';
 import { buildRequestPolicy } from '../../src/pipeline/policy.js';
+import { STAGES } from '../../src/pipeline/screen.js';
 
 const policy = buildRequestPolicy(
   parseConfig(
@@ -35,5 +37,17 @@ describe('RouteRuleIndex.of', () => {
     for (const [method, path, want] of asked) expect(names(method, path), `${method} ${path}`).toEqual(want);
     // The same set of rules is the same object, asked again or not.
     expect(policy.routeRules.of('GET', '/api/v1/statuses/7')).toBe(policy.routeRules.of('GET', '/api/v1/statuses/8'));
+  });
+});
+
+describe('the lists every request loops over', () => {
+  // V8 (node 20 and 22) loads a frozen array's elements through its generic keyed-load stub, ~70
+  // instructions a load, where a plain array's load is inlined: they stay read-only by type only.
+  it("are plain arrays: the stages, the account steps and each route's rules", () => {
+    for (const list of [STAGES, ACCOUNT_STEPS, LIMIT_STAGES]) expect(Object.isFrozen(list)).toBe(false);
+    for (const path of ['/api/v1/statuses/1', '/other']) {
+      const rules = policy.routeRules.of('GET', path);
+      for (const list of [rules.limits, rules.bans, rules.slots]) expect(Object.isFrozen(list)).toBe(false);
+    }
   });
 });
