@@ -117,7 +117,7 @@ function routeRulesOf(hit: readonly Entry[]): RouteRules {
     else if (e.section === 'bans') bans.push(e.rule!);
     else if (e.section === 'slots') slots.push(e.rule!);
   }
-  // The lists are read-only by type, not frozen: every request loops over them, and V8 (node 20) loads
-  // a frozen array's elements through the generic keyed-load stub (screen.ts STAGES).
+  // The lists are read-only by type, not frozen: every request loops over them, and V8 (node 20 and
+  // 22) loads a frozen array's elements through the generic keyed-load stub (screen.ts STAGES).
   return Object.freeze({ limits, bans, slots, needs });
 }

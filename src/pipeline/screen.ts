@@ -23,9 +23,9 @@ export type { Ending, Screened } from './screening.js';
 export type { ScreenContext } from './context.js';
 
 /**
- * In order: what refuses cheapest first, the store last. Read-only by its type, not frozen: V8 (node 20)
- * loads a frozen array's elements through the generic keyed-load stub, ~70 instructions for each stage of
- * each request where a plain array's load is inlined (a loop over 8 stages: 3× slower frozen).
+ * In order: what refuses cheapest first, the store last. Read-only by its type, not frozen: V8 (node 20
+ * and 22) loads a frozen array's elements through the generic keyed-load stub, ~70 instructions for each
+ * stage of each request where a plain array's load is inlined (a loop over 8 stages: 3× slower frozen).
  */
 export const STAGES: readonly Stage[] = [
   blockStage,
